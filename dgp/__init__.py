@@ -1,0 +1,43 @@
+"""dgp: weighted contrastive learning as a distance geometry problem.
+
+Tell, before training, what geometry a weighted InfoNCE objective gives the embeddings, or that
+no embedding reaches its optimum, with a certificate that can be re-checked.
+
+Public names are imported lazily, so that ``import dgp`` stays light (no cvxpy, no torch).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS = {
+    "Classification": "dgp.classify",
+    "classify": "dgp.classify",
+    "classify_objective": "dgp.classify",
+    "entropic_bound": "dgp.infonce",
+    "winfonce_loss": "dgp.infonce",
+    "objective_weights": "dgp.weights",
+    "Prototypes": "dgp.prototypes",
+    "supcon_prototypes": "dgp.prototypes",
+    "Optimum": "dgp.optimum",
+    "optimum": "dgp.optimum",
+}
+_SUBMODULES = ("metrics", "weights", "geometry", "symbolic", "strategies", "structured")
+
+__all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f"dgp.{name}")
+    raise AttributeError(f"module 'dgp' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,3 @@
+from dgp.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,54 @@
+"""The ``dgp`` command line: one module per subcommand, errors as one ``error:`` line.
+
+Each subcommand module defines ``register(subparsers)``, which adds its parser and sets
+``func(args) -> int``. Bad input raises :class:`ValueError` or :class:`TypeError` in the library;
+here it becomes one line on stderr starting with ``error:`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["main"]
+
+# Subcommand modules, in the order ``dgp --help`` lists them.
+_COMMANDS: tuple[str, ...] = ()
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one ``error:`` line and exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"error: {message} (see `{self.prog} --help`)\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="dgp",
+        description="Weighted contrastive learning as a distance geometry problem.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in _COMMANDS:
+        importlib.import_module(f"dgp.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, TypeError) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except ImportError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

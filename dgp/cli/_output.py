@@ -1,0 +1,45 @@
+"""Shared output helpers of the CLI: JSON with numpy values, simple aligned tables."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+__all__ = ["emit_json", "jsonable", "table"]
+
+
+def jsonable(obj: Any) -> Any:
+    """Convert numpy scalars/arrays (and non-finite floats, as null) into plain JSON values."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    return obj
+
+
+def emit_json(obj: Any) -> None:
+    """Print one JSON object on stdout and nothing else."""
+    sys.stdout.write(json.dumps(jsonable(obj), indent=2) + "\n")
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    """A plain aligned text table."""
+    cols = [header, *rows]
+    widths = [max(len(r[k]) for r in cols) for k in range(len(header))]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*r) for r in rows]
+    return "\n".join(lines)
