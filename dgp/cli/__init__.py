@@ -14,7 +14,7 @@ import sys
 __all__ = ["main"]
 
 # Subcommand modules, in the order ``dgp --help`` lists them.
-_COMMANDS: tuple[str, ...] = ()
+_COMMANDS: tuple[str, ...] = ("metrics",)
 
 
 class _Parser(argparse.ArgumentParser):
