@@ -1,0 +1,152 @@
+"""The torch w-InfoNCE losses equal dgp.infonce.winfonce_loss (numpy) on the same batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from dgp.infonce import winfonce_loss  # noqa: E402
+from dgp.torch import losses as L  # noqa: E402
+from dgp.weights import (  # noqa: E402
+    gaussian_kernel_weights,
+    soft_supcon_weights,
+    supcon_weights,
+    xclr_weights,
+)
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture
+def batch():
+    rng = np.random.default_rng(1)
+    Z = rng.standard_normal((12, 5))
+    classes = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 3, 3])
+    y = rng.standard_normal((12, 2))
+    return Z, classes, y
+
+
+def _case(name, Z, classes, y):
+    if name == "supcon":
+        return L.SupConLoss(tau=0.3), classes, supcon_weights(classes), "cosine"
+    if name == "soft-supcon":
+        W = soft_supcon_weights(classes, eps=0.2)
+        return L.SoftSupConLoss(tau=0.3, eps=0.2), classes, W, "cosine"
+    if name == "y-aware":
+        W = gaussian_kernel_weights(y, sigma=0.7)
+        return L.YAwareLoss(tau=0.3, sigma=0.7), y, W, "cosine"
+    if name == "euclid-euclid":
+        W = gaussian_kernel_weights(y, sigma=0.7)
+        return L.EuclidEuclidLoss(tau=0.3, sigma=0.7), y, W, "euclidean"
+    W = xclr_weights(y, label_tau=0.5)
+    return L.XCLRLoss(tau=0.3, label_tau=0.5), y, W, "cosine"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["supcon", "soft-supcon", "y-aware", "euclid-euclid", "x-clr"])
+def test_matches_numpy(batch, name, device):
+    Z, classes, y = batch
+    loss_fn, labels, W, sim = _case(name, Z, classes, y)
+    assert loss_fn.objective == name and loss_fn.similarity == sim
+    Zt = torch.tensor(Z, dtype=torch.float64, device=device, requires_grad=True)
+    value = loss_fn(Zt, torch.as_tensor(labels, device=device))
+    expected = winfonce_loss(Z, W, tau=0.3, similarity=sim)
+    assert value.item() == pytest.approx(expected, rel=1e-10)
+    value.backward()
+    assert torch.isfinite(Zt.grad).all()
+    # the factory builds the same loss
+    made = L.make_loss(name, tau=0.3, sigma=0.7, eps=0.2, label_tau=0.5)
+    assert made(Zt.detach(), torch.as_tensor(labels, device=device)).item() == pytest.approx(
+        expected, rel=1e-10
+    )
+
+
+def test_reductions(batch):
+    Z, classes, _ = batch
+    Zt = torch.tensor(Z)
+    per = L.SupConLoss(tau=0.5, reduction="none")(Zt, torch.tensor(classes))
+    assert per.shape == (12,)
+    total = L.SupConLoss(tau=0.5)(Zt, torch.tensor(classes))
+    mean = L.SupConLoss(tau=0.5, reduction="mean")(Zt, torch.tensor(classes))
+    assert total.item() == pytest.approx(per.sum().item())
+    assert mean.item() == pytest.approx(per.mean().item())
+
+
+def test_generic_weights_indices_and_weight_fn(batch):
+    Z, _, y = batch
+    W = gaussian_kernel_weights(y, sigma=0.5)
+    Zt = torch.tensor(Z)
+    full = L.WInfoNCELoss(tau=0.2, weights=W)
+    assert full(Zt, torch.arange(12)).item() == pytest.approx(winfonce_loss(Z, W, tau=0.2))
+    # a sub-batch uses the sub-matrix of the dataset weighting
+    idx = torch.tensor([0, 3, 5, 7, 11])
+    sub = W[np.ix_(idx.numpy(), idx.numpy())]
+    assert full(Zt[idx], idx).item() == pytest.approx(winfonce_loss(Z[idx.numpy()], sub, tau=0.2))
+    fn = L.WInfoNCELoss(tau=0.2, weight_fn=lambda lab: L.gaussian_weights(lab, sigma=0.5))
+    assert fn(Zt, torch.tensor(y)).item() == pytest.approx(winfonce_loss(Z, W, tau=0.2))
+    explicit = L.WInfoNCELoss(tau=0.2)(Zt, weights=torch.tensor(W))
+    assert explicit.item() == pytest.approx(winfonce_loss(Z, W, tau=0.2))
+
+
+def test_float32_close(batch):
+    Z, classes, _ = batch
+    value = L.SupConLoss(tau=0.1)(torch.tensor(Z, dtype=torch.float32), torch.tensor(classes))
+    assert value.dtype == torch.float32
+    expected = winfonce_loss(Z, supcon_weights(classes), tau=0.1)
+    assert value.item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_euclidean_gradient_finite_at_duplicates():
+    Z = torch.tensor([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([[0.0], [0.0], [1.0]], dtype=torch.float64)
+    L.EuclidEuclidLoss(tau=0.5, sigma=1.0)(Z, y).backward()
+    assert torch.isfinite(Z.grad).all()
+
+
+def test_empty_rows():
+    Z = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    y = torch.tensor([0, 0, 1, 1, 2])  # class 2 has one sample: its anchor has no positive
+    with pytest.raises(ValueError, match=r"row 4 .*empty_rows=.skip."):
+        L.SupConLoss(tau=0.5)(Z, y)
+    skip = L.SupConLoss(tau=0.5, empty_rows="skip", reduction="none")(Z, y)
+    assert skip[4].item() == 0.0
+    kept = winfonce_loss(Z.numpy()[:4], supcon_weights([0, 0, 1, 1]), tau=0.5)
+    # dropping the anchor is not the same as dropping the sample (it stays a negative)
+    assert skip.sum().item() != pytest.approx(kept)
+
+
+@pytest.mark.parametrize(
+    ("build", "exc", "match"),
+    [
+        (lambda: L.SupConLoss(tau=0.0), ValueError, "tau"),
+        (lambda: L.SoftSupConLoss(tau=0.1, eps=1.5), ValueError, "eps"),
+        (lambda: L.YAwareLoss(tau=0.1, sigma=-1.0), ValueError, "sigma"),
+        (lambda: L.XCLRLoss(tau=0.1, label_tau=0), ValueError, "label_tau"),
+        (lambda: L.WInfoNCELoss(tau=0.1, similarity="dot"), ValueError, "similarity"),
+        (lambda: L.WInfoNCELoss(tau=0.1, reduction="avg"), ValueError, "reduction"),
+        (lambda: L.make_loss("simclr", tau=0.1), ValueError, "objective"),
+        (lambda: L.make_loss("y-aware", tau=0.1), ValueError, "sigma"),
+        (lambda: L.WInfoNCELoss(tau=0.1, weight_fn=3), TypeError, "weight_fn"),
+    ],
+)
+def test_bad_options(build, exc, match):
+    with pytest.raises(exc, match=match):
+        build()
+
+
+def test_bad_batches():
+    loss = L.SupConLoss(tau=0.5)
+    with pytest.raises(ValueError, match="labels must have one entry"):
+        loss(torch.randn(4, 2), torch.tensor([0, 0, 1]))
+    with pytest.raises(ValueError, match="embeddings must be an N x d"):
+        loss(torch.randn(4), torch.tensor([0, 0, 1, 1]))
+    with pytest.raises(TypeError, match=r"embeddings must be a torch\.Tensor"):
+        loss(np.zeros((4, 2)), torch.tensor([0, 0, 1, 1]))
+    with pytest.raises(ValueError, match="weights must be 4 x 4"):
+        L.WInfoNCELoss(tau=0.5)(torch.randn(4, 2), weights=torch.ones(3, 3))
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        L.WInfoNCELoss(tau=0.5)(torch.randn(3, 2), weights=-torch.ones(3, 3))
+    with pytest.raises(ValueError, match="sample indices"):
+        L.WInfoNCELoss(tau=0.5, weights=np.ones((3, 3)))(torch.randn(2, 2), torch.tensor([0, 5]))
