@@ -15,9 +15,9 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS = {
-    "Classification": "dgp.classify",
-    "classify": "dgp.classify",
-    "classify_objective": "dgp.classify",
+    "Classification": "dgp.classification",
+    "classify": "dgp.classification",
+    "classify_objective": "dgp.classification",
     "entropic_bound": "dgp.infonce",
     "winfonce_loss": "dgp.infonce",
     "objective_weights": "dgp.weights",

@@ -13,7 +13,7 @@ from scipy.special import logsumexp
 
 from dgp.errors import check_choice, check_positive, check_weights
 
-__all__ = ["SIMILARITIES", "entropic_bound", "similarity_matrix", "winfonce_loss"]
+__all__ = ["SIMILARITIES", "entropic_bound", "row_entropies", "similarity_matrix", "winfonce_loss"]
 
 SIMILARITIES = ("cosine", "euclidean")
 
@@ -24,10 +24,20 @@ def entropic_bound(W: object) -> float:
     >>> round(entropic_bound([[0, 1, 1], [1, 0, 1], [1, 1, 0]]), 6)  # 3 log 2
     2.079442
     """
-    A = check_weights(W)
-    P = A / A.sum(axis=1, keepdims=True)
-    logP = np.log(P, out=np.zeros_like(P), where=P > 0)
-    return float(-(P * logP).sum())
+    return row_entropies(check_weights(W)).sum().item()
+
+
+def row_entropies(A: np.ndarray, logA: np.ndarray | None = None) -> np.ndarray:
+    r""":math:`H(p_i) = \log m_i - \sum_j w_{ij}\log w_{ij} / m_i` for a validated weighting
+    (zero diagonal) with row masses :math:`m_i`; ``logA`` may pass :math:`\log A` if known."""
+    mass = A.sum(axis=1)
+    pos = A > 0
+    if logA is None:
+        logA = np.log(A, out=np.zeros_like(A), where=pos)
+    with np.errstate(invalid="ignore"):  # 0 * -inf on the diagonal, zeroed next
+        wlogw = A * logA
+    wlogw[~pos] = 0.0
+    return np.log(mass) - wlogw.sum(axis=1) / mass
 
 
 def similarity_matrix(Z: np.ndarray, *, tau: float, similarity: str = "cosine") -> np.ndarray:

@@ -1,0 +1,155 @@
+r"""Gram matrices, Euclidean distance matrices and embeddings.
+
+Conventions: a Gram matrix :math:`G = ZZ^\top`; a (squared) Euclidean distance matrix
+:math:`D_{ij} = \|z_i - z_j\|^2`; the Schoenberg matrix :math:`B = -\tfrac12 JDJ` with
+:math:`J = I - \tfrac1N 11^\top`, so that :math:`D` is an EDM iff :math:`B \succeq 0`
+(Schoenberg 1935), and then :math:`B` is the Gram matrix of the centred points.
+
+Ranks and PSD-ness are decided from eigenvalues with a relative tolerance
+``atol = rtol * max|eigenvalue|`` (the spectral norm), which callers report.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+__all__ = [
+    "edm_to_gram",
+    "eigen_tolerance",
+    "embedding_from_edm",
+    "embedding_from_gram",
+    "fix_signs",
+    "gram_to_edm",
+    "numerical_rank",
+    "schoenberg_matrix",
+]
+
+DEFAULT_RTOL = 1e-8
+
+
+def _square(M: object, name: str) -> np.ndarray:
+    A = np.asarray(M, dtype=float)
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty square matrix, got shape {A.shape}")
+    if not np.isfinite(A).all():
+        raise ValueError(f"{name} holds a NaN or infinite value")
+    return A
+
+
+def gram_to_edm(G: object) -> np.ndarray:
+    r"""Squared distances :math:`D_{ij} = G_{ii} + G_{jj} - 2G_{ij}`.
+
+    >>> gram_to_edm([[1.0, 0.0], [0.0, 1.0]])
+    array([[0., 2.],
+           [2., 0.]])
+    """
+    A = _square(G, "G")
+    g = np.diag(A)
+    D = g[:, None] + g[None, :] - 2.0 * A
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+def schoenberg_matrix(D: object) -> np.ndarray:
+    r"""The Schoenberg matrix :math:`-\tfrac12 JDJ` (the Gram matrix of the centred points).
+
+    >>> schoenberg_matrix([[0.0, 4.0], [4.0, 0.0]])
+    array([[ 1., -1.],
+           [-1.,  1.]])
+    """
+    A = _square(D, "D")
+    # double centring: subtract row and column means, add back the grand mean
+    r = A.mean(axis=1)
+    B = -0.5 * (A - r[:, None] - r[None, :] + r.mean())
+    return 0.5 * (B + B.T)
+
+
+def edm_to_gram(D: object) -> np.ndarray:
+    """Gram matrix of the centred configuration of an EDM (alias of :func:`schoenberg_matrix`)."""
+    return schoenberg_matrix(D)
+
+
+def eigen_tolerance(eigenvalues: np.ndarray, rtol: float = DEFAULT_RTOL) -> float:
+    """Absolute tolerance ``rtol * max|eigenvalue|`` used to decide ranks and PSD-ness."""
+    lam = np.asarray(eigenvalues, dtype=float)
+    scale = float(np.max(np.abs(lam))) if lam.size else 0.0
+    return rtol * scale if scale > 0 else rtol
+
+
+def numerical_rank(eigenvalues: np.ndarray, *, rtol: float = DEFAULT_RTOL) -> int:
+    """Number of eigenvalues above ``rtol * max|eigenvalue|``.
+
+    >>> numerical_rank([2.0, 1e-12, 0.0])
+    1
+    """
+    lam = np.asarray(eigenvalues, dtype=float)
+    return int(np.count_nonzero(lam > eigen_tolerance(lam, rtol)))
+
+
+def fix_signs(U: np.ndarray) -> np.ndarray:
+    """Flip each column so that its largest-magnitude entry is positive (deterministic output)."""
+    if U.size == 0:
+        return U
+    idx = np.argmax(np.abs(U), axis=0)
+    signs = np.sign(U[idx, np.arange(U.shape[1])])
+    signs[signs == 0] = 1.0
+    return U * signs
+
+
+def _top_embedding(B: np.ndarray, rank: int | None, rtol: float) -> np.ndarray:
+    n = B.shape[0]
+    lam, U = sla.eigh(B)
+    if lam[0] < -eigen_tolerance(lam, rtol):
+        raise ValueError(
+            f"matrix is not positive semidefinite: smallest eigenvalue {lam[0]:.3g} is below "
+            f"-{eigen_tolerance(lam, rtol):.3g}"
+        )
+    r = numerical_rank(lam, rtol=rtol) if rank is None else int(rank)
+    if not 0 <= r <= n:
+        raise ValueError(f"rank must lie in [0, {n}], got {rank}")
+    lam, U = lam[::-1][:r], U[:, ::-1][:, :r]
+    # clip before the square root: tiny negative eigenvalues are rounding noise
+    return fix_signs(U) * np.sqrt(np.clip(lam, 0.0, None))
+
+
+def embedding_from_gram(
+    G: object, *, rank: int | None = None, rtol: float = DEFAULT_RTOL
+) -> np.ndarray:
+    """Points ``Z`` (``N x rank``) with ``Z Z^T = G``, from the top eigenpairs.
+
+    Parameters
+    ----------
+    G : array_like, shape (N, N)
+        Symmetric positive semidefinite matrix.
+    rank : int, optional
+        Embedding dimension; the numerical rank of ``G`` by default.
+    rtol : float
+        Relative eigenvalue tolerance for the rank and the PSD test.
+
+    Raises
+    ------
+    ValueError
+        If ``G`` is not square and finite, or has an eigenvalue below ``-rtol * ||G||``.
+
+    Examples
+    --------
+    >>> Z = embedding_from_gram([[1.0, -1.0], [-1.0, 1.0]])
+    >>> Z.shape, bool(abs(Z @ Z.T - [[1, -1], [-1, 1]]).max() < 1e-12)
+    ((2, 1), True)
+    """
+    A = _square(G, "G")
+    return _top_embedding(0.5 * (A + A.T), rank, rtol)
+
+
+def embedding_from_edm(
+    D: object, *, rank: int | None = None, rtol: float = DEFAULT_RTOL
+) -> np.ndarray:
+    """Classical MDS: centred points whose squared distances are ``D``.
+
+    Raises
+    ------
+    ValueError
+        If ``D`` is not square and finite, or is not an EDM within tolerance.
+    """
+    return _top_embedding(schoenberg_matrix(D), rank, rtol)
