@@ -1,0 +1,59 @@
+"""The spectral engine and the SDP formulation (cvxpy) agree on random small cases."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dgp
+from dgp.sdp import SDP_RTOL
+from dgp.weights import gaussian_kernel_weights, soft_supcon_weights
+
+
+def _case(kind: str, seed: int):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 8))
+    tau = float(rng.uniform(0.1, 1.5))
+    if kind == "lowrank":  # a realizable target of rank r, seen through row rescaling
+        r = int(rng.integers(1, n))
+        X = rng.standard_normal((n, r))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        W = np.exp(X @ X.T / tau) * rng.uniform(0.5, 2.0, n)[:, None]
+        return W, "cosine", tau
+    if kind == "soft":
+        K = int(rng.integers(2, 4))
+        sizes = rng.integers(2, 4, K)
+        eps = float(rng.uniform(0.05, 0.6))
+        tau = float(rng.uniform(0.3, 1.6)) * K / ((K - 1) * -np.log(eps))
+        return soft_supcon_weights(np.repeat(np.arange(K), sizes), eps=eps), "cosine", tau
+    if kind == "random":
+        S = rng.uniform(0.2, 3.0, (n, n))
+        return S + S.T, str(rng.choice(["cosine", "euclidean"])), tau
+    # Gaussian kernel of p-dimensional labels, Euclidean latent
+    y = rng.standard_normal((n, int(rng.integers(1, 4))))
+    return gaussian_kernel_weights(y, sigma=float(rng.uniform(0.5, 2))), "euclidean", tau
+
+
+@settings(max_examples=200)
+@given(st.sampled_from(["lowrank", "soft", "random", "kernel"]), st.integers(0, 2**31 - 1),
+       st.integers(1, 8))
+def test_spectral_and_sdp_agree(kind, seed, dim):
+    W, sim, tau = _case(kind, seed)
+    a = dgp.classify(W, similarity=sim, tau=tau, dim=dim)
+    b = dgp.classify(W, similarity=sim, tau=tau, dim=dim, method="sdp")
+    assert (a.verdict, a.rank) == (b.verdict, b.rank)
+    assert (a.c_interval is None) == (b.c_interval is None)
+    if a.c_interval is not None:
+        for x, y in zip(a.c_interval, b.c_interval, strict=True):
+            assert (x is None) == (y is None)
+            if x is not None:
+                assert y == pytest.approx(x, abs=100 * SDP_RTOL * (1 + abs(x)) / tau)
+
+
+def test_sdp_reports_distance_to_the_elliptope_when_empty():
+    W = soft_supcon_weights([0, 0, 1, 1, 2, 2], eps=0.1)
+    res = dgp.classify(W, tau=1.5, dim=3, method="sdp")  # tau* = 0.65
+    assert res.verdict == "inconsistent"
+    assert res.certificate["nearest_target_distance"] > 1e-3
+    ok = dgp.classify(W, tau=0.5, dim=3, method="sdp")
+    assert ok.verdict == "realizable" and ok.rank == 3
