@@ -17,7 +17,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Classification": "dgp.classification",
     "classify": "dgp.classification",
-    "classify_objective": "dgp.classification",
+    "classify_objective": "dgp.objectives",
     "entropic_bound": "dgp.infonce",
     "winfonce_loss": "dgp.infonce",
     "objective_weights": "dgp.weights",

@@ -25,9 +25,8 @@ from dgp.errors import check_choice, check_dim, check_positive, check_rtol, chec
 from dgp.infonce import SIMILARITIES, row_entropies
 from dgp.spectral import Family, cosine_family, euclidean_family
 from dgp.target import log_target
-from dgp.weights import OBJECTIVES, objective_weights
 
-__all__ = ["METHODS", "Classification", "classify", "classify_objective"]
+__all__ = ["METHODS", "Classification", "classify"]
 
 METHODS = ("spectral", "sdp")
 VERDICTS = ("realizable", "degenerate", "inconsistent")
@@ -358,33 +357,3 @@ def _classify_zero_weights(A: np.ndarray, zero: np.ndarray, common: dict[str, An
         **common,
     )
 
-
-def classify_objective(
-    objective: str,
-    labels: object,
-    *,
-    tau: float,
-    dim: int,
-    sigma: float | None = None,
-    eps: float | None = None,
-    label_tau: float | None = None,
-    similarity: str | None = None,
-    rtol: float = 1e-8,
-    method: str = "spectral",
-) -> Classification:
-    """Classify a named objective built from labels (DESIGN §1).
-
-    ``similarity`` defaults to the objective's own (cosine, Euclidean for ``euclid-euclid``).
-
-    Raises
-    ------
-    ValueError
-        If the objective is unknown, a parameter it needs is missing, or the labels are invalid
-        for it (see :func:`dgp.weights.objective_weights`), and as :func:`classify`.
-    """
-    check_choice(objective, tuple(OBJECTIVES), "objective")
-    sim = OBJECTIVES[objective].similarity if similarity is None else similarity
-    W = objective_weights(objective, labels, sigma=sigma, eps=eps, label_tau=label_tau)
-    res = classify(W, similarity=sim, tau=tau, dim=dim, rtol=rtol, method=method)
-    res.objective = objective
-    return res

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from dgp.classification import METHODS, classify, classify_objective
+from dgp.classification import METHODS, classify
 from dgp.cli._output import emit_json
 from dgp.infonce import SIMILARITIES
 from dgp.io import load_array
+from dgp.objectives import classify_objective
 from dgp.weights import OBJECTIVES
 
 __all__ = ["register", "render"]
