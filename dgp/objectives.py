@@ -96,6 +96,7 @@ from dgp.infonce import SIMILARITIES
 from dgp.spheres import SphereFit, fit_sphere
 from dgp.structured import (
     LowRankTarget,
+    centre_points,
     classify_blocks,
     classify_lowrank,
     gaussian_target,
@@ -301,8 +302,7 @@ def _dense(objective, y, sim, tau, dim, rtol, method, given) -> Classification:
 
 def _structured_kernel(objective, points, sigma2, sim, tau, dim, rtol, embed, max_n):
     n = points.shape[0]
-    mean = points.mean(axis=0)
-    x = points - mean
+    x = centre_points(points)
     notes: dict[str, Any] = {}
     if objective == "x-clr":
         # ell_ij = yh_i . yh_j / tau_y - mean(log Z): logits U C U^T with U = [1, yh]
@@ -498,7 +498,7 @@ def colnorm_distortion(labels: object, *, sigma: float, block_bytes: int = 64 * 
     """
     y = check_labels_continuous(labels)
     sigma = check_positive(sigma, "sigma")
-    x = y - y.mean(axis=0)
+    x = centre_points(y)
     t = gaussian_target(x, sigma**2)
     lse, _ = kernel_row_statistics(t.U, t.C, block_bytes=block_bytes)
     logs = np.logaddexp(lse, 0.0)  # s_j includes k_jj = 1

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp.errors import check_labels_continuous, check_rtol
+from dgp.structured import tall_r
 
 __all__ = ["SphereFit", "fit_sphere"]
 
@@ -97,18 +98,24 @@ def fit_sphere(points: object, *, rtol: float = 1e-10) -> SphereFit:
     """
     y = check_labels_continuous(points, "points")
     rtol = check_rtol(rtol)
-    mean = y.mean(axis=0)
-    yc = y - mean
+    d0 = y - y[0]  # exact zeros for repeated labels (see dgp.structured.centre_points)
+    shift = d0.mean(axis=0)
+    yc = d0 - shift
+    mean = y[0] + shift
     scale = float(np.abs(yc).max())
     if scale == 0.0:
         return SphereFit(mean, 0.0, 0.0, 0.0, 0, rtol)
-    _, sv, Vt = np.linalg.svd(yc / scale, full_matrices=False)
+    yc /= scale
+    _, sv, Vt = np.linalg.svd(tall_r(yc))  # singular values of the centred points, O(Np^2)
     m = int((sv > rtol * sv[0]).sum())
     basis = Vt[:m].T  # p x m, orthonormal
-    x = (yc / scale) @ basis  # coordinates in the hull, O(1) scale
-    A = np.column_stack([2.0 * x, np.ones(x.shape[0])])
-    rhs = np.einsum("ij,ij->i", x, x)
-    sol, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+    x = yc @ basis  # coordinates in the hull, O(1) scale
+    aug = np.empty((x.shape[0], m + 2))
+    aug[:, :m] = 2.0 * x
+    aug[:, m] = 1.0
+    aug[:, m + 1] = np.einsum("ij,ij->i", x, x)
+    Ra = tall_r(aug)  # least squares on the (m+2) x (m+2) factor: same solution
+    sol, *_ = np.linalg.lstsq(Ra[:, : m + 1], Ra[:, m + 1], rcond=None)
     c = sol[:m]
     R2 = float(sol[m] + c @ c)
     dist = np.linalg.norm(x - c, axis=1)

@@ -77,6 +77,7 @@ __all__ = [
     "LowRankTarget",
     "block_cosine_family",
     "block_euclidean_family",
+    "centre_points",
     "classify_blocks",
     "classify_lowrank",
     "gaussian_target",
@@ -133,6 +134,20 @@ def _concave_family(
 
 def _sym(M: np.ndarray) -> np.ndarray:
     return 0.5 * (M + M.T)
+
+
+def tall_r(M: np.ndarray, *, block: int = 65536) -> np.ndarray:
+    r"""The triangular factor :math:`R` of a Householder QR of a tall matrix, by blocks (TSQR).
+
+    :math:`R` of the stacked block factors is an :math:`R` of ``M`` (``M = QR`` with orthonormal
+    ``Q``, exact even when ``M`` is rank deficient); ``Q`` is never formed. :math:`O(Nk^2)` time,
+    :math:`O(\text{block}\cdot k)` extra memory. Shape ``(min(N, k), k)``.
+    """
+    n = M.shape[0]
+    if n <= block:
+        return np.linalg.qr(M, mode="r")
+    parts = [np.linalg.qr(M[s : s + block], mode="r") for s in range(0, n, block)]
+    return tall_r(np.vstack(parts), block=block)
 
 
 # --------------------------------------------------------------------------------------------
@@ -675,6 +690,18 @@ class LowRankTarget:
         return L
 
 
+def centre_points(y: np.ndarray) -> np.ndarray:
+    """Points centred at their mean, computed as ``(y - y_0) - mean(y - y_0)``.
+
+    Differences to the first point are exact for repeated labels, so identical labels give
+    exactly zero (a plain ``y - mean(y)`` leaves rounding noise that relative tolerances would
+    read as structure).
+    """
+    x = y - y[0]
+    x -= x.mean(axis=0)
+    return x
+
+
 def gaussian_target(x: np.ndarray, sigma2: float, *, shift: float = 0.0) -> LowRankTarget:
     r"""The Gaussian-kernel target :math:`\ell_{ij} = -|x_i - x_j|^2/(2\sigma^2) + \mathrm{shift}`.
 
@@ -704,19 +731,18 @@ def _bound_from_C(U: np.ndarray, C: np.ndarray, h: float) -> tuple[float, float]
 def lowrank_cosine_family(t: LowRankTarget, tau: float, rtol: float, *, embed: bool = False):
     """Admissible interval and ranks of the cosine :math:`G(c)` of a low-rank target."""
     n, k = t.U.shape
-    Q, R = np.linalg.qr(t.U)
+    R = tall_r(t.U)
     m = R.shape[0]
     n_comp = n - m
-    S0 = _sym(tau * (R @ t.C @ R.T))
-    r1 = R[:, 0].copy()
-    R1 = np.outer(r1, r1)
+
+    def capacitance(Rm: np.ndarray, mu: float) -> np.ndarray:
+        S = tau * (Rm @ t.C @ Rm.T) + mu * np.outer(Rm[:, 0], Rm[:, 0])
+        S[np.diag_indices(Rm.shape[0])] += 1.0 - tau * t.h - mu
+        return _sym(S)
 
     def parts(mu: float) -> tuple[np.ndarray, np.ndarray, float]:
-        alpha = 1.0 - tau * t.h - mu
-        S = S0 + mu * R1
-        S[np.diag_indices(m)] += alpha
-        lam, vec = np.linalg.eigh(_sym(S))
-        return lam, vec, alpha
+        lam, vec = np.linalg.eigh(capacitance(R, mu))
+        return lam, vec, 1.0 - tau * t.h - mu
 
     def lam_min(mu: float) -> float:
         lam, _, alpha = parts(mu)
@@ -745,6 +771,8 @@ def lowrank_cosine_family(t: LowRankTarget, tau: float, rtol: float, *, embed: b
         n_small = min(r, n_big)
         need_comp = min(r - n_small, n_comp)
         n_small = r - need_comp
+        Q, RQ = np.linalg.qr(t.U)  # Q with its own R (row signs may differ from tall_r's)
+        lam, vec = np.linalg.eigh(capacitance(RQ, tau * c))
         X = Q @ vec[:, ::-1][:, :n_small]
         cols = [X * np.sqrt(np.clip(lam[::-1][:n_small], 0.0, None))]
         if need_comp > 0:
@@ -783,10 +811,10 @@ def lowrank_euclidean_family(t: LowRankTarget, tau: float, rtol: float, *, embed
     n = t.U.shape[0]
     # columns 2..k in the orthonormal basis (1/sqrt N, V): reflect, drop the first coordinate
     V = ones_reflector_vectors(t.U[:, 1:])[1:]
-    Q, R = np.linalg.qr(V)
+    R = tall_r(V)
     m = R.shape[0]
     n_comp = (n - 1) - m
-    lam_s, vec_s = np.linalg.eigh(_sym(tau * (R @ t.C[1:, 1:] @ R.T)))
+    lam_s = np.linalg.eigvalsh(_sym(tau * (R @ t.C[1:, 1:] @ R.T)))
     lam_s = lam_s - tau * t.h
     comp = -tau * t.h
     allv = np.concatenate([lam_s, [comp] if n_comp else []])
@@ -798,10 +826,12 @@ def lowrank_euclidean_family(t: LowRankTarget, tau: float, rtol: float, *, embed
     def embed_fn(c: float, r: int) -> np.ndarray:
         if r == 0:
             return np.zeros((n, 0))
-        lam = lam_s - tau * c
+        Q, RQ = np.linalg.qr(V)
+        lam_q, vec_q = np.linalg.eigh(_sym(tau * (RQ @ t.C[1:, 1:] @ RQ.T)))
+        lam = lam_q - tau * t.h - tau * c
         order = np.argsort(-lam)
         n_small = min(r, m)
-        Y = Q @ vec_s[:, order[:n_small]]
+        Y = Q @ vec_q[:, order[:n_small]]
         cols = [Y * np.sqrt(np.clip(lam[order[:n_small]], 0.0, None))]
         if r > n_small:
             if n > COMPLEMENT_EMBED_MAX_N:
