@@ -69,7 +69,8 @@ has rank :math:`N - 1`: realizable iff :math:`m \le d < N - 1`, degenerate iff
 **Column-normalised y-Aware** (``W /= W.sum(1)`` of public code, :math:`w_{ij} = k_{ij}/s_j`,
 :math:`s_j = \sum_k k_{jk}` including :math:`k_{jj} = 1`): the cycle condition holds with offsets
 :math:`-\log s_i`, and the target is :math:`\ell_{ij} = \log k_{ij} - t_i - t_j + \bar t`,
-:math:`t = \log s`: the intended target plus the rank-2 distortion
+:math:`t = \log s`: up to a constant (absorbed by ``c``), the intended target plus the rank-2
+distortion
 :math:`-(\tilde t 1^\top + 1\tilde t^\top)`, :math:`\tilde t = t - \bar t`. Its diagonal is not
 constant, so it is classified by the dense engine; :func:`colnorm_distortion` reports the
 distortion (largest similarity shift, relative Frobenius size) in :math:`O(N^2 p)` time and
@@ -480,9 +481,10 @@ def colnorm_distortion(labels: object, *, sigma: float, block_bytes: int = 64 * 
     r"""How the column-normalised y-Aware target differs from the intended one.
 
     The public ``W /= W.sum(1)`` gives :math:`w_{ij} = k_{ij}/s_j`; its symmetric target is
-    :math:`\ell_{ij} = \log k_{ij} - \tilde t_i - \tilde t_j` (dense offset convention) with
-    :math:`\tilde t = \log s - \overline{\log s}`: the intended :math:`\log k_{ij}` plus the rank-2
-    matrix :math:`-(\tilde t1^\top + 1\tilde t^\top)`.
+    :math:`\ell_{ij} = \log k_{ij} - \tilde t_i - \tilde t_j - \overline{\log s}` (dense offset
+    convention) with :math:`\tilde t = \log s - \overline{\log s}`: the intended
+    :math:`\log k_{ij}` plus the rank-2 matrix :math:`-(\tilde t1^\top + 1\tilde t^\top)` (the
+    constant is absorbed by ``c``).
 
     Returns
     -------
@@ -514,8 +516,10 @@ def colnorm_distortion(labels: object, *, sigma: float, block_bytes: int = 64 * 
     d4 = 2 * n * (q @ q) + 2 * q.sum() ** 2 + 4 * float((G * G).sum())
     ell_f = float(np.sqrt(max(d4, 0.0))) / (2 * sigma**2)
     return {
-        "statement": "ell_colnorm_ij = log k_ij - t_i - t_j with t = log(row sums of K) centred: "
-        "the intended target plus the rank-2 distortion -(t 1^T + 1 t^T)",
+        "statement": "ell_colnorm_ij = log k_ij - t_i - t_j - mean(log s) with t = log s - "
+        "mean(log s), s the row sums of K: the intended target plus the rank-2 distortion "
+        "-(t 1^T + 1 t^T) (the constant is absorbed by c)",
+        "mean_log_row_sum": float(logs.mean()),
         "max_similarity_shift": max_shift,
         "relative_size": dist_f / ell_f if ell_f > 0 else float("inf"),
         "log_row_sums": [float(logs.min()), float(logs.max())],
