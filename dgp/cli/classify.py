@@ -8,8 +8,7 @@ from dgp.classification import METHODS, classify
 from dgp.cli._output import emit_json
 from dgp.infonce import SIMILARITIES
 from dgp.io import load_array
-from dgp.objectives import classify_objective
-from dgp.weights import OBJECTIVES
+from dgp.objectives import OBJECTIVE_NAMES, classify_objective
 
 __all__ = ["register", "render"]
 
@@ -23,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "inconsistent, with a certificate.",
     )
     p.add_argument("weights", nargs="?", metavar="WEIGHTS", help="N x N matrix (.npy/.csv/.txt)")
-    p.add_argument("--objective", choices=sorted(OBJECTIVES), help="build W from labels")
+    p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from labels")
     p.add_argument("--labels", metavar="LABELS", help="labels file for --objective")
     p.add_argument("--similarity", choices=SIMILARITIES, help="default: cosine (objective's own)")
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
