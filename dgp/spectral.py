@@ -61,27 +61,43 @@ def _norm_tol(lam_lo: float, lam_hi: float, rtol: float) -> float:
     return rtol * scale if scale > 0 else rtol
 
 
-def _argmax_concave(f: Callable[[float], float], a: float, b: float) -> float:
-    """Golden-section search for the maximiser of a concave function, to machine precision.
+def _argmax_concave(
+    f: Callable[[float], tuple[float, float]], a: float, b: float, gap: float
+) -> float:
+    """Maximiser of a concave function from values and supergradients (1-D cutting planes).
 
-    The maximiser is often a kink where two eigenvalues cross (a rank drop); its position
-    decides ranks, so we refine until the bracket stops shrinking in floating point.
+    ``f(x)`` returns the value and one supergradient. The tangents at the bracket ends meet
+    above the maximum, so their intersection bounds it: we cut there (or bisect when the
+    bracket shrinks slowly) until the bound is within ``gap`` of the best value or the bracket
+    stops shrinking in floating point. At a kink, where two eigenvalue branches cross and the
+    rank drops, the cut lands on the crossing in a few steps, to machine precision.
     """
-    g = (np.sqrt(5.0) - 1.0) / 2.0
-    x1, x2 = b - g * (b - a), a + g * (b - a)
-    f1, f2 = f(x1), f(x2)
+    fa, sa = f(a)
+    fb, sb = f(b)
+    best_x, best_f = (a, fa) if fa >= fb else (b, fb)
+    width = b - a
     for _ in range(200):
-        if b - a <= 4.0 * np.finfo(float).eps * max(1.0, abs(a), abs(b)):
+        if sa <= 0:
+            return a if fa >= best_f else best_x
+        if sb >= 0:
+            return b if fb >= best_f else best_x
+        m = (fb - fa + sa * a - sb * b) / (sa - sb)  # tangents meet here
+        bound = fa + sa * (m - a)
+        if bound - best_f <= gap or b - a <= 4.0 * np.finfo(float).eps * max(1.0, abs(a), abs(b)):
             break
-        if f1 < f2:
-            a, x1, f1 = x1, x2, f2
-            x2 = a + g * (b - a)
-            f2 = f(x2)
+        if not a < m < b or b - a > 0.5 * width:
+            m = 0.5 * (a + b)  # safeguard: halve the bracket at least every other step
+        width = b - a
+        fm, sm = f(m)
+        if fm > best_f:
+            best_x, best_f = m, fm
+        if sm > 0:
+            a, fa, sa = m, fm, sm
+        elif sm < 0:
+            b, fb, sb = m, fm, sm
         else:
-            b, x2, f2 = x2, x1, f1
-            x1 = b - g * (b - a)
-            f1 = f(x1)
-    return x1 if f1 >= f2 else x2
+            return m
+    return best_x
 
 
 def cosine_family(ell: np.ndarray, tau: float, rtol: float) -> Family:
@@ -100,6 +116,11 @@ def cosine_family(ell: np.ndarray, tau: float, rtol: float) -> Family:
     def lam_min(mu: float) -> float:
         return float(tridiagonal_eigvals(diag(mu), e, 0, 0)[0])
 
+    def lam_min_slope(mu: float) -> tuple[float, float]:
+        # d/dmu x^T (T + mu (N e1 e1^T - I)) x = N x_1^2 - 1 for the bottom eigenvector x
+        lam, x = tridiagonal_eigh(diag(mu), e, 0, 0)
+        return float(lam[0]), float(n * x[0, 0] ** 2 - 1.0)
+
     def tol_at(mu: float) -> float:
         d = diag(mu)
         return _norm_tol(
@@ -116,7 +137,7 @@ def cosine_family(ell: np.ndarray, tau: float, rtol: float) -> Family:
     off = ell[~np.eye(n, dtype=bool)]
     box_lo, box_hi = -1.0 - tau * float(off.min()), 1.0 - tau * float(off.max())
     a, b = min(box_lo, box_hi) - 1.0, max(box_lo, box_hi) + 1.0
-    mu_star = _argmax_concave(lam_min, a, b)
+    mu_star = _argmax_concave(lam_min_slope, a, b, gap=1e-3 * tol_at(0.5 * (a + b)))
     phi_star = lam_min(mu_star)
     atol = tol_at(mu_star)
 
