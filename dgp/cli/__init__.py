@@ -14,7 +14,7 @@ import sys
 __all__ = ["main"]
 
 # Subcommand modules, in the order ``dgp --help`` lists them.
-_COMMANDS: tuple[str, ...] = ("classify", "metrics", "tour")
+_COMMANDS: tuple[str, ...] = ("classify", "metrics", "prove", "tour")
 
 
 class _Parser(argparse.ArgumentParser):
