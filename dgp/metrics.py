@@ -148,9 +148,9 @@ def similarity_r2(Z: object, Zref: object, *, similarity: str = "cosine") -> flo
     Returns
     -------
     float
-        In ``[0, 1]``. When the reference similarities are all equal (e.g. a regular simplex) the
-        correlation is undefined: the result is 1.0 if those of ``Z`` are all equal too (up to a
-        relative 1e-12), else 0.0.
+        In ``[0, 1]``. When the similarities of one input are all equal (e.g. a regular simplex,
+        or any equiangular set) the correlation is undefined: the result is 1.0 if those of the
+        other input are all equal too (up to a relative 1e-12), else ``nan``.
 
     Raises
     ------
@@ -170,7 +170,7 @@ def similarity_r2(Z: object, Zref: object, *, similarity: str = "cosine") -> flo
     flat_a = na <= 1e-12 * max(1.0, float(np.abs(a_raw).max())) * np.sqrt(a.size)
     flat_b = nb <= 1e-12 * max(1.0, float(np.abs(b_raw).max())) * np.sqrt(b.size)
     if flat_a or flat_b:
-        return 1.0 if (flat_a and flat_b) else 0.0
+        return 1.0 if (flat_a and flat_b) else float("nan")
     r = float(a @ b) / (na * nb)
     return min(1.0, r * r)
 
