@@ -32,7 +32,14 @@ from dgp._tridiag import (
 )
 from dgp.geometry import fix_signs
 
-__all__ = ["Family", "cosine_family", "euclidean_family"]
+__all__ = [
+    "Family",
+    "argmax_concave",
+    "argmax_concave_values",
+    "concave_family",
+    "cosine_family",
+    "euclidean_family",
+]
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,7 @@ def _norm_tol(lam_lo: float, lam_hi: float, rtol: float) -> float:
     return rtol * scale if scale > 0 else rtol
 
 
-def _argmax_concave(
+def argmax_concave(
     f: Callable[[float], tuple[float, float]], a: float, b: float, gap: float
 ) -> float:
     """Maximiser of a concave function from values and supergradients (1-D cutting planes).
@@ -98,6 +105,70 @@ def _argmax_concave(
         else:
             return m
     return best_x
+
+
+def argmax_concave_values(f: Callable[[float], float], a: float, b: float) -> float:
+    """Golden-section search for the maximiser of a concave function, to machine precision.
+
+    For callers without supergradients (each value cheap); see :func:`argmax_concave`.
+    """
+    g = (np.sqrt(5.0) - 1.0) / 2.0
+    x1, x2 = b - g * (b - a), a + g * (b - a)
+    f1, f2 = f(x1), f(x2)
+    for _ in range(200):
+        if b - a <= 4.0 * np.finfo(float).eps * max(1.0, abs(a), abs(b)):
+            break
+        if f1 < f2:
+            a, x1, f1 = x1, x2, f2
+            x2 = a + g * (b - a)
+            f2 = f(x2)
+        else:
+            b, x2, f2 = x2, x1, f1
+            x1 = b - g * (b - a)
+            f1 = f(x1)
+    return x1 if f1 >= f2 else x2
+
+
+def concave_family(
+    lam_min: Callable[[float], float],
+    tol_at: Callable[[float], float],
+    rank_at: Callable[[float], int],
+    mu_star: float,
+    a: float,
+    b: float,
+    tau: float,
+    *,
+    embed: Callable[[float, int], np.ndarray] | None,
+    empty_certificate: Callable[[float, float, float], dict],
+) -> Family:
+    r"""The decisions along a family with concave :math:`\varphi(\mu) = \lambda_{\min}(G(\mu))`.
+
+    ``mu_star`` maximises :math:`\varphi` on ``[a, b]``, where :math:`\varphi(a), \varphi(b) < 0`.
+    Empty when :math:`\varphi(\mu^*) < -atol`; one point when :math:`|\varphi(\mu^*)| \le atol`;
+    otherwise the interval between the two roots, with ranks at its ends and inside.
+    """
+    phi_star = lam_min(mu_star)
+    atol = tol_at(mu_star)
+    if phi_star < -atol:
+        cert = empty_certificate(mu_star, phi_star, atol)
+        return Family(None, None, True, False, None, None, None, atol, cert, embed)
+    if phi_star <= atol:
+        r = rank_at(mu_star)
+        c0 = mu_star / tau
+        cert = {"kind": "spectrum", "c": c0, "min_eigenvalue": phi_star, "atol": atol}
+        return Family(c0, c0, False, True, r, r, r, atol, cert, embed)
+    xtol = 1e-15 * max(1.0, abs(mu_star))
+    lo = brentq(lam_min, a, mu_star, xtol=xtol, rtol=4 * np.finfo(float).eps)
+    hi = brentq(lam_min, mu_star, b, xtol=xtol, rtol=4 * np.finfo(float).eps)
+    r_lo, r_hi, r_mid = rank_at(lo), rank_at(hi), rank_at(0.5 * (lo + hi))
+    cert = {
+        "kind": "spectrum",
+        "min_eigenvalue_at_lo": lam_min(lo),
+        "min_eigenvalue_at_hi": lam_min(hi),
+        "max_min_eigenvalue": phi_star,
+        "atol": atol,
+    }
+    return Family(lo / tau, hi / tau, False, False, r_lo, r_hi, r_mid, atol, cert, embed)
 
 
 def cosine_family(ell: np.ndarray, tau: float, rtol: float) -> Family:
@@ -137,9 +208,7 @@ def cosine_family(ell: np.ndarray, tau: float, rtol: float) -> Family:
     off = ell[~np.eye(n, dtype=bool)]
     box_lo, box_hi = -1.0 - tau * float(off.min()), 1.0 - tau * float(off.max())
     a, b = min(box_lo, box_hi) - 1.0, max(box_lo, box_hi) + 1.0
-    mu_star = _argmax_concave(lam_min_slope, a, b, gap=1e-3 * tol_at(0.5 * (a + b)))
-    phi_star = lam_min(mu_star)
-    atol = tol_at(mu_star)
+    mu_star = argmax_concave(lam_min_slope, a, b, gap=1e-3 * tol_at(0.5 * (a + b)))
 
     def embed(c: float, r: int) -> np.ndarray:
         mu = tau * c
@@ -147,27 +216,14 @@ def cosine_family(ell: np.ndarray, tau: float, rtol: float) -> Family:
         X = ones_reflector_vectors(tri.apply_q(Y))[:, ::-1]
         return fix_signs(X) * np.sqrt(np.clip(lam[::-1], 0.0, None))
 
-    if phi_star < -atol:
-        cert = _farkas(tri, diag, e, n, mu_star, phi_star, ell, tau)
-        cert.update({"max_min_eigenvalue": phi_star, "at_c": mu_star / tau, "atol": atol})
-        return Family(None, None, True, False, None, None, None, atol, cert, embed)
-    if phi_star <= atol:
-        r = rank_at(mu_star)
-        c0 = mu_star / tau
-        cert = {"kind": "spectrum", "c": c0, "min_eigenvalue": phi_star, "atol": atol}
-        return Family(c0, c0, False, True, r, r, r, atol, cert, embed)
-    xtol = 1e-15 * max(1.0, abs(mu_star))
-    lo = brentq(lam_min, a, mu_star, xtol=xtol, rtol=4 * np.finfo(float).eps)
-    hi = brentq(lam_min, mu_star, b, xtol=xtol, rtol=4 * np.finfo(float).eps)
-    r_lo, r_hi, r_mid = rank_at(lo), rank_at(hi), rank_at(0.5 * (lo + hi))
-    cert = {
-        "kind": "spectrum",
-        "min_eigenvalue_at_lo": lam_min(lo),
-        "min_eigenvalue_at_hi": lam_min(hi),
-        "max_min_eigenvalue": phi_star,
-        "atol": atol,
-    }
-    return Family(lo / tau, hi / tau, False, False, r_lo, r_hi, r_mid, atol, cert, embed)
+    def empty(mu: float, phi: float, atol: float) -> dict:
+        cert = _farkas(tri, diag, e, n, mu, phi, ell, tau)
+        cert.update({"max_min_eigenvalue": phi, "at_c": mu / tau, "atol": atol})
+        return cert
+
+    return concave_family(
+        lam_min, tol_at, rank_at, mu_star, a, b, tau, embed=embed, empty_certificate=empty
+    )
 
 
 def _farkas(tri, diag, e, n, mu_star, phi_star, ell, tau) -> dict:
@@ -218,7 +274,9 @@ def euclidean_family(ell: np.ndarray, tau: float, rtol: float) -> Family:
     lam_min = float(tridiagonal_eigvals(tri.d, tri.e, 0, 0)[0])
     lam_max = float(tridiagonal_eigvals(tri.d, tri.e, m - 1, m - 1)[0])
     c_max = lam_min / tau
-    atol = _norm_tol(0.0, lam_max - lam_min, rtol)
+    # rounding noise scales with the entries of B', not only with the spread of its spectrum
+    # (all eigenvalues on the complement of 1 coincide for uniform weights: D(c_max) = 0)
+    atol = _norm_tol(max(abs(lam_min), abs(lam_max)), lam_max - lam_min, rtol)
     r_hi = m - tridiagonal_count_below(tri.d - lam_min, tri.e, atol)
 
     def embed(c: float, r: int) -> np.ndarray:

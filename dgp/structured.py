@@ -63,14 +63,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
 from dgp._tridiag import ones_reflector_vectors
 from dgp.classification import Classification, _verdict
 from dgp.errors import check_choice, check_dim, check_positive, check_rtol
 from dgp.geometry import fix_signs
 from dgp.infonce import SIMILARITIES
-from dgp.spectral import Family, _argmax_concave, _norm_tol
+from dgp.spectral import Family, _norm_tol, argmax_concave_values, concave_family
 
 __all__ = [
     "BlockTarget",
@@ -98,12 +97,10 @@ COMPLEMENT_EMBED_MAX_N = 4096
 def _concave_family(
     lam_min, tol_at, rank_at, a: float, b: float, tau: float, embed, extra_cert
 ) -> Family:
-    """The same decisions as :func:`dgp.spectral.cosine_family`, for any ``lam_min(mu)``."""
-    mu_star = _argmax_concave(lam_min, a, b)
-    phi_star = lam_min(mu_star)
-    atol = tol_at(mu_star)
-    if phi_star < -atol:
-        cert = {
+    """The decisions of :func:`dgp.spectral.concave_family` for a value-only ``lam_min(mu)``."""
+
+    def empty(mu_star: float, phi_star: float, atol: float) -> dict:
+        return {
             "kind": "spectrum",
             "statement": "max over c of the smallest eigenvalue of G(c) is negative",
             "max_min_eigenvalue": phi_star,
@@ -111,25 +108,11 @@ def _concave_family(
             "atol": atol,
             **extra_cert(mu_star),
         }
-        return Family(None, None, True, False, None, None, None, atol, cert, embed)
-    if phi_star <= atol:
-        r = rank_at(mu_star)
-        c0 = mu_star / tau
-        cert = {"kind": "spectrum", "c": c0, "min_eigenvalue": phi_star, "atol": atol}
-        return Family(c0, c0, False, True, r, r, r, atol, cert, embed)
-    xtol = 1e-15 * max(1.0, abs(mu_star))
-    eps4 = 4 * np.finfo(float).eps
-    lo = brentq(lam_min, a, mu_star, xtol=xtol, rtol=eps4)
-    hi = brentq(lam_min, mu_star, b, xtol=xtol, rtol=eps4)
-    r_lo, r_hi, r_mid = rank_at(lo), rank_at(hi), rank_at(0.5 * (lo + hi))
-    cert = {
-        "kind": "spectrum",
-        "min_eigenvalue_at_lo": lam_min(lo),
-        "min_eigenvalue_at_hi": lam_min(hi),
-        "max_min_eigenvalue": phi_star,
-        "atol": atol,
-    }
-    return Family(lo / tau, hi / tau, False, False, r_lo, r_hi, r_mid, atol, cert, embed)
+
+    mu_star = argmax_concave_values(lam_min, a, b)
+    return concave_family(
+        lam_min, tol_at, rank_at, mu_star, a, b, tau, embed=embed, empty_certificate=empty
+    )
 
 
 def _sym(M: np.ndarray) -> np.ndarray:
