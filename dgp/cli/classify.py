@@ -33,12 +33,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rtol", type=float, default=1e-8, help="relative tolerance (default 1e-8)")
     p.add_argument("--method", choices=METHODS, default="spectral", help="default: spectral")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", metavar="FILE", help="also save a figure (needs the plot extra)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if (args.weights is None) == (args.objective is None):
         raise ValueError("give either a WEIGHTS file or --objective with --labels, not both")
+    if getattr(args, "plot", None) is not None:
+        from dgp.plots import require_matplotlib
+
+        require_matplotlib()  # fail before any work when the plot extra is missing
     if args.objective is None:
         for flag in ("labels", "sigma", "eps", "label_tau"):
             if getattr(args, flag) is not None:
@@ -68,11 +73,39 @@ def run(args: argparse.Namespace) -> int:
             rtol=args.rtol,
             method=args.method,
         )
+    if getattr(args, "plot", None) is not None:
+        _plot(args, res, W if args.objective is None else labels)
     if args.json:
         emit_json(res.to_dict())
     else:
         print(render(res))
+        if getattr(args, "plot", None) is not None:
+            print(f"figure       {args.plot}")
     return 0
+
+
+def _plot(args: argparse.Namespace, res, data) -> None:
+    """Save the figure of ``--plot FILE`` (the c family and, when realizable, the target)."""
+    from dgp.plots import MAX_PLOT_N, classification_figure
+    from dgp.weights import column_normalised_y_aware_weights, objective_weights
+
+    if args.objective is None:
+        W = data
+    elif res.n > MAX_PLOT_N:
+        raise ValueError(
+            f"--plot draws N x N matrices; N = {res.n} is above {MAX_PLOT_N} (drop --plot)"
+        )
+    elif args.objective == "y-aware-colnorm":
+        W = column_normalised_y_aware_weights(data, sigma=args.sigma)
+    else:
+        W = objective_weights(
+            args.objective, data, sigma=args.sigma, eps=args.eps, label_tau=args.label_tau
+        )
+    if res.embedding is None and res.verdict == "realizable" and W.shape[0] <= MAX_PLOT_N:
+        from dgp.classification import classify
+
+        res = classify(W, similarity=res.similarity, tau=res.tau, dim=res.dim, rtol=res.rtol)
+    classification_figure(W, res).savefig(args.plot, dpi=100)
 
 
 def render(res) -> str:
