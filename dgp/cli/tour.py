@@ -130,29 +130,60 @@ def tour_cases() -> list[Case]:
 TOUR = """\
 dgp tour: what geometry will your weighted contrastive loss give?
 
-Each row is a weighting W with a latent similarity, a temperature tau and a dimension d. The
-entropic bound sum_i H(p_i) is attained iff the similarities equal log w_ij + c; dgp builds that
-target and decides whether an embedding in R^d realises it (realizable: unique up to isometry),
-realises it in many ways or only in the limit (degenerate), or cannot (inconsistent).
+A w-InfoNCE loss with weights W can never go below its entropic bound sum_i H(p_i), and it
+reaches the bound exactly when the similarities equal log w_ij + c. So W prescribes a target
+geometry, and one question decides everything: can points in R^d have it? dgp answers with one
+of three verdicts:
+  realizable    the bound is reached, by one geometry (unique up to rotation)
+  degenerate    the bound is reached by many geometries, or only in a limit
+  inconsistent  no embedding in R^d reaches the bound
+The stops below use built-in data; each row is one weighting, temperature tau and dimension d.
 """
 
-WALK = """\
-Reading the table:
-- Hard SupCon has zero weights: a bounded cosine similarity cannot reach s = -inf, so the bound
-  is out of reach; with a Euclidean latent the classes drift apart forever (degenerate).
-- Soft SupCon's target is equiangular with cosine 1 + tau log eps whatever the class sizes: it
-  is realisable up to tau* = K / ((K-1)(-log eps)), where it becomes the centred simplex (rank
-  K-1), and inconsistent above.
-- y-Aware needs labels on a sphere: at tau R^2 = sigma^2 the target is the label circle itself
-  (rank 2); off the sphere, or at other temperatures, no 2-d embedding attains the bound.
-- The column-normalised y-Aware of public code is a different weighting (w_ij = k_ij / s_j): it
-  still satisfies the cycle condition, but its target is no longer the label circle, and here
-  no embedding attains its bound.
-- X-CLR realises the label embeddings exactly at tau = tau_y.
-- Euclidean-Euclidean realises z = (sqrt(tau)/sigma) y: rank p, so d < p is inconsistent and
-  d >= N-1 leaves a whole family of minimisers.
-- An asymmetric W whose cycle products differ has no symmetric target at all.
-Next: `dgp classify --help`, `dgp classify --objective ... --json`.
+#: per section: what to look at before the table, and what to take away after it
+SECTIONS = {
+    "SupCon": (
+        "Hard SupCon gives zero weight to other classes: the target asks for s_ij = -inf.",
+        "A bounded cosine similarity cannot get there (inconsistent): the true optimum lies\n"
+        "above the bound, a convex problem over the class prototypes. A Euclidean latent\n"
+        "approaches the bound only by pushing classes apart forever (degenerate).",
+    ),
+    "Soft SupCon": (
+        "Soft SupCon keeps a weight eps across classes (here 3 classes of 8, 4, 2; eps = 0.1).",
+        "The target is equiangular with cosine 1 + tau log eps whatever the class sizes:\n"
+        "realizable up to tau* = K / ((K-1)(-log eps)), where it is the centred simplex (rank\n"
+        "K-1), and inconsistent above it.",
+    ),
+    "y-Aware": (
+        "y-Aware weights pairs by a Gaussian kernel of continuous labels, with a cosine latent;\n"
+        "here 12 labels on a circle of radius R = 2, sigma = 1.",
+        "The unit sphere can hold the labels' geometry only if they lie on a sphere with\n"
+        "tau R^2 <= sigma^2: at equality the target is the label circle itself (rank 2). Off\n"
+        "the sphere, or for the column-normalised matrix of public code, no 2-d embedding works.",
+    ),
+    "X-CLR": (
+        "X-CLR's weights are a softmax of label-embedding similarities at temperature tau_y;\n"
+        "rows are normalised one by one, yet every cycle balances, so there is a target.",
+        "It is the label embeddings themselves exactly at tau = tau_y; below, one more\n"
+        "dimension is needed, above, none suffices.",
+    ),
+    "Euclidean-Euclidean": (
+        "The same Gaussian kernel with a Euclidean latent (12 labels in R^3).",
+        "The optimum is z = (sqrt(tau)/sigma) y up to a rigid motion: rank 3, so d < 3 is\n"
+        "inconsistent and d >= N-1 leaves a whole family of minimisers (degenerate).",
+    ),
+    "Cycle condition": (
+        "A weighting need not be symmetric, but its row ratios must multiply to one around\n"
+        "every cycle (Kolmogorov's criterion).",
+        "Here 0 -> 1 -> 2 -> 0 breaks it: no symmetric similarity matches the rows, whatever d.",
+    ),
+}
+
+NEXT = """\
+Next:
+  dgp classify W.npy --similarity cosine --tau 0.5 --dim 3      your own N x N weighting
+  dgp classify --objective y-aware --labels y.csv --sigma 1 --tau 0.5 --dim 2
+  add --json for scripts, --plot FILE for a figure (plot extra); dgp classify --help for more.
 """
 
 
@@ -167,8 +198,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _short(res: Classification) -> str:
-    return textwrap.shorten(res.reason, width=78, placeholder=" ...")
+def _short(res: Classification, width: int = 52) -> str:
+    return textwrap.shorten(res.reason, width=width, placeholder=" ...")
+
+
+def _verdict(res: Classification) -> str:
+    return res.verdict + (f" (rank {res.rank})" if res.rank is not None else "")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -186,18 +221,21 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     print(TOUR)
-    rows = [
-        [
-            c.name,
-            c.similarity,
-            f"{c.tau:.4g}",
-            str(c.dim),
-            r.verdict + (f" (rank {r.rank})" if r.rank is not None else ""),
-            _short(r),
+    sections = list(dict.fromkeys(c.section for c, _ in results))
+    for k, section in enumerate(sections, start=1):
+        intro, takeaway = SECTIONS.get(section, ("", ""))
+        print(f"{k}. {section}")
+        if intro:
+            print(textwrap.indent(intro, "   "))
+        rows = [
+            [c.name, c.similarity, f"{c.tau:.4g}", str(c.dim), _verdict(r), _short(r)]
+            for c, r in results
+            if c.section == section
         ]
-        for c, r in results
-    ]
-    print(table(rows, ["case", "similarity", "tau", "d", "verdict", "reason"]))
-    print()
-    print(WALK)
+        header = ["case", "similarity", "tau", "d", "verdict", "why"]
+        print(textwrap.indent(table(rows, header), "   "))
+        if takeaway:
+            print("   => " + takeaway.replace("\n", "\n      "))
+        print()
+    print(NEXT, end="")
     return 0
