@@ -1,0 +1,269 @@
+"""Every code example of the documentation runs, so that none can rot.
+
+- ``docs/**/*.md`` and ``README.md``: fenced blocks run in page order, in one namespace and one
+  temporary working directory per page:
+
+  * ``python``: executed (its ``assert`` statements are the page's claims);
+  * ``pycon``: a doctest (``>>>`` prompts, expected output), notebook-style;
+  * ``bash``/``sh``/``shell``: every ``dgp ...`` / ``python -m dgp ...`` line runs through
+    :func:`dgp.cli.main` and must exit 0; install and test lines (``pip``, ``python -m pytest``,
+    ``mkdocs``) are not run; any other command fails the test, so a page cannot show one that
+    is never checked;
+  * ``console``: ``$ dgp ...`` lines as above, and the lines that follow are the expected output
+    (``...`` matches anything, as in doctests).
+
+  An HTML comment on the line before a fence changes that: ``<!-- docs-test: skip -->`` (not
+  run), ``<!-- docs-test: exit=2 -->`` (each command must exit 2). A page may start with
+  ``<!-- docs-test: requires=MODULE[,MODULE] -->``: skipped when one is missing.
+- Doctests of every ``dgp`` module (``doctest.testmod``); ``dgp.torch*`` is skipped without
+  torch, a module that needs another missing optional dependency is skipped by name.
+- The CLI reference lists exactly the real subcommands (it is generated from ``--help``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import importlib
+import importlib.util
+import io
+import os
+import pkgutil
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import dgp
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+NOT_RUN = ("pip ", "python -m pytest", "mkdocs ", "python docs/make_figures.py")
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>```+)(?P<info>[^`]*)$")
+_MARK = re.compile(r"<!--\s*docs-test:\s*(?P<what>[^>]*?)\s*-->")
+
+
+@dataclass
+class Block:
+    lang: str
+    code: str
+    line: int
+    mark: str  # "", "skip", "exit=2", ...
+
+
+def blocks(text: str) -> list[Block]:
+    """The fenced code blocks of a Markdown page, with the docs-test mark before each."""
+    out: list[Block] = []
+    lines = text.splitlines()
+    i = 0
+    prev = ""
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m:
+            if lines[i].strip():
+                prev = lines[i]
+            i += 1
+            continue
+        indent, ticks = m.group("indent"), m.group("ticks")
+        info = m.group("info").strip().split()
+        lang = info[0].lstrip(".{").rstrip("}") if info else ""
+        start = i + 1
+        j = start
+        while j < len(lines) and not lines[j].strip().startswith(ticks):
+            j += 1
+        body = [ln[len(indent) :] if ln.startswith(indent) else ln for ln in lines[start:j]]
+        mm = _MARK.search(prev)
+        out.append(Block(lang, "\n".join(body) + "\n", start + 1, mm.group("what") if mm else ""))
+        prev = ""
+        i = j + 1
+    return out
+
+
+def run_cli(command: str) -> tuple[int, str]:
+    """Run one ``dgp ...`` command line in-process; return (exit status, stdout + stderr)."""
+    argv = shlex.split(command)
+    if argv[:3] == ["python", "-m", "dgp"]:
+        argv = argv[3:]
+    elif argv[:1] == ["dgp"]:
+        argv = argv[1:]
+    else:
+        raise AssertionError(f"not a dgp command: {command!r}")
+    from dgp.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        try:
+            rc = main(argv)
+        except SystemExit as exc:  # argparse usage errors and --help
+            rc = exc.code if isinstance(exc.code, int) else 1
+    return int(rc or 0), buf.getvalue()
+
+
+def _commands(code: str) -> list[str]:
+    joined = code.replace("\\\n", " ")
+    return [
+        ln.strip() for ln in joined.splitlines() if ln.strip() and not ln.strip().startswith("#")
+    ]
+
+
+def _expect_exit(mark: str) -> int:
+    m = re.search(r"exit=(\d+)", mark)
+    return int(m.group(1)) if m else 0
+
+
+def _run_shell(block: Block, where: str) -> None:
+    for cmd in _commands(block.code):
+        if cmd.startswith(NOT_RUN):
+            continue
+        assert cmd.startswith(("dgp ", "python -m dgp")), (
+            f"{where}: the docs test runs only dgp commands; mark this block "
+            f"<!-- docs-test: skip --> or change it: {cmd!r}"
+        )
+        rc, out = run_cli(cmd)
+        assert rc == _expect_exit(block.mark), f"{where}: `{cmd}` exited {rc}:\n{out}"
+
+
+def _run_console(block: Block, where: str) -> None:
+    checker = doctest.OutputChecker()
+    items: list[tuple[str, list[str]]] = []
+    for ln in block.code.splitlines():
+        if ln.startswith("$ "):
+            items.append((ln[2:].strip(), []))
+        elif items:
+            items[-1][1].append(ln)
+    assert items, f"{where}: a console block needs `$ ` command lines"
+    for cmd, expected in items:
+        rc, out = run_cli(cmd)
+        assert rc == _expect_exit(block.mark), f"{where}: `{cmd}` exited {rc}:\n{out}"
+        want = "\n".join(expected).strip("\n") + "\n"
+        got = "\n".join(ln.rstrip() for ln in out.splitlines()).strip("\n") + "\n"
+        assert checker.check_output(want, got, FLAGS), (
+            f"{where}: output of `{cmd}` differs.\n--- expected\n{want}--- got\n{got}"
+        )
+
+
+def _run_pycon(block: Block, where: str, ns: dict) -> None:
+    test = doctest.DocTestParser().get_doctest(block.code, ns, where, where, block.line)
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    report = io.StringIO()
+    runner.run(test, out=report.write, clear_globs=False)
+    assert runner.failures == 0, report.getvalue()
+
+
+def _requires(text: str) -> list[str]:
+    m = re.search(r"<!--\s*docs-test:\s*requires=([\w.,]+)\s*-->", text)
+    return m.group(1).split(",") if m else []
+
+
+def _missing(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except ModuleNotFoundError:  # a missing parent package
+        return True
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_page_examples(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = page.read_text(encoding="utf-8")
+    for mod in _requires(text):
+        if _missing(mod):
+            pytest.skip(f"{page.name} needs {mod}")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    ns: dict = {"__name__": "__docs__"}
+    for block in blocks(text):
+        where = f"{page.relative_to(ROOT)}:{block.line}"
+        if block.mark == "skip":
+            continue
+        if block.lang == "python":
+            exec(compile(block.code, where, "exec"), ns)
+        elif block.lang == "pycon":
+            _run_pycon(block, where, ns)
+        elif block.lang in ("bash", "sh", "shell"):
+            _run_shell(block, where)
+        elif block.lang == "console":
+            _run_console(block, where)
+
+
+def test_fence_parser() -> None:
+    text = "a\n<!-- docs-test: exit=2 -->\n```bash\ndgp x \\\n  --y\n```\n```python\n1\n```\n"
+    bs = blocks(text)
+    assert [(b.lang, b.mark) for b in bs] == [("bash", "exit=2"), ("python", "")]
+    assert _commands(bs[0].code) == ["dgp x    --y"]
+
+
+def _modules() -> list[str]:
+    names = []
+    for m in pkgutil.walk_packages(dgp.__path__, "dgp."):
+        if m.name.endswith("__main__"):
+            continue
+        names.append(m.name)
+    return sorted(names)
+
+
+@pytest.mark.parametrize("name", _modules())
+def test_module_doctests(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if name.startswith("dgp.torch") and _missing("torch"):
+        pytest.skip("torch is not installed")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:  # an optional dependency of that module (not dgp itself)
+        if exc.name and not exc.name.startswith("dgp"):
+            pytest.skip(f"{name} needs {exc.name}")
+        raise
+    res = doctest.testmod(module, optionflags=FLAGS, report=False, verbose=False)
+    assert res.failed == 0, f"{res.failed} of {res.attempted} doctest examples in {name} failed"
+
+
+def test_cli_reference_lists_every_command() -> None:
+    import argparse
+
+    from dgp.cli import build_parser
+
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    assert "<!-- cli-help -->" in page  # the hook inserts the real --help of each command
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    hook = _load_hooks()
+    generated = hook.cli_help_markdown()
+    for name in sub.choices:
+        assert f"### `dgp {name}`" in generated
+    # every flag the hand-written part of the page mentions exists on the parser
+    flags = {s for a in parser._actions for s in a.option_strings}
+    for p in sub.choices.values():
+        flags |= {s for a in p._actions for s in a.option_strings}
+    mentioned = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", page))
+    assert mentioned <= flags, f"docs/cli.md mentions unknown flags: {sorted(mentioned - flags)}"
+
+
+def _load_hooks():
+    spec = importlib.util.spec_from_file_location("_docs_hooks", DOCS / "_hooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_mkdocs_nav_pages_exist() -> None:
+    """Every page in the nav exists, except the optional ones the hook prunes."""
+    hook = _load_hooks()
+    nav_text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:", 1)[1]
+    for target in re.findall(r":\s*([\w/.-]+\.md)\s*$", nav_text, flags=re.M):
+        assert (DOCS / target).exists() or target in hook.OPTIONAL_PAGES, target
+
+
+def test_markdown_outputs_are_not_stale_figures() -> None:
+    """Figures the pages show exist (they are made by docs/make_figures.py)."""
+    for page in DOCS.rglob("*.md"):
+        for ref in re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", page.read_text(encoding="utf-8")):
+            assert (page.parent / ref).resolve().exists(), f"{page.name}: missing {ref}"
+
+
+os.environ.setdefault("MPLBACKEND", "Agg")
