@@ -305,7 +305,8 @@ def verdict(W: np.ndarray, similarity: str, tau: float, dim: int) -> Verdict:
     ell = log_target(W)
     if similarity == "euclidean":
         c_max = euclidean_c_max(ell, tau)
-        r_end = rank(schoenberg_spectrum(edm(ell, tau, c_max)))
+        # rank at c_max, with the tolerance of the unshifted spectrum (rounding noise scale)
+        r_end = rank_at_end(schoenberg_spectrum(edm(ell, tau, 0.0)))
         if dim >= n - 1:
             return Verdict("degenerate", None, None, False)
         if r_end.rank <= dim:

@@ -83,12 +83,13 @@ def test_property_blocks_drift_apart(case, tau, dim):
     W, labels = case
     res = classify(W, similarity="euclidean", tau=tau, dim=dim)
     blocks = [np.flatnonzero(labels == b) for b in np.unique(labels)]
-    shapes = []
+    shapes, ranks = [], []
     for idx in blocks:
         Wb = W[np.ix_(idx, idx)]
         ell = ref.log_target(Wb)
         shapes.append(ref.mds(ref.edm(ell, tau, ref.euclidean_c_max(ell, tau))))
-    fits = all(X.shape[1] <= dim for X in shapes)
+        ranks.append(ref.rank_at_end(ref.schoenberg_spectrum(ref.edm(ell, tau, 0.0))).rank)
+    fits = all(r <= dim for r in ranks)
     assert res.verdict == ("degenerate" if fits else "inconsistent"), res.reason
     assert not res.attainable
     if not fits:
