@@ -23,10 +23,20 @@ _EXPORTS = {
     "objective_weights": "dgp.weights",
     "Prototypes": "dgp.prototypes",
     "supcon_prototypes": "dgp.prototypes",
-    "Optimum": "dgp.optimum",
-    "optimum": "dgp.optimum",
 }
-_SUBMODULES = ("metrics", "weights", "geometry", "symbolic", "strategies", "structured")
+# ``dgp.optimum`` is the module (its function is ``dgp.optimum.optimum``): a package attribute
+# named like a submodule is overwritten by the import system as soon as the submodule loads.
+_SUBMODULES = (
+    "geometry",
+    "metrics",
+    "objectives",
+    "optimum",
+    "plots",
+    "strategies",
+    "structured",
+    "symbolic",
+    "weights",
+)
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
 
