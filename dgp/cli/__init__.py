@@ -14,7 +14,7 @@ import sys
 __all__ = ["main"]
 
 # Subcommand modules, in the order ``dgp --help`` lists them.
-_COMMANDS: tuple[str, ...] = ("classify", "metrics", "prove", "tour")
+_COMMANDS: tuple[str, ...] = ("classify", "metrics", "prove", "tour", "verify", "audit")
 
 
 class _Parser(argparse.ArgumentParser):
