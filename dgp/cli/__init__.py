@@ -14,7 +14,9 @@ import sys
 __all__ = ["main"]
 
 # Subcommand modules, in the order ``dgp --help`` lists them.
-_COMMANDS: tuple[str, ...] = ("classify", "metrics", "prove", "tour", "verify", "audit")
+_COMMANDS: tuple[str, ...] = (
+    "classify", "metrics", "prove", "tour", "verify", "audit", "supcon", "optimum",
+)
 
 
 class _Parser(argparse.ArgumentParser):
