@@ -51,7 +51,9 @@ def save_figures(experiment: Any, out_dir: str) -> list[str]:
     fig, axes = plt.subplots(len(arts), 2, figsize=(8, 3.6 * len(arts)), squeeze=False)
     for row, art in zip(axes, arts, strict=True):
         Gp, Gl = _gram(art.predicted, art.similarity), _gram(art.learned, art.similarity)
-        lo, hi = min(Gp.min(), Gl.min()), max(Gp.max(), Gl.max())
+        np.fill_diagonal(Gp, np.nan)  # the diagonal (1, or 0 for -D) would swamp the scale
+        np.fill_diagonal(Gl, np.nan)
+        lo, hi = min(np.nanmin(Gp), np.nanmin(Gl)), max(np.nanmax(Gp), np.nanmax(Gl))
         for ax, G, title in ((row[0], Gp, "predicted"), (row[1], Gl, "learned")):
             im = ax.imshow(G, vmin=lo, vmax=hi, cmap="viridis")
             ax.set_title(
