@@ -129,6 +129,17 @@ def argmax_concave_values(f: Callable[[float], float], a: float, b: float) -> fl
     return x1 if f1 >= f2 else x2
 
 
+def _infeasible_end(lam_min: Callable[[float], float], mu_star: float, x: float) -> float:
+    """Move ``x`` away from ``mu_star`` (doubling the distance) until ``lam_min(x) < 0``."""
+    step = x - mu_star if x != mu_star else 1.0
+    for _ in range(64):
+        if lam_min(x) < 0:
+            return x
+        step *= 2.0
+        x = mu_star + step
+    raise RuntimeError("no infeasible bracket end found: is the family bounded?")
+
+
 def concave_family(
     lam_min: Callable[[float], float],
     tol_at: Callable[[float], float],
@@ -157,6 +168,8 @@ def concave_family(
         c0 = mu_star / tau
         cert = {"kind": "spectrum", "c": c0, "min_eigenvalue": phi_star, "atol": atol}
         return Family(c0, c0, False, True, r, r, r, atol, cert, embed)
+    # phi -> -inf on both sides (N >= 2); widen a bracket end that is not yet infeasible
+    a, b = _infeasible_end(lam_min, mu_star, a), _infeasible_end(lam_min, mu_star, b)
     xtol = 1e-15 * max(1.0, abs(mu_star))
     lo = brentq(lam_min, a, mu_star, xtol=xtol, rtol=4 * np.finfo(float).eps)
     hi = brentq(lam_min, mu_star, b, xtol=xtol, rtol=4 * np.finfo(float).eps)
