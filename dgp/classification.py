@@ -289,52 +289,32 @@ def _cycle_broken(tgt, common: dict[str, Any]) -> Classification:
     )
 
 
-def _classify_zero_weights(A: np.ndarray, zero: np.ndarray, common: dict[str, Any]):
-    i, j = (int(k) for k in np.argwhere(zero)[0])
-    n_zero = int(zero.sum())
-    if common["similarity"] == "cosine":
-        return Classification(
-            verdict="inconsistent",
-            attainable=False,
-            rank=None,
-            c_interval=None,
-            reason=f"W[{i}, {j}] = 0 needs s_ij = -inf, impossible for the bounded cosine "
-            "similarity; the loss minimum lies strictly above the bound",
-            certificate={"kind": "zero_weight", "entry": [i, j], "zero_weights": n_zero},
-            **common,
-        )
-    # Euclidean: bounded distances within a cluster force positive weights there, so the bound
-    # can be approached only by clusters drifting apart; we decide it when the positive weights
-    # form disjoint complete blocks (class-block support, as SupCon).
-    support = ~zero & ~np.eye(A.shape[0], dtype=bool)
-    n_blocks, label = connected_components(support, directed=False)
-    for b in range(n_blocks):
-        idx = np.flatnonzero(label == b)
-        if not support[np.ix_(idx, idx)].sum() == idx.size * (idx.size - 1):
-            raise NotImplementedError(
-                "this Euclidean weighting has zero weights that do not split the samples into "
-                "complete blocks (positive weights within, zero across); dgp decides zero "
-                "weights under the Euclidean similarity only for such class-block supports"
-            )
-    blocks = []
-    failing = None
-    for b in range(n_blocks):
-        idx = np.flatnonzero(label == b)
-        entry = {"members": idx.tolist()}
-        tgt = log_target(A[np.ix_(idx, idx)], rtol=common["rtol"])
-        if not tgt.consistent:
-            entry.update(
-                cycle=[int(idx[k]) for k in tgt.cycle], log_ratio=tgt.cycle_log_ratio, ok=False
-            )
-            failing = failing or (b, "breaks the cycle condition")
-        else:
-            fam = _family(tgt.ell, "euclidean", common["tau"], common["rtol"], common["method"])
-            ok = fam.rank_hi <= common["dim"]
-            entry.update(c_max=fam.hi, rank=fam.rank_hi, ok=ok)
-            if not ok:
-                failing = failing or (b, f"needs dimension {fam.rank_hi} > dim = {common['dim']}")
-        blocks.append(entry)
-    cert = {"kind": "blocks", "zero_weights": n_zero, "blocks": blocks}
+NOT_BLOCKS = (
+    "this Euclidean weighting has zero weights that do not split the samples into complete "
+    "blocks (positive weights within, zero across); dgp decides zero weights under the "
+    "Euclidean similarity only for such class-block supports"
+)
+
+
+def zero_weight_cosine(i: int, j: int, n_zero: int, common: dict[str, Any]) -> Classification:
+    """The verdict on zero weights under the (bounded) cosine similarity."""
+    return Classification(
+        verdict="inconsistent",
+        attainable=False,
+        rank=None,
+        c_interval=None,
+        reason=f"W[{i}, {j}] = 0 needs s_ij = -inf, impossible for the bounded cosine "
+        "similarity; the loss minimum lies strictly above the bound",
+        certificate={"kind": "zero_weight", "entry": [i, j], "zero_weights": n_zero},
+        **common,
+    )
+
+
+def blocks_verdict(
+    n_blocks: int, failing: tuple[int, str] | None, cert: dict, common: dict[str, Any]
+) -> Classification:
+    """The verdict on Euclidean zero weights across complete blocks: degenerate when every block
+    is realisable in ``dim`` (the blocks drift apart), else inconsistent (``failing`` says why)."""
     if failing is not None:
         return Classification(
             verdict="inconsistent",
@@ -357,3 +337,38 @@ def _classify_zero_weights(A: np.ndarray, zero: np.ndarray, common: dict[str, An
         **common,
     )
 
+
+def _classify_zero_weights(A: np.ndarray, zero: np.ndarray, common: dict[str, Any]):
+    i, j = (int(k) for k in np.argwhere(zero)[0])
+    n_zero = int(zero.sum())
+    if common["similarity"] == "cosine":
+        return zero_weight_cosine(i, j, n_zero, common)
+    # Euclidean: bounded distances within a cluster force positive weights there, so the bound
+    # can be approached only by clusters drifting apart; we decide it when the positive weights
+    # form disjoint complete blocks (class-block support, as SupCon).
+    support = ~zero & ~np.eye(A.shape[0], dtype=bool)
+    n_blocks, label = connected_components(support, directed=False)
+    for b in range(n_blocks):
+        idx = np.flatnonzero(label == b)
+        if not support[np.ix_(idx, idx)].sum() == idx.size * (idx.size - 1):
+            raise NotImplementedError(NOT_BLOCKS)
+    blocks = []
+    failing = None
+    for b in range(n_blocks):
+        idx = np.flatnonzero(label == b)
+        entry = {"members": idx.tolist()}
+        tgt = log_target(A[np.ix_(idx, idx)], rtol=common["rtol"])
+        if not tgt.consistent:
+            entry.update(
+                cycle=[int(idx[k]) for k in tgt.cycle], log_ratio=tgt.cycle_log_ratio, ok=False
+            )
+            failing = failing or (b, "breaks the cycle condition")
+        else:
+            fam = _family(tgt.ell, "euclidean", common["tau"], common["rtol"], common["method"])
+            ok = fam.rank_hi <= common["dim"]
+            entry.update(c_max=fam.hi, rank=fam.rank_hi, ok=ok)
+            if not ok:
+                failing = failing or (b, f"needs dimension {fam.rank_hi} > dim = {common['dim']}")
+        blocks.append(entry)
+    cert = {"kind": "blocks", "zero_weights": n_zero, "blocks": blocks}
+    return blocks_verdict(n_blocks, failing, cert, common)

@@ -65,7 +65,13 @@ from typing import Any
 import numpy as np
 
 from dgp._tridiag import ones_reflector_vectors
-from dgp.classification import Classification, _verdict
+from dgp.classification import (
+    NOT_BLOCKS,
+    Classification,
+    _verdict,
+    blocks_verdict,
+    zero_weight_cosine,
+)
 from dgp.errors import check_choice, check_dim, check_positive, check_rtol
 from dgp.geometry import fix_signs
 from dgp.infonce import SIMILARITIES
@@ -562,16 +568,7 @@ def _blocks_zero(classes, inv, first, sizes, a, B, zero, used, common, members, 
             cands.append(int(idx[idx != i][0]))
     j = min(cands)
     if common["similarity"] == "cosine":
-        return Classification(
-            verdict="inconsistent",
-            attainable=False,
-            rank=None,
-            c_interval=None,
-            reason=f"W[{i}, {j}] = 0 needs s_ij = -inf, impossible for the bounded cosine "
-            "similarity; the loss minimum lies strictly above the bound",
-            certificate={"kind": "zero_weight", "entry": [i, j], "zero_weights": n_zero},
-            **common,
-        )
+        return zero_weight_cosine(i, j, n_zero, common)
     from scipy.sparse.csgraph import connected_components
 
     pos = ~zero & used
@@ -581,11 +578,7 @@ def _blocks_zero(classes, inv, first, sizes, a, B, zero, used, common, members, 
     for b in range(n_comp):
         ks = np.flatnonzero(comp == b)
         if not (pos[np.ix_(ks, ks)] | ~used[np.ix_(ks, ks)]).all():
-            raise NotImplementedError(
-                "this Euclidean weighting has zero weights that do not split the samples into "
-                "complete blocks (positive weights within, zero across); dgp decides zero "
-                "weights under the Euclidean similarity only for such class-block supports"
-            )
+            raise NotImplementedError(NOT_BLOCKS)
     blocks, failing = [], None
     order = np.argsort([first[np.flatnonzero(comp == b)].min() for b in range(n_comp)])
     for pos_b, b in enumerate(order):
@@ -615,27 +608,7 @@ def _blocks_zero(classes, inv, first, sizes, a, B, zero, used, common, members, 
                 )
         blocks.append(entry)
     cert = {"kind": "blocks", "zero_weights": n_zero, "blocks": blocks}
-    if failing is not None:
-        return Classification(
-            verdict="inconsistent",
-            attainable=False,
-            rank=None,
-            c_interval=None,
-            reason=f"zero weights split W into {n_comp} blocks and block {failing[0]} "
-            f"{failing[1]}, so the bound cannot even be approached",
-            certificate=cert,
-            **common,
-        )
-    return Classification(
-        verdict="degenerate",
-        attainable=False,
-        rank=None,
-        c_interval=None,
-        reason=f"zero weights split W into {n_comp} blocks; the bound is approached only as the "
-        "blocks drift infinitely far apart (minimising sequences diverge, no minimiser)",
-        certificate=cert,
-        **common,
-    )
+    return blocks_verdict(n_comp, failing, cert, common)
 
 
 # --------------------------------------------------------------------------------------------
