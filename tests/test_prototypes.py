@@ -244,14 +244,10 @@ def test_imbalance_breaks_simplex_for_supcon_not_soft():
     sizes, tau = [2, 3, 50, 60], 0.1
     G = supcon_prototypes(sizes, tau=tau).gram
     assert np.abs(G - simplex(4)).max() > 1e-2
-    # the two minority classes form the most similar pair; at small tau the cosines are ordered
-    # inversely to the pair weights omega = n n' (1/(n - 1) + 1/(n' - 1))
+    # the two minority classes form the most similar pair, by a wide margin
     iu = np.triu_indices(4, 1)
-    pairs = list(zip(*iu, strict=True))
-    assert pairs[int(np.argmax(G[iu]))] == (0, 1)
-    n = np.asarray(sizes, float)
-    omega = np.outer(n, n) * (1 / (n[:, None] - 1) + 1 / (n[None, :] - 1))
-    np.testing.assert_array_equal(np.argsort(G[iu]), np.argsort(-omega[iu]))
+    off = np.sort(G[iu])
+    assert G[0, 1] == off[-1] and off[-1] - off[-2] > 0.1 and G[0, 1] > -1 / 3 + 0.1
     soft = supcon_prototypes(sizes, tau=tau, eps=0.01).gram
     off = soft[iu]
     assert off.max() - off.min() <= 1e-14  # equiangular whatever the sizes
