@@ -697,10 +697,10 @@ def supcon_prototypes(
     Examples
     --------
     >>> p = supcon_prototypes([5, 5, 5], tau=0.1)
-    >>> p.method, p.gram[0, 1].round(12)
+    >>> p.method, float(p.gram[0, 1].round(12))
     ('closed-form', -0.5)
     >>> q = supcon_prototypes([2, 5, 20], tau=0.1)
-    >>> q.method, q.kkt_residual < 1e-8, q.gram[0, 1] > q.gram[1, 2]
+    >>> q.method, q.kkt_residual < 1e-8, bool(q.gram[0, 1] > q.gram[1, 2])
     ('numeric', True, True)
     """
     n = check_sizes(sizes)
