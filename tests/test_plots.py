@@ -135,3 +135,12 @@ def test_missing_matplotlib_names_the_extra(soft, tmp_path, monkeypatch, capsys)
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error:") and "dgp-contrastive[plot]" in err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_supcon_plot_writes_the_prototype_figure(tmp_path, capsys):
+    from dgp.cli import main
+
+    out = tmp_path / "protos.png"
+    assert main(["supcon", "--sizes", "50,10,10", "--tau", "0.2", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    assert "prototype Gram" in capsys.readouterr().out

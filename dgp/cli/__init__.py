@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    except BrokenPipeError:  # the reader (e.g. `| head`) left: not an error of ours
+        sys.stderr.close()
+        return 0
     except (ImportError, NotImplementedError) as exc:  # a missing extra, a documented limit
         sys.stderr.write(f"error: {exc}\n")
         return 2

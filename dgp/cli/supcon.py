@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", choices=METHODS, default="auto", help="default: auto")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--latex", action="store_true", help="print the symbolic formulas in LaTeX")
+    p.add_argument(
+        "--plot", metavar="FILE", help="also save the prototype geometry (needs the plot extra)"
+    )
     p.set_defaults(func=run)
 
 
@@ -66,7 +69,13 @@ def _latex_matrix(G: np.ndarray) -> str:
 
 def run(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.sizes)
+    if args.plot is not None:
+        from dgp.plots import require_matplotlib
+
+        require_matplotlib()  # fail before any work when the plot extra is missing
     res = supcon_prototypes(sizes, tau=args.tau, eps=args.eps, method=args.method)
+    if args.plot is not None:
+        _plot(res, args.plot)
     K = len(res.sizes)
     latex = _latex_pairs(K) if args.latex else None
     if args.json:
@@ -106,3 +115,17 @@ def run(args: argparse.Namespace) -> int:
               f"{iu[1][lo] + 1}), max {off.max():+.6f} (classes {iu[0][hi] + 1},{iu[1][hi] + 1}),"
               f" simplex {-1.0 / (K - 1):+.6f}; use --json for the full Gram")
     return 0
+
+
+def _plot(res, path: str) -> None:
+    """Save the prototype geometry of ``--plot FILE``, against the regular simplex."""
+    from dgp.plots import prototype_geometry
+
+    K = len(res.sizes)
+    simplex = np.full((K, K), -1.0 / (K - 1))
+    np.fill_diagonal(simplex, 1.0)
+    title = f"{res.objective} prototypes, tau = {res.tau:g} ({res.method})"
+    fig = prototype_geometry(
+        res.gram, sizes=res.sizes, title=title, reference=simplex, reference_label="simplex"
+    )
+    fig.savefig(path, dpi=100)
