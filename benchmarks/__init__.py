@@ -9,9 +9,12 @@ writes ``docs/benchmarks.md``.
 from __future__ import annotations
 
 import time
+import tracemalloc
 from collections.abc import Callable
 
-__all__ = ["best_time", "interleaved"]
+import numpy as np
+
+__all__ = ["best_time", "growth_table", "interleaved"]
 
 
 def best_time(fn: Callable[[], object], *, repeat: int = 3) -> float:
@@ -33,3 +36,42 @@ def interleaved(
         t_base = min(t_base, best_time(base, repeat=1))
         t_ours = min(t_ours, best_time(ours, repeat=1))
     return t_ours, t_base
+
+
+def growth_table(
+    name: str,
+    sizes: list[int],
+    make_call: Callable[[int], Callable[[], object]],
+    *,
+    target: str,
+    max_time_exponent: float,
+    max_memory_exponent: float,
+    fit_from: int = 0,
+) -> dict:
+    """Time and traced peak memory of ``make_call(n)()`` against ``n``, with the exponents of
+    log-log fits (from ``sizes[fit_from]`` on for time, where start-up costs fade)."""
+    times, peaks = [], []
+    for n in sizes:
+        call = make_call(n)
+        call()  # warm-up
+        times.append(best_time(call, repeat=2))
+        tracemalloc.start()
+        call()
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    slope_t = float(np.polyfit(np.log(sizes[fit_from:]), np.log(times[fit_from:]), 1)[0])
+    slope_m = float(np.polyfit(np.log(sizes), np.log(peaks), 1)[0])
+    return {
+        "name": name,
+        "baseline": "fitted exponent of time and peak memory in N",
+        "table": [
+            {"n": n, "seconds": t, "peak_mib": m / 2**20}
+            for n, t, m in zip(sizes, times, peaks, strict=True)
+        ],
+        "time_exponent": slope_t,
+        "memory_exponent": slope_m,
+        "ratio": slope_t,
+        "ratio_meaning": "fitted time exponent",
+        "target": target,
+        "ok": slope_t < max_time_exponent and slope_m < max_memory_exponent,
+    }

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 
 import dgp
-from benchmarks import best_time, interleaved
+from benchmarks import best_time, growth_table, interleaved
 from dgp.weights import gaussian_kernel_weights, soft_supcon_weights
 
 
@@ -71,32 +69,20 @@ def vs_sdp(n: int) -> list[dict]:
 
 
 def growth(sizes: list[int]) -> list[dict]:
-    times, peaks = [], []
-    for n in sizes:
+    def make(n: int):
         W = _kernel(n)
-        dgp.classify(W, tau=0.5, dim=5)
-        times.append(best_time(lambda W=W: dgp.classify(W, tau=0.5, dim=5), repeat=2))
-        tracemalloc.start()
-        dgp.classify(W, tau=0.5, dim=5)
-        peaks.append(tracemalloc.get_traced_memory()[1])
-        tracemalloc.stop()
-    slope_t = float(np.polyfit(np.log(sizes[1:]), np.log(times[1:]), 1)[0])
-    slope_m = float(np.polyfit(np.log(sizes), np.log(peaks), 1)[0])
+        return lambda: dgp.classify(W, tau=0.5, dim=5)
+
     return [
-        {
-            "name": "dense growth",
-            "baseline": "fitted exponent of time and peak memory in N",
-            "table": [
-                {"n": n, "seconds": t, "peak_mib": m / 2**20}
-                for n, t, m in zip(sizes, times, peaks, strict=True)
-            ],
-            "time_exponent": slope_t,
-            "memory_exponent": slope_m,
-            "ratio": slope_t,
-            "ratio_meaning": "fitted time exponent",
-            "target": "time ~ N^3 (one tridiagonalisation), memory ~ N^2",
-            "ok": slope_t < 3.5 and slope_m < 2.3,
-        }
+        growth_table(
+            "dense growth",
+            sizes,
+            make,
+            target="time ~ N^3 (one tridiagonalisation), memory ~ N^2",
+            max_time_exponent=3.5,
+            max_memory_exponent=2.3,
+            fit_from=1,
+        )
     ]
 
 

@@ -16,7 +16,7 @@ import tracemalloc
 
 import numpy as np
 
-from benchmarks import best_time, interleaved
+from benchmarks import growth_table, interleaved
 from dgp.objectives import classify_objective
 
 
@@ -68,32 +68,21 @@ def vs_dense(sizes: list[int], repeat: int) -> list[dict]:
 
 def growth(sizes: list[int]) -> list[dict]:
     """Time and traced peak memory of the verdict path (no O(N^2) sums) against N."""
-    times, peaks = [], []
-    for n in sizes:
+
+    def make(n: int):
         y = _circle(n)
         kw = {"sigma": 1.0, "tau": 0.25, "dim": 2, "exact_sums_max_n": 0}
-        times.append(best_time(lambda y=y, kw=kw: classify_objective("y-aware", y, **kw), repeat=2))
-        tracemalloc.start()
-        classify_objective("y-aware", y, **kw)
-        peaks.append(tracemalloc.get_traced_memory()[1])
-        tracemalloc.stop()
-    slope_t = float(np.polyfit(np.log(sizes), np.log(times), 1)[0])
-    slope_m = float(np.polyfit(np.log(sizes), np.log(peaks), 1)[0])
+        return lambda: classify_objective("y-aware", y, **kw)
+
     return [
-        {
-            "name": "structured y-aware growth",
-            "baseline": "fitted exponent of time and peak memory in N",
-            "table": [
-                {"n": n, "seconds": t, "peak_mib": m / 2**20}
-                for n, t, m in zip(sizes, times, peaks, strict=True)
-            ],
-            "time_exponent": slope_t,
-            "memory_exponent": slope_m,
-            "ratio": slope_t,
-            "ratio_meaning": "fitted time exponent",
-            "target": "time and memory ~ N (exponents < 1.3)",
-            "ok": slope_t < 1.3 and slope_m < 1.3,
-        }
+        growth_table(
+            "structured y-aware growth",
+            sizes,
+            make,
+            target="time and memory ~ N (exponents < 1.3)",
+            max_time_exponent=1.3,
+            max_memory_exponent=1.3,
+        )
     ]
 
 
