@@ -87,7 +87,7 @@ def growth(sizes: list[int]) -> list[dict]:
 
 
 def run(quick: bool) -> list[dict]:
-    n = 1000 if quick else 2000
+    n = 2000  # the size of the requirement; smaller sizes weigh O(N^2) overheads more
     rows = vs_eigvalsh(n, repeat=3 if quick else 5)
     rows += vs_sdp(40 if quick else 120)
     rows += growth([250, 500, 1000] if quick else [250, 500, 1000, 2000, 3000])
