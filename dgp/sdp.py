@@ -11,7 +11,7 @@ and Euclidean: :math:`\max_c c` s.t. :math:`-\tfrac12 V^\top D(c) V \succeq 0`. 
 from the eigenvalues of the targets at the optimal constants. This is the approach a user would
 write by hand; it is slower and only as accurate as the solver (about ``1e-8``), so ranks use the
 looser tolerance ``max(rtol, SDP_RTOL)``. For an empty family the certificate reports the
-distance to the nearest unit-diagonal PSD matrix of the family's affine hull,
+nearest realizable target (a unit-diagonal PSD matrix) and its distance to the family,
 
 .. math::
 
@@ -28,7 +28,7 @@ import numpy as np
 from dgp.geometry import embedding_from_edm, embedding_from_gram
 from dgp.spectral import Family
 
-__all__ = ["SDP_RTOL", "cosine_family", "euclidean_family", "nearest_target_distance"]
+__all__ = ["SDP_RTOL", "cosine_family", "euclidean_family", "nearest_target"]
 
 SDP_RTOL = 1e-6
 _SOLVER_OPTS = {"tol_gap_abs": 1e-11, "tol_gap_rel": 1e-11, "tol_feas": 1e-11}
@@ -64,8 +64,17 @@ def cosine_family(ell: np.ndarray, tau: float, rtol: float) -> Family:
     for sense in (cp.Minimize, cp.Maximize):
         status = _solve(cp.Problem(sense(mu), cons))
         if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-            dist = nearest_target_distance(ell, tau)
-            cert = {"kind": "sdp", "status": status, "nearest_target_distance": dist}
+            G_near, c_near, dist = nearest_target(ell, tau)
+            cert = {
+                "kind": "sdp",
+                "status": status,
+                "statement": "no c makes G(c) PSD; nearest_target is the closest realizable "
+                "Gram (unit diagonal, PSD) to the family, at Frobenius distance "
+                "nearest_target_distance from G(nearest_c)",
+                "nearest_target_distance": dist,
+                "nearest_c": c_near,
+                "nearest_target": G_near.tolist(),
+            }
             return Family(None, None, True, False, None, None, None, 0.0, cert, None)
         ends.append(float(mu.value))
     lo, hi = ends
@@ -115,9 +124,9 @@ def euclidean_family(ell: np.ndarray, tau: float, rtol: float) -> Family:
     return Family(None, c_max, False, False, None, r_hi, n - 1, atol, cert, embed)
 
 
-def nearest_target_distance(ell: np.ndarray, tau: float) -> float:
-    """Frobenius distance from the family :math:`G(c)` to the elliptope (0 iff some member is
-    PSD)."""
+def nearest_target(ell: np.ndarray, tau: float) -> tuple[np.ndarray, float, float]:
+    """The unit-diagonal PSD matrix nearest (Frobenius) to the family :math:`G(c)`: returns it,
+    the constant ``c`` of the nearest member and the distance (0 iff some member is PSD)."""
     n = ell.shape[0]
     A = tau * ell
     np.fill_diagonal(A, 1.0)
@@ -126,4 +135,4 @@ def nearest_target_distance(ell: np.ndarray, tau: float) -> float:
     mu = cp.Variable()
     prob = cp.Problem(cp.Minimize(cp.norm(G - A - mu * E, "fro")), [cp.diag(G) == 1])
     _solve(prob)
-    return float(prob.value)
+    return np.asarray(G.value, dtype=float), float(mu.value) / tau, float(prob.value)

@@ -54,6 +54,13 @@ def test_sdp_reports_distance_to_the_elliptope_when_empty():
     W = soft_supcon_weights([0, 0, 1, 1, 2, 2], eps=0.1)
     res = dgp.classify(W, tau=1.5, dim=3, method="sdp")  # tau* = 0.65
     assert res.verdict == "inconsistent"
-    assert res.certificate["nearest_target_distance"] > 1e-3
+    cert = res.certificate
+    assert cert["nearest_target_distance"] > 1e-3
+    # re-check the nearest target: unit diagonal, PSD, at the stated distance from G(c)
+    G = np.array(cert["nearest_target"])
+    assert np.allclose(np.diag(G), 1.0, atol=1e-6) and np.linalg.eigvalsh(G)[0] > -1e-6
+    Gc = 1.5 * (np.log(W + np.eye(6)) + cert["nearest_c"])
+    np.fill_diagonal(Gc, 1.0)
+    assert np.linalg.norm(G - Gc) == pytest.approx(cert["nearest_target_distance"], rel=1e-4)
     ok = dgp.classify(W, tau=0.5, dim=3, method="sdp")
     assert ok.verdict == "realizable" and ok.rank == 3
