@@ -119,8 +119,8 @@ def check_weights(W: object, name: str = "W") -> np.ndarray:
     TypeError
         If ``W`` cannot be read as a real array.
     ValueError
-        If ``W`` is not square, has fewer than 2 rows, holds a NaN or infinite entry, a negative
-        entry off the diagonal, or a row with no positive mass; the message names the entry or row.
+        If ``W`` is not square, has fewer than 2 rows, holds a NaN, infinite or negative entry off
+        the diagonal, or a row with no positive mass; the message names the entry or row.
     """
     try:
         arr = np.array(W, dtype=float, copy=True)
@@ -131,11 +131,11 @@ def check_weights(W: object, name: str = "W") -> np.ndarray:
     n = arr.shape[0]
     if n < 2:
         raise ValueError(f"{name} must have at least 2 rows (one anchor and one other), got {n}")
+    np.fill_diagonal(arr, 0.0)  # ignored, whatever it holds (even NaN or inf)
     bad = ~np.isfinite(arr)
     if bad.any():
         i, j = (int(k) for k in np.argwhere(bad)[0])
         raise ValueError(f"{name}[{i}, {j}] is {arr[i, j]}; all weights must be finite")
-    np.fill_diagonal(arr, 0.0)
     if (arr < 0).any():
         i, j = (int(k) for k in np.argwhere(arr < 0)[0])
         raise ValueError(f"{name}[{i}, {j}] = {arr[i, j]:g} is negative; weights must be >= 0")

@@ -83,6 +83,13 @@ def test_check_weights_names_the_problem(W, match):
         check_weights(W)
 
 
+def test_the_diagonal_is_ignored_whatever_it_holds():
+    W = np.ones((3, 3))
+    np.fill_diagonal(W, [np.nan, np.inf, -5.0])
+    A = check_weights(W)
+    assert np.array_equal(A, np.ones((3, 3)) - np.eye(3))
+
+
 def test_builders_reject_bad_labels_and_parameters():
     with pytest.raises(ValueError, match="class 3 in labels has a single sample"):
         supcon_weights([0, 0, 3])
