@@ -153,3 +153,18 @@ def test_tour_runs_and_covers_all_verdicts(capsys):
     code, out, _ = run(["tour", "--json"], capsys)
     cases = json.loads(out)["cases"]
     assert {c["verdict"] for c in cases} == {"realizable", "degenerate", "inconsistent"}
+
+
+def test_large_label_sets_say_why_the_bound_is_missing(tmp_path, capsys):
+    t = np.random.default_rng(0).uniform(0, 2 * np.pi, 20_001)
+    path = tmp_path / "y.npy"
+    np.save(path, np.c_[np.cos(t), np.sin(t)] * 2.0)
+    argv = ["classify", "--objective", "y-aware", "--labels", str(path), "--sigma", "1",
+            "--tau", "0.25", "--dim", "2"]
+    code, out, _ = run(argv, capsys)
+    assert code == 0 and "realizable (rank 2)" in out
+    assert "bound        not computed" in out and "nan" not in out
+    code, out, _ = run([*argv, "--json"], capsys)
+    data = json.loads(out)
+    assert data["entropic_bound"] is None
+    assert "not computed" in data["certificate"]["entropic_bound"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
+
 from dgp.classification import METHODS, classify
 from dgp.cli._output import emit_json
 from dgp.infonce import SIMILARITIES
@@ -120,8 +122,12 @@ def render(res) -> str:
         f"weighting    N = {res.n}"
         + (f", objective {res.objective}" if res.objective else "")
         + f", {res.similarity} similarity, tau = {res.tau:g}, dim = {res.dim}",
-        f"bound        sum_i H(p_i) = {res.entropic_bound:.6g} nats"
-        + ("" if res.attainable else " (not attained)"),
+        (
+            f"bound        sum_i H(p_i) = {res.entropic_bound:.6g} nats"
+            + ("" if res.attainable else " (not attained)")
+            if np.isfinite(res.entropic_bound)
+            else f"bound        {res.certificate.get('entropic_bound', 'not computed')}"
+        ),
     ]
     if res.c_interval is not None:
         lo, hi = res.c_interval
