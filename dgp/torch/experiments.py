@@ -298,21 +298,13 @@ def _cosine_prediction(W: np.ndarray, *, tau: float, dim: int) -> tuple[np.ndarr
     if verdict.verdict == "realizable" and verdict.embedding is not None:
         info["prediction"] = "classify"
         return np.asarray(verdict.embedding, dtype=float), info
-    try:
-        from dgp.optimum import optimum
-    except ModuleNotFoundError as exc:  # dgp.optimum not installed in this tree: own solver
-        if exc.name != "dgp.optimum":
-            raise
-        G = free_optimum_gram(W, tau=tau)
-        info["prediction"] = "optimum (Burer-Monteiro, rank N, L-BFGS)"
-        U = gram_embedding(G)
-        info["optimum_rank"] = int(U.shape[1])
-    else:
-        opt = optimum(W, tau=tau)
-        U = gram_embedding(opt.gram)
-        info["prediction"] = "optimum"
-        info["optimum_rank"] = int(opt.rank)
-        info["optimum_duality_gap"] = float(opt.duality_gap)
+    from dgp.optimum import optimum
+
+    opt = optimum(W, tau=tau)
+    U = gram_embedding(opt.gram)
+    info["prediction"] = "optimum"
+    info["optimum_rank"] = int(opt.rank)
+    info["optimum_duality_gap"] = float(opt.duality_gap)
     return U, info
 
 
