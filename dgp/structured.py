@@ -59,7 +59,7 @@ Cost: one QR of :math:`N \times k` (:math:`O(Nk^2)`), then every evaluation alon
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -320,10 +320,7 @@ def _with_prototypes(fam: Family, parts, tau: float, sizes: np.ndarray) -> Famil
             "each class collapses to one point: z_i = prototypes[end][class of i] (rows follow "
             "the sorted class labels)"
         )
-    return Family(
-        fam.lo, fam.hi, fam.empty, fam.point, fam.rank_lo, fam.rank_hi, fam.rank_interior,
-        fam.atol, cert, fam.embed,
-    )  # fmt: skip
+    return replace(fam, certificate=cert)
 
 
 def block_euclidean_family(
@@ -756,10 +753,7 @@ def lowrank_cosine_family(t: LowRankTarget, tau: float, rtol: float, *, embed: b
         "complement_multiplicity": n_comp,
         "statement": "G(c) = (1 - tau h - tau c) I + U (tau C + tau c e1 e1^T) U^T",
     }
-    return Family(
-        fam.lo, fam.hi, fam.empty, fam.point, fam.rank_lo, fam.rank_hi, fam.rank_interior,
-        fam.atol, cert, fam.embed,
-    )  # fmt: skip
+    return replace(fam, certificate=cert)
 
 
 def lowrank_euclidean_family(t: LowRankTarget, tau: float, rtol: float, *, embed: bool = False):
