@@ -275,6 +275,16 @@ def _farkas(tri, diag, e, n, mu_star, phi_star, ell, tau) -> dict:
     }
 
 
+def schoenberg_end_tolerance(lam_min: float, lam_max: float, rtol: float) -> float:
+    r"""Rank tolerance at :math:`c_{\max}` from the extreme eigenvalues of :math:`B'` on the
+    complement of 1.
+
+    Rounding noise scales with the entries of :math:`B'`, not only with the spread of its
+    spectrum: for uniform weights every eigenvalue coincides and :math:`D(c_{\max}) = 0`.
+    """
+    return _norm_tol(max(abs(lam_min), abs(lam_max)), lam_max - lam_min, rtol)
+
+
 def euclidean_family(ell: np.ndarray, tau: float, rtol: float) -> Family:
     """Admissible half-line ``c <= c_max`` of :math:`D(c)` and the rank at its end point."""
     n = ell.shape[0]
@@ -287,9 +297,7 @@ def euclidean_family(ell: np.ndarray, tau: float, rtol: float) -> Family:
     lam_min = float(tridiagonal_eigvals(tri.d, tri.e, 0, 0)[0])
     lam_max = float(tridiagonal_eigvals(tri.d, tri.e, m - 1, m - 1)[0])
     c_max = lam_min / tau
-    # rounding noise scales with the entries of B', not only with the spread of its spectrum
-    # (all eigenvalues on the complement of 1 coincide for uniform weights: D(c_max) = 0)
-    atol = _norm_tol(max(abs(lam_min), abs(lam_max)), lam_max - lam_min, rtol)
+    atol = schoenberg_end_tolerance(lam_min, lam_max, rtol)
     r_hi = m - tridiagonal_count_below(tri.d - lam_min, tri.e, atol)
 
     def embed(c: float, r: int) -> np.ndarray:

@@ -75,7 +75,13 @@ from dgp.classification import (
 from dgp.errors import check_choice, check_dim, check_positive, check_rtol
 from dgp.geometry import fix_signs
 from dgp.infonce import SIMILARITIES
-from dgp.spectral import Family, _norm_tol, argmax_concave_values, concave_family
+from dgp.spectral import (
+    Family,
+    _norm_tol,
+    argmax_concave_values,
+    concave_family,
+    schoenberg_end_tolerance,
+)
 
 __all__ = [
     "BlockTarget",
@@ -354,7 +360,7 @@ def block_euclidean_family(
     allv = np.concatenate([q_lam, w_lam[multi]])
     lam_min, lam_max = float(allv.min()), float(allv.max())
     c_max = lam_min / tau + 0.0
-    atol = _norm_tol(0.0, lam_max - lam_min, rtol)
+    atol = schoenberg_end_tolerance(lam_min, lam_max, rtol)
     shifted_q, shifted_w = q_lam - lam_min, w_lam - lam_min
     r_hi = int((shifted_q >= atol).sum() + ((target.sizes - 1) * (shifted_w >= atol)).sum())
 
@@ -770,7 +776,7 @@ def lowrank_euclidean_family(t: LowRankTarget, tau: float, rtol: float, *, embed
     allv = np.concatenate([lam_s, [comp] if n_comp else []])
     lam_min, lam_max = float(allv.min()), float(allv.max())
     c_max = lam_min / tau + 0.0
-    atol = _norm_tol(0.0, lam_max - lam_min, rtol)
+    atol = schoenberg_end_tolerance(lam_min, lam_max, rtol)
     r_hi = int((lam_s - lam_min >= atol).sum() + (n_comp if comp - lam_min >= atol else 0))
 
     def embed_fn(c: float, r: int) -> np.ndarray:
