@@ -13,6 +13,9 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "DgpError",
+    "ParameterError",
+    "SolverError",
     "check_choice",
     "check_dim",
     "check_labels_class",
@@ -22,10 +25,36 @@ __all__ = [
     "check_sizes",
     "check_unit_interval",
     "check_weights",
+    "describe",
 ]
 
 
-def _describe(value: object) -> str:
+class DgpError(Exception):
+    """Base class of the errors dgp raises on purpose (bad input or a failure of its own)."""
+
+
+class ParameterError(DgpError, ValueError):
+    """A bad argument: names the parameter (``param``) and says what is wrong (``detail``).
+
+    The message is ``f"{param} {detail}"``; the command line shows the same text with the
+    parameter replaced by its flag (``sigma`` -> ``--sigma``).
+    """
+
+    def __init__(self, param: str, detail: str) -> None:
+        super().__init__(f"{param} {detail}")
+        self.param = param
+        self.detail = detail
+
+
+class SolverError(DgpError, RuntimeError):
+    """dgp itself failed (a solver that did not converge, a violated internal invariant).
+
+    Not the user's fault: the command line reports it as one ``error:`` line with exit status 1.
+    """
+
+
+def describe(value: object) -> str:
+    """A short ``repr`` of a value for an error message (at most 60 characters)."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -41,10 +70,10 @@ def check_positive(value: object, name: str) -> float:
         If ``value`` is not finite or not strictly positive.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {_describe(value)}")
+        raise TypeError(f"{name} must be a real number, got {describe(value)}")
     out = float(value)
     if not math.isfinite(out) or out <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {_describe(value)}")
+        raise ValueError(f"{name} must be a finite number > 0, got {describe(value)}")
     return out
 
 
@@ -59,10 +88,10 @@ def check_unit_interval(value: object, name: str) -> float:
         If ``value`` is not in ``(0, 1)``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {_describe(value)}")
+        raise TypeError(f"{name} must be a real number, got {describe(value)}")
     out = float(value)
     if not (0.0 < out < 1.0):
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {_describe(value)}")
+        raise ValueError(f"{name} must lie strictly between 0 and 1, got {describe(value)}")
     return out
 
 
@@ -77,9 +106,9 @@ def check_dim(value: object, name: str = "dim") -> int:
         If ``value < 1``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= 1, got {_describe(value)}")
+        raise TypeError(f"{name} must be an integer >= 1, got {describe(value)}")
     if int(value) < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {_describe(value)}")
+        raise ValueError(f"{name} must be an integer >= 1, got {describe(value)}")
     return int(value)
 
 
@@ -103,7 +132,7 @@ def check_choice(value: object, choices: tuple[str, ...], name: str) -> str:
         If ``value`` is not one of ``choices``.
     """
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {_describe(value)}")
+        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {describe(value)}")
     return value
 
 
@@ -225,9 +254,9 @@ def check_sizes(sizes: object, name: str = "sizes") -> np.ndarray:
         raise ValueError(f"{name} must be a list of class sizes, got shape {arr.shape}")
     if arr.dtype.kind == "f":
         if not np.isfinite(arr).all() or not np.equal(np.round(arr), arr).all():
-            raise TypeError(f"{name} must be integers, got {_describe(arr.tolist())}")
+            raise TypeError(f"{name} must be integers, got {describe(arr.tolist())}")
     elif arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be integers, got {_describe(arr.tolist())}")
+        raise TypeError(f"{name} must be integers, got {describe(arr.tolist())}")
     arr = arr.astype(np.int64)
     if arr.size < 2:
         raise ValueError(f"{name} must list at least 2 classes, got {arr.size}")

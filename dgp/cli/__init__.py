@@ -2,14 +2,19 @@
 
 Each subcommand module defines ``register(subparsers)``, which adds its parser and sets
 ``func(args) -> int``. Bad input raises :class:`ValueError` or :class:`TypeError` in the library;
-here it becomes one line on stderr starting with ``error:`` and exit status 2.
+here it becomes one line on stderr starting with ``error:`` and exit status 2. A failure of dgp
+itself (:class:`dgp.errors.SolverError`, or any unexpected exception) is one ``error:`` line with
+exit status 1: it is not the user's fault. ``DGP_TRACEBACK=1`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+from dgp.errors import SolverError
 
 __all__ = ["main"]
 
@@ -44,15 +49,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except SolverError as exc:  # dgp's own failure, not the user's
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
     except (ValueError, TypeError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     except BrokenPipeError:  # the reader (e.g. `| head`) left: not an error of ours
         sys.stderr.close()
         return 0
-    except (ImportError, NotImplementedError) as exc:  # a missing extra, a documented limit
+    except ImportError as exc:  # a missing extra
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    except Exception as exc:  # the one place that turns an internal failure into a line
+        if os.environ.get("DGP_TRACEBACK"):
+            raise
+        sys.stderr.write(f"error: internal error ({type(exc).__name__}: {exc}); please report it\n")
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover
