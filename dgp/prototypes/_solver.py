@@ -211,6 +211,17 @@ def frank_wolfe_bound(prob: RowProblem, gram: np.ndarray, *, maxiter: int = 300)
     return loss - math.exp(math.log(-best) + math.log(prob.alpha_total) + prob.log_t)
 
 
+def _full_rank_start(X: np.ndarray) -> np.ndarray:
+    """A factor with no zero row: gradient steps never leave the row space of the factor, so a
+    start of lower rank than the optimum would be a trap; a small deterministic perturbation
+    (1e-3 of the column norm) frees it."""
+    r, K = X.shape
+    if np.linalg.matrix_rank(X) >= r:
+        return X
+    pattern = np.cos(np.outer(np.arange(1, r + 1), np.arange(K)) * 1.3 + 0.7)
+    return _normalise(X + 1e-3 * pattern)
+
+
 def _proj(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
     return Z - X * np.sum(X * Z, axis=0)
 
@@ -512,7 +523,7 @@ def solve_rows(
     prob.set_scale(G0)
     K = prob.K
     r = K if rank is None else min(rank, K)
-    X = factor(G0, r)
+    X = _full_rank_start(factor(G0, r))
     best = X.T @ X
     cert = row_certificate(prob, best)
     iters = 0
