@@ -26,7 +26,6 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from dgp.errors import (
     ParameterError,
@@ -57,6 +56,7 @@ from dgp.prototypes import (
     frank_wolfe_bound,
     lift_certificate,
     row_certificate,
+    single_threaded,
     solve_rows,
 )
 from dgp.prototypes._batch import row_budget_samples
@@ -106,8 +106,7 @@ def _guard(K: int, N: int, dim: int | None, rows: int) -> None:
 
 
 def _free(prob: RowProblem, starts: list[np.ndarray], tol: float) -> _Solved:
-    with threadpool_limits(limits=1, user_api="blas"):
-        res = solve_rows(prob, starts=starts, tol=tol)
+    res = solve_rows(prob, starts=starts, tol=tol)
     if res.certificate.kkt_residual > max(1e3 * tol, 1e-6):
         raise SolverError(
             f"the certified solver did not converge: KKT residual "
@@ -126,8 +125,7 @@ def _fixed_dim(
     given = [spectral_start(weights, dim)]
     if free is not None:
         given.insert(0, truncate(free.gram, dim))
-    with threadpool_limits(limits=1, user_api="blas"):
-        G, n, reason = rank_d_solve(prob, dim, starts=given, n_random=starts, seed=seed)
+    G, n, reason = rank_d_solve(prob, dim, starts=given, n_random=starts, seed=seed)
     return _Solved(prob, G, None, reason, n)
 
 
@@ -334,12 +332,13 @@ def optimum(
     if q.K == 1:
         q = _split_single_class(q)
     structure = "quotient" if q.K < N else "dense"
-    try:
-        out = _solve(q, **kwargs)
-    except _NoCollapse:
-        # a twin class that does not collapse: solve the N x N problem itself
-        q, structure = trivial_quotient(A), "dense"
-        out = _solve(q, **kwargs)
+    with single_threaded():
+        try:
+            out = _solve(q, **kwargs)
+        except _NoCollapse:
+            # a twin class that does not collapse: solve the N x N problem itself
+            q, structure = trivial_quotient(A), "dense"
+            out = _solve(q, **kwargs)
     return _wrap(q, out, tau=tau, dim=dim, structure=structure)
 
 
@@ -478,8 +477,9 @@ def block_loss_floor(
     labels = np.repeat(np.arange(K), n)
     q = Quotient(labels, n, Wq, np.concatenate([[0], np.cumsum(n)[:-1]]), True)
     try:
-        out = _solve(q, tau=tau, dim=dim, spec=None, samples=2, replicates=0, seed=seed,
-                     exact_max=1, starts=_check_int(starts, "starts", 0), tol=1e-10)
+        with single_threaded():
+            out = _solve(q, tau=tau, dim=dim, spec=None, samples=2, replicates=0, seed=seed,
+                         exact_max=1, starts=_check_int(starts, "starts", 0), tol=1e-10)
     except _NoCollapse:
         raise ParameterError(
             "within",

@@ -67,6 +67,7 @@ from dgp.prototypes._solver import (
     frank_wolfe_bound,
     lbfgs,
     rtr,
+    single_threaded,
     solve_rows,
 )
 
@@ -118,6 +119,7 @@ __all__ = [
     "row_certificate",
     "rtr",
     "scaled_softplus",
+    "single_threaded",
     "soft_supcon_rho",
     "soft_supcon_tau_star",
     "solve_rows",

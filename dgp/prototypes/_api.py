@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from dgp.errors import (
     ParameterError,
@@ -59,7 +58,7 @@ from dgp.prototypes._kkt import KKTCertificate, row_certificate
 from dgp.prototypes._lift import face_uniqueness, lift_certificate
 from dgp.prototypes._program import RowProblem, block_problem
 from dgp.prototypes._result import BatchPrediction, FirstOrderApproximation, Prototypes
-from dgp.prototypes._solver import factor, solve_rows
+from dgp.prototypes._solver import factor, single_threaded, solve_rows
 
 __all__ = [
     "BatchTolerance",
@@ -178,8 +177,7 @@ def _guard_numeric(K: int) -> None:
 
 
 def _solve_block(prob: RowProblem, starts: list[np.ndarray], tol: float):
-    with threadpool_limits(limits=1, user_api="blas"):
-        res = solve_rows(prob, starts=starts, tol=tol)
+    res = solve_rows(prob, starts=starts, tol=tol)
     if res.certificate.kkt_residual > max(1e3 * tol, 1e-6):
         raise SolverError(
             f"the certified solver did not converge: KKT residual "
@@ -346,8 +344,7 @@ def _batched(
         G, cert = simplex, row_certificate(prob, simplex)
         meth, reason, kkt = "closed-form", "regular simplex: the sampler treats classes alike", None
     else:
-        with threadpool_limits(limits=1, user_api="blas"):
-            res = solve_rows(prob, starts=[G_full, simplex], tol=tol)
+        res = solve_rows(prob, starts=[G_full, simplex], tol=tol)
         G, cert, reason = res.gram, res.certificate, res.stop_reason
         if cert.kkt_residual > max(1e3 * tol, 1e-6):
             raise SolverError(
@@ -367,8 +364,7 @@ def _batched(
             grams = [G]
             for r in range(1, replicates + 1):
                 _, prob_r, _ = build(seed + r)
-                with threadpool_limits(limits=1, user_api="blas"):
-                    grams.append(solve_rows(prob_r, starts=[G], tol=tol).gram)
+                grams.append(solve_rows(prob_r, starts=[G], tol=tol).gram)
             gram_se = float(np.std(np.array(grams), axis=0, ddof=1).max())
             reps = replicates
         elif meth == "closed-form":
@@ -490,7 +486,8 @@ def supcon_prototypes(
             if value != default:
                 raise ParameterError(name, f"applies to mini-batch predictions only; give "
                                            f"batch_size as well (got {name}={value!r})")
-        return _full_batch(n, tau, eps, method, tol)
+        with single_threaded():
+            return _full_batch(n, tau, eps, method, tol)
     if method == "first-order":
         raise ParameterError(
             "method", "first-order has no mini-batch version; use method auto or numeric"
@@ -499,13 +496,14 @@ def supcon_prototypes(
         n, batch_size=batch_size, sampler=sampler, samples_per_class=samples_per_class,
         reduction=reduction, anchors_without_positives=anchors_without_positives,
     )
-    return _batched(
-        n, tau, eps, method, tol, spec,
-        samples=_check_int(samples, "samples", 2),
-        replicates=_check_int(replicates, "replicates", 0),
-        seed=_check_int(seed, "seed", 0),
-        exact_max=_check_int(exact_max, "exact_max", 1),
-    )
+    kwargs = {
+        "samples": _check_int(samples, "samples", 2),
+        "replicates": _check_int(replicates, "replicates", 0),
+        "seed": _check_int(seed, "seed", 0),
+        "exact_max": _check_int(exact_max, "exact_max", 1),
+    }
+    with single_threaded():
+        return _batched(n, tau, eps, method, tol, spec, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from dgp.prototypes._kkt import KKTCertificate, row_certificate
 from dgp.prototypes._program import RowProblem
@@ -37,6 +38,7 @@ __all__ = [
     "frank_wolfe_bound",
     "lbfgs",
     "rtr",
+    "single_threaded",
     "solve_rows",
 ]
 
@@ -61,6 +63,13 @@ class SolveResult:
     certificate: KKTCertificate
     stop_reason: str
     iterations: int
+
+
+def single_threaded() -> threadpool_limits:
+    """One thread for BLAS and OpenMP: these solvers work on matrices of at most a few thousand
+    rows, where threaded BLAS is barely faster on an idle machine and many times slower on a
+    loaded one (measured 2x to 100x on the shared 2-core machines dgp is tested on)."""
+    return threadpool_limits(limits=1)
 
 
 def factor(G: np.ndarray, r: int) -> np.ndarray:
