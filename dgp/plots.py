@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import check_choice, check_positive, check_weights
 from dgp.infonce import SIMILARITIES
 
@@ -123,48 +124,6 @@ def mds(gram: object, dim: int = 2) -> tuple[np.ndarray, np.ndarray]:
     return X, lam
 
 
-def _family_matrices(W: object, tau: float, similarity: str, rtol: float):
-    """The base matrix B and the direction E of the family M(c) = B + c E (on 1-perp for
-    Euclidean), from the symmetric log-target of ``W``."""
-    from dgp.target import log_target
-
-    A = check_weights(W)
-    n = A.shape[0]
-    off = ~np.eye(n, dtype=bool)
-    if (A[off] == 0).any():
-        raise ValueError("W has zero weights: its target has no c family (s = -inf)")
-    tgt = log_target(A, rtol=rtol)
-    if not tgt.consistent:
-        raise ValueError(
-            f"W breaks the cycle condition around {tgt.cycle}: it has no symmetric target family"
-        )
-    ell = tgt.ell
-    if similarity == "cosine":
-        B = tau * ell
-        np.fill_diagonal(B, 1.0)
-        E = tau * off.astype(float)  # G(c) = B + c tau (11^T - I)
-        return B, E, ell
-    # Euclidean: -1/2 J D(c) J = tau J ell J - tau c J, restricted to 1-perp (orthonormal V)
-    V = np.linalg.qr(np.c_[np.ones(n), np.eye(n)[:, : n - 1]])[0][:, 1:]
-    B = tau * V.T @ ell @ V
-    E = -tau * np.eye(n - 1)
-    return B, E, ell
-
-
-def _default_c_range(ell: np.ndarray, tau: float, similarity: str, interval) -> tuple[float, float]:
-    off = ~np.eye(ell.shape[0], dtype=bool)
-    lmin, lmax = float(ell[off].min()), float(ell[off].max())
-    if similarity == "cosine":
-        # PSD with unit diagonal needs |tau (ell_ij + c)| <= 1: every admissible c lies in
-        # [-1/tau - min ell, 1/tau - max ell], inside this wider box
-        lo, hi = -1.0 / tau - lmax, 1.0 / tau - lmin
-        pad = 0.05 * (hi - lo)
-        return lo - pad, hi + pad
-    c_max = interval[1] if interval is not None and interval[1] is not None else 0.0
-    w = max(1.0, 2.0 * (lmax - lmin))
-    return c_max - w, c_max + 0.35 * w
-
-
 def c_family_grid(
     W: object,
     *,
@@ -172,7 +131,7 @@ def c_family_grid(
     similarity: str = "cosine",
     c_range: tuple[float, float] | None = None,
     num: int = 241,
-    rtol: float = 1e-8,
+    rtol: float = DEFAULT_RTOL,
 ) -> dict[str, Any]:
     r"""Eigenvalues of every member of the target family on a grid of ``c`` (explicit eigvalsh).
 
@@ -199,6 +158,9 @@ def c_family_grid(
     True
     """
     from dgp.classification import classify
+    from dgp.engine.scan import family_grid
+    from dgp.engine.target import log_weights
+    from dgp.engine.tolerance import Tolerance
 
     tau = check_positive(tau, "tau")
     check_choice(similarity, SIMILARITIES, "similarity")
@@ -209,16 +171,13 @@ def c_family_grid(
     if num < 2:
         raise ValueError(f"num must be >= 2, got {num}")
     num = min(num, max(25, int(_GRID_FLOPS / A.shape[0] ** 3)))
-    B, E, ell = _family_matrices(A, tau, similarity, rtol)
     res = classify(A, similarity=similarity, tau=tau, dim=A.shape[0], rtol=rtol)
     interval = res.c_interval
-    lo, hi = c_range if c_range is not None else _default_c_range(ell, tau, similarity, interval)
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ValueError(f"c_range must be two finite numbers lo < hi, got {(lo, hi)}")
-    cs = np.linspace(float(lo), float(hi), num)
-    lam = np.array([np.linalg.eigvalsh(B + c * E) for c in cs])
-    scale = np.abs(lam).max(axis=1)
-    admissible = lam[:, 0] >= -rtol * np.maximum(scale, 1.0)
+    c_max = interval[1] if interval is not None else None
+    grid = family_grid(log_weights(A), tau=tau, similarity=similarity,
+                       tol=Tolerance.make(rtol, n=A.shape[0]), c_range=c_range, num=num,
+                       c_max=c_max)
+    cs, lam, admissible = grid.c, grid.eigenvalues, grid.admissible
     return {
         "c": cs,
         "eigenvalues": lam,
@@ -394,7 +353,7 @@ def c_family_spectrum(
     c_range: tuple[float, float] | None = None,
     num: int = 241,
     k: int = 4,
-    rtol: float = 1e-8,
+    rtol: float = DEFAULT_RTOL,
     title: str | None = None,
     ax: Any = None,
 ):
@@ -550,7 +509,7 @@ def classification_figure(W: object, result: Any):
     colour = _VERDICT_COLOURS.get(result.verdict, "k")
     head = result.verdict + (f" (rank {result.rank})" if result.rank is not None else "")
     off = ~np.eye(A.shape[0], dtype=bool)
-    kind = result.certificate.get("kind") if isinstance(result.certificate, dict) else None
+    kind = result.certificate.kind
     has_family = bool((A[off] > 0).all()) and kind != "cycle"
     emb = getattr(result, "embedding", None)
     show_emb = has_family and emb is not None and result.rank is not None and result.rank >= 1
@@ -562,7 +521,7 @@ def classification_figure(W: object, result: Any):
             tau=result.tau,
             similarity=result.similarity,
             ax=ax,
-            rtol=getattr(result, "rtol", 1e-8),
+            rtol=result.tolerance["rtol"],
         )
         if show_emb:
             r = min(int(result.rank), 3)

@@ -167,4 +167,4 @@ def test_large_label_sets_say_why_the_bound_is_missing(tmp_path, capsys):
     code, out, _ = run([*argv, "--json"], capsys)
     data = json.loads(out)
     assert data["entropic_bound"] is None
-    assert "not computed" in data["certificate"]["entropic_bound"]
+    assert "not computed" in data["certificate"]["notes"]["entropic_bound"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["emit_json", "jsonable", "table"]
+__all__ = ["emit_json", "jsonable", "plot_path", "table"]
 
 
 def jsonable(obj: Any) -> Any:
@@ -43,3 +43,36 @@ def table(rows: list[list[str]], header: list[str]) -> str:
     lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
     lines += [fmt.format(*r) for r in rows]
     return "\n".join(lines)
+
+
+_FIGURE_FORMATS = (".png", ".pdf", ".svg")
+
+
+def plot_path(path: str) -> str:
+    """Check a ``--plot FILE`` before any work: the figure's real path (``.png`` added when
+    there is no extension).
+
+    Raises
+    ------
+    ValueError
+        If the path is a directory, its extension is not a figure format, or its folder does
+        not exist or is not writable.
+    """
+    import os
+
+    if os.path.isdir(path):
+        raise ValueError(f"--plot {path!r} is a directory; give a file name such as "
+                         f"{os.path.join(path, 'figure.png')!r}")
+    root, ext = os.path.splitext(path)
+    if not ext:
+        path, ext = path + ".png", ".png"
+    if ext.lower() not in _FIGURE_FORMATS:
+        raise ValueError(f"--plot {path!r}: unknown figure format {ext!r}; use one of "
+                         f"{', '.join(_FIGURE_FORMATS)}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"--plot {path!r}: the folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"--plot {path!r}: the folder {folder!r} is not writable")
+    del root
+    return path

@@ -11,14 +11,28 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+from scipy.linalg.blas import dsyr2
 from scipy.linalg.lapack import dormqr, dsytrd, dsytrd_lwork
+
+from dgp.errors import SolverError
+
+__all__ = [
+    "Tridiagonal",
+    "ones_reflector_apply",
+    "ones_reflector_vectors",
+    "tridiagonal_count_below",
+    "tridiagonal_eigh",
+    "tridiagonal_eigvals",
+]
 
 
 def ones_reflector_apply(M: np.ndarray) -> np.ndarray:
-    r"""Return :math:`HMH` for the Householder reflection :math:`H` with
-    :math:`He_1 = 1/\sqrt N`, so that the first coordinate is the direction of :math:`1`.
+    r"""Overwrite the upper triangle of a C-ordered symmetric ``M`` with that of :math:`HMH`,
+    :math:`H` the Householder reflection with :math:`He_1 = 1/\sqrt N`, so that the first
+    coordinate is the direction of :math:`1`.
 
-    ``M`` must be symmetric; it is overwritten. Cost :math:`O(N^2)`.
+    Only the upper triangle is updated (one BLAS ``dsyr2``, no ``N x N`` temporary): it is the
+    triangle :class:`Tridiagonal` reads. Cost :math:`O(N^2)`.
     """
     n = M.shape[0]
     v = np.full(n, -1.0 / np.sqrt(n))
@@ -26,9 +40,9 @@ def ones_reflector_apply(M: np.ndarray) -> np.ndarray:
     beta = 2.0 / float(v @ v)
     p = beta * (M @ v)
     q = p - (0.5 * beta * float(v @ p)) * v
-    # symmetric rank-two update M - v q^T - q v^T
-    M -= np.outer(v, q)
-    M -= np.outer(q, v)
+    # symmetric rank-two update M - v q^T - q v^T; M.T is the same matrix in Fortran order, and
+    # its lower triangle is the upper triangle of M
+    dsyr2(-1.0, v, q, lower=1, a=M.T, overwrite_a=1)
     return M
 
 
@@ -43,7 +57,8 @@ def ones_reflector_vectors(Y: np.ndarray) -> np.ndarray:
 
 class Tridiagonal:
     r"""Orthogonal tridiagonalisation :math:`M = Q T Q^\top` with :math:`Qe_1 = e_1` (LAPACK
-    ``dsytrd``); eigenvectors of :math:`T` map back through the stored reflectors."""
+    ``dsytrd``, reading the upper triangle of the C-ordered ``M``, which it overwrites);
+    eigenvectors of :math:`T` map back through the stored reflectors."""
 
     def __init__(self, M: np.ndarray) -> None:
         n = M.shape[0]
@@ -56,7 +71,7 @@ class Tridiagonal:
         # M is symmetric, so its transpose is the same matrix in Fortran order (no copy)
         c, d, e, tau, info = dsytrd(M.T, lower=1, lwork=int(lwork), overwrite_a=1)
         if info != 0:  # pragma: no cover - LAPACK argument error
-            raise RuntimeError(f"dsytrd failed with info={info}")
+            raise SolverError(f"LAPACK dsytrd failed with info={info}")
         self.d, self.e, self._c, self._tau = d, e, c, tau
 
     def apply_q(self, Y: np.ndarray) -> np.ndarray:
@@ -72,7 +87,7 @@ class Tridiagonal:
                 "L", "N", self._c[1:, : self.n - 1], self._tau, Y[1:], lwork=lwork
             )
             if info != 0:  # pragma: no cover - LAPACK argument error
-                raise RuntimeError(f"dormqr failed with info={info}")
+                raise SolverError(f"LAPACK dormqr failed with info={info}")
             Y[1:] = out
         return Y
 
