@@ -223,9 +223,13 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
         empty = (zero | diag).all(axis=1)
         if empty.any():
             i = int(rows[np.flatnonzero(empty)[0]])
+            hint = "" if is_log else (
+                " (if W holds kernel values, they may have underflowed to zero: pass their "
+                "logarithms instead, log_weights=...)"
+            )
             raise ParameterError(
                 label, f"row {i} has no positive weight off the diagonal; every anchor needs at "
-                "least one positive weight"
+                f"least one positive weight{hint}"
             )
         nz = int(zero.sum())
         if nz and first_zero is None:
@@ -407,16 +411,28 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
     atol = tol.log_atol(hi - lo)
     # potentials along the root edges: c_j - c_0 = L_0j - L_j0
     c = L[0] - L[:, 0]
-    worst_val, worst = 0.0, (0, 0)
-    for sl in row_blocks(n):
-        # residuals r_ij = (L_ij - L_ji) - (c_j - c_i): log-ratios of triangles 0 -> i -> j -> 0
+
+    def residuals(sl: slice) -> np.ndarray:
+        # r_ij = (L_ij - L_ji) - (c_j - c_i): log-ratios of the triangles 0 -> i -> j -> 0,
+        # antisymmetric, so only j > i is looked at
         r = L[sl] - L[:, sl].T
         r -= c[None, :]
         r += c[sl, None]
-        k = int(np.argmax(np.abs(r)))
-        i, j = divmod(k, n)
-        if abs(float(r[i, j])) > abs(worst_val):
+        rows = np.arange(sl.start, sl.stop)
+        r[np.arange(n)[None, :] <= rows[:, None]] = 0.0
+        return r
+
+    top = max(float(np.abs(residuals(sl)).max()) for sl in row_blocks(n))
+    # the first triangle (row-major) within tolerance of the largest: a choice that rounding
+    # noise and rescaling cannot flip
+    worst_val, worst = 0.0, (0, 0)
+    for sl in row_blocks(n):
+        r = residuals(sl)
+        hits = np.argwhere(np.abs(r) >= top - atol)
+        if hits.size:
+            i, j = (int(k) for k in hits[0])
             worst_val, worst = float(r[i, j]), (i + sl.start, j)
+            break
     consistent = abs(worst_val) <= atol
     margin = tol.margin("largest triangle log-ratio (cycle condition)", worst_val, atol,
                         zero_is_near=False)
