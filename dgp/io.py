@@ -589,8 +589,18 @@ _NUMBER = re.compile(
 _INDEX_NAMES = ("", "unnamed: 0", "index")
 
 
+_FINITE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+
+
 def _is_number(field: str) -> bool:
+    """A number as numpy's parser reads it (``inf`` and ``nan`` included)."""
     return bool(_NUMBER.match(field.strip()))
+
+
+def _is_finite_number(field: str) -> bool:
+    """Digits, a decimal point, an exponent: where labels are concerned, ``inf``, ``NaN`` or
+    ``Infinity`` are more likely class names than numbers (no valid label is infinite)."""
+    return bool(_FINITE.match(field.strip()))
 
 
 @dataclass(frozen=True)
@@ -725,7 +735,8 @@ def _layout(src: _Source, *, names: bool = False) -> _Layout:
         if len(words[0]) == 1 or (
             names
             and (
-                len({len(w) for w in words}) > 1 or not any(_is_number(x) for w in words for x in w)
+                len({len(w) for w in words}) > 1
+                or not any(_is_finite_number(x) for w in words for x in w)
             )
         ):
             delimiter = _WHOLE_LINE
@@ -1116,7 +1127,7 @@ def _class_codes(
         )
     classes, codes = np.unique(names, return_inverse=True)
     codes = codes.reshape(-1)
-    numeric = np.array([_is_number(str(c)) for c in classes], dtype=bool)
+    numeric = np.array([_is_finite_number(str(c)) for c in classes], dtype=bool)
     if numeric.all():
         return None
     if numeric.any():
@@ -1301,7 +1312,9 @@ def _text_labels(src: _Source, *, column, kind: str):
     if second is not None and len(second) == n_cols:
         if n_cols > 1 and first[0] == "":  # pandas to_csv: unnamed index column
             header = first
-        elif any(not _is_number(a) and _is_number(b) for a, b in zip(first, second, strict=True)):
+        elif any(
+            not _is_number(a) and _is_finite_number(b) for a, b in zip(first, second, strict=True)
+        ):
             header = first
         elif isinstance(column, str) and column in first:
             header = first
@@ -1314,7 +1327,7 @@ def _text_labels(src: _Source, *, column, kind: str):
     skip = lineno if header is not None else 0
     usecols = tuple(cols) if len(cols) < n_cols else None
     probe = second if header is not None else first
-    numeric = probe is not None and all(_is_number(probe[c]) for c in cols)
+    numeric = probe is not None and all(_is_finite_number(probe[c]) for c in cols)
     if numeric or kind == "continuous":
         _check_text_memory(src, layout, len(cols), 8)
         table = _loadtxt(src, layout, skip=skip, usecols=usecols, dtype=float, expect="number")
@@ -1323,8 +1336,8 @@ def _text_labels(src: _Source, *, column, kind: str):
         table = _loadtxt(src, layout, skip=skip, usecols=usecols, dtype=str, expect="text")
         if header is None and len(cols) == 1 and table.shape[0] > 2:
             top = table[0, 0].strip()
-            if not (np.char.strip(table[1:, 0]) == top).any():  # a name, not a class
-                header, skip = first, lineno
+            if not _is_number(top) and not (np.char.strip(table[1:, 0]) == top).any():
+                header, skip = first, lineno  # a column name, not a class of one sample
                 table = table[1:]
     if single_row:  # one line of several values: one label per value
         table, cols = table.reshape(-1, 1), [0]

@@ -736,3 +736,20 @@ def test_format_texts_are_in_the_docstrings():
     assert flat(WEIGHT_FORMATS) in flat(load_weights.__doc__)
     assert flat(LABEL_FORMATS) in flat(load_labels.__doc__)
     assert flat(EDGE_LIST_FORMATS) in flat(load_edge_list.__doc__)
+
+
+@pytest.mark.parametrize(
+    ("text", "classes"),
+    [
+        ("A\nINFINITY\nA\nINFINITY\n", ("A", "INFINITY")),
+        ("nan\nNaN\nnan\nNaN\n", ("NaN", "nan")),
+        ("label\ninf\ninf\nx\nx\n", ("inf", "x")),
+    ],
+)
+def test_labels_named_like_special_numbers_are_names(tmp_path, text, classes):
+    assert _labels(tmp_path, text).classes == classes
+
+
+def test_labels_nan_among_numbers_is_refused_not_taken_for_a_header(tmp_path):
+    with pytest.raises(ValueError, match="line 1 holds 'nan' among numeric labels"):
+        _labels(tmp_path, "nan\n1\n1\n2\n")
