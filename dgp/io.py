@@ -129,10 +129,9 @@ def _usable_memory() -> tuple[int, str]:
     try:
         import resource
 
-        for limit, label in ((resource.RLIMIT_AS, "the address-space limit (ulimit -v)"),):
-            soft = resource.getrlimit(limit)[0]
-            if soft != resource.RLIM_INFINITY and soft > 0:
-                found.append((int(soft), label))
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            found.append((int(soft), "the address-space limit (ulimit -v)"))
     except (ImportError, AttributeError, ValueError, OSError):  # not a POSIX system
         pass
     if not found:
