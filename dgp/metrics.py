@@ -29,7 +29,7 @@ from scipy.special import logsumexp
 
 from dgp.errors import check_choice, check_positive, check_weights
 from dgp.infonce import SIMILARITIES
-from dgp.io import check_memory
+from dgp.resources import check_memory
 
 __all__ = ["entropic_gap", "pairwise_similarities", "procrustes_r2", "similarity_r2"]
 

@@ -698,7 +698,9 @@ def test_bad_budget_names_the_variable(monkeypatch, value):
 
 def test_default_budget_is_half_the_usable_memory(monkeypatch):
     monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
-    usable, _ = dio._usable_memory()
+    from dgp import resources
+
+    usable, _ = resources._usable_memory()
     assert memory_budget() == usable // 2
     phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert 0 < memory_budget() <= phys // 2

@@ -8,14 +8,15 @@ from dgp.classification import METHODS, classify
 from dgp.cli._output import emit_json, plot_path
 from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.infonce import SIMILARITIES
-from dgp.io import load_array
-from dgp.objectives import OBJECTIVE_NAMES, classify_objective
+from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_labels, load_weights
+from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES, classify_objective
 
 __all__ = ["register", "run"]
 
 _LABELS_HELP = (
-    "labels file (.npy, .csv or .txt): one column of class labels (integers or names) for "
-    "supcon/soft-supcon; an N x p table of floats otherwise (x-clr: label embeddings)"
+    "labels file for --objective: one column of class labels (integers or names) for "
+    "supcon/soft-supcon; an N x p table of floats otherwise (x-clr: label embeddings). "
+    f"Formats: {LABEL_FORMATS}".replace("%", "%%")
 )
 
 
@@ -28,13 +29,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "inconsistent, with a certificate. Exit status 0 whatever the verdict.",
     )
     p.add_argument("weights", nargs="?", metavar="WEIGHTS",
-                   help="N x N matrix (.npy never unpickled, .csv, .txt); missing entries of a "
-                   "sparse matrix are zero weights")
+                   help=WEIGHT_FORMATS.replace("%", "%%"))
     p.add_argument("--log-weights", action="store_true",
                    help="WEIGHTS holds log-weights (-inf for a zero weight): narrow kernels keep "
                    "their information instead of underflowing to zero")
     p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from --labels")
     p.add_argument("--labels", metavar="LABELS", help=_LABELS_HELP)
+    p.add_argument("--label-column", metavar="NAME|K",
+                   help="the column of LABELS to use: a header name, or a column number "
+                   "counted from 1 (default: the only column, or all columns of numbers)")
     p.add_argument("--similarity", choices=SIMILARITIES,
                    help="latent similarity (default: cosine, or the objective's own)")
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
@@ -64,11 +67,11 @@ def run(args: argparse.Namespace) -> int:
         require_matplotlib()  # fail before any work when the plot extra is missing
         plot = plot_path(args.plot)
     if args.objective is None:
-        for flag in ("labels", "sigma", "eps", "label_tau"):
+        for flag in ("labels", "label_column", "sigma", "eps", "label_tau"):
             if getattr(args, flag) is not None:
                 raise ValueError(f"--{flag.replace('_', '-')} needs --objective (it builds the "
                                  "weighting from labels)")
-        data = load_array(args.weights, name="WEIGHTS")
+        data = load_weights(args.weights, name="WEIGHTS")
         kwargs = {"log_weights": data} if args.log_weights else {"W": data}
         res = classify(similarity=args.similarity or "cosine", tau=args.tau, dim=args.dim,
                        rtol=args.rtol, method=args.method, **kwargs)
@@ -77,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--objective {args.objective} needs --labels LABELS")
         if args.log_weights:
             raise ValueError("--log-weights applies to a WEIGHTS file, not to --objective")
-        data = load_array(args.labels, name="LABELS")
+        kind = OBJECTIVES[args.objective].labels
+        data = load_labels(args.labels, name="LABELS", column=_column(args.label_column),
+                           kind=kind).values
         res = classify_objective(
             args.objective, data, tau=args.tau, dim=args.dim, sigma=args.sigma, eps=args.eps,
             label_tau=args.label_tau, similarity=args.similarity, rtol=args.rtol,
@@ -92,6 +97,17 @@ def run(args: argparse.Namespace) -> int:
         if plot is not None:
             print(f"figure       {plot}")
     return 0
+
+
+def _column(text: str | None) -> str | int | None:
+    """``--label-column``: a header name, or a column number counted from 1."""
+    if text is None:
+        return None
+    if text.isdigit():
+        if int(text) < 1:
+            raise ValueError(f"--label-column {text}: columns are counted from 1")
+        return int(text) - 1
+    return text
 
 
 def _plot(args: argparse.Namespace, res, data, path: str) -> None:
