@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import functools
 import html.parser
 import http.server
@@ -28,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -199,6 +201,10 @@ def math_pages(site: Path) -> list[str]:
 class _Server(http.server.ThreadingHTTPServer):
     requests: list[tuple[str, int]]
 
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a tab closed mid-transfer
+            super().handle_error(request, client_address)
+
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
@@ -230,13 +236,12 @@ class Browser:
     def __init__(self, chromium: str, profile: str) -> None:
         cmd_r, self._cmd_w = os.pipe()
         self._resp_r, resp_w = os.pipe()
-        hi_cmd, hi_resp = os.dup(cmd_r) + 100, os.dup(resp_w) + 100  # clear of fds 3 and 4
 
-        def child_fds() -> None:  # runs in the child before exec
-            os.dup2(cmd_r, hi_cmd)
-            os.dup2(resp_w, hi_resp)
-            os.dup2(hi_cmd, 3)
-            os.dup2(hi_resp, 4)
+        def child_fds() -> None:  # in the child, before exec: the pipe ends on fds 3 and 4
+            a = fcntl.fcntl(cmd_r, fcntl.F_DUPFD, 10)  # first clear of 3 and 4
+            b = fcntl.fcntl(resp_w, fcntl.F_DUPFD, 10)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
 
         self.proc = subprocess.Popen(
             [
@@ -251,6 +256,7 @@ class Browser:
             stderr=subprocess.DEVNULL,
             preexec_fn=child_fds,
             pass_fds=(3, 4),
+            start_new_session=True,  # its helper processes in a group of their own
         )
         os.close(cmd_r)
         os.close(resp_w)
@@ -364,6 +370,8 @@ class Browser:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        with contextlib.suppress(ProcessLookupError):  # helpers still running: end them
+            os.killpg(self.proc.pid, signal.SIGTERM)
         os.close(self._cmd_w)
         self._reader.join(timeout=5)
         os.close(self._resp_r)
@@ -417,7 +425,7 @@ def rendered(site: Path, served) -> dict[str, Visit]:
     shot_dir = Path(shots) if shots else None
     if shot_dir is not None:
         shot_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="dgp-chromium-") as profile:
+    with tempfile.TemporaryDirectory(prefix="dgp-chromium-", ignore_cleanup_errors=True) as profile:
         browser = Browser(chromium, profile)
         try:
             sessions = {p: browser.open(base + p) for p in pages}
