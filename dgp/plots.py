@@ -436,6 +436,9 @@ def prototype_geometry(
             ax.plot_wireframe(
                 np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.5
             )
+        from matplotlib.lines import Line2D
+
+        handles = []
         if Xref is not None:
             ax.scatter(
                 Xref[:, 0],
@@ -445,13 +448,21 @@ def prototype_geometry(
                 facecolors="none",
                 edgecolors=colours,
                 depthshade=False,
-                label=reference_label,
             )
-            ax.legend(fontsize=8, loc="lower left")
+            handles.append(
+                Line2D([], [], ls="", marker="o", mfc="none", mec="0.3", label=reference_label)
+            )
         ax.scatter(X[:, 0], X[:, 1], X[:, 2], s=area, c=colours, edgecolors="k", depthshade=False)
         for k in range(K):
             ax.plot([0, X[k, 0]], [0, X[k, 1]], [0, X[k, 2]], color=colours[k], lw=1)
-            ax.text(*(1.1 * X[k]), labels[k], fontsize=7)
+        # names in a legend: text next to points in 3-D lands on other points from most views
+        if K <= 12:
+            handles = [
+                Line2D([], [], ls="", marker="o", mfc=colours[k], mec="k", label=labels[k])
+                for k in range(K)
+            ] + handles
+        if handles:
+            ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(-0.05, 1.0))
         ax.set_box_aspect((1, 1, 1))
         _label_3d_axes(ax, ("MDS 1", "MDS 2", "MDS 3"), lim=1.0 if unit else None)
     shown = f"classical MDS of the Gram (rank {rank})" + (
@@ -905,15 +916,18 @@ def classification_figure(W: object, result: Any, *, labels: object | None = Non
         grid = c_family_grid(A, tau=result.tau, similarity=result.similarity, rtol=rtol)
         ranks = cert.get("ranks") if isinstance(cert.get("ranks"), dict) else None
         interval = grid["c_interval"]
-        fig = _figure(11.5 if show_emb else 6.8, 4.8)
+        strip = interval is not None and ranks is not None  # the rank of the targets vs d
+        fig = _figure(11.5 if show_emb else 6.8, 4.8 if strip or show_emb else 4.0)
         ratios = [1.25, 1] if show_emb else None
         outer = fig.add_gridspec(1, 2 if show_emb else 1, width_ratios=ratios)
-        left = outer[0, 0].subgridspec(2, 1, height_ratios=[3.2, 1], hspace=0.05)
+        left = outer[0, 0].subgridspec(
+            2 if strip else 1, 1, height_ratios=[3.2, 1] if strip else None
+        )
         ax = fig.add_subplot(left[0, 0])
         fits = None if interval is None else result.verdict != "inconsistent"
         chosen = result.c if result.verdict == "realizable" else None
         _draw_spectrum(ax, grid, n=A.shape[0], k=4, fits=fits, chosen=chosen)
-        if interval is not None and ranks is not None:
+        if strip:
             ax.set_xlabel("")
             ax.tick_params(labelbottom=False)
             axr = fig.add_subplot(left[1, 0], sharex=ax)
