@@ -103,14 +103,19 @@ class Family:
     n : int
     status : {"empty", "point", "interval"}
         ``"interval"`` for a Euclidean family is the half-line ``c <= hi.c``.
-    lo, hi : End or None
-        End points (``lo`` is ``None`` for the Euclidean half-line and for empty families).
+    lo : End or None
+        Lower end point (``None`` for the Euclidean half-line and for empty families).
+    hi : End or None
+        Upper end point (``None`` for empty families).
     interior_rank : int or None
         Rank strictly inside the admissible set (``N`` cosine, ``N - 1`` Euclidean).
-    best_value, best_c, best_atol : float
-        Cosine: the maximum of :math:`\\lambda_{\\min}` over the family, where it is reached, and
-        the tolerance there. Euclidean: the largest eigenvalue at ``c_max``, ``c_max``, and
-        ``atol``.
+    best_value : float
+        Cosine: the maximum of :math:`\\lambda_{\\min}` over the family. Euclidean: the largest
+        eigenvalue at ``c_max``.
+    best_c : float
+        Cosine: where that maximum is reached. Euclidean: ``c_max``.
+    best_atol : float
+        The tolerance there.
     margins : tuple of Margin
         Every decisive comparison (emptiness, ranks at the end points).
     farkas : FarkasData or None
@@ -118,9 +123,10 @@ class Family:
     nearest : dict or None
         For an empty family decided by semidefinite programs: the nearest realizable target
         (``solver_status``, ``distance``, ``c_nearest`` canonical, ``nearest_target``).
-    structure, prototypes : dict or None
-        What a structured engine adds (its reduced spectrum; class prototypes when classes
-        collapse at an end point).
+    structure : dict or None
+        What a structured engine adds: its reduced spectrum.
+    prototypes : dict or None
+        Class prototypes when classes collapse at an end point (class-block engine).
     embed : callable or None
         ``embed(c, r)`` builds the ``N x r`` embedding of the target with canonical constant
         ``c``.

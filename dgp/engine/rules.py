@@ -81,7 +81,14 @@ class Context:
 
     Attributes
     ----------
-    similarity, tau, dim, n : as in :class:`~dgp.result.Classification`
+    similarity : str
+        The latent similarity.
+    tau : float
+        Temperature.
+    dim : int
+        Embedding dimension.
+    n : int
+        Number of samples.
     tol : Tolerance
     method : str
     entropic_bound : float or None
@@ -89,8 +96,10 @@ class Context:
         Canonical constant ``c`` minus the user's ``c`` (see :mod:`dgp.engine.target`).
     objective : str or None
     warnings : tuple of str
-    structure, notes : dict or None
-        Added to the certificate.
+    structure : dict or None
+        Added to the certificate (what a structured engine reduced the problem to).
+    notes : dict or None
+        Added to the certificate (anything else worth saying).
     explanation : Explanation or None
         A closed-form prediction (named objectives).
     margins : tuple of Margin
