@@ -85,7 +85,12 @@ class DenseCosineSpectrum(CosineSpectrum):
         return float(tridiagonal_eigvals(self._diag(mu), self.e, self.n - 1, self.n - 1)[0])
 
     def smallest(self, mu: float, k: int) -> np.ndarray:
+        if k <= 0:
+            return np.zeros(0)
         return tridiagonal_eigvals(self._diag(mu), self.e, 0, k - 1)
+
+    def kth(self, mu: float, k: int) -> float:
+        return float(tridiagonal_eigvals(self._diag(mu), self.e, k, k)[0])
 
     def smallest_slopes(self, mu: float, k: int) -> tuple[np.ndarray, np.ndarray]:
         lam, x = tridiagonal_eigh(self._diag(mu), self.e, 0, k - 1)
@@ -162,7 +167,12 @@ class DenseEuclideanSpectrum(EuclideanSpectrum):
         return lo, hi
 
     def smallest(self, k: int) -> np.ndarray:
+        if k <= 0:
+            return np.zeros(0)
         return tridiagonal_eigvals(self.d, self.e, 0, k - 1)
+
+    def kth(self, k: int) -> float:
+        return float(tridiagonal_eigvals(self.d, self.e, k, k)[0])
 
     def count_at_most(self, x: float) -> int:
         return tridiagonal_count_below(self.d, self.e, np.nextafter(x, np.inf))

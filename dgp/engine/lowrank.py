@@ -241,6 +241,8 @@ class LowRankSpectrum(CosineSpectrum):
 
 
 def _first_k(vals: np.ndarray, mults: np.ndarray, k: int) -> np.ndarray:
+    if k <= 0:
+        return np.zeros(0)
     out, left = [], k
     for v, c in zip(vals, mults, strict=True):
         take = int(min(left, c))
