@@ -165,7 +165,7 @@ def classify_labels(
     tol = Tolerance.make(rtol, n=lab.n)
     if rec.structured == "blocks":
         within, cross = rec.block_log_weights(params, lab.classes.size)
-        bw = BlockWeights(lab.sizes, within, cross, lab.values, lab.classes)
+        bw = BlockWeights(lab.sizes, within, None, lab.values, lab.classes, cross_value=cross)
         return classify_blocks(bw, similarity=similarity, tau=tau, dim=dim, tol=tol,
                                objective=rec.name, explanation=explanation, embed=embed)
     return _lowrank(rec, kernel, params, similarity, tau, dim, tol, explanation, embed, max_n)
