@@ -36,8 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from --labels")
     p.add_argument("--labels", metavar="LABELS", help=_LABELS_HELP)
     p.add_argument("--label-column", metavar="NAME|K",
-                   help="the column of LABELS to use: a header name, or a column number "
-                   "counted from 1 (default: the only column, or all columns of numbers)")
+                   help="the column of LABELS to use: a header name, or a 0-based position "
+                   "(default: the only column, or all columns of numbers)")
     p.add_argument("--similarity", choices=SIMILARITIES,
                    help="latent similarity (default: cosine, or the objective's own)")
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
@@ -80,7 +80,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--objective {args.objective} needs --labels LABELS")
         if args.log_weights:
             raise ValueError("--log-weights applies to a WEIGHTS file, not to --objective")
-        kind = OBJECTIVES[args.objective].labels
+        rec = OBJECTIVES[args.objective]
+        # the flags first (cheap), then the file
+        rec.check_params(sigma=args.sigma, eps=args.eps, label_tau=args.label_tau)
+        kind = rec.labels
         data = load_labels(args.labels, name="LABELS", column=_column(args.label_column),
                            kind=kind).values
         res = classify_objective(
@@ -100,14 +103,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _column(text: str | None) -> str | int | None:
-    """``--label-column``: a header name, or a column number counted from 1."""
-    if text is None:
-        return None
-    if text.isdigit():
-        if int(text) < 1:
-            raise ValueError(f"--label-column {text}: columns are counted from 1")
-        return int(text) - 1
-    return text
+    """``--label-column``: a header name, or a 0-based position (as ``load_labels``)."""
+    if text is None or not text.lstrip("-").isdigit():
+        return text
+    return int(text)
 
 
 def _plot(args: argparse.Namespace, res, data, path: str) -> None:
