@@ -168,3 +168,20 @@ def test_large_label_sets_say_why_the_bound_is_missing(tmp_path, capsys):
     data = json.loads(out)
     assert data["entropic_bound"] is None
     assert "not computed" in data["certificate"]["notes"]["entropic_bound"]
+
+
+@pytest.mark.parametrize("columns", ["80", "140"])
+def test_tour_wraps_to_the_terminal_and_never_truncates(capsys, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    code, out, _ = run(["tour"], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert all(line == line.rstrip() for line in lines)  # no trailing spaces
+    width = min(120, max(60, int(columns)))
+    assert max(len(line) for line in lines) <= width
+    assert " ..." not in out  # no shortened explanation
+    code, js, _ = run(["tour", "--json"], capsys)
+    flat = " ".join(out.split())
+    for case in json.loads(js)["cases"]:  # every reason in full, whatever the wrapping
+        assert " ".join(case["reason"].split()) in flat
+    assert "Words used above:" in out and "end point" in out and "Farkas certificate" in out

@@ -42,7 +42,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
     lines += [fmt.format(*r) for r in rows]
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 _FIGURE_FORMATS = (".png", ".pdf", ".svg")

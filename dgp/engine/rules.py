@@ -226,7 +226,7 @@ def _empty(fam: Family, ctx: Context, near: bool, common: dict) -> Classificatio
     c0 = _user_c(ctx, fam.best_c)
     reason = (
         "no constant c makes G(c) = tau (log w_ij + c) (unit diagonal) positive semidefinite: "
-        f"the largest smallest eigenvalue over c is {fam.best_value:.3g} < 0 (at c = "
+        f"the smallest eigenvalue of G(c) is at most {fam.best_value:.3g} < 0 (reached at c = "
         f"{c0:.6g}), so the target cannot be realised in any dimension"
     )
     if fam.farkas is not None:
