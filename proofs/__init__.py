@@ -80,7 +80,7 @@ class TheoremResult:
     failures: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """The fields of ``dgp prove --json`` (CONTRACT.md), exactly."""
+        """The fields of one theorem in ``dgp prove --json``, exactly."""
         return {
             "id": self.id,
             "statement": self.statement,
