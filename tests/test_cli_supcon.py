@@ -132,7 +132,7 @@ def test_supcon_exports(capsys, tmp_path, ext):
         ["supcon", "--sizes", "3,4", "--tau", "0.1", "--sampler", "class-balanced"],
         ["supcon", "--sizes", "3,4", "--tau", "0.1", "--batch-size", "4", "--sampler",
          "m-per-class"],
-        ["supcon", "--sizes", "3,4", "--tau", "0.1", "--save-gram", "g.txt"],
+        ["supcon", "--sizes", "3,4", "--tau", "0.1", "--save-gram", "g.png"],
         ["supcon", "--sizes", "3,4", "--tau", "0.1", "--save-gram", "/no/such/dir/g.npy"],
         ["supcon", "--sizes", ",".join(["3"] * 4000) + ",4", "--tau", "0.1"],
     ],

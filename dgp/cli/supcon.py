@@ -7,8 +7,7 @@ import argparse
 
 import numpy as np
 
-from dgp.cli._export import check_save_path, save_matrix
-from dgp.cli._output import emit_json, table
+from dgp.cli._output import array_path, emit_json, save_array, table
 from dgp.prototypes import METHODS, NO_POSITIVE, REDUCTIONS, SAMPLERS, supcon_prototypes
 
 __all__ = ["parse_sizes", "register", "run"]
@@ -69,9 +68,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--gram", action="store_true",
                    help="print the whole Gram (and keep it in --json for any K)")
     o.add_argument("--embedding", action="store_true", help="--json also holds the prototypes")
-    o.add_argument("--save-gram", metavar="FILE", help="write the Gram to FILE (.npy or .csv)")
+    o.add_argument("--save-gram", metavar="FILE",
+                   help="write the Gram to FILE (.npy, .csv or .txt)")
     o.add_argument("--save-embedding", metavar="FILE",
-                   help="write the prototype vectors (K x rank) to FILE (.npy or .csv)")
+                   help="write the prototype vectors (K x rank) to FILE (.npy, .csv or .txt)")
     o.add_argument("--latex", action="store_true", help="print the symbolic formulas in LaTeX")
     o.add_argument(
         "--plot", metavar="FILE", help="also save the prototype geometry (needs the plot extra)"
@@ -98,8 +98,9 @@ def _gram_table(res) -> str:
 
 def run(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.sizes)
-    check_save_path(args.save_gram, "--save-gram")
-    check_save_path(args.save_embedding, "--save-embedding")
+    for path, flag in ((args.save_gram, "--save-gram"), (args.save_embedding, "--save-embedding")):
+        if path is not None:
+            array_path(path, flag)  # before any work
     if args.plot is not None:
         from dgp.plots import require_matplotlib
 
@@ -117,9 +118,9 @@ def run(args: argparse.Namespace) -> int:
                          "--batch-size B")
     res = supcon_prototypes(sizes, tau=args.tau, eps=args.eps, method=args.method, **batch)
     if args.save_gram is not None:
-        save_matrix(args.save_gram, res.gram)
+        save_array(args.save_gram, res.gram)
     if args.save_embedding is not None:
-        save_matrix(args.save_embedding, res.embedding())
+        save_array(args.save_embedding, res.embedding())
     if args.plot is not None:
         _plot(res, args.plot)
     K = len(res.sizes)

@@ -49,7 +49,6 @@ from dgp.prototypes import (
     batch_rows,
     block_problem,
     check_batch,
-    check_memory,
     check_time,
     compositions,
     equiangular_gram,
@@ -60,6 +59,7 @@ from dgp.prototypes import (
     solve_rows,
 )
 from dgp.prototypes._batch import row_budget_samples
+from dgp.resources import check_memory
 
 __all__ = ["FREE_MAX_K", "block_loss_floor", "loss_floor", "optimum"]
 
@@ -92,13 +92,13 @@ def _guard(K: int, N: int, dim: int | None, rows: int) -> None:
             )
         check_memory(24 * 8.0 * K * K + 6 * 8.0 * rows * K,
                      what=f"the free-dimension optimum of {K} classes",
-                     instead="give dim=D (CLI --dim D) or a smaller N", param="W")
+                     hint="give dim=D (CLI --dim D) or a smaller N")
         check_time(1500 * 4.0 * K**3, what=f"the free-dimension optimum of {K} classes",
                    instead="give dim=D (CLI --dim D) or a smaller N", param="W")
     else:
         check_memory(10 * 8.0 * K * K + 8 * 8.0 * rows * K,
                      what=f"the rank-{dim} optimum of {K} classes",
-                     instead="use a smaller N or a weighting with class structure", param="W")
+                     hint="use a smaller N or a weighting with class structure")
         check_time(20 * 500 * 8.0 * rows * K * (dim + 4),
                    what=f"the rank-{dim} optimum of {K} classes",
                    instead="use a smaller N, fewer starts or a weighting with class structure",
@@ -320,8 +320,7 @@ def optimum(
     tol = check_unit_interval(tol, "tol")
     starts = _check_int(starts, "starts", 0)
     N = A.shape[0]
-    check_memory(4 * 8.0 * N * N, what=f"an N = {N} weighting", instead="use a smaller N",
-                 param="W")
+    check_memory(4 * 8.0 * N * N, what=f"an N = {N} weighting", hint="use a smaller N")
     q = quotient(A)
     spec = _batch_spec(q.sizes, batch_size, sampler, reduction, anchors_without_positives)
     kwargs = dict(

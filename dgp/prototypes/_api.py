@@ -53,12 +53,13 @@ from dgp.prototypes._closed_forms import (
     first_order_gram,
     nearest_elliptope,
 )
-from dgp.prototypes._guards import check_memory, check_time, memory_budget
+from dgp.prototypes._guards import check_time
 from dgp.prototypes._kkt import KKTCertificate, row_certificate
 from dgp.prototypes._lift import face_uniqueness, lift_certificate
 from dgp.prototypes._program import RowProblem, block_problem
 from dgp.prototypes._result import BatchPrediction, FirstOrderApproximation, Prototypes
 from dgp.prototypes._solver import factor, single_threaded, solve_rows
+from dgp.resources import check_memory, memory_budget
 
 __all__ = [
     "BatchTolerance",
@@ -161,8 +162,17 @@ def _balanced_supcon_loss(n0: int, K: int, tau: float) -> tuple[float, float, fl
 _FIRST_ORDER = "the first-order approximation (method first-order, O(tau^2) error)"
 
 
+def _fits(bytes_per_k2: float, cap: int | None = None) -> int | None:
+    """The largest K whose K x K arrays fit the memory budget (``None``: no limit)."""
+    budget = memory_budget()
+    k = None if budget is None else int(math.sqrt(budget / bytes_per_k2))
+    if cap is not None:
+        k = cap if k is None else min(k, cap)
+    return k
+
+
 def _guard_numeric(K: int) -> None:
-    fits = min(NUMERIC_MAX_K, int(math.sqrt(memory_budget() / (24 * 8.0))))
+    fits = _fits(24 * 8.0, NUMERIC_MAX_K)
     instead = f"up to about K = {fits} classes fit; use {_FIRST_ORDER} or fewer classes"
     if K > NUMERIC_MAX_K:
         raise ParameterError(
@@ -171,7 +181,7 @@ def _guard_numeric(K: int) -> None:
             f"(its time grows as K^3 per iteration); use {_FIRST_ORDER} or fewer classes",
         )
     check_memory(24 * 8.0 * K * K, what=f"the certified solver for K = {K} classes",
-                 instead=instead, param="sizes")
+                 hint=instead)
     check_time(2000.0 * 4 * K**3, what=f"the certified solver for K = {K} classes",
                instead=instead, param="sizes")
 
@@ -250,12 +260,10 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
 
 def _first_order(n: np.ndarray, tau: float, common: dict[str, Any], bound: float) -> Prototypes:
     K = n.size
-    fits = int(math.sqrt(memory_budget() / (6 * 8.0)))
     check_memory(
         6 * 8.0 * K * K,
         what=f"the first-order Gram of K = {K} classes",
-        instead=f"up to about K = {fits} classes fit; use fewer classes",
-        param="sizes",
+        hint=f"up to about K = {_fits(6 * 8.0)} classes fit; use fewer classes",
     )
     G = first_order_gram(n, tau=tau)
     lam_min = float(np.linalg.eigvalsh(G)[0]) if K <= PROJECT_MAX_K else math.nan
@@ -325,7 +333,7 @@ def _batched(
     full = _full_batch(n, tau, eps, "auto" if method == "auto" else "numeric", tol)
     check_memory(
         24 * 8.0 * K * K, what=f"a batch prediction for K = {K} classes",
-        instead="use fewer classes", param="sizes",
+        hint=f"up to about K = {_fits(24 * 8.0)} classes fit; use fewer classes",
     )
     G_full = full.gram
     n_samp = row_budget_samples(K, samples)
