@@ -64,7 +64,7 @@ from dgp.resources import check_memory
 __all__ = ["FREE_MAX_K", "block_loss_floor", "loss_floor", "optimum"]
 
 #: largest number of (twin) classes whose free-dimension optimum is computed (K^3 per iteration)
-FREE_MAX_K = 800
+FREE_MAX_K = 500
 #: in a fixed dimension, the free optimum is also computed (as a start and a lower bound) up to
 FREE_START_MAX_K = 200
 #: dual residual below which a point counts as globally optimal
@@ -442,7 +442,9 @@ def block_loss_floor(
         Cross-class weights ``>= 0`` (the diagonal is ignored).
     tau : float
     dim : int
-    starts, seed : int
+    starts : int
+        Random Burer–Monteiro starts.
+    seed : int
 
     Returns
     -------

@@ -49,8 +49,10 @@ class Optimum:
         Loss at the optimum (nats, summed over anchors; expected per batch with a batch size).
     entropic_bound : float
         :math:`\\sum_i H(p_i)`.
-    excess_loss, log_excess_loss : float
-        ``loss - entropic_bound`` and its natural log (finite where the excess underflows).
+    excess_loss : float
+        ``loss - entropic_bound``, computed without cancellation.
+    log_excess_loss : float
+        Its natural log (finite where the excess underflows).
     lower_bound : float
         Certified lower bound on the minimum of the convex problem over all Gram matrices (a
         lower bound in every dimension).
