@@ -29,7 +29,7 @@ import numpy as np
 
 from dgp.cli._output import emit_json, jsonable, table
 
-__all__ = ["DEFAULT_TIMEOUT", "register", "run", "worker"]
+__all__ = ["DEFAULT_TIMEOUT", "UserCodeError", "load_callable", "register", "run", "worker"]
 
 #: seconds an audit may take, import of the module included, before it is stopped
 DEFAULT_TIMEOUT = 300.0
@@ -99,7 +99,7 @@ class _InputError(Exception):
     """Bad input found in the child (exit 2)."""
 
 
-class _UserError(Exception):
+class UserCodeError(Exception):
     """A failure inside the audited code (exit 1)."""
 
 
@@ -127,10 +127,10 @@ def load_callable(target: str) -> Any:
             raise ValueError(f"cannot import module {module_name!r}: no module named "
                              f"{missing!r} on the search path (add its folder with --path)"
                              ) from None
-        raise _UserError(f"importing module {module_name!r} failed: it needs {missing!r}, "
+        raise UserCodeError(f"importing module {module_name!r} failed: it needs {missing!r}, "
                          "which is not installed") from None
     except Exception as exc:  # the module's own code failed: user code, any exception
-        raise _UserError(f"importing module {module_name!r} failed inside it: "
+        raise UserCodeError(f"importing module {module_name!r} failed inside it: "
                          f"{type(exc).__name__}: {exc}") from None
     obj = module
     for part in attr.split("."):
@@ -141,7 +141,7 @@ def load_callable(target: str) -> Any:
         try:
             obj = obj()
         except Exception as exc:  # user code, any exception
-            raise _UserError(f"{target}() failed: {type(exc).__name__}: {exc}") from None
+            raise UserCodeError(f"{target}() failed: {type(exc).__name__}: {exc}") from None
     if not callable(obj):
         raise ValueError(f"{target!r} is not callable")
     return obj
@@ -167,7 +167,7 @@ def _work(req: dict[str, Any]) -> dict[str, Any]:
             call=req["call"], dim=req["dim"], name=req["target"], match_rtol=req["match_rtol"],
             probes=req["probes"])
     except LossCallError as exc:
-        raise _UserError(str(exc)) from None
+        raise UserCodeError(str(exc)) from None
     out = report.to_dict()
     out["summary"] = report.summary()
     return out
@@ -184,7 +184,7 @@ def worker() -> None:
 
     try:
         result: dict[str, Any] = {"ok": _work(request)}
-    except _UserError as exc:
+    except UserCodeError as exc:
         result = {"error": "user", "message": str(exc)}
     except (ParameterError, ParameterTypeError) as exc:
         result = {"error": "parameter", "param": exc.param, "detail": exc.detail,
@@ -225,18 +225,18 @@ def _run_child(req: dict[str, Any], *, paths: list[str], timeout: float) -> dict
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # the child and whatever the loss started
         proc.wait()
-        raise _UserError(f"the audit of {req['target']} did not finish within {timeout:g} s "
+        raise UserCodeError(f"the audit of {req['target']} did not finish within {timeout:g} s "
                          "(--timeout): the loss may never return") from None
     if proc.returncode != 0 or not out.strip():
         rc = proc.returncode
         how = (f"was killed by signal {signal.Signals(-rc).name}" if rc < 0
                else f"exited with status {rc}")
-        raise _UserError(f"the audit process {how} while running {req['target']} (the loss or "
+        raise UserCodeError(f"the audit process {how} while running {req['target']} (the loss or "
                          "its module ended the process)")
     try:
         return json.loads(out)
     except json.JSONDecodeError:
-        raise _UserError(f"the audit process of {req['target']} wrote something that is not "
+        raise UserCodeError(f"the audit process of {req['target']} wrote something that is not "
                          "its result on its own output") from None
 
 
@@ -286,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
            "match_rtol": args.match_rtol, "probes": args.probes}
     try:
         result = _run_child(req, paths=args.path, timeout=args.timeout)
-    except _UserError as exc:
+    except UserCodeError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     if "ok" not in result:
