@@ -26,6 +26,8 @@ _EXPORTS = {
     "YAwareLoss": "losses",
     "EuclidEuclidLoss": "losses",
     "XCLRLoss": "losses",
+    "YAwareColnormLoss": "losses",
+    "ObjectiveLoss": "losses",
     "make_loss": "losses",
     "winfonce": "losses",
     "MLPEncoder": "encoders",
@@ -35,6 +37,8 @@ _EXPORTS = {
     "train": "training",
     "audit_loss": "audit",
     "AuditReport": "audit",
+    "Intended": "audit",
+    "LossCallError": "audit",
 }
 
 __all__ = ["TorchUnavailableError", "is_available", "require_torch", *sorted(_EXPORTS)]

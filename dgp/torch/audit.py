@@ -1036,7 +1036,8 @@ class AuditReport:
         if m["parameter"] is not None:
             text += f" ({m['parameter']}={m['value']:.4g})"
         if m["form"] != "rows":
-            text += f", {m['form']}"
+            text += ", " + {"raw": "rows not normalised", "columns": "column-normalised",
+                            "columns-rows": "column- then row-normalised"}[m["form"]]
         if self.partition != "all":
             text += f", {self.partition} partition"
         return text

@@ -47,14 +47,18 @@ torch = require_torch()
 __all__ = [
     "CASES",
     "SIGMA",
+    "TABLE_HEADER",
     "TAU",
     "AuditCase",
     "CaseUnavailable",
     "bcl_loss",
     "decoupled_supcon_loss",
+    "run_case",
     "supcontrast_base_temperature",
     "supcontrast_in",
     "supcontrast_out",
+    "table_row",
+    "unavailable_row",
     "y_aware_loss",
     "y_aware_loss_public",
 ]
@@ -361,3 +365,79 @@ CASES: tuple[AuditCase, ...] = (
         "decoupled SupCon", "dgp (published formula)", lambda: decoupled_supcon_loss(0.1),
         {"labels": "classes"}, _SUPCON, {"objective": "supcon", "partition": "negatives"}),
 )
+
+
+# --------------------------------------------------------------------------------------------
+# the table of docs/audit.md (docs/make_audit_table.py writes it; the tests check each row)
+
+TABLE_HEADER = (
+    "| implementation | source | called as | identified as | anchors | verdict (d = N) "
+    "| intended | geometry gap | flag |\n"
+    "|---|---|---|---|---|---|---|---|---|"
+)
+_CALL_TEXT = {"embeddings": "(z, y)", "views": "(f[b, 2, d], y)", "pair": "(z1, z2{})"}
+
+
+def _flag(case: AuditCase, report: Any) -> str:
+    if not report.identified:
+        why = case.notes[0] if case.notes else "its weights depend on the embeddings"
+        return f"**not a w-InfoNCE**: {why}"
+    flags = []
+    if report.match is not None and report.match["form"] in ("columns", "columns-rows"):
+        flags.append("**column normalisation** (`W /= W.sum(1)`)")
+    elif report.match is not None and report.match["form"] == "raw":
+        flags.append("rows not normalised")
+    if report.partition == "negatives":
+        flags.append("no entropic bound (positives out of the denominator)")
+    elif report.partition == "class-averaged":
+        flags.append("class-averaged denominator")
+    if report.match is None:
+        flags.append("no registered objective")
+    return "; ".join(flags) or "as intended"
+
+
+def table_row(case: AuditCase, report: Any) -> str:
+    """The row of ``case`` in the audit table, from its :class:`~dgp.torch.audit.AuditReport`."""
+    lab = report.labels_kind if report.labels_kind != "none" else "no labels"
+    call = _CALL_TEXT[report.call].format(", y" if report.labels_kind != "none" else "")
+    if report.call != "pair":
+        call = call.replace("y)", f"y: {lab})")
+    else:
+        call = call.replace(", y)", f", y: {lab})")
+    anchors = "-" if report.anchor_weights is None else (
+        "equal" if report.anchor_spread < 1 + 1e-4 else
+        f"{report.anchor_weights.min():.3g}–{report.anchor_weights.max():.3g}")
+    intended = case.intended.objective + "".join(
+        f" ({k}={v:.3g})" for k, v in case.intended.params.items())
+    gap = "-"
+    if report.intended is not None:
+        value = report.intended["max_gap"]
+        gap = (f"{value:.2g}" if value > 1e-6 else "0") + (
+            f" (r² {report.intended['similarity_r2']:.4f})")
+    verdict = report.verdict or "-"
+    return (f"| {case.name} | {case.source_text()} | `{call}` | {report.summary()} | {anchors} "
+            f"| {verdict} | {intended} | {gap} | {_flag(case, report)} |")
+
+
+def unavailable_row(case: AuditCase, reason: str) -> str:
+    """The row of a case whose package (or class) is not installed."""
+    return (f"| {case.name} | {case.source_text()} | - | not audited: {reason} | - | - "
+            f"| {case.intended.objective} | - | - |")
+
+
+def run_case(case: AuditCase) -> Any:
+    """Audit one case as the table does (the packages' own warnings silenced).
+
+    Raises
+    ------
+    CaseUnavailable
+        If its package or class is not installed.
+    """
+    import warnings
+
+    from dgp.torch.audit import audit_loss
+
+    loss = case.build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return audit_loss(loss, intended=case.intended, name=case.name, **case.audit)
