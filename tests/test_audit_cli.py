@@ -79,7 +79,7 @@ def test_current_directory_only_with_path_and_prints_off_json_stdout(modules):
 
 
 def test_timeout_stops_a_loss_that_never_returns(modules):
-    proc = _dgp("plain_mod:hang", "--timeout", "3", "--path", str(modules))
+    proc = _dgp("plain_mod:hang", "--timeout", "2", "--path", str(modules))
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "--timeout" in proc.stderr
     assert proc.stderr.startswith("error: the audit of plain_mod:hang did not finish")
@@ -123,10 +123,7 @@ def test_load_callable_tells_user_failures_from_bad_input(modules, monkeypatch, 
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["--n", "100000"], "--n"),
-        (["--n", "2"], "--n"),
         (["--timeout", "0"], "--timeout"),
-        (["--match-rtol", "2"], "--match-rtol"),
         (["--labels", "missing_labels.npy"], "labels"),
         (["--path", "/no/such/folder"], "--path"),
         (["bad target"], "MODULE:CALLABLE"),
@@ -138,8 +135,18 @@ def test_bad_input_is_refused_before_running_anything(argv, match, capsys, monke
     assert main(["audit", target, *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and err.count("\n") == 1 and match in err
-    if argv[:2] == ["--n", "100000"]:
-        assert "fits" in err
+
+
+def test_probe_memory_is_refused_before_the_module_runs(modules):
+    """`--n 100000` was a MemoryError traceback: now one line saying what fits, and the
+    module (which would print) is never imported."""
+    env = dict(os.environ, DGP_MEMORY_LIMIT="1G")
+    proc = subprocess.run([sys.executable, "-m", "dgp", "audit", "audit_losses:chatty", "--n",
+                           "100000", "--path", str(modules)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: the audit probes at N = 100000")
+    assert "samples fit" in proc.stderr and proc.stderr.count("\n") == 1
 
 
 def test_help_says_it_runs_the_code(capsys):

@@ -152,13 +152,17 @@ def load_callable(target: str) -> Any:
 
 
 def _work(req: dict[str, Any]) -> dict[str, Any]:
-    loss_fn = load_callable(req["target"])
+    from dgp.torch.audit_limits import check_arguments  # torch-free
+
+    labels = req["labels"]
+    rows = req["n"] if not isinstance(labels, list) else 2 * len(labels)
+    check_arguments(n=rows, probes=req["probes"], match_rtol=req["match_rtol"])
+    loss_fn = load_callable(req["target"])  # the user's module runs from here on
     from dgp.torch._compat import require_torch
 
     require_torch()
     from dgp.torch.audit import LossCallError, audit_loss
 
-    labels = req["labels"]
     if isinstance(labels, list):
         labels = np.asarray(labels)
     try:
@@ -245,18 +249,14 @@ def _run_child(req: dict[str, Any], *, paths: list[str], timeout: float) -> dict
 
 
 def _check(args: argparse.Namespace) -> None:
+    """The command line's own flags; the audit's arguments (``--n``, ``--probes``,
+    ``--match-rtol``, the memory) are checked by the child before it imports the module."""
     from dgp.errors import ParameterError
 
     _split_target(args.target)
-    if args.n < 4:
-        raise ParameterError("n", f"must be >= 4, got {args.n}")
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise ParameterError("timeout", f"must be a positive number of seconds, got "
                              f"{args.timeout:g}")
-    if not (0 < args.match_rtol < 1):
-        raise ParameterError("match_rtol", f"must be in (0, 1), got {args.match_rtol:g}")
-    if not 2 <= args.probes <= 16:
-        raise ParameterError("probes", f"must be in 2..16, got {args.probes}")
     for d in args.path:
         if not os.path.isdir(d):
             raise ParameterError("path", f"{d!r} is not a folder")
@@ -272,15 +272,8 @@ def _labels(spec: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    from dgp.resources import check_memory, memory_budget
 
     labels = _labels(args.labels)
-    rows = args.n if not isinstance(labels, list) else 2 * len(labels)
-    per = 8 * (12 + 6 * args.probes)
-    budget = memory_budget()
-    hint = None if budget is None else f"--n {int(math.sqrt(budget / per))} fits"
-    check_memory(per * rows * rows, what=f"the audit probes at N = {rows} (N x N embeddings)",
-                 hint=hint)
     req = {"target": args.target, "labels": labels, "n": args.n, "tau": args.tau,
            "similarity": args.similarity, "call": args.call, "dim": args.dim,
            "match_rtol": args.match_rtol, "probes": args.probes}

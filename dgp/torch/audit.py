@@ -66,15 +66,24 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares, minimize, minimize_scalar
 
-from dgp.errors import DgpError, check_choice, check_int, check_positive, check_rtol
+from dgp.errors import DgpError, check_choice, check_int, check_positive
 from dgp.torch._compat import require_torch
+from dgp.torch.audit_limits import (
+    GEOMETRY_MAX_N,
+    MAX_N,
+    check_arguments,
+    check_probe_memory,
+    probe_memory,
+)
 
 torch = require_torch()
 
 __all__ = [
     "CALLS",
     "FORMS",
+    "GEOMETRY_MAX_N",
     "LABEL_KINDS",
+    "MAX_N",
     "PARTITIONS",
     "AuditReport",
     "Intended",
@@ -83,6 +92,7 @@ __all__ = [
     "Probes",
     "audit_loss",
     "candidate_terms",
+    "check_arguments",
     "default_labels",
     "effective_weights",
     "fit_model",
@@ -127,14 +137,6 @@ _SLIP = (
     "rows with `W / W.sum(1, keepdims=True)` (torch: `W.sum(1, keepdim=True)`)"
 )
 
-# memory of one probe, in N x N float64 matrices: Z, its gradient, the loss's own similarity,
-# exponentials, log-softmax and masks (about 8), and per probe the softmax and T of the fit
-_PROBE_MATRICES = 12
-_PER_PROBE_MATRICES = 6
-#: largest N for which the predicted geometry (a minimisation over N x N embeddings) is computed
-GEOMETRY_MAX_N = 96
-
-
 class LossCallError(DgpError, RuntimeError):
     """The audited loss failed: it raised, returned no scalar, or gave no gradient.
 
@@ -176,23 +178,6 @@ def default_labels(kind: str, n: int, *, seed: int = 0) -> np.ndarray | None:
     for extra in rng.integers(0, k, n - 2 * k):
         sizes[extra] += 1
     return np.repeat(np.arange(k), sizes)
-
-
-def probe_memory(n: int, probes: int) -> int:
-    """Estimated peak bytes of an audit at ``n`` embeddings with ``probes`` probe points."""
-    return 8 * n * n * (_PROBE_MATRICES + _PER_PROBE_MATRICES * probes)
-
-
-def _check_probe_memory(n: int, probes: int) -> None:
-    from dgp.resources import check_memory, memory_budget
-
-    budget = memory_budget()
-    hint = None
-    if budget is not None:
-        fit = int(math.sqrt(budget / (8 * (_PROBE_MATRICES + _PER_PROBE_MATRICES * probes))))
-        hint = f"N <= {fit} samples fit (--n on the command line)"
-    check_memory(probe_memory(n, probes), what=f"the audit probes at N = {n} (N x N embeddings)",
-                 hint=hint)
 
 
 def _probe_points(n: int, probes: int, tau: float, seed: int) -> list[np.ndarray]:
@@ -327,11 +312,11 @@ def probe(
     """
     tau = check_positive(tau, "tau")
     check_choice(call, CALLS, "call")
-    n = check_int(n, "n", minimum=4)
+    n = check_int(n, "n", minimum=4, maximum=MAX_N)
     probes = check_int(probes, "probes", minimum=2, maximum=16)
     if call != "embeddings" and n % 2:
         raise ValueError(f"n must be even for a two-view call ({call!r}), got {n}")
-    _check_probe_memory(n, probes)
+    check_probe_memory(n, probes)
     lab = None
     if labels is not None:
         y = np.asarray(labels)
@@ -675,18 +660,32 @@ def effective_weights(
     if (m <= 0).any() or (A < 0).any():
         return None, math.inf
 
-    def build(x: np.ndarray) -> np.ndarray:
-        rho = np.exp(x)
-        den = (m * 1.0 / rho)[:, None] * c + ((m / rho)[None, :] * c.T)
+    pos = A > 0
+
+    def parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a = (m * np.exp(-x))[:, None] * c  # m_i c_ik / rho_i
+        den = a + a.T
         with np.errstate(divide="ignore", invalid="ignore"):
-            R = np.where(A > 0, A / den, 0.0)
-        return R
+            R = np.where(pos, A / den, 0.0)
+            u = np.where(pos, a / den, 0.0)  # share of anchor i in the denominator
+        return R, u
+
+    def build(x: np.ndarray) -> np.ndarray:
+        return parts(x)[0]
 
     def resid(x: np.ndarray) -> np.ndarray:
-        R = build(x)
-        return np.log((c * R).sum(axis=1)) - x
+        return np.log((c * build(x)).sum(axis=1)) - x
 
-    sol = least_squares(resid, np.zeros(n), xtol=tol, ftol=tol, gtol=tol, max_nfev=2000)
+    def jac(x: np.ndarray) -> np.ndarray:
+        R, u = parts(x)
+        cR = c * R
+        rho = cR.sum(axis=1)
+        J = cR * (1.0 - u) / rho[:, None]  # d log rho_i / d x_k, k != i
+        J[np.diag_indices(n)] = (cR * u).sum(axis=1) / rho - 1.0
+        return J
+
+    sol = least_squares(resid, np.zeros(n), jac=jac, xtol=tol, ftol=tol, gtol=tol,
+                        max_nfev=2000)
     R = build(sol.x)
     rho = (c * R).sum(axis=1)
     P = c * R / rho[:, None]
@@ -835,7 +834,7 @@ def prototype_minimiser(
 
     gen = torch.Generator().manual_seed(seed)
     best = None
-    for _ in range(3):
+    for _ in range(2):
         X = torch.randn(K, K, dtype=torch.float64, generator=gen).requires_grad_(True)
         opt = torch.optim.LBFGS([X], lr=1.0, max_iter=2000, tolerance_grad=1e-13,
                                 tolerance_change=1e-16, history_size=50,
@@ -1237,9 +1236,7 @@ def audit_loss(
     """
     check_choice(similarity, SIMILARITY_CHOICES, "similarity")
     calls = CALLS if call == "auto" else (check_choice(call, CALLS, "call"),)
-    match_rtol = check_rtol(match_rtol, "match_rtol")
-    n = check_int(n, "n", minimum=4)
-    probes = check_int(probes, "probes", minimum=2, maximum=16)
+    n, probes, match_rtol = check_arguments(n=n, probes=probes, match_rtol=match_rtol)
     source = "argument"
     if tau is None:
         tau = _find_tau(loss_fn)
@@ -1261,7 +1258,7 @@ def audit_loss(
             raise ValueError(f"labels must be 1-D or N x p with at least 2 rows, got shape "
                              f"{given.shape}")
         kinds = ("given",)
-    _check_probe_memory(n if given is None else 2 * len(given), probes)
+    check_probe_memory(n if given is None else 2 * len(given), probes)
     from dgp._linalg import deterministic_blas
 
     with deterministic_blas():  # small matrices: threads only contend (and change last digits)
