@@ -344,7 +344,17 @@ def _text(out: dict[str, Any]) -> str:
                    f"{c['reason']}"))
     geo = out["geometry"]
     if geo is not None:
-        kv.append(("geometry", geo["reason"]))
+        G = np.asarray(geo["gram"], dtype=float)
+        off = G[~np.eye(len(G), dtype=bool)]
+        what = "cosines" if out["similarity"] == "cosine" else "squared distances"
+        kv.append(("geometry", f"optimal {what} in [{off.min():.4g}, {off.max():.4g}] "
+                   f"({geo['reason']})"))
+    inten = out["intended"]
+    if inten is not None:
+        par = "".join(f" {k}={v:.4g}" for k, v in inten["params"].items())
+        kv.append(("vs intended", f"{inten['objective']}{par} ({inten['note']}): "
+                   f"{inten['gap_measure']} {inten['max_gap']:.3g}, similarity r^2 "
+                   f"{inten['similarity_r2']:.4f}"))
     import textwrap
 
     width = max(len(k) for k, _ in kv) + 2

@@ -1464,6 +1464,12 @@ def _report(
         warnings.append(f"the effective weighting was not found (residual {residual:.2g}); "
                         "no verdict")
     geo = inten = None
+    if intended is None and match is not None and (match["form"] != "rows"
+                                                   or fit.partition != "all"):
+        params = {} if match["parameter"] is None else {match["parameter"]: match["value"]}
+        intended = Intended(match["objective"], params,
+                            "the matched objective done right: rows normalised, every anchor "
+                            "the same, every other sample in the denominator")
     if geometry and n <= GEOMETRY_MAX_N:
         geo = predicted_geometry(S / kappa, anchors, logc, rows, tau=tau,
                                  similarity=similarity, dim=d, seed=seed)
