@@ -152,11 +152,11 @@ def load_callable(target: str) -> Any:
 
 
 def _work(req: dict[str, Any]) -> dict[str, Any]:
-    from dgp.torch.audit_limits import check_arguments  # torch-free
+    from dgp.torch import check_audit_arguments  # torch-free
 
     labels = req["labels"]
     rows = req["n"] if not isinstance(labels, list) else 2 * len(labels)
-    check_arguments(n=rows, probes=req["probes"], match_rtol=req["match_rtol"])
+    check_audit_arguments(n=rows, probes=req["probes"], match_rtol=req["match_rtol"])
     loss_fn = load_callable(req["target"])  # the user's module runs from here on
     from dgp.torch._compat import require_torch
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from dgp.torch._audit_limits import check_arguments as check_audit_arguments
 from dgp.torch._compat import TorchUnavailableError as TorchUnavailableError
 from dgp.torch._compat import is_available as is_available
 from dgp.torch._compat import require_torch
@@ -41,7 +42,8 @@ _EXPORTS = {
     "LossCallError": "audit",
 }
 
-__all__ = ["TorchUnavailableError", "is_available", "require_torch", *sorted(_EXPORTS)]
+__all__ = ["TorchUnavailableError", "check_audit_arguments", "is_available", "require_torch",
+           *sorted(_EXPORTS)]
 
 
 def __getattr__(name: str) -> Any:

@@ -67,14 +67,14 @@ import numpy as np
 from scipy.optimize import least_squares, minimize, minimize_scalar
 
 from dgp.errors import DgpError, check_choice, check_int, check_positive
-from dgp.torch._compat import require_torch
-from dgp.torch.audit_limits import (
+from dgp.torch._audit_limits import (
     GEOMETRY_MAX_N,
     MAX_N,
     check_arguments,
     check_probe_memory,
     probe_memory,
 )
+from dgp.torch._compat import require_torch
 
 torch = require_torch()
 
@@ -223,8 +223,10 @@ class Probes:
         The loss values.
     asymmetry : float
         Relative antisymmetric part of the recovered ``C`` (0 for a function of the Gram).
-    cosine_residual, euclidean_residual : float
-        How far the gradient is from tangent to the sphere / translation invariant.
+    cosine_residual : float
+        How far the gradient is from tangent to the sphere (0 for a cosine loss).
+    euclidean_residual : float
+        How far the gradient is from translation invariant (0 for a Euclidean loss).
     dtype : str
         The dtype the loss returned.
     """
@@ -943,39 +945,62 @@ class AuditReport:
     Attributes
     ----------
     callable : str
+        The name of the audited loss.
     n : int
         Number of embeddings (rows) probed.
-    tau, tau_source
-        The temperature and where it came from (``"argument"`` or ``"attribute"``).
-    similarity, similarity_source
-        The latent (``"cosine"``/``"euclidean"``) and whether it was detected or given.
+    tau : float
+        The temperature used.
+    tau_source : {"argument", "attribute"}
+        Where the temperature came from.
+    similarity : {"cosine", "euclidean"}
+        The latent.
+    similarity_source : {"detected", "argument"}
+        Whether the latent was read from the gradient or given.
     call : str
         The calling convention used (:data:`CALLS`).
     labels_kind : str
-        The labels used (:data:`LABEL_KINDS`, or ``"given"``), ``labels_note`` says why.
+        The labels used (:data:`LABEL_KINDS`, or ``"given"``).
+    labels_note : str
+        Why those labels.
     row_labels : ndarray or None
         The label of each embedding row (two-view calls repeat the sample labels).
     identified : bool
         Whether the loss is a w-InfoNCE (with one of :data:`PARTITIONS`) within ``match_rtol``.
     fit : ModelFit or None
-        The fit of the best partition; ``hypotheses`` lists every partition's residual.
+        The fit of the best partition.
+    hypotheses : tuple of dict
+        Every partition tried, with its residual.
+    match_rtol : float
+        The tolerance of the model and of a match.
     anchor_weights : ndarray or None
-        ``m / mean(m)``; ``reduction_scale`` is ``mean(m)`` (1 for a sum over anchors,
-        ``1/N`` for a mean).
+        ``m / mean(m)``.
+    reduction_scale : float or None
+        ``mean(m)``: 1 for a sum over anchors, ``1/N`` for a mean.
     symmetric_part : ndarray or None
         ``S / mean(m)`` (``p + p^T`` when anchors weigh the same).
     effective_weights : ndarray or None
         ``R`` (:func:`effective_weights`), scaled to a maximum of 1.
-    candidates, match
-        Registry objectives tried (best first) and the matched one (or ``None``).
+    representative_residual : float or None
+        Residual of ``R``'s fixed point.
+    candidates : tuple of dict
+        Registered objectives tried, in every form, best first.
+    match : dict or None
+        The matched one: ``objective``, ``form``, ``parameter``, ``value``, ``error``,
+        ``latent``.
+    closest : dict or None
+        The closest candidate when none matches.
     classification : dict or None
         :func:`dgp.classify` of ``R`` (``to_dict()`` fields).
     geometry : dict or None
-        The predicted geometry (:func:`model_minimiser`), ``intended`` the comparison with
-        the intended objective's geometry.
+        The predicted geometry (:func:`predicted_geometry`).
+    intended : dict or None
+        The comparison with the intended objective's geometry.
+    probes : dict
+        Diagnostics of the probes.
     attempts : tuple of dict
         Every calling convention and label kind tried, with what happened.
     warnings : tuple of str
+        What the audit found suspicious, in words.
     """
 
     callable: str
