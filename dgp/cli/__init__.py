@@ -25,7 +25,8 @@ __all__ = ["build_parser", "flag_for", "main"]
 
 # Subcommand modules, in the order ``dgp --help`` lists them.
 _COMMANDS: tuple[str, ...] = (
-    "classify", "metrics", "prove", "tour", "verify", "audit", "supcon", "optimum",
+    "classify", "metrics", "prove", "tour", "verify", "audit", "supcon", "optimum", "phase",
+    "recommend", "floors",
 )
 
 #: library parameter names whose flag is not ``--`` + the name with dashes
