@@ -9,18 +9,10 @@ Three questions users ask before they train, answered from the same engine as
   grid of one or two parameters: :math:`(\tau, \varepsilon)` for Soft SupCon,
   :math:`(\tau, \sigma)` for y-Aware and Euclidean–Euclidean, :math:`(\tau, \tau_y)` for X-CLR,
   :math:`(\tau, \text{imbalance ratio})` for SupCon, :math:`(\tau, d)` for any weighting. Where a
-  closed form exists the exact boundary is computed, drawn over the grid and checked cell by
-  cell (:class:`Boundary`):
-
-  .. math::
-
-      \text{Soft SupCon: } \tau^* = \frac{K}{(K-1)(-\log\varepsilon)}, \qquad
-      \text{y-Aware (labels on a sphere of radius } R\text{): } \tau R^2 = \sigma^2, \qquad
-      \text{X-CLR: } \tau R^2 = \tau_y .
-
-  Cells are independent, so a sweep runs in parallel through joblib (``jobs``) or on a Dask
-  cluster (``scheduler``); each cell is computed with one BLAS thread, so the map is the same
-  bit for bit whichever runs it.
+  closed form exists the exact boundary (below) is computed, drawn over the grid and checked
+  cell by cell (:class:`Boundary`). Cells are independent, so a sweep runs in parallel through
+  joblib (``jobs``) or on a Dask cluster (``scheduler``); each cell is computed with one BLAS
+  thread, so the map is the same bit for bit whichever runs it.
 * :func:`recommend` — the inverse questions: the largest :math:`\tau` at which a weighting stays
   realizable in :math:`\mathbb R^d`; the :math:`\tau` (or :math:`\varepsilon`) at which Soft
   SupCon's target is the centred regular simplex; the largest :math:`\tau` keeping every
@@ -33,6 +25,14 @@ Three questions users ask before they train, answered from the same engine as
   and the expected loss of a random embedding, per anchor in the reduction conventions of
   pytorch-metric-learning's ``SupConLoss`` and of the SupContrast reference (base temperature
   included).
+
+The closed-form boundaries:
+
+.. math::
+
+    \text{Soft SupCon: } \tau^* = \frac{K}{(K-1)(-\log\varepsilon)}, \qquad
+    \text{y-Aware (labels on a sphere of radius } R\text{): } \tau R^2 = \sigma^2, \qquad
+    \text{X-CLR: } \tau R^2 = \tau_y .
 
 Excess loss of the optimum, where the bound is not attained in :math:`\mathbb R^d`
 (:data:`EXCESS_SOURCES`): for SupCon and Soft SupCon, from the certified class prototypes of

@@ -96,8 +96,8 @@ def phase_figure(pm: PhaseMap):
     ax.legend(handles=handles, loc="best", fontsize=8, framealpha=0.85)
     only = [k for k in code if (V == code[k]).all()]
     if only:
-        ax.text(0.5, 0.5, f"every cell {only[0]}" + (
-            "\n(the bound is never attained)" if only[0] == "inconsistent" else ""),
+        note = "\n(the bound is attained nowhere on this grid)"
+        ax.text(0.5, 0.5, f"every cell {only[0]}" + (note if only[0] == "inconsistent" else ""),
             transform=ax.transAxes, ha="center", va="center", fontsize=11,
             bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "0.5"})
     ax.set_title("verdict\n" + title, fontsize=10)
