@@ -17,8 +17,8 @@ the target, its family and the verdict (:mod:`dgp.engine.rules`) with its certif
 
 from __future__ import annotations
 
+from dgp.engine import target
 from dgp.engine.pipeline import classify_weights
-from dgp.engine.target import log_weights as canonical_log_weights
 from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
 from dgp.errors import check_choice, check_dim, check_positive
 from dgp.infonce import SIMILARITIES
@@ -98,7 +98,7 @@ def classify(
     dim = check_dim(dim)
     check_choice(method, METHODS, "method")
     Tolerance.make(rtol)
-    weights = canonical_log_weights(W, log_weights=log_weights)
+    weights = target.log_weights(W, log_weights=log_weights)
     tol = Tolerance.make(rtol, n=weights.n, unit_roundoff=weights.unit_roundoff)
     return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
                             method=method)

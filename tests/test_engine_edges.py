@@ -425,3 +425,19 @@ def test_no_warning_for_ordinary_input():
         warnings.simplefilter("error")
         res = dgp.classify(W, tau=0.5, dim=2)
     assert res.warnings == ()
+
+
+def test_output_does_not_depend_on_the_blas_thread_count():
+    from threadpoolctl import threadpool_limits
+
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        n = 120
+        Z = rng.standard_normal((n, 3))
+        Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+        W = np.exp(Z @ Z.T / 0.5)
+        outs = []
+        for threads in (1, 2):
+            with threadpool_limits(limits=threads, user_api="blas"):
+                outs.append(dgp.classify(W, tau=0.5, dim=3).to_dict(embedding=True))
+        assert outs[0] == outs[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dgp._linalg import deterministic_blas
 from dgp.engine import rules
 from dgp.engine.dense import dense_family
 from dgp.engine.rules import Context, Explanation
@@ -30,6 +31,14 @@ def classify_weights(
     notes: dict[str, Any] | None = None,
 ) -> Classification:
     """Classify validated log-weights (``weights`` is consumed: its matrix is overwritten)."""
+    with deterministic_blas():
+        return _classify(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
+                         method=method, objective=objective, explanation=explanation,
+                         suffix=suffix, notes=notes)
+
+
+def _classify(weights, *, similarity, tau, dim, tol, method, objective, explanation, suffix,
+              notes) -> Classification:
     base = {
         "similarity": similarity, "tau": tau, "dim": dim, "n": weights.n, "tol": tol,
         "method": method, "entropic_bound": entropic_bound(weights), "shift": weights.shift,

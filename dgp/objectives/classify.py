@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp._linalg import deterministic_blas
 from dgp.engine.blocks import BlockWeights, classify_blocks
 from dgp.engine.lowrank import classify_lowrank, gaussian_target, row_statistics
 from dgp.engine.pipeline import classify_weights
@@ -130,8 +131,9 @@ def classify_objective(
             "diagonal); use 'auto' or 'dense'"
         )
     lab = rec.check_labels(labels)
-    return classify_labels(rec, lab, params, similarity=sim, tau=tau, dim=dim, rtol=rtol,
-                           method=method, engine=engine, embed=embed, max_n=max_n)
+    with deterministic_blas():
+        return classify_labels(rec, lab, params, similarity=sim, tau=tau, dim=dim, rtol=rtol,
+                               method=method, engine=engine, embed=embed, max_n=max_n)
 
 
 def classify_labels(
@@ -163,7 +165,7 @@ def classify_labels(
     tol = Tolerance.make(rtol, n=lab.n)
     if rec.structured == "blocks":
         within, cross = rec.block_log_weights(params, lab.classes.size)
-        bw = BlockWeights(lab.sizes, within, cross, lab.values, lab.classes)
+        bw = BlockWeights(lab.sizes, within, None, lab.values, lab.classes, cross_value=cross)
         return classify_blocks(bw, similarity=similarity, tau=tau, dim=dim, tol=tol,
                                objective=rec.name, explanation=explanation, embed=embed)
     return _lowrank(rec, kernel, params, similarity, tau, dim, tol, explanation, embed, max_n)
