@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from dgp.cli._output import emit_json, plot_path
+from dgp.cli._output import array_path, emit_json, plot_path
 from dgp.design import GRID_PARAMETERS, PROFILES, phase
 from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import ParameterError
@@ -167,6 +167,10 @@ def run(args: argparse.Namespace) -> int:
 
         require_matplotlib()  # fail before any work when the plot extra is missing
         plot = plot_path(args.plot)
+    if args.csv is not None:
+        if not args.csv.lower().endswith((".csv", ".txt")):
+            raise ValueError(f"--csv {args.csv!r}: use a .csv or .txt file name")
+        array_path(args.csv, "--csv")  # a directory or an unwritable folder: fail before work
     grid: dict[str, np.ndarray] = {}
     for item in args.grid:
         name, values = parse_axis(item)

@@ -445,9 +445,13 @@ class Boundary:
         Dimension needed below the boundary (``K``, or ``m + 1``).
     n : int
         Number of samples (y-Aware and X-CLR: the closed form needs :math:`N \ge d + m + 3`).
-    agree, disagree, skipped : int
-        Cells whose verdict agrees with the closed form, disagrees, and cells not predicted
-        (within ``1e-9`` relative of the boundary, or outside the theorem's hypotheses).
+    agree : int
+        Cells whose verdict agrees with the closed form.
+    disagree : int
+        Cells whose verdict disagrees with it.
+    skipped : int
+        Cells not predicted (within ``1e-9`` relative of the boundary, or outside the theorem's
+        hypotheses).
     mismatches : tuple of dict
         The first disagreeing cells (parameters, verdict, prediction).
     """
