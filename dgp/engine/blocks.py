@@ -39,8 +39,10 @@ from dgp.engine.family import (
     CosineSpectrum,
     EuclideanSpectrum,
     FarkasData,
+    combine_farkas,
     cosine_family,
     euclidean_family,
+    farkas_offset,
 )
 from dgp.engine.groups import GROUPED_MIN_K, classify_grouped
 from dgp.engine.rules import Context, Explanation
@@ -365,23 +367,12 @@ class BlockSpectrum(CosineSpectrum):
         return x, slope, value - mu * slope
 
     def farkas(self, mu_star: float, phi_star: float) -> FarkasData:
-        delta = min(1e-7, abs(phi_star) / (8.0 * self.n)) * max(1.0, abs(mu_star))
-        (x1, s1, a1), (x2, s2, a2) = self._vector(mu_star - delta), self._vector(mu_star + delta)
-        if s1 - s2 > 1e-12 and s1 >= 0 >= s2:
-            alpha = -s2 / (s1 - s2)
-        else:
-            alpha = 1.0 if abs(s1) <= abs(s2) else 0.0
-        listed = x1 is not None and x2 is not None
-        return FarkasData(
-            weights=(alpha, 1.0 - alpha),
-            vectors=(tuple(x1.tolist()), tuple(x2.tolist())) if listed else None,
-            inner_ones_minus_identity=alpha * s1 + (1 - alpha) * s2,
-            inner_A=alpha * a1 + (1 - alpha) * a2,
-            vectors_note=None if listed else (
-                "vectors not listed (N above the listing limit, or classes not given): each is "
-                "constant on classes (a bottom quotient eigenvector divided by sqrt(n_k)) or a "
-                "zero-sum vector within one class"
-            ),
+        delta = farkas_offset(mu_star, phi_star, self.n)
+        return combine_farkas(
+            (self._vector(mu_star - delta), self._vector(mu_star + delta)),
+            note="vectors not listed (N above the listing limit, or classes not given): each is "
+            "constant on classes (a bottom quotient eigenvector divided by sqrt(n_k)) or a "
+            "zero-sum vector within one class",
         )
 
     def embedding(self, mu: float, r: int) -> np.ndarray:

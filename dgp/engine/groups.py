@@ -31,8 +31,10 @@ from dgp.engine.family import (
     CosineSpectrum,
     EuclideanSpectrum,
     FarkasData,
+    combine_farkas,
     cosine_family,
     euclidean_family,
+    farkas_offset,
 )
 from dgp.engine.rules import Context
 
@@ -155,22 +157,15 @@ class GroupedSpectrum(CosineSpectrum):
                 "at_c": mu / self.tau}
 
     def farkas(self, mu_star: float, phi_star: float) -> FarkasData:
-        delta = min(1e-7, abs(phi_star) / (8.0 * self.n)) * max(1.0, abs(mu_star))
-        ends = []
+        delta = farkas_offset(mu_star, phi_star, self.n)
+        sides = []
         for mu in (mu_star - delta, mu_star + delta):
             value, slope, _ = self._bottom(mu)
-            ends.append((slope, value - mu * slope))
-        (s1, a1), (s2, a2) = ends
-        if s1 - s2 > 1e-12 and s1 >= 0 >= s2:
-            alpha = -s2 / (s1 - s2)
-        else:
-            alpha = 1.0 if abs(s1) <= abs(s2) else 0.0
-        return FarkasData(
-            weights=(alpha, 1.0 - alpha), vectors=None,
-            inner_ones_minus_identity=alpha * s1 + (1 - alpha) * s2,
-            inner_A=alpha * a1 + (1 - alpha) * a2,
-            vectors_note="vectors not listed (grouped classes): each is constant on classes "
-            "(a bottom eigenvector of the reduced quotient) or orthogonal to 1",
+            sides.append((None, slope, value - mu * slope))
+        return combine_farkas(
+            tuple(sides),
+            note="vectors not listed (grouped classes): each is constant on classes (a bottom "
+            "eigenvector of the reduced quotient) or orthogonal to 1",
         )
 
     def embedding(self, mu: float, r: int) -> np.ndarray:

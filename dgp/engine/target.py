@@ -38,6 +38,7 @@ __all__ = [
     "entropic_bound",
     "log_target",
     "log_weights",
+    "offdiag_range",
     "row_blocks",
     "row_entropies",
     "row_log_distribution",
@@ -389,7 +390,8 @@ class LogTarget:
     spread: float
 
 
-def _offdiag_range(M: np.ndarray) -> tuple[float, float]:
+def offdiag_range(M: np.ndarray) -> tuple[float, float]:
+    """Smallest and largest entry of ``M`` off the diagonal, by blocks of rows."""
     n = M.shape[0]
     lo, hi = np.inf, -np.inf
     for sl in row_blocks(n):
@@ -418,7 +420,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
     L = weights.L
     n = L.shape[0]
     np.fill_diagonal(L, 0.0)
-    lo, hi = _offdiag_range(L)
+    lo, hi = offdiag_range(L)
     if weights.symmetric:
         m = tol.margin("largest triangle log-ratio (W is symmetric)", 0.0,
                        tol.log_atol(hi - lo), zero_is_near=False)
@@ -465,7 +467,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
             L[I, J] = X
             L[J, I] = X.T
     np.fill_diagonal(L, 0.0)
-    lo, hi = _offdiag_range(L)
+    lo, hi = offdiag_range(L)
     cycle = None if consistent else (0, int(worst[0]), int(worst[1]))
     return LogTarget(L, c, consistent, cycle, worst_val, margin, hi - lo)
 
