@@ -399,8 +399,7 @@ def balanced_soft_supcon_simplex(sizes: object, *, tau: float, eps: float):
     ValueError
         If the sizes are not equal or :math:`\tau \le \tau^*`.
     """
-    from dgp._linalg import simplex_gram
-    from dgp.prototypes import Prototypes, entropic_bound_prototypes, prototype_loss
+    from dgp.prototypes import supcon_prototypes
 
     n = check_sizes(sizes)
     tau = check_positive(tau, "tau")
@@ -412,12 +411,7 @@ def balanced_soft_supcon_simplex(sizes: object, *, tau: float, eps: float):
         raise ParameterError("tau", f"= {tau:g} is not above tau* = "
                              f"{K / ((K - 1) * -math.log(eps)):.6g}, where the optimum attains "
                              "the bound (use dgp.supcon_prototypes)")
-    G = simplex_gram(K)
-    loss = prototype_loss(G, n, tau=tau, eps=eps)
-    bound = entropic_bound_prototypes(n, eps=eps)
-    return Prototypes(gram=G, loss=loss, method="closed-form", kkt_residual=None,
-                      objective="soft-supcon", sizes=tuple(int(v) for v in n), tau=tau, eps=eps,
-                      entropic_bound=bound, excess_loss=loss - bound)
+    return supcon_prototypes(n, tau=tau, eps=eps)  # the same closed form, method "auto"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -171,6 +171,18 @@ def _fits(bytes_per_k2: float, cap: int | None = None) -> int | None:
     return k
 
 
+def _balanced_soft_supcon_simplex_loss(n0: int, K: int, tau: float, eps: float) -> float:
+    r"""Soft SupCon's loss at the regular simplex, ``K`` classes of ``n0`` samples (no K x K
+    array): each anchor sees :math:`n_0 - 1` samples at cosine 1 with target :math:`1/Z` and
+    :math:`n_0(K-1)` at cosine :math:`-1/(K-1)` with target :math:`arepsilon/Z`,
+    :math:`Z = (n_0 - 1) + arepsilon n_0 (K - 1)`."""
+    s = -1.0 / (K - 1)
+    Z = (n0 - 1) + eps * n0 * (K - 1)
+    lin = ((n0 - 1) + eps * n0 * (K - 1) * s) / (tau * Z)
+    lse = 1.0 / tau + math.log((n0 - 1) + n0 * (K - 1) * math.exp((s - 1.0) / tau))
+    return n0 * K * (lse - lin)
+
+
 def _guard_numeric(K: int) -> None:
     fits = _fits(24 * 8.0, NUMERIC_MAX_K)
     instead = f"up to about K = {fits} classes fit; use {_FIRST_ORDER} or fewer classes"
@@ -217,6 +229,16 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         )
     if method == "auto" and eps is not None:
         rho = 1.0 + tau * math.log(eps)
+        if rho < simplex - 1e-12 and (n == n[0]).all():
+            loss = _balanced_soft_supcon_simplex_loss(int(n[0]), K, tau, eps)
+            excess = max(0.0, loss - bound)
+            return Prototypes(
+                **common, method="closed-form", loss=loss, entropic_bound=bound,
+                excess_loss=excess, log_excess_loss=math.log(excess) if excess > 0 else -math.inf,
+                kkt_residual=None, certificate=None, collapse=None, rank=K - 1, unique=True,
+                stop_reason="regular simplex (balanced Soft SupCon above tau*)",
+                equiangular=simplex,
+            )
         if rho >= simplex - 1e-12:
             at_star = abs(rho - simplex) <= 1e-12
             unique: bool | None = False
@@ -424,8 +446,9 @@ def supcon_prototypes(
     eps : float, optional
         Soft SupCon cross-class weight in ``(0, 1)``; ``None`` for SupCon.
     method : {"auto", "numeric", "first-order"}
-        ``auto``: the closed form where it is exact (balanced SupCon; realizable Soft SupCon; a
-        sampler that treats classes alike under SupCon), else the certified solver.
+        ``auto``: the closed form where it is exact (balanced SupCon; realizable Soft SupCon;
+        balanced Soft SupCon above :math:`\tau^*`, the regular simplex; a sampler that treats
+        classes alike under SupCon), else the certified solver.
         ``numeric``: always the certified solver. ``first-order``: the small-:math:`\tau`
         approximation of :func:`first_order_gram` (SupCon, full batch only), reported with its
         PSD defect and its nearest point of the elliptope, at which loss and excess are taken
