@@ -124,7 +124,7 @@ def quotient_vs_dense(sizes: list[int], *, repeat: int) -> dict:
 def run(quick: bool) -> list[dict]:
     """Benchmark rows; ``quick`` keeps to a few seconds."""
     rows = [rank_d(500, 8, limit_s=10.0)]
-    rows.append(quotient_vs_dense([80, 60, 40, 20] if quick else [120, 80, 60, 30, 10],
+    rows.append(quotient_vs_dense([120, 90, 60, 30] if quick else [200, 150, 80, 40, 10],
                                   repeat=1 if quick else 3))
     return rows
 
