@@ -23,6 +23,7 @@ __all__ = [
     "TrainResult",
     "cpu_threads",
     "embed",
+    "progress_bar",
     "resolve_device",
     "seed_everything",
     "train",
@@ -101,7 +102,8 @@ class TrainResult:
     steps: int = 0
 
 
-def _progress(total: int, *, desc: str, enabled: bool | None):
+def progress_bar(total: int, *, desc: str, enabled: bool | None) -> Any:
+    """A tqdm bar on stderr (by default only when stderr is a terminal), or None without tqdm."""
     show = sys.stderr.isatty() if enabled is None else bool(enabled)
     try:
         from tqdm.auto import tqdm
@@ -187,7 +189,7 @@ def train(
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps, eta_min=0.01 * lr)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     result = TrainResult(device=str(dev))
-    bar = _progress(steps, desc=desc, enabled=progress)
+    bar = progress_bar(steps, desc=desc, enabled=progress)
     t0 = time.perf_counter()
     try:
         for step in range(steps):
