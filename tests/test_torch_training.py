@@ -175,6 +175,7 @@ def test_summarise_leaves_out_unconverged_runs():
     ]
     a, b = summarise(runs, ["x"])
     assert a["n_seeds"] == 3 and a["n_converged"] == 2 and a["x"] == [2.0, np.sqrt(2.0)]
+    assert a["trained"] and not b["trained"]
     assert b["n_converged"] == 0 and b["x"] == [5.0, 0.0]  # untrained: all seeds count
 
 

@@ -22,7 +22,7 @@ from dgp.torch import experiments as E
 
 pytestmark = pytest.mark.torch
 
-SMALL = dataclasses.replace(E.QUICK, seeds=2, steps=600, mc_batches=32)
+SMALL = dataclasses.replace(E.QUICK, seeds=2, mc_batches=32)
 
 
 @pytest.fixture
@@ -177,7 +177,7 @@ def test_cli_lists_every_experiment():
 def test_table_fits_80_columns():
     from dgp.cli.verify import format_report
 
-    row = {"condition": "imbalanced-noise", "n_seeds": 3, "n_converged": 3}
+    row = {"condition": "imbalanced-noise", "n_seeds": 3, "n_converged": 3, "trained": True}
     for name, cols in __import__("dgp.cli.verify", fromlist=["_COLUMNS"])._COLUMNS.items():
         summary = [{**row, **{c: [-0.123456, 0.123456] for c in cols}}]
         rep = {"experiment": name, "device": "cpu", "quick": True, "seeds": [0, 1, 2],

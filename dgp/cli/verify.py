@@ -93,6 +93,13 @@ _SHORT = {
 }
 
 
+def _conv(row: dict[str, Any]) -> str:
+    """Converged/seeds; "-" for rows that are not trained (untrained encoder, raw pixels)."""
+    if not row["trained"]:
+        return "-"
+    return f"{row['n_converged']}/{row['n_seeds']}"
+
+
 def format_report(report: dict[str, Any]) -> str:
     """The summary table of one experiment (mean±sd over converged seeds) and its verdict."""
     name = report["experiment"]
@@ -100,7 +107,7 @@ def format_report(report: dict[str, Any]) -> str:
     lines = [f"{name} on {report['device']} ({mode}, seeds {report['seeds']})"]
     cols = _COLUMNS[name]
     rows = [
-        [r["condition"], f"{r['n_converged']}/{r['n_seeds']}", *(_fmt(r.get(c)) for c in cols)]
+        [r["condition"], _conv(r), *(_fmt(r.get(c)) for c in cols)]
         for r in report["summary"]
     ]
     lines.append(table(rows, ["condition", "conv", *(_SHORT[c] for c in cols)]))

@@ -46,14 +46,18 @@ def _grams(fig: Any, arts: list[Any], title: str) -> None:
 
 
 def _embeddings(fig: Any, arts: list[Any], title: str) -> None:
-    """One panel per condition: the learned embedding aligned on the prediction, in the first
-    two predicted axes, coloured by the label's angle."""
+    """One panel per condition: the learned embedding aligned on the prediction, in the two
+    principal axes of the (centred) prediction, coloured by the label's angle."""
     cols = min(3, len(arts))
     rows = -(-len(arts) // cols)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax, art in zip(axes, arts, strict=False):
-        U = art.predicted
-        Z = _aligned(art.learned, U)
+        Z = _aligned(art.learned, art.predicted)
+        w = max(art.predicted.shape[1], Z.shape[1])
+        Up = np.hstack([art.predicted, np.zeros((Z.shape[0], w - art.predicted.shape[1]))])
+        mu = Up.mean(0)
+        axes2 = np.linalg.svd(Up - mu, full_matrices=False)[2][:2].T
+        U, Z = (Up - mu) @ axes2, (Z - mu) @ axes2
         lab = art.labels
         colour = np.arctan2(lab[:, 1], lab[:, 0]) if lab.shape[1] >= 2 else lab[:, 0]
         ax.scatter(U[:, 0], U[:, 1 % U.shape[1]], c="none", edgecolors="0.6", s=14, lw=0.5,
