@@ -84,6 +84,7 @@ __all__ = [
     "regular_simplex",
     "run_all",
     "run_experiment",
+    "steps_for_batch",
     "summarise",
 ]
 
@@ -754,6 +755,18 @@ BATCH_SIZES = (16, 32, 64, 256)
 _BATCH_KEYS = ("batch_rms_error", "full_rms_error", "gram_rms_error", "loss_excess")
 
 
+def steps_for_batch(budget: Budget, B: int) -> int:
+    """Steps at batch size ``B``: the budget's steps scaled by ``budget.batch_size / B``, at most
+    doubled (small, noisy batches) and at least 300 (large batches see most of the set each
+    step).
+
+    >>> steps_for_batch(QUICK, 16), steps_for_batch(QUICK, 64), steps_for_batch(QUICK, 256)
+    (1400, 700, 300)
+    """
+    factor = min(2.0, max(budget.batch_size / B, 300 / budget.steps))
+    return round(budget.steps * factor)
+
+
 def batch_size(
     *,
     quick: bool = True,
@@ -804,6 +817,7 @@ def batch_size(
             run = _train_run(
                 src.X[tr], y, src.X[te], loss_fn, budget=budget, seed=s, device=dev,
                 progress=progress, desc=f"B={B} seed {s}", batch_size=int(B),
+                steps=steps_for_batch(budget, int(B)),
             )
             rec = _score_prototypes(
                 run, y=y, y_test=src.y[te], K=K, G_pred=pred.gram, W=supcon_weights(y),
