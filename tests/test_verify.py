@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import os
 
 import numpy as np
 import pytest
@@ -183,3 +184,39 @@ def test_table_fits_80_columns():
         rep = {"experiment": name, "device": "cpu", "quick": True, "seeds": [0, 1, 2],
                "summary": summary, "supports": {"supports": "imbalance prediction"}}
         assert max(len(line) for line in format_report(rep).splitlines()) <= 80
+
+
+@pytest.mark.slow
+def test_all_json_and_the_results_page(monkeypatch, tmp_path):
+    # a budget too small to converge: the report must say so rather than score those runs
+    tiny = dataclasses.replace(E.QUICK, seeds=2, steps=5, steps_continuous=5, mc_batches=4)
+    monkeypatch.setattr(E, "QUICK", tiny)
+    rc, out = _cli(["verify", "all", "--quick", "--device", "cpu", "--json", "--out",
+                    str(tmp_path)])
+    assert rc == 0
+    rep = json.loads(out)
+    names = [r["experiment"] for r in rep["experiments"]]
+    assert set(names) | set(rep["skipped"]) == set(E.EXPERIMENTS)
+    assert rep["experiment"] == "all" and rep["device"] == "cpu"
+    assert all("experiment" in r and "seed" in r and "converged" in r for r in rep["runs"])
+    assert set(rep["supports"]) == set(names)
+    for r in rep["experiments"]:
+        for row in r["summary"]:  # nothing converged in 5 steps: no trained row is scored
+            if row["trained"]:
+                assert row["n_converged"] == 0
+                meta = ("condition", "n_seeds", "trained", "n_converged")
+                assert all(row[k] is None for k in row if k not in meta)
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        "write_results", os.path.join(os.path.dirname(__file__), "..", "docs", "write_results.py")
+    )
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["write_results"] = mod
+    spec.loader.exec_module(mod)
+    (tmp_path / "all.json").write_text(out)
+    mod.main([str(tmp_path / "all.json"), "--out", str(tmp_path / "results.md")])
+    page = (tmp_path / "results.md").read_text()
+    assert "GPU numbers are pending" in page
+    assert "imbalanced: 2 of 2 runs did not converge." in page

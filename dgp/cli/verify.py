@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import tempfile
+import textwrap
 from typing import Any
 
 from dgp.cli._output import emit_json, jsonable, table
@@ -37,7 +38,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "a GPU."
         ),
     )
-    p.add_argument("experiment", choices=(*EXPERIMENTS, "all"))
+    p.add_argument(
+        "experiment",
+        choices=(*EXPERIMENTS, "all"),
+        metavar="EXPERIMENT",
+        help=f"one of {', '.join(EXPERIMENTS)}, or all",
+    )
     p.add_argument("--quick", action="store_true", help="small CPU run (digits, 3 seeds)")
     p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
@@ -113,7 +119,7 @@ def format_report(report: dict[str, Any]) -> str:
     lines.append(table(rows, ["condition", "conv", *(_SHORT[c] for c in cols)]))
     lines.append(f"supports: {report['supports']['supports']}")
     for k, v in report.get("not_run", {}).items():
-        lines.append(f"not run: {k} ({v})")
+        lines.append(textwrap.fill(f"not run: {k} ({v})", width=80, subsequent_indent="  "))
     return "\n".join(lines)
 
 
@@ -175,5 +181,5 @@ def run(args: argparse.Namespace) -> int:
         print(format_report(report))
         print()
     for name, why in skipped.items():
-        print(f"{name}: not run ({why})")
+        print(textwrap.fill(f"{name}: not run ({why})", width=80, subsequent_indent="  "))
     return 0

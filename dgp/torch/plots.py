@@ -29,6 +29,9 @@ def _grams(fig: Any, arts: list[Any], title: str) -> None:
         off = ~np.eye(Gp.shape[0], dtype=bool)
         lo = min(Gp[off].min(), Gl[off].min())
         hi = max(Gp[off].max(), Gl[off].max())
+        if hi - lo < 0.2:  # an equiangular prediction: do not blow rounding noise up to a pattern
+            mid = (hi + lo) / 2
+            lo, hi = mid - 0.1, mid + 0.1
         np.fill_diagonal(Gp, np.nan)  # the unit diagonal would swamp the scale
         np.fill_diagonal(Gl, np.nan)
         for ax, G, what in ((row[0], Gp, "predicted"), (row[1], Gl, "learned")):
@@ -39,6 +42,8 @@ def _grams(fig: Any, arts: list[Any], title: str) -> None:
         ax = row[2]
         ax.scatter(art.predicted[off], art.learned[off], s=10)
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
         ax.set_xlabel("predicted cosine", fontsize=8)
         ax.set_ylabel("learned cosine", fontsize=8)
         ax.set_title("off-diagonal pairs", fontsize=9)
