@@ -128,6 +128,37 @@ def test_continuous_labels_prediction_vs_labels_geometry(monkeypatch, small_budg
     assert per["euclid-euclid"]["supports"] == per["y-aware"]["supports"] == "prediction"
 
 
+
+@pytest.mark.slow
+def test_batch_size_expected_batch_prediction_moves_with_B(small_budget):
+    exp = E.batch_size(quick=True, device="cpu", progress=False, batch_sizes=(16, 256))
+    per = {d["batch_size"]: d for d in exp.report["supports"]["per_batch_size"]}
+    # the predictions differ at B = 16 and coincide at B = 256 (within the learned error)
+    assert per[16]["predictions_rms"] > 0.03 > 10 * per[256]["predictions_rms"]
+    runs = _by(exp.report)
+    for r in runs["B=16"]:
+        assert r["batch_size"] == 16 and r["steps"] == E.steps_for_batch(E.QUICK, 16)
+    for r in runs["B=256"]:
+        assert r["converged"] and r["batch_rms_error"] < 0.02
+    assert per[16]["supports"] == "expected-batch", per[16]
+
+
+@pytest.mark.slow
+def test_mismatched_xclr_follows_the_dimension_d_optimum(monkeypatch, small_budget):
+    orig = E._continuous_conditions
+    monkeypatch.setattr(
+        E, "_continuous_conditions",
+        lambda tau: [c for c in orig(tau) if c[0] == "x-clr mismatched"],
+    )
+    exp = E.continuous_labels(quick=True, device="cpu", progress=False)
+    for r in exp.report["runs"]:
+        # no target is realizable; the prediction is the best embedding in d dimensions
+        assert r["verdict"] == "inconsistent" and "dim=16" in r["prediction"]
+        assert r["optimum_excess_loss"] > 0
+        assert r["converged"] and r["procrustes_r2"] > 0.9 > 0.7 > r["label_procrustes_r2"]
+    (per,) = exp.report["supports"]["per_objective"]
+    assert per["supports"] == "prediction"
+
 def test_out_is_checked_before_training(tmp_path, capsys):
     target = tmp_path / "file"
     target.write_text("x")

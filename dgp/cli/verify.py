@@ -70,6 +70,8 @@ def _fmt(v: Any) -> str:
     if v is None:
         return "-"
     if isinstance(v, list) and len(v) == 2:
+        if v[0] != 0 and abs(v[0]) < 0.01:  # loss excesses: nats per anchor, often 1e-4
+            return f"{v[0]:.1e}±{v[1]:.0e}"
         return f"{v[0]:.3f}±{v[1]:.3f}"
     if isinstance(v, float):
         return f"{v:.3g}"
