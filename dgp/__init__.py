@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS = {
-    "Classification": "dgp.classification",
+    "Classification": "dgp.result",
     "classify": "dgp.classification",
     "classify_objective": "dgp.objectives",
     "entropic_bound": "dgp.infonce",
@@ -27,13 +27,15 @@ _EXPORTS = {
 # ``dgp.optimum`` is the module (its function is ``dgp.optimum.optimum``): a package attribute
 # named like a submodule is overwritten by the import system as soon as the submodule loads.
 _SUBMODULES = (
+    "engine",
+    "errors",
     "geometry",
+    "io",
     "metrics",
     "objectives",
     "optimum",
     "plots",
     "strategies",
-    "structured",
     "symbolic",
     "weights",
 )

@@ -1,3 +1,3 @@
-from dgp.cli import main
+from dgp.cli import entry
 
-raise SystemExit(main())
+entry()

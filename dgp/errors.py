@@ -14,10 +14,13 @@ import numpy as np
 
 __all__ = [
     "DgpError",
+    "DgpWarning",
     "ParameterError",
+    "ParameterTypeError",
     "SolverError",
     "check_choice",
     "check_dim",
+    "check_int",
     "check_labels_class",
     "check_labels_continuous",
     "check_positive",
@@ -25,7 +28,10 @@ __all__ = [
     "check_sizes",
     "check_unit_interval",
     "check_weights",
+    "class_codes",
     "describe",
+    "install_hint",
+    "join_param",
 ]
 
 
@@ -41,9 +47,28 @@ class ParameterError(DgpError, ValueError):
     """
 
     def __init__(self, param: str, detail: str) -> None:
-        super().__init__(f"{param} {detail}")
+        super().__init__(join_param(param, detail))
         self.param = param
         self.detail = detail
+
+
+def join_param(param: str, detail: str) -> str:
+    """``param`` followed by ``detail`` (no space before an index such as ``[3, 4]``)."""
+    return f"{param}{detail}" if detail.startswith("[") else f"{param} {detail}"
+
+
+class ParameterTypeError(DgpError, TypeError):
+    """An argument of the wrong type; ``param`` and ``detail`` as :class:`ParameterError`."""
+
+    def __init__(self, param: str, detail: str) -> None:
+        super().__init__(join_param(param, detail))
+        self.param = param
+        self.detail = detail
+
+
+class DgpWarning(UserWarning):
+    """Something in the input looks suspicious (underflowed weights, float32 precision); the
+    result still holds for the input as given. Results repeat it in their ``warnings``."""
 
 
 class SolverError(DgpError, RuntimeError):
@@ -53,10 +78,26 @@ class SolverError(DgpError, RuntimeError):
     """
 
 
+def install_hint(extra: str) -> str:
+    """How to install an optional extra: from a source checkout (dgp is not on the package
+    index yet) or from a wheel of the ``dgp-contrastive`` distribution."""
+    return (f'pip install -e ".[{extra}]" in the dgp source folder (or pip install '
+            f'"dgp-contrastive[{extra}]" from a wheel)')
+
+
 def describe(value: object) -> str:
     """A short ``repr`` of a value for an error message (at most 60 characters)."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _real(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterTypeError(name, f"must be a real number, got {describe(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ParameterError(name, f"must be a finite number, got {describe(value)}") from None
 
 
 def check_positive(value: object, name: str) -> float:
@@ -64,16 +105,14 @@ def check_positive(value: object, name: str) -> float:
 
     Raises
     ------
-    TypeError
+    ParameterTypeError
         If ``value`` is not a real number.
-    ValueError
+    ParameterError
         If ``value`` is not finite or not strictly positive.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {describe(value)}")
-    out = float(value)
+    out = _real(value, name)
     if not math.isfinite(out) or out <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {describe(value)}")
+        raise ParameterError(name, f"must be a finite number > 0, got {describe(value)}")
     return out
 
 
@@ -82,17 +121,34 @@ def check_unit_interval(value: object, name: str) -> float:
 
     Raises
     ------
-    TypeError
+    ParameterTypeError
         If ``value`` is not a real number.
-    ValueError
+    ParameterError
         If ``value`` is not in ``(0, 1)``.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {describe(value)}")
-    out = float(value)
+    out = _real(value, name)
     if not (0.0 < out < 1.0):
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {describe(value)}")
+        raise ParameterError(name, f"must lie strictly between 0 and 1, got {describe(value)}")
     return out
+
+
+def check_int(value: object, name: str, *, minimum: int, maximum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` in ``[minimum, maximum]``.
+
+    Raises
+    ------
+    ParameterTypeError
+        If ``value`` is not an integer.
+    ParameterError
+        If it is out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ParameterTypeError(name, f"must be an integer >= {minimum}, got {describe(value)}")
+    v = int(value)
+    if v < minimum or (maximum is not None and v > maximum):
+        rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise ParameterError(name, f"must be an integer {rng}, got {describe(value)}")
+    return v
 
 
 def check_dim(value: object, name: str = "dim") -> int:
@@ -100,27 +156,12 @@ def check_dim(value: object, name: str = "dim") -> int:
 
     Raises
     ------
-    TypeError
+    ParameterTypeError
         If ``value`` is not an integer.
-    ValueError
+    ParameterError
         If ``value < 1``.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= 1, got {describe(value)}")
-    if int(value) < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {describe(value)}")
-    return int(value)
-
-
-def check_rtol(value: object, name: str = "rtol") -> float:
-    """Return a relative tolerance in ``(0, 1)``.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As :func:`check_unit_interval`.
-    """
-    return check_unit_interval(value, name)
+    return check_int(value, name, minimum=1)
 
 
 def check_choice(value: object, choices: tuple[str, ...], name: str) -> str:
@@ -128,54 +169,85 @@ def check_choice(value: object, choices: tuple[str, ...], name: str) -> str:
 
     Raises
     ------
-    ValueError
+    ParameterError
         If ``value`` is not one of ``choices``.
     """
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {describe(value)}")
+        raise ParameterError(name, f"must be one of {', '.join(choices)}; got {describe(value)}")
     return value
 
 
 def check_weights(W: object, name: str = "W") -> np.ndarray:
-    """Return ``W`` as a validated float ``N x N`` weight matrix (a copy).
+    """Return ``W`` as a validated float ``N x N`` weight matrix (a copy, zero diagonal).
 
-    The diagonal is ignored (it is set to zero in the copy). Off the diagonal the weights must be
-    finite and non-negative, and every row needs positive mass, so that the row distribution
-    ``p_ij = w_ij / sum_{k != i} w_ik`` exists.
+    The validation is that of :func:`dgp.engine.target.log_weights` (one place decides what a
+    weighting is): off the diagonal the weights must be finite and non-negative, and every row
+    needs positive mass; the diagonal is ignored.
 
     Raises
     ------
-    TypeError
-        If ``W`` cannot be read as a real array.
-    ValueError
-        If ``W`` is not square, has fewer than 2 rows, holds a NaN, infinite or negative entry off
-        the diagonal, or a row with no positive mass; the message names the entry or row.
+    ParameterError
+        As :func:`dgp.engine.target.log_weights`.
     """
-    try:
-        arr = np.array(W, dtype=float, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a real-valued N x N array: {exc}") from None
-    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-        raise ValueError(f"{name} must be a square N x N matrix, got shape {arr.shape}")
-    n = arr.shape[0]
-    if n < 2:
-        raise ValueError(f"{name} must have at least 2 rows (one anchor and one other), got {n}")
-    np.fill_diagonal(arr, 0.0)  # ignored, whatever it holds (even NaN or inf)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        i, j = (int(k) for k in np.argwhere(bad)[0])
-        raise ValueError(f"{name}[{i}, {j}] is {arr[i, j]}; all weights must be finite")
-    if (arr < 0).any():
-        i, j = (int(k) for k in np.argwhere(arr < 0)[0])
-        raise ValueError(f"{name}[{i}, {j}] = {arr[i, j]:g} is negative; weights must be >= 0")
-    mass = arr.sum(axis=1)
-    if (mass <= 0).any():
-        i = int(np.flatnonzero(mass <= 0)[0])
-        raise ValueError(
-            f"row {i} of {name} has no positive weight off the diagonal; every anchor needs at "
-            "least one positive weight"
-        )
+    from dgp.engine.target import log_weights  # the engine imports this module
+
+    log_weights(W, name=name)
+    arr = np.array(W.toarray() if hasattr(W, "toarray") else W, dtype=float, copy=True)
+    np.fill_diagonal(arr, 0.0)
     return arr
+
+
+def _real_array(labels: object, name: str) -> np.ndarray:
+    arr = np.asarray(labels)
+    if arr.dtype.kind == "c":
+        raise ParameterError(name, f"must be real, got complex dtype {arr.dtype}")
+    return arr
+
+
+def class_codes(
+    labels: object, name: str = "labels", *, min_count: int = 2
+) -> tuple[np.ndarray, np.ndarray]:
+    """Class labels as integer codes ``0..K-1`` (sorted label order) and the sorted classes.
+
+    Labels may be integers, integral floats, booleans or strings (class names).
+
+    Raises
+    ------
+    ParameterTypeError
+        If the labels are floats that are not integers, or of another dtype.
+    ParameterError
+        If they are not one column, fewer than 2, or a class has fewer than ``min_count``
+        samples.
+    """
+    arr = _real_array(labels, name)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ParameterError(name, f"must be one column of class labels, got shape {arr.shape}")
+    if arr.size < 2:
+        raise ParameterError(name, f"must hold at least 2 samples, got {arr.size}")
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all() or not np.equal(np.round(arr), arr).all():
+            i = int(np.flatnonzero(~np.isfinite(arr) | (np.round(arr) != arr))[0])
+            raise ParameterTypeError(
+                name, f"must be class labels (integers or names); sample {i} is {arr[i]!r}"
+            )
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind == "O":
+        if not all(isinstance(v, str) for v in arr.tolist()):
+            raise ParameterTypeError(name, "must be class labels (integers or names), got an "
+                                     "object array with non-string values")
+        arr = arr.astype(str)
+    elif arr.dtype.kind not in "iubU":
+        raise ParameterTypeError(name, f"must be class labels, got dtype {arr.dtype}")
+    classes, codes, counts = np.unique(arr, return_inverse=True, return_counts=True)
+    if (counts < min_count).any():
+        c = classes[np.flatnonzero(counts < min_count)[0]]
+        raise ParameterError(
+            name, f"has class {c.item()!r} with {int(counts.min())} sample(s); every class needs "
+            f"at least {min_count} (an anchor needs a positive)"
+        )
+    return codes.astype(np.int64), classes
 
 
 def check_labels_class(labels: object, name: str = "labels") -> np.ndarray:
@@ -183,33 +255,14 @@ def check_labels_class(labels: object, name: str = "labels") -> np.ndarray:
 
     Raises
     ------
-    TypeError
-        If the labels are not integers.
-    ValueError
-        If the labels are not 1-D, fewer than 2, or some class has a single sample.
+    ParameterTypeError, ParameterError
+        As :func:`class_codes`; strings are refused here (use :func:`class_codes`).
     """
-    arr = np.asarray(labels)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one column of class labels, got shape {arr.shape}")
-    if arr.size < 2:
-        raise ValueError(f"{name} must hold at least 2 samples, got {arr.size}")
-    if arr.dtype.kind == "f":
-        if not np.isfinite(arr).all() or not np.equal(np.round(arr), arr).all():
-            raise TypeError(f"{name} must be integer class labels; got non-integer values")
-        arr = arr.astype(np.int64)
-    elif arr.dtype.kind not in "iub":
-        raise TypeError(f"{name} must be integer class labels, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64)
-    classes, counts = np.unique(arr, return_counts=True)
-    if (counts < 2).any():
-        c = int(classes[np.flatnonzero(counts < 2)[0]])
-        raise ValueError(
-            f"class {c} in {name} has a single sample; every class needs at least 2 (an anchor "
-            "needs a positive)"
-        )
-    return arr
+    arr = _real_array(labels, name)
+    if arr.dtype.kind in "UO":
+        raise ParameterTypeError(name, "must be integer class labels here, got strings")
+    codes, classes = class_codes(arr, name)
+    return classes[codes].astype(np.int64)
 
 
 def check_labels_continuous(labels: object, name: str = "labels") -> np.ndarray:
@@ -217,53 +270,74 @@ def check_labels_continuous(labels: object, name: str = "labels") -> np.ndarray:
 
     Raises
     ------
-    TypeError
-        If the labels are not numbers.
-    ValueError
+    ParameterTypeError
+        If the labels are not real numbers.
+    ParameterError
         If the labels are not 1-D or 2-D, fewer than 2 samples, or hold a NaN or infinity.
     """
-    arr = np.asarray(labels)
+    arr = _real_array(labels, name)
     if arr.dtype.kind not in "iufb":
-        raise TypeError(f"{name} must be numbers for a continuous objective, got dtype {arr.dtype}")
-    arr = arr.astype(float)
+        raise ParameterTypeError(
+            name, f"must be numbers for a continuous objective, got dtype {arr.dtype}"
+        )
+    arr = np.array(arr, dtype=float, order="C")
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[1] < 1:
-        raise ValueError(f"{name} must be an N x p array, got shape {arr.shape}")
+        raise ParameterError(name, f"must be an N x p array, got shape {arr.shape}")
     if arr.shape[0] < 2:
-        raise ValueError(f"{name} must hold at least 2 samples, got {arr.shape[0]}")
+        raise ParameterError(name, f"must hold at least 2 samples, got {arr.shape[0]}")
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.argwhere(bad)[0][0])
-        raise ValueError(f"row {i} of {name} holds a NaN or infinite value")
+        raise ParameterError(name, f"row {i} holds a NaN or infinite value")
     return arr
 
 
-def check_sizes(sizes: object, name: str = "sizes") -> np.ndarray:
-    """Return class sizes as a 1-D ``int64`` array; at least 2 classes, each of size >= 2.
+def check_sizes(sizes: object, name: str = "sizes", *, min_size: int = 2) -> np.ndarray:
+    """Return class sizes as a 1-D ``int64`` array; at least 2 classes, each of size
+    ``>= min_size``.
 
     Raises
     ------
-    TypeError
+    ParameterTypeError
         If a size is not an integer.
-    ValueError
-        If there are fewer than 2 classes or a size is below 2.
+    ParameterError
+        If there are fewer than 2 classes, a size is below ``min_size`` or too large to count.
     """
+    if isinstance(sizes, list | tuple) and any(
+        isinstance(v, numbers.Integral) and not isinstance(v, bool) and abs(int(v)) >= 2**53
+        for v in sizes
+    ):
+        raise ParameterError(name, f"holds a size >= 2**53, too large to count: {describe(sizes)}")
     arr = np.asarray(sizes)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be a list of class sizes, got shape {arr.shape}")
+        raise ParameterError(name, f"must be a list of class sizes, got shape {arr.shape}")
     if arr.dtype.kind == "f":
         if not np.isfinite(arr).all() or not np.equal(np.round(arr), arr).all():
-            raise TypeError(f"{name} must be integers, got {describe(arr.tolist())}")
+            raise ParameterTypeError(name, f"must be integers, got {describe(arr.tolist())}")
     elif arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be integers, got {describe(arr.tolist())}")
+        raise ParameterTypeError(name, f"must be integers, got {describe(arr.tolist())}")
+    if arr.size and np.abs(arr.astype(float)).max() >= 2.0**53:
+        raise ParameterError(name, f"holds a size >= 2**53, too large to count: {describe(sizes)}")
     arr = arr.astype(np.int64)
     if arr.size < 2:
-        raise ValueError(f"{name} must list at least 2 classes, got {arr.size}")
-    if (arr < 2).any():
-        k = int(np.flatnonzero(arr < 2)[0])
-        raise ValueError(
-            f"{name}[{k}] = {int(arr[k])}; every class needs at least 2 samples (a singleton "
-            "has no positive pair)"
+        raise ParameterError(name, f"must list at least 2 classes, got {arr.size}")
+    if (arr < min_size).any():
+        k = int(np.flatnonzero(arr < min_size)[0])
+        raise ParameterError(
+            name, f"[{k}] = {int(arr[k])}; every class needs at least {min_size} samples"
+            + (" (a singleton has no positive pair)" if min_size == 2 else "")
         )
     return arr
+
+
+def check_rtol(value: object, name: str = "rtol") -> float:
+    """Return a relative tolerance in ``(0, 1)``.
+
+    Raises
+    ------
+    ParameterTypeError, ParameterError
+        As :func:`check_unit_interval`.
+    """
+    return check_unit_interval(value, name)

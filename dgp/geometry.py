@@ -5,14 +5,17 @@ Conventions: a Gram matrix :math:`G = ZZ^\top`; a (squared) Euclidean distance m
 :math:`J = I - \tfrac1N 11^\top`, so that :math:`D` is an EDM iff :math:`B \succeq 0`
 (Schoenberg 1935), and then :math:`B` is the Gram matrix of the centred points.
 
-Ranks and PSD-ness are decided from eigenvalues with a relative tolerance
-``atol = rtol * max|eigenvalue|`` (the spectral norm), which callers report.
+Ranks and PSD-ness are decided from eigenvalues with the engine's tolerance policy
+(:mod:`dgp.engine.tolerance`): ``atol = max(rtol, 4 u) * N * max|eigenvalue|``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+
+from dgp._linalg import embedding_from_eigh, fix_signs
+from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
 
 __all__ = [
     "edm_to_gram",
@@ -24,9 +27,6 @@ __all__ = [
     "numerical_rank",
     "schoenberg_matrix",
 ]
-
-DEFAULT_RTOL = 1e-8
-
 
 def _square(M: object, name: str) -> np.ndarray:
     A = np.asarray(M, dtype=float)
@@ -71,46 +71,36 @@ def edm_to_gram(D: object) -> np.ndarray:
 
 
 def eigen_tolerance(eigenvalues: np.ndarray, rtol: float = DEFAULT_RTOL) -> float:
-    """Absolute tolerance ``rtol * max|eigenvalue|`` used to decide ranks and PSD-ness."""
+    """Absolute tolerance deciding ranks and PSD-ness: the policy of :mod:`dgp.engine.tolerance`
+    with ``N = len(eigenvalues)`` and the spectral norm as scale."""
     lam = np.asarray(eigenvalues, dtype=float)
     scale = float(np.max(np.abs(lam))) if lam.size else 0.0
-    return rtol * scale if scale > 0 else rtol
+    return Tolerance.make(rtol, n=max(1, lam.size)).atol(scale)
 
 
 def numerical_rank(eigenvalues: np.ndarray, *, rtol: float = DEFAULT_RTOL) -> int:
-    """Number of eigenvalues above ``rtol * max|eigenvalue|``.
+    """Number of eigenvalues above :func:`eigen_tolerance`.
 
-    >>> numerical_rank([2.0, 1e-12, 0.0])
+    >>> numerical_rank([2.0, 1e-17, 0.0])
     1
     """
     lam = np.asarray(eigenvalues, dtype=float)
     return int(np.count_nonzero(lam > eigen_tolerance(lam, rtol)))
 
 
-def fix_signs(U: np.ndarray) -> np.ndarray:
-    """Flip each column so that its largest-magnitude entry is positive (deterministic output)."""
-    if U.size == 0:
-        return U
-    idx = np.argmax(np.abs(U), axis=0)
-    signs = np.sign(U[idx, np.arange(U.shape[1])])
-    signs[signs == 0] = 1.0
-    return U * signs
-
-
 def _top_embedding(B: np.ndarray, rank: int | None, rtol: float) -> np.ndarray:
     n = B.shape[0]
     lam, U = sla.eigh(B)
-    if lam[0] < -eigen_tolerance(lam, rtol):
+    atol = eigen_tolerance(lam, rtol)
+    if lam[0] < -atol:
         raise ValueError(
             f"matrix is not positive semidefinite: smallest eigenvalue {lam[0]:.3g} is below "
-            f"-{eigen_tolerance(lam, rtol):.3g}"
+            f"-{atol:.3g}"
         )
-    r = numerical_rank(lam, rtol=rtol) if rank is None else int(rank)
+    r = int(np.count_nonzero(lam > atol)) if rank is None else int(rank)
     if not 0 <= r <= n:
         raise ValueError(f"rank must lie in [0, {n}], got {rank}")
-    lam, U = lam[::-1][:r], U[:, ::-1][:, :r]
-    # clip before the square root: tiny negative eigenvalues are rounding noise
-    return fix_signs(U) * np.sqrt(np.clip(lam, 0.0, None))
+    return embedding_from_eigh(lam, U, r)
 
 
 def embedding_from_gram(

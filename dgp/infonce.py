@@ -4,6 +4,9 @@ r"""The w-InfoNCE loss and its entropic (Gibbs) lower bound, in nats summed over
 
     L(Z) = \sum_i \sum_{j \ne i} p_{ij}\Big(-s_{ij} + \log \sum_{k \ne i} e^{s_{ik}}\Big)
          = \sum_i H(p_i, q_i) \;\ge\; \sum_i H(p_i).
+
+Both are computed in log space from canonical log-weights (:mod:`dgp.engine.target`): weights
+near the largest float, subnormal weights and log-weights all give finite, exact values.
 """
 
 from __future__ import annotations
@@ -11,69 +14,88 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from dgp.errors import check_choice, check_positive, check_weights
+from dgp.errors import ParameterError, check_choice, check_positive
 
-__all__ = ["SIMILARITIES", "entropic_bound", "row_entropies", "similarity_matrix", "winfonce_loss"]
+__all__ = ["SIMILARITIES", "entropic_bound", "similarity_matrix", "winfonce_loss"]
 
 SIMILARITIES = ("cosine", "euclidean")
 
 
-def entropic_bound(W: object) -> float:
+def entropic_bound(W: object = None, *, log_weights: object = None) -> float:
     r"""The entropic bound :math:`\sum_i H(p_i)` in nats (with :math:`0 \log 0 = 0`).
+
+    Give the weights ``W`` or their logarithms ``log_weights``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`dgp.engine.target.log_weights`.
 
     >>> round(entropic_bound([[0, 1, 1], [1, 0, 1], [1, 1, 0]]), 6)  # 3 log 2
     2.079442
+    >>> round(entropic_bound(1e308 * np.ones((3, 3))), 6)
+    2.079442
     """
-    return row_entropies(check_weights(W)).sum().item()
+    from dgp.engine.target import entropic_bound as bound
+    from dgp.engine.target import log_weights as canonical
+
+    return bound(canonical(W, log_weights=log_weights))
 
 
-def row_entropies(A: np.ndarray, logA: np.ndarray | None = None) -> np.ndarray:
-    r""":math:`H(p_i) = \log m_i - \sum_j w_{ij}\log w_{ij} / m_i` for a validated weighting
-    (zero diagonal) with row masses :math:`m_i`; ``logA`` may pass :math:`\log A` if known."""
-    mass = A.sum(axis=1)
-    pos = A > 0
-    if logA is None:
-        logA = np.log(A, out=np.zeros_like(A), where=pos)
-    with np.errstate(invalid="ignore"):  # 0 * -inf on the diagonal, zeroed next
-        wlogw = A * logA
-    wlogw[~pos] = 0.0
-    return np.log(mass) - wlogw.sum(axis=1) / mass
+def _embeddings(Z: object, n: int, similarity: str) -> np.ndarray:
+    arr = np.asarray(Z)
+    if arr.dtype.kind not in "biuf":
+        raise ParameterError("Z", f"must be a real N x d array, got dtype {arr.dtype}")
+    Zf = np.array(arr, dtype=float)
+    if Zf.ndim != 2 or Zf.shape[0] != n:
+        raise ParameterError("Z", f"must be an N x d array with N = {n}, got shape {Zf.shape}")
+    if not np.isfinite(Zf).all():
+        raise ParameterError("Z", "holds a NaN or infinite value")
+    if similarity == "cosine" and (np.linalg.norm(Zf, axis=1) == 0).any():
+        raise ParameterError("Z", "has a zero row, which has no direction for the cosine "
+                             "similarity")
+    return Zf
 
 
 def similarity_matrix(Z: np.ndarray, *, tau: float, similarity: str = "cosine") -> np.ndarray:
     r"""Latent similarities :math:`s_{ij}`: :math:`\langle z_i, z_j\rangle/\tau` on the unit sphere
-    (rows of ``Z`` are normalised) or :math:`-\|z_i - z_j\|^2 / (2\tau)`."""
+    (rows of ``Z`` are normalised) or :math:`-\|z_i - z_j\|^2 / (2\tau)` (from differences)."""
     tau = check_positive(tau, "tau")
     check_choice(similarity, SIMILARITIES, "similarity")
     Z = np.asarray(Z, dtype=float)
     if similarity == "cosine":
         Zn = Z / np.linalg.norm(Z, axis=1, keepdims=True)
         return (Zn @ Zn.T) / tau
-    sq = np.einsum("ij,ij->i", Z, Z)
-    D = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (Z @ Z.T), 0.0)
-    return -D / (2.0 * tau)
+    from dgp._linalg import squared_distances
+
+    return -squared_distances(Z) / (2.0 * tau)
 
 
-def winfonce_loss(Z: object, W: object, *, tau: float, similarity: str = "cosine") -> float:
-    """The w-InfoNCE loss of embeddings ``Z`` under weighting ``W`` (nats, summed over anchors).
+def winfonce_loss(
+    Z: object, W: object = None, *, log_weights: object = None, tau: float,
+    similarity: str = "cosine",
+) -> float:
+    """The w-InfoNCE loss of embeddings ``Z`` under a weighting (nats, summed over anchors).
+
+    Give the weights ``W`` or their logarithms ``log_weights``.
 
     Raises
     ------
     ValueError
-        If ``W`` is invalid, ``Z`` is not ``N x d`` with finite entries matching ``W``, a cosine
-        embedding has a zero row, ``tau <= 0`` or ``similarity`` is unknown.
+        If the weighting is invalid, ``Z`` is not ``N x d`` with finite real entries matching it,
+        a cosine embedding has a zero row, ``tau <= 0`` or ``similarity`` is unknown.
     """
-    A = check_weights(W)
-    Zf = np.asarray(Z, dtype=float)
-    if Zf.ndim != 2 or Zf.shape[0] != A.shape[0]:
-        raise ValueError(f"Z must be an N x d array with N = {A.shape[0]}, got shape {Zf.shape}")
-    if not np.isfinite(Zf).all():
-        raise ValueError("Z holds a NaN or infinite value")
-    if similarity == "cosine" and (np.linalg.norm(Zf, axis=1) == 0).any():
-        raise ValueError("Z has a zero row, which has no direction for the cosine similarity")
+    from dgp.engine.target import log_weights as canonical
+    from dgp.engine.target import row_log_distribution
+
+    tau = check_positive(tau, "tau")
+    check_choice(similarity, SIMILARITIES, "similarity")
+    lw = canonical(W, log_weights=log_weights)
+    Zf = _embeddings(Z, lw.n, similarity)
     S = similarity_matrix(Zf, tau=tau, similarity=similarity)
     np.fill_diagonal(S, -np.inf)
-    P = A / A.sum(axis=1, keepdims=True)
     log_q = S - logsumexp(S, axis=1, keepdims=True)
-    np.fill_diagonal(log_q, 0.0)
-    return float(-(P * log_q).sum())
+    log_p = row_log_distribution(lw.L)
+    P = np.exp(log_p)
+    pos = P > 0
+    return float(-(P[pos] * log_q[pos]).sum())

@@ -1,9 +1,9 @@
 r"""Figures: prototype geometry, the spectrum along the ``c`` family, predicted vs learned Grams.
 
-Needs the ``plot`` extra (``pip install "dgp-contrastive[plot]"``); matplotlib is imported only
-when a figure is drawn, and a missing matplotlib raises an :class:`ImportError` that names the
-extra. Every function returns a :class:`matplotlib.figure.Figure` built without ``pyplot`` (no
-GUI backend, no global state): save it with ``fig.savefig("file.png")``.
+Needs the ``plot`` extra (``pip install -e ".[plot]"`` in a source checkout); matplotlib is
+imported only when a figure is drawn, and a missing matplotlib raises an :class:`ImportError`
+that names the extra. Every function returns a :class:`matplotlib.figure.Figure` built without
+``pyplot`` (no GUI backend, no global state): save it with ``fig.savefig("file.png")``.
 
 - :func:`prototype_geometry`: classical MDS of a (prototype) Gram matrix in 2-D or 3-D, beside a
   heatmap of the Gram itself.
@@ -26,11 +26,13 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
 
-from dgp.errors import check_choice, check_positive, check_weights
+from dgp.engine.tolerance import DEFAULT_RTOL
+from dgp.errors import check_choice, check_positive, check_weights, install_hint
 from dgp.infonce import SIMILARITIES
 
 __all__ = [
@@ -45,7 +47,7 @@ __all__ = [
     "require_matplotlib",
 ]
 
-INSTALL_HINT = 'pip install "dgp-contrastive[plot]"'
+INSTALL_HINT = install_hint("plot")
 #: largest N drawn by :func:`c_family_spectrum` / ``--plot`` (one eigvalsh of N x N per grid point)
 MAX_PLOT_N = 1500
 #: flop budget of one grid: ``num`` is lowered to about ``_GRID_FLOPS / N**3`` (at least 25)
@@ -123,48 +125,6 @@ def mds(gram: object, dim: int = 2) -> tuple[np.ndarray, np.ndarray]:
     return X, lam
 
 
-def _family_matrices(W: object, tau: float, similarity: str, rtol: float):
-    """The base matrix B and the direction E of the family M(c) = B + c E (on 1-perp for
-    Euclidean), from the symmetric log-target of ``W``."""
-    from dgp.target import log_target
-
-    A = check_weights(W)
-    n = A.shape[0]
-    off = ~np.eye(n, dtype=bool)
-    if (A[off] == 0).any():
-        raise ValueError("W has zero weights: its target has no c family (s = -inf)")
-    tgt = log_target(A, rtol=rtol)
-    if not tgt.consistent:
-        raise ValueError(
-            f"W breaks the cycle condition around {tgt.cycle}: it has no symmetric target family"
-        )
-    ell = tgt.ell
-    if similarity == "cosine":
-        B = tau * ell
-        np.fill_diagonal(B, 1.0)
-        E = tau * off.astype(float)  # G(c) = B + c tau (11^T - I)
-        return B, E, ell
-    # Euclidean: -1/2 J D(c) J = tau J ell J - tau c J, restricted to 1-perp (orthonormal V)
-    V = np.linalg.qr(np.c_[np.ones(n), np.eye(n)[:, : n - 1]])[0][:, 1:]
-    B = tau * V.T @ ell @ V
-    E = -tau * np.eye(n - 1)
-    return B, E, ell
-
-
-def _default_c_range(ell: np.ndarray, tau: float, similarity: str, interval) -> tuple[float, float]:
-    off = ~np.eye(ell.shape[0], dtype=bool)
-    lmin, lmax = float(ell[off].min()), float(ell[off].max())
-    if similarity == "cosine":
-        # PSD with unit diagonal needs |tau (ell_ij + c)| <= 1: every admissible c lies in
-        # [-1/tau - min ell, 1/tau - max ell], inside this wider box
-        lo, hi = -1.0 / tau - lmax, 1.0 / tau - lmin
-        pad = 0.05 * (hi - lo)
-        return lo - pad, hi + pad
-    c_max = interval[1] if interval is not None and interval[1] is not None else 0.0
-    w = max(1.0, 2.0 * (lmax - lmin))
-    return c_max - w, c_max + 0.35 * w
-
-
 def c_family_grid(
     W: object,
     *,
@@ -172,7 +132,7 @@ def c_family_grid(
     similarity: str = "cosine",
     c_range: tuple[float, float] | None = None,
     num: int = 241,
-    rtol: float = 1e-8,
+    rtol: float = DEFAULT_RTOL,
 ) -> dict[str, Any]:
     r"""Eigenvalues of every member of the target family on a grid of ``c`` (explicit eigvalsh).
 
@@ -199,6 +159,9 @@ def c_family_grid(
     True
     """
     from dgp.classification import classify
+    from dgp.engine.scan import family_grid
+    from dgp.engine.target import log_weights
+    from dgp.engine.tolerance import Tolerance
 
     tau = check_positive(tau, "tau")
     check_choice(similarity, SIMILARITIES, "similarity")
@@ -209,16 +172,13 @@ def c_family_grid(
     if num < 2:
         raise ValueError(f"num must be >= 2, got {num}")
     num = min(num, max(25, int(_GRID_FLOPS / A.shape[0] ** 3)))
-    B, E, ell = _family_matrices(A, tau, similarity, rtol)
     res = classify(A, similarity=similarity, tau=tau, dim=A.shape[0], rtol=rtol)
     interval = res.c_interval
-    lo, hi = c_range if c_range is not None else _default_c_range(ell, tau, similarity, interval)
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ValueError(f"c_range must be two finite numbers lo < hi, got {(lo, hi)}")
-    cs = np.linspace(float(lo), float(hi), num)
-    lam = np.array([np.linalg.eigvalsh(B + c * E) for c in cs])
-    scale = np.abs(lam).max(axis=1)
-    admissible = lam[:, 0] >= -rtol * np.maximum(scale, 1.0)
+    c_max = interval[1] if interval is not None else None
+    grid = family_grid(log_weights(A), tau=tau, similarity=similarity,
+                       tol=Tolerance.make(rtol, n=A.shape[0]), c_range=c_range, num=num,
+                       c_max=c_max)
+    cs, lam, admissible = grid.c, grid.eigenvalues, grid.admissible
     return {
         "c": cs,
         "eigenvalues": lam,
@@ -235,7 +195,46 @@ def c_family_grid(
 # ----------------------------------------------------------------------------------------------
 
 
-def _heatmap(fig, ax, M: np.ndarray, *, title: str, vmax: float | None = None, annotate=None):
+#: how the two families are named on the figures
+_FAMILY_TEXT = {
+    "cosine": {
+        "matrix": r"$G(c)$",
+        "lam": r"$\lambda_{\min}\,(G(c))$",
+        "band": r"$G(c) \succeq 0$",
+        "target": "Gram",
+    },
+    "euclidean": {
+        "matrix": r"$-\frac{1}{2}JD(c)J$ on $\mathbf{1}^{\perp}$",
+        "lam": r"$\lambda_{\min}$ on $\mathbf{1}^{\perp}$",
+        "band": r"$D(c)$ is a distance matrix",
+        "target": "distance matrix",
+    },
+}
+_POSITIVE, _ZERO = "#4a86c5", "0.84"  # weight-matrix colours: positive, zero
+_MINUS_INF = "\N{MINUS SIGN}\N{INFINITY}"
+
+
+def _num(x: float | None, span: float = 0.0) -> str:
+    """A number for a figure: ``-∞`` for an unbounded end, ``0`` within ``1e-9 * span`` of zero
+    (rounding noise next to the plotted range), a true minus sign otherwise."""
+    if x is None:
+        return _MINUS_INF
+    if abs(x) <= 1e-9 * span:
+        return "0"
+    return f"{x:.4g}".replace("-", "\N{MINUS SIGN}")
+
+
+def _heatmap(
+    fig,
+    ax,
+    M: np.ndarray,
+    *,
+    title: str,
+    vmax: float | None = None,
+    annotate=None,
+    ticklabels: list[str] | None = None,
+    label: str | None = None,
+):
     vmax = float(np.abs(M).max()) if vmax is None else vmax
     vmax = vmax if vmax > 0 else 1.0
     im = ax.imshow(M, cmap=_CMAP, vmin=-vmax, vmax=vmax, interpolation="nearest")
@@ -250,20 +249,38 @@ def _heatmap(fig, ax, M: np.ndarray, *, title: str, vmax: float | None = None, a
                 ax.text(
                     j,
                     i,
-                    f"{v:.2f}",
+                    f"{v:.2f}".replace("-", "\N{MINUS SIGN}"),
                     ha="center",
                     va="center",
                     fontsize=8,
                     color="white" if abs(v) > 0.6 * vmax else "black",
                 )
-    if k <= 12:
+    if ticklabels is not None and k <= 12:
+        ax.set_xticks(range(k), ticklabels, fontsize=8)
+        ax.set_yticks(range(k), ticklabels, fontsize=8)
+    elif k <= 12:
         ax.set_xticks(range(k))
         ax.set_yticks(range(k))
     else:
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.colorbar(im, ax=ax, shrink=0.8, label=label)
     return im
+
+
+def _label_3d_axes(
+    ax, names: tuple[str, str, str] = ("$z_1$", "$z_2$", "$z_3$"), lim: float | None = None
+) -> None:
+    """Name the three axes; with ``lim``, three ticks per axis (−lim, 0, lim) so that they stay
+    legible."""
+    if lim is not None:
+        ticks = [-lim, 0.0, lim]
+        for setter in (ax.set_xticks, ax.set_yticks, ax.set_zticks):
+            setter(ticks)
+    ax.set_xlabel(names[0], labelpad=0)
+    ax.set_ylabel(names[1], labelpad=0)
+    ax.set_zlabel(names[2], labelpad=0)
+    ax.tick_params(labelsize=7, pad=0)
 
 
 def prototype_geometry(
@@ -286,7 +303,9 @@ def prototype_geometry(
     sizes : sequence of int, optional
         Class sizes: marker areas grow with them and labels show them.
     names : list of str, optional
-        Point labels (default ``"class k"``).
+        Point labels. Default ``"class 1"`` ... ``"class K"``, in the order of the rows (the
+        order of ``sizes``, as ``dgp supcon --sizes`` numbers them); pass the label values for
+        classes that come from labels (sorted, as :func:`numpy.unique` orders them).
     dim : {2, 3}, optional
         Default: 2 when the Gram has rank <= 2, else 3. With a higher rank the picture is the
         projection on the top ``dim`` eigenvectors (the title says so).
@@ -309,12 +328,14 @@ def prototype_geometry(
     if dim not in (2, 3):
         raise ValueError(f"dim must be 2 or 3, got {dim}")
     K = G.shape[0]
-    names = [f"class {k}" for k in range(K)] if names is None else list(names)
+    names = [f"class {k + 1}" for k in range(K)] if names is None else [str(a) for a in names]
+    if len(names) != K:
+        raise ValueError(f"names must have {K} entries (one per row of gram), got {len(names)}")
     n = None if sizes is None else np.asarray(sizes, dtype=float)
     if n is not None and n.shape != (K,):
         raise ValueError(f"sizes must have {K} entries (one per row of gram), got {n.shape}")
     area = 60.0 if n is None else 40.0 + 260.0 * np.sqrt(n / n.max())
-    labels = names if n is None else [f"{a} (n={int(v)})" for a, v in zip(names, n, strict=True)]
+    labels = names if n is None else [f"{a} (n = {int(v)})" for a, v in zip(names, n, strict=True)]
     unit = bool(np.allclose(np.diag(G), 1.0))
 
     Xref = None
@@ -325,14 +346,14 @@ def prototype_geometry(
         Xr, _ = mds(R, 3)
         U, _, Vt = np.linalg.svd(Xr.T @ X3)  # rotate the reference onto the main configuration
         Xref = Xr @ (U @ Vt)
-    fig = _figure(9.0, 4.0)
+    fig = _figure(9.5, 4.2)
     colours = [f"C{k % 10}" for k in range(K)]
     if dim == 2:
         ax = fig.add_subplot(1, 2, 1)
         X = X3[:, :2]
         if unit:
             t = np.linspace(0, 2 * np.pi, 200)
-            ax.plot(np.cos(t), np.sin(t), color="0.8", lw=1)
+            ax.plot(np.cos(t), np.sin(t), color="0.8", lw=1, zorder=1)
         if Xref is not None:
             for k in range(K):
                 ax.plot(
@@ -344,15 +365,28 @@ def prototype_geometry(
                     label=reference_label if k == 0 else None,
                 )
             ax.scatter(Xref[:, 0], Xref[:, 1], s=25, facecolors="white", edgecolors="0.3", zorder=4)
-            ax.legend(fontsize=8, loc="lower left")
         ax.scatter(X[:, 0], X[:, 1], s=area, c=colours, edgecolors="k", zorder=3)
         for k in range(K):
-            ax.plot([0, X[k, 0]], [0, X[k, 1]], color=colours[k], lw=1, alpha=0.6)
-            ax.annotate(labels[k], X[k], textcoords="offset points", xytext=(6, 6), fontsize=8)
+            ax.plot([0, X[k, 0]], [0, X[k, 1]], color=colours[k], lw=1.2, alpha=0.8)
+            # the label on the far side of the point, away from the centre
+            off = X[k] / (np.linalg.norm(X[k]) or 1.0)
+            ax.annotate(
+                labels[k],
+                X[k],
+                textcoords="offset points",
+                xytext=tuple(14 * off),
+                ha="left" if off[0] > 0.6 else ("right" if off[0] < -0.6 else "center"),
+                va="bottom" if off[1] > 0.4 else ("top" if off[1] < -0.4 else "center"),
+                fontsize=8,
+            )
+        if Xref is not None:
+            ax.legend(fontsize=8, loc="lower left")
         ax.set_aspect("equal")
-        lim = 1.25 if unit else 1.25 * float(np.abs(X).max() or 1.0)
+        lim = 1.45 if unit else 1.45 * float(np.abs(X).max() or 1.0)
         ax.set_xlim(-lim, lim)
         ax.set_ylim(-lim, lim)
+        ax.set_xlabel("first MDS coordinate", fontsize=9)
+        ax.set_ylabel("second MDS coordinate", fontsize=9)
     else:
         ax = fig.add_subplot(1, 2, 1, projection="3d")
         X = X3
@@ -361,6 +395,9 @@ def prototype_geometry(
             ax.plot_wireframe(
                 np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.5
             )
+        from matplotlib.lines import Line2D
+
+        handles = []
         if Xref is not None:
             ax.scatter(
                 Xref[:, 0],
@@ -370,20 +407,122 @@ def prototype_geometry(
                 facecolors="none",
                 edgecolors=colours,
                 depthshade=False,
-                label=reference_label,
             )
-            ax.legend(fontsize=8, loc="lower left")
+            handles.append(
+                Line2D([], [], ls="", marker="o", mfc="none", mec="0.3", label=reference_label)
+            )
         ax.scatter(X[:, 0], X[:, 1], X[:, 2], s=area, c=colours, edgecolors="k", depthshade=False)
         for k in range(K):
             ax.plot([0, X[k, 0]], [0, X[k, 1]], [0, X[k, 2]], color=colours[k], lw=1)
-            ax.text(*(1.08 * X[k]), labels[k], fontsize=7)
+        # names in a legend: text next to points in 3-D lands on other points from most views
+        if K <= 12:
+            handles = [
+                Line2D([], [], ls="", marker="o", mfc=colours[k], mec="k", label=labels[k])
+                for k in range(K)
+            ] + handles
+        if handles:
+            ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(-0.05, 1.0))
         ax.set_box_aspect((1, 1, 1))
-    shown = f"MDS, rank {rank}" + (f", top {dim} of {rank} shown" if rank > dim else "")
+        _label_3d_axes(ax, ("MDS 1", "MDS 2", "MDS 3"), lim=1.0 if unit else None)
+    shown = f"classical MDS of the Gram (rank {rank})" + (
+        f",\nprojected on its top {dim} eigenvectors" if rank > dim else ""
+    )
     ax.set_title(shown, fontsize=10)
-    _heatmap(fig, fig.add_subplot(1, 2, 2), G, title="Gram matrix", vmax=1.0 if unit else None)
+    short = [str(k + 1) for k in range(K)] if names[0] == "class 1" else names
+    axh = fig.add_subplot(1, 2, 2)
+    axh.set_xlabel("class", fontsize=9)
+    axh.set_ylabel("class", fontsize=9)
+    _heatmap(
+        fig,
+        axh,
+        G,
+        title="Gram matrix (cosines between prototypes)" if unit else "Gram matrix",
+        vmax=1.0 if unit else None,
+        ticklabels=short,
+    )
     if title:
         fig.suptitle(title, fontsize=11)
     return fig
+
+
+def _spectrum_limits(lam: np.ndarray, k: int) -> tuple[float, float]:
+    """A y range that always shows the zero line and the peak of the smallest eigenvalue (how
+    far the family comes to PSD-ness, above or below zero), with room on both sides."""
+    lam0 = lam[:, 0]
+    peak = float(lam0.max())
+    spread = float(np.percentile(lam[:, k - 1] - lam0, 90)) if k > 1 else 0.0
+    scale = float(np.abs(lam).max()) or 1.0
+    ref = max(abs(peak), 0.25 * spread, 1e-6 * scale)
+    return min(peak, 0.0) - 1.6 * ref, max(peak, 0.0) + 1.1 * ref
+
+
+def _draw_spectrum(
+    ax,
+    grid: dict[str, Any],
+    *,
+    n: int,
+    k: int,
+    fits: bool | None = None,
+    chosen: float | None = None,
+    title: str | None = None,
+) -> None:
+    """The smallest eigenvalues of the family along ``c`` and its PSD (EDM) interval.
+
+    ``fits``: whether a target of the interval fits in the requested dimension (``None``: no
+    dimension asked); an interval none of whose targets fits is hatched grey, not green.
+    """
+    cs, lam, interval = grid["c"], grid["eigenvalues"], grid["c_interval"]
+    text = _FAMILY_TEXT[grid["similarity"]]
+    k = max(1, min(int(k), lam.shape[1]))
+    for j in range(1, k):
+        ax.plot(
+            cs, lam[:, j], color="0.6", lw=1, label=f"next {k - 1} eigenvalues" if j == 1 else None
+        )
+    ax.plot(cs, lam[:, 0], color="C0", lw=2, label=text["lam"])
+    ax.axhline(0.0, color="k", lw=0.8)
+    lo_c, hi_c = float(cs[0]), float(cs[-1])
+    span = hi_c - lo_c
+    if interval is not None:
+        a = lo_c if interval[0] is None else interval[0]
+        b = hi_c if interval[1] is None else interval[1]
+        ends = [_num(e, span) for e in interval]
+        if grid["similarity"] == "euclidean":
+            what = f"{text['band']}: $c \\leq$ {ends[1]}"
+        elif b - a <= 1e-9 * max(1.0, abs(a)):
+            what = f"{text['band']} only at $c$ = {ends[0]}"
+        else:
+            what = f"{text['band']}: $c \\in$ [{ends[0]}, {ends[1]}]"
+        style = (
+            {"color": "tab:green", "alpha": 0.18}
+            if fits is not False
+            else {"facecolor": "0.85", "edgecolor": "0.55", "hatch": "//", "lw": 0}
+        )
+        if fits is False:
+            what += ", rank above $d$"
+        if b - a <= 1e-9 * max(1.0, abs(a)):
+            ax.axvline(a, color="tab:green" if fits is not False else "0.5", lw=2, label=what)
+        else:
+            ax.axvspan(a, b, label=what, **style)
+    else:  # how far the family stays from PSD-ness: the peak of the smallest eigenvalue
+        top = int(np.argmax(lam[:, 0]))
+        ax.plot(
+            [cs[top]],
+            [lam[top, 0]],
+            "v",
+            color="tab:red",
+            ms=7,
+            label=f"no $c$ gives {text['band']}; highest $\\lambda_{{\\min}}$: "
+            f"{_num(float(lam[top, 0]))}",
+        )
+    if chosen is not None:
+        ax.axvline(chosen, color="k", lw=1, ls=":", label=f"optimum: $c$ = {_num(chosen, span)}")
+    ax.set_ylim(*_spectrum_limits(lam, k))
+    ax.set_xlim(lo_c, hi_c)
+    ax.set_xlabel(r"$c$   (target similarities $s^*_{ij} = \log w_{ij} + c$)", fontsize=9)
+    ax.set_ylabel(f"eigenvalues of {text['matrix']}", fontsize=9)
+    ax.legend(fontsize=8, loc="best", framealpha=0.9)
+    tau = f"{grid['tau']:g}"
+    ax.set_title(title or f"{grid['similarity']} target family, τ = {tau}, N = {n}", fontsize=10)
 
 
 def c_family_spectrum(
@@ -394,15 +533,17 @@ def c_family_spectrum(
     c_range: tuple[float, float] | None = None,
     num: int = 241,
     k: int = 4,
-    rtol: float = 1e-8,
+    rtol: float = DEFAULT_RTOL,
     title: str | None = None,
     ax: Any = None,
 ):
-    r"""The smallest eigenvalues along the ``c`` family, with the admissible interval shaded.
+    r"""The smallest eigenvalues along the ``c`` family, with the PSD interval shaded.
 
-    Eigenvalues come from :func:`c_family_grid` (explicit ``eigvalsh`` per grid point); the
-    shaded band is the ``c_interval`` of :func:`dgp.classify`, so the curve crossing zero at the
-    band's edges is an independent check of the engine.
+    Eigenvalues come from :func:`c_family_grid` (an explicit ``eigvalsh`` per grid point); the
+    shaded band is the ``c_interval`` of :func:`dgp.classify` (the constants whose target is a
+    Gram matrix, for cosine, or a Euclidean distance matrix), so the curve crossing zero at the
+    band's edges is an independent check of the classification. The y range always shows the
+    zero line and the peak of the smallest eigenvalue, however far below zero it lies.
 
     Parameters
     ----------
@@ -427,46 +568,14 @@ def c_family_spectrum(
     -------
     matplotlib.figure.Figure
     """
+    n = check_weights(W).shape[0]
     grid = c_family_grid(W, tau=tau, similarity=similarity, c_range=c_range, num=num, rtol=rtol)
-    cs, lam, interval = grid["c"], grid["eigenvalues"], grid["c_interval"]
     if ax is None:
-        fig = _figure(6.4, 3.8)
+        fig = _figure(6.4, 3.9)
         ax = fig.add_subplot(1, 1, 1)
     else:
         fig = ax.figure
-    k = max(1, min(int(k), lam.shape[1]))
-    for j in range(1, k):
-        ax.plot(cs, lam[:, j], color="0.6", lw=1, label="next eigenvalues" if j == 1 else None)
-    ax.plot(cs, lam[:, 0], color="C0", lw=2, label=r"$\lambda_{\min}$ (eigvalsh on the grid)")
-    ax.axhline(0.0, color="k", lw=0.8)
-    lo_c, hi_c = cs[0], cs[-1]
-    if interval is not None:
-        a = lo_c if interval[0] is None else interval[0]
-        b = hi_c if interval[1] is None else interval[1]
-        if b - a <= 1e-9 * max(1.0, abs(a)):
-            ax.axvline(a, color="tab:green", lw=2, label=f"admissible: c = {a:.4g}")
-        else:
-            fmt = lambda x: "-inf" if x is None else f"{x:.4g}"  # noqa: E731
-            ax.axvspan(
-                a,
-                b,
-                color="tab:green",
-                alpha=0.18,
-                label=f"admissible c (engine): [{fmt(interval[0])}, {fmt(interval[1])}]",
-            )
-    else:
-        ax.text(0.02, 0.04, "no admissible c (engine)", transform=ax.transAxes, color="tab:red")
-    top = max(float(np.percentile(lam[:, k - 1], 90)), 0.2)
-    bottom = min(float(lam[:, 0].min()), -0.2 * top)
-    ax.set_ylim(max(bottom, -2.0 * top), 1.15 * top)
-    ax.set_xlim(lo_c, hi_c)
-    what = "G(c)" if similarity == "cosine" else r"$-\frac{1}{2}JD(c)J$ on $1^\perp$"
-    ax.set_xlabel(r"$c$ (target $s^*_{ij} = \log w_{ij} + c$)")
-    ax.set_ylabel(f"eigenvalues of {what}")
-    ax.legend(fontsize=8, loc="lower left" if similarity == "euclidean" else "upper left")
-    ax.set_title(
-        title or f"{similarity} family, tau = {grid['tau']:g}, N = {lam.shape[1]}", fontsize=10
-    )
+    _draw_spectrum(ax, grid, n=n, k=k, title=title)
     return fig
 
 
@@ -507,29 +616,232 @@ def gram_heatmaps(
     a, b = P[off], L[off]
     spread = P.shape[0] > 2 and np.ptp(a) > 0 and np.ptp(b) > 0
     r = float(np.corrcoef(a, b)[0, 1]) if spread else float("nan")
-    fig = _figure(11.0, 3.5)
+    fig = _figure(11.0, 3.6)
     annotate = P.shape[0] <= 6
-    _heatmap(fig, fig.add_subplot(1, 3, 1), P, title=titles[0], vmax=vmax, annotate=annotate)
-    _heatmap(fig, fig.add_subplot(1, 3, 2), L, title=titles[1], vmax=vmax, annotate=annotate)
+    axes = [fig.add_subplot(1, 3, j + 1) for j in range(3)]
+    _heatmap(fig, axes[0], P, title=titles[0], vmax=vmax, annotate=annotate)
+    _heatmap(fig, axes[1], L, title=titles[1], vmax=vmax, annotate=annotate)
     D = L - P
     _heatmap(
         fig,
-        fig.add_subplot(1, 3, 3),
+        axes[2],
         D,
-        title=f"difference (max |.| = {np.abs(D).max():.2g}, r² = {r * r:.4f})",
+        title=f"learned − predicted (max |·| = {np.abs(D).max():.2g},\n"
+        f"r² of the off-diagonal entries = {r * r:.4f})",
         annotate=annotate,
     )
+    for ax in axes:
+        ax.set_xlabel("sample", fontsize=9)
+    axes[0].set_ylabel("sample", fontsize=9)
     if suptitle:
         fig.suptitle(suptitle, fontsize=11)
     return fig
 
 
-def classification_figure(W: object, result: Any):
-    """The figure of ``dgp classify --plot``: the ``c`` family and, when realizable, the target.
+def _draw_ranks(ax, interval, ranks: dict[str, Any], dim: int, xlim: tuple[float, float]) -> None:
+    """Rank of the targets of the PSD (EDM) interval against the dimension ``d``: the verdict's
+    reason when the interval is not empty."""
+    a = xlim[0] if interval[0] is None else interval[0]
+    b = xlim[1] if interval[1] is None else interval[1]
 
-    With a family (positive weights, cycle condition holds): its spectrum with the admissible
-    interval, and beside it the optimal embedding (first two or three coordinates) when the
-    verdict is realizable. Without one (zero weights, broken cycle): a heatmap of ``log W``.
+    def colour(r: int) -> str:
+        return "tab:green" if r <= dim else "tab:red"
+
+    shown = [dim]
+    inner = ranks.get("interior")
+    if inner is not None and b > a:
+        ax.hlines(inner, a, b, color=colour(inner), lw=3)
+        ax.annotate(
+            f"{inner}",
+            ((a + b) / 2, inner),
+            textcoords="offset points",
+            xytext=(0, 4),
+            ha="center",
+            fontsize=8,
+            color=colour(inner),
+        )
+        shown.append(inner)
+    for key, x in (("lo", interval[0]), ("hi", interval[1])):
+        r = ranks.get(key)
+        if r is None or x is None:
+            continue
+        ax.plot([x], [r], "o", ms=6, color=colour(r), mec="k", zorder=4)
+        ax.annotate(
+            f"{r}",
+            (x, r),
+            textcoords="offset points",
+            xytext=(5, -10) if key == "hi" else (-5, -10),
+            ha="left" if key == "hi" else "right",
+            fontsize=8,
+            color=colour(r),
+        )
+        shown.append(r)
+    ax.axhline(dim, color="k", lw=1, ls="--")
+    ax.annotate(
+        f"d = {dim}",
+        (1.0, dim),
+        xycoords=("axes fraction", "data"),
+        textcoords="offset points",
+        xytext=(-4, 3),
+        ha="right",
+        fontsize=8,
+    )
+    ax.set_xlim(*xlim)
+    ax.set_ylim(-0.5, 1.35 * max(shown) + 1)
+    ax.set_ylabel("rank", fontsize=9)
+    ax.tick_params(labelsize=8)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+
+
+def _groups(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct points of an embedding (rows equal up to 1e-6 of its scale): the points, the
+    point of each row, and how many rows each point holds."""
+    scale = float(np.abs(Z).max()) or 1.0
+    key = np.round(Z / scale, 6) + 0.0  # + 0.0: no -0.0 apart from 0.0
+    _, first, inverse, counts = np.unique(
+        key, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    return Z[first], inverse.ravel(), counts
+
+
+def _draw_embedding(fig, spec, Z: np.ndarray, *, rank: int, c: float, labels, unit: bool):
+    """The optimal embedding: distinct points sized by the samples they hold (``×m``), coloured
+    by class when labels are given."""
+    r = min(int(rank), 3)
+    Z = np.asarray(Z, dtype=float)[:, :r]
+    if r == 1:
+        Z = np.c_[Z, np.zeros(len(Z))]
+    r = max(r, 2)
+    P, point_of, counts = _groups(Z)
+    N, m = len(Z), len(P)
+    if labels is not None:
+        y = np.asarray(labels).ravel()
+        if y.shape != (N,):
+            raise ValueError(f"labels must have one entry per row of W ({N}), got {y.shape}")
+        classes, cls = np.unique(y, return_inverse=True)
+        # the class of each point (all its samples share it when the classes collapse)
+        point_class = np.array([cls[point_of == p][0] for p in range(m)])
+        mixed = any(len(set(cls[point_of == p])) > 1 for p in range(m))
+    else:  # no classes: a colour per point only when few samples share few points
+        classes, mixed = None, False
+        point_class = np.arange(m) if m < N and m <= 10 else np.zeros(m, dtype=int)
+    colours = [f"C{int(j) % 10}" for j in point_class]
+    area = 30.0 + 50.0 * np.sqrt(counts)
+    ax = fig.add_subplot(spec, projection="3d" if r == 3 else None)
+    if r == 3:
+        if unit:
+            u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 24), np.linspace(0, np.pi, 12))
+            ax.plot_wireframe(
+                np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.88", lw=0.5
+            )
+        ax.scatter(P[:, 0], P[:, 1], P[:, 2], s=area, c=colours, edgecolors="k", depthshade=False)
+        lim = 1.1 if unit else 1.1 * float(np.abs(P).max() or 1.0)
+        for p in np.flatnonzero(counts > 1):  # above the point: clear of it from any view
+            ax.text(
+                P[p, 0], P[p, 1], P[p, 2] + 0.14 * lim, f"×{counts[p]}", fontsize=8, ha="center"
+            )
+        for setter in (ax.set_xlim, ax.set_ylim, ax.set_zlim):
+            setter(-lim, lim)
+        ax.set_box_aspect((1, 1, 1))
+        _label_3d_axes(ax, lim=1.0 if unit else None)
+    else:
+        if unit:
+            t = np.linspace(0, 2 * np.pi, 200)
+            ax.plot(np.cos(t), np.sin(t), color="0.85", lw=1, zorder=1)
+        ax.scatter(P[:, 0], P[:, 1], s=area, c=colours, edgecolors="k", zorder=3)
+        for p in np.flatnonzero(counts > 1):
+            ax.annotate(
+                f"×{counts[p]}", P[p], textcoords="offset points", xytext=(7, 5), fontsize=8
+            )
+        lim = 1.25 if unit else 1.25 * float(np.abs(P).max() or 1.0)
+        ax.set_xlim(-lim, lim)
+        ax.set_ylim(-lim, lim)
+        ax.set_aspect("equal")
+        ax.set_xlabel("$z_1$")
+        ax.set_ylabel("$z_2$")
+    if classes is not None and len(classes) <= 10 and not mixed:
+        from matplotlib.lines import Line2D
+
+        sizes = np.bincount(cls, minlength=len(classes))
+        handles = [
+            Line2D(
+                [], [], ls="", marker="o", mfc=f"C{j % 10}", mec="k", label=f"class {v} (n = {s})"
+            )
+            for j, (v, s) in enumerate(zip(classes, sizes, strict=True))
+        ]
+        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 1.0))
+    head = f"optimal embedding, c = {_num(c, 1.0)}"
+    if rank > 3:
+        head += f" (first 3 of {rank} coordinates)"
+    if m < N:
+        head += f"\n{N} samples at {m} points (×m: m samples at one point)"
+    ax.set_title(head, fontsize=9)
+
+
+def _draw_weights(fig, ax, A: np.ndarray, cert: dict[str, Any]) -> None:
+    """The weight matrix when it has no target family: zero weights (which ask for
+    ``s = -inf``) in their own colour, the certificate's entry or cycle outlined."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch, Rectangle
+
+    n = A.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    zero = off & (A == 0)
+    positive = off & (A > 0)
+    with np.errstate(divide="ignore"):
+        L = np.where(positive, np.log(np.where(positive, A, 1.0)), np.nan)
+    values = L[positive]
+    varies = values.size > 0 and float(np.ptp(values)) > 1e-12 * max(1.0, np.abs(values).max())
+    handles = []
+    if varies:
+        im = ax.imshow(L, cmap="viridis", interpolation="nearest")
+        fig.colorbar(im, ax=ax, shrink=0.8, label=r"$\log w_{ij}$")
+    else:  # one positive value: a colour bar would only show a meaningless ±0.1 range
+        ax.imshow(np.where(positive, 1.0, np.nan), cmap=ListedColormap([_POSITIVE]))
+        if values.size:
+            w = _num(float(np.exp(values[0])))
+            handles.append(Patch(facecolor=_POSITIVE, label=f"$w_{{ij}}$ = {w}"))
+    zmask = np.where(zero, 1.0, np.nan)
+    ax.imshow(zmask, cmap=ListedColormap([_ZERO]), interpolation="nearest")
+    if zero.any():
+        handles.append(Patch(facecolor=_ZERO, label="$w_{ij} = 0$ (asks for $s_{ij} = -\\infty$)"))
+    handles.append(Patch(facecolor="white", edgecolor="0.6", label="diagonal (not used)"))
+    kind = cert.get("kind")
+    marked = []
+    if kind == "zero_weight" and cert.get("entry") is not None:
+        marked = [tuple(cert["entry"])]
+        what = "the zero weight the verdict names"
+    elif kind == "cycle" and cert.get("cycle"):
+        cyc = list(cert["cycle"])
+        marked = list(itertools.pairwise(cyc))
+        what = "the cycle that breaks the condition"
+    for i, j in marked:
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="tab:red", lw=2))
+    if marked:
+        handles.append(Patch(facecolor="none", edgecolor="tab:red", lw=2, label=what))
+    if n <= 16:
+        ax.set_xticks(range(n))
+        ax.set_yticks(range(n))
+    ax.tick_params(labelsize=8)
+    ax.set_xlabel("$j$", fontsize=9)
+    ax.set_ylabel("$i$", fontsize=9)
+    ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+    reason = "zero weights" if kind != "cycle" else "the cycle condition is broken"
+    ax.set_title(f"weights $w_{{ij}}$: no target family ({reason})", fontsize=10)
+
+
+def classification_figure(W: object, result: Any, *, labels: object | None = None):
+    """The figure of ``dgp classify --plot``: the ``c`` family, the rank of its targets against
+    the dimension, and the optimal embedding when realizable.
+
+    With a family (positive weights, cycle condition holds): the smallest eigenvalues along
+    ``c`` with the PSD (EDM) interval, below it the rank of the interval's targets against
+    ``d`` (the reason of the verdict), and beside them the optimal embedding (first two or three
+    coordinates) when the verdict is realizable; samples that share a point (collapsed classes)
+    are drawn once, sized by their number and marked ``×m``. Without a family (zero weights,
+    broken cycle): the weight matrix, zero weights and the certificate's entry or cycle marked.
 
     Parameters
     ----------
@@ -537,6 +849,9 @@ def classification_figure(W: object, result: Any):
         The weighting that was classified.
     result : dgp.Classification
         The verdict on ``W``.
+    labels : array_like, shape (N,), optional
+        Class labels of the samples: the embedding is coloured by class, the classes named by
+        their label values in sorted order.
 
     Returns
     -------
@@ -550,66 +865,44 @@ def classification_figure(W: object, result: Any):
     colour = _VERDICT_COLOURS.get(result.verdict, "k")
     head = result.verdict + (f" (rank {result.rank})" if result.rank is not None else "")
     off = ~np.eye(A.shape[0], dtype=bool)
-    kind = result.certificate.get("kind") if isinstance(result.certificate, dict) else None
+    cert = result.to_dict()["certificate"]
+    kind = cert["kind"]
     has_family = bool((A[off] > 0).all()) and kind != "cycle"
     emb = getattr(result, "embedding", None)
     show_emb = has_family and emb is not None and result.rank is not None and result.rank >= 1
-    fig = _figure(11.0 if show_emb else 6.4, 4.0)
     if has_family:
-        ax = fig.add_subplot(1, 2 if show_emb else 1, 1)
-        c_family_spectrum(
-            A,
-            tau=result.tau,
-            similarity=result.similarity,
-            ax=ax,
-            rtol=getattr(result, "rtol", 1e-8),
+        rtol = result.tolerance["rtol"]
+        grid = c_family_grid(A, tau=result.tau, similarity=result.similarity, rtol=rtol)
+        ranks = cert.get("ranks") if isinstance(cert.get("ranks"), dict) else None
+        interval = grid["c_interval"]
+        strip = interval is not None and ranks is not None  # the rank of the targets vs d
+        fig = _figure(11.5 if show_emb else 6.8, 4.8 if strip or show_emb else 4.0)
+        ratios = [1.25, 1] if show_emb else None
+        outer = fig.add_gridspec(1, 2 if show_emb else 1, width_ratios=ratios)
+        left = outer[0, 0].subgridspec(
+            2 if strip else 1, 1, height_ratios=[3.2, 1] if strip else None
         )
+        ax = fig.add_subplot(left[0, 0])
+        fits = None if interval is None else result.verdict != "inconsistent"
+        chosen = result.c if result.verdict == "realizable" else None
+        _draw_spectrum(ax, grid, n=A.shape[0], k=4, fits=fits, chosen=chosen)
+        if strip:
+            ax.set_xlabel("")
+            ax.tick_params(labelbottom=False)
+            axr = fig.add_subplot(left[1, 0], sharex=ax)
+            _draw_ranks(axr, interval, ranks, int(result.dim), ax.get_xlim())
+            axr.set_xlabel(r"$c$   (target similarities $s^*_{ij} = \log w_{ij} + c$)", fontsize=9)
         if show_emb:
-            r = min(int(result.rank), 3)
-            Z = np.asarray(emb, dtype=float)[:, :r]
-            if r == 1:
-                Z = np.c_[Z, np.zeros(len(Z))]
-                r = 2
-            if r == 2:
-                ax2 = fig.add_subplot(1, 2, 2)
-                ax2.scatter(Z[:, 0], Z[:, 1], c=np.arange(len(Z)), cmap="viridis", edgecolors="k")
-                ax2.set_aspect("equal")
-            else:
-                ax2 = fig.add_subplot(1, 2, 2, projection="3d")
-                ax2.scatter(
-                    Z[:, 0],
-                    Z[:, 1],
-                    Z[:, 2],
-                    c=np.arange(len(Z)),
-                    cmap="viridis",
-                    edgecolors="k",
-                    depthshade=False,
-                )
-                m = float(np.abs(Z).max() or 1.0)
-                ax2.set_xlim(-m, m)
-                ax2.set_ylim(-m, m)
-                ax2.set_zlim(-m, m)
-                ax2.set_box_aspect((1, 1, 1))
-            more = f" (first 3 of {result.rank} coordinates)" if result.rank > 3 else ""
-            ax2.set_title(
-                f"optimal embedding at c = {result.c:.4g}{more}\n(points coloured by sample index)",
-                fontsize=10,
+            norms = np.linalg.norm(np.asarray(emb, dtype=float), axis=1)
+            unit = result.similarity == "cosine" and bool(np.allclose(norms, 1.0, atol=1e-6))
+            _draw_embedding(
+                fig, outer[0, 1], emb, rank=int(result.rank), c=result.c, labels=labels, unit=unit
             )
     else:
-        ax = fig.add_subplot(1, 1, 1)
-        with np.errstate(divide="ignore"):
-            L = np.log(A)
-        L[~off] = np.nan
-        im = ax.imshow(np.where(np.isfinite(L), L, np.nan), cmap="viridis", interpolation="nearest")
-        fig.colorbar(im, ax=ax, shrink=0.8, label="log w_ij (blank: zero weight)")
-        ax.set_title(
-            "log W: no target family ("
-            + ("zero weights" if kind != "cycle" else "cycle condition broken")
-            + ")",
-            fontsize=10,
-        )
+        fig = _figure(6.4, 6.0)
+        _draw_weights(fig, fig.add_subplot(1, 1, 1), A, cert)
     width = fig.get_figwidth()
-    fig.suptitle(f"{head}: " + _wrap(result.reason, int(13 * width)), fontsize=9, color=colour)
+    fig.suptitle(_wrap(f"{head}: {result.reason}", int(12.5 * width)), fontsize=9, color=colour)
     return fig
 
 

@@ -3,6 +3,11 @@
 - ``on_config`` drops the nav entries of pages written elsewhere (experiment results, theorem
   list, benchmarks) while their files do not exist, so that ``mkdocs build --strict`` passes
   before and after they land.
+- ``on_files`` adds MathJax to the site (``assets/mathjax/``) from the installed
+  ``django-static-mathjax`` distribution (a dev dependency that ships MathJax's browser build
+  as plain files and needs nothing else), so formulas render with no network, in ``mkdocs
+  serve`` and in the built site alike; nothing of MathJax is committed here.
+- ``on_page_content`` keeps an inline formula and the punctuation right after it on one line.
 - ``on_page_markdown`` replaces ``<!-- cli-help -->`` with the real ``--help`` text of every
   registered ``dgp`` subcommand, so the CLI reference cannot drift from the parser, and drops
   the ``::: module`` entries of the API reference listed in ``OPTIONAL_MODULES`` whose source
@@ -11,9 +16,14 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import re
 from pathlib import Path
 from typing import Any
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
 
 #: pages produced by other parts of the project; listed in the nav only once they exist
 OPTIONAL_PAGES = {"results.md", "theorems.md", "benchmarks.md"}
@@ -22,6 +32,21 @@ CLI_MARKER = "<!-- cli-help -->"
 OPTIONAL_MODULES = {"dgp.prototypes", "dgp.optimum", "dgp.symbolic", "dgp.torch.experiments"}
 ROOT = Path(__file__).resolve().parents[1]
 HELP_COLUMNS = "96"
+#: where the site serves MathJax from (mkdocs.yml's extra_javascript points into it)
+MATHJAX_DEST = "assets/mathjax"
+MATHJAX_DIST = "django-static-mathjax"
+#: the parts of MathJax's ``es5`` build that ``tex-mml-chtml.js`` loads in a browser: TeX
+#: extensions on demand (autoload), the CHTML fonts, and what the context menu can switch on
+#: (accessibility, speech); the other combined builds and the Node adaptors are left out
+MATHJAX_PARTS = (
+    "tex-mml-chtml.js",
+    "input/tex/extensions",
+    "input/mml/extensions",
+    "output/chtml/fonts/woff-v2",
+    "ui",
+    "a11y",
+    "sre",
+)
 
 
 def _prune(items: list[Any], docs_dir: Path) -> list[Any]:
@@ -46,6 +71,45 @@ def on_config(config: Any, **kwargs: Any) -> Any:
     if config.get("nav"):
         config["nav"] = _prune(config["nav"], Path(config["docs_dir"]))
     return config
+
+
+def mathjax_root() -> Path:
+    """The ``es5`` folder of the installed MathJax (``django-static-mathjax``).
+
+    Raises
+    ------
+    mkdocs.exceptions.PluginError
+        If the distribution is not installed (``pip install -e ".[dev]"`` installs it).
+    """
+    try:
+        dist = importlib.metadata.distribution(MATHJAX_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        raise PluginError(
+            f"MathJax is missing: the docs serve it from the {MATHJAX_DIST!r} package; "
+            'install the dev extra: pip install -e ".[dev]"'
+        ) from None
+    root = Path(str(dist.locate_file("mathjax/static/mathjax/es5")))
+    if not (root / MATHJAX_PARTS[0]).is_file():
+        raise PluginError(f"{MATHJAX_DIST} {dist.version} has no {MATHJAX_PARTS[0]} in {root}")
+    return root
+
+
+def mathjax_files() -> list[tuple[str, Path]]:
+    """(site path, source file) of every MathJax file the site serves."""
+    root = mathjax_root()
+    out: list[tuple[str, Path]] = []
+    for part in MATHJAX_PARTS:
+        src = root / part
+        paths = [src] if src.is_file() else sorted(p for p in src.rglob("*") if p.is_file())
+        out += [(f"{MATHJAX_DEST}/{p.relative_to(root).as_posix()}", p) for p in paths]
+    out.append((f"{MATHJAX_DEST}/LICENSE", root.parent / "LICENSE"))
+    return out
+
+
+def on_files(files: Files, config: Any, **kwargs: Any) -> Files:
+    for uri, path in mathjax_files():
+        files.append(File.generated(config, uri, abs_src_path=str(path)))
+    return files
 
 
 def cli_help_markdown() -> str:
@@ -84,6 +148,15 @@ def _drop_missing_modules(markdown: str) -> str:
             continue
         lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+#: an inline formula of pymdownx.arithmatex (its TeX is HTML-escaped: no "<" inside) and the
+#: punctuation glued to it
+_MATH_PUNCT = re.compile(r'(<span class="arithmatex">[^<]*</span>)([,.;:!?)\]]+)')
+
+
+def on_page_content(html: str, **kwargs: Any) -> str:
+    return _MATH_PUNCT.sub(r'<span class="math-nowrap">\1\2</span>', html)
 
 
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:

@@ -20,7 +20,7 @@ import dgp
 from dgp import plots
 
 OUT = Path(__file__).resolve().parent / "figures"
-DPI = 80
+DPI = 100
 
 
 def _save(fig, name: str) -> None:
@@ -30,11 +30,28 @@ def _save(fig, name: str) -> None:
     print(f"wrote {path.relative_to(OUT.parent.parent)} ({path.stat().st_size // 1024} KiB)")
 
 
+LABELS = [0, 0, 0, 1, 1, 2, 2]  # the Soft SupCon example of Getting started
+
+
 def classify_plot() -> None:
-    """Getting started: the figure of `dgp classify W.npy ... --plot`."""
-    W = dgp.weights.soft_supcon_weights([0, 0, 0, 1, 1, 2, 2], eps=0.1)
+    """Getting started: the figure of `dgp classify W.npy ... --plot` (classes coloured)."""
+    W = dgp.weights.soft_supcon_weights(LABELS, eps=0.1)
     res = dgp.classify(W, similarity="cosine", tau=0.5, dim=3)
-    _save(plots.classification_figure(W, res), "classify_plot")
+    _save(plots.classification_figure(W, res, labels=LABELS), "classify_plot")
+
+
+def classify_plot_rank() -> None:
+    """The same weighting in d = 2: PSD targets exist, but every one needs more dimensions."""
+    W = dgp.weights.soft_supcon_weights(LABELS, eps=0.1)
+    res = dgp.classify(W, similarity="cosine", tau=0.5, dim=2)
+    _save(plots.classification_figure(W, res, labels=LABELS), "classify_plot_rank")
+
+
+def classify_plot_supcon() -> None:
+    """SupCon (zero weights) under the cosine similarity: no target family at all."""
+    W = dgp.weights.supcon_weights(LABELS)
+    res = dgp.classify(W, similarity="cosine", tau=0.1, dim=3)
+    _save(plots.classification_figure(W, res, labels=LABELS), "classify_plot_supcon")
 
 
 def c_family_soft_supcon() -> None:
@@ -46,15 +63,22 @@ def c_family_soft_supcon() -> None:
     W = dgp.weights.soft_supcon_weights(labels, eps=eps)
     tau_star = K / ((K - 1) * -np.log(eps))
     fig = Figure(figsize=(14, 3.9), layout="constrained")
-    for i, (f, tag) in enumerate(((0.5, "tau*/2"), (1.0, "tau*"), (1.5, "1.5 tau*"))):
+    for i, (f, tag) in enumerate(((0.5, "τ*/2"), (1.0, "τ*"), (1.5, "1.5 τ*"))):
         ax = fig.add_subplot(1, 3, i + 1)
         tau = f * tau_star
         res = dgp.classify(W, similarity="cosine", tau=tau, dim=K)
-        verdict = res.verdict + (f" (rank {res.rank})" if res.rank is not None else "")
+        verdict = res.verdict + (f", rank {res.rank}" if res.rank is not None else "")
         plots.c_family_spectrum(
-            W, tau=tau, ax=ax, c_range=(0.0, 4.0), title=f"tau = {tag} = {tau:.3f}: {verdict}"
+            W,
+            tau=tau,
+            ax=ax,
+            c_range=(0.0, 4.0),
+            title=f"τ = {tag} = {tau:.3f}: {verdict} in d = {K}",
         )
-    fig.suptitle("Soft SupCon, classes of 8, 4 and 2, eps = 0.1", fontsize=11)
+    fig.suptitle(
+        f"Soft SupCon, classes of 8, 4 and 2 (N = {len(labels)}), ε = {eps:g}, τ* = {tau_star:.3f}",
+        fontsize=11,
+    )
     _save(fig, "c_family_soft_supcon")
 
 
@@ -67,9 +91,10 @@ def prototypes_supcon() -> None:
         sizes=p.sizes,
         reference=simplex,
         reference_label="balanced: regular simplex",
-        title="SupCon prototypes, classes of 100, 10 and 10, tau = 0.1\nminority pair at "
-        f"{np.degrees(np.arccos(p.gram[1, 2])):.1f} deg, majority-minority at "
-        f"{np.degrees(np.arccos(p.gram[0, 1])):.1f} deg (simplex: 120 deg)",
+        title="SupCon prototypes, classes of 100, 10 and 10, τ = 0.1: minority pair at "
+        f"{np.degrees(np.arccos(p.gram[1, 2])):.1f}°,\nmajority–minority pairs at "
+        f"{np.degrees(np.arccos(p.gram[0, 1])):.1f}° (balanced classes: the regular simplex, "
+        "120°)",
     )
     _save(fig, "prototypes_supcon")
 
@@ -118,15 +143,23 @@ def gram_y_aware() -> None:
     fig = plots.gram_heatmaps(
         predicted @ predicted.T,
         Z @ Z.T,
-        titles=("predicted by dgp.classify", "learned (L-BFGS on the loss, d = 3)"),
-        suptitle="y-Aware, 24 labels on a circle of radius 2, sigma = 1, tau = 0.25 "
+        titles=("predicted Gram (dgp.classify, d = 2)", "learned Gram (L-BFGS on the loss, d = 3)"),
+        suptitle="y-Aware, 24 labels on a circle of radius 2, σ = 1, τ = 0.25 = σ²/R² "
         "(samples sorted by angle)",
     )
     _save(fig, "gram_y_aware")
 
 
 FIGURES = {
-    f.__name__: f for f in (classify_plot, c_family_soft_supcon, prototypes_supcon, gram_y_aware)
+    f.__name__: f
+    for f in (
+        classify_plot,
+        classify_plot_rank,
+        classify_plot_supcon,
+        c_family_soft_supcon,
+        prototypes_supcon,
+        gram_y_aware,
+    )
 }
 
 

@@ -54,6 +54,6 @@ def test_embedding_signs_are_deterministic_and_rotation_free(seed):
 
 def test_numerical_rank_uses_relative_tolerance():
     assert numerical_rank([1e6, 1.0, 0.0]) == 2  # 1.0 > 1e-8 * 1e6
-    assert numerical_rank([1e6, 1e-3, 0.0]) == 1  # 1e-3 < 1e-8 * 1e6
+    assert numerical_rank([1e6, 1e-3, 0.0], rtol=1e-8) == 1  # 1e-3 < 1e-8 * 3 * 1e6
     assert numerical_rank([1.0, 1e-9], rtol=1e-8) == 1
     assert numerical_rank([1.0, 1e-9], rtol=1e-10) == 2

@@ -1,12 +1,23 @@
-"""Tests of dgp.metrics and `dgp metrics`: invariances, rigidity, the entropic gap's zero set."""
+"""Tests of dgp.metrics and `dgp metrics`: invariances, rigidity, the entropic gap's zero set,
+every magnitude a float holds, dtypes, and agreement with independent references (scipy
+Procrustes, numpy correlations, 60-digit KL sums)."""
 
 from __future__ import annotations
 
 import json
+import math
+import os
 
+import mpmath
 import numpy as np
 import pytest
+import scipy.linalg as sla
+import scipy.sparse as sp
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
+from dgp import metrics as dm
+from dgp import strategies as ds
 from dgp.cli import main
 from dgp.metrics import entropic_gap, procrustes_r2, similarity_r2
 from dgp.weights import gaussian_kernel_weights, supcon_weights
@@ -143,14 +154,19 @@ def test_cli_metrics_json(tmp_path, capsys, rng):
     rc = main(
         [
             "metrics",
-            "--embeddings", str(tmp_path / "z.npy"),
-            "--reference", str(tmp_path / "ref.npy"),
-            "--weights", str(tmp_path / "w.npy"),
-            "--tau", str(tau),
-            "--similarity", "euclidean",
+            "--embeddings",
+            str(tmp_path / "z.npy"),
+            "--reference",
+            str(tmp_path / "ref.npy"),
+            "--weights",
+            str(tmp_path / "w.npy"),
+            "--tau",
+            str(tau),
+            "--similarity",
+            "euclidean",
             "--json",
         ]
-    )  # fmt: skip
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["procrustes_r2"] == pytest.approx(1.0)
@@ -171,3 +187,337 @@ def test_cli_metrics_table_and_errors(tmp_path, capsys):
     assert "--tau" in capsys.readouterr().err
     assert main([*args, str(tmp_path / "missing.npy")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------
+# magnitudes, dtypes and independent references (issue: metrics at large or small magnitudes)
+# ----------------------------------------------------------------------------------------------
+
+SIMS = st.sampled_from(["cosine", "euclidean"])
+DECADES = st.integers(-300, 300)
+MANTISSAS = st.floats(1.0, 9.99)
+
+
+def _ref_sims(X: np.ndarray, similarity: str) -> np.ndarray:
+    """Upper-triangle similarities from their definition (explicit differences)."""
+    iu = np.triu_indices(X.shape[0], 1)
+    if similarity == "cosine":
+        U = X / np.sqrt((X**2).sum(axis=1))[:, None]
+        return (U @ U.T)[iu]
+    return -((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)[iu]
+
+
+def _ref_similarity_r2(Z, Zref, similarity):
+    return float(np.corrcoef(_ref_sims(Z, similarity), _ref_sims(Zref, similarity))[0, 1] ** 2)
+
+
+def _ref_procrustes(Z, Zref):
+    """1 - residual / spread, with the rotation from scipy.linalg.orthogonal_procrustes."""
+    A, B = Z - Z.mean(axis=0), Zref - Zref.mean(axis=0)
+    w = max(A.shape[1], B.shape[1])
+    A = np.hstack([A, np.zeros((A.shape[0], w - A.shape[1]))])
+    B = np.hstack([B, np.zeros((B.shape[0], w - B.shape[1]))])
+    Q, _ = sla.orthogonal_procrustes(A, B)
+    return 1.0 - float(((A @ Q - B) ** 2).sum()) / float((B**2).sum())
+
+
+def _ref_gap_mp(Z, W, tau, similarity, digits=60) -> float:
+    """sum_i KL(p_i || q_i) in 60-digit arithmetic from the exact float inputs."""
+    with mpmath.workdps(digits):
+        n = len(W)
+        Zm = [[mpmath.mpf(float(x)) for x in row] for row in Z]
+        tau = mpmath.mpf(float(tau))
+
+        def s(i, j):
+            a, b = Zm[i], Zm[j]
+            if similarity == "cosine":
+                dot = mpmath.fsum(x * y for x, y in zip(a, b, strict=True))
+                na = mpmath.sqrt(mpmath.fsum(x * x for x in a))
+                nb = mpmath.sqrt(mpmath.fsum(y * y for y in b))
+                return dot / (na * nb * tau)
+            return -mpmath.fsum((x - y) ** 2 for x, y in zip(a, b, strict=True)) / (2 * tau)
+
+        total = mpmath.mpf(0)
+        for i in range(n):
+            others = [j for j in range(n) if j != i]
+            w = [mpmath.mpf(float(W[i][j])) for j in others]
+            mass = mpmath.fsum(w)
+            sims = [s(i, j) for j in others]
+            top = max(sims)
+            lse = top + mpmath.log(mpmath.fsum(mpmath.exp(x - top) for x in sims))
+            for wj, sj in zip(w, sims, strict=True):
+                if wj > 0:
+                    p = wj / mass
+                    total += p * (mpmath.log(p) - (sj - lse))
+        return float(total)
+
+
+@settings(max_examples=60)
+@given(
+    seed=ds.seeds(),
+    n=st.integers(3, 8),
+    d=st.integers(2, 4),  # d = 1 cosines are all +-1: often equiangular, r² undefined
+    similarity=SIMS,
+    k1=DECADES,
+    k2=DECADES,
+    m=MANTISSAS,
+)
+def test_property_similarity_r2_at_any_magnitude(seed, n, d, similarity, k1, k2, m):
+    """similarity r² of (a Z + a t, b Zref) equals the reference on (Z, Zref) for scales a, b
+    anywhere in 1e-300..1e300 (and offsets t; Euclidean)."""
+    rng = np.random.default_rng(seed)
+    Z, Zref = rng.standard_normal((n, d)), rng.standard_normal((n, d + 1))
+    expected = _ref_similarity_r2(Z, Zref, similarity)
+    a, b = m * 10.0**k1, 10.0**k2
+    offset = 0.0 if similarity == "cosine" else 50.0 * rng.standard_normal(d)
+    got = similarity_r2(a * (Z + offset), b * Zref, similarity=similarity)
+    assert got == pytest.approx(expected, abs=1e-9)
+    if similarity == "cosine":  # each row has its own scale
+        rows = 10.0 ** rng.integers(-300, 300, size=(n, 1)).astype(float)
+        assert similarity_r2(Z * rows, Zref, similarity="cosine") == pytest.approx(
+            expected, abs=1e-9
+        )
+
+
+@settings(max_examples=60)
+@given(seed=ds.seeds(), n=st.integers(2, 8), d=st.integers(1, 4), k=DECADES, m=MANTISSAS)
+def test_property_procrustes_common_scale_and_scale_awareness(seed, n, d, k, m):
+    """r²(a Z, a Zref) = r²(Z, Zref) (scipy reference) for any a in 1e-300..1e300; r²(s Z, Zref)
+    follows 2 s rho nu - s² rho² exactly as the definition says (scale-aware)."""
+    rng = np.random.default_rng(seed)
+    Z, Zref = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+    expected = _ref_procrustes(Z, Zref)
+    a = m * 10.0**k
+    assert procrustes_r2(a * Z, a * Zref) == pytest.approx(expected, abs=1e-9)
+    A, B = Z - Z.mean(axis=0), Zref - Zref.mean(axis=0)
+    rho2 = float((A**2).sum() / (B**2).sum())
+    cross = float(np.linalg.svd(A.T @ B, compute_uv=False).sum() / (B**2).sum())  # rho * nu
+    for s in (1e-3, 0.5, 3.0, 1e40):
+        want = 2.0 * s * cross - s * s * rho2
+        assert procrustes_r2(s * Z, Zref) == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+def test_procrustes_tiny_and_huge_data():
+    rng = np.random.default_rng(4)
+    Y = rng.standard_normal((10, 3))
+    Q = _rotation(3, rng)
+    for a in (1e-300, 1e-160, 1e155, 1e300):
+        assert procrustes_r2(a * (Y @ Q) + a, a * Y) == pytest.approx(1.0, abs=1e-12)
+    assert procrustes_r2(1e300 * Y, Y) == -np.inf  # rho^2 ~ 1e600: below every float
+    assert procrustes_r2(np.ones((10, 3)), Y) == 0.0  # all rows equal: the mean is the fit
+    base = np.full((4, 2), 1e7)
+    with pytest.raises(ValueError, match="all rows equal"):  # spread at rounding level
+        procrustes_r2(Y[:4, :2], base + np.spacing(1e7) * np.arange(8.0).reshape(4, 2))
+    assert np.isfinite(procrustes_r2(Y[:4, :2], base + 1e-3 * Y[:4, :2]))
+
+
+def test_similarity_r2_flat_at_any_scale():
+    simplex = np.eye(4) - 0.25
+    for a in (1e-300, 1e300):
+        assert similarity_r2(a * simplex, simplex) == 1.0
+        assert similarity_r2(a * simplex, simplex, similarity="euclidean") == 1.0
+
+
+@settings(max_examples=40)
+@given(
+    W=st.one_of(ds.symmetric_weights(), ds.symmetrizable_weights(), ds.weights_with_zeros()),
+    seed=ds.seeds(),
+    d=st.integers(1, 3),
+    tau=ds.temperatures(0.1, 2.0),
+    similarity=SIMS,
+    k=st.integers(-300, 300),
+)
+def test_property_entropic_gap_scales(W, seed, d, tau, similarity, k):
+    """gap(Z, a W) = gap(Z, W) for a in 1e-300..1e300; cosine: gap(b Z) = gap(Z); Euclidean:
+    gap(b Z, b² tau) = gap(Z, tau); and every value agrees with 60-digit arithmetic."""
+    n = W.shape[0]
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((n, d))
+    ref = _ref_gap_mp(Z, W, tau, similarity)
+    gap = entropic_gap(Z, W, tau=tau, similarity=similarity)
+    tol = 1e-10 * max(1.0, ref)
+    assert gap >= 0.0 and gap == pytest.approx(ref, abs=tol)
+    a = 10.0**k
+    assert entropic_gap(Z, a * W, tau=tau, similarity=similarity) == pytest.approx(ref, abs=tol)
+    b = 10.0 ** (k / 2.0)  # b² tau stays in range
+    if similarity == "cosine":
+        moved = entropic_gap(b * Z, W, tau=tau)
+    else:
+        moved = entropic_gap(b * Z, W, tau=b * b * tau, similarity="euclidean")
+    assert moved == pytest.approx(ref, abs=tol)
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "euclidean"])
+def test_entropic_gap_at_overflowing_and_subnormal_weights(similarity):
+    """Row masses of weights near 1e308 overflow and subnormal weights have few digits: the gap
+    is still the exact one (60-digit reference on the same float inputs), never NaN."""
+    rng = np.random.default_rng(7)
+    Z = rng.standard_normal((6, 3))
+    U = rng.uniform(0.2, 1.0, size=(6, 6))
+    cases = {
+        "near 1e308": 1.7e308 * U,
+        "subnormal": 5e-324 * rng.integers(1, 50, size=(6, 6)).astype(float),
+        "mixed": np.where(rng.random((6, 6)) < 0.5, 1e-310, 1e300) * U,
+        "with zeros": 1e308 * U * (rng.random((6, 6)) < 0.6)
+        + 1e-320 * np.eye(6, k=1)
+        + 1e-320 * np.eye(6, k=-5),
+    }
+    for label, W in cases.items():
+        gap = entropic_gap(Z, W, tau=0.3, similarity=similarity)
+        ref = _ref_gap_mp(Z, W, 0.3, similarity)
+        assert np.isfinite(gap), label
+        assert gap == pytest.approx(ref, rel=1e-11, abs=1e-11), label
+
+
+def test_entropic_gap_extreme_temperatures_are_limits_not_nan():
+    rng = np.random.default_rng(8)
+    Z = rng.standard_normal((5, 2))
+    W = np.ones((5, 5))
+    for tau in (1e-300, 5e-324):  # softmax rows one-hot: KL = log(4) per row at most, or inf
+        gap = entropic_gap(Z, W, tau=tau)
+        assert not np.isnan(gap) and gap > 1.0
+    hot = entropic_gap(Z, W, tau=1e300)  # every softmax row uniform, as W's: gap 0
+    assert hot == pytest.approx(0.0, abs=1e-12)
+
+
+@settings(max_examples=30)
+@given(
+    seed=ds.seeds(),
+    dtype=st.sampled_from([np.float32, np.float16, np.int8, np.int64, np.uint16, np.bool_]),
+    similarity=SIMS,
+)
+def test_property_dtypes_read_as_their_float64_values(seed, dtype, similarity):
+    """Any real dtype gives exactly the metric of the same values in float64."""
+    rng = np.random.default_rng(seed)
+    Z = (10 * rng.standard_normal((6, 3))).astype(dtype)
+    Zref = rng.standard_normal((6, 3))
+    Z64 = Z.astype(np.float64)
+    # bool/int draws can be degenerate: no direction or no spread to compare
+    assume(not (Z64.std(axis=0) == 0).all())
+    assume(not (similarity == "cosine" and (Z64 == 0).all(axis=1).any()))
+    assert similarity_r2(Z, Zref, similarity=similarity) == similarity_r2(
+        Z64, Zref, similarity=similarity
+    )
+    assert procrustes_r2(Zref, Z) == procrustes_r2(Zref, Z64)
+    W = rng.uniform(0.1, 1.0, (6, 6)).astype(np.float32)
+    assert entropic_gap(Zref, W, tau=0.5, similarity=similarity) == entropic_gap(
+        Zref, W.astype(np.float64), tau=0.5, similarity=similarity
+    )
+
+
+@pytest.mark.parametrize(
+    ("bad", "kind", "words"),
+    [
+        (np.eye(3) + 1e-3j, TypeError, "holds complex numbers"),
+        (np.array([["2020-01-01"] * 2] * 3, dtype="M8[D]"), TypeError, "dates or times"),
+        (np.array([["1", "2"]] * 3), TypeError, "strings"),
+        (np.array([[1.0, 2.0]] * 3, dtype=object), TypeError, "dtype object"),
+        ([[1.0, 2.0], [3.0]], ValueError, "rectangular"),
+    ],
+)
+def test_non_real_inputs_are_refused_naming_the_argument(bad, kind, words):
+    good = np.random.default_rng(0).standard_normal((3, 2))
+    with pytest.raises(kind, match=f"^Z .*{words}|^Z {words}"):
+        procrustes_r2(bad, good)
+    with pytest.raises(kind, match=f"^Zref .*{words}|^Zref {words}"):
+        similarity_r2(good, bad)
+    with pytest.raises(kind, match=f"^Z .*{words}|^Z {words}"):
+        entropic_gap(bad, np.ones((3, 3)), tau=1.0)
+
+
+def test_complex_and_sparse_weights_are_refused():
+    Z = np.eye(3)
+    with pytest.raises(TypeError, match=r"^W holds complex numbers"):
+        entropic_gap(Z, np.ones((3, 3)) + 1000j, tau=1.0)
+    with pytest.raises(TypeError, match=r"^W is a scipy.sparse matrix.*toarray"):
+        entropic_gap(Z, sp.csr_array(np.ones((3, 3))), tau=1.0)
+    with pytest.raises(TypeError, match=r"^W holds dates"):
+        entropic_gap(Z, np.ones((3, 3), dtype="m8[s]"), tau=1.0)
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "euclidean"])
+def test_blocked_computation_agrees_with_one_block(monkeypatch, similarity):
+    """Many small blocks of rows give the values of one block (two computations, one answer)."""
+    rng = np.random.default_rng(11)
+    Z, Zref = rng.standard_normal((37, 4)), rng.standard_normal((37, 5))
+    W = gaussian_kernel_weights(rng.standard_normal((37, 2)), sigma=1.3)
+    one = (
+        similarity_r2(Z, Zref, similarity=similarity),
+        entropic_gap(Z, W, tau=0.4, similarity=similarity),
+        dm.pairwise_similarities(Z, similarity=similarity),
+    )
+    monkeypatch.setattr(dm, "_BLOCK_ENTRIES", 50)  # blocks of one row
+    many = (
+        similarity_r2(Z, Zref, similarity=similarity),
+        entropic_gap(Z, W, tau=0.4, similarity=similarity),
+        dm.pairwise_similarities(Z, similarity=similarity),
+    )
+    assert many[0] == pytest.approx(one[0], abs=1e-13)
+    assert many[1] == pytest.approx(one[1], rel=1e-13)
+    np.testing.assert_allclose(many[2], one[2], rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(one[2], _ref_sims(Z, similarity), rtol=1e-12, atol=1e-12)
+    assert one[0] == pytest.approx(_ref_similarity_r2(Z, Zref, similarity), abs=1e-12)
+
+
+def test_pairwise_similarities_scale_back_exactly_or_refuse():
+    rng = np.random.default_rng(12)
+    Z = rng.standard_normal((6, 2))
+    base = dm.pairwise_similarities(Z, similarity="euclidean")
+    small = dm.pairwise_similarities(np.ldexp(Z, -600), similarity="euclidean")
+    np.testing.assert_array_equal(small, np.ldexp(base, -1200))  # powers of two: bit-exact
+    with pytest.raises(ValueError, match="exceed the float range"):
+        dm.pairwise_similarities(1e200 * Z, similarity="euclidean")
+    np.testing.assert_allclose(  # cosines: scale-free (1e200 Z itself is rounded)
+        dm.pairwise_similarities(1e200 * Z), dm.pairwise_similarities(Z), rtol=0, atol=4e-16
+    )
+
+
+def test_memory_budget_guards_the_gap(monkeypatch):
+    monkeypatch.setenv("DGP_MEMORY_LIMIT", "1M")
+    with pytest.raises(ValueError, match="entropic gap of a 400 x 400 weighting"):
+        entropic_gap(np.eye(400), np.ones((400, 400)), tau=1.0)
+
+
+def test_cli_metrics_sparse_weights_and_hostile_files(tmp_path, capsys):
+    rng = np.random.default_rng(13)
+    y = rng.standard_normal((8, 2))
+    W = supcon_weights([0, 0, 0, 1, 1, 1, 2, 2])
+    np.save(tmp_path / "z.npy", 1e200 * y)  # huge embeddings: the metrics hold
+    np.save(tmp_path / "r.npy", y)
+    sp.save_npz(tmp_path / "w.npz", sp.csr_array(W))
+    base = ["metrics", "--embeddings", str(tmp_path / "z.npy"), "--reference"]
+    rc = main(
+        [
+            *base,
+            str(tmp_path / "r.npy"),
+            "--weights",
+            str(tmp_path / "w.npz"),
+            "--tau",
+            "0.5",
+            "--json",
+        ]
+    )
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["similarity_r2"] == pytest.approx(1.0)
+    assert out["entropic_gap"] == pytest.approx(entropic_gap(y, W, tau=0.5), rel=1e-12)
+    np.save(tmp_path / "c.npy", y + 1j)
+    os.mkfifo(tmp_path / "fifo.npy")
+    for path, words in ((tmp_path / "c.npy", "complex"), (tmp_path / "fifo.npy", "FIFO")):
+        assert main([*base, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: reference file") or err.startswith("error: reference path")
+        assert words in err and err.count("\n") == 1
+
+
+def test_entropic_gap_is_a_sum_of_kl_terms():
+    """The gap equals the row-by-row KL reference and L - H from the loss (two methods)."""
+    rng = np.random.default_rng(14)
+    Z = rng.standard_normal((7, 3))
+    W = supcon_weights([0, 0, 1, 1, 1, 2, 2]) + 0.01
+    from dgp.infonce import entropic_bound, winfonce_loss
+
+    gap = entropic_gap(Z, W, tau=0.2)
+    assert gap == pytest.approx(winfonce_loss(Z, W, tau=0.2) - entropic_bound(W), rel=1e-12)
+    assert gap == pytest.approx(_ref_gap_mp(Z, W, 0.2, "cosine"), rel=1e-13)
+    assert math.isfinite(gap)

@@ -144,3 +144,136 @@ def test_supcon_plot_writes_the_prototype_figure(tmp_path, capsys):
     assert main(["supcon", "--sizes", "50,10,10", "--tau", "0.2", "--plot", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
     assert "prototype Gram" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------
+# what the figures say
+
+
+def _texts(fig) -> list[str]:
+    from matplotlib.text import Text
+
+    return [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+
+
+def _legend_texts(ax) -> list[str]:
+    leg = ax.get_legend()
+    return [] if leg is None else [t.get_text() for t in leg.get_texts()]
+
+
+@pytest.mark.parametrize(
+    ("sigma", "tau", "similarity"),
+    [(0.3, 0.5, "cosine"), (1.0, 1.0, "cosine"), (1.0, 0.1, "cosine"), (1.0, 0.5, "euclidean")],
+)
+def test_spectrum_shows_zero_and_the_peak_of_lambda_min(sigma, tau, similarity):
+    """However far below zero the smallest eigenvalue stays (y-Aware families far from PSD), the
+    y range holds both the zero line and its peak, with room around them."""
+    y = np.random.default_rng(0).standard_normal((40, 2))
+    W = dgp.weights.gaussian_kernel_weights(y, sigma=sigma)
+    fig = plots.c_family_spectrum(W, tau=tau, similarity=similarity, num=121)
+    grid = plots.c_family_grid(W, tau=tau, similarity=similarity, num=121)
+    peak = float(grid["eigenvalues"][:, 0].max())
+    lo, hi = fig.axes[0].get_ylim()
+    margin = 0.1 * (hi - lo)
+    assert lo + margin < min(peak, 0.0) and max(peak, 0.0) < hi - margin
+    # the title counts samples, not the N - 1 eigenvalues of the Euclidean family on 1-perp
+    assert "N = 40" in fig.axes[0].get_title()
+
+
+def test_no_internal_words_in_the_figures(soft):
+    figs = [
+        plots.c_family_spectrum(soft, tau=0.5),
+        plots.classification_figure(soft, dgp.classify(soft, tau=0.5, dim=3)),
+        plots.classification_figure(soft, dgp.classify(soft, tau=0.5, dim=1)),
+    ]
+    for fig in figs:
+        words = " ".join(_texts(fig)).lower()
+        assert "engine" not in words and "eigvalsh" not in words, words
+
+
+def test_collapsed_classes_are_drawn_once_and_counted():
+    """Soft SupCon at a realizable temperature collapses each class to one point (the closed
+    form of the theory): 7 samples are 3 points, each marked with its multiplicity."""
+    labels = [4, 4, 9, 9, 9, 1, 1]
+    W = dgp.weights.soft_supcon_weights(labels, eps=0.1)
+    res = dgp.classify(W, tau=0.5, dim=3)
+    assert res.verdict == "realizable" and res.rank == 3
+    fig = plots.classification_figure(W, res, labels=labels)
+    emb = fig.axes[-1]
+    assert emb.name == "3d"
+    from mpl_toolkits.mplot3d.art3d import Path3DCollection
+
+    (points,) = [c for c in emb.collections if isinstance(c, Path3DCollection)]
+    assert len(points.get_sizes()) == 3  # one marker per point, sized by its samples
+    texts = _texts(fig)
+    assert sorted(t for t in texts if t.startswith("×")) == ["×2", "×2", "×3"]
+    assert "7 samples at 3 points" in emb.get_title()
+    # classes named by their label values, in sorted order, with their sizes
+    assert _legend_texts(emb) == ["class 1 (n = 2)", "class 4 (n = 2)", "class 9 (n = 3)"]
+    # the 3-D axes are labelled
+    assert (emb.get_xlabel(), emb.get_ylabel(), emb.get_zlabel()) == ("$z_1$", "$z_2$", "$z_3$")
+
+
+def test_uncollapsed_embedding_is_not_annotated():
+    y = np.random.default_rng(1).standard_normal((12, 2))
+    W = dgp.weights.gaussian_kernel_weights(y, sigma=1.0)
+    res = dgp.classify(W, similarity="euclidean", tau=0.5, dim=2)
+    assert res.verdict == "realizable"
+    fig = plots.classification_figure(W, res)
+    assert not [t for t in _texts(fig) if t.startswith("×")]
+    assert "points" not in fig.axes[-1].get_title()
+    assert (fig.axes[-1].get_xlabel(), fig.axes[-1].get_ylabel()) == ("$z_1$", "$z_2$")
+
+
+def test_rank_against_d_explains_an_inconsistent_band(soft):
+    """PSD targets exist but all need more than d dimensions: the band is not drawn as
+    admissible, and a rank panel shows the ranks of the interval against d."""
+    res = dgp.classify(soft, tau=0.5, dim=1)
+    assert res.verdict == "inconsistent" and res.c_interval is not None
+    fig = plots.classification_figure(soft, res)
+    spectrum, ranks = fig.axes[0], fig.axes[1]
+    assert any("rank above $d$" in t for t in _legend_texts(spectrum))
+    band = [p for p in spectrum.patches if p.get_hatch()]
+    assert band, "the PSD interval of an inconsistent verdict is hatched"
+    assert ranks.get_ylabel() == "rank"
+    cert = res.to_dict()["certificate"]["ranks"]
+    shown = {t.get_text() for t in ranks.texts}
+    assert {str(cert["lo"]), str(cert["hi"]), str(cert["interior"]), "d = 1"} <= shown
+    # realizable: the band is green, not hatched, and the chosen c is marked
+    ok = plots.classification_figure(soft, dgp.classify(soft, tau=0.5, dim=3))
+    assert not [p for p in ok.axes[0].patches if p.get_hatch()]
+    assert any(t.startswith("optimum") for t in _legend_texts(ok.axes[0]))
+
+
+def test_zero_weights_figure_has_no_meaningless_colour_bar():
+    """SupCon: all positive weights equal; the figure names the values in a legend instead of a
+    colour bar over a constant, and outlines the zero weight the verdict names."""
+    labels = [0, 0, 1, 1, 2, 2]
+    W = dgp.weights.supcon_weights(labels)
+    res = dgp.classify(W, tau=0.1, dim=2)
+    fig = plots.classification_figure(W, res, labels=labels)
+    assert len(fig.axes) == 1  # no colour-bar axes
+    legend = _legend_texts(fig.axes[0])
+    assert "$w_{ij}$ = 1" in legend and any("w_{ij} = 0" in t for t in legend)
+    i, j = res.to_dict()["certificate"]["entry"]
+    outlined = [p for p in fig.axes[0].patches if p.get_edgecolor()[0] > 0.5]
+    assert [(p.get_x() + 0.5, p.get_y() + 0.5) for p in outlined] == [(j, i)]
+    # varying positive weights keep a colour bar of log w
+    A = dgp.weights.soft_supcon_weights(labels, eps=0.1) * (1 + np.arange(6))[:, None]
+    A[0, 3] = A[3, 0] = 0.0
+    fig = plots.classification_figure(A, dgp.classify(A, tau=0.1, dim=2))
+    assert len(fig.axes) == 2 and fig.axes[1].get_ylabel() == r"$\log w_{ij}$"
+
+
+def test_prototype_classes_are_numbered_from_one():
+    p = dgp.supcon_prototypes([30, 10, 10], tau=0.2)
+    fig = plots.prototype_geometry(p.gram, sizes=p.sizes)
+    texts = _texts(fig)
+    assert {"class 1 (n = 30)", "class 2 (n = 10)", "class 3 (n = 10)"} <= set(texts)
+    assert not [t for t in texts if t.startswith("class 0")]
+    heat = fig.axes[1]
+    assert [t.get_text() for t in heat.get_xticklabels()] == ["1", "2", "3"]
+    named = plots.prototype_geometry(p.gram, names=["cat", "dog", "eel"])
+    assert {"cat", "dog", "eel"} <= set(_texts(named))
+    with pytest.raises(ValueError, match="names"):
+        plots.prototype_geometry(p.gram, names=["cat"])

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dgp
-from dgp.sdp import SDP_RTOL
+from dgp.engine.sdp import SDP_ACCURACY as SDP_RTOL
 from dgp.weights import gaussian_kernel_weights, soft_supcon_weights
 
 
@@ -55,12 +55,12 @@ def test_sdp_reports_distance_to_the_elliptope_when_empty():
     res = dgp.classify(W, tau=1.5, dim=3, method="sdp")  # tau* = 0.65
     assert res.verdict == "inconsistent"
     cert = res.certificate
-    assert cert["nearest_target_distance"] > 1e-3
+    assert cert.distance > 1e-3
     # re-check the nearest target: unit diagonal, PSD, at the stated distance from G(c)
-    G = np.array(cert["nearest_target"])
+    G = np.array(cert.nearest_target)
     assert np.allclose(np.diag(G), 1.0, atol=1e-6) and np.linalg.eigvalsh(G)[0] > -1e-6
-    Gc = 1.5 * (np.log(W + np.eye(6)) + cert["nearest_c"])
+    Gc = 1.5 * (np.log(W + np.eye(6)) + cert.c_nearest)
     np.fill_diagonal(Gc, 1.0)
-    assert np.linalg.norm(G - Gc) == pytest.approx(cert["nearest_target_distance"], rel=1e-4)
+    assert np.linalg.norm(G - Gc) == pytest.approx(cert.distance, rel=1e-4)
     ok = dgp.classify(W, tau=0.5, dim=3, method="sdp")
     assert ok.verdict == "realizable" and ok.rank == 3

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgp.spheres import fit_sphere
+from dgp.objectives import fit_sphere
 
 
 @settings(max_examples=50)

@@ -75,7 +75,7 @@ def test_row_distribution_rows_sum_to_one_and_ignore_diagonal():
         ([[0, np.nan], [1, 0]], r"W\[0, 1\] is nan"),
         ([[0, 1], [np.inf, 0]], r"W\[1, 0\] is inf"),
         ([[0, -1.0], [1, 0]], r"W\[0, 1\] = -1 is negative"),
-        ([[0, 1, 1], [0, 0, 0], [1, 1, 0]], "row 1 of W has no positive weight"),
+        ([[0, 1, 1], [0, 0, 0], [1, 1, 0]], "W row 1 has no positive weight"),
     ],
 )
 def test_check_weights_names_the_problem(W, match):
@@ -91,7 +91,7 @@ def test_the_diagonal_is_ignored_whatever_it_holds():
 
 
 def test_builders_reject_bad_labels_and_parameters():
-    with pytest.raises(ValueError, match="class 3 in labels has a single sample"):
+    with pytest.raises(ValueError, match="labels has class 3 with 1 sample"):
         supcon_weights([0, 0, 3])
     with pytest.raises(ValueError, match="eps must lie strictly between 0 and 1"):
         soft_supcon_weights([0, 0, 1, 1], eps=1.0)
@@ -101,7 +101,9 @@ def test_builders_reject_bad_labels_and_parameters():
         gaussian_kernel_weights([[0.0], [np.nan]], sigma=1.0)
     with pytest.raises(TypeError, match="must be numbers"):
         gaussian_kernel_weights(np.array(["a", "b"]), sigma=1.0)
-    with pytest.raises(ValueError, match="needs sigma"):
+    with pytest.raises(ValueError, match="sigma is missing"):
         objective_weights("y-aware", [[0.0], [1.0]])
+    with pytest.raises(ValueError, match="eps does not apply to objective 'supcon'"):
+        objective_weights("supcon", [0, 0, 1, 1], eps=0.5)
     with pytest.raises(ValueError, match="objective must be one of"):
         objective_weights("simclr", [0, 0])

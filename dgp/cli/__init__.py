@@ -1,72 +1,162 @@
 """The ``dgp`` command line: one module per subcommand, errors as one ``error:`` line.
 
 Each subcommand module defines ``register(subparsers)``, which adds its parser and sets
-``func(args) -> int``. Bad input raises :class:`ValueError` or :class:`TypeError` in the library;
-here it becomes one line on stderr starting with ``error:`` and exit status 2. A failure of dgp
-itself (:class:`dgp.errors.SolverError`, or any unexpected exception) is one ``error:`` line with
-exit status 1: it is not the user's fault. ``DGP_TRACEBACK=1`` shows the traceback instead.
+``func(args) -> int``. The library raises errors that name its *parameters*
+(:class:`dgp.errors.ParameterError`); here they become one line on stderr starting with
+``error:``, naming the flag instead, with exit status 2. A failure of dgp itself
+(:class:`dgp.errors.SolverError`, or any unexpected exception) is one ``error:`` line with exit
+status 1: it is not the user's fault. ``DGP_TRACEBACK=1`` shows the traceback instead. Warnings
+of the library (:class:`dgp.errors.DgpWarning`) are ``warning:`` lines on stderr. The command
+line holds no mathematics.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
+import warnings
+from typing import ClassVar
 
-from dgp.errors import SolverError
+from dgp.errors import DgpWarning, ParameterError, ParameterTypeError, SolverError, join_param
 
-__all__ = ["main"]
+__all__ = ["build_parser", "flag_for", "main"]
 
 # Subcommand modules, in the order ``dgp --help`` lists them.
 _COMMANDS: tuple[str, ...] = (
     "classify", "metrics", "prove", "tour", "verify", "audit", "supcon", "optimum",
 )
 
+#: words people type for a flag, and the flag dgp has for it
+_SYNONYMS = {"--temperature": "--tau", "--temp": "--tau", "--t": "--tau", "--dimension": "--dim",
+             "--d": "--dim", "--epsilon": "--eps", "--label-temperature": "--label-tau",
+             "--tau-y": "--label-tau", "--bandwidth": "--sigma", "--out-json": "--json"}
+
+#: library parameter names whose flag is not ``--`` + the name with dashes
+_FLAGS = {"W": "WEIGHTS", "log_weights": "WEIGHTS (--log-weights)", "labels": "LABELS",
+          "Z": "--embeddings", "Zref": "--reference", "target": "MODULE:CALLABLE",
+          "input": "the input"}
+
+
+def flag_for(param: str) -> str:
+    """The command-line name of a library parameter (``label_tau`` -> ``--label-tau``)."""
+    head, sep, rest = param.partition("[")
+    flag = _FLAGS.get(head, "--" + head.replace("_", "-"))
+    return flag + sep + rest
+
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one ``error:`` line and exit 2."""
+    """An argument parser whose usage errors are one ``error:`` line naming the fix, exit 2."""
+
+    argv: ClassVar[tuple[str, ...]] = ()  # the command line being parsed, for suggestions
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"error: {message} (see `{self.prog} --help`)\n")
+        known = [o for a in self._actions for o in a.option_strings]
+        hint = ""
+        for arg in (a.split("=")[0] for a in _Parser.argv if a.startswith("--")):
+            if arg in known:
+                continue
+            close = [_SYNONYMS[arg]] if _SYNONYMS.get(arg) in known else difflib.get_close_matches(
+                arg, known, n=1, cutoff=0.6)
+            if close:
+                hint = f"; {arg} is not a flag of `{self.prog}`: did you mean {close[0]}?"
+                break
+        sys.stderr.write(f"error: {message}{hint} (see `{self.prog} --help`)\n")
         raise SystemExit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every subcommand."""
+    from dgp import __version__
+
     parser = _Parser(
         prog="dgp",
-        description="Weighted contrastive learning as a distance geometry problem.",
+        description="Weighted contrastive learning as a distance geometry problem: what geometry "
+        "a weighted InfoNCE objective gives your embeddings, before you train.",
     )
+    parser.add_argument("--version", action="version", version=f"dgp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in _COMMANDS:
         importlib.import_module(f"dgp.cli.{name}").register(sub)
+    parser.set_defaults(subcommands=sub.choices)
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    text = str(message).replace("\n", " ")
+    prefix = "warning: " if issubclass(category, DgpWarning) else f"warning: {category.__name__}: "
+    sys.stderr.write(prefix + text + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    if sys.stdout is None:  # started with stdout closed
+        sys.stderr.write("error: cannot write the output (stdout is closed)\n")
+        return 1
     parser = build_parser()
-    args = parser.parse_args(argv)
+    _Parser.argv = tuple(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # reported by the subcommand's parser, which knows its own flags
+        args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    previous = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
         return int(args.func(args) or 0)
     except SolverError as exc:  # dgp's own failure, not the user's
         sys.stderr.write(f"error: {exc}\n")
         return 1
+    except (ParameterError, ParameterTypeError) as exc:
+        sys.stderr.write(f"error: {join_param(flag_for(exc.param), exc.detail)}\n")
+        return 2
     except (ValueError, TypeError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     except BrokenPipeError:  # the reader (e.g. `| head`) left: not an error of ours
-        sys.stderr.close()
+        _quiet_stdout()
         return 0
     except ImportError as exc:  # a missing extra
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    except OSError as exc:  # the output could not be written (a full disk, /dev/full)
+        sys.stderr.write(f"error: cannot write the output ({exc.strerror or exc})\n")
+        return 1
     except Exception as exc:  # the one place that turns an internal failure into a line
         if os.environ.get("DGP_TRACEBACK"):
             raise
-        sys.stderr.write(f"error: internal error ({type(exc).__name__}: {exc}); please report it\n")
+        sys.stderr.write(f"error: internal error ({type(exc).__name__}: {exc}); please report "
+                         "it\n")
         return 1
+    finally:
+        warnings.showwarning = previous
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe, point stdout at /dev/null so that the interpreter's final flush
+    does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover - no file descriptor
+        pass
+
+
+def entry() -> None:
+    """Console-script entry point: exit with :func:`main`'s status, flushing stdout safely."""
+    status = main()
+    if sys.stdout is None:
+        raise SystemExit(status)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot write the output ({exc.strerror or exc})\n")
+        status = 1
+    raise SystemExit(status)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    entry()

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import argparse
-
-import numpy as np
+import sys
 
 from dgp.classification import METHODS, classify
-from dgp.cli._output import emit_json
+from dgp.cli._output import array_path, emit_json, plot_path, save_array
+from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.infonce import SIMILARITIES
-from dgp.io import load_array
-from dgp.objectives import OBJECTIVE_NAMES, classify_objective
+from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_labels, load_weights
+from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES, classify_objective
 
-__all__ = ["register", "render"]
+__all__ = ["register", "run"]
+
+_LABELS_HELP = (
+    "labels file for --objective: one column of class labels (integers or names) for "
+    "supcon/soft-supcon; an N x p table of floats otherwise (x-clr: label embeddings). "
+    f"Formats: {LABEL_FORMATS}".replace("%", "%%")
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,118 +27,142 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="classify the target geometry of a weighting",
         description="Classify the target geometry of a weight matrix (WEIGHTS) or of a named "
         "objective built from labels (--objective with --labels) as realizable, degenerate or "
-        "inconsistent, with a certificate.",
+        "inconsistent, with a certificate. Exit status 0 whatever the verdict.",
     )
-    p.add_argument("weights", nargs="?", metavar="WEIGHTS", help="N x N matrix (.npy/.csv/.txt)")
-    p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from labels")
-    p.add_argument("--labels", metavar="LABELS", help="labels file for --objective")
-    p.add_argument("--similarity", choices=SIMILARITIES, help="default: cosine (objective's own)")
+    p.add_argument("weights", nargs="?", metavar="WEIGHTS",
+                   help=WEIGHT_FORMATS.replace("%", "%%"))
+    p.add_argument("--log-weights", action="store_true",
+                   help="WEIGHTS holds log-weights (-inf for a zero weight): narrow kernels keep "
+                   "their information instead of underflowing to zero")
+    p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from --labels")
+    p.add_argument("--labels", metavar="LABELS", help=_LABELS_HELP)
+    p.add_argument("--label-column", metavar="NAME|K",
+                   help="the column of LABELS to use: a header name, or a 0-based position "
+                   "(default: the only column, or all columns of numbers)")
+    p.add_argument("--similarity", choices=SIMILARITIES,
+                   help="latent similarity (default: cosine, or the objective's own)")
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
     p.add_argument("--dim", type=int, required=True, help="embedding dimension >= 1")
-    p.add_argument("--sigma", type=float, help="label kernel width (y-aware, euclid-euclid)")
+    p.add_argument("--sigma", type=float, help="label kernel width > 0 (y-aware, euclid-euclid)")
     p.add_argument("--eps", type=float, help="cross-class weight in (0, 1) (soft-supcon)")
-    p.add_argument("--label-tau", type=float, help="label temperature (x-clr)")
-    p.add_argument("--rtol", type=float, default=1e-8, help="relative tolerance (default 1e-8)")
+    p.add_argument("--label-tau", type=float, help="label temperature > 0 (x-clr)")
+    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+                   help=f"relative tolerance per sample (default {DEFAULT_RTOL:g}, float64 "
+                   "rounding noise)")
     p.add_argument("--method", choices=METHODS, default="spectral", help="default: spectral")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--plot", metavar="FILE", help="also save a figure (needs the plot extra)")
+    p.add_argument("--embedding", action="store_true",
+                   help="include the optimal embedding in --json output")
+    p.add_argument("--plot", metavar="FILE",
+                   help="also save a figure (.png, .pdf or .svg; needs the plot extra)")
+    p.add_argument("--save-embedding", metavar="FILE",
+                   help="save the optimal embedding (N x rank) when realizable (.npy or .csv)")
+    p.add_argument("--save-gram", metavar="FILE",
+                   help="save the Gram matrix of the optimal embedding (N x N) when realizable")
+    p.add_argument("--quiet", action="store_true", help="no notes on stderr")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if (args.weights is None) == (args.objective is None):
         raise ValueError("give either a WEIGHTS file or --objective with --labels, not both")
-    if getattr(args, "plot", None) is not None:
+    plot = None
+    if args.plot is not None:
         from dgp.plots import require_matplotlib
 
         require_matplotlib()  # fail before any work when the plot extra is missing
+        plot = plot_path(args.plot)
+    saves = {flag: array_path(path, flag) for flag, path in
+             (("--save-embedding", args.save_embedding), ("--save-gram", args.save_gram))
+             if path is not None}
+    want_embedding = args.embedding or bool(saves)
     if args.objective is None:
-        for flag in ("labels", "sigma", "eps", "label_tau"):
+        for flag in ("labels", "label_column", "sigma", "eps", "label_tau"):
             if getattr(args, flag) is not None:
-                raise ValueError(f"--{flag.replace('_', '-')} needs --objective")
-        W = load_array(args.weights, name="WEIGHTS")
-        res = classify(
-            W,
-            similarity=args.similarity or "cosine",
-            tau=args.tau,
-            dim=args.dim,
-            rtol=args.rtol,
-            method=args.method,
-        )
+                raise ValueError(f"--{flag.replace('_', '-')} needs --objective (it builds the "
+                                 "weighting from labels)")
+        data = load_weights(args.weights, name="WEIGHTS")
+        _note_long(data.shape[0], args)
+        kwargs = {"log_weights": data} if args.log_weights else {"W": data}
+        res = classify(similarity=args.similarity or "cosine", tau=args.tau, dim=args.dim,
+                       rtol=args.rtol, method=args.method, **kwargs)
     else:
         if args.labels is None:
             raise ValueError(f"--objective {args.objective} needs --labels LABELS")
-        labels = load_array(args.labels, name="LABELS")
+        if args.log_weights:
+            raise ValueError("--log-weights applies to a WEIGHTS file, not to --objective")
+        rec = OBJECTIVES[args.objective]
+        # the flags first (cheap), then the file
+        rec.check_params(sigma=args.sigma, eps=args.eps, label_tau=args.label_tau)
+        kind = rec.labels
+        data = load_labels(args.labels, name="LABELS", column=_column(args.label_column),
+                           kind=kind).values
         res = classify_objective(
-            args.objective,
-            labels,
-            tau=args.tau,
-            dim=args.dim,
-            sigma=args.sigma,
-            eps=args.eps,
-            label_tau=args.label_tau,
-            similarity=args.similarity,
-            rtol=args.rtol,
-            method=args.method,
+            args.objective, data, tau=args.tau, dim=args.dim, sigma=args.sigma, eps=args.eps,
+            label_tau=args.label_tau, similarity=args.similarity, rtol=args.rtol,
+            method=args.method, embed=want_embedding,
         )
-    if getattr(args, "plot", None) is not None:
-        _plot(args, res, W if args.objective is None else labels)
+    if plot is not None:
+        _plot(args, res, data, plot)
+    _save(res, saves)
     if args.json:
-        emit_json(res.to_dict())
+        emit_json(res.to_dict(embedding=args.embedding))
     else:
-        print(render(res))
-        if getattr(args, "plot", None) is not None:
-            print(f"figure       {args.plot}")
+        print(res)
+        if plot is not None:
+            print(f"figure       {plot}")
     return 0
 
 
-def _plot(args: argparse.Namespace, res, data) -> None:
+def _note_long(n: int, args: argparse.Namespace) -> None:
+    """Say on stderr when a dense classification will take a while (one N^3 reduction)."""
+    seconds = (n / 2000.0) ** 3  # about a second per 2000^3 on one core
+    if seconds >= 10 and not (args.quiet or args.json):
+        sys.stderr.write(f"note: N = {n}: one dense {n} x {n} tridiagonalisation, about "
+                         f"{seconds / 60:.0f} min on one core...\n" if seconds >= 120 else
+                         f"note: N = {n}: one dense {n} x {n} tridiagonalisation, about "
+                         f"{seconds:.0f} s on one core...\n")
+        sys.stderr.flush()
+
+
+def _save(res, saves: dict[str, str]) -> None:
+    """Write ``--save-embedding`` / ``--save-gram`` (a warning when there is nothing to save)."""
+    import warnings
+
+    from dgp.errors import DgpWarning
+
+    for flag, path in saves.items():
+        if res.embedding is None:
+            warnings.warn(f"{flag} {path}: nothing saved, the verdict is {res.verdict} and there "
+                          "is no unique optimal embedding", DgpWarning, stacklevel=2)
+            continue
+        Z = res.embedding
+        save_array(path, Z if flag == "--save-embedding" else Z @ Z.T)
+
+
+def _column(text: str | None) -> str | int | None:
+    """``--label-column``: a header name, or a 0-based position (as ``load_labels``)."""
+    if text is None or not text.lstrip("-").isdigit():
+        return text
+    return int(text)
+
+
+def _plot(args: argparse.Namespace, res, data, path: str) -> None:
     """Save the figure of ``--plot FILE`` (the c family and, when realizable, the target)."""
+    import numpy as np
+
     from dgp.plots import MAX_PLOT_N, classification_figure
-    from dgp.weights import column_normalised_y_aware_weights, objective_weights
+    from dgp.weights import objective_log_weights
 
+    if res.n > MAX_PLOT_N:
+        raise ValueError(f"--plot draws N x N matrices; N = {res.n} is above {MAX_PLOT_N} "
+                         "(drop --plot)")
     if args.objective is None:
-        W = data
-    elif res.n > MAX_PLOT_N:
-        raise ValueError(
-            f"--plot draws N x N matrices; N = {res.n} is above {MAX_PLOT_N} (drop --plot)"
-        )
-    elif args.objective == "y-aware-colnorm":
-        W = column_normalised_y_aware_weights(data, sigma=args.sigma)
+        W = np.exp(data) if args.log_weights else data
     else:
-        W = objective_weights(
-            args.objective, data, sigma=args.sigma, eps=args.eps, label_tau=args.label_tau
-        )
-    if res.embedding is None and res.verdict == "realizable" and W.shape[0] <= MAX_PLOT_N:
-        from dgp.classification import classify
-
-        res = classify(W, similarity=res.similarity, tau=res.tau, dim=res.dim, rtol=res.rtol)
-    classification_figure(W, res).savefig(args.plot, dpi=100)
-
-
-def render(res) -> str:
-    """A short human-readable report of a :class:`dgp.Classification`."""
-
-    def num(x):
-        return "unbounded" if x is None else f"{x:.6g}"
-
-    lines = [
-        f"verdict      {res.verdict}" + (f" (rank {res.rank})" if res.rank is not None else ""),
-        f"reason       {res.reason}",
-        f"weighting    N = {res.n}"
-        + (f", objective {res.objective}" if res.objective else "")
-        + f", {res.similarity} similarity, tau = {res.tau:g}, dim = {res.dim}",
-        (
-            f"bound        sum_i H(p_i) = {res.entropic_bound:.6g} nats"
-            + ("" if res.attainable else " (not attained)")
-            if np.isfinite(res.entropic_bound)
-            else f"bound        {res.certificate.get('entropic_bound', 'not computed')}"
-        ),
-    ]
-    if res.c_interval is not None:
-        lo, hi = res.c_interval
-        lines.append(f"c interval   [{num(lo)}, {num(hi)}]  (s*_ij = log w_ij + c)")
-    lines.append(
-        f"certificate  {res.certificate.get('kind', '?')}; method {res.method}, rtol {res.rtol:g}"
-    )
-    return "\n".join(lines)
+        W = np.exp(objective_log_weights(args.objective, data, sigma=args.sigma, eps=args.eps,
+                                         label_tau=args.label_tau))
+    if res.embedding is None and res.verdict == "realizable":
+        res = classify(W, similarity=res.similarity, tau=res.tau, dim=res.dim,
+                       rtol=res.tolerance["rtol"])
+    classification_figure(W, res).savefig(path, dpi=100)

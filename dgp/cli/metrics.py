@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from dgp.cli._output import emit_json, table
+from dgp.io import WEIGHT_FORMATS
 
 __all__ = ["register", "run"]
 
@@ -19,10 +20,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "reference ZREF; with --weights and --tau also the entropic gap L(Z) - Σ H(p_i)."
         ),
     )
-    p.add_argument("--embeddings", required=True, metavar="Z", help="N x d .npy/.csv file")
-    p.add_argument("--reference", required=True, metavar="ZREF", help="N x d' .npy/.csv file")
     p.add_argument(
-        "--weights", metavar="W", help="N x N weighting (.npy/.csv) for the entropic gap"
+        "--embeddings", required=True, metavar="Z", help="N x d array (.npy, .npz, .csv, .txt)"
+    )
+    p.add_argument(
+        "--reference", required=True, metavar="ZREF", help="N x d' array (.npy, .npz, .csv, .txt)"
+    )
+    p.add_argument(
+        "--weights", metavar="W", help=f"weighting for the entropic gap: {WEIGHT_FORMATS}"
     )
     p.add_argument("--tau", type=float, help="temperature (needed with --weights)")
     p.add_argument(
@@ -33,15 +38,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dgp import metrics
-    from dgp.io import load_array
+    import scipy.sparse
 
-    Z = load_array(args.embeddings, name="embeddings")
-    Zref = load_array(args.reference, name="reference")
+    from dgp import metrics
+    from dgp.io import check_memory, load_array, load_weights
+
     if args.weights is not None and args.tau is None:
         raise ValueError("--weights needs --tau (the temperature of the loss)")
     if args.tau is not None and args.weights is None:
         raise ValueError("--tau is only used with --weights (the entropic gap needs a weighting)")
+    Z = load_array(args.embeddings, name="embeddings")
+    Zref = load_array(args.reference, name="reference")
+    W = None
+    if args.weights is not None:
+        W = load_weights(args.weights, name="weights")
+        if scipy.sparse.issparse(W):
+            n = W.shape[0]
+            check_memory(
+                2 * 8.0 * n * n,
+                what=f"the dense {n} x {n} weighting of the entropic gap",
+                hint="compute the gap on a subsample of the rows",
+            )
+            W = W.toarray()
     out: dict[str, object] = {
         "n": int(Z.shape[0]),
         "similarity": args.similarity,
@@ -52,8 +70,7 @@ def run(args: argparse.Namespace) -> int:
         "entropic_gap": None,
         "tau": args.tau,
     }
-    if args.weights is not None:
-        W = load_array(args.weights, name="weights")
+    if W is not None:
         out["entropic_gap"] = metrics.entropic_gap(Z, W, tau=args.tau, similarity=args.similarity)
     if args.json:
         emit_json(out)

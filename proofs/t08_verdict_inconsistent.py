@@ -64,7 +64,7 @@ def test_property_certificates_recheck(W, tau, dim, similarity):
     if res.verdict != "inconsistent":
         return
     assert not res.attainable and res.rank is None
-    cert = res.certificate
+    cert = res.to_dict()["certificate"]
     event(f"{similarity}: {cert['kind']}")
     if cert["kind"] == "zero_weight":
         i, j = cert["entry"]
@@ -111,7 +111,7 @@ def test_property_zero_weight_gap_bounded_below(W, seed, d, tau):
     """Cosine, zero weight: gap >= e^{-2/tau}/(N-1) for every embedding; verdict inconsistent."""
     n = W.shape[0]
     res = classify(W, similarity="cosine", tau=tau, dim=d)
-    assert res.verdict == "inconsistent" and res.certificate["kind"] == "zero_weight"
+    assert res.verdict == "inconsistent" and res.certificate.kind == "zero_weight"
     Z = np.random.default_rng(seed).standard_normal((n, d))
     gap = float(ref.kl_rows(ref.similarities(Z, tau, "cosine"), W).sum())
     assert gap >= math.exp(-2.0 / tau) / (n - 1) * (1 - 1e-9)

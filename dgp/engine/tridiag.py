@@ -11,14 +11,32 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+from scipy.linalg.blas import dsyr2
 from scipy.linalg.lapack import dormqr, dsytrd, dsytrd_lwork
+
+from dgp.errors import SolverError
+
+#: reflectors applied per LAPACK call in :meth:`Tridiagonal.apply_q`
+CHUNK = 64
+
+__all__ = [
+    "CHUNK",
+    "Tridiagonal",
+    "ones_reflector_apply",
+    "ones_reflector_vectors",
+    "tridiagonal_count_below",
+    "tridiagonal_eigh",
+    "tridiagonal_eigvals",
+]
 
 
 def ones_reflector_apply(M: np.ndarray) -> np.ndarray:
-    r"""Return :math:`HMH` for the Householder reflection :math:`H` with
-    :math:`He_1 = 1/\sqrt N`, so that the first coordinate is the direction of :math:`1`.
+    r"""Overwrite the upper triangle of a C-ordered symmetric ``M`` with that of :math:`HMH`,
+    :math:`H` the Householder reflection with :math:`He_1 = 1/\sqrt N`, so that the first
+    coordinate is the direction of :math:`1`.
 
-    ``M`` must be symmetric; it is overwritten. Cost :math:`O(N^2)`.
+    Only the upper triangle is updated (one BLAS ``dsyr2``, no ``N x N`` temporary): it is the
+    triangle :class:`Tridiagonal` reads. Cost :math:`O(N^2)`.
     """
     n = M.shape[0]
     v = np.full(n, -1.0 / np.sqrt(n))
@@ -26,9 +44,9 @@ def ones_reflector_apply(M: np.ndarray) -> np.ndarray:
     beta = 2.0 / float(v @ v)
     p = beta * (M @ v)
     q = p - (0.5 * beta * float(v @ p)) * v
-    # symmetric rank-two update M - v q^T - q v^T
-    M -= np.outer(v, q)
-    M -= np.outer(q, v)
+    # symmetric rank-two update M - v q^T - q v^T; M.T is the same matrix in Fortran order, and
+    # its lower triangle is the upper triangle of M
+    dsyr2(-1.0, v, q, lower=1, a=M.T, overwrite_a=1)
     return M
 
 
@@ -43,7 +61,8 @@ def ones_reflector_vectors(Y: np.ndarray) -> np.ndarray:
 
 class Tridiagonal:
     r"""Orthogonal tridiagonalisation :math:`M = Q T Q^\top` with :math:`Qe_1 = e_1` (LAPACK
-    ``dsytrd``); eigenvectors of :math:`T` map back through the stored reflectors."""
+    ``dsytrd``, reading the upper triangle of the C-ordered ``M``, which it overwrites);
+    eigenvectors of :math:`T` map back through the stored reflectors."""
 
     def __init__(self, M: np.ndarray) -> None:
         n = M.shape[0]
@@ -56,24 +75,34 @@ class Tridiagonal:
         # M is symmetric, so its transpose is the same matrix in Fortran order (no copy)
         c, d, e, tau, info = dsytrd(M.T, lower=1, lwork=int(lwork), overwrite_a=1)
         if info != 0:  # pragma: no cover - LAPACK argument error
-            raise RuntimeError(f"dsytrd failed with info={info}")
+            raise SolverError(f"LAPACK dsytrd failed with info={info}")
         self.d, self.e, self._c, self._tau = d, e, c, tau
 
     def apply_q(self, Y: np.ndarray) -> np.ndarray:
-        """``Q @ Y`` for an ``n x k`` block, in :math:`O(n^2 k)` (LAPACK ``dormqr``).
+        r"""``Q @ Y`` for an ``n x k`` block, in :math:`O(n^2 k)`.
 
-        The reflectors of ``dsytrd`` (lower) below the subdiagonal are those of a QR
-        factorisation of the trailing ``(n-1) x (n-1)`` block, so ``dormqr`` applies them.
+        ``dsytrd`` (lower) stores reflector ``i`` as :math:`H_i = I - \tau_i v_iv_i^\top` with
+        :math:`v_i = (0, \dots, 0, 1, c_{i+2:, i})` starting at row ``i + 1``, and
+        :math:`Q = H_0 H_1 \cdots H_{n-2}`. They are applied in reverse order by chunks of
+        ``CHUNK`` reflectors with LAPACK ``dormqr``, each chunk a small contiguous copy of its
+        columns: ``dormqr`` on the whole trailing block would need a contiguous copy of it,
+        another ``N x N`` array.
         """
         Y = np.array(Y, dtype=float, copy=True)
-        if self.n > 1 and Y.shape[1] > 0:
+        n = self.n
+        if n > 1 and Y.shape[1] > 0:
+            c, tau = self._c, self._tau
             lwork = max(1, 64 * Y.shape[1])
-            out, _, info = dormqr(
-                "L", "N", self._c[1:, : self.n - 1], self._tau, Y[1:], lwork=lwork
-            )
-            if info != 0:  # pragma: no cover - LAPACK argument error
-                raise RuntimeError(f"dormqr failed with info={info}")
-            Y[1:] = out
+            starts = list(range(0, n - 1, CHUNK))
+            for i0 in reversed(starts):
+                i1 = min(n - 1, i0 + CHUNK)
+                # reflectors i0..i1-1 act on rows i0+1.. : a QR factor of c[i0+1:, i0:i1]
+                a = np.asfortranarray(c[i0 + 1 :, i0:i1])
+                out, _, info = dormqr("L", "N", a, tau[i0:i1], Y[i0 + 1 :], lwork=lwork,
+                                      overwrite_c=0)
+                if info != 0:  # pragma: no cover - LAPACK argument error
+                    raise SolverError(f"LAPACK dormqr failed with info={info}")
+                Y[i0 + 1 :] = out
         return Y
 
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dgp._linalg import tall_r
 from dgp.errors import check_labels_continuous, check_rtol
-from dgp.structured import tall_r
 
-__all__ = ["SphereFit", "fit_sphere"]
+__all__ = ["SphereFit", "fit_sphere", "sphere_of"]
 
 
 @dataclass(frozen=True)
@@ -96,9 +96,12 @@ def fit_sphere(points: object, *, rtol: float = 1e-10) -> SphereFit:
     >>> fit.affine_dim, round(fit.radius, 12), fit.centre.round(12).tolist()
     (2, 2.0, [3.0, -1.0, 5.0])
     """
-    y = check_labels_continuous(points, "points")
-    rtol = check_rtol(rtol)
-    d0 = y - y[0]  # exact zeros for repeated labels (see dgp.structured.centre_points)
+    return sphere_of(check_labels_continuous(points, "points"), rtol=check_rtol(rtol))
+
+
+def sphere_of(y: np.ndarray, *, rtol: float) -> SphereFit:
+    """:func:`fit_sphere` of validated ``N x p`` float points."""
+    d0 = y - y[0]  # exact zeros for repeated labels (see dgp._linalg.centre_points)
     shift = d0.mean(axis=0)
     yc = d0 - shift
     mean = y[0] + shift

@@ -78,7 +78,7 @@ def test_property_interval_matches_dense_scan(W, tau):
     if iv.lo is None:
         event("empty family (Farkas)")
         assert res.c_interval is None and res.verdict == "inconsistent"
-        cert = res.certificate
+        cert = res.to_dict()["certificate"]
         assert cert["kind"] == "farkas"
         wts = np.asarray(cert["weights"])
         V = np.asarray(cert["vectors"])
@@ -102,7 +102,7 @@ def test_property_interval_matches_dense_scan(W, tau):
     delta = 1e-4 * max(1.0, abs(lo), abs(hi))
     assert ref.lam_min(ref.gram(ell, tau, lo - delta)) < 0
     assert ref.lam_min(ref.gram(ell, tau, hi + delta)) < 0
-    ranks = res.certificate["ranks"]
+    ranks = res.certificate.ranks
     for key, c in (("lo", lo), ("hi", hi), ("interior", 0.5 * (lo + hi))):
         r = ref.gram_rank(ref.gram(ell, tau, c))
         if not r.ambiguous and hi - lo > 1e-5 * max(1.0, abs(hi)):

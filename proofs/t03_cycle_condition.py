@@ -22,9 +22,10 @@ from hypothesis import given
 
 from dgp import strategies as ds
 from dgp.classification import classify
+from dgp.engine.target import log_target, log_weights
+from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
 from dgp.proofs import _reference as ref
 from dgp.proofs._theorem import Theorem, property_settings
-from dgp.target import log_target
 
 THEOREM = Theorem(
     id="cycle-condition",
@@ -79,10 +80,11 @@ def test_symbolic_potentials_symmetrise():
 def test_property_symmetrizable_accepted(W):
     """Row-rescaled symmetric weights pass; ell is symmetric, ell - log W is constant along each
     row, and ell agrees with the least-squares potentials over all pairs."""
-    tgt = log_target(W.copy(), rtol=1e-8)
+    lw = log_weights(W)
+    tgt = log_target(lw, Tolerance.make(DEFAULT_RTOL, n=W.shape[0]))
     assert tgt.consistent and tgt.cycle is None
     n = W.shape[0]
-    ell = tgt.ell
+    ell = tgt.ell + lw.shift  # the canonical target, back in the convention of W
     assert np.allclose(ell, ell.T, atol=0, rtol=0)
     off = ~np.eye(n, dtype=bool)
     logW = np.log(np.where(off, W, 1.0))
@@ -98,7 +100,7 @@ def test_property_symmetrizable_accepted(W):
 def test_property_broken_cycle_rejected(W):
     """A broken triangle is detected; the reported cycle's log-ratio is the one of W, and it is
     the largest triangle log-ratio through vertex 0 (all triangles recomputed from W)."""
-    tgt = log_target(W.copy(), rtol=1e-8)
+    tgt = log_target(log_weights(W), Tolerance.make(DEFAULT_RTOL, n=W.shape[0]))
     assert not tgt.consistent
     i0, i, j = tgt.cycle
     assert i0 == 0
@@ -113,4 +115,4 @@ def test_property_broken_cycle_rejected(W):
     _, resid = ref.potentials(W)
     assert resid > 1e-3  # no potentials fit: independent confirmation
     res = classify(W, tau=0.5, dim=W.shape[0])
-    assert res.verdict == "inconsistent" and res.certificate["kind"] == "cycle"
+    assert res.verdict == "inconsistent" and res.certificate.kind == "cycle"

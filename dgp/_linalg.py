@@ -1,0 +1,135 @@
+r"""Shared numerics: squared distances from differences, embeddings with fixed signs, the
+regular simplex and Soft SupCon's closed forms, tall QR factors.
+
+Every module that needs one of these imports it from here, so that each is written once.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+__all__ = [
+    "centre_points",
+    "deterministic_blas",
+    "embedding_from_eigh",
+    "fix_signs",
+    "helmert",
+    "simplex_gram",
+    "soft_supcon_rho",
+    "soft_supcon_tau_star",
+    "squared_distances",
+    "tall_r",
+]
+
+
+@contextmanager
+def deterministic_blas():
+    """Run BLAS on one thread: multi-threaded reductions round differently with the thread count,
+    so identical input would not always give identical output (eigenvalues in the last digits,
+    and the basis of a repeated eigenvalue's eigenspace)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def fix_signs(U: np.ndarray) -> np.ndarray:
+    """Flip each column so that its first entry of (nearly) largest magnitude is positive.
+
+    "Nearly": within a relative ``1e-6`` of the largest, so that rounding differences between
+    two equal-magnitude entries of opposite sign (``(1, -1)/sqrt 2``) cannot flip the choice.
+    """
+    U = np.asarray(U, dtype=float)
+    if U.size == 0:
+        return U
+    mag = np.abs(U)
+    top = mag.max(axis=0)
+    idx = np.argmax(mag >= (1.0 - 1e-6) * top, axis=0)
+    signs = np.sign(U[idx, np.arange(U.shape[1])])
+    signs[signs == 0] = 1.0
+    return U * signs
+
+
+def embedding_from_eigh(lam: np.ndarray, U: np.ndarray, r: int) -> np.ndarray:
+    """Points ``U sqrt(lam)`` from the ``r`` largest eigenpairs (eigenvalues clipped at zero
+    before the square root, signs fixed by :func:`fix_signs`)."""
+    order = np.argsort(lam, kind="stable")[::-1][:r]
+    return fix_signs(U[:, order]) * np.sqrt(np.clip(lam[order], 0.0, None))
+
+
+def centre_points(y: np.ndarray) -> np.ndarray:
+    """Points centred at their mean, computed as ``(y - y_0) - mean(y - y_0)``.
+
+    Differences to the first point are exact for nearby labels (Sterbenz), so labels far from
+    the origin (an offset of ``1e7``) keep their geometry, and identical labels give exactly
+    zero (a plain ``y - mean(y)`` leaves rounding noise that relative tolerances read as
+    structure).
+    """
+    x = np.asarray(y, dtype=float) - np.asarray(y, dtype=float)[0]
+    x -= x.mean(axis=0)
+    return x
+
+
+def squared_distances(y: np.ndarray, *, block_elements: int = 1 << 22) -> np.ndarray:
+    r"""Squared distances :math:`|y_i - y_j|^2` (``N x N``, zero diagonal), summed coordinate by
+    coordinate over exact differences: no cancellation from
+    :math:`|y_i|^2 + |y_j|^2 - 2 y_i\cdot y_j`, whatever the offset of the labels or the ratio of
+    their distances.
+    """
+    x = centre_points(y)
+    n, p = x.shape
+    D = np.zeros((n, n))
+    step = max(1, block_elements // max(1, n))
+    for s in range(0, n, step):
+        blk = D[s : s + step]
+        for k in range(p):
+            diff = x[s : s + step, k, None] - x[None, :, k]
+            diff *= diff
+            blk += diff
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+def simplex_gram(K: int) -> np.ndarray:
+    r"""Gram matrix of the centred regular simplex on the unit sphere:
+    :math:`G_{cc'} = -1/(K-1)` off the diagonal, 1 on it."""
+    G = np.full((K, K), -1.0 / (K - 1))
+    np.fill_diagonal(G, 1.0)
+    return G
+
+
+def soft_supcon_rho(tau: float, eps: float) -> float:
+    r"""Soft SupCon's equiangular target cosine :math:`\rho = 1 + \tau\log\varepsilon`."""
+    return 1.0 + tau * math.log(eps)
+
+
+def soft_supcon_tau_star(K: int, eps: float) -> float:
+    r"""Soft SupCon's critical temperature :math:`\tau^* = K/((K-1)(-\log\varepsilon))`, where
+    its target is the centred regular simplex (realizable iff :math:`\tau \le \tau^*` when
+    every class has at least 2 samples)."""
+    return K / ((K - 1) * (-math.log(eps)))
+
+
+def helmert(n: int) -> np.ndarray:
+    """Orthonormal basis (``n x (n-1)``) of the zero-sum vectors of :math:`\\mathbb R^n`."""
+    H = np.zeros((n, n - 1))
+    for j in range(1, n):
+        H[:j, j - 1] = 1.0 / np.sqrt(j * (j + 1))
+        H[j, j - 1] = -j / np.sqrt(j * (j + 1))
+    return H
+
+
+def tall_r(M: np.ndarray, *, block: int = 65536) -> np.ndarray:
+    r"""The triangular factor :math:`R` of a Householder QR of a tall matrix, by blocks (TSQR).
+
+    :math:`R` of the stacked block factors is an :math:`R` of ``M`` (``M = QR`` with orthonormal
+    ``Q``, exact even when ``M`` is rank deficient); ``Q`` is never formed. :math:`O(Nk^2)` time,
+    :math:`O(\text{block}\cdot k)` extra memory. Shape ``(min(N, k), k)``.
+    """
+    n = M.shape[0]
+    if n <= block:
+        return np.linalg.qr(M, mode="r")
+    parts = [np.linalg.qr(M[s : s + block], mode="r") for s in range(0, n, block)]
+    return tall_r(np.vstack(parts), block=block)

@@ -1,0 +1,173 @@
+r"""The dense engine: the whole target family from one tridiagonalisation.
+
+Cosine: :math:`G(\mu) = A + \mu(11^\top - I)` with :math:`A = I + \tau\ell` and
+:math:`\mu = \tau c`. In the orthonormal basis :math:`(1/\sqrt N, V)` given by one Householder
+reflection, :math:`11^\top - I = \mathrm{diag}(N-1, -1, \dots, -1)`; tridiagonalising
+:math:`HAH` with :math:`e_1` fixed gives :math:`G(\mu) \cong T + \mu(Ne_1e_1^\top - I)`, still
+tridiagonal, so each eigenvalue question along the family costs :math:`O(N)` after one
+:math:`O(N^3)` reduction (cheaper than one full ``eigvalsh``).
+
+Euclidean: the same reflection gives :math:`B = V^\top\ell V` as the trailing block of
+:math:`H\ell H`; with the first row and column cleared, ``dsytrd`` tridiagonalises it in place.
+
+Everything happens in the memory of the canonical log-weights: no other ``N x N`` array.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dgp._linalg import fix_signs
+from dgp.engine.family import (
+    CosineSpectrum,
+    EuclideanSpectrum,
+    FarkasData,
+    combine_farkas,
+    cosine_family,
+    euclidean_family,
+    farkas_offset,
+)
+from dgp.engine.target import LogTarget, offdiag_range
+from dgp.engine.tolerance import Tolerance
+from dgp.engine.tridiag import (
+    Tridiagonal,
+    ones_reflector_apply,
+    ones_reflector_vectors,
+    tridiagonal_count_below,
+    tridiagonal_eigh,
+    tridiagonal_eigvals,
+)
+
+__all__ = ["DenseCosineSpectrum", "DenseEuclideanSpectrum", "dense_family"]
+
+#: largest N for which Farkas vectors are listed in the certificate
+FARKAS_VECTORS_MAX_N = 2000
+
+
+class DenseCosineSpectrum(CosineSpectrum):
+    """:math:`G(\\mu)` from the tridiagonal form of :math:`HAH` (module docstring)."""
+
+    def __init__(self, target: LogTarget, tau: float) -> None:
+        ell = target.ell
+        n = ell.shape[0]
+        self.n = n
+        lo, hi = offdiag_range(ell)
+        # every off-diagonal entry tau*ell_ij + mu must lie in [-1, 1]; one unit beyond, some
+        # 2x2 minor has an eigenvalue <= -1, so phi < 0 at both ends of the box
+        box_lo, box_hi = -1.0 - tau * lo, 1.0 - tau * hi
+        self._box = (min(box_lo, box_hi) - 1.0, max(box_lo, box_hi) + 1.0)
+        A = ell
+        A *= tau
+        np.fill_diagonal(A, 1.0)  # A = I + tau ell, in place
+        self.tri = Tridiagonal(ones_reflector_apply(A))
+        self.d0, self.e = self.tri.d, self.tri.e
+
+    def _diag(self, mu: float) -> np.ndarray:
+        d = self.d0 - mu
+        d[0] = self.d0[0] + mu * (self.n - 1)
+        return d
+
+    def box(self) -> tuple[float, float]:
+        return self._box
+
+    def lam_min_slope(self, mu: float) -> tuple[float, float]:
+        # d/dmu x^T (T + mu (N e1 e1^T - I)) x = N x_1^2 - 1 for the bottom eigenvector x
+        lam, x = tridiagonal_eigh(self._diag(mu), self.e, 0, 0)
+        return float(lam[0]), float(self.n * x[0, 0] ** 2 - 1.0)
+
+    def lam_max(self, mu: float) -> float:
+        return float(tridiagonal_eigvals(self._diag(mu), self.e, self.n - 1, self.n - 1)[0])
+
+    def smallest(self, mu: float, k: int) -> np.ndarray:
+        if k <= 0:
+            return np.zeros(0)
+        return tridiagonal_eigvals(self._diag(mu), self.e, 0, k - 1)
+
+    def kth(self, mu: float, k: int) -> float:
+        return float(tridiagonal_eigvals(self._diag(mu), self.e, k, k)[0])
+
+    def smallest_slopes(self, mu: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+        lam, x = tridiagonal_eigh(self._diag(mu), self.e, 0, k - 1)
+        return lam, self.n * x[0] ** 2 - 1.0
+
+    def count_at_most(self, mu: float, x: float) -> int:
+        return tridiagonal_count_below(self._diag(mu), self.e, np.nextafter(x, np.inf))
+
+    def embedding(self, mu: float, r: int) -> np.ndarray:
+        n = self.n
+        if r == 0:
+            return np.zeros((n, 0))
+        lam, Y = tridiagonal_eigh(self._diag(mu), self.e, n - r, n - 1)
+        X = ones_reflector_vectors(self.tri.apply_q(Y))[:, ::-1]
+        return fix_signs(X) * np.sqrt(np.clip(lam[::-1], 0.0, None))
+
+    def farkas(self, mu_star: float, phi_star: float) -> FarkasData:
+        r"""A dual certificate :math:`Y \succeq 0` with :math:`\langle Y, 11^\top - I\rangle = 0`
+        and :math:`\langle Y, A\rangle < 0` (:func:`dgp.engine.family.combine_farkas`)."""
+        n = self.n
+        delta = farkas_offset(mu_star, phi_star, n)
+        sides = []
+        for mu in (mu_star - delta, mu_star + delta):
+            lam, y = tridiagonal_eigh(self._diag(mu), self.e, 0, 0)
+            x = fix_signs(ones_reflector_vectors(self.tri.apply_q(y)))[:, 0]
+            slope = float(x.sum() ** 2 - 1.0)
+            # x^T A x = x^T G(mu) x - mu x^T (11^T - I) x = lambda - mu * slope
+            sides.append((x if n <= FARKAS_VECTORS_MAX_N else None, slope,
+                          float(lam[0]) - mu * slope))
+        return combine_farkas(
+            tuple(sides),
+            note=f"vectors not listed above N = {FARKAS_VECTORS_MAX_N}: they are the bottom "
+            f"eigenvectors of G(c) at c = (c_at_max -/+ {delta:.3g}/tau)",
+        )
+
+
+class DenseEuclideanSpectrum(EuclideanSpectrum):
+    """:math:`B = V^\\top\\ell V` tridiagonalised in the memory of ``ell``."""
+
+    def __init__(self, target: LogTarget) -> None:
+        ell = target.ell
+        n = ell.shape[0]
+        self.n = n
+        self.spread = target.spread
+        ones_reflector_apply(ell)
+        ell[0, :] = 0.0  # clear the coupling to the direction of 1: B is the trailing block
+        ell[:, 0] = 0.0
+        self.tri = Tridiagonal(ell)
+        # the first reflector of dsytrd is the identity (its column is zero): T = 0 (+) T_B
+        self.d, self.e = self.tri.d[1:].copy(), self.tri.e[1:].copy()
+
+    def extremes(self) -> tuple[float, float]:
+        m = self.n - 1
+        lo = float(tridiagonal_eigvals(self.d, self.e, 0, 0)[0])
+        hi = float(tridiagonal_eigvals(self.d, self.e, m - 1, m - 1)[0])
+        return lo, hi
+
+    def smallest(self, k: int) -> np.ndarray:
+        if k <= 0:
+            return np.zeros(0)
+        return tridiagonal_eigvals(self.d, self.e, 0, k - 1)
+
+    def kth(self, k: int) -> float:
+        return float(tridiagonal_eigvals(self.d, self.e, k, k)[0])
+
+    def count_at_most(self, x: float) -> int:
+        return tridiagonal_count_below(self.d, self.e, np.nextafter(x, np.inf))
+
+    def embedding(self, c: float, r: int, tau: float) -> np.ndarray:
+        n, m = self.n, self.n - 1
+        if r == 0:
+            return np.zeros((n, 0))
+        lam, Y = tridiagonal_eigh(self.d - c, self.e, m - r, m - 1)
+        full = np.vstack([np.zeros((1, r)), Y])
+        X = ones_reflector_vectors(self.tri.apply_q(full))[:, ::-1]
+        return fix_signs(X) * np.sqrt(tau * np.clip(lam[::-1], 0.0, None))
+
+
+def dense_family(target: LogTarget, *, similarity: str, tau: float, tol: Tolerance) -> Any:
+    """The family of a dense log-target (overwrites ``target.ell``)."""
+    if similarity == "cosine":
+        return cosine_family(DenseCosineSpectrum(target, tau), tau=tau, tol=tol)
+    return euclidean_family(DenseEuclideanSpectrum(target), tau=tau, tol=tol)
+

@@ -1,0 +1,448 @@
+r"""The target family and the decisions along it, shared by every engine.
+
+Cosine: :math:`G(\mu) = A + \mu(11^\top - I)`, :math:`\mu = \tau c`, :math:`A = I + \tau\ell`.
+:math:`\varphi(\mu) = \lambda_{\min}(G(\mu))` is concave (a minimum of affine functions), so the
+admissible set :math:`\{\mu : G(\mu) \succeq 0\}` is an interval. We maximise :math:`\varphi`
+with cutting planes (a supergradient is :math:`(1^\top x)^2 - 1` for the bottom eigenvector
+:math:`x`), then bracket its two roots. Strictly inside the interval every member has full
+rank ``N`` (the determinant of :math:`A + t(11^\top - I)` is a non-zero polynomial of ``t``
+and :math:`\varphi` is concave), so only the end points can have a lower rank.
+
+Euclidean: on :math:`1^\perp`, :math:`-\tfrac12 J D(c) J = \tau(B - cI)` with
+:math:`B = V^\top \ell V`, so :math:`D(c)` is an EDM iff :math:`c \le c_{\max} =
+\lambda_{\min}(B)`, with rank :math:`N - 1` below and :math:`N - 1` minus the multiplicity of
+:math:`\lambda_{\min}` at the end point.
+
+Each engine supplies the spectrum through a small oracle (:class:`CosineSpectrum`,
+:class:`EuclideanSpectrum`); the decisions (the concave search, the end points, their ranks, the
+margins of every comparison) are made here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+
+from dgp.engine.tolerance import Margin, Tolerance
+
+__all__ = [
+    "CosineSpectrum",
+    "End",
+    "EuclideanSpectrum",
+    "Family",
+    "FarkasData",
+    "argmax_concave",
+    "combine_farkas",
+    "cosine_family",
+    "euclidean_family",
+    "farkas_offset",
+]
+
+_EPS = float(np.finfo(float).eps)
+
+
+@dataclass(frozen=True)
+class End:
+    """One admissible end point (or the single admissible point) of a family.
+
+    Attributes
+    ----------
+    c : float
+        The constant, in canonical units (the engine's log-weights; rules convert).
+    rank : int
+        Rank of the target there: the number of eigenvalues above ``atol``.
+    low : tuple of float
+        The smallest eigenvalues there, ascending: the first (at most ``LISTED``) of those
+        counted as zero, then the next one.
+    zeros : int
+        How many eigenvalues are counted as zero (``N - rank``, Euclidean ``N - 1 - rank``).
+    atol : float
+        The tolerance of the rank decision.
+    margin : Margin or None
+        The smallest eigenvalue counted as non-zero, against ``atol`` (``None`` at rank 0).
+    """
+
+    c: float
+    rank: int
+    low: tuple[float, ...]
+    atol: float
+    margin: Margin | None
+    zeros: int = 1
+
+
+#: how many of the eigenvalues counted as zero an end point lists
+LISTED = 8
+
+
+def listed(low: np.ndarray, zeros: int) -> tuple[float, ...]:
+    keep = list(low[: min(zeros, LISTED)]) + list(low[zeros : zeros + 1])
+    return tuple(float(v) for v in keep)
+
+
+@dataclass(frozen=True)
+class FarkasData:
+    """The dual certificate of an empty cosine family (see
+    :class:`dgp.engine.certificates.FarkasCertificate`)."""
+
+    weights: tuple[float, ...]
+    vectors: tuple[tuple[float, ...], ...] | None
+    inner_ones_minus_identity: float
+    inner_A: float
+    vectors_note: str | None = None
+
+
+def combine_farkas(
+    sides: tuple[tuple[np.ndarray | None, float, float], tuple[np.ndarray | None, float, float]],
+    *,
+    note: str,
+) -> FarkasData:
+    r"""The Farkas certificate from the bottom eigenvectors on both sides of the maximiser of
+    :math:`\varphi` (each side: the vector or ``None``, its slope :math:`(1^\top x)^2 - 1` and
+    :math:`x^\top A x`): zero lies between the two slopes, and the convex combination of
+    :math:`x_\pm x_\pm^\top` with zero slope is :math:`Y` (``note`` explains unlisted vectors).
+    """
+    (x1, s1, a1), (x2, s2, a2) = sides
+    if s1 - s2 > 1e-12 and s1 >= 0 >= s2:
+        alpha = -s2 / (s1 - s2)
+    else:  # one smooth eigenvector already has (near) zero slope
+        alpha = 1.0 if abs(s1) <= abs(s2) else 0.0
+    listed = x1 is not None and x2 is not None
+    return FarkasData(
+        weights=(alpha, 1.0 - alpha),
+        vectors=(tuple(float(v) for v in x1), tuple(float(v) for v in x2)) if listed else None,
+        inner_ones_minus_identity=alpha * s1 + (1.0 - alpha) * s2,
+        inner_A=alpha * a1 + (1.0 - alpha) * a2,
+        vectors_note=None if listed else note,
+    )
+
+
+def farkas_offset(mu_star: float, phi_star: float, n: int) -> float:
+    """How far on each side of the maximiser the two bottom eigenvectors are taken."""
+    return min(1e-7, abs(phi_star) / (8.0 * n)) * max(1.0, abs(mu_star))
+
+
+@dataclass(frozen=True, eq=False)
+class Family:
+    """The admissible part of a target family and the decisions made on it.
+
+    Attributes
+    ----------
+    similarity : {"cosine", "euclidean"}
+    n : int
+    status : {"empty", "point", "interval"}
+        ``"interval"`` for a Euclidean family is the half-line ``c <= hi.c``.
+    lo : End or None
+        Lower end point (``None`` for the Euclidean half-line and for empty families).
+    hi : End or None
+        Upper end point (``None`` for empty families).
+    interior_rank : int or None
+        Rank strictly inside the admissible set (``N`` cosine, ``N - 1`` Euclidean).
+    best_value : float
+        Cosine: the maximum of :math:`\\lambda_{\\min}` over the family. Euclidean: the largest
+        eigenvalue at ``c_max``.
+    best_c : float
+        Cosine: where that maximum is reached. Euclidean: ``c_max``.
+    best_atol : float
+        The tolerance there.
+    margins : tuple of Margin
+        Every decisive comparison (emptiness, ranks at the end points).
+    farkas : FarkasData or None
+        For an empty cosine family.
+    nearest : dict or None
+        For an empty family decided by semidefinite programs: the nearest realizable target
+        (``solver_status``, ``distance``, ``c_nearest`` canonical, ``nearest_target``).
+    structure : dict or None
+        What a structured engine adds: its reduced spectrum.
+    prototypes : dict or None
+        Class prototypes when classes collapse at an end point (class-block engine).
+    embed : callable or None
+        ``embed(c, r)`` builds the ``N x r`` embedding of the target with canonical constant
+        ``c``.
+    """
+
+    similarity: str
+    n: int
+    status: str
+    lo: End | None
+    hi: End | None
+    interior_rank: int | None
+    best_value: float
+    best_c: float
+    best_atol: float
+    margins: tuple[Margin, ...]
+    farkas: FarkasData | None = None
+    nearest: dict[str, Any] | None = None
+    structure: dict[str, Any] | None = None
+    prototypes: dict[str, Any] | None = None
+    embed: Callable[[float, int], np.ndarray] | None = None
+
+    @property
+    def ends(self) -> tuple[End, ...]:
+        """The admissible end points that exist (one for a point, up to two otherwise)."""
+        if self.status == "point":
+            return (self.hi,)  # type: ignore[return-value]
+        return tuple(e for e in (self.lo, self.hi) if e is not None)
+
+
+class CosineSpectrum:
+    """What the cosine decisions need to know about :math:`G(\\mu)`; engines subclass it."""
+
+    n: int
+
+    def lam_min_slope(self, mu: float) -> tuple[float, float]:
+        """The smallest eigenvalue and a supergradient of it, :math:`(1^\\top x)^2 - 1`."""
+        raise NotImplementedError
+
+    def lam_min(self, mu: float) -> float:
+        """The smallest eigenvalue."""
+        return self.smallest(mu, 1)[0]
+
+    def lam_max(self, mu: float) -> float:
+        """The largest eigenvalue."""
+        raise NotImplementedError
+
+    def smallest(self, mu: float, k: int) -> np.ndarray:
+        """The ``k`` smallest eigenvalues, ascending."""
+        raise NotImplementedError
+
+    def kth(self, mu: float, k: int) -> float:
+        """The eigenvalue of index ``k`` (0-based, ascending)."""
+        return float(self.smallest(mu, k + 1)[k])
+
+    def smallest_slopes(self, mu: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+        r"""The ``k`` smallest eigenvalues and their derivatives in :math:`\mu`,
+        :math:`(1^\top x)^2 - 1` for each (orthonormal) eigenvector :math:`x`."""
+        raise NotImplementedError
+
+    def count_at_most(self, mu: float, x: float) -> int:
+        """The number of eigenvalues ``<= x``."""
+        raise NotImplementedError
+
+    def box(self) -> tuple[float, float]:
+        """An interval of :math:`\\mu` outside which no member is PSD."""
+        raise NotImplementedError
+
+    def farkas(self, mu_star: float, phi_star: float) -> FarkasData | None:
+        """The dual certificate at the maximiser of an empty family."""
+        return None
+
+    def structure(self, mu: float) -> dict[str, Any] | None:
+        """What the reduced spectrum looks like at ``mu`` (structured engines)."""
+        return None
+
+    def prototypes(self, mu: float, atol: float) -> list[list[float]] | None:
+        """Class prototypes at ``mu`` when every class collapses there (class-block engines)."""
+        return None
+
+    def embedding(self, mu: float, r: int) -> np.ndarray:
+        """The ``N x r`` embedding from the top ``r`` eigenpairs (clipped, fixed signs)."""
+        raise NotImplementedError
+
+
+class EuclideanSpectrum:
+    """What the Euclidean decisions need to know about :math:`B = V^\\top\\ell V` on
+    :math:`1^\\perp` (``n - 1`` eigenvalues)."""
+
+    n: int
+    spread: float  # max - min of ell off the diagonal
+
+    def extremes(self) -> tuple[float, float]:
+        """Smallest and largest eigenvalue of ``B``."""
+        raise NotImplementedError
+
+    def smallest(self, k: int) -> np.ndarray:
+        """The ``k`` smallest eigenvalues of ``B``, ascending."""
+        raise NotImplementedError
+
+    def kth(self, k: int) -> float:
+        """The eigenvalue of ``B`` of index ``k`` (0-based, ascending)."""
+        return float(self.smallest(k + 1)[k])
+
+    def count_at_most(self, x: float) -> int:
+        """The number of eigenvalues of ``B`` that are ``<= x``."""
+        raise NotImplementedError
+
+    def structure(self) -> dict[str, Any] | None:
+        """What the reduced spectrum looks like (structured engines)."""
+        return None
+
+    def embedding(self, c: float, r: int, tau: float) -> np.ndarray:
+        """The centred ``N x r`` embedding of :math:`\\tau(B - cI)` (clipped, fixed signs)."""
+        raise NotImplementedError
+
+
+# ----------------------------------------------------------------------------------------------
+# the concave search
+# ----------------------------------------------------------------------------------------------
+
+
+def argmax_concave(
+    f: Callable[[float], tuple[float, float]], a: float, b: float, gap: float
+) -> float:
+    """Maximiser of a concave function from values and supergradients (1-D cutting planes).
+
+    ``f(x)`` returns the value and one supergradient. The tangents at the bracket ends meet
+    above the maximum, so their intersection bounds it: we cut there (or bisect when the
+    bracket shrinks slowly) until the bound is within ``gap`` of the best value or the bracket
+    stops shrinking in floating point. At a kink, where two eigenvalue branches cross and the
+    rank drops, the cut lands on the crossing in a few steps, to machine precision.
+    """
+    fa, sa = f(a)
+    fb, sb = f(b)
+    best_x, best_f = (a, fa) if fa >= fb else (b, fb)
+    width = b - a
+    for _ in range(200):
+        if sa <= 0:
+            return a if fa >= best_f else best_x
+        if sb >= 0:
+            return b if fb >= best_f else best_x
+        m = (fb - fa + sa * a - sb * b) / (sa - sb)  # tangents meet here
+        bound = fa + sa * (m - a)
+        if bound - best_f <= gap or b - a <= 4.0 * _EPS * max(1.0, abs(a), abs(b)):
+            break
+        if not a < m < b or b - a > 0.5 * width:
+            m = 0.5 * (a + b)  # safeguard: halve the bracket at least every other step
+        width = b - a
+        fm, sm = f(m)
+        if fm > best_f:
+            best_x, best_f = m, fm
+        if sm > 0:
+            a, fa, sa = m, fm, sm
+        elif sm < 0:
+            b, fb, sb = m, fm, sm
+        else:
+            return m
+    return best_x
+
+
+def _infeasible_end(lam_min: Callable[[float], float], mu_star: float, x: float) -> float:
+    """Move ``x`` away from ``mu_star`` (doubling the distance) until ``lam_min(x) < 0``."""
+    step = x - mu_star if x != mu_star else 1.0
+    for _ in range(64):
+        if lam_min(x) < 0:
+            return x
+        step *= 2.0
+        x = mu_star + step
+    raise ArithmeticError("no infeasible bracket end found: the family is not bounded")
+
+
+def _root(lam_min: Callable[[float], float], a: float, b: float) -> float:
+    """The root of ``lam_min`` between ``a`` and ``b``, to machine precision."""
+    return float(brentq(lam_min, a, b, xtol=1e-300, rtol=4.0 * _EPS, maxiter=400))
+
+
+def _cosine_scale(spec: CosineSpectrum, mu: float, tau: float) -> float:
+    """Scale of the eigenvalue decisions at ``mu``: the spectral norm of :math:`G(\\mu)`, and
+    at least the size of the entries that rounding of the log-weights perturbs."""
+    return max(abs(spec.lam_min(mu)), abs(spec.lam_max(mu)), 1.0 + abs(mu) + tau)
+
+
+def _cosine_end(spec: CosineSpectrum, mu: float, tau: float, tol: Tolerance, which: str) -> End:
+    r"""The end point near ``mu`` (a root of :math:`\lambda_{\min}`, or the maximiser of a
+    family that is one point) and its rank.
+
+    At a true end point :math:`\mu_e` every vanishing eigenvalue is :math:`s_j(\mu - \mu_e)`
+    nearby, with slope :math:`s_j = (1^\top x_j)^2 - 1`. The root of the smallest eigenvalue is
+    only as precise as its slope allows (rounding noise over :math:`|s|`), which the steeper
+    vanishing eigenvalues amplify; so the end point is refined by a least-squares fit of the
+    cluster of near-zero eigenvalues, and the rank is counted there.
+    """
+    n = spec.n
+    atol = tol.atol(_cosine_scale(spec, mu, tau))
+    _, s0 = spec.smallest_slopes(mu, 1)
+    # every vanishing eigenvalue is within |s| * (noise / |s_min|) of zero, |s| <= N - 1
+    loose = min(atol * (1.0 + (n - 1) / max(abs(float(s0[0])), 1e-8)),
+                1e-6 * _cosine_scale(spec, mu, tau))
+    # a few of the cluster suffice for the fit (they all vanish at the same end point)
+    k = min(n, max(1, spec.count_at_most(mu, loose)) + 1, LISTED + 1)
+    lam, slopes = spec.smallest_slopes(mu, k)
+    cluster = lam <= max(loose, atol)
+    cluster[0] = True
+    denom = float(slopes[cluster] @ slopes[cluster])
+    if denom > 0.0:
+        mu_e = mu - float(slopes[cluster] @ lam[cluster]) / denom
+        if mu_e != mu and spec.lam_min(mu_e) >= -tol.atol(_cosine_scale(spec, mu_e, tau)):
+            mu = mu_e
+            atol = tol.atol(_cosine_scale(spec, mu, tau))
+    # an end point is a root of lambda_min: at least one eigenvalue is zero there
+    zeros = min(n, max(1, spec.count_at_most(mu, atol)))
+    low = list(spec.smallest(mu, min(zeros, LISTED)))
+    margin = None
+    if zeros < n:
+        nxt = spec.kth(mu, zeros)
+        low.append(nxt)
+        margin = tol.margin(f"smallest non-zero eigenvalue of G(c) at {which}", nxt, atol,
+                            zero_is_near=False)
+    return End(mu / tau, n - zeros, tuple(float(v) for v in low), atol, margin, zeros)
+
+
+def cosine_family(spec: CosineSpectrum, *, tau: float, tol: Tolerance) -> Family:
+    """The admissible interval of :math:`G(c)` and the ranks along it (module docstring)."""
+    n = spec.n
+    a, b = spec.box()
+    gap = 1e-2 * tol.atol(1.0)  # every member has spectral norm >= 1 (unit diagonal)
+    mu_star = argmax_concave(spec.lam_min_slope, a, b, gap)
+    phi = spec.lam_min(mu_star)
+    atol = tol.atol(_cosine_scale(spec, mu_star, tau))
+    m_phi = tol.margin("max over c of the smallest eigenvalue of G(c)", phi, atol,
+                       zero_is_near=True)
+    common = {"similarity": "cosine", "n": n, "best_value": phi, "best_c": mu_star / tau,
+              "best_atol": atol, "embed": lambda c, r: spec.embedding(tau * c, r)}
+    if phi < -atol:
+        return Family(status="empty", lo=None, hi=None, interior_rank=None, margins=(m_phi,),
+                      farkas=spec.farkas(mu_star, phi), structure=spec.structure(mu_star),
+                      **common)
+    if phi <= 0.0:
+        end = _cosine_end(spec, mu_star, tau, tol, "the only admissible c")
+        return _point(spec, end, m_phi, tau, common)
+    a = _infeasible_end(spec.lam_min, mu_star, a)
+    b = _infeasible_end(spec.lam_min, mu_star, b)
+    lo, hi = _root(spec.lam_min, a, mu_star), _root(spec.lam_min, mu_star, b)
+    e_lo = _cosine_end(spec, lo, tau, tol, "c_lo")
+    e_hi = _cosine_end(spec, hi, tau, tol, "c_hi")
+    if (n - 1) * (hi - lo) <= atol:
+        # both ends are the same matrix within tolerance: one admissible point, the lower rank
+        return _point(spec, e_lo if e_lo.rank < e_hi.rank else e_hi, m_phi, tau, common)
+    margins = tuple(m for m in (m_phi, e_lo.margin, e_hi.margin) if m is not None)
+    protos = {}
+    for tag, e in (("lo", e_lo), ("hi", e_hi)):
+        p = spec.prototypes(tau * e.c, e.atol)
+        if p is not None:
+            protos[tag] = p
+    return Family(status="interval", lo=e_lo, hi=e_hi, interior_rank=n, margins=margins,
+                  structure=spec.structure(mu_star), prototypes=protos or None, **common)
+
+
+def _point(spec: CosineSpectrum, end: End, m_phi: Margin, tau: float, common: dict) -> Family:
+    margins = tuple(m for m in (m_phi, end.margin) if m is not None)
+    p = spec.prototypes(tau * end.c, end.atol)
+    return Family(status="point", lo=end, hi=end, interior_rank=end.rank, margins=margins,
+                  structure=spec.structure(tau * end.c),
+                  prototypes=None if p is None else {"point": p}, **common)
+
+
+def euclidean_family(spec: EuclideanSpectrum, *, tau: float, tol: Tolerance) -> Family:
+    """The admissible half-line ``c <= c_max`` of :math:`D(c)` and the rank at ``c_max``."""
+    n = spec.n
+    m = n - 1
+    lam_min, lam_max = spec.extremes()
+    atol = tol.atol(max(lam_max - lam_min, 1.0 + spec.spread))
+    zeros = min(m, max(1, spec.count_at_most(lam_min + atol)))
+    low = list(spec.smallest(min(zeros, LISTED)) - lam_min)
+    margin = None
+    if zeros < m:
+        nxt = spec.kth(zeros) - lam_min
+        low.append(nxt)
+        margin = tol.margin("smallest non-zero eigenvalue of B - c_max I", nxt, atol,
+                            zero_is_near=False)
+    end = End(lam_min, m - zeros, tuple(float(v) for v in low), atol, margin, zeros)
+    return Family(
+        similarity="euclidean", n=n, status="interval", lo=None, hi=end, interior_rank=m,
+        best_value=lam_max - lam_min, best_c=lam_min, best_atol=atol,
+        margins=() if margin is None else (margin,), structure=spec.structure(),
+        embed=lambda c, r: spec.embedding(c, r, tau),
+    )

@@ -1,0 +1,61 @@
+"""The dense data path: canonical log-weights -> bound -> zero weights -> cycle condition ->
+family -> verdict. :func:`dgp.classify` validates its arguments and hands over here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dgp._linalg import deterministic_blas
+from dgp.engine import rules
+from dgp.engine.dense import dense_family
+from dgp.engine.rules import Context, Explanation
+from dgp.engine.target import LogWeights, entropic_bound, log_target
+from dgp.engine.tolerance import Tolerance
+from dgp.engine.zeros import classify_zeros
+from dgp.result import Classification
+
+__all__ = ["classify_weights"]
+
+
+def classify_weights(
+    weights: LogWeights,
+    *,
+    similarity: str,
+    tau: float,
+    dim: int,
+    tol: Tolerance,
+    method: str = "spectral",
+    objective: str | None = None,
+    explanation: Explanation | None = None,
+    suffix: str = "",
+    notes: dict[str, Any] | None = None,
+) -> Classification:
+    """Classify validated log-weights (``weights`` is consumed: its matrix is overwritten)."""
+    with deterministic_blas():
+        return _classify(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
+                         method=method, objective=objective, explanation=explanation,
+                         suffix=suffix, notes=notes)
+
+
+def _classify(weights, *, similarity, tau, dim, tol, method, objective, explanation, suffix,
+              notes) -> Classification:
+    base = {
+        "similarity": similarity, "tau": tau, "dim": dim, "n": weights.n, "tol": tol,
+        "method": method, "entropic_bound": entropic_bound(weights), "shift": weights.shift,
+        "objective": objective, "warnings": weights.warnings, "notes": notes,
+        "explanation": explanation, "suffix": suffix,
+    }
+    if weights.has_zeros:
+        return classify_zeros(weights, Context(**base))
+    target = log_target(weights, tol)
+    if not target.consistent:
+        return rules.cycle_broken(Context(**base), cycle=(*target.cycle, target.cycle[0]),
+                                  log_ratio=target.cycle_log_ratio, margin=target.margin)
+    ctx = Context(**base, margins=(target.margin,) if target.margin.near else ())
+    if method == "sdp":
+        from dgp.engine.sdp import sdp_family  # cvxpy is imported only when asked for
+
+        fam = sdp_family(target, similarity=similarity, tau=tau, tol=tol)
+    else:
+        fam = dense_family(target, similarity=similarity, tau=tau, tol=tol)
+    return rules.verdict(fam, ctx)

@@ -1,0 +1,528 @@
+r"""Canonical log-weights, the cycle condition and the symmetric log-target.
+
+A weighting enters the engine once, as :class:`LogWeights`: the matrix
+:math:`L_{ij} = \log w_{ij} - \log w_{\max}` off the diagonal (:math:`-\infty` at zero weights
+and on the ignored diagonal), computed from the mantissa and exponent of each weight
+(:func:`numpy.frexp`), so that nothing underflows or overflows and :math:`W` and
+:math:`\alpha W` give the same matrix up to rounding of the last bit, for every
+:math:`\alpha > 0`. The shift :math:`\log w_{\max}` is kept: a constant ``c`` of the canonical
+target is ``c - shift`` in the user's convention :math:`s^*_{ij} = \log w_{ij} + c`.
+
+Gibbs' inequality gives :math:`L(Z) \ge \sum_i H(p_i)` with equality iff
+:math:`s_{ij} = \log w_{ij} + c_i` for all :math:`j \ne i`. Since :math:`s` is symmetric this
+needs :math:`\log w_{ij} + c_i = \log w_{ji} + c_j`, solvable iff every cycle has
+:math:`\prod w_{ij} = \prod w_{ji}` (Kolmogorov's criterion). On a complete graph the triangles
+through one vertex generate the cycle space, so the potentials :math:`c_j = \log w_{0j} -
+\log w_{j0}` are the only candidates and the residuals
+:math:`r_{ij} = \log w_{ij} - \log w_{ji} - (c_j - c_i)` are the log-ratios of the triangles
+:math:`0 \to i \to j \to 0`. The symmetric target :math:`\ell_{ij} = \log w_{ij} + c_i`
+(offsets of mean zero) is then unique up to one global constant.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from dgp.engine.tolerance import Margin, Tolerance
+from dgp.errors import DgpWarning, ParameterError, ParameterTypeError
+from dgp.resources import check_memory
+
+__all__ = [
+    "LogTarget",
+    "LogWeights",
+    "canonical",
+    "entropic_bound",
+    "log_target",
+    "log_weights",
+    "offdiag_range",
+    "row_blocks",
+    "row_entropies",
+    "row_log_distribution",
+    "target_edm",
+    "target_gram",
+]
+
+_LN2 = math.log(2.0)
+#: elements per block of rows in the O(N^2) passes (bounded extra memory: 2 MiB per temporary)
+_BLOCK_ELEMENTS = 1 << 18
+
+
+def row_blocks(n: int, width: int | None = None):
+    """Slices of consecutive rows with about ``_BLOCK_ELEMENTS`` entries each."""
+    step = max(1, _BLOCK_ELEMENTS // max(1, width if width is not None else n))
+    for s in range(0, n, step):
+        yield slice(s, min(n, s + step))
+
+
+@dataclass(frozen=True, eq=False)
+class LogWeights:
+    """A validated weighting as canonical log-weights.
+
+    Attributes
+    ----------
+    L : ndarray, shape (N, N)
+        :math:`\\log w_{ij} - \\mathrm{shift}` off the diagonal, :math:`-\\infty` at zero weights
+        and on the diagonal. Owned by the engine, which may overwrite it while it classifies.
+    shift : float
+        :math:`\\log w_{\\max}` (the largest log-weight off the diagonal).
+    symmetric : bool
+        Whether :math:`w_{ij} = w_{ji}` for all pairs.
+    n_zero : int
+        Number of zero weights off the diagonal.
+    first_zero : tuple of int or None
+        The first zero weight ``(i, j)`` in row-major order.
+    unit_roundoff : float
+        Unit roundoff of the input (float32 input carries fewer digits).
+    warnings : tuple of str
+        What looked suspicious in the input (also issued as :class:`dgp.errors.DgpWarning`).
+    """
+
+    L: np.ndarray
+    shift: float
+    symmetric: bool
+    n_zero: int
+    first_zero: tuple[int, int] | None
+    unit_roundoff: float
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def n(self) -> int:
+        """Number of samples."""
+        return int(self.L.shape[0])
+
+    @property
+    def has_zeros(self) -> bool:
+        """Whether some weight off the diagonal is zero."""
+        return self.n_zero > 0
+
+
+def _as_matrix(M: object, name: str) -> tuple[np.ndarray, float]:
+    """A square real matrix (a view when possible) and the unit roundoff of its dtype."""
+    try:
+        import scipy.sparse as sp
+
+        if sp.issparse(M):
+            shape = M.shape
+            if len(shape) != 2 or shape[0] != shape[1]:
+                raise ParameterError(name, f"must be a square N x N matrix, got shape {shape}")
+            check_memory(8 * shape[0] * shape[1], what=f"the dense {shape[0]} x {shape[1]} {name}",
+                         hint="use a smaller N, or a structured objective (--objective)")
+            M = M.toarray()
+    except ImportError:  # pragma: no cover - scipy is a dependency
+        pass
+    try:
+        arr = np.asarray(M)
+    except (ValueError, TypeError) as exc:
+        raise ParameterError(name, f"must be a real-valued N x N array ({exc})") from None
+    if arr.dtype.kind == "O":
+        raise ParameterTypeError(
+            name, "must be an array of real numbers, got an object array (convert it with "
+            "numpy.asarray(..., dtype=float) if it holds numbers)"
+        )
+    if arr.dtype.kind == "c":
+        raise ParameterTypeError(name, f"must be real, got complex dtype {arr.dtype}")
+    if arr.dtype.kind not in "biuf":
+        raise ParameterTypeError(name, f"must be an array of real numbers, got dtype "
+                                 f"{arr.dtype}")
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ParameterError(name, f"must be a square N x N matrix, got shape {arr.shape}")
+    if arr.shape[0] < 2:
+        raise ParameterError(
+            name, f"must have at least 2 rows (one anchor and one other), got {arr.shape[0]}"
+        )
+    u = float(np.finfo(arr.dtype).eps) if arr.dtype.kind == "f" else float(np.finfo(float).eps)
+    return arr, max(u, float(np.finfo(float).eps))
+
+
+def _first_bad(mask: np.ndarray, offset: int) -> tuple[int, int]:
+    i, j = (int(k) for k in np.argwhere(mask)[0])
+    return i + offset, j
+
+
+def log_weights(W: object = None, *, log_weights: object = None, name: str = "W") -> LogWeights:
+    r"""Validate a weighting (weights, or log-weights) and canonicalise it.
+
+    Exactly one of ``W`` (weights :math:`w_{ij} \ge 0`) and ``log_weights``
+    (:math:`\log w_{ij}`, :math:`-\infty` for a zero weight) must be given. The diagonal is
+    ignored, whatever it holds. Every row needs a positive weight (a finite log-weight) off the
+    diagonal. Accepts numpy arrays of any real dtype and ``scipy.sparse`` matrices (missing
+    entries are zero weights). Warns (:class:`dgp.errors.DgpWarning`) when zeros sit beside
+    weights near the smallest positive float (underflowed kernel values, pass log-weights
+    instead) and for float32 input (its tolerances are those of float32).
+
+    Raises
+    ------
+    ParameterError
+        If neither or both are given; if the input is not a real square matrix with at least 2
+        rows; if an off-diagonal entry is NaN, infinite (``+inf`` for log-weights) or negative;
+        if a row has no positive weight. The message names the entry or row.
+
+    Examples
+    --------
+    >>> lw = log_weights(np.array([[0.0, 2.0], [2.0, 0.0]]) * 1e-300)
+    >>> float(lw.L[0, 1]), round(lw.shift, 6) == round(math.log(2e-300), 6)
+    (0.0, True)
+    """
+    if (W is None) == (log_weights is None):
+        raise ParameterError(
+            name, "or log_weights: give exactly one (the weights, or their logarithms)"
+        )
+    is_log = log_weights is not None
+    label = "log_weights" if is_log else name
+    src, u = _as_matrix(log_weights if is_log else W, label)
+    n = src.shape[0]
+    notes: list[str] = []
+    if src.dtype.kind == "f" and src.dtype.itemsize < 8:
+        notes.append(
+            f"{label} is {src.dtype}: it carries {np.finfo(src.dtype).precision} significant "
+            f"digits, so the tolerances are those of {src.dtype} (unit roundoff {u:.2g})"
+        )
+    check_memory(8.0 * n * n, what=f"the {n} x {n} log-weights",
+                 hint="use a structured objective (dgp.classify_objective) or fewer samples")
+    L = np.empty((n, n), dtype=np.float64)
+    top = -np.inf  # the largest weight (log-weight) off the diagonal
+    n_zero = 0
+    first_zero: tuple[int, int] | None = None
+    smallest_positive = np.inf
+    # pass 1: copy each block of rows once into L, validate it there, find the largest entry
+    for sl in row_blocks(n):
+        blk = L[sl]
+        blk[...] = src[sl]
+        k = np.arange(sl.stop - sl.start)
+        diag = (k, k + sl.start)
+        blk[diag] = -np.inf if is_log else 0.0  # ignored, whatever it held
+        if is_log:
+            if np.isnan(blk).any():
+                i, j = _first_bad(np.isnan(blk), sl.start)
+                raise ParameterError(label, f"[{i}, {j}] is NaN; log-weights must be numbers "
+                                     "(-inf for a zero weight)")
+            if (blk == np.inf).any():
+                i, j = _first_bad(blk == np.inf, sl.start)
+                raise ParameterError(label, f"[{i}, {j}] is +inf; log-weights must be finite "
+                                     "or -inf")
+            zero = blk == -np.inf
+            zero[diag] = False
+        else:
+            if not np.isfinite(blk).all():
+                i, j = _first_bad(~np.isfinite(blk), sl.start)
+                raise ParameterError(label, f"[{i}, {j}] is {src[i, j]}; all weights must be "
+                                     "finite")
+            if blk.min() < 0:
+                i, j = _first_bad(blk < 0, sl.start)
+                raise ParameterError(label, f"[{i}, {j}] = {float(src[i, j]):g} is negative; "
+                                     "weights must be >= 0")
+            zero = blk == 0
+            zero[diag] = False
+        row_top = blk.max(axis=1)
+        empty = row_top == (-np.inf if is_log else 0.0)
+        if empty.any():
+            i = int(sl.start + np.flatnonzero(empty)[0])
+            hint = "" if is_log else (
+                " (if W holds kernel values, they may have underflowed to zero: pass their "
+                "logarithms instead, log_weights=...)"
+            )
+            raise ParameterError(
+                label, f"row {i} has no positive weight off the diagonal; every anchor needs at "
+                f"least one positive weight{hint}"
+            )
+        nz = int(zero.sum())
+        if nz:
+            n_zero += nz
+            if first_zero is None:
+                first_zero = _first_bad(zero, sl.start)
+            if not is_log:
+                smallest_positive = min(smallest_positive, float(blk[blk > 0].min()))
+        top = max(top, float(row_top.max()))
+    # pass 2, in place: canonical log-weights from mantissa and exponent (no overflow, no
+    # underflow): log w - log w_max = (log m - log m_max) + (e - e_max) log 2, e integers
+    if is_log:
+        L -= top
+        shift = top
+    elif smallest_positive / top > 1e-290 if n_zero else _ratio_ok(L, top):
+        # the ratios w / w_max are normal floats: log of the ratio, exact to one rounding
+        with np.errstate(divide="ignore"):
+            for sl in row_blocks(n):
+                blk = L[sl]
+                blk /= top
+                np.log(blk, out=blk)  # log 0 = -inf: zero weights and the diagonal
+        shift = math.log(top)
+    else:
+        m_max, e_max = np.frexp(np.float64(top))
+        log_m_max = math.log(float(m_max))
+        with np.errstate(divide="ignore"):
+            for sl in row_blocks(n):
+                blk = L[sl]
+                m, e = np.frexp(blk)
+                np.log(m, out=blk)  # log 0 = -inf: zero weights and the diagonal
+                e -= int(e_max)
+                blk += e * _LN2
+                blk -= log_m_max
+        shift = log_m_max + int(e_max) * _LN2
+        tiny = float(np.finfo(src.dtype).tiny) if src.dtype.kind == "f" else 0.0
+        if n_zero and smallest_positive < 1e6 * tiny:
+            notes.append(
+                f"{label} has {n_zero} zero weights beside positive weights as small as "
+                f"{smallest_positive:.3g}, near the smallest {src.dtype} ({tiny:.3g}): the zeros "
+                "may be underflowed kernel values; if they are, pass the log-weights "
+                "(log_weights=..., or --log-weights) so that they are not read as zero weights"
+            )
+    np.fill_diagonal(L, -np.inf)
+    symmetric = _is_symmetric(L)
+    for note in notes:
+        warnings.warn(note, DgpWarning, stacklevel=3)
+    return LogWeights(L, float(shift), symmetric, n_zero, first_zero, u, tuple(notes))
+
+
+def canonical(L: np.ndarray) -> LogWeights:
+    """:class:`LogWeights` from log-weights that dgp built itself (validated labels): no
+    validation, only the canonical shift. ``L`` is taken over (overwritten)."""
+    n = L.shape[0]
+    np.fill_diagonal(L, -np.inf)
+    shift = float(L.max())
+    L -= shift
+    finite = np.isfinite(L)
+    n_zero = int(n * n - finite.sum()) - n
+    first = None
+    if n_zero:
+        off = ~finite
+        np.fill_diagonal(off, False)
+        first = tuple(int(k) for k in np.argwhere(off)[0])
+    return LogWeights(L, shift, _is_symmetric(L), n_zero, first, float(np.finfo(float).eps))
+
+
+def _ratio_ok(L: np.ndarray, top: float) -> bool:
+    """Whether every positive weight (held in ``L``, zero diagonal) over ``top`` is a normal
+    float, so that ``log(w / top)`` loses nothing."""
+    low = np.inf
+    for sl in row_blocks(L.shape[0]):
+        blk = L[sl]
+        pos = blk[blk > 0]
+        if pos.size:
+            low = min(low, float(pos.min()))
+    return low / top > 1e-290
+
+
+def _is_symmetric(L: np.ndarray) -> bool:
+    n = L.shape[0]
+    for sl in row_blocks(n):
+        if not np.array_equal(L[sl, :], L[:, sl].T):
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------------------------
+# the entropic bound, in log space
+# ----------------------------------------------------------------------------------------------
+
+
+def row_entropies(L: np.ndarray) -> np.ndarray:
+    r""":math:`H(p_i) = \mathrm{lse}_i - \sum_j p_{ij} L_{ij}` for canonical log-weights (rows
+    over :math:`j \ne i`, :math:`-\infty` entries contribute nothing), in blocks of rows."""
+    n = L.shape[0]
+    H = np.empty(n)
+    for sl in row_blocks(n, L.shape[1]):
+        blk = L[sl]
+        top = blk.max(axis=1, keepdims=True)
+        X = blk - top
+        E = np.exp(X)
+        X[E == 0.0] = 0.0  # -inf entries (and underflowed ones) weigh nothing: 0 * x
+        tot = E.sum(axis=1)
+        H[sl] = np.log(tot) - np.einsum("ij,ij->i", E, X) / tot
+    return H
+
+
+def row_log_distribution(L: np.ndarray) -> np.ndarray:
+    r""":math:`\log p_{ij} = L_{ij} - \log\sum_{k \ne i} e^{L_{ik}}` (a new array; ``-inf`` stays
+    ``-inf``), by blocks of rows."""
+    out = np.empty_like(L)
+    for sl in row_blocks(L.shape[0], L.shape[1]):
+        blk = L[sl]
+        top = blk.max(axis=1, keepdims=True)
+        lse = top + np.log(np.exp(blk - top).sum(axis=1, keepdims=True))
+        out[sl] = blk - lse
+    return out
+
+
+def entropic_bound(weights: LogWeights) -> float:
+    r"""The entropic bound :math:`\sum_i H(p_i)` in nats (:math:`0 \log 0 = 0`), in log space."""
+    return float(row_entropies(weights.L).sum())
+
+
+# ----------------------------------------------------------------------------------------------
+# the cycle condition and the symmetric target
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class LogTarget:
+    """The symmetric log-target of a weighting with all weights positive.
+
+    Attributes
+    ----------
+    ell : ndarray
+        Symmetric :math:`\\ell_{ij} = L_{ij} + c_i` (canonical units: the user's
+        :math:`\\log w_{ij} + c_i` minus ``shift``), zero diagonal; may share memory with
+        the :class:`LogWeights` it came from.
+    offsets : ndarray
+        Row offsets :math:`c_i` (mean zero; all zero for a symmetric ``W``).
+    consistent : bool
+        Whether the cycle condition holds within ``margin.atol``.
+    cycle : tuple of int or None
+        A triangle ``(0, i, j)`` with the largest log-ratio when the condition fails.
+    cycle_log_ratio : float
+        :math:`\\log \\prod_{cycle} w_{ab} / \\prod_{cycle} w_{ba}` around that triangle.
+    margin : Margin
+        The cycle decision: the largest triangle log-ratio against its tolerance.
+    spread : float
+        :math:`\\max \\ell - \\min \\ell` off the diagonal (nats).
+    """
+
+    ell: np.ndarray
+    offsets: np.ndarray
+    consistent: bool
+    cycle: tuple[int, int, int] | None
+    cycle_log_ratio: float
+    margin: Margin
+    spread: float
+
+
+def offdiag_range(M: np.ndarray) -> tuple[float, float]:
+    """Smallest and largest entry of ``M`` off the diagonal, by blocks of rows."""
+    n = M.shape[0]
+    lo, hi = np.inf, -np.inf
+    for sl in row_blocks(n):
+        blk = M[sl]
+        rows = np.arange(sl.start, sl.stop)
+        keep = np.ones(blk.shape, dtype=bool)
+        keep[np.arange(rows.size), rows] = False
+        vals = blk[keep]
+        if vals.size:
+            lo, hi = min(lo, float(vals.min())), max(hi, float(vals.max()))
+    return lo, hi
+
+
+def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
+    """Cycle condition and symmetric log-target of a weighting without zero weights.
+
+    Overwrites ``weights.L`` (the target shares its memory): call it once per classification.
+
+    Raises
+    ------
+    ValueError
+        If the weighting has zero weights (their target is :math:`-\\infty`).
+    """
+    if weights.has_zeros:
+        raise ValueError("log_target needs positive weights; zero weights have no finite target")
+    L = weights.L
+    n = L.shape[0]
+    np.fill_diagonal(L, 0.0)
+    lo, hi = offdiag_range(L)
+    if weights.symmetric:
+        m = tol.margin("largest triangle log-ratio (W is symmetric)", 0.0,
+                       tol.log_atol(hi - lo), zero_is_near=False)
+        return LogTarget(L, np.zeros(n), True, None, 0.0, m, hi - lo)
+    atol = tol.log_atol(hi - lo)
+    # potentials along the root edges: c_j - c_0 = L_0j - L_j0
+    c = L[0] - L[:, 0]
+
+    def residuals(sl: slice) -> np.ndarray:
+        # r_ij = (L_ij - L_ji) - (c_j - c_i): log-ratios of the triangles 0 -> i -> j -> 0,
+        # antisymmetric, so only j > i is looked at
+        r = L[sl] - L[:, sl].T
+        r -= c[None, :]
+        r += c[sl, None]
+        rows = np.arange(sl.start, sl.stop)
+        r[np.arange(n)[None, :] <= rows[:, None]] = 0.0
+        return r
+
+    top = max(float(np.abs(residuals(sl)).max()) for sl in row_blocks(n))
+    # the first triangle (row-major) within tolerance of the largest: a choice that rounding
+    # noise and rescaling cannot flip
+    worst_val, worst = 0.0, (0, 0)
+    for sl in row_blocks(n):
+        r = residuals(sl)
+        hits = np.argwhere(np.abs(r) >= top - atol)
+        if hits.size:
+            i, j = (int(k) for k in hits[0])
+            worst_val, worst = float(r[i, j]), (i + sl.start, j)
+            break
+    consistent = abs(worst_val) <= atol
+    margin = tol.margin("largest triangle log-ratio (cycle condition)", worst_val, atol,
+                        zero_is_near=False)
+    c -= c.mean()
+    # ell_ij = ((L_ij + c_i) + (L_ji + c_j)) / 2, in place by pairs of blocks
+    blocks = list(row_blocks(n))
+    for a, I in enumerate(blocks):
+        for J in blocks[a:]:
+            X = L[I, J] + L[J, I].T
+            X += c[I, None]
+            X += c[None, J]
+            X *= 0.5
+            if I == J:  # a diagonal block: mirror one triangle, for exact symmetry
+                X = np.triu(X) + np.triu(X, 1).T
+            L[I, J] = X
+            L[J, I] = X.T
+    np.fill_diagonal(L, 0.0)
+    lo, hi = offdiag_range(L)
+    cycle = None if consistent else (0, int(worst[0]), int(worst[1]))
+    return LogTarget(L, c, consistent, cycle, worst_val, margin, hi - lo)
+
+
+
+def _user_target(W: object, log_w: object, tau: object) -> tuple[np.ndarray, float]:
+    from dgp.engine.tolerance import DEFAULT_RTOL
+    from dgp.errors import check_positive
+
+    tau = check_positive(tau, "tau")
+    lw = log_weights(W, log_weights=log_w)
+    if lw.has_zeros:
+        i, j = lw.first_zero
+        raise ParameterError("W", f"[{i}, {j}] = 0: a zero weight has no finite target "
+                             "(s = -inf)")
+    tgt = log_target(lw, Tolerance.make(DEFAULT_RTOL, n=lw.n, unit_roundoff=lw.unit_roundoff))
+    if not tgt.consistent:
+        raise ParameterError("W", f"breaks the cycle condition around {tgt.cycle} (log-ratio "
+                             f"{tgt.cycle_log_ratio:.3g}); no symmetric target exists")
+    return tgt.ell + lw.shift, tau
+
+
+def target_gram(W: object = None, *, log_weights: object = None, tau: float,
+                c: float) -> np.ndarray:
+    r"""The cosine target :math:`G(c)`: :math:`\tau(\ell_{ij} + c)` off the diagonal, 1 on it
+    (:math:`\ell_{ij} = \log w_{ij} + c_i`, offsets of mean zero; :math:`\log w_{ij}` for a
+    symmetric ``W``).
+
+    Raises
+    ------
+    ValueError
+        If the weighting is invalid, has a zero weight, breaks the cycle condition, or
+        ``tau <= 0``.
+
+    Examples
+    --------
+    >>> float(target_gram(np.ones((3, 3)), tau=0.5, c=-1.0)[0, 1])
+    -0.5
+    """
+    ell, tau = _user_target(W, log_weights, tau)
+    G = tau * (ell + float(c))
+    np.fill_diagonal(G, 1.0)
+    return G
+
+
+def target_edm(W: object = None, *, log_weights: object = None, tau: float,
+               c: float) -> np.ndarray:
+    r"""The Euclidean target :math:`D(c)_{ij} = -2\tau(\ell_{ij} + c)` (zero diagonal).
+
+    Raises
+    ------
+    ValueError
+        As :func:`target_gram`.
+    """
+    ell, tau = _user_target(W, log_weights, tau)
+    D = -2.0 * tau * (ell + float(c))
+    np.fill_diagonal(D, 0.0)
+    return D

@@ -1,0 +1,196 @@
+"""The memory budget: every allocation-heavy step checks it before allocating.
+
+:func:`check_memory` refuses an allocation above :func:`memory_budget` with a
+:class:`MemoryLimitError` (a :class:`ValueError`: the command line reports it as one ``error:``
+line, exit status 2) that says what would fit and what to do instead. The budget is half of the
+memory this process may use (the smallest of physical memory, the cgroup limit and the
+address-space limit), or the value of the environment variable ``DGP_MEMORY_LIMIT``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import re
+
+from dgp.errors import DgpError, describe
+
+__all__ = [
+    "DEFAULT_MEMORY_FRACTION",
+    "MEMORY_LIMIT_ENV",
+    "MemoryLimitError",
+    "check_memory",
+    "format_bytes",
+    "memory_budget",
+]
+
+# ----------------------------------------------------------------------------------------------
+
+#: environment variable that sets the memory budget (bytes, or a size such as ``8G``)
+MEMORY_LIMIT_ENV = "DGP_MEMORY_LIMIT"
+#: share of the usable memory that dgp allows itself by default
+DEFAULT_MEMORY_FRACTION = 0.5
+_FALLBACK_MEMORY = 8 << 30  # assumed when the platform does not say how much memory there is
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+
+class MemoryLimitError(DgpError, ValueError):
+    """An allocation would exceed dgp's memory budget (bad input: the command line exits 2).
+
+    Attributes
+    ----------
+    nbytes : int
+        The estimated size of the refused allocation.
+    budget : int
+        The budget in force (:func:`memory_budget`).
+    what : str
+        What needed the memory.
+    """
+
+    def __init__(self, message: str, *, nbytes: int, budget: int, what: str) -> None:
+        super().__init__(message)
+        self.nbytes = nbytes
+        self.budget = budget
+        self.what = what
+
+
+def format_bytes(nbytes: float) -> str:
+    """A size for people: ``'512 B'``, ``'3.0 KiB'``, ``'74.5 GiB'`` (powers of 1024).
+
+    >>> format_bytes(3 * 2**30)
+    '3.0 GiB'
+    """
+    n = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _usable_memory() -> tuple[int, str]:
+    """The memory this process may use, and where the number comes from."""
+    found: list[tuple[int, str]] = []
+    try:
+        found.append((os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "physical memory"))
+    except (AttributeError, ValueError, OSError):  # not a POSIX system
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="ascii") as fh:
+                text = fh.read().strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text.isdigit() and int(text) < 1 << 60:  # "max" or a huge number means no limit
+            found.append((int(text), "the cgroup memory limit"))
+            break
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            found.append((int(soft), "the address-space limit (ulimit -v)"))
+    except (ImportError, AttributeError, ValueError, OSError):  # not a POSIX system
+        pass
+    if not found:
+        return _FALLBACK_MEMORY, "an assumed 8 GiB (the platform does not report its memory)"
+    return min(found)
+
+
+def _budget() -> tuple[int | None, str]:
+    """The budget in bytes (``None``: unlimited) and a phrase saying where it comes from."""
+    raw = os.environ.get(MEMORY_LIMIT_ENV)
+    if raw is not None and raw.strip():
+        if raw.strip().lower() in ("unlimited", "none", "inf"):
+            return None, f"{MEMORY_LIMIT_ENV}={raw.strip()}"
+        m = _SIZE.match(raw)
+        if m is None or float(m.group(1)) * _UNITS[m.group(2).lower()] < 1:
+            raise ValueError(
+                f"{MEMORY_LIMIT_ENV}={raw!r} is not a memory size; use a number of bytes or a "
+                f"size with K, M, G or T (e.g. {MEMORY_LIMIT_ENV}=8G), or 'unlimited'"
+            )
+        return int(float(m.group(1)) * _UNITS[m.group(2).lower()]), f"{MEMORY_LIMIT_ENV}={raw}"
+    usable, source = _usable_memory()
+    share = int(DEFAULT_MEMORY_FRACTION * usable)
+    return share, f"{DEFAULT_MEMORY_FRACTION:.0%} of {format_bytes(usable)}, {source}"
+
+
+def memory_budget() -> int | None:
+    """The number of bytes dgp allows one allocation-heavy step (``None``: unlimited).
+
+    By default :data:`DEFAULT_MEMORY_FRACTION` (one half) of the memory this process may use:
+    the smallest of the physical memory, the cgroup memory limit and the address-space limit
+    (``ulimit -v``). The environment variable ``DGP_MEMORY_LIMIT`` overrides it: a number of
+    bytes or a size such as ``512M``, ``8G``, ``1.5T`` (powers of 1024), or ``unlimited``.
+
+    Raises
+    ------
+    ValueError
+        If ``DGP_MEMORY_LIMIT`` is set to something that is not a size.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["DGP_MEMORY_LIMIT"] = "2G"
+    >>> memory_budget()
+    2147483648
+    >>> del os.environ["DGP_MEMORY_LIMIT"]
+    """
+    return _budget()[0]
+
+
+def check_memory(nbytes: float, *, what: str, hint: str | None = None) -> None:
+    """Refuse an allocation of about ``nbytes`` bytes if it exceeds :func:`memory_budget`.
+
+    Call it *before* allocating, with an honest estimate of the peak (all the arrays alive at
+    once). The error says what needed the memory, the budget and where it comes from, what to do
+    instead (``hint``) and how to raise the budget.
+
+    Parameters
+    ----------
+    nbytes : float
+        Estimated peak size of the allocation, in bytes (``>= 0``; may exceed 2**63).
+    what : str
+        What needs the memory, e.g. ``"the dense 40000 x 40000 target"``.
+    hint : str, optional
+        What would fit or what to use instead, e.g. ``"N <= 18000 fits; use the structured
+        path (--objective) instead"``. Compute what fits from :func:`memory_budget`.
+
+    Raises
+    ------
+    MemoryLimitError
+        If ``nbytes`` exceeds the budget (a :class:`ValueError`).
+    ValueError
+        If ``nbytes`` is negative or NaN, or ``DGP_MEMORY_LIMIT`` is malformed.
+    TypeError
+        If ``nbytes`` is not a real number.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["DGP_MEMORY_LIMIT"] = "1G"
+    >>> check_memory(8 * 1000**2, what="a 1000 x 1000 matrix")  # 7.6 MiB: fine
+    >>> try:
+    ...     check_memory(8 * 10**10, what="a 100000 x 100000 matrix", hint="use --dim")
+    ... except MemoryLimitError as exc:
+    ...     print(str(exc).split(" (")[0])
+    a 100000 x 100000 matrix needs about 74.5 GiB, more than dgp's memory budget of 1.0 GiB
+    >>> del os.environ["DGP_MEMORY_LIMIT"]
+    """
+    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Real):
+        raise TypeError(f"nbytes must be a number of bytes, got {describe(nbytes)}")
+    if math.isnan(float(nbytes)) or nbytes < 0:
+        raise ValueError(f"nbytes must be >= 0, got {describe(nbytes)}")
+    budget, source = _budget()
+    if budget is None or nbytes <= budget:
+        return
+    message = (
+        f"{what} needs about {format_bytes(nbytes)}, more than dgp's memory budget of "
+        f"{format_bytes(budget)} ({source})"
+    )
+    if hint:
+        message += f"; {hint}"
+    message += f"; to allow more, set {MEMORY_LIMIT_ENV} (e.g. {MEMORY_LIMIT_ENV}=32G)"
+    raise MemoryLimitError(message, nbytes=int(min(nbytes, 2**63)), budget=budget, what=what)
