@@ -184,7 +184,7 @@ def _verdicts(report: dict[str, Any]) -> list[str]:
     misses = _not_confirmed(report)
     if misses:
         out.append("")
-        out.append("**Not confirmed here:** " + " ".join(misses))
+        out.append("**Not confirmed, or not converged:** " + " ".join(misses))
     return out
 
 
@@ -197,7 +197,7 @@ def _not_confirmed(report: dict[str, Any]) -> list[str]:
             label = d.get("condition") or d.get("batch_size") or d.get("tau_over_tau_star")
             items.append((str(label), d))
     for label, d in items:
-        if d["supports"] not in ("prediction", "expected-batch", "coincide"):
+        if d["supports"] not in ("prediction", "expected-batch", "coincide"):  # not confirmed
             out.append(f"{label}: {d['supports']} ({_diff(d)}).")
     if report["experiment"] == "supcon-imbalance" and sup["supports"] != "imbalance prediction":
         out.append(f"the imbalance prediction did not beat the simplex ({_diff(sup['train'])}).")
@@ -206,6 +206,16 @@ def _not_confirmed(report: dict[str, Any]) -> list[str]:
             for k, v in sup.get(setting, {}).items():
                 if v["supports"] != "images":
                     out.append(f"{setting}: trained images did not beat {k} ({_diff(v)}).")
+    if report["experiment"] == "continuous-labels":
+        for row in report["summary"]:
+            r2 = row.get("procrustes_r2")
+            if row["n_converged"] and r2 is not None and r2[0] < 0.9:
+                out.append(
+                    f"{row['condition']}: converged by the loss (excess "
+                    f"{row['loss_excess'][0]:.2g} nats per anchor) yet only r² {r2[0]:.3f} "
+                    "against its prediction: the loss is nearly flat along the remaining "
+                    "difference."
+                )
     for row in report["summary"]:
         if row["trained"] and row["n_converged"] < row["n_seeds"]:
             out.append(
