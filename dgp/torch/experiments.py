@@ -140,7 +140,7 @@ class Budget:
 
 QUICK = Budget(
     steps=600,
-    steps_continuous=1000,
+    steps_continuous=800,
     batch_size=64,
     lr=2e-3,
     dim=16,
@@ -776,13 +776,13 @@ _BATCH_KEYS = ("batch_rms_error", "full_rms_error", "gram_rms_error", "loss_exce
 
 def steps_for_batch(budget: Budget, B: int) -> int:
     """Steps at batch size ``B``: the budget's steps scaled by ``budget.batch_size / B``, at most
-    doubled (small, noisy batches) and at least 300 (large batches see most of the set each
+    by 1.5 (small, noisy batches) and at least 300 (large batches see most of the set each
     step).
 
     >>> steps_for_batch(QUICK, 16), steps_for_batch(QUICK, 64), steps_for_batch(QUICK, 256)
-    (1200, 600, 300)
+    (900, 600, 300)
     """
-    factor = min(2.0, max(budget.batch_size / B, 300 / budget.steps))
+    factor = min(1.5, max(budget.batch_size / B, 300 / budget.steps))
     return round(budget.steps * factor)
 
 
