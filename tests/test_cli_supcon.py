@@ -71,6 +71,12 @@ def test_supcon_batch_flags(capsys):
                  "--reduction", "sum"]) == 0
     out = capsys.readouterr().out
     assert "B = 8" in out and "reduction" in out and "positive pair" in out
+    d = run_json(capsys, ["supcon", "--sizes", "2,5,20", "--tau", "0.5", "--tolerance", "0.05",
+                          "--json"])
+    t = d["batch_size_for_tolerance"]
+    assert t["batch_size"] is not None and t["table"][-1]["batch_size"] == 27
+    assert main(["supcon", "--sizes", "2,5,20", "--tau", "0.5", "--tolerance", "0.05"]) == 0
+    assert "within 0.05" in capsys.readouterr().out
 
 
 def test_supcon_human_and_latex(capsys):
@@ -132,7 +138,7 @@ def test_supcon_exports(capsys, tmp_path, ext):
         ["supcon", "--sizes", "3,4", "--tau", "0.1", "--sampler", "class-balanced"],
         ["supcon", "--sizes", "3,4", "--tau", "0.1", "--batch-size", "4", "--sampler",
          "m-per-class"],
-        ["supcon", "--sizes", "3,4", "--tau", "0.1", "--save-gram", "g.txt"],
+        ["supcon", "--sizes", "3,4", "--tau", "0.1", "--save-gram", "g.png"],
         ["supcon", "--sizes", "3,4", "--tau", "0.1", "--save-gram", "/no/such/dir/g.npy"],
         ["supcon", "--sizes", ",".join(["3"] * 4000) + ",4", "--tau", "0.1"],
     ],
@@ -204,7 +210,7 @@ def test_optimum_bad_files_and_guards(capsys, tmp_path):
     notsquare = tmp_path / "ns.csv"
     notsquare.write_text("0,1,1\n1,0,1\n")
     big = tmp_path / "big.npy"
-    np.save(big, gaussian_kernel_weights(np.arange(900.0)[:, None], sigma=40.0))
+    np.save(big, gaussian_kernel_weights(np.arange(600.0)[:, None], sigma=40.0))
     for path, extra in [
         (garbage, []),
         (pickled, []),
@@ -212,7 +218,7 @@ def test_optimum_bad_files_and_guards(capsys, tmp_path):
         (notsquare, []),
         (tmp_path / "missing.npy", []),
         (tmp_path, []),
-        (big, []),  # 900 distinct samples: free dimension refused, says to use --dim
+        (big, []),  # 600 distinct samples: free dimension refused, says to use --dim
         (garbage, ["--save-gram", str(tmp_path / "x.png")]),
     ]:
         rc = main(["optimum", str(path), "--tau", "0.5", *extra])

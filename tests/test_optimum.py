@@ -72,7 +72,7 @@ def bm_reference(W, tau, dim, *, starts, seed):
     best = math.inf
     for _ in range(starts):
         res = minimize(f, rng.standard_normal(N * dim), jac=True, method="L-BFGS-B",
-                       options={"maxiter": 3000, "ftol": 1e-14, "gtol": 1e-10})
+                       options={"maxiter": 1000, "ftol": 1e-13, "gtol": 1e-9})
         best = min(best, float(res.fun))
     return best
 

@@ -145,6 +145,22 @@ def test_soft_supcon_realizable_equiangular_any_sizes(sizes):
     np.testing.assert_allclose(num.gram, res.gram, atol=1e-7)
 
 
+@pytest.mark.parametrize(("K", "n", "eps", "f"), [(3, 4, 0.1, 1.5), (5, 7, 0.01, 3.0),
+                                                   (4, 2, 0.5, 1.01)])
+def test_balanced_soft_supcon_above_tau_star_is_the_simplex(K, n, eps, f):
+    tau = f * soft_supcon_tau_star(K=K, eps=eps)
+    closed = supcon_prototypes([n] * K, tau=tau, eps=eps)
+    assert closed.method == "closed-form" and closed.equiangular == pytest.approx(-1 / (K - 1))
+    numeric = supcon_prototypes([n] * K, tau=tau, eps=eps, method="numeric")
+    assert numeric.kkt_residual <= 1e-9 and numeric.unique and closed.unique
+    np.testing.assert_allclose(closed.gram, numeric.gram, atol=1e-7)
+    assert closed.loss == pytest.approx(numeric.loss, rel=1e-12)
+    Z, labels = collapsed_embedding(closed.gram, [n] * K)
+    W = soft_supcon_weights(labels, eps=eps)
+    assert closed.loss == pytest.approx(winfonce_loss(Z, W, tau=tau), rel=1e-12)
+    assert closed.excess_loss > 0
+
+
 def test_soft_supcon_tau_star_is_centred_simplex_and_flip():
     eps, sizes = 0.1, [2, 5, 11, 3]
     K = len(sizes)
@@ -178,7 +194,7 @@ def test_certified_agrees_with_cvxpy_moderate_tau(sizes, tau):
 def test_soft_supcon_unrealizable_agrees_with_cvxpy(sizes, tau):
     eps = 0.05
     tau = max(tau, 1.05 * soft_supcon_tau_star(K=len(sizes), eps=eps))
-    res = supcon_prototypes(sizes, tau=tau, eps=eps)
+    res = supcon_prototypes(sizes, tau=tau, eps=eps, method="numeric")
     assert res.method == "numeric" and res.kkt_residual <= 1e-9
     ref = prototype_program(sizes, tau=tau, eps=eps)
     assert np.abs(res.gram - ref).max() <= 1e-4

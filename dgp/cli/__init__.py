@@ -26,7 +26,8 @@ __all__ = ["build_parser", "flag_for", "main"]
 
 # Subcommand modules, in the order ``dgp --help`` lists them.
 _COMMANDS: tuple[str, ...] = (
-    "classify", "metrics", "prove", "tour", "verify", "audit", "supcon", "optimum",
+    "classify", "metrics", "prove", "tour", "verify", "audit", "supcon", "optimum", "phase",
+    "recommend", "floors",
 )
 
 #: words people type for a flag, and the flag dgp has for it

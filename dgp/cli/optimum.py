@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from dgp.cli._export import check_save_path, save_matrix
-from dgp.cli._output import emit_json, table
+from dgp.cli._output import array_path, emit_json, save_array, table
 from dgp.io import load_array
 from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 
@@ -43,17 +42,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--json", action="store_true", help="print one JSON object")
     o.add_argument("--gram", action="store_true", help="print the Gram (and keep it in --json)")
     o.add_argument("--embedding", action="store_true", help="--json also holds the embedding")
-    o.add_argument("--save-gram", metavar="FILE", help="write the N x N Gram (.npy or .csv)")
+    o.add_argument("--save-gram", metavar="FILE", help="write the N x N Gram (.npy, .csv or .txt)")
     o.add_argument("--save-embedding", metavar="FILE",
-                   help="write the N x rank embedding (.npy or .csv)")
+                   help="write the N x rank embedding (.npy, .csv or .txt)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from dgp.optimum import optimum
 
-    check_save_path(args.save_gram, "--save-gram")
-    check_save_path(args.save_embedding, "--save-embedding")
+    for path, flag in ((args.save_gram, "--save-gram"), (args.save_embedding, "--save-embedding")):
+        if path is not None:
+            array_path(path, flag)  # before any work
     W = load_array(args.weights, name="WEIGHTS")
     batch = {}
     if args.batch_size is not None:
@@ -62,9 +62,9 @@ def run(args: argparse.Namespace) -> int:
                  "samples": args.samples}
     res = optimum(W, tau=args.tau, dim=args.dim, starts=args.starts, seed=args.seed, **batch)
     if args.save_gram is not None:
-        save_matrix(args.save_gram, res.gram)
+        save_array(args.save_gram, res.gram)
     if args.save_embedding is not None:
-        save_matrix(args.save_embedding, res.embedding)
+        save_array(args.save_embedding, res.embedding)
     if args.json:
         emit_json(res.to_dict(gram=True if args.gram else None, embedding=args.embedding))
         return 0

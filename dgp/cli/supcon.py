@@ -7,9 +7,15 @@ import argparse
 
 import numpy as np
 
-from dgp.cli._export import check_save_path, save_matrix
-from dgp.cli._output import emit_json, table
-from dgp.prototypes import METHODS, NO_POSITIVE, REDUCTIONS, SAMPLERS, supcon_prototypes
+from dgp.cli._output import array_path, emit_json, save_array, table
+from dgp.prototypes import (
+    METHODS,
+    NO_POSITIVE,
+    REDUCTIONS,
+    SAMPLERS,
+    batch_size_for_tolerance,
+    supcon_prototypes,
+)
 
 __all__ = ["parse_sizes", "register", "run"]
 
@@ -64,14 +70,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--samples", type=int, default=2000,
                    help="batches drawn when the expectation is not exact (default 2000)")
     b.add_argument("--seed", type=int, default=0, help="seed of the drawn batches (default 0)")
+    b.add_argument("--tolerance", type=float, metavar="TOL",
+                   help="also find the batch size from which the full-batch prediction is "
+                   "within TOL (max |G_B - G_full|) for this sampler")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print one JSON object")
     o.add_argument("--gram", action="store_true",
                    help="print the whole Gram (and keep it in --json for any K)")
     o.add_argument("--embedding", action="store_true", help="--json also holds the prototypes")
-    o.add_argument("--save-gram", metavar="FILE", help="write the Gram to FILE (.npy or .csv)")
+    o.add_argument("--save-gram", metavar="FILE",
+                   help="write the Gram to FILE (.npy, .csv or .txt)")
     o.add_argument("--save-embedding", metavar="FILE",
-                   help="write the prototype vectors (K x rank) to FILE (.npy or .csv)")
+                   help="write the prototype vectors (K x rank) to FILE (.npy, .csv or .txt)")
     o.add_argument("--latex", action="store_true", help="print the symbolic formulas in LaTeX")
     o.add_argument(
         "--plot", metavar="FILE", help="also save the prototype geometry (needs the plot extra)"
@@ -98,8 +108,9 @@ def _gram_table(res) -> str:
 
 def run(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.sizes)
-    check_save_path(args.save_gram, "--save-gram")
-    check_save_path(args.save_embedding, "--save-embedding")
+    for path, flag in ((args.save_gram, "--save-gram"), (args.save_embedding, "--save-embedding")):
+        if path is not None:
+            array_path(path, flag)  # before any work
     if args.plot is not None:
         from dgp.plots import require_matplotlib
 
@@ -112,14 +123,22 @@ def run(args: argparse.Namespace) -> int:
             "anchors_without_positives": args.anchors_without_positives,
             "samples": args.samples, "seed": args.seed,
         }
-    elif args.samples_per_class is not None or args.sampler != "uniform":
+    elif (args.samples_per_class is not None or args.sampler != "uniform") and (
+            args.tolerance is None):
         raise ValueError("--sampler and --samples-per-class apply to mini-batches: add "
-                         "--batch-size B")
+                         "--batch-size B or --tolerance TOL")
     res = supcon_prototypes(sizes, tau=args.tau, eps=args.eps, method=args.method, **batch)
+    within = None
+    if args.tolerance is not None:
+        within = batch_size_for_tolerance(
+            sizes, tau=args.tau, tol=args.tolerance, eps=args.eps, sampler=args.sampler,
+            samples_per_class=args.samples_per_class, reduction=args.reduction,
+            anchors_without_positives=args.anchors_without_positives, seed=args.seed,
+        )
     if args.save_gram is not None:
-        save_matrix(args.save_gram, res.gram)
+        save_array(args.save_gram, res.gram)
     if args.save_embedding is not None:
-        save_matrix(args.save_embedding, res.embedding())
+        save_array(args.save_embedding, res.embedding())
     if args.plot is not None:
         _plot(res, args.plot)
     K = len(res.sizes)
@@ -128,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         out = res.to_dict(gram=True if args.gram else None, embedding=args.embedding)
         if latex is not None:
             out["latex"] = [{"title": t, "latex": s} for t, s in latex]
+        if within is not None:
+            out["batch_size_for_tolerance"] = within.to_dict()
         emit_json(out)
         return 0
     if latex is not None:
@@ -144,6 +165,14 @@ def run(args: argparse.Namespace) -> int:
         print(_gram_table(res))
     else:
         print("\nuse --gram to print the whole Gram, or --save-gram FILE to write it")
+    if within is not None:
+        found = ("none up to the largest size tried" if within.batch_size is None
+                 else f"B = {within.batch_size}")
+        print(f"\nbatch size from which the full-batch prediction is within {within.tol:g}: "
+              f"{found} ({args.sampler} batches)")
+        rows = [[str(b), f"{sh:.3g}", "-" if se is None else f"{se:.2g}"]
+                for b, sh, se in within.table]
+        print(table(rows, ["B", "max |G_B - G_full|", "sampling error"]))
     for flag, path in (("gram", args.save_gram), ("embedding", args.save_embedding)):
         if path is not None:
             print(f"wrote {flag} to {path}")

@@ -483,13 +483,16 @@ def classify_blocks(
     objective: str | None = None,
     explanation: Explanation | None = None,
     embed: bool = False,
+    floor: Any = None,
 ) -> Classification:
-    """Classify a validated block weighting (structured path of the class objectives)."""
+    """Classify a validated block weighting (structured path of the class objectives).
+    ``floor`` computes the loss floor of an inconsistent cosine verdict (see
+    :class:`~dgp.engine.rules.Context`)."""
     if bw.log_cross is None and bw.K >= GROUPED_MIN_K:
         ctx = Context(
             similarity=similarity, tau=tau, dim=dim, n=bw.n, tol=tol, method="structured",
             entropic_bound=block_entropic_bound(bw), objective=objective,
-            structure={"classes": bw.K}, explanation=explanation, embed=embed,
+            structure={"classes": bw.K}, explanation=explanation, embed=embed, floor=floor,
         )
         first_other = int(np.flatnonzero(bw.inverse != bw.inverse[0])[0])
         return classify_grouped(bw.sizes, bw.log_within, float(bw.cross_value), ctx,
@@ -505,7 +508,7 @@ def classify_blocks(
         "similarity": similarity, "tau": tau, "dim": dim, "n": bw.n, "tol": tol,
         "method": "structured", "entropic_bound": block_entropic_bound(bw),
         "objective": objective, "structure": structure, "explanation": explanation,
-        "embed": embed,
+        "embed": embed, "floor": floor,
     }
     zero = ~np.isfinite(M) & used
     if zero.any():

@@ -320,6 +320,7 @@ def classify_lowrank(
     explanation: Explanation | None = None,
     notes: dict[str, Any] | None = None,
     embed: bool = False,
+    floor: Any = None,
 ) -> Classification:
     """Classify a low-rank target (validated arguments; see :mod:`dgp.objectives`).
 
@@ -329,7 +330,7 @@ def classify_lowrank(
     ctx = Context(
         similarity=similarity, tau=tau, dim=dim, n=int(t.U.shape[0]), tol=tol,
         method="structured", entropic_bound=entropic_bound, shift=shift, objective=objective,
-        notes=notes, explanation=explanation, embed=embed,
+        notes=notes, explanation=explanation, embed=embed, floor=floor,
     )
     if similarity == "cosine":
         fam = cosine_family(LowRankSpectrum(t, tau), tau=tau, tol=tol)

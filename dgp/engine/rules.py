@@ -15,6 +15,7 @@ finished, frozen result: nothing is patched afterwards.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -104,6 +105,9 @@ class Context:
         A closed-form prediction (named objectives).
     margins : tuple of Margin
         Decisions made before the family (the cycle condition), reported with its own.
+    floor : callable or None
+        Computes the loss floor in dimension ``dim`` (a :class:`dgp.optimum.LossFloor`) for an
+        inconsistent cosine verdict; called only then.
     suffix : str
         Appended to the reason (e.g. the column-normalisation diagnosis).
     embed : bool
@@ -126,6 +130,7 @@ class Context:
     suffix: str = ""
     embed: bool = True
     margins: tuple[Margin, ...] = ()
+    floor: Callable[[], Any] | None = None
 
 
 def _build(
@@ -150,6 +155,10 @@ def _build(
         agrees = bool(ex.applies and ex.verdict == verdict and ex.rank == rank)
         certificate = replace(certificate,
                               conditions={**ex.details, "agrees_with_engine": agrees})
+    loss_floor = None
+    if verdict == "inconsistent" and ctx.similarity == "cosine":
+        loss_floor, note = _loss_floor(ctx)
+        certificate = replace(certificate, notes={**(certificate.notes or {}), "loss_floor": note})
     return Classification(
         verdict=verdict,
         attainable=attainable,
@@ -169,9 +178,28 @@ def _build(
         c=c,
         objective=ctx.objective,
         embedding=embedding,
+        loss_floor=loss_floor,
         warnings=ctx.warnings,
         c_resolution=c_resolution,
     )
+
+
+def _loss_floor(ctx: Context) -> tuple[float | None, Any]:
+    """The optimum's excess over the bound in ``R^dim`` when certified, and what was found."""
+    from dgp.errors import ParameterError, SolverError
+
+    if ctx.floor is None:
+        return None, "not computed for this size (use dgp.optimum.loss_floor or dgp optimum)"
+    try:
+        lf = ctx.floor()
+    except (ParameterError, SolverError) as exc:
+        return None, f"not computed: {exc}"
+    note = lf.to_dict()
+    if not lf.certified:
+        note["statement"] = (f"the loss floor in dim = {ctx.dim} lies in [{lf.lower:.6g}, "
+                             f"{lf.upper:.6g}] nats above the bound (not certified)")
+        return None, note
+    return float(lf.upper), note
 
 
 def _common(ctx: Context, margins: tuple[Margin, ...], structure: dict | None) -> dict:

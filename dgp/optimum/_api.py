@@ -26,7 +26,6 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from dgp.errors import (
     ParameterError,
@@ -50,21 +49,22 @@ from dgp.prototypes import (
     batch_rows,
     block_problem,
     check_batch,
-    check_memory,
     check_time,
     compositions,
     equiangular_gram,
     frank_wolfe_bound,
     lift_certificate,
     row_certificate,
+    single_threaded,
     solve_rows,
 )
 from dgp.prototypes._batch import row_budget_samples
+from dgp.resources import check_memory
 
 __all__ = ["FREE_MAX_K", "block_loss_floor", "loss_floor", "optimum"]
 
 #: largest number of (twin) classes whose free-dimension optimum is computed (K^3 per iteration)
-FREE_MAX_K = 800
+FREE_MAX_K = 500
 #: in a fixed dimension, the free optimum is also computed (as a start and a lower bound) up to
 FREE_START_MAX_K = 200
 #: dual residual below which a point counts as globally optimal
@@ -92,13 +92,13 @@ def _guard(K: int, N: int, dim: int | None, rows: int) -> None:
             )
         check_memory(24 * 8.0 * K * K + 6 * 8.0 * rows * K,
                      what=f"the free-dimension optimum of {K} classes",
-                     instead="give dim=D (CLI --dim D) or a smaller N", param="W")
+                     hint="give dim=D (CLI --dim D) or a smaller N")
         check_time(1500 * 4.0 * K**3, what=f"the free-dimension optimum of {K} classes",
                    instead="give dim=D (CLI --dim D) or a smaller N", param="W")
     else:
         check_memory(10 * 8.0 * K * K + 8 * 8.0 * rows * K,
                      what=f"the rank-{dim} optimum of {K} classes",
-                     instead="use a smaller N or a weighting with class structure", param="W")
+                     hint="use a smaller N or a weighting with class structure")
         check_time(20 * 500 * 8.0 * rows * K * (dim + 4),
                    what=f"the rank-{dim} optimum of {K} classes",
                    instead="use a smaller N, fewer starts or a weighting with class structure",
@@ -106,8 +106,7 @@ def _guard(K: int, N: int, dim: int | None, rows: int) -> None:
 
 
 def _free(prob: RowProblem, starts: list[np.ndarray], tol: float) -> _Solved:
-    with threadpool_limits(limits=1, user_api="blas"):
-        res = solve_rows(prob, starts=starts, tol=tol)
+    res = solve_rows(prob, starts=starts, tol=tol)
     if res.certificate.kkt_residual > max(1e3 * tol, 1e-6):
         raise SolverError(
             f"the certified solver did not converge: KKT residual "
@@ -126,8 +125,7 @@ def _fixed_dim(
     given = [spectral_start(weights, dim)]
     if free is not None:
         given.insert(0, truncate(free.gram, dim))
-    with threadpool_limits(limits=1, user_api="blas"):
-        G, n, reason = rank_d_solve(prob, dim, starts=given, n_random=starts, seed=seed)
+    G, n, reason = rank_d_solve(prob, dim, starts=given, n_random=starts, seed=seed)
     return _Solved(prob, G, None, reason, n)
 
 
@@ -322,8 +320,7 @@ def optimum(
     tol = check_unit_interval(tol, "tol")
     starts = _check_int(starts, "starts", 0)
     N = A.shape[0]
-    check_memory(4 * 8.0 * N * N, what=f"an N = {N} weighting", instead="use a smaller N",
-                 param="W")
+    check_memory(4 * 8.0 * N * N, what=f"an N = {N} weighting", hint="use a smaller N")
     q = quotient(A)
     spec = _batch_spec(q.sizes, batch_size, sampler, reduction, anchors_without_positives)
     kwargs = dict(
@@ -334,12 +331,13 @@ def optimum(
     if q.K == 1:
         q = _split_single_class(q)
     structure = "quotient" if q.K < N else "dense"
-    try:
-        out = _solve(q, **kwargs)
-    except _NoCollapse:
-        # a twin class that does not collapse: solve the N x N problem itself
-        q, structure = trivial_quotient(A), "dense"
-        out = _solve(q, **kwargs)
+    with single_threaded():
+        try:
+            out = _solve(q, **kwargs)
+        except _NoCollapse:
+            # a twin class that does not collapse: solve the N x N problem itself
+            q, structure = trivial_quotient(A), "dense"
+            out = _solve(q, **kwargs)
     return _wrap(q, out, tau=tau, dim=dim, structure=structure)
 
 
@@ -444,7 +442,9 @@ def block_loss_floor(
         Cross-class weights ``>= 0`` (the diagonal is ignored).
     tau : float
     dim : int
-    starts, seed : int
+    starts : int
+        Random Burer–Monteiro starts.
+    seed : int
 
     Returns
     -------
@@ -478,8 +478,9 @@ def block_loss_floor(
     labels = np.repeat(np.arange(K), n)
     q = Quotient(labels, n, Wq, np.concatenate([[0], np.cumsum(n)[:-1]]), True)
     try:
-        out = _solve(q, tau=tau, dim=dim, spec=None, samples=2, replicates=0, seed=seed,
-                     exact_max=1, starts=_check_int(starts, "starts", 0), tol=1e-10)
+        with single_threaded():
+            out = _solve(q, tau=tau, dim=dim, spec=None, samples=2, replicates=0, seed=seed,
+                         exact_max=1, starts=_check_int(starts, "starts", 0), tol=1e-10)
     except _NoCollapse:
         raise ParameterError(
             "within",

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from dgp.optimum._structure import Quotient
 from dgp.prototypes import (
@@ -78,8 +77,7 @@ def batch_prediction(
                 c_r = compositions(q.sizes, spec, exact_max=exact_max, samples=comps.drawn,
                                    seed=seed + r)
                 p_r, _ = batch_rows(c_r, q.weights, spec, tau=tau)
-                with threadpool_limits(limits=1, user_api="blas"):
-                    grams.append(solve_rows(p_r, starts=[G], tol=tol).gram)
+                grams.append(solve_rows(p_r, starts=[G], tol=tol).gram)
             gram_se = float(np.std(np.array(grams), axis=0, ddof=1).max())
             reps = replicates
     return BatchPrediction(

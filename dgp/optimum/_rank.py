@@ -6,8 +6,9 @@ r"""The optimum in a fixed dimension ``d``: Burer–Monteiro at rank ``d`` on th
 
 is non-convex. It is solved from several seeded starts (random unit vectors, the top-``d``
 factor of the free-dimension optimum when one is known, a spectral embedding of the weights):
-each is screened by a short L-BFGS run, the best two are run to convergence and polished by the
-Riemannian trust region. The certificate of the best point comes from its dual matrix
+each is screened by a short L-BFGS run, the best two (the second only if within 1% of the first)
+are run further and the best is polished by the Riemannian trust region. The certificate of the
+best point comes from its dual matrix
 :math:`S = \nabla F - \operatorname{Diag}(\operatorname{diag}(G\nabla F))`: if :math:`S \succeq 0`
 the point is globally optimal for the convex problem over all Gram matrices (so for every
 dimension); otherwise :math:`F(G) - K\max(0, -\lambda_{\min}(S))` (with the scaling undone) is a
@@ -41,7 +42,7 @@ def rank_d_solve(
     starts: list[np.ndarray],
     n_random: int,
     seed: int,
-    screen_iters: int = 60,
+    screen_iters: int = 40,
     keep: int = 2,
     gtol: float = 1e-9,
 ) -> tuple[np.ndarray, int, str]:
@@ -60,16 +61,19 @@ def rank_d_solve(
         screened.append((prob.value(prob.state(X.T @ X)), len(screened), X))
     screened.sort(key=lambda item: (item[0], item[1]))
     best_f, best = np.inf, None
-    for _, _, X in screened[:keep]:
-        X, _ = bm_lbfgs(prob, X, maxiter=400, gtol=gtol)
-        X, _ = rtr(prob, X, maxiter=15, gtol=gtol, maxinner=100)
+    lead = screened[0][0]
+    for f0, _, X in screened[:keep]:
+        if f0 > lead + 1e-2 * abs(lead):
+            continue  # clearly behind after screening: not worth running further
+        X, _ = bm_lbfgs(prob, X, maxiter=200, gtol=gtol)
         f = prob.value(prob.state(X.T @ X))
         if f < best_f:
             best_f, best = f, X
     assert best is not None
+    best, _ = rtr(prob, best, maxiter=10, gtol=gtol, maxinner=60)
     return best.T @ best, len(pool), (
         f"best of {len(pool)} starts (each screened by {screen_iters} L-BFGS steps, the best "
-        f"{min(keep, len(pool))} run to convergence and polished by the trust region)"
+        f"{min(keep, len(pool))} run further, the best polished by the trust region)"
     )
 
 

@@ -9,16 +9,16 @@ from typing import Any
 
 import numpy as np
 
+from dgp.geometry import embedding_from_gram
 from dgp.prototypes import (
     BatchPrediction,
     KKTCertificate,
     LiftCertificate,
-    check_memory,
-    embedding_from_gram,
     format_nats,
     format_summary,
     html_summary,
 )
+from dgp.resources import check_memory
 
 __all__ = ["GRAM_JSON_MAX_N", "LossFloor", "Optimum"]
 
@@ -49,8 +49,10 @@ class Optimum:
         Loss at the optimum (nats, summed over anchors; expected per batch with a batch size).
     entropic_bound : float
         :math:`\\sum_i H(p_i)`.
-    excess_loss, log_excess_loss : float
-        ``loss - entropic_bound`` and its natural log (finite where the excess underflows).
+    excess_loss : float
+        ``loss - entropic_bound``, computed without cancellation.
+    log_excess_loss : float
+        Its natural log (finite where the excess underflows).
     lower_bound : float
         Certified lower bound on the minimum of the convex problem over all Gram matrices (a
         lower bound in every dimension).
@@ -125,7 +127,7 @@ class Optimum:
         check_memory(
             8.0 * self.n**2,
             what=f"the {self.n} x {self.n} Gram",
-            instead="use quotient_gram and labels (gram = quotient_gram[labels][:, labels])",
+            hint="use quotient_gram and labels (gram = quotient_gram[labels][:, labels])",
         )
         return self.quotient_gram[np.ix_(self.labels, self.labels)]
 
@@ -141,7 +143,7 @@ class Optimum:
     @cached_property
     def embedding(self) -> np.ndarray:
         """``Z`` (``N x rank``) with ``Z Z^T = gram``: the class points, repeated per sample."""
-        return embedding_from_gram(self.quotient_gram, self.rank)[self.labels]
+        return embedding_from_gram(self.quotient_gram, rank=self.rank)[self.labels]
 
     @property
     def K(self) -> int:

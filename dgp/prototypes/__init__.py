@@ -47,7 +47,7 @@ from dgp.prototypes._closed_forms import (
     soft_supcon_tau_star,
 )
 from dgp.prototypes._display import format_nats, format_summary, html_summary
-from dgp.prototypes._guards import check_memory, check_time, memory_budget, time_budget
+from dgp.prototypes._guards import check_time, time_budget
 from dgp.prototypes._kkt import KKTCertificate, row_certificate
 from dgp.prototypes._lift import LiftCertificate, face_uniqueness, lift_certificate
 from dgp.prototypes._program import BlockForm, RowProblem, block_problem, scaled_softplus
@@ -56,7 +56,6 @@ from dgp.prototypes._result import (
     BatchPrediction,
     FirstOrderApproximation,
     Prototypes,
-    embedding_from_gram,
     gram_summary,
 )
 from dgp.prototypes._solver import (
@@ -67,6 +66,7 @@ from dgp.prototypes._solver import (
     frank_wolfe_bound,
     lbfgs,
     rtr,
+    single_threaded,
     solve_rows,
 )
 
@@ -94,10 +94,8 @@ __all__ = [
     "bm_lbfgs",
     "bm_lbfgs_linear",
     "check_batch",
-    "check_memory",
     "check_time",
     "compositions",
-    "embedding_from_gram",
     "entropic_bound_prototypes",
     "equiangular_gram",
     "face_uniqueness",
@@ -111,13 +109,13 @@ __all__ = [
     "kkt_certificate",
     "lbfgs",
     "lift_certificate",
-    "memory_budget",
     "nearest_elliptope",
     "positive_pair_probability",
     "prototype_loss",
     "row_certificate",
     "rtr",
     "scaled_softplus",
+    "single_threaded",
     "soft_supcon_rho",
     "soft_supcon_tau_star",
     "solve_rows",

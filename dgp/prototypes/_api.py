@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from dgp.errors import (
     ParameterError,
@@ -54,12 +53,13 @@ from dgp.prototypes._closed_forms import (
     first_order_gram,
     nearest_elliptope,
 )
-from dgp.prototypes._guards import check_memory, check_time, memory_budget
+from dgp.prototypes._guards import check_time
 from dgp.prototypes._kkt import KKTCertificate, row_certificate
 from dgp.prototypes._lift import face_uniqueness, lift_certificate
 from dgp.prototypes._program import RowProblem, block_problem
 from dgp.prototypes._result import BatchPrediction, FirstOrderApproximation, Prototypes
-from dgp.prototypes._solver import factor, solve_rows
+from dgp.prototypes._solver import factor, single_threaded, solve_rows
+from dgp.resources import check_memory, memory_budget
 
 __all__ = [
     "BatchTolerance",
@@ -162,8 +162,29 @@ def _balanced_supcon_loss(n0: int, K: int, tau: float) -> tuple[float, float, fl
 _FIRST_ORDER = "the first-order approximation (method first-order, O(tau^2) error)"
 
 
+def _fits(bytes_per_k2: float, cap: int | None = None) -> int | None:
+    """The largest K whose K x K arrays fit the memory budget (``None``: no limit)."""
+    budget = memory_budget()
+    k = None if budget is None else int(math.sqrt(budget / bytes_per_k2))
+    if cap is not None:
+        k = cap if k is None else min(k, cap)
+    return k
+
+
+def _balanced_soft_supcon_simplex_loss(n0: int, K: int, tau: float, eps: float) -> float:
+    r"""Soft SupCon's loss at the regular simplex, ``K`` classes of ``n0`` samples (no K x K
+    array): each anchor sees :math:`n_0 - 1` samples at cosine 1 with target :math:`1/Z` and
+    :math:`n_0(K-1)` at cosine :math:`-1/(K-1)` with target :math:`arepsilon/Z`,
+    :math:`Z = (n_0 - 1) + arepsilon n_0 (K - 1)`."""
+    s = -1.0 / (K - 1)
+    Z = (n0 - 1) + eps * n0 * (K - 1)
+    lin = ((n0 - 1) + eps * n0 * (K - 1) * s) / (tau * Z)
+    lse = 1.0 / tau + math.log((n0 - 1) + n0 * (K - 1) * math.exp((s - 1.0) / tau))
+    return n0 * K * (lse - lin)
+
+
 def _guard_numeric(K: int) -> None:
-    fits = min(NUMERIC_MAX_K, int(math.sqrt(memory_budget() / (24 * 8.0))))
+    fits = _fits(24 * 8.0, NUMERIC_MAX_K)
     instead = f"up to about K = {fits} classes fit; use {_FIRST_ORDER} or fewer classes"
     if K > NUMERIC_MAX_K:
         raise ParameterError(
@@ -172,14 +193,13 @@ def _guard_numeric(K: int) -> None:
             f"(its time grows as K^3 per iteration); use {_FIRST_ORDER} or fewer classes",
         )
     check_memory(24 * 8.0 * K * K, what=f"the certified solver for K = {K} classes",
-                 instead=instead, param="sizes")
+                 hint=instead)
     check_time(2000.0 * 4 * K**3, what=f"the certified solver for K = {K} classes",
                instead=instead, param="sizes")
 
 
 def _solve_block(prob: RowProblem, starts: list[np.ndarray], tol: float):
-    with threadpool_limits(limits=1, user_api="blas"):
-        res = solve_rows(prob, starts=starts, tol=tol)
+    res = solve_rows(prob, starts=starts, tol=tol)
     if res.certificate.kkt_residual > max(1e3 * tol, 1e-6):
         raise SolverError(
             f"the certified solver did not converge: KKT residual "
@@ -209,6 +229,16 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         )
     if method == "auto" and eps is not None:
         rho = 1.0 + tau * math.log(eps)
+        if rho < simplex - 1e-12 and (n == n[0]).all():
+            loss = _balanced_soft_supcon_simplex_loss(int(n[0]), K, tau, eps)
+            excess = max(0.0, loss - bound)
+            return Prototypes(
+                **common, method="closed-form", loss=loss, entropic_bound=bound,
+                excess_loss=excess, log_excess_loss=math.log(excess) if excess > 0 else -math.inf,
+                kkt_residual=None, certificate=None, collapse=None, rank=K - 1, unique=True,
+                stop_reason="regular simplex (balanced Soft SupCon above tau*)",
+                equiangular=simplex,
+            )
         if rho >= simplex - 1e-12:
             at_star = abs(rho - simplex) <= 1e-12
             unique: bool | None = False
@@ -252,12 +282,10 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
 
 def _first_order(n: np.ndarray, tau: float, common: dict[str, Any], bound: float) -> Prototypes:
     K = n.size
-    fits = int(math.sqrt(memory_budget() / (6 * 8.0)))
     check_memory(
         6 * 8.0 * K * K,
         what=f"the first-order Gram of K = {K} classes",
-        instead=f"up to about K = {fits} classes fit; use fewer classes",
-        param="sizes",
+        hint=f"up to about K = {_fits(6 * 8.0)} classes fit; use fewer classes",
     )
     G = first_order_gram(n, tau=tau)
     lam_min = float(np.linalg.eigvalsh(G)[0]) if K <= PROJECT_MAX_K else math.nan
@@ -327,7 +355,7 @@ def _batched(
     full = _full_batch(n, tau, eps, "auto" if method == "auto" else "numeric", tol)
     check_memory(
         24 * 8.0 * K * K, what=f"a batch prediction for K = {K} classes",
-        instead="use fewer classes", param="sizes",
+        hint=f"up to about K = {_fits(24 * 8.0)} classes fit; use fewer classes",
     )
     G_full = full.gram
     n_samp = row_budget_samples(K, samples)
@@ -346,8 +374,7 @@ def _batched(
         G, cert = simplex, row_certificate(prob, simplex)
         meth, reason, kkt = "closed-form", "regular simplex: the sampler treats classes alike", None
     else:
-        with threadpool_limits(limits=1, user_api="blas"):
-            res = solve_rows(prob, starts=[G_full, simplex], tol=tol)
+        res = solve_rows(prob, starts=[G_full, simplex], tol=tol)
         G, cert, reason = res.gram, res.certificate, res.stop_reason
         if cert.kkt_residual > max(1e3 * tol, 1e-6):
             raise SolverError(
@@ -367,8 +394,7 @@ def _batched(
             grams = [G]
             for r in range(1, replicates + 1):
                 _, prob_r, _ = build(seed + r)
-                with threadpool_limits(limits=1, user_api="blas"):
-                    grams.append(solve_rows(prob_r, starts=[G], tol=tol).gram)
+                grams.append(solve_rows(prob_r, starts=[G], tol=tol).gram)
             gram_se = float(np.std(np.array(grams), axis=0, ddof=1).max())
             reps = replicates
         elif meth == "closed-form":
@@ -420,8 +446,9 @@ def supcon_prototypes(
     eps : float, optional
         Soft SupCon cross-class weight in ``(0, 1)``; ``None`` for SupCon.
     method : {"auto", "numeric", "first-order"}
-        ``auto``: the closed form where it is exact (balanced SupCon; realizable Soft SupCon; a
-        sampler that treats classes alike under SupCon), else the certified solver.
+        ``auto``: the closed form where it is exact (balanced SupCon; realizable Soft SupCon;
+        balanced Soft SupCon above :math:`\tau^*`, the regular simplex; a sampler that treats
+        classes alike under SupCon), else the certified solver.
         ``numeric``: always the certified solver. ``first-order``: the small-:math:`\tau`
         approximation of :func:`first_order_gram` (SupCon, full batch only), reported with its
         PSD defect and its nearest point of the elliptope, at which loss and excess are taken
@@ -490,7 +517,8 @@ def supcon_prototypes(
             if value != default:
                 raise ParameterError(name, f"applies to mini-batch predictions only; give "
                                            f"batch_size as well (got {name}={value!r})")
-        return _full_batch(n, tau, eps, method, tol)
+        with single_threaded():
+            return _full_batch(n, tau, eps, method, tol)
     if method == "first-order":
         raise ParameterError(
             "method", "first-order has no mini-batch version; use method auto or numeric"
@@ -499,13 +527,14 @@ def supcon_prototypes(
         n, batch_size=batch_size, sampler=sampler, samples_per_class=samples_per_class,
         reduction=reduction, anchors_without_positives=anchors_without_positives,
     )
-    return _batched(
-        n, tau, eps, method, tol, spec,
-        samples=_check_int(samples, "samples", 2),
-        replicates=_check_int(replicates, "replicates", 0),
-        seed=_check_int(seed, "seed", 0),
-        exact_max=_check_int(exact_max, "exact_max", 1),
-    )
+    kwargs = {
+        "samples": _check_int(samples, "samples", 2),
+        "replicates": _check_int(replicates, "replicates", 0),
+        "seed": _check_int(seed, "seed", 0),
+        "exact_max": _check_int(exact_max, "exact_max", 1),
+    }
+    with single_threaded():
+        return _batched(n, tau, eps, method, tol, spec, **kwargs)
 
 
 @dataclass(frozen=True)

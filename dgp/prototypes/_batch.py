@@ -46,7 +46,6 @@ from typing import Any
 
 import numpy as np
 from scipy.special import gammaln
-from scipy.stats import binom, hypergeom
 
 from dgp.errors import ParameterError, check_choice, check_dim
 from dgp.prototypes._program import RowProblem
@@ -328,6 +327,8 @@ def positive_pair_probability(sizes: np.ndarray, spec: BatchSpec) -> np.ndarray:
     >>> p.tolist()
     [1.0, 1.0]
     """
+    from scipy.stats import binom, hypergeom  # imported on use: scipy.stats is slow to import
+
     n = sizes.astype(np.int64)
     K, B = n.size, spec.batch_size
     if spec.sampler == "uniform":

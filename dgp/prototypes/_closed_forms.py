@@ -4,6 +4,10 @@ r"""Closed forms of SupCon and Soft SupCon prototypes, and the nearest point of 
 * Soft SupCon when realizable: the equiangular Gram with :math:`\rho = 1 + \tau\log\varepsilon`,
   for any class sizes, iff :math:`\rho \ge -1/(K-1)`, i.e.
   :math:`\tau \le \tau^* = K / ((K-1)(-\log\varepsilon))`; it attains the entropic bound;
+* balanced Soft SupCon above :math:`\tau^*`: the regular simplex (the convex objective is
+  invariant under class permutations and strictly convex, so its minimiser is equiangular; along
+  the equiangular line it is convex with its unconstrained minimum at
+  :math:`\rho < -1/(K-1)`, outside the feasible segment, whose end it therefore is);
 * SupCon under imbalance to first order in :math:`\tau` (an approximation):
 
   .. math::

@@ -46,24 +46,30 @@ class KKTCertificate:
         of the exponential and the linear part of the scaled gradient.
     complementarity_residual : float
         :math:`\\|MS\\|_F / (\\nu\\max(1, \\lambda_{\\max}(M)))`.
-    min_eig_gram, max_eig_gram : float
-        Extreme eigenvalues of ``M``.
+    min_eig_gram : float
+        Smallest eigenvalue of ``M``.
+    max_eig_gram : float
+        Largest eigenvalue of ``M``.
     min_eig_dual : float
         :math:`\\lambda_{\\min}(S)/\\nu`.
     rank : int
         Eigenvalues of ``M`` above ``rank_tol``.
     dual_rank : int
         Eigenvalues of :math:`S/\\nu` above ``dual_tol``.
-    rank_tol, dual_tol : float
-        The thresholds used (absolute for ``M``, relative to :math:`\\nu` for ``S``).
+    rank_tol : float
+        The threshold of the rank of ``M`` (absolute).
+    dual_tol : float
+        The threshold of the rank of ``S``, relative to :math:`\\nu`.
     strictly_complementary : bool
         ``rank + dual_rank == K``: the ranks of ``M`` and ``S`` are then decided by spectral gaps
         on both sides, not by one threshold.
-    gram_gap, dual_gap : float
-        Smallest eigenvalue counted in the rank over the largest one left out (``inf`` if
-        none is left out), for ``M`` and for ``S``.
+    gram_gap : float
+        Smallest eigenvalue of ``M`` counted in the rank over the largest one left out
+        (``inf`` if none is left out).
+    dual_gap : float
+        The same for ``S``.
     gradient_scale : float
-        :math:`\nu`.
+        :math:`\\nu`.
     gap_bound : float
         Upper bound on :math:`F(M) - \\min F` in nats (module docstring).
     log_gap_bound : float

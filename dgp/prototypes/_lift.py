@@ -154,12 +154,12 @@ def lift_certificate(
     """Collapse and uniqueness certificate of the quotient optimum ``M`` of ``prob`` (whose points
     are classes of ``sizes`` samples), lifted to the ``N x N`` problem (module docstring).
 
-    ``collapse_tol`` (relative to the gradient scale) defaults to ``max(1e-8, 1e3 *
-    kkt_residual)``: a margin within it of zero is a class at its collapse threshold, to the
+    ``collapse_tol`` (relative to the gradient scale) defaults to ``1e3 * kkt_residual`` clipped
+    to ``[1e-8, 1e-4]``: a margin within it of zero is a class at its collapse threshold, to the
     accuracy the quotient was solved to."""
     n = np.asarray(sizes, dtype=float)
     if collapse_tol is None:
-        collapse_tol = max(1e-8, 1e3 * cert.kkt_residual)
+        collapse_tol = max(1e-8, min(1e3 * cert.kkt_residual, 1e-4))
     st = prob.state(M)
     h = prob.within_gradient(st)
     y = np.asarray(cert.multipliers)

@@ -158,6 +158,7 @@ class RowProblem:
         own = P[rows, anchor] > 0
         self.ref = np.where(own, anchor, np.argmax(P, axis=1))
         self._rows = rows
+        self._dense = R == K and bool((anchor == rows).all())
         lref = log_mu[rows, self.ref]
         self.log_mu_ref = lref
         lmr = log_mu - lref[:, None]
@@ -183,20 +184,23 @@ class RowProblem:
     # ------------------------------------------------------------------ evaluation
     def state(self, M: np.ndarray) -> RowState:
         """Per-row quantities at ``M`` (symmetric, unit diagonal)."""
-        Mr = M[self.anchor]
+        Mr = M if self._dense else M[self.anchor]
         D = Mr - Mr[self._rows, self.ref][:, None]
-        U = self.lmr + D / self.tau  # -inf where absent and at the reference
+        U = D * (1.0 / self.tau)
+        U += self.lmr  # -inf where absent and at the reference
         top = np.max(U, axis=1)
         top = np.where(np.isfinite(top), top, 0.0)
+        U -= top[:, None]
         with np.errstate(under="ignore"):
-            E = np.exp(U - top[:, None])
+            E = np.exp(U, out=U)
         total = E.sum(axis=1)
         with np.errstate(divide="ignore"):
             Y = top + np.log(total)
         sp = np.logaddexp(0.0, Y)
         with np.errstate(under="ignore", over="ignore"):
-            Q = E * np.exp(top - sp)[:, None]  # softmax mass of each point but the reference
             Qs = E * np.exp(top - sp - self.log_t)[:, None]  # Q / t
+            Q = E
+            Q *= np.exp(top - sp)[:, None]  # softmax mass of each point but the reference
         if not np.isfinite(Qs).all():
             raise SolverError(
                 "the scaled objective overflowed (a cosine moved far from the starting point at "

@@ -9,19 +9,19 @@ from typing import Any
 
 import numpy as np
 
+from dgp.geometry import embedding_from_gram
 from dgp.prototypes._batch import BatchSpec
 from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._display import format_nats, format_summary, html_summary
-from dgp.prototypes._guards import check_memory
 from dgp.prototypes._kkt import KKTCertificate
 from dgp.prototypes._lift import LiftCertificate
+from dgp.resources import check_memory
 
 __all__ = [
     "GRAM_JSON_MAX_K",
     "BatchPrediction",
     "FirstOrderApproximation",
     "Prototypes",
-    "embedding_from_gram",
     "gram_summary",
 ]
 
@@ -29,23 +29,6 @@ __all__ = [
 #: is about 5 MB of JSON); beyond it the JSON says how to ask for it
 GRAM_JSON_MAX_K = 500
 _TABLE_MAX_K = 8
-
-
-def embedding_from_gram(G: np.ndarray, rank: int) -> np.ndarray:
-    """``Z`` with ``Z Z^T ~ G`` from the ``rank`` leading eigenpairs (eigenvalues clipped at 0,
-    each eigenvector's largest-magnitude entry made positive).
-
-    >>> Z = embedding_from_gram(np.array([[1.0, -1.0], [-1.0, 1.0]]), 1)
-    >>> Z.round(12).tolist()
-    [[1.0], [-1.0]]
-    """
-    lam, U = np.linalg.eigh(0.5 * (G + G.T))
-    order = np.argsort(lam)[::-1][:rank]
-    V = U[:, order]
-    big = np.argmax(np.abs(V), axis=0)
-    signs = np.sign(V[big, np.arange(V.shape[1])])
-    signs[signs == 0] = 1.0
-    return V * signs * np.sqrt(np.clip(lam[order], 0.0, None))
 
 
 def gram_summary(G: np.ndarray) -> dict[str, Any]:
@@ -251,20 +234,24 @@ class Prototypes:
         check_memory(
             8 * self.K**2,
             what=f"the {self.K} x {self.K} prototype Gram",
-            instead=f"it is equiangular: every off-diagonal cosine is {self.equiangular!r} "
+            hint=f"it is equiangular: every off-diagonal cosine is {self.equiangular!r} "
             "(attribute equiangular)",
         )
         return equiangular_gram(self.K, float(self.equiangular))
 
     def embedding(self) -> np.ndarray:
-        """Prototype vectors ``K x rank`` with ``Z Z^T = gram`` (see :func:`embedding_from_gram`).
+        """Prototype vectors ``K x rank`` with ``Z Z^T = gram`` (for ``first-order``: of the
+        projected Gram, the nearest Gram of unit vectors), signs fixed.
 
         Raises
         ------
         ValueError
             As :attr:`gram`.
         """
-        return embedding_from_gram(self.gram, self.rank)
+        G = self.gram
+        if self.approximation is not None and self.approximation.projected_gram is not None:
+            G = self.approximation.projected_gram
+        return embedding_from_gram(G, rank=self.rank)
 
     def _summary_pairs(self) -> list[tuple[str, str]]:
         N = sum(self.sizes)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from dgp.prototypes._kkt import KKTCertificate, row_certificate
 from dgp.prototypes._program import RowProblem
@@ -37,6 +38,7 @@ __all__ = [
     "frank_wolfe_bound",
     "lbfgs",
     "rtr",
+    "single_threaded",
     "solve_rows",
 ]
 
@@ -61,6 +63,13 @@ class SolveResult:
     certificate: KKTCertificate
     stop_reason: str
     iterations: int
+
+
+def single_threaded() -> threadpool_limits:
+    """One thread for BLAS and OpenMP: these solvers work on matrices of at most a few thousand
+    rows, where threaded BLAS is barely faster on an idle machine and many times slower on a
+    loaded one (measured 2x to 100x on the shared 2-core machines dgp is tested on)."""
+    return threadpool_limits(limits=1)
 
 
 def factor(G: np.ndarray, r: int) -> np.ndarray:
@@ -209,6 +218,17 @@ def frank_wolfe_bound(prob: RowProblem, gram: np.ndarray, *, maxiter: int = 300)
     if best >= 0:
         return loss
     return loss - math.exp(math.log(-best) + math.log(prob.alpha_total) + prob.log_t)
+
+
+def _full_rank_start(X: np.ndarray) -> np.ndarray:
+    """A factor with no zero row: gradient steps never leave the row space of the factor, so a
+    start of lower rank than the optimum would be a trap; a small deterministic perturbation
+    (1e-3 of the column norm) frees it."""
+    r, K = X.shape
+    if np.linalg.matrix_rank(X) >= r:
+        return X
+    pattern = np.cos(np.outer(np.arange(1, r + 1), np.arange(K)) * 1.3 + 0.7)
+    return _normalise(X + 1e-3 * pattern)
 
 
 def _proj(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
@@ -512,7 +532,7 @@ def solve_rows(
     prob.set_scale(G0)
     K = prob.K
     r = K if rank is None else min(rank, K)
-    X = factor(G0, r)
+    X = _full_rank_start(factor(G0, r))
     best = X.T @ X
     cert = row_certificate(prob, best)
     iters = 0
