@@ -86,7 +86,7 @@ def blocks(text: str) -> list[Block]:
 
 def run_cli(command: str) -> tuple[int, str]:
     """Run one ``dgp ...`` command line in-process; return (exit status, stdout + stderr)."""
-    argv = shlex.split(command)
+    argv = shlex.split(command, comments=True)  # a shell drops trailing comments
     if argv[:3] == ["python", "-m", "dgp"]:
         argv = argv[3:]
     elif argv[:1] == ["dgp"]:

@@ -459,10 +459,11 @@ def brute_force_excess(W, tau, dim, starts=30, seed=0):
     def f(v):
         Z = v.reshape(n, dim)
         Zn = Z / np.linalg.norm(Z, axis=1, keepdims=True)
-        S = np.where(off, Zn @ Zn.T / tau, -np.inf)
+        G = Zn @ Zn.T / tau
+        S = np.where(off, G, -np.inf)  # the anchor is not its own candidate
         top = S.max(axis=1, keepdims=True)
         lse = top[:, 0] + np.log(np.exp(S - top).sum(axis=1))
-        return float((lse - np.where(off, P * S, 0.0).sum(axis=1)).sum())
+        return float((lse - (P * np.where(off, G, 0.0)).sum(axis=1)).sum())
 
     rng = np.random.default_rng(seed)
     best = min(minimize(f, rng.standard_normal(n * dim), method="L-BFGS-B",
