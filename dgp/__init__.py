@@ -21,12 +21,16 @@ _EXPORTS = {
     "entropic_bound": "dgp.infonce",
     "winfonce_loss": "dgp.infonce",
     "objective_weights": "dgp.weights",
+    "loss_floors": "dgp.design",
+    "phase": "dgp.design",
+    "recommend": "dgp.design",
     "Prototypes": "dgp.prototypes",
     "supcon_prototypes": "dgp.prototypes",
 }
 # ``dgp.optimum`` is the module (its function is ``dgp.optimum.optimum``): a package attribute
 # named like a submodule is overwritten by the import system as soon as the submodule loads.
 _SUBMODULES = (
+    "design",
     "engine",
     "errors",
     "geometry",

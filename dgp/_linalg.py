@@ -7,11 +7,14 @@ Every module that needs one of these imports it from here, so that each is writt
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 __all__ = [
     "centre_points",
+    "deterministic_blas",
     "embedding_from_eigh",
     "fix_signs",
     "helmert",
@@ -21,6 +24,15 @@ __all__ = [
     "squared_distances",
     "tall_r",
 ]
+
+
+@contextmanager
+def deterministic_blas():
+    """Run BLAS on one thread: multi-threaded reductions round differently with the thread count,
+    so identical input would not always give identical output (eigenvalues in the last digits,
+    and the basis of a repeated eigenvalue's eigenspace)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def fix_signs(U: np.ndarray) -> np.ndarray:

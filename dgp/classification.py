@@ -17,16 +17,20 @@ the target, its family and the verdict (:mod:`dgp.engine.rules`) with its certif
 
 from __future__ import annotations
 
+import numpy as np
+
+from dgp.engine import target
 from dgp.engine.pipeline import classify_weights
-from dgp.engine.target import log_weights as canonical_log_weights
 from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
 from dgp.errors import check_choice, check_dim, check_positive
 from dgp.infonce import SIMILARITIES
 from dgp.result import Classification
 
-__all__ = ["METHODS", "Classification", "classify"]
+__all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify"]
 
 METHODS = ("spectral", "sdp")
+#: largest N for which an inconsistent cosine verdict comes with its loss floor in R^d
+FLOOR_MAX_N = 300
 
 
 def classify(
@@ -74,6 +78,9 @@ def classify(
     Returns
     -------
     Classification
+        For an inconsistent cosine verdict with ``N <= FLOOR_MAX_N``, ``loss_floor`` is the
+        certified excess of the optimum in ``R^dim`` over the entropic bound (the interval found
+        is in ``certificate.notes["loss_floor"]`` when it is not certified).
 
     Raises
     ------
@@ -102,10 +109,25 @@ def classify(
         from dgp.engine.zeros import classify_sparse
 
         res = classify_sparse(W, similarity=similarity, tau=tau, dim=dim, tol_rtol=rtol,
-                              method=method)
+                              method=method,
+                              dense_up_to=FLOOR_MAX_N if similarity == "cosine" else 1)
         if res is not None:
             return res
-    weights = canonical_log_weights(W, log_weights=log_weights)
+    weights = target.log_weights(W, log_weights=log_weights)
     tol = Tolerance.make(rtol, n=weights.n, unit_roundoff=weights.unit_roundoff)
+    floor = None
+    if weights.n <= FLOOR_MAX_N:
+        floor = _floor(np.exp(weights.L), tau, dim)  # a copy: the engine consumes weights.L
     return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
-                            method=method)
+                            method=method, floor=floor)
+
+
+def _floor(W: np.ndarray, tau: float, dim: int):
+    """The loss floor in ``R^dim`` of the (canonical) weights ``W``, computed when asked."""
+
+    def compute():
+        from dgp.optimum import loss_floor
+
+        return loss_floor(W, tau=tau, dim=dim)
+
+    return compute

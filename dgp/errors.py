@@ -30,6 +30,7 @@ __all__ = [
     "check_weights",
     "class_codes",
     "describe",
+    "install_hint",
     "join_param",
 ]
 
@@ -75,6 +76,13 @@ class SolverError(DgpError, RuntimeError):
 
     Not the user's fault: the command line reports it as one ``error:`` line with exit status 1.
     """
+
+
+def install_hint(extra: str) -> str:
+    """How to install an optional extra: from a source checkout (dgp is not on the package
+    index yet) or from a wheel of the ``dgp-contrastive`` distribution."""
+    return (f'pip install -e ".[{extra}]" in the dgp source folder (or pip install '
+            f'"dgp-contrastive[{extra}]" from a wheel)')
 
 
 def describe(value: object) -> str:

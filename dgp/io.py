@@ -918,7 +918,8 @@ def _column_index(
             if header is None:
                 raise src.error(
                     f"has no header row, so there is no column named {column!r}; choose the "
-                    f"column by its 0-based position (0 to {n_cols - 1})"
+                    f"column by its 0-based position (0 to {n_cols - 1}; on the command line "
+                    "--label-column)"
                 )
             names = ", ".join(repr(h) for h in header)
             raise src.error(
@@ -1085,7 +1086,8 @@ def _finish_labels(
         names = ", ".join(repr(c) if isinstance(c, str) else str(c) for c in all_columns)
         raise src.error(
             f"has {len(all_columns)} columns ({names}); class labels are one column: choose it "
-            "with column=... (a header name or a 0-based position)"
+            "with column=... (on the command line --label-column), a header name or a 0-based "
+            "position"
         )
     if is_text:
         if kind == "continuous":

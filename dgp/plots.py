@@ -1,9 +1,9 @@
 r"""Figures: prototype geometry, the spectrum along the ``c`` family, predicted vs learned Grams.
 
-Needs the ``plot`` extra (``pip install "dgp-contrastive[plot]"``); matplotlib is imported only
-when a figure is drawn, and a missing matplotlib raises an :class:`ImportError` that names the
-extra. Every function returns a :class:`matplotlib.figure.Figure` built without ``pyplot`` (no
-GUI backend, no global state): save it with ``fig.savefig("file.png")``.
+Needs the ``plot`` extra (``pip install -e ".[plot]"`` in a source checkout); matplotlib is
+imported only when a figure is drawn, and a missing matplotlib raises an :class:`ImportError`
+that names the extra. Every function returns a :class:`matplotlib.figure.Figure` built without
+``pyplot`` (no GUI backend, no global state): save it with ``fig.savefig("file.png")``.
 
 - :func:`prototype_geometry`: classical MDS of a (prototype) Gram matrix in 2-D or 3-D, beside a
   heatmap of the Gram itself.
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from dgp.engine.tolerance import DEFAULT_RTOL
-from dgp.errors import check_choice, check_positive, check_weights
+from dgp.errors import check_choice, check_positive, check_weights, install_hint
 from dgp.infonce import SIMILARITIES
 
 __all__ = [
@@ -47,7 +47,7 @@ __all__ = [
     "require_matplotlib",
 ]
 
-INSTALL_HINT = 'pip install "dgp-contrastive[plot]"'
+INSTALL_HINT = install_hint("plot")
 #: largest N drawn by :func:`c_family_spectrum` / ``--plot`` (one eigvalsh of N x N per grid point)
 MAX_PLOT_N = 1500
 #: flop budget of one grid: ``num`` is lowered to about ``_GRID_FLOPS / N**3`` (at least 25)

@@ -28,6 +28,12 @@ __all__ = [
 ]
 
 
+def _validated(objective, labels, sigma, eps, label_tau):
+    rec = registry.get(objective)
+    params = rec.check_params(sigma=sigma, eps=eps, label_tau=label_tau)
+    return rec, rec.check_labels(labels), params
+
+
 def objective_log_weights(
     objective: str,
     labels: object,
@@ -49,9 +55,8 @@ def objective_log_weights(
     >>> round(float(L[0, 2]), 6)   # exp(-45000) underflows; its logarithm does not
     -45000.0
     """
-    rec = registry.get(objective)
-    params = rec.check_params(sigma=sigma, eps=eps, label_tau=label_tau)
-    L = rec.log_weights(rec.check_labels(labels), params)
+    rec, lab, params = _validated(objective, labels, sigma, eps, label_tau)
+    L = rec.log_weights(lab, params)
     np.fill_diagonal(L, -np.inf)
     return L
 
@@ -72,9 +77,8 @@ def objective_weights(
     ValueError
         As :func:`objective_log_weights`.
     """
-    rec = registry.get(objective)
-    params = rec.check_params(sigma=sigma, eps=eps, label_tau=label_tau)
-    return rec.weights(rec.check_labels(labels), params)
+    rec, lab, params = _validated(objective, labels, sigma, eps, label_tau)
+    return rec.weights(lab, params)
 
 
 def supcon_weights(labels: object) -> np.ndarray:

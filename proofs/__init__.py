@@ -80,7 +80,7 @@ class TheoremResult:
     failures: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """The fields of ``dgp prove --json`` (CONTRACT.md), exactly."""
+        """The fields of one theorem in ``dgp prove --json``, exactly."""
         return {
             "id": self.id,
             "statement": self.statement,
@@ -158,8 +158,15 @@ def run_theorem(module: ModuleType) -> TheoremResult:
     )
 
 
-def run_theorems(modules: list[ModuleType] | None = None, *, only: list[str] | None = None):
+def run_theorems(
+    modules: list[ModuleType] | None = None,
+    *,
+    only: list[str] | None = None,
+    progress=None,
+):
     """Run the theorems (all of :func:`discover` by default), optionally only the given ids.
+
+    ``progress(k, total, result)``, when given, is called after each theorem (``k`` from 1).
 
     Raises
     ------
@@ -175,4 +182,9 @@ def run_theorems(modules: list[ModuleType] | None = None, *, only: list[str] | N
                 f"unknown theorem id {unknown[0]!r}; known ids: {', '.join(sorted(ids))}"
             )
         mods = [m for m in mods if m.THEOREM.id in only]
-    return [run_theorem(m) for m in mods]
+    results = []
+    for k, m in enumerate(mods, start=1):
+        results.append(run_theorem(m))
+        if progress is not None:
+            progress(k, len(mods), results[-1])
+    return results

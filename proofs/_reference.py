@@ -283,7 +283,7 @@ def euclidean_c_max(ell: np.ndarray, tau: float) -> float:
 
 
 # ----------------------------------------------------------------------------------------------
-# the verdict rules of DESIGN.md section 3, re-implemented on dense spectra
+# the verdict rules (realizable, degenerate, inconsistent), re-implemented on dense spectra
 # ----------------------------------------------------------------------------------------------
 
 
@@ -298,7 +298,7 @@ class Verdict:
 
 
 def verdict(W: np.ndarray, similarity: str, tau: float, dim: int) -> Verdict:
-    """The verdict of DESIGN.md section 3 from dense eigenvalues (positive weights only)."""
+    """The verdict rules from dense eigenvalues (positive weights only), written anew."""
     n = W.shape[0]
     _, resid = potentials(W)
     scale = max(1.0, max(abs(math.log(W[i, j])) for i in range(n) for j in range(n) if i != j))

@@ -13,14 +13,12 @@ class-quotient part grows) strictly lowers the loss unless the class is already 
 Checked symbolically (the derivative and its sign) and by properties on random embeddings and
 class sizes (balanced, long-tailed, size-2 classes): block averaging keeps :math:`G` PSD and does
 not raise the loss; collapsing keeps it PSD and lowers the loss, strictly when some class is not
-collapsed (losses evaluated from the definition). Where :mod:`dgp.prototypes` is present, its
-``K x K`` objective equals the ``N x N`` loss of the collapsed configuration, and its optimum is
+collapsed (losses evaluated from the definition). The ``K x K`` objective of
+:mod:`dgp.prototypes` equals the ``N x N`` loss of the collapsed configuration, and its optimum is
 no worse than random collapsed configurations.
 """
 
 from __future__ import annotations
-
-import importlib.util
 
 import numpy as np
 import sympy as sp
@@ -31,6 +29,7 @@ from dgp import strategies as ds
 from dgp.infonce import winfonce_loss
 from dgp.proofs import _reference as ref
 from dgp.proofs._theorem import Theorem, property_settings
+from dgp.prototypes import prototype_loss, supcon_prototypes
 
 THEOREM = Theorem(
     id="supcon-collapse",
@@ -39,8 +38,6 @@ THEOREM = Theorem(
     "cosine).",
     method="both",
 )
-
-HAS_PROTOTYPES = importlib.util.find_spec("dgp.prototypes") is not None
 
 
 def test_symbolic_within_class_derivative_negative():
@@ -83,14 +80,11 @@ def test_property_symmetrise_then_collapse(labelled, seed, d, tau):
     same = (labels[:, None] == labels[None, :]) & ~np.eye(n, dtype=bool)
     if G_bar[same].min() < 1.0 - 1e-6:
         assert L_hat < L_bar
-    if HAS_PROTOTYPES:
-        from dgp.prototypes import prototype_loss
-
-        classes = np.unique(labels)
-        first = [int(np.flatnonzero(labels == c)[0]) for c in classes]
-        M = G_hat[np.ix_(first, first)]
-        sizes = [int((labels == c).sum()) for c in classes]
-        assert abs(prototype_loss(M, sizes, tau=tau) - L_hat) <= 1e-9 * max(1.0, L_hat)
+    classes = np.unique(labels)
+    first = [int(np.flatnonzero(labels == c)[0]) for c in classes]
+    M = G_hat[np.ix_(first, first)]
+    sizes = [int((labels == c).sum()) for c in classes]
+    assert abs(prototype_loss(M, sizes, tau=tau) - L_hat) <= 1e-9 * max(1.0, L_hat)
 
 
 @property_settings()
@@ -101,10 +95,6 @@ def test_property_symmetrise_then_collapse(labelled, seed, d, tau):
 )
 def test_property_prototype_optimum_beats_collapsed(sizes, seed, tau):
     """The certified prototype optimum is no worse than random collapsed configurations."""
-    if not HAS_PROTOTYPES:
-        return
-    from dgp.prototypes import supcon_prototypes
-
     labels = np.repeat(np.arange(len(sizes)), sizes)
     W = ref.class_weights(labels)
     best = supcon_prototypes(sizes, tau=tau)

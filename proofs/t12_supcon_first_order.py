@@ -25,8 +25,6 @@ solver of :mod:`dgp.prototypes` and lies within :math:`2\tau^2` of
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import sympy as sp
 from hypothesis import given
@@ -35,6 +33,7 @@ from hypothesis import strategies as st
 from dgp import strategies as ds
 from dgp.proofs import _reference as ref
 from dgp.proofs._theorem import Theorem, property_settings
+from dgp.prototypes import first_order_gram, supcon_prototypes
 
 THEOREM = Theorem(
     id="supcon-first-order",
@@ -42,8 +41,6 @@ THEOREM = Theorem(
     "+ O(tau^2), w_cc' = n_c n_c' (1/(n_c - 1) + 1/(n_c' - 1)); the simplex when balanced.",
     method="both",
 )
-
-HAS_PROTOTYPES = importlib.util.find_spec("dgp.prototypes") is not None
 
 
 def test_symbolic_pair_coefficient():
@@ -82,10 +79,6 @@ def test_symbolic_lagrange_solution():
 )
 def test_property_first_order_within_tau_squared(sizes, tau):
     """|G_opt - G_first_order| <= 2 tau^2 (G_opt from an independent minimiser)."""
-    if not HAS_PROTOTYPES:
-        return
-    from dgp.prototypes import first_order_gram, supcon_prototypes
-
     K = len(sizes)
     G_own = ref.supcon_prototype_optimum(sizes, tau)
     G_fo = first_order_gram(sizes, tau=tau)
@@ -106,10 +99,6 @@ def test_property_first_order_within_tau_squared(sizes, tau):
 @given(sizes=ds.balanced_sizes(), tau=ds.temperatures(0.02, 1.0))
 def test_property_balanced_simplex(sizes, tau):
     """Balanced classes: the first-order Gram is the regular simplex exactly."""
-    if not HAS_PROTOTYPES:
-        return
-    from dgp.prototypes import first_order_gram
-
     K = len(sizes)
     S = np.full((K, K), -1.0 / (K - 1))
     np.fill_diagonal(S, 1.0)

@@ -1,143 +1,292 @@
-"""`dgp audit`: the weighting a loss optimises, from one backward pass at orthonormal embeddings."""
+"""The audit recovers the anchor weights and the weighting a loss optimises from its gradients,
+tells w-InfoNCE losses from others, and predicts the geometry their training reaches."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from dgp.cli import main  # noqa: E402
+import dgp  # noqa: E402
 from dgp.torch import audit_examples as ex  # noqa: E402
 from dgp.torch.audit import (  # noqa: E402
+    Intended,
+    LossCallError,
     audit_loss,
+    candidate_terms,
     default_labels,
-    recover_symmetric_part,
-    reversible_representative,
-    symmetric_part,
+    effective_weights,
+    fit_model,
+    partition_log_weights,
+    probe,
 )
 from dgp.torch.losses import (  # noqa: E402
     EuclidEuclidLoss,
     SoftSupConLoss,
     SupConLoss,
-    WInfoNCELoss,
     XCLRLoss,
+    YAwareLoss,
 )
 
+pytestmark = pytest.mark.torch
 
-def test_recovers_p_plus_pT_of_any_weighting():
+
+def _raw_loss(W, tau, similarity="cosine"):
+    """-sum_ij w_ij log q_ij with W as given: anchor i weighs sum_j w_ij (independent of dgp)."""
+    Wt = torch.as_tensor(W)
+
+    def loss(z, _labels=None):
+        if similarity == "cosine":
+            zn = torch.nn.functional.normalize(z, dim=1)
+            s = zn @ zn.T / tau
+        else:
+            s = -torch.cdist(z, z) ** 2 / (2 * tau)
+        s = s.masked_fill(torch.eye(len(z), dtype=torch.bool), float("-inf"))
+        logq = torch.log_softmax(s, dim=1).masked_fill(torch.eye(len(z), dtype=torch.bool), 0)
+        return -(Wt * logq).sum()
+
+    loss.tau = tau
+    return loss
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "euclidean"])
+def test_fit_recovers_anchor_weights_and_symmetric_part(similarity):
     rng = np.random.default_rng(3)
-    W = rng.random((9, 9)) ** 3  # asymmetric
-    for reduction, scale in (("sum", 1.0), ("mean", 1.0 / 9)):
-        loss = WInfoNCELoss(tau=0.3, weights=W, reduction=reduction)
-        rec = recover_symmetric_part(loss, np.arange(9), tau=0.3)
-        assert rec.reduction_scale == pytest.approx(scale)
-        assert rec.similarity == "cosine"
-        np.testing.assert_allclose(rec.A, symmetric_part(W), atol=1e-12)
-        # the antisymmetric part of p is invisible: the gradient pattern is symmetric
-        assert rec.gradient_asymmetry < 1e-10
+    n = 9
+    W = rng.random((n, n)) ** 3 * rng.uniform(0.2, 3.0, (n, 1))  # unequal anchors, asymmetric
+    np.fill_diagonal(W, 0.0)
+    pr = probe(_raw_loss(W, 0.3, similarity), None, tau=0.3, n=n)
+    fit = fit_model(pr, tau=0.3, similarity=similarity, logc=partition_log_weights(n, None, "all"))
+    assert fit.residual < 1e-12
+    np.testing.assert_allclose(fit.m, W.sum(axis=1), rtol=1e-10)
+    np.testing.assert_allclose(fit.S, W + W.T, atol=1e-11)
+    # the loss value is the model plus nothing
+    assert fit.value_spread < 1e-12 and abs(fit.offset) < 1e-10
+    # the latent is told from the gradient's direction
+    assert (pr.cosine_residual < 1e-10) == (similarity == "cosine")
+    assert (pr.euclidean_residual < 1e-10) == (similarity == "euclidean")
 
 
-def test_euclidean_latent_is_detected():
-    rng = np.random.default_rng(4)
-    W = rng.random((8, 8)) ** 2
-    rec = recover_symmetric_part(
-        WInfoNCELoss(tau=0.5, similarity="euclidean", weights=W), np.arange(8), tau=0.5
-    )
-    assert rec.similarity == "euclidean"
-    np.testing.assert_allclose(rec.A, symmetric_part(W), atol=1e-12)
+def test_scaling_the_loss_scales_the_anchor_weights_only():
+    loss = YAwareLoss(tau=0.2, sigma=0.4)
+    base = audit_loss(loss, labels="continuous")
+    scaled = audit_loss(lambda z, y: 7.0 * loss(z, y), labels="continuous", tau=0.2)
+    assert scaled.reduction_scale == pytest.approx(7.0 * base.reduction_scale, rel=1e-10)
+    np.testing.assert_allclose(scaled.effective_weights, base.effective_weights, atol=1e-10)
+    assert scaled.match["value"] == pytest.approx(0.4, rel=1e-6)
 
 
-def test_reversible_representative_round_trip():
+def test_effective_weights_round_trip_with_anchor_weights():
     rng = np.random.default_rng(5)
-    S = rng.random((7, 7))
-    S = S + S.T
-    np.fill_diagonal(S, 0)
-    R, residual = reversible_representative(symmetric_part(S))
+    n = 8
+    R = rng.random((n, n))
+    R = R + R.T
+    np.fill_diagonal(R, 0.0)
+    m = rng.uniform(0.5, 2.0, n)
+    P = R / R.sum(axis=1, keepdims=True)
+    S = m[:, None] * P + (m[:, None] * P).T
+    back, residual = effective_weights(S, m, partition_log_weights(n, None, "all"))
     assert residual < 1e-10
-    np.testing.assert_allclose(R, S / S.max(), rtol=1e-7)
+    np.testing.assert_allclose(back, R / R.max(), rtol=1e-8)
 
 
-def test_correct_y_aware_matches():
-    report = audit_loss(ex.y_aware_loss)
-    assert report.match["objective"] == "y-aware"
-    assert report.match["value"] == pytest.approx(ex.SIGMA, rel=1e-6)
-    assert report.tau_source == "attribute" and report.reduction_scale == pytest.approx(1.0)
-    assert not any("column" in w for w in report.warnings)
-    assert report.verdict in ("realizable", "degenerate", "inconsistent")
-
-
-def test_public_y_aware_slip_is_caught():
+def test_column_normalised_y_aware_anchor_weights_and_true_effective_weighting():
+    """The fix: per-anchor weights are recovered, and the effective W is k_ij / (s_i s_j), not
+    the reversible representative of p + p^T computed as if every anchor weighed the same."""
     report = audit_loss(ex.y_aware_loss_public)
-    assert report.match["objective"] == "y-aware-colnorm-public"
+    y = report.row_labels.astype(float)
+    K = np.exp(-((y[:, None] - y[None, :]) ** 2) / (2 * ex.SIGMA**2))
+    np.fill_diagonal(K, 0.0)
+    s = K.sum(axis=1)
+    m = (K / s[None, :]).sum(axis=1)  # anchor i weighs sum_j k_ij / s_j
+    np.testing.assert_allclose(report.anchor_weights, m / m.mean(), rtol=1e-9)
+    truth = K / np.outer(s, s)
+    np.testing.assert_allclose(report.effective_weights, truth / truth.max(), rtol=1e-7)
+    assert report.match["objective"] == "y-aware" and report.match["form"] == "columns"
     assert report.match["value"] == pytest.approx(ex.SIGMA, rel=1e-6)
-    errors = {c["objective"]: c["error"] for c in report.candidates}
-    assert errors["y-aware"] > 1e-2  # no kernel width makes it the y-Aware weighting
-    assert any("W /= W.sum(1)" in w for w in report.warnings)
-    assert report.reduction_scale == pytest.approx(1.0 / report.n)
-    assert report.classification["weights_asymmetry"] > 1e-3
+    assert report.anchor_spread > 1.05
+    assert any("W.sum(1)" in w for w in report.warnings)
+    # what equal anchors would have given is off by several percent
+    naive, _ = effective_weights(report.symmetric_part, np.ones(report.n),
+                                 partition_log_weights(report.n, None, "all"))
+    assert np.abs(naive - report.effective_weights).max() > 0.05
+
+
+def test_correct_y_aware_matches_with_equal_anchors():
+    report = audit_loss(ex.y_aware_loss)
+    assert report.labels_kind == "continuous"
+    assert (report.match["objective"], report.match["form"]) == ("y-aware", "rows")
+    assert report.match["value"] == pytest.approx(ex.SIGMA, rel=1e-6)
+    assert report.anchor_spread == pytest.approx(1.0, abs=1e-9)
+    assert not any("W.sum(1)" in w for w in report.warnings)
 
 
 @pytest.mark.parametrize(
-    ("loss", "kind", "objective", "value"),
+    ("loss", "objective", "latent", "value"),
     [
-        (SupConLoss(tau=0.2), "classes", "supcon", None),
-        (SoftSupConLoss(tau=0.2, eps=0.3), "classes", "soft-supcon", 0.3),
-        (EuclidEuclidLoss(tau=0.2, sigma=0.4), "continuous", "y-aware", 0.4),
+        (SupConLoss(tau=0.2), "supcon", "cosine", None),
+        (SoftSupConLoss(tau=0.2, eps=0.3), "soft-supcon", "cosine", 0.3),
+        (YAwareLoss(tau=0.2, sigma=0.4), "y-aware", "cosine", 0.4),
+        (EuclidEuclidLoss(tau=0.2, sigma=0.4), "euclid-euclid", "euclidean", 0.4),
     ],
 )
-def test_known_objectives(loss, kind, objective, value):
-    report = audit_loss(loss, labels=default_labels(kind, 12))
+def test_known_objectives_and_their_latent(loss, objective, latent, value):
+    """The fix: the match names the latent; the Gaussian kernel under a Euclidean latent is
+    Euclidean-Euclidean, not y-Aware."""
+    report = audit_loss(loss, geometry=False)
     assert report.match["objective"] == objective
+    assert report.match["latent"] == report.similarity == latent == loss.similarity
+    assert report.similarity_source == "detected"
     if value is not None:
         assert report.match["value"] == pytest.approx(value, rel=1e-6)
-    assert report.similarity == loss.similarity
 
 
 def test_xclr_with_label_embeddings():
     y = np.hstack([np.random.default_rng(0).uniform(-1, 1, (10, 2)), np.ones((10, 1))])
-    report = audit_loss(XCLRLoss(tau=0.1, label_tau=0.2), labels=y)
+    report = audit_loss(XCLRLoss(tau=0.1, label_tau=0.2), labels=y, geometry=False)
     assert report.match["objective"] == "x-clr"
     assert report.match["value"] == pytest.approx(0.2, rel=1e-6)
 
 
-def test_tau_is_needed_and_a_wrong_tau_does_not_match():
+def test_default_labels_follow_what_the_loss_needs():
+    """The fix: a class loss given continuous labels fails, so class labels are used, and the
+    report says why."""
+    report = audit_loss(SupConLoss(tau=0.2), geometry=False)
+    assert report.labels_kind == "classes"
+    assert "continuous" in report.labels_note
+    assert report.attempts[0]["labels"] == "continuous"
+    assert report.match["objective"] == "supcon"
+
+
+def test_match_rtol_accepts_the_supcontrast_epsilon():
+    """The fix: SupContrast's +1e-9 inside the log misses SupCon at 1e-6 and matches at 1e-5."""
+    loss = ex.supcontrast_out(0.1)
+    strict = audit_loss(loss, labels="classes", call="views", geometry=False)
+    assert strict.match is None
+    assert strict.closest["objective"] == "supcon"
+    assert 1e-6 < strict.closest["error"] < 1e-5
+    assert any("match-rtol" in w for w in strict.warnings)
+    loose = audit_loss(loss, labels="classes", call="views", match_rtol=1e-5, geometry=False)
+    assert loose.match["objective"] == "supcon" and loose.match["form"] == "rows"
+
+
+def test_supcon_in_is_told_apart_from_out():
+    """The fix: L_in equals L_out to first order (identical sensitivities at orthonormal
+    embeddings), so one probe cannot tell them; several probes can."""
+    lin, lout = ex.supcontrast_in(0.1), ex.supcontrast_out(0.1)
+    y = default_labels("classes", 6)
+    p_in = probe(lin, y, tau=0.1, n=12, call="views")
+    p_out = probe(lout, y, tau=0.1, n=12, call="views")
+    np.testing.assert_allclose(p_in.T[0], p_out.T[0], atol=1e-6 * np.abs(p_out.T[0]).max())
+    assert np.abs(p_in.T[1] - p_out.T[1]).max() > 1e-2 * np.abs(p_out.T[1]).max()
+    report = audit_loss(lin, labels="classes", call="views", geometry=False)
+    assert not report.identified and report.match is None and report.verdict is None
+    assert any("L_in" in w for w in report.warnings)
+    assert audit_loss(lout, labels="classes", call="views", match_rtol=1e-5,
+                      geometry=False).identified
+
+
+def test_two_view_pair_call():
+    def simclr(z1, z2):
+        b = len(z1)
+        return SupConLoss(tau=0.2)(torch.cat([z1, z2]), torch.arange(b).repeat(2))
+
+    simclr.tau = 0.2
+    report = audit_loss(simclr, geometry=False)
+    assert report.call == "pair" and report.labels_kind == "none"
+    assert report.match["objective"] == "supcon"
+    np.testing.assert_array_equal(report.row_labels, np.tile(np.arange(6), 2))
+
+
+def test_partitions_class_averaged_and_decoupled():
+    y = np.array([0] * 5 + [1] * 3 + [2] * 2 + [3] * 2)
+    bcl = audit_loss(ex.bcl_loss(0.1), labels=y)
+    assert bcl.partition == "class-averaged" and bcl.match["objective"] == "supcon"
+    dec = audit_loss(ex.decoupled_supcon_loss(0.1), labels=y)
+    assert dec.partition == "negatives" and dec.verdict is None  # no entropic bound
+    assert any("no entropic bound" in w for w in dec.warnings)
+
+
+def test_supcon_geometry_equals_the_certified_prototypes():
+    sizes = [6, 3, 2]
+    y = np.repeat(np.arange(3), sizes)
+    report = audit_loss(SupConLoss(tau=0.1), labels=y)
+    ref = dgp.supcon_prototypes(sizes, tau=0.1)
+    np.testing.assert_allclose(report.geometry["prototypes"], ref.gram, atol=1e-6)
+
+
+def test_bcl_geometry_equals_brute_force_minimisation_of_the_loss():
+    """Predicting what training does: minimise the BCL loss itself over free embeddings."""
+    y = np.repeat(np.arange(3), [6, 3, 2])
+    loss = ex.bcl_loss(0.5)
+    report = audit_loss(loss, labels=y, intended=Intended("simplex"))
+    Z = torch.randn(11, 11, dtype=torch.float64, generator=torch.Generator().manual_seed(1),
+                    requires_grad=True)
+    opt = torch.optim.LBFGS([Z], max_iter=5000, tolerance_grad=1e-12, tolerance_change=1e-15,
+                            line_search_fn="strong_wolfe", history_size=50)
+
+    def closure():
+        opt.zero_grad()
+        value = loss(Z, torch.as_tensor(y))
+        value.backward()
+        return value
+
+    for _ in range(3):
+        opt.step(closure)
+    Zn = torch.nn.functional.normalize(Z.detach(), dim=1).numpy()
+    G = Zn @ Zn.T
+    Gp = np.array([[G[np.ix_(y == a, y == b)].mean() for b in range(3)] for a in range(3)])
+    np.testing.assert_allclose(report.geometry["prototypes"], Gp, atol=1e-5)
+    assert report.intended["max_gap"] > 0.1  # BCL without prototypes is not balanced here
+
+
+def test_candidate_forms():
+    W = np.array([[0, 2.0, 1.0], [2.0, 0, 4.0], [1.0, 4.0, 0]])
+    m, S = candidate_terms(W, "raw")
+    np.testing.assert_allclose(m, [3, 6, 5])
+    np.testing.assert_allclose(S, 2 * W)
+    m, S = candidate_terms(W, "columns")
+    np.testing.assert_allclose(m, (W / W.sum(1)[None, :]).sum(1))
+    m, S = candidate_terms(W, "rows")
+    np.testing.assert_allclose(m, 1.0)
+    np.testing.assert_allclose(S.sum(), 3.0 * 2)
+
+
+def test_tau_is_needed_and_a_wrong_tau_is_not_identified():
     def bare(z, y):
         return SupConLoss(tau=0.2)(z, y)
 
     labels = default_labels("classes", 12)
     with pytest.raises(ValueError, match="tau is needed"):
         audit_loss(bare, labels=labels)
-    assert audit_loss(bare, labels=labels, tau=0.2).match["objective"] == "supcon"
-    assert audit_loss(bare, labels=labels, tau=0.5).match is None
-
-
-def test_audit_cli_json_and_text(capsys):
-    target = "dgp.torch.audit_examples:y_aware_loss_public"
-    assert main(["audit", target, "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["match"]["objective"] == "y-aware-colnorm-public"
-    assert out["verdict"] in ("realizable", "degenerate", "inconsistent")
-    assert len(out["symmetric_part"]) == out["n"] == 12
-    assert main(["audit", "dgp.torch.audit_examples:y_aware_loss", "--n", "8"]) == 0
-    text = capsys.readouterr().out
-    assert "match: y-aware" in text and "verdict:" in text
+    assert audit_loss(bare, labels=labels, tau=0.2, geometry=False).match["objective"] == "supcon"
+    assert not audit_loss(bare, labels=labels, tau=0.5, geometry=False).identified
 
 
 @pytest.mark.parametrize(
-    ("argv", "match"),
+    ("loss", "match"),
     [
-        (["audit", "no_such_module_xyz:loss"], "cannot import module"),
-        (["audit", "dgp.torch.audit_examples"], "MODULE:CALLABLE"),
-        (["audit", "dgp.torch.audit_examples:nope"], "no attribute"),
-        (["audit", "dgp.torch.audit_examples:TAU"], "not callable"),
-        (["audit", "dgp.torch.audit_examples:y_aware_loss", "--n", "2"], "--n"),
-        (["audit", "dgp.torch.audit_examples:y_aware_loss", "--labels", "x.npy"], "labels"),
+        (lambda z, y: (_ for _ in ()).throw(KeyError("boom")), "raised KeyError"),
+        (lambda z, y: torch.tensor(1.0), "no gradient"),
+        (lambda z, y: z.sum(dim=1), "scalar"),
+        (lambda z, y: (z * 0).sum(), "zero"),
     ],
 )
-def test_audit_cli_errors(argv, match, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error:") and err.count("\n") == 1 and match in err
+def test_loss_failures_are_loss_call_errors(loss, match):
+    with pytest.raises(LossCallError, match=match):
+        audit_loss(loss, tau=0.1, labels="continuous", call="embeddings")
+
+
+def test_recursion_is_reported():
+    def deep(z, y):
+        return deep(z, y)
+
+    with pytest.raises(LossCallError, match="recursed"):
+        audit_loss(deep, tau=0.1, labels="continuous", call="embeddings")
+
+
+def test_probe_memory_is_checked_before_allocating(monkeypatch):
+    monkeypatch.setenv("DGP_MEMORY_LIMIT", "64M")
+    with pytest.raises(ValueError, match=r"N <= \d+ samples fit"):
+        audit_loss(SupConLoss(tau=0.1), n=100000)

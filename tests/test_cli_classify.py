@@ -168,3 +168,43 @@ def test_large_label_sets_say_why_the_bound_is_missing(tmp_path, capsys):
     data = json.loads(out)
     assert data["entropic_bound"] is None
     assert "not computed" in data["certificate"]["notes"]["entropic_bound"]
+
+
+@pytest.mark.parametrize("columns", ["80", "140"])
+def test_tour_wraps_to_the_terminal_and_never_truncates(capsys, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    code, out, _ = run(["tour"], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert all(line == line.rstrip() for line in lines)  # no trailing spaces
+    width = min(120, max(60, int(columns)))
+    assert max(len(line) for line in lines) <= width
+    assert " ..." not in out  # no shortened explanation
+    code, js, _ = run(["tour", "--json"], capsys)
+    flat = " ".join(out.split())
+    for case in json.loads(js)["cases"]:  # every reason in full, whatever the wrapping
+        assert " ".join(case["reason"].split()) in flat
+    assert "Words used above:" in out and "end point" in out and "Farkas certificate" in out
+
+
+def test_save_embedding_and_gram(tmp_path, capsys):
+    W = soft_supcon_weights(np.repeat([0, 1, 2], [3, 2, 2]), eps=0.2)
+    f = tmp_path / "W.npy"
+    np.save(f, W)
+    z, g = tmp_path / "z.npy", tmp_path / "g.csv"
+    code, out, err = run(["classify", str(f), "--tau", "0.5", "--dim", "3", "--json",
+                          "--embedding", "--save-embedding", str(z), "--save-gram", str(g)],
+                         capsys)
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    Z = np.load(z, allow_pickle=False)
+    assert Z.shape == (7, data["rank"]) and np.allclose(Z, np.array(data["embedding"]))
+    G = np.loadtxt(g, delimiter=",")
+    assert np.allclose(G, Z @ Z.T) and np.allclose(np.diag(G), 1.0)
+    # a degenerate verdict has no unique embedding: a warning, no file, exit 0
+    code, _, err = run(["classify", str(f), "--tau", "0.5", "--dim", "7", "--save-embedding",
+                        str(tmp_path / "none.npy")], capsys)
+    assert code == 0 and err.startswith("warning:") and not (tmp_path / "none.npy").exists()
+    code, _, err = run(["classify", str(f), "--tau", "0.5", "--dim", "3", "--save-embedding",
+                        str(tmp_path / "z.pkl")], capsys)
+    assert code == 2 and err.startswith("error: --save-embedding")

@@ -96,3 +96,13 @@ def test_bad_arguments_exit_2(argv, capsys):
         main(argv)
     assert exc.value.code == 2
     assert capsys.readouterr().err.startswith("error:")
+
+
+def test_prove_progress_on_stderr_quiet_with_json():
+    proc = subprocess.run([sys.executable, "-m", "dgp", "prove", "--only", "entropic-bound"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert proc.stderr.startswith("[1/1] entropic-bound: verified")
+    proc = subprocess.run([sys.executable, "-m", "dgp", "prove", "--only", "entropic-bound",
+                           "--json"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stderr == ""

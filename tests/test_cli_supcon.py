@@ -1,4 +1,4 @@
-"""``dgp supcon`` and ``dgp optimum``: JSON contract, human output, LaTeX, bad input (exit 2)."""
+"""``dgp supcon`` and ``dgp optimum``: JSON contract, human output, exports, LaTeX, bad input."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dgp.cli import main
-from dgp.weights import supcon_weights
+from dgp.weights import gaussian_kernel_weights, supcon_weights
 
 CONTRACT = ("objective", "sizes", "tau", "eps", "gram", "loss", "method", "kkt_residual")
 
@@ -30,6 +30,7 @@ def test_supcon_json_numeric(capsys):
     assert d["method"] == "numeric" and d["kkt_residual"] <= 1e-8
     G = np.array(d["gram"])
     assert G.shape == (3, 3) and G[0, 1] > G[1, 2]
+    assert d["rank"] == 2 and d["unique"] is True and d["certificate"]["strictly_complementary"]
 
 
 def test_supcon_json_closed_forms_and_first_order(capsys):
@@ -38,21 +39,79 @@ def test_supcon_json_closed_forms_and_first_order(capsys):
     np.testing.assert_allclose(np.array(d["gram"])[0, 1], -0.5)
     d = run_json(capsys, ["supcon", "--sizes", "2,9", "--tau", "0.2", "--eps", "0.3", "--json"])
     assert d["objective"] == "soft-supcon" and d["method"] == "closed-form"
-    d = run_json(
-        capsys, ["supcon", "--sizes", "2,5,9", "--tau", "0.05", "--method", "first-order", "--json"]
-    )
+    d = run_json(capsys, ["supcon", "--sizes", "5000,500,50", "--tau", "0.1", "--method",
+                          "first-order", "--json"])
     assert d["method"] == "first-order" and d["kkt_residual"] is None
+    a = d["approximation"]
+    assert a["psd_defect"] == pytest.approx(0.0068, abs=5e-5) and a["converged"]
+    assert np.linalg.eigvalsh(np.array(a["projected_gram"]))[0] >= -1e-12
+
+
+def test_first_order_text_never_claims_the_bound(capsys):
+    assert main(["supcon", "--sizes", "5000,500,50", "--tau", "0.001", "--method",
+                 "first-order"]) == 0
+    out = capsys.readouterr().out
+    assert "approximation" in out and "PSD defect" in out and "<=" in out
+    assert " 0 nats" not in out and "e-6" in out  # an excess of about 1e-650, not zero
+    assert main(["supcon", "--sizes", "5000,500,50", "--tau", "0.001"]) == 0
+    out = capsys.readouterr().out
+    assert "certified" in out and " 0 nats" not in out
+
+
+def test_supcon_batch_flags(capsys):
+    d = run_json(capsys, ["supcon", "--sizes", "2,5,20", "--tau", "0.2", "--batch-size", "8",
+                          "--json"])
+    b = d["batch"]
+    assert b["batch_size"] == 8 and b["sampler"] == "uniform" and b["expectation"] == "exact"
+    assert b["shift_from_full_batch"] > 0.01 and len(b["positive_pair_probability"]) == 3
+    d = run_json(capsys, ["supcon", "--sizes", "6,4,5", "--tau", "0.2", "--batch-size", "6",
+                          "--sampler", "m-per-class", "--samples-per-class", "2", "--json"])
+    np.testing.assert_allclose(np.array(d["gram"])[0, 1], -0.5, atol=1e-12)
+    assert main(["supcon", "--sizes", "2,5,20", "--tau", "0.2", "--batch-size", "8",
+                 "--reduction", "sum"]) == 0
+    out = capsys.readouterr().out
+    assert "B = 8" in out and "reduction" in out and "positive pair" in out
+    d = run_json(capsys, ["supcon", "--sizes", "2,5,20", "--tau", "0.5", "--tolerance", "0.05",
+                          "--json"])
+    t = d["batch_size_for_tolerance"]
+    assert t["batch_size"] is not None and t["table"][-1]["batch_size"] == 27
+    assert main(["supcon", "--sizes", "2,5,20", "--tau", "0.5", "--tolerance", "0.05"]) == 0
+    assert "within 0.05" in capsys.readouterr().out
 
 
 def test_supcon_human_and_latex(capsys):
     assert main(["supcon", "--sizes", "2,5,20", "--tau", "0.1"]) == 0
     out = capsys.readouterr().out
-    assert "prototype Gram" in out and "kkt residual" in out
+    assert "prototype Gram" in out and "KKT residual" in out
+    assert all(len(line) <= 100 for line in out.splitlines())
     assert main(["supcon", "--sizes", "2,5,20", "--tau", "0.1", "--latex"]) == 0
     out = capsys.readouterr().out
     assert r"\tau^*" in out and r"\begin{pmatrix}" in out
     d = run_json(capsys, ["supcon", "--sizes", "2,3", "--tau", "0.1", "--latex", "--json"])
     assert any(r"\tau^*" in item["latex"] for item in d["latex"])
+
+
+def test_large_k_is_a_summary_unless_asked(capsys):
+    sizes = ",".join(["3"] * 600)
+    assert main(["supcon", "--sizes", sizes, "--tau", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) < 20 and "--gram" in out
+    d = run_json(capsys, ["supcon", "--sizes", sizes, "--tau", "0.1", "--json"])
+    assert d["gram"] is None and "--gram" in d["gram_omitted"] and d["equiangular"] < 0
+    d = run_json(capsys, ["supcon", "--sizes", sizes, "--tau", "0.1", "--json", "--gram"])
+    assert np.array(d["gram"]).shape == (600, 600)
+
+
+@pytest.mark.parametrize("ext", [".npy", ".csv"])
+def test_supcon_exports(capsys, tmp_path, ext):
+    g, e = tmp_path / f"g{ext}", tmp_path / f"e{ext}"
+    d = run_json(capsys, ["supcon", "--sizes", "2,5,20", "--tau", "0.1", "--json", "--embedding",
+                          "--save-gram", str(g), "--save-embedding", str(e)])
+    load = np.load if ext == ".npy" else (lambda p: np.loadtxt(p, delimiter=","))
+    G, Z = load(g), load(e)
+    np.testing.assert_array_equal(G, np.array(d["gram"]))
+    np.testing.assert_allclose(Z @ Z.T, G, atol=1e-12)
+    np.testing.assert_allclose(np.array(d["embedding"]), Z, atol=1e-15)
 
 
 @pytest.mark.parametrize(
@@ -74,6 +133,14 @@ def test_supcon_human_and_latex(capsys):
         ["supcon", "--sizes", "3,4", "--tau", "0.1", "--eps", "0.5", "--method", "first-order"],
         ["supcon", "--sizes", "3,4", "--tau", "0.1", "--method", "magic"],
         ["supcon", "--tau", "0.1"],
+        ["supcon", "--sizes", "3,4", "--tau", "0.1", "--batch-size", "2"],
+        ["supcon", "--sizes", "3,4", "--tau", "0.1", "--batch-size", "9"],
+        ["supcon", "--sizes", "3,4", "--tau", "0.1", "--sampler", "class-balanced"],
+        ["supcon", "--sizes", "3,4", "--tau", "0.1", "--batch-size", "4", "--sampler",
+         "m-per-class"],
+        ["supcon", "--sizes", "3,4", "--tau", "0.1", "--save-gram", "g.png"],
+        ["supcon", "--sizes", "3,4", "--tau", "0.1", "--save-gram", "/no/such/dir/g.npy"],
+        ["supcon", "--sizes", ",".join(["3"] * 4000) + ",4", "--tau", "0.1"],
     ],
 )
 def test_supcon_bad_input_exit_2(capsys, argv):
@@ -108,17 +175,32 @@ def supcon_npy(tmp_path):
 
 def test_optimum_json_and_human(capsys, supcon_npy, tmp_path):
     d = run_json(capsys, ["optimum", str(supcon_npy), "--tau", "0.5", "--json"])
-    assert d["rank"] == 1 and d["unique"] is True and d["n"] == 5
+    assert d["rank"] == 1 and d["unique"] is True and d["n"] == 5 and d["certified_global"]
     G = np.array(d["gram"])
-    assert G[0, 1] >= 1 - 1e-5 and G[0, 2] <= -1 + 1e-5
+    assert G[0, 1] >= 1 - 1e-12 and G[0, 2] <= -1 + 1e-12
     csv = tmp_path / "w.csv"
     np.savetxt(csv, supcon_weights([0, 0, 1, 1, 1]), delimiter=",")
     assert main(["optimum", str(csv), "--tau", "0.5"]) == 0
     out = capsys.readouterr().out
-    assert "duality gap" in out and "rank" in out
+    assert "gap to the convex lower bound" in out and "rank" in out and "unique" in out
 
 
-def test_optimum_bad_files(capsys, tmp_path):
+def test_optimum_dim_batch_and_exports(capsys, tmp_path):
+    y = np.random.default_rng(0).standard_normal((9, 2))
+    path = tmp_path / "w.npy"
+    np.save(path, gaussian_kernel_weights(y, sigma=0.5))
+    g, e = tmp_path / "g.csv", tmp_path / "e.npy"
+    d = run_json(capsys, ["optimum", str(path), "--tau", "0.3", "--dim", "2", "--json",
+                          "--embedding", "--save-gram", str(g), "--save-embedding", str(e)])
+    assert d["dim"] == 2 and d["rank"] <= 2 and d["lower_bound"] <= d["loss"]
+    Z = np.load(e)
+    np.testing.assert_allclose(Z @ Z.T, np.loadtxt(g, delimiter=","), atol=1e-12)
+    np.testing.assert_allclose(np.array(d["embedding"]), Z, atol=1e-15)
+    d = run_json(capsys, ["optimum", str(path), "--tau", "0.3", "--batch-size", "4", "--json"])
+    assert d["batch"]["expectation"] == "exact" and d["batch"]["compositions"] == 126
+
+
+def test_optimum_bad_files_and_guards(capsys, tmp_path):
     garbage = tmp_path / "g.csv"
     garbage.write_text("1,2\nfoo,3\n")
     pickled = tmp_path / "p.npy"
@@ -127,17 +209,23 @@ def test_optimum_bad_files(capsys, tmp_path):
     raw.write_bytes(pickle.dumps([[0, 1], [1, 0]]))
     notsquare = tmp_path / "ns.csv"
     notsquare.write_text("0,1,1\n1,0,1\n")
-    for path, tau in [
-        (garbage, "0.5"),
-        (pickled, "0.5"),
-        (raw, "0.5"),
-        (notsquare, "0.5"),
-        (tmp_path / "missing.npy", "0.5"),
-        (tmp_path, "0.5"),
+    big = tmp_path / "big.npy"
+    np.save(big, gaussian_kernel_weights(np.arange(600.0)[:, None], sigma=40.0))
+    for path, extra in [
+        (garbage, []),
+        (pickled, []),
+        (raw, []),
+        (notsquare, []),
+        (tmp_path / "missing.npy", []),
+        (tmp_path, []),
+        (big, []),  # 600 distinct samples: free dimension refused, says to use --dim
+        (garbage, ["--save-gram", str(tmp_path / "x.png")]),
     ]:
-        rc = main(["optimum", str(path), "--tau", tau])
+        rc = main(["optimum", str(path), "--tau", "0.5", *extra])
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and err[0].startswith("error:"), (path, err)
+        if path == big:
+            assert "--dim" in err[0]
     good = tmp_path / "ok.csv"
     good.write_text("0,1\n1,0\n")
     assert main(["optimum", str(good), "--tau", "-1"]) == 2

@@ -425,3 +425,66 @@ def test_no_warning_for_ordinary_input():
         warnings.simplefilter("error")
         res = dgp.classify(W, tau=0.5, dim=2)
     assert res.warnings == ()
+
+
+def test_output_does_not_depend_on_the_blas_thread_count():
+    from threadpoolctl import threadpool_limits
+
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        n = 120
+        Z = rng.standard_normal((n, 3))
+        Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+        W = np.exp(Z @ Z.T / 0.5)
+        outs = []
+        for threads in (1, 2):
+            with threadpool_limits(limits=threads, user_api="blas"):
+                outs.append(dgp.classify(W, tau=0.5, dim=3).to_dict(embedding=True))
+        assert outs[0] == outs[1]
+
+
+# ------------------------------------------------------------------------------------------
+# the loss floor of an inconsistent cosine verdict, against brute force
+# ------------------------------------------------------------------------------------------
+
+
+def brute_force_excess(W, tau, dim, starts=30, seed=0):
+    """min over unit embeddings in R^dim of the loss, minus the bound (scipy L-BFGS, restarts)."""
+    from scipy.optimize import minimize
+
+    n = W.shape[0]
+    P = W / W.sum(axis=1, keepdims=True)
+    off = ~np.eye(n, dtype=bool)
+
+    def f(v):
+        Z = v.reshape(n, dim)
+        Zn = Z / np.linalg.norm(Z, axis=1, keepdims=True)
+        S = np.where(off, Zn @ Zn.T / tau, -np.inf)
+        top = S.max(axis=1, keepdims=True)
+        lse = top[:, 0] + np.log(np.exp(S - top).sum(axis=1))
+        return float((lse - np.where(off, P * S, 0.0).sum(axis=1)).sum())
+
+    rng = np.random.default_rng(seed)
+    best = min(minimize(f, rng.standard_normal(n * dim), method="L-BFGS-B",
+                        options={"maxiter": 3000, "gtol": 1e-10}).fun for _ in range(starts))
+    return best - entropic_bound(W)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("case", "tau", "dim"), [("supcon", 0.5, 2), ("soft", 2.0, 2),
+                                                  ("supcon", 0.3, 3)])
+def test_loss_floor_matches_brute_force(case, tau, dim):
+    y = np.repeat(np.arange(3), [3, 2, 2])
+    W = (dgp.weights.supcon_weights(y) if case == "supcon"
+         else soft_supcon_weights(y, eps=0.2))
+    res = dgp.classify(W, tau=tau, dim=dim)
+    assert res.verdict == "inconsistent"
+    ref = brute_force_excess(W, tau, dim)
+    note = res.certificate.notes["loss_floor"]
+    assert note["lower"] <= ref + 1e-7  # a lower bound of the true minimum
+    if res.loss_floor is not None:  # certified: the minimum itself
+        assert res.loss_floor == pytest.approx(ref, rel=1e-5, abs=1e-8)
+    assert res.loss_floor is not None  # these small cases are certified
+    s = classify_objective("supcon" if case == "supcon" else "soft-supcon", y, tau=tau, dim=dim,
+                           **({} if case == "supcon" else {"eps": 0.2}))
+    assert s.loss_floor == pytest.approx(res.loss_floor, rel=1e-6)

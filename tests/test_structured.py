@@ -321,3 +321,53 @@ def test_no_n_by_n_memory():
     tracemalloc.stop()
     assert (s.verdict, s.rank) == ("realizable", 2)
     assert peak < 40 * n * 8  # O(N): a few columns of N floats
+
+
+# ------------------------------------------------------------------------------------------
+# one cross value at many classes: the grouped quotient
+# ------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=25)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    f=st.sampled_from([0.5, 0.999, 1.0, 1.001, 2.0]),
+    sim=st.sampled_from(["cosine", "euclidean"]),
+)
+def test_grouped_quotient_matches_dense(seed, f, sim):
+    """K >= 64 classes with one cross weight (Soft SupCon) go through the grouped quotient;
+    verdict, rank, c interval and bound are those of the dense engine."""
+    from dgp.objectives import classify_objective
+
+    rng = np.random.default_rng(seed)
+    K = int(rng.integers(64, 80))
+    labels = rng.permutation(np.repeat(np.arange(K), rng.integers(1, 4, K)))
+    eps = float(rng.uniform(0.05, 0.6))
+    tau = f * K / ((K - 1) * -np.log(eps))
+    dim = int(rng.choice([3, K - 1, K, labels.size]))
+    kw = {"eps": eps, "tau": tau, "dim": dim, "similarity": sim}
+    s = classify_objective("soft-supcon", labels, **kw)
+    d = classify_objective("soft-supcon", labels, engine="dense", **kw)
+    assert_same(s, d, ctol=1e-9)
+    assert s.entropic_bound == pytest.approx(d.entropic_bound, rel=1e-12)
+    assert s.certificate.structure["groups"] <= 3 * 2  # (size, within) pairs
+
+
+def test_fifty_thousand_pairs_never_build_k_by_k():
+    """50 000 two-sample classes: decided in O(K) memory (the K x K quotient would be 20 GB)."""
+    from dgp.objectives import classify_objective
+
+    labels = np.repeat(np.arange(50_000), 2)
+    tracemalloc.start()
+    cos = classify_objective("supcon", labels, tau=0.1, dim=100_000)
+    euc = classify_objective("supcon", labels, tau=0.1, dim=3, similarity="euclidean")
+    soft = classify_objective("soft-supcon", labels, eps=0.1, tau=0.1, dim=50_000)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert cos.verdict == "inconsistent" and cos.certificate.kind == "zero_weight"
+    assert cos.certificate.entry == (0, 2)
+    assert euc.verdict == "degenerate" and euc.certificate.kind == "blocks"
+    # below tau*: classes collapse onto 50 000 prototypes, rank K
+    assert (soft.verdict, soft.rank) == ("realizable", 50_000)
+    assert soft.c == pytest.approx(10.0)  # tau (log 1 + c) = 1 within classes
+    assert peak < 200 * labels.size * 8

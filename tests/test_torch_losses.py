@@ -8,13 +8,18 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from dgp.infonce import winfonce_loss  # noqa: E402
+from dgp.objectives import OBJECTIVE_NAMES, get  # noqa: E402
 from dgp.torch import losses as L  # noqa: E402
 from dgp.weights import (  # noqa: E402
     gaussian_kernel_weights,
+    objective_weights,
     soft_supcon_weights,
     supcon_weights,
     xclr_weights,
 )
+
+pytestmark = pytest.mark.torch
+PARAMS = {"sigma": 0.7, "eps": 0.2, "label_tau": 0.5}
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -56,11 +61,79 @@ def test_matches_numpy(batch, name, device):
     assert value.item() == pytest.approx(expected, rel=1e-10)
     value.backward()
     assert torch.isfinite(Zt.grad).all()
-    # the factory builds the same loss
-    made = L.make_loss(name, tau=0.3, sigma=0.7, eps=0.2, label_tau=0.5)
+    # the factory builds the same loss, from the registry's parameters
+    params = {p: PARAMS[p] for p in get(name).params}
+    made = L.make_loss(name, tau=0.3, **params)
+    assert type(made) is type(loss_fn)
     assert made(Zt.detach(), torch.as_tensor(labels, device=device)).item() == pytest.approx(
         expected, rel=1e-10
     )
+
+
+@pytest.mark.parametrize("name", OBJECTIVE_NAMES)
+def test_every_registered_objective_has_a_loss_equal_to_numpy(batch, name):
+    """make_loss reads the registry: each objective's torch loss equals the numpy w-InfoNCE of
+    the registry's own weights."""
+    Z, classes, y = batch
+    rec = get(name)
+    labels = classes if rec.labels == "class" else y
+    params = {p: PARAMS[p] for p in rec.params}
+    loss = L.make_loss(name, temperature=0.3, **params)
+    assert loss.objective == name and loss.similarity == rec.similarity
+    W = objective_weights(name, labels, **params)
+    expected = winfonce_loss(Z, W, tau=0.3, similarity=rec.similarity)
+    assert loss(torch.tensor(Z), torch.as_tensor(labels)).item() == pytest.approx(expected,
+                                                                                   rel=1e-10)
+
+
+def test_repr_shows_every_parameter():
+    assert repr(L.YAwareLoss(tau=0.1, sigma=1.0)) == (
+        "YAwareLoss(tau=0.1, sigma=1, similarity='cosine', reduction='sum', "
+        "empty_rows='error')")
+    text = repr(L.make_loss("soft-supcon", tau=0.2, eps=0.05, reduction="mean",
+                            empty_rows="skip"))
+    for part in ("tau=0.2", "eps=0.05", "reduction='mean'", "empty_rows='skip'"):
+        assert part in text
+    assert "label_tau=0.5" in repr(L.XCLRLoss(tau=0.1, label_tau=0.5))
+
+
+def test_temperature_alias_and_conflicts():
+    a = L.SupConLoss(temperature=0.25)
+    assert a.tau == a.temperature == 0.25
+    assert L.SupConLoss(tau=0.25, temperature=0.25).tau == 0.25
+    with pytest.raises(ValueError, match="temperature"):
+        L.SupConLoss(tau=0.2, temperature=0.3)
+    with pytest.raises(ValueError, match="tau"):
+        L.SupConLoss()
+
+
+def test_make_loss_exposes_empty_rows_and_refuses_foreign_parameters():
+    Z = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    y = torch.tensor([0, 0, 1, 1, 2])
+    per = L.make_loss("soft-supcon", tau=0.5, eps=0.1, empty_rows="skip", reduction="none")(Z, y)
+    assert per.shape == (5,) and per[4].item() > 0  # soft-supcon: singletons have mass eps
+    skip = L.make_loss("supcon", tau=0.5, empty_rows="skip", reduction="none")(Z, y)
+    assert skip[4].item() == 0.0
+    with pytest.raises(ValueError, match="sigma"):
+        L.make_loss("supcon", tau=0.5, sigma=1.0)
+
+
+def test_mean_is_the_sum_divided_by_the_anchors_kept():
+    Z = torch.randn(7, 3, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    y = torch.tensor([0, 0, 1, 1, 1, 2, 3])  # two anchors without positives
+    total = L.SupConLoss(tau=0.5, empty_rows="skip")(Z, y)
+    mean = L.SupConLoss(tau=0.5, empty_rows="skip", reduction="mean")(Z, y)
+    assert mean.item() == pytest.approx(total.item() / 5, rel=1e-12)
+
+
+def test_column_normalised_loss_is_the_public_slip(batch):
+    Z, _, y = batch
+    K = gaussian_kernel_weights(y, sigma=0.7)
+    np.fill_diagonal(K, 1.0)  # public code divides by the full kernel's row sums
+    W = K / K.sum(1)
+    np.fill_diagonal(W, 0.0)
+    value = L.YAwareColnormLoss(tau=0.3, sigma=0.7)(torch.tensor(Z), torch.tensor(y))
+    assert value.item() == pytest.approx(winfonce_loss(Z, W, tau=0.3), rel=1e-10)
 
 
 def test_reductions(batch):
@@ -128,6 +201,7 @@ def test_empty_rows():
         (lambda: L.WInfoNCELoss(tau=0.1, reduction="avg"), ValueError, "reduction"),
         (lambda: L.make_loss("simclr", tau=0.1), ValueError, "objective"),
         (lambda: L.make_loss("y-aware", tau=0.1), ValueError, "sigma"),
+        (lambda: L.make_loss("supcon", tau=0.1, eps=0.5), ValueError, "eps"),
         (lambda: L.WInfoNCELoss(tau=0.1, weight_fn=3), TypeError, "weight_fn"),
     ],
 )

@@ -67,3 +67,15 @@ def test_cli_verify_without_torch_is_one_error_line():
 
 def test_is_available_is_bool():
     assert isinstance(dgp.torch.is_available(), bool)
+
+
+def test_cli_audit_checks_input_without_torch():
+    """The parent of `dgp audit` never imports torch: bad input is refused without it."""
+    proc = _run_without_torch(
+        """
+        from dgp.cli import main
+        raise SystemExit(main(["audit", "not a target"]))
+        """
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error:") and "MODULE:CALLABLE" in proc.stderr

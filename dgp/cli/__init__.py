@@ -18,6 +18,7 @@ import importlib
 import os
 import sys
 import warnings
+from typing import ClassVar
 
 from dgp.errors import DgpWarning, ParameterError, ParameterTypeError, SolverError, join_param
 
@@ -25,8 +26,14 @@ __all__ = ["build_parser", "flag_for", "main"]
 
 # Subcommand modules, in the order ``dgp --help`` lists them.
 _COMMANDS: tuple[str, ...] = (
-    "classify", "metrics", "prove", "tour", "verify", "audit", "supcon", "optimum",
+    "classify", "metrics", "prove", "tour", "verify", "audit", "supcon", "optimum", "phase",
+    "recommend", "floors",
 )
+
+#: words people type for a flag, and the flag dgp has for it
+_SYNONYMS = {"--temperature": "--tau", "--temp": "--tau", "--t": "--tau", "--dimension": "--dim",
+             "--d": "--dim", "--epsilon": "--eps", "--label-temperature": "--label-tau",
+             "--tau-y": "--label-tau", "--bandwidth": "--sigma", "--out-json": "--json"}
 
 #: library parameter names whose flag is not ``--`` + the name with dashes
 _FLAGS = {"W": "WEIGHTS", "log_weights": "WEIGHTS (--log-weights)", "labels": "LABELS",
@@ -44,16 +51,19 @@ def flag_for(param: str) -> str:
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one ``error:`` line naming the fix, exit 2."""
 
+    argv: ClassVar[tuple[str, ...]] = ()  # the command line being parsed, for suggestions
+
     def error(self, message: str) -> None:  # type: ignore[override]
+        known = [o for a in self._actions for o in a.option_strings]
         hint = ""
-        if "unrecognized arguments" in message:
-            unknown = [a.split("=")[0] for a in message.split(":", 1)[1].split()]
-            known = [o for a in self._actions for o in a.option_strings]
-            for arg in unknown:
-                close = difflib.get_close_matches(arg, known, n=1, cutoff=0.6)
-                if close:
-                    hint = f"; did you mean {close[0]}?"
-                    break
+        for arg in (a.split("=")[0] for a in _Parser.argv if a.startswith("--")):
+            if arg in known:
+                continue
+            close = [_SYNONYMS[arg]] if _SYNONYMS.get(arg) in known else difflib.get_close_matches(
+                arg, known, n=1, cutoff=0.6)
+            if close:
+                hint = f"; {arg} is not a flag of `{self.prog}`: did you mean {close[0]}?"
+                break
         sys.stderr.write(f"error: {message}{hint} (see `{self.prog} --help`)\n")
         raise SystemExit(2)
 
@@ -72,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in _COMMANDS:
         importlib.import_module(f"dgp.cli.{name}").register(sub)
+    parser.set_defaults(subcommands=sub.choices)
     return parser
 
 
@@ -83,8 +94,14 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    if sys.stdout is None:  # started with stdout closed
+        sys.stderr.write("error: cannot write the output (stdout is closed)\n")
+        return 1
     parser = build_parser()
-    args = parser.parse_args(argv)
+    _Parser.argv = tuple(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # reported by the subcommand's parser, which knows its own flags
+        args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     previous = warnings.showwarning
     warnings.showwarning = _show_warning
     try:
@@ -130,6 +147,8 @@ def _quiet_stdout() -> None:
 def entry() -> None:
     """Console-script entry point: exit with :func:`main`'s status, flushing stdout safely."""
     status = main()
+    if sys.stdout is None:
+        raise SystemExit(status)
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -3,31 +3,18 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from typing import Any
 
 import numpy as np
 
-__all__ = ["emit_json", "jsonable", "plot_path", "table"]
+from dgp.engine.certificates import plain
+
+__all__ = ["array_path", "emit_json", "jsonable", "plot_path", "save_array", "table"]
 
 
-def jsonable(obj: Any) -> Any:
-    """Convert numpy scalars/arrays (and non-finite floats, as null) into plain JSON values."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return jsonable(obj.tolist())
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, float | np.floating):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    return obj
+#: numpy values (and non-finite floats, as null) to plain JSON values: the certificates' own
+jsonable = plain
 
 
 def emit_json(obj: Any) -> None:
@@ -42,7 +29,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
     lines += [fmt.format(*r) for r in rows]
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 _FIGURE_FORMATS = (".png", ".pdf", ".svg")
@@ -63,16 +50,56 @@ def plot_path(path: str) -> str:
     if os.path.isdir(path):
         raise ValueError(f"--plot {path!r} is a directory; give a file name such as "
                          f"{os.path.join(path, 'figure.png')!r}")
-    root, ext = os.path.splitext(path)
+    ext = os.path.splitext(path)[1]
     if not ext:
         path, ext = path + ".png", ".png"
     if ext.lower() not in _FIGURE_FORMATS:
         raise ValueError(f"--plot {path!r}: unknown figure format {ext!r}; use one of "
                          f"{', '.join(_FIGURE_FORMATS)}")
+    return _writable(path, "--plot")
+
+
+def _writable(path: str, flag: str) -> str:
+    """``path`` if its folder exists and is writable."""
+    import os
+
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise ValueError(f"--plot {path!r}: the folder {folder!r} does not exist")
+        raise ValueError(f"{flag} {path!r}: the folder {folder!r} does not exist")
     if not os.access(folder, os.W_OK):
-        raise ValueError(f"--plot {path!r}: the folder {folder!r} is not writable")
-    del root
+        raise ValueError(f"{flag} {path!r}: the folder {folder!r} is not writable")
     return path
+
+
+_ARRAY_FORMATS = (".npy", ".csv", ".txt")
+
+
+def array_path(path: str, flag: str) -> str:
+    """Check an output array path (``--save-embedding FILE``) before any work.
+
+    Raises
+    ------
+    ValueError
+        If the path is a directory, has an unknown extension, or its folder does not exist or
+        is not writable.
+    """
+    import os
+
+    if os.path.isdir(path):
+        raise ValueError(f"{flag} {path!r} is a directory; give a file name ending in .npy or "
+                         ".csv")
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in _ARRAY_FORMATS:
+        raise ValueError(f"{flag} {path!r}: use a .npy, .csv or .txt file name")
+    return _writable(path, flag)
+
+
+def save_array(path: str, array) -> None:
+    """Write ``array`` to ``path`` (``.npy`` without pickles, or comma-separated text)."""
+    import os
+
+    arr = np.asarray(array, dtype=float)
+    if os.path.splitext(path)[1].lower() == ".npy":
+        np.save(path, arr, allow_pickle=False)
+    else:
+        np.savetxt(path, arr, delimiter=",", fmt="%.17g")

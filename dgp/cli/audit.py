@@ -1,131 +1,376 @@
 """``dgp audit MODULE:CALLABLE``: recover and classify the weighting a torch loss optimises.
 
-One autograd call at orthonormal embeddings (every softmax uniform) gives the symmetric part
-``p + p^T`` of the loss's target distribution, which is all the loss depends on; the audit matches
-it against the known objectives (catching the column-normalisation slip of public y-Aware code)
-and classifies it. Needs the ``torch`` extra.
+**This imports and runs the named module**: its top-level code and the loss itself execute,
+with your permissions. The audit runs in a child process, so that a loss that never returns is
+stopped after ``--timeout`` seconds, its own prints go to stderr (``--json`` keeps stdout one
+JSON object), and a crash of the loss does not take dgp with it. The current directory is not
+put on the module search path unless asked (``--path .``).
+
+The child probes the loss's gradient at several points and fits the w-InfoNCE model of
+:mod:`dgp.torch.audit`. Exit status: 0 whatever it finds; 2 for bad input (a malformed
+``MODULE:CALLABLE``, a module that does not exist, a bad flag or labels file, a probe that would
+not fit in memory); 1 when the loss fails (it raises, recurses, has no gradient, fails to
+import, does not return within ``--timeout``, or kills its process) or dgp itself fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import math
 import os
+import signal
+import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 
-from dgp.cli._output import emit_json, table
+from dgp.cli._output import emit_json, jsonable, table
 
-__all__ = ["load_callable", "register", "run"]
+__all__ = ["DEFAULT_TIMEOUT", "UserCodeError", "load_callable", "register", "run", "worker"]
+
+#: seconds an audit may take, import of the module included, before it is stopped
+DEFAULT_TIMEOUT = 300.0
+
+_WARNING = (
+    "dgp audit IMPORTS AND RUNS the named module (its top-level code and the loss), in a child "
+    "process stopped after --timeout seconds; audit only code you would run yourself."
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "audit",
-        help="recover and classify the weighting a torch loss really optimises (torch extra)",
+        help="recover and classify the weighting a torch loss really optimises (runs the "
+        "named code; torch extra)",
         description=(
-            "Import loss(embeddings, labels) from MODULE:CALLABLE (a class is instantiated with "
-            "no arguments), call it once at orthonormal embeddings, recover p + p^T from the "
-            "gradient, match it against the known objectives and classify it. Example: "
-            "dgp audit dgp.torch.audit_examples:y_aware_loss_public"
+            _WARNING + " It calls the loss at several probe embeddings, recovers its anchor "
+            "weights and weighting from the gradients, matches them against the registered "
+            "objectives, classifies the effective weighting and predicts its geometry. A "
+            "class is instantiated with no arguments. Example: "
+            "dgp audit pytorch_metric_learning.losses:SupConLoss"
         ),
     )
-    p.add_argument("target", metavar="MODULE:CALLABLE")
-    p.add_argument("--n", type=int, default=12, help="number of samples (default 12)")
+    p.add_argument("target", metavar="MODULE:CALLABLE",
+                   help="the loss: a function or an nn.Module instance, or a class")
+    p.add_argument("--n", type=int, default=12,
+                   help="number of embeddings probed (two-view losses: n/2 samples, 2 views; "
+                   "default 12)")
     p.add_argument(
-        "--labels",
-        default="continuous",
-        metavar="KIND|FILE",
-        help="continuous (default), classes, or a .npy/.csv label file",
+        "--labels", default="auto", metavar="KIND|FILE",
+        help="auto (default: continuous, then classes when continuous labels give no "
+        "w-InfoNCE, then pairs/none), continuous, classes, pairs (SimCLR's positives), none, "
+        "or a .npy/.csv label file (one label per sample)",
     )
-    p.add_argument("--tau", type=float, help="temperature (default: the loss's tau attribute)")
-    p.add_argument("--similarity", choices=("auto", "cosine", "euclidean"), default="auto")
+    p.add_argument("--call", choices=("auto", "embeddings", "views", "pair"), default="auto",
+                   help="how to call the loss: loss(embeddings, labels), loss(features "
+                   "[b, 2, d], labels) or loss(z1, z2, labels); default: try them in turn")
+    p.add_argument("--tau", type=float,
+                   help="temperature (default: the loss's tau or temperature attribute)")
+    p.add_argument("--similarity", choices=("auto", "cosine", "euclidean"), default="auto",
+                   help="latent similarity (default: detected from the gradient)")
     p.add_argument("--dim", type=int, help="embedding dimension for the verdict (default N)")
+    p.add_argument("--match-rtol", type=float, default=1e-6,
+                   help="relative tolerance of the gradient model and of a match (default "
+                   "1e-6; SupContrast's +1e-9 inside the log needs 1e-5 at tau = 0.1)")
+    p.add_argument("--probes", type=int, default=3, help="probe points (default 3)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"stop the audit after this many seconds (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--path", action="append", default=[], metavar="DIR",
+                   help="put DIR first on the module search path (repeatable; the current "
+                   "directory is searched only when given as --path .)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
-def load_callable(target: str):
-    """Import ``MODULE:CALLABLE`` (the current directory is searched first).
+def _split_target(target: str) -> tuple[str, str]:
+    module_name, sep, attr = target.partition(":")
+    parts = module_name.split(".")
+    if (not sep or not module_name or not attr or not all(p.isidentifier() for p in parts)
+            or not all(a.isidentifier() for a in attr.split("."))):
+        raise ValueError(f"the target must look like MODULE:CALLABLE (e.g. "
+                         f"pytorch_metric_learning.losses:SupConLoss), got {target!r}")
+    return module_name, attr
+
+
+class _InputError(Exception):
+    """Bad input found in the child (exit 2)."""
+
+
+class UserCodeError(Exception):
+    """A failure inside the audited code (exit 1)."""
+
+
+def load_callable(target: str) -> Any:
+    """Import ``MODULE:CALLABLE`` from the module search path as it is (this runs the module);
+    a class is instantiated with no arguments.
 
     Raises
     ------
     ValueError
-        If ``target`` is malformed, the module cannot be imported or lacks the attribute, or the
+        If ``target`` is malformed, the module does not exist or lacks the attribute, or the
         attribute is not callable.
+    RuntimeError
+        If importing the module or instantiating the class fails inside its code.
     """
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"target must look like MODULE:CALLABLE, got {target!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    module_name, attr = _split_target(target)
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        if getattr(exc, "name", None) == "torch":
-            raise
-        raise ValueError(f"cannot import module {module_name!r}: {exc}") from None
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing == "torch":
+            raise ImportError('the torch backend is not installed: pip install '
+                              '"dgp-contrastive[torch]"') from None
+        if missing and (module_name == missing or module_name.startswith(missing + ".")):
+            raise ValueError(f"cannot import module {module_name!r}: no module named "
+                             f"{missing!r} on the search path (add its folder with --path)"
+                             ) from None
+        raise UserCodeError(f"importing module {module_name!r} failed: it needs {missing!r}, "
+                         "which is not installed") from None
+    except Exception as exc:  # the module's own code failed: user code, any exception
+        raise UserCodeError(f"importing module {module_name!r} failed inside it: "
+                         f"{type(exc).__name__}: {exc}") from None
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ValueError(f"module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if isinstance(obj, type):
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as exc:  # user code, any exception
+            raise UserCodeError(f"{target}() failed: {type(exc).__name__}: {exc}") from None
     if not callable(obj):
         raise ValueError(f"{target!r} is not callable")
     return obj
 
 
-def run(args: argparse.Namespace) -> int:
-    from dgp.torch import require_torch
+# --------------------------------------------------------------------------------------------
+# the child process
+
+
+def _work(req: dict[str, Any]) -> dict[str, Any]:
+    from dgp.torch import check_audit_arguments  # torch-free
+
+    labels = req["labels"]
+    rows = req["n"] if not isinstance(labels, list) else 2 * len(labels)
+    check_audit_arguments(n=rows, probes=req["probes"], match_rtol=req["match_rtol"])
+    loss_fn = load_callable(req["target"])  # the user's module runs from here on
+    from dgp.torch._compat import require_torch
 
     require_torch()
-    from dgp.torch.audit import LABEL_KINDS, audit_loss, default_labels
+    from dgp.torch.audit import LossCallError, audit_loss
 
-    if args.n < 4:
-        raise ValueError(f"--n must be >= 4, got {args.n}")
-    if args.labels in LABEL_KINDS:
-        labels = default_labels(args.labels, args.n)
-    else:
-        from dgp.io import load_array
-
-        labels = load_array(args.labels, name="labels")
-    loss_fn = load_callable(args.target)
-    report = audit_loss(
-        loss_fn,
-        labels=labels,
-        tau=args.tau,
-        similarity=args.similarity,
-        dim=args.dim,
-        name=args.target,
-    )
+    if isinstance(labels, list):
+        labels = np.asarray(labels)
+    try:
+        report = audit_loss(
+            loss_fn, labels=labels, n=req["n"], tau=req["tau"], similarity=req["similarity"],
+            call=req["call"], dim=req["dim"], name=req["target"], match_rtol=req["match_rtol"],
+            probes=req["probes"])
+    except LossCallError as exc:
+        raise UserCodeError(str(exc)) from None
     out = report.to_dict()
+    out["summary"] = report.summary()
+    return out
+
+
+def worker() -> None:
+    """Entry point of the child: read the request on stdin, write one JSON result on the
+    original stdout; the loss's own output goes to stderr."""
+    request = json.load(sys.stdin)
+    result_fd = os.dup(1)
+    os.dup2(2, 1)  # prints of the audited code, Python or C level, go to stderr
+    sys.stdout = sys.stderr
+    from dgp.errors import ParameterError, ParameterTypeError, SolverError
+
+    try:
+        result: dict[str, Any] = {"ok": _work(request)}
+    except UserCodeError as exc:
+        result = {"error": "user", "message": str(exc)}
+    except (ParameterError, ParameterTypeError) as exc:
+        result = {"error": "parameter", "param": exc.param, "detail": exc.detail,
+                  "type": isinstance(exc, TypeError)}
+    except ImportError as exc:
+        result = {"error": "input", "message": str(exc)}
+    except (ValueError, TypeError) as exc:
+        result = {"error": "input", "message": str(exc)}
+    except SolverError as exc:
+        result = {"error": "dgp", "message": str(exc)}
+    except RecursionError:
+        result = {"error": "user", "message": "the audited code recursed without end"}
+    except Exception as exc:  # the child's last line of defence: report, never a traceback
+        result = {"error": "dgp", "message": f"internal error ({type(exc).__name__}: {exc}); "
+                  "please report it"}
+    with os.fdopen(result_fd, "w") as out:
+        out.write(json.dumps(jsonable(result)))
+
+
+_BOOTSTRAP = (
+    "import sys, json; cfg = json.loads(sys.argv[1]); sys.path.pop(0); "
+    "sys.path[:0] = cfg['path']; sys.path.append(cfg['dgp']); "
+    "from dgp.cli.audit import worker; worker()"
+)
+
+
+def _run_child(req: dict[str, Any], *, paths: list[str], timeout: float) -> dict[str, Any]:
+    import dgp
+
+    dgp_root = os.path.dirname(os.path.dirname(os.path.abspath(dgp.__file__)))
+    cfg = json.dumps({"path": [os.path.abspath(p) for p in paths], "dgp": dgp_root})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BOOTSTRAP, cfg], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(json.dumps(req).encode(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child and whatever the loss started
+        proc.wait()
+        raise UserCodeError(f"the audit of {req['target']} did not finish within {timeout:g} s "
+                         "(--timeout): the loss may never return") from None
+    if proc.returncode != 0 or not out.strip():
+        rc = proc.returncode
+        how = (f"was killed by signal {signal.Signals(-rc).name}" if rc < 0
+               else f"exited with status {rc}")
+        raise UserCodeError(f"the audit process {how} while running {req['target']} (the loss or "
+                         "its module ended the process)")
+    try:
+        return json.loads(out)
+    except json.JSONDecodeError:
+        raise UserCodeError(f"the audit process of {req['target']} wrote something that is not "
+                         "its result on its own output") from None
+
+
+# --------------------------------------------------------------------------------------------
+# the parent
+
+
+def _check(args: argparse.Namespace) -> None:
+    """The command line's own flags; the audit's arguments (``--n``, ``--probes``,
+    ``--match-rtol``, the memory) are checked by the child before it imports the module."""
+    from dgp.errors import ParameterError
+
+    _split_target(args.target)
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise ParameterError("timeout", f"must be a positive number of seconds, got "
+                             f"{args.timeout:g}")
+    for d in args.path:
+        if not os.path.isdir(d):
+            raise ParameterError("path", f"{d!r} is not a folder")
+
+
+def _labels(spec: str) -> Any:
+    if spec in ("auto", "continuous", "classes", "pairs", "none"):
+        return spec
+    from dgp.io import load_labels
+
+    return load_labels(spec, name="labels").values.tolist()
+
+
+def run(args: argparse.Namespace) -> int:
+    _check(args)
+
+    labels = _labels(args.labels)
+    req = {"target": args.target, "labels": labels, "n": args.n, "tau": args.tau,
+           "similarity": args.similarity, "call": args.call, "dim": args.dim,
+           "match_rtol": args.match_rtol, "probes": args.probes}
+    try:
+        result = _run_child(req, paths=args.path, timeout=args.timeout)
+    except UserCodeError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
+    if "ok" not in result:
+        return _raise(result)
+    out = result["ok"]
     if args.json:
         emit_json(out)
         return 0
-    print(
-        f"audit of {args.target}: N = {report.n}, tau = {report.tau:g} ({report.tau_source}), "
-        f"similarity {report.similarity}, reduction scale {report.reduction_scale:.4g}"
-    )
-    rows = [
-        [
-            c["objective"],
-            c["use"],
-            "" if c["value"] is None else f"{c['parameter']}={c['value']:.6g}",
-            f"{c['error']:.3g}",
-        ]
-        for c in report.candidates
-    ]
-    print(table(rows, ["candidate", "weights used", "fitted", "rel. error of p+p^T"]))
-    print(f"match: {report.match['objective'] if report.match else 'none'}")
-    if report.classification is not None:
-        c = report.classification
-        print(f"verdict: {c['verdict']} ({c['classified']}): {c['reason']}")
-    for w in report.warnings:
-        print(f"warning: {w}")
-    with np.printoptions(precision=3, suppress=True, linewidth=100):
-        print("recovered p + p^T:")
-        print(report.symmetric_part)
+    print(_text(out))
     return 0
+
+
+def _raise(result: dict[str, Any]) -> int:
+    from dgp.errors import ParameterError, ParameterTypeError, SolverError
+
+    kind = result.get("error")
+    if kind == "parameter":
+        cls = ParameterTypeError if result.get("type") else ParameterError
+        raise cls(result["param"], result["detail"])
+    if kind == "input":
+        raise ValueError(result["message"])
+    if kind == "dgp":
+        raise SolverError(result["message"])
+    sys.stderr.write(f"error: {result.get('message', 'the audit failed')}\n")
+    return 1
+
+
+def _fmt(x: Any) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def _text(out: dict[str, Any]) -> str:
+    lines = [f"audit of {out['callable']}  ({_WARNING.split(' (')[0].lower()})"]
+    kv: list[tuple[str, str]] = []
+    call = {"embeddings": "loss(embeddings, labels)", "views": "loss(features [b, 2, d], labels)",
+            "pair": "loss(z1, z2, labels)"}[out["call"]]
+    kv.append(("called as", f"{call}, N = {out['n']}"))
+    kv.append(("labels", f"{out['labels']}: {out['labels_note']}"))
+    kv.append(("temperature", f"{out['tau']:g} ({out['tau_source']})"))
+    kv.append(("latent", f"{out['similarity']} ({out['similarity_source']})"))
+    model = out["model"]
+    if out["identified"]:
+        kv.append(("model", f"w-InfoNCE, partition {model['partition']} (residual "
+                   f"{model['residual']:.2g} over {out['probes']['count']} probes)"))
+    else:
+        kv.append(("model", f"not identified (best residual {model['residual']:.2g}, partition "
+                   f"{model['partition']})"))
+    match = out["match"]
+    if match is not None:
+        par = "" if match["parameter"] is None else f" {match['parameter']}={match['value']:.6g}"
+        kv.append(("match", f"{match['objective']}{par}, {match['form']}: {match['form_text']}"
+                   f" (error {match['error']:.2g})"))
+    elif out["identified"]:
+        kv.append(("match", "none within --match-rtol"))
+    if out["anchor_weights"] is not None:
+        a = np.asarray(out["anchor_weights"])
+        kv.append(("anchors", f"weights {a.min():.4g}..{a.max():.4g} (mean 1); reduction scale "
+                   f"{out['reduction_scale']:.4g}"))
+    c = out["classification"]
+    if c is not None:
+        kv.append(("verdict", f"{c['verdict']} (effective weighting, d = {c['dim']}): "
+                   f"{c['reason']}"))
+    geo = out["geometry"]
+    if geo is not None:
+        G = np.asarray(geo["gram"], dtype=float)
+        off = G[~np.eye(len(G), dtype=bool)]
+        what = "cosines" if out["similarity"] == "cosine" else "squared distances"
+        kv.append(("geometry", f"optimal {what} in [{off.min():.4g}, {off.max():.4g}] "
+                   f"({geo['reason']})"))
+    inten = out["intended"]
+    if inten is not None:
+        par = "".join(f" {k}={v:.4g}" for k, v in inten["params"].items())
+        kv.append(("vs intended", f"{inten['objective']}{par} ({inten['note']}): "
+                   f"{inten['gap_measure']} {inten['max_gap']:.3g}, similarity r^2 "
+                   f"{inten['similarity_r2']:.4f}"))
+    import textwrap
+
+    width = max(len(k) for k, _ in kv) + 2
+    for key, value in kv:
+        wrapped = textwrap.wrap(value, width=max(40, 79 - width)) or [""]
+        lines.append(f"{key:<{width}}{wrapped[0]}")
+        lines += [" " * width + w for w in wrapped[1:]]
+    if out["candidates"]:
+        rows = [[k["objective"], k["form"],
+                 "" if k["value"] is None else f"{k['parameter']}={k['value']:.4g}",
+                 _fmt(k["error"])] for k in out["candidates"][:6]]
+        lines += ["", table(rows, ["candidate", "form", "fitted", "error"])]
+    if out["effective_weights"] is not None and out["n"] <= 16:
+        with np.printoptions(precision=3, suppress=True, linewidth=79):
+            lines += ["", "effective weighting R (scaled to max 1):",
+                      str(np.asarray(out["effective_weights"], dtype=float))]
+    for w in out["warnings"]:
+        lines += textwrap.wrap("warning: " + w, width=79, subsequent_indent="  ")
+    return "\n".join(lines)

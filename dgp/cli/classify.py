@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from dgp.classification import METHODS, classify
-from dgp.cli._output import emit_json, plot_path
+from dgp.cli._output import array_path, emit_json, plot_path, save_array
 from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_edge_list, load_labels, load_weights
@@ -43,8 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from --labels")
     p.add_argument("--labels", metavar="LABELS", help=_LABELS_HELP)
     p.add_argument("--label-column", metavar="NAME|K",
-                   help="the column of LABELS to use: a header name, or a column number "
-                   "counted from 1 (default: the only column, or all columns of numbers)")
+                   help="the column of LABELS to use: a header name, or a 0-based position "
+                   "(default: the only column, or all columns of numbers)")
     p.add_argument("--similarity", choices=SIMILARITIES,
                    help="latent similarity (default: cosine, or the objective's own)")
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
@@ -61,6 +62,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="include the optimal embedding in --json output")
     p.add_argument("--plot", metavar="FILE",
                    help="also save a figure (.png, .pdf or .svg; needs the plot extra)")
+    p.add_argument("--save-embedding", metavar="FILE",
+                   help="save the optimal embedding (N x rank) when realizable (.npy or .csv)")
+    p.add_argument("--save-gram", metavar="FILE",
+                   help="save the Gram matrix of the optimal embedding (N x N) when realizable")
+    p.add_argument("--quiet", action="store_true", help="no notes on stderr")
     p.set_defaults(func=run)
 
 
@@ -93,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
 
         require_matplotlib()  # fail before any work when the plot extra is missing
         plot = plot_path(args.plot)
+    saves = {flag: array_path(path, flag) for flag, path in
+             (("--save-embedding", args.save_embedding), ("--save-gram", args.save_gram))
+             if path is not None}
+    want_embedding = args.embedding or bool(saves)
     if args.objective is None:
         for flag in ("labels", "label_column", "sigma", "eps", "label_tau"):
             if getattr(args, flag) is not None:
@@ -102,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
             data = load_edge_list(edges, directed=args.directed, name="--edges")
         else:
             data = load_weights(args.weights, name="WEIGHTS")
+            _note_long(data.shape[0], args)
         kwargs = {"log_weights": data} if args.log_weights else {"W": data}
         res = classify(similarity=args.similarity or "cosine", tau=args.tau, dim=args.dim,
                        rtol=args.rtol, method=args.method, **kwargs)
@@ -110,16 +121,20 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--objective {args.objective} needs --labels LABELS")
         if args.log_weights:
             raise ValueError("--log-weights applies to a WEIGHTS file, not to --objective")
-        kind = OBJECTIVES[args.objective].labels
+        rec = OBJECTIVES[args.objective]
+        # the flags first (cheap), then the file
+        rec.check_params(sigma=args.sigma, eps=args.eps, label_tau=args.label_tau)
+        kind = rec.labels
         data = load_labels(args.labels, name="LABELS", column=_column(args.label_column),
                            kind=kind).values
         res = classify_objective(
             args.objective, data, tau=args.tau, dim=args.dim, sigma=args.sigma, eps=args.eps,
             label_tau=args.label_tau, similarity=args.similarity, rtol=args.rtol,
-            method=args.method, embed=args.embedding,
+            method=args.method, embed=want_embedding,
         )
     if plot is not None:
         _plot(args, res, data, plot)
+    _save(res, saves)
     if args.json:
         emit_json(res.to_dict(embedding=args.embedding))
     else:
@@ -129,15 +144,37 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _note_long(n: int, args: argparse.Namespace) -> None:
+    """Say on stderr when a dense classification will take a while (one N^3 reduction)."""
+    seconds = (n / 2000.0) ** 3  # about a second per 2000^3 on one core
+    if seconds >= 10 and not (args.quiet or args.json):
+        sys.stderr.write(f"note: N = {n}: one dense {n} x {n} tridiagonalisation, about "
+                         f"{seconds / 60:.0f} min on one core...\n" if seconds >= 120 else
+                         f"note: N = {n}: one dense {n} x {n} tridiagonalisation, about "
+                         f"{seconds:.0f} s on one core...\n")
+        sys.stderr.flush()
+
+
+def _save(res, saves: dict[str, str]) -> None:
+    """Write ``--save-embedding`` / ``--save-gram`` (a warning when there is nothing to save)."""
+    import warnings
+
+    from dgp.errors import DgpWarning
+
+    for flag, path in saves.items():
+        if res.embedding is None:
+            warnings.warn(f"{flag} {path}: nothing saved, the verdict is {res.verdict} and there "
+                          "is no unique optimal embedding", DgpWarning, stacklevel=2)
+            continue
+        Z = res.embedding
+        save_array(path, Z if flag == "--save-embedding" else Z @ Z.T)
+
+
 def _column(text: str | None) -> str | int | None:
-    """``--label-column``: a header name, or a column number counted from 1."""
-    if text is None:
-        return None
-    if text.isdigit():
-        if int(text) < 1:
-            raise ValueError(f"--label-column {text}: columns are counted from 1")
-        return int(text) - 1
-    return text
+    """``--label-column``: a header name, or a 0-based position (as ``load_labels``)."""
+    if text is None or not text.lstrip("-").isdigit():
+        return text
+    return int(text)
 
 
 def _plot(args: argparse.Namespace, res, data, path: str) -> None:

@@ -1,11 +1,13 @@
-"""``dgp optimum``: the true minimiser of a cosine w-InfoNCE loss (convex program)."""
+"""``dgp optimum``: the true minimiser of a cosine w-InfoNCE loss, free or in R^D, full batch or
+for mini-batches."""
 
 from __future__ import annotations
 
 import argparse
 
-from dgp.cli._output import emit_json, table
+from dgp.cli._output import array_path, emit_json, save_array, table
 from dgp.io import load_array
+from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 
 __all__ = ["register", "run"]
 
@@ -15,38 +17,67 @@ _MAX_TABLE = 12
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "optimum",
-        help="true minimiser of a cosine w-InfoNCE (convex program)",
-        description="Solve min L(G) over Gram matrices (G PSD, unit diagonal) for the weight "
-        "matrix WEIGHTS: the loss, its duality gap, the rank of the optimum, an embedding and "
-        "whether the optimum is unique.",
+        help="true minimiser of a cosine w-InfoNCE (free dimension or R^D)",
+        description="Minimise the cosine w-InfoNCE loss of the weight matrix WEIGHTS over unit "
+        "embeddings: the loss and its certified gap, the rank of the optimum, whether it is "
+        "unique, and an embedding. Samples with identical rows and columns are merged first. "
+        "With --dim D the best embedding in R^D (certified globally optimal when its dual "
+        "matrix is PSD, else with its gap to the convex lower bound); with --batch-size B the "
+        "prediction for uniform mini-batches.",
     )
     p.add_argument("weights", metavar="WEIGHTS", help="N x N matrix (.npy/.csv/.txt)")
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--dim", type=int, metavar="D", help="embedding dimension (default: free)")
+    p.add_argument("--starts", type=int, default=4,
+                   help="random Burer-Monteiro starts with --dim (default 4)")
+    b = p.add_argument_group("mini-batches")
+    b.add_argument("--batch-size", type=int, metavar="B", help="predict for batches of B samples")
+    b.add_argument("--reduction", choices=REDUCTIONS, default="mean", help="default: mean")
+    b.add_argument("--anchors-without-positives", choices=NO_POSITIVE, default="drop",
+                   help="with mean: drop them (default) or count them as zeros")
+    b.add_argument("--samples", type=int, default=2000,
+                   help="batches drawn when the expectation is not exact (default 2000)")
+    b.add_argument("--seed", type=int, default=0, help="seed of random starts and batches")
+    o = p.add_argument_group("output")
+    o.add_argument("--json", action="store_true", help="print one JSON object")
+    o.add_argument("--gram", action="store_true", help="print the Gram (and keep it in --json)")
+    o.add_argument("--embedding", action="store_true", help="--json also holds the embedding")
+    o.add_argument("--save-gram", metavar="FILE", help="write the N x N Gram (.npy, .csv or .txt)")
+    o.add_argument("--save-embedding", metavar="FILE",
+                   help="write the N x rank embedding (.npy, .csv or .txt)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from dgp.optimum import optimum
 
+    for path, flag in ((args.save_gram, "--save-gram"), (args.save_embedding, "--save-embedding")):
+        if path is not None:
+            array_path(path, flag)  # before any work
     W = load_array(args.weights, name="WEIGHTS")
-    res = optimum(W, tau=args.tau)
+    batch = {}
+    if args.batch_size is not None:
+        batch = {"batch_size": args.batch_size, "reduction": args.reduction,
+                 "anchors_without_positives": args.anchors_without_positives,
+                 "samples": args.samples}
+    res = optimum(W, tau=args.tau, dim=args.dim, starts=args.starts, seed=args.seed, **batch)
+    if args.save_gram is not None:
+        save_array(args.save_gram, res.gram)
+    if args.save_embedding is not None:
+        save_array(args.save_embedding, res.embedding)
     if args.json:
-        emit_json(res.to_dict())
+        emit_json(res.to_dict(gram=True if args.gram else None, embedding=args.embedding))
         return 0
-    print(f"samples       N = {res.n}, tau = {res.tau:g}")
-    print(f"loss          {res.loss:.10g} nats (entropic bound {res.entropic_bound:.10g}, "
-          f"excess {res.loss - res.entropic_bound:.4g})")
-    print(f"duality gap   {res.duality_gap:.3g} nats (bound on loss - min, from the duals)")
-    print(f"rank          {res.rank} (eigenvalues > {res.rank_rtol:g} * largest)")
-    width = res.face[1] - res.face[0]
-    print(f"unique        {'yes' if res.unique else 'no'} (optimal face G + c(J - I), "
-          f"c in [{res.face[0]:.3g}, {res.face[1]:.3g}], width {width:.3g})")
-    if res.n <= _MAX_TABLE:
+    print(str(res).split("\n  optimal Gram:")[0])
+    if res.n <= _MAX_TABLE or args.gram:
         head = ["", *[str(j) for j in range(res.n)]]
         rows = [[str(i), *(f"{v:+.4f}" for v in res.gram[i])] for i in range(res.n)]
         print("\noptimal Gram:")
         print(table(rows, head))
     else:
-        print("use --json for the Gram matrix and the embedding")
+        print("\nuse --gram to print the Gram, --json --embedding for the embedding, or "
+              "--save-gram/--save-embedding FILE to write them")
+    for flag, path in (("gram", args.save_gram), ("embedding", args.save_embedding)):
+        if path is not None:
+            print(f"wrote {flag} to {path}")
     return 0

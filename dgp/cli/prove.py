@@ -32,6 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run only this theorem id (repeatable; see the table for ids)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress lines on stderr (--json is quiet too)")
     p.set_defaults(func=run)
 
 
@@ -53,7 +55,12 @@ def run(args: argparse.Namespace) -> int:
     _load_profile()  # before the proof modules are imported: their settings inherit it
     from dgp.proofs import run_theorems
 
-    results = run_theorems(only=args.only)
+    def progress(k: int, total: int, r) -> None:
+        sys.stderr.write(f"[{k}/{total}] {r.id}: {r.status} ({r.seconds:.1f} s)\n")
+        sys.stderr.flush()
+
+    quiet = args.quiet or args.json
+    results = run_theorems(only=args.only, progress=None if quiet else progress)
     if args.json:
         emit_json({"theorems": [r.to_dict() for r in results]})
     else:

@@ -1,4 +1,5 @@
-"""``dgp supcon``: the optimal class-prototype Gram of SupCon or Soft SupCon."""
+"""``dgp supcon``: the optimal class-prototype Gram of SupCon or Soft SupCon, full batch or for
+mini-batches."""
 
 from __future__ import annotations
 
@@ -6,12 +7,19 @@ import argparse
 
 import numpy as np
 
-from dgp.cli._output import emit_json, table
-from dgp.prototypes import METHODS, supcon_prototypes
+from dgp.cli._output import array_path, emit_json, save_array, table
+from dgp.prototypes import (
+    METHODS,
+    NO_POSITIVE,
+    REDUCTIONS,
+    SAMPLERS,
+    batch_size_for_tolerance,
+    supcon_prototypes,
+)
 
 __all__ = ["parse_sizes", "register", "run"]
 
-_MAX_TABLE = 12  # largest K printed as a full table (JSON always holds the full Gram)
+_MAX_TABLE = 12  # largest K printed as a full table without --gram
 _MAX_SYMBOLIC = 3  # largest K whose symbolic first-order Gram and KKT matrix are printed
 
 
@@ -39,18 +47,43 @@ def parse_sizes(text: str) -> list[int]:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "supcon",
-        help="optimal class prototypes of SupCon / Soft SupCon",
+        help="optimal class prototypes of SupCon / Soft SupCon (full batch or mini-batches)",
         description="Optimal class-prototype Gram of SupCon (or Soft SupCon with --eps) for the "
         "given class sizes: a closed form where one is exact, else a certified solver with a "
-        "KKT residual.",
+        "KKT residual. With --batch-size, the prediction for mini-batch training: the minimiser "
+        "of the expected batch loss of the sampler.",
     )
     p.add_argument("--sizes", required=True, help="class sizes n1,n2,...,nK (each >= 2)")
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
     p.add_argument("--eps", type=float, help="Soft SupCon cross-class weight in (0, 1)")
-    p.add_argument("--method", choices=METHODS, default="auto", help="default: auto")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--latex", action="store_true", help="print the symbolic formulas in LaTeX")
-    p.add_argument(
+    p.add_argument("--method", choices=METHODS, default="auto",
+                   help="auto (default), numeric, or first-order (an O(tau^2) approximation)")
+    b = p.add_argument_group("mini-batches")
+    b.add_argument("--batch-size", type=int, metavar="B", help="predict for batches of B samples")
+    b.add_argument("--sampler", choices=SAMPLERS, default="uniform", help="default: uniform")
+    b.add_argument("--samples-per-class", type=int, metavar="M", help="m of --sampler m-per-class")
+    b.add_argument("--reduction", choices=REDUCTIONS, default="mean",
+                   help="how a batch combines its anchors (default: mean)")
+    b.add_argument("--anchors-without-positives", choices=NO_POSITIVE, default="drop",
+                   help="with mean: drop them (pytorch-metric-learning, default) or count them "
+                   "as zeros (SupContrast)")
+    b.add_argument("--samples", type=int, default=2000,
+                   help="batches drawn when the expectation is not exact (default 2000)")
+    b.add_argument("--seed", type=int, default=0, help="seed of the drawn batches (default 0)")
+    b.add_argument("--tolerance", type=float, metavar="TOL",
+                   help="also find the batch size from which the full-batch prediction is "
+                   "within TOL (max |G_B - G_full|) for this sampler")
+    o = p.add_argument_group("output")
+    o.add_argument("--json", action="store_true", help="print one JSON object")
+    o.add_argument("--gram", action="store_true",
+                   help="print the whole Gram (and keep it in --json for any K)")
+    o.add_argument("--embedding", action="store_true", help="--json also holds the prototypes")
+    o.add_argument("--save-gram", metavar="FILE",
+                   help="write the Gram to FILE (.npy, .csv or .txt)")
+    o.add_argument("--save-embedding", metavar="FILE",
+                   help="write the prototype vectors (K x rank) to FILE (.npy, .csv or .txt)")
+    o.add_argument("--latex", action="store_true", help="print the symbolic formulas in LaTeX")
+    o.add_argument(
         "--plot", metavar="FILE", help="also save the prototype geometry (needs the plot extra)"
     )
     p.set_defaults(func=run)
@@ -67,53 +100,82 @@ def _latex_matrix(G: np.ndarray) -> str:
     return r"G = \begin{pmatrix}" + r" \\ ".join(rows) + r"\end{pmatrix}"
 
 
+def _gram_table(res) -> str:
+    head = ["", *[f"c{c}(n={s})" for c, s in enumerate(res.sizes)]]
+    rows = [[head[c + 1], *(f"{v:+.6f}" for v in res.gram[c])] for c in range(len(res.sizes))]
+    return table(rows, head)
+
+
 def run(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.sizes)
+    for path, flag in ((args.save_gram, "--save-gram"), (args.save_embedding, "--save-embedding")):
+        if path is not None:
+            array_path(path, flag)  # before any work
     if args.plot is not None:
         from dgp.plots import require_matplotlib
 
         require_matplotlib()  # fail before any work when the plot extra is missing
-    res = supcon_prototypes(sizes, tau=args.tau, eps=args.eps, method=args.method)
+    batch = {}
+    if args.batch_size is not None:
+        batch = {
+            "batch_size": args.batch_size, "sampler": args.sampler,
+            "samples_per_class": args.samples_per_class, "reduction": args.reduction,
+            "anchors_without_positives": args.anchors_without_positives,
+            "samples": args.samples, "seed": args.seed,
+        }
+    elif (args.samples_per_class is not None or args.sampler != "uniform") and (
+            args.tolerance is None):
+        raise ValueError("--sampler and --samples-per-class apply to mini-batches: add "
+                         "--batch-size B or --tolerance TOL")
+    res = supcon_prototypes(sizes, tau=args.tau, eps=args.eps, method=args.method, **batch)
+    within = None
+    if args.tolerance is not None:
+        within = batch_size_for_tolerance(
+            sizes, tau=args.tau, tol=args.tolerance, eps=args.eps, sampler=args.sampler,
+            samples_per_class=args.samples_per_class, reduction=args.reduction,
+            anchors_without_positives=args.anchors_without_positives, seed=args.seed,
+        )
+    if args.save_gram is not None:
+        save_array(args.save_gram, res.gram)
+    if args.save_embedding is not None:
+        save_array(args.save_embedding, res.embedding())
     if args.plot is not None:
         _plot(res, args.plot)
     K = len(res.sizes)
     latex = _latex_pairs(K) if args.latex else None
     if args.json:
-        out = res.to_dict()
+        out = res.to_dict(gram=True if args.gram else None, embedding=args.embedding)
         if latex is not None:
             out["latex"] = [{"title": t, "latex": s} for t, s in latex]
+        if within is not None:
+            out["batch_size_for_tolerance"] = within.to_dict()
         emit_json(out)
         return 0
     if latex is not None:
         for title, text in latex:
             print(f"% {title}\n{text}\n")
-        if K <= _MAX_TABLE:
+        if K <= _MAX_TABLE or args.gram:
             print(f"% computed prototype Gram ({res.method})\n{_latex_matrix(res.gram)}")
         return 0
-    kkt = "n/a (closed form)" if res.kkt_residual is None else f"{res.kkt_residual:.2e}"
-    print(f"objective     {res.objective}")
-    print(f"classes       K = {K}, sizes {list(res.sizes)}, N = {sum(res.sizes)}")
-    print(f"tau           {res.tau:g}" + ("" if res.eps is None else f"   eps {res.eps:g}"))
-    print(f"method        {res.method}")
-    print(f"loss          {res.loss:.10g} nats (summed over N anchors)")
-    print(f"excess loss   {res.excess_loss:.6g} nats above the entropic bound "
-          f"{res.entropic_bound:.10g}")
-    print(f"kkt residual  {kkt}")
-    if res.method == "numeric" and res.certificate is not None:
-        print(f"gap bound     {res.certificate['gap_bound']:.3g} nats (certified suboptimality)")
-    G = res.gram
-    if K <= _MAX_TABLE:
-        head = ["", *[f"c{c + 1}(n={s})" for c, s in enumerate(res.sizes)]]
-        rows = [[head[c + 1], *(f"{v:+.6f}" for v in G[c])] for c in range(K)]
-        print("\nprototype Gram (cosines between class prototypes):")
-        print(table(rows, head))
+    print(str(res).split("\n  prototype Gram:")[0])
+    if K <= _MAX_TABLE or args.gram:
+        label = "first-order Gram (as derived)" if res.method == "first-order" else (
+            "prototype Gram (cosines between class prototypes)")
+        print(f"\n{label}:")
+        print(_gram_table(res))
     else:
-        iu = np.triu_indices(K, 1)
-        off = G[iu]
-        hi, lo = int(np.argmax(off)), int(np.argmin(off))
-        print(f"\noff-diagonal cosines: min {off.min():+.6f} (classes {iu[0][lo] + 1},"
-              f"{iu[1][lo] + 1}), max {off.max():+.6f} (classes {iu[0][hi] + 1},{iu[1][hi] + 1}),"
-              f" simplex {-1.0 / (K - 1):+.6f}; use --json for the full Gram")
+        print("\nuse --gram to print the whole Gram, or --save-gram FILE to write it")
+    if within is not None:
+        found = ("none up to the largest size tried" if within.batch_size is None
+                 else f"B = {within.batch_size}")
+        print(f"\nbatch size from which the full-batch prediction is within {within.tol:g}: "
+              f"{found} ({args.sampler} batches)")
+        rows = [[str(b), f"{sh:.3g}", "-" if se is None else f"{se:.2g}"]
+                for b, sh, se in within.table]
+        print(table(rows, ["B", "max |G_B - G_full|", "sampling error"]))
+    for flag, path in (("gram", args.save_gram), ("embedding", args.save_embedding)):
+        if path is not None:
+            print(f"wrote {flag} to {path}")
     return 0
 
 

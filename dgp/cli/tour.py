@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import textwrap
 from dataclasses import dataclass
 
@@ -51,27 +52,28 @@ def tour_cases() -> list[Case]:
     label_tau = 0.5
     lin = rng.standard_normal((12, 3))
     cases = [
-        Case("SupCon", "hard SupCon (zero weights), cosine", supcon_weights(y), "cosine", 0.1, 8),
-        Case("SupCon", "hard SupCon, Euclidean latent", supcon_weights(y), "euclidean", 0.1, 2),
+        Case("SupCon", "zero weights, cosine", supcon_weights(y), "cosine", 0.1, 8),
+        Case("SupCon", "zero weights, Euclidean", supcon_weights(y), "euclidean", 0.1, 2),
     ]
-    soft_temps = ((0.5, "tau = tau*/2"), (1.0, "tau = tau* (centred simplex)"), (1.5, "1.5 tau*"))
+    soft_temps = ((0.5, "tau = tau*/2"), (1.0, "tau = tau* (simplex)"), (1.5, "tau = 1.5 tau*"))
     for f, tag in soft_temps:
         cases.append(
             Case(
                 "Soft SupCon",
-                f"Soft SupCon eps=0.1, {tag}",
+                tag,
                 soft_supcon_weights(y, eps=eps),
                 "cosine",
                 f * tau_star,
                 3,
             )
         )
-    ya_temps = ((0.5, "tau R^2 < sigma^2"), (1.0, "tau R^2 = sigma^2"), (2.0, "tau R^2 > sigma^2"))
+    ya_temps = ((0.5, "circle, tau R^2 < sigma^2"), (1.0, "circle, tau R^2 = sigma^2"),
+                (2.0, "circle, tau R^2 > sigma^2"))
     for f, tag in ya_temps:
         cases.append(
             Case(
                 "y-Aware",
-                f"y-Aware, labels on a circle, {tag}",
+                tag,
                 gaussian_kernel_weights(circle, sigma=sigma),
                 "cosine",
                 f * tau_c,
@@ -81,7 +83,7 @@ def tour_cases() -> list[Case]:
     cases.append(
         Case(
             "y-Aware",
-            "y-Aware, labels off any sphere",
+            "labels off any sphere",
             gaussian_kernel_weights(off_sphere, sigma=sigma),
             "cosine",
             tau_c,
@@ -91,7 +93,7 @@ def tour_cases() -> list[Case]:
     cases.append(
         Case(
             "y-Aware",
-            "column-normalised y-Aware (public code)",
+            "column-normalised (public code)",
             column_normalised_y_aware_weights(circle, sigma=sigma),
             "cosine",
             tau_c,
@@ -102,7 +104,7 @@ def tour_cases() -> list[Case]:
         cases.append(
             Case(
                 "X-CLR",
-                f"X-CLR, 3-d label embeddings, {tag}",
+                tag,
                 xclr_weights(label_emb, label_tau=label_tau),
                 "cosine",
                 f * label_tau,
@@ -113,7 +115,7 @@ def tour_cases() -> list[Case]:
         cases.append(
             Case(
                 "Euclidean-Euclidean",
-                f"Euclid-Euclid, 3-d labels, d = {d}",
+                f"3-d labels, d = {d}",
                 gaussian_kernel_weights(lin, sigma=sigma),
                 "euclidean",
                 0.5,
@@ -123,22 +125,22 @@ def tour_cases() -> list[Case]:
     # a weighting whose row ratios around 0 -> 1 -> 2 -> 0 do not multiply to one
     Wa = np.ones((4, 4))
     Wa[0, 1], Wa[1, 2], Wa[2, 0] = 2.0, 2.0, 2.0
-    cases.append(Case("Cycle condition", "asymmetric W breaking the cycle", Wa, "cosine", 0.5, 3))
+    cases.append(Case("Cycle condition", "asymmetric W, broken cycle", Wa, "cosine", 0.5, 3))
     return cases
 
 
-TOUR = """\
-dgp tour: what geometry will your weighted contrastive loss give?
-
-A w-InfoNCE loss with weights W can never go below its entropic bound sum_i H(p_i), and it
-reaches the bound exactly when the similarities equal log w_ij + c. So W prescribes a target
-geometry, and one question decides everything: can points in R^d have it? dgp answers with one
-of three verdicts:
-  realizable    the bound is reached, by one geometry (unique up to rotation)
-  degenerate    the bound is reached by many geometries, or only in a limit
-  inconsistent  no embedding in R^d reaches the bound
-The stops below use built-in data; each row is one weighting, temperature tau and dimension d.
-"""
+TOUR = (
+    "dgp tour: what geometry will your weighted contrastive loss give?",
+    "A w-InfoNCE loss with weights W can never go below its entropic bound sum_i H(p_i), and it "
+    "reaches the bound exactly when the similarities equal log w_ij + c. So W prescribes a "
+    "target geometry, and one question decides everything: can points in R^d have it? dgp "
+    "answers with one of three verdicts:",
+    "  realizable    the bound is reached, by one geometry (unique up to rotation)\n"
+    "  degenerate    the bound is reached by many geometries, or only in a limit\n"
+    "  inconsistent  no embedding in R^d reaches the bound",
+    "The stops below use built-in data; each row is one weighting (here the objective of its "
+    "section, with the case named on the row), temperature tau and dimension d.",
+)
 
 #: per section: what to look at before the table, and what to take away after it
 SECTIONS = {
@@ -181,10 +183,33 @@ SECTIONS = {
 
 NEXT = """\
 Next:
-  dgp classify W.npy --similarity cosine --tau 0.5 --dim 3      your own N x N weighting
+  dgp classify W.npy --similarity cosine --tau 0.5 --dim 3
+      your own N x N weighting
   dgp classify --objective y-aware --labels y.csv --sigma 1 --tau 0.5 --dim 2
-  add --json for scripts, --plot FILE for a figure (plot extra); dgp classify --help for more.
+      a named objective built from your labels
+  add --json for scripts, --plot FILE for a figure (plot extra);
+  dgp classify --help for more.
 """
+
+#: the words the reasons use, in plain terms
+GLOSSARY = (
+    ("target", "the similarities s*_ij = log w_ij + c that reach the bound; c is one free "
+     "constant (the softmax ignores a common shift)"),
+    ("G(c) PSD", "the target Gram matrix (cosines tau (log w_ij + c), ones on the diagonal) is "
+     "positive semidefinite, i.e. some unit vectors have exactly these cosines"),
+    ("D(c) an EDM", "the target squared distances -2 tau (log w_ij + c) are those of some "
+     "points (a Euclidean distance matrix)"),
+    ("rank", "the dimension those vectors or points need"),
+    ("end point", "the smallest or largest c that still gives a target (the admissible c form "
+     "an interval; inside it every target needs all N dimensions)"),
+    ("c = -inf", "an unbounded side of that interval (Euclidean targets allow every small c)"),
+    ("cap", "labels lifted off their circle onto a smaller circle of the unit sphere"),
+    ("tau*", "Soft SupCon's critical temperature K / ((K-1)(-log eps))"),
+    ("Farkas certificate", "a matrix Y >= 0 with <Y, G(c)> < 0 for every c: proof that no c "
+     "works"),
+    ("near threshold", "decided within the reported tolerance of a critical value: a nearby "
+     "temperature may give another verdict"),
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -198,12 +223,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _short(res: Classification, width: int = 52) -> str:
-    return textwrap.shorten(res.reason, width=width, placeholder=" ...")
-
-
 def _verdict(res: Classification) -> str:
-    return res.verdict + (f" (rank {res.rank})" if res.rank is not None else "")
+    return res.verdict + (f" (rank {res.rank})" if res.rank is not None else "") + (
+        " *" if res.near_threshold else "")
+
+
+def _width() -> int:
+    return max(60, min(120, shutil.get_terminal_size((100, 24)).columns))
+
+
+def _wrap(text: str, width: int, indent: str) -> str:
+    return textwrap.fill(text, width=width, initial_indent=indent, subsequent_indent=indent,
+                         break_on_hyphens=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -220,22 +251,37 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    print(TOUR)
+    width = _width()
+    out = []
+    for para in TOUR:
+        out.append(para if para.startswith("  ") else _wrap(para, width, ""))
+        out.append("")
     sections = list(dict.fromkeys(c.section for c, _ in results))
     for k, section in enumerate(sections, start=1):
         intro, takeaway = SECTIONS.get(section, ("", ""))
-        print(f"{k}. {section}")
+        out.append(f"{k}. {section}")
         if intro:
-            print(textwrap.indent(intro, "   "))
-        rows = [
-            [c.name, c.similarity, f"{c.tau:.4g}", str(c.dim), _verdict(r), _short(r)]
-            for c, r in results
-            if c.section == section
-        ]
-        header = ["case", "similarity", "tau", "d", "verdict", "why"]
-        print(textwrap.indent(table(rows, header), "   "))
+            out.append(_wrap(" ".join(intro.split()), width, "   "))
+        rows = [(c, r) for c, r in results if c.section == section]
+        header = ["case", "latent", "tau", "d", "verdict"]
+        body = [[c.name, c.similarity, f"{c.tau:.4g}", str(c.dim), _verdict(r)] for c, r in rows]
+        lines = table(body, header).splitlines()
+        out += ["   " + lines[0], "   " + lines[1]]
+        for line, (_, r) in zip(lines[2:], rows, strict=True):
+            out.append("   " + line)
+            out.append(_wrap("why: " + r.reason, width, "      "))
         if takeaway:
-            print("   => " + takeaway.replace("\n", "\n      "))
-        print()
-    print(NEXT, end="")
+            out.append(_wrap("=> " + " ".join(takeaway.split()), width, "   "))
+        out.append("")
+    if any(r.near_threshold for _, r in results):
+        out.append("* decided within tolerance of a critical value (see 'near threshold').\n")
+    out.append("Words used above:")
+    key_width = max(len(k) for k, _ in GLOSSARY) + 2
+    for key, text in GLOSSARY:
+        wrapped = textwrap.wrap(text, width=max(30, width - key_width - 2))
+        out.append(f"  {key:<{key_width}}{wrapped[0]}")
+        out += [" " * (key_width + 2) + w for w in wrapped[1:]]
+    out.append("")
+    out.append(NEXT.rstrip("\n"))
+    print("\n".join(line.rstrip() for line in "\n".join(out).splitlines()))
     return 0

@@ -39,9 +39,12 @@ from dgp.engine.family import (
     CosineSpectrum,
     EuclideanSpectrum,
     FarkasData,
+    combine_farkas,
     cosine_family,
     euclidean_family,
+    farkas_offset,
 )
+from dgp.engine.groups import GROUPED_MIN_K, classify_grouped
 from dgp.engine.rules import Context, Explanation
 from dgp.engine.tolerance import Tolerance
 from dgp.result import Classification
@@ -62,20 +65,32 @@ class BlockWeights:
         Class sizes ``n_k >= 1`` (sorted label order).
     log_within : ndarray, shape (K,)
         Log-weight between two samples of class ``k`` (unused for singletons).
-    log_cross : ndarray, shape (K, K)
+    log_cross : ndarray, shape (K, K), or None
         Log-weight from an anchor of class ``k`` to a sample of class ``l`` (diagonal ignored);
-        ``-inf`` for a zero weight.
+        ``-inf`` for a zero weight. ``None`` when every pair has ``cross_value``.
     inverse : ndarray of int, shape (N,)
         Class index of each sample.
     classes : ndarray
         The class labels, sorted.
+    cross_value : float or None
+        The one cross-class log-weight when ``log_cross`` is ``None`` (SupCon: ``-inf``, Soft
+        SupCon: ``log eps``): never a ``K x K`` array, whatever ``K``.
     """
 
     sizes: np.ndarray
     log_within: np.ndarray
-    log_cross: np.ndarray
+    log_cross: np.ndarray | None
     inverse: np.ndarray
     classes: np.ndarray
+    cross_value: float | None = None
+
+    def expanded(self) -> BlockWeights:
+        """The same weighting with ``log_cross`` as a ``K x K`` array."""
+        if self.log_cross is not None:
+            return self
+        return BlockWeights(self.sizes, self.log_within,
+                            np.full((self.K, self.K), float(self.cross_value)), self.inverse,
+                            self.classes)
 
     @property
     def n(self) -> int:
@@ -176,9 +191,21 @@ class BlockTarget:
 
 
 def block_entropic_bound(bw: BlockWeights) -> float:
-    r""":math:`\sum_i H(p_i)` of a block weighting in :math:`O(K^2)`, in log space."""
+    r""":math:`\sum_i H(p_i)` of a block weighting in :math:`O(K^2)` (:math:`O(K)` with one
+    cross value), in log space."""
+    if bw.log_cross is None:
+        n = bw.sizes.astype(float)
+        N = n.sum()
+        logs = np.stack([bw.log_within, np.full(bw.K, float(bw.cross_value))], axis=1)
+        counts = np.stack([n - 1.0, N - n], axis=1)
+        return _entropies(logs, counts, bw.sizes)
     M = bw.pair_log_weights()
-    counts = bw.counts()
+    return _entropies(M, bw.counts(), bw.sizes)
+
+
+def _entropies(M: np.ndarray, counts: np.ndarray, sizes: np.ndarray) -> float:
+    """Sum over anchors of the entropy of rows that weigh ``counts[k, l]`` samples with
+    log-weight ``M[k, l]``."""
     used = (counts > 0) & np.isfinite(M)
     X = np.where(used, M + np.log(np.where(counts > 0, counts, 1.0)), -np.inf)
     top = X.max(axis=1, keepdims=True)
@@ -186,7 +213,7 @@ def block_entropic_bound(bw: BlockWeights) -> float:
     tot = E.sum(axis=1)
     lse = top[:, 0] + np.log(tot)
     H = lse - (E * np.where(used, M, 0.0)).sum(axis=1) / tot
-    return float((bw.sizes * H).sum())
+    return float((sizes * H).sum())
 
 
 def block_log_target(bw: BlockWeights, tol: Tolerance, used: np.ndarray):
@@ -340,23 +367,12 @@ class BlockSpectrum(CosineSpectrum):
         return x, slope, value - mu * slope
 
     def farkas(self, mu_star: float, phi_star: float) -> FarkasData:
-        delta = min(1e-7, abs(phi_star) / (8.0 * self.n)) * max(1.0, abs(mu_star))
-        (x1, s1, a1), (x2, s2, a2) = self._vector(mu_star - delta), self._vector(mu_star + delta)
-        if s1 - s2 > 1e-12 and s1 >= 0 >= s2:
-            alpha = -s2 / (s1 - s2)
-        else:
-            alpha = 1.0 if abs(s1) <= abs(s2) else 0.0
-        listed = x1 is not None and x2 is not None
-        return FarkasData(
-            weights=(alpha, 1.0 - alpha),
-            vectors=(tuple(x1.tolist()), tuple(x2.tolist())) if listed else None,
-            inner_ones_minus_identity=alpha * s1 + (1 - alpha) * s2,
-            inner_A=alpha * a1 + (1 - alpha) * a2,
-            vectors_note=None if listed else (
-                "vectors not listed (N above the listing limit, or classes not given): each is "
-                "constant on classes (a bottom quotient eigenvector divided by sqrt(n_k)) or a "
-                "zero-sum vector within one class"
-            ),
+        delta = farkas_offset(mu_star, phi_star, self.n)
+        return combine_farkas(
+            (self._vector(mu_star - delta), self._vector(mu_star + delta)),
+            note="vectors not listed (N above the listing limit, or classes not given): each is "
+            "constant on classes (a bottom quotient eigenvector divided by sqrt(n_k)) or a "
+            "zero-sum vector within one class",
         )
 
     def embedding(self, mu: float, r: int) -> np.ndarray:
@@ -467,8 +483,21 @@ def classify_blocks(
     objective: str | None = None,
     explanation: Explanation | None = None,
     embed: bool = False,
+    floor: Any = None,
 ) -> Classification:
-    """Classify a validated block weighting (structured path of the class objectives)."""
+    """Classify a validated block weighting (structured path of the class objectives).
+    ``floor`` computes the loss floor of an inconsistent cosine verdict (see
+    :class:`~dgp.engine.rules.Context`)."""
+    if bw.log_cross is None and bw.K >= GROUPED_MIN_K:
+        ctx = Context(
+            similarity=similarity, tau=tau, dim=dim, n=bw.n, tol=tol, method="structured",
+            entropic_bound=block_entropic_bound(bw), objective=objective,
+            structure={"classes": bw.K}, explanation=explanation, embed=embed, floor=floor,
+        )
+        first_other = int(np.flatnonzero(bw.inverse != bw.inverse[0])[0])
+        return classify_grouped(bw.sizes, bw.log_within, float(bw.cross_value), ctx,
+                                first_other=first_other)
+    bw = bw.expanded()
     K = bw.K
     counts = bw.counts()
     used = counts > 0  # pairs of classes that actually occur off the diagonal
@@ -479,7 +508,7 @@ def classify_blocks(
         "similarity": similarity, "tau": tau, "dim": dim, "n": bw.n, "tol": tol,
         "method": "structured", "entropic_bound": block_entropic_bound(bw),
         "objective": objective, "structure": structure, "explanation": explanation,
-        "embed": embed,
+        "embed": embed, "floor": floor,
     }
     zero = ~np.isfinite(M) & used
     if zero.any():

@@ -24,10 +24,12 @@ from dgp.engine.family import (
     CosineSpectrum,
     EuclideanSpectrum,
     FarkasData,
+    combine_farkas,
     cosine_family,
     euclidean_family,
+    farkas_offset,
 )
-from dgp.engine.target import LogTarget, row_blocks
+from dgp.engine.target import LogTarget, offdiag_range
 from dgp.engine.tolerance import Tolerance
 from dgp.engine.tridiag import (
     Tridiagonal,
@@ -51,13 +53,7 @@ class DenseCosineSpectrum(CosineSpectrum):
         ell = target.ell
         n = ell.shape[0]
         self.n = n
-        lo, hi = np.inf, -np.inf
-        for sl in row_blocks(n):
-            blk = ell[sl]
-            rows = np.arange(sl.start, sl.stop)
-            keep = np.ones(blk.shape, dtype=bool)
-            keep[np.arange(rows.size), rows] = False
-            lo, hi = min(lo, float(blk[keep].min())), max(hi, float(blk[keep].max()))
+        lo, hi = offdiag_range(ell)
         # every off-diagonal entry tau*ell_ij + mu must lie in [-1, 1]; one unit beyond, some
         # 2x2 minor has an eigenvalue <= -1, so phi < 0 at both ends of the box
         box_lo, box_hi = -1.0 - tau * lo, 1.0 - tau * hi
@@ -85,7 +81,12 @@ class DenseCosineSpectrum(CosineSpectrum):
         return float(tridiagonal_eigvals(self._diag(mu), self.e, self.n - 1, self.n - 1)[0])
 
     def smallest(self, mu: float, k: int) -> np.ndarray:
+        if k <= 0:
+            return np.zeros(0)
         return tridiagonal_eigvals(self._diag(mu), self.e, 0, k - 1)
+
+    def kth(self, mu: float, k: int) -> float:
+        return float(tridiagonal_eigvals(self._diag(mu), self.e, k, k)[0])
 
     def smallest_slopes(self, mu: float, k: int) -> tuple[np.ndarray, np.ndarray]:
         lam, x = tridiagonal_eigh(self._diag(mu), self.e, 0, k - 1)
@@ -104,39 +105,21 @@ class DenseCosineSpectrum(CosineSpectrum):
 
     def farkas(self, mu_star: float, phi_star: float) -> FarkasData:
         r"""A dual certificate :math:`Y \succeq 0` with :math:`\langle Y, 11^\top - I\rangle = 0`
-        and :math:`\langle Y, A\rangle < 0`.
-
-        At the maximiser of the concave :math:`\varphi`, zero lies between the one-sided slopes
-        :math:`(1^\top x_\pm)^2 - 1` of the bottom eigenvectors :math:`x_\pm` on each side; the
-        convex combination of :math:`x_\pm x_\pm^\top` with zero slope is the certificate.
-        """
+        and :math:`\langle Y, A\rangle < 0` (:func:`dgp.engine.family.combine_farkas`)."""
         n = self.n
-        delta = min(1e-7, abs(phi_star) / (8.0 * n)) * max(1.0, abs(mu_star))
-        vecs, slopes, inner_A = [], [], []
+        delta = farkas_offset(mu_star, phi_star, n)
+        sides = []
         for mu in (mu_star - delta, mu_star + delta):
             lam, y = tridiagonal_eigh(self._diag(mu), self.e, 0, 0)
             x = fix_signs(ones_reflector_vectors(self.tri.apply_q(y)))[:, 0]
-            vecs.append(x)
-            slopes.append(float(x.sum() ** 2 - 1.0))
+            slope = float(x.sum() ** 2 - 1.0)
             # x^T A x = x^T G(mu) x - mu x^T (11^T - I) x = lambda - mu * slope
-            inner_A.append(float(lam[0]) - mu * slopes[-1])
-        s_minus, s_plus = slopes
-        if s_minus - s_plus > 1e-12 and s_minus >= 0 >= s_plus:
-            alpha = -s_plus / (s_minus - s_plus)
-        else:  # one smooth eigenvector already has (near) zero slope
-            alpha = 1.0 if abs(s_minus) <= abs(s_plus) else 0.0
-        weights = (alpha, 1.0 - alpha)
-        listed = n <= FARKAS_VECTORS_MAX_N
-        return FarkasData(
-            weights=weights,
-            vectors=tuple(tuple(float(v) for v in x) for x in vecs) if listed else None,
-            inner_ones_minus_identity=float(sum(w * s for w, s in zip(weights, slopes,
-                                                                      strict=True))),
-            inner_A=float(sum(w * a for w, a in zip(weights, inner_A, strict=True))),
-            vectors_note=None if listed else (
-                f"vectors not listed above N = {FARKAS_VECTORS_MAX_N}: they are the bottom "
-                f"eigenvectors of G(c) at c = (c_at_max -/+ {delta:.3g}/tau)"
-            ),
+            sides.append((x if n <= FARKAS_VECTORS_MAX_N else None, slope,
+                          float(lam[0]) - mu * slope))
+        return combine_farkas(
+            tuple(sides),
+            note=f"vectors not listed above N = {FARKAS_VECTORS_MAX_N}: they are the bottom "
+            f"eigenvectors of G(c) at c = (c_at_max -/+ {delta:.3g}/tau)",
         )
 
 
@@ -162,7 +145,12 @@ class DenseEuclideanSpectrum(EuclideanSpectrum):
         return lo, hi
 
     def smallest(self, k: int) -> np.ndarray:
+        if k <= 0:
+            return np.zeros(0)
         return tridiagonal_eigvals(self.d, self.e, 0, k - 1)
+
+    def kth(self, k: int) -> float:
+        return float(tridiagonal_eigvals(self.d, self.e, k, k)[0])
 
     def count_at_most(self, x: float) -> int:
         return tridiagonal_count_below(self.d, self.e, np.nextafter(x, np.inf))

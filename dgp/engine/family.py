@@ -36,8 +36,10 @@ __all__ = [
     "Family",
     "FarkasData",
     "argmax_concave",
+    "combine_farkas",
     "cosine_family",
     "euclidean_family",
+    "farkas_offset",
 ]
 
 _EPS = float(np.finfo(float).eps)
@@ -91,6 +93,36 @@ class FarkasData:
     inner_ones_minus_identity: float
     inner_A: float
     vectors_note: str | None = None
+
+
+def combine_farkas(
+    sides: tuple[tuple[np.ndarray | None, float, float], tuple[np.ndarray | None, float, float]],
+    *,
+    note: str,
+) -> FarkasData:
+    r"""The Farkas certificate from the bottom eigenvectors on both sides of the maximiser of
+    :math:`\varphi` (each side: the vector or ``None``, its slope :math:`(1^\top x)^2 - 1` and
+    :math:`x^\top A x`): zero lies between the two slopes, and the convex combination of
+    :math:`x_\pm x_\pm^\top` with zero slope is :math:`Y` (``note`` explains unlisted vectors).
+    """
+    (x1, s1, a1), (x2, s2, a2) = sides
+    if s1 - s2 > 1e-12 and s1 >= 0 >= s2:
+        alpha = -s2 / (s1 - s2)
+    else:  # one smooth eigenvector already has (near) zero slope
+        alpha = 1.0 if abs(s1) <= abs(s2) else 0.0
+    listed = x1 is not None and x2 is not None
+    return FarkasData(
+        weights=(alpha, 1.0 - alpha),
+        vectors=(tuple(float(v) for v in x1), tuple(float(v) for v in x2)) if listed else None,
+        inner_ones_minus_identity=alpha * s1 + (1.0 - alpha) * s2,
+        inner_A=alpha * a1 + (1.0 - alpha) * a2,
+        vectors_note=None if listed else note,
+    )
+
+
+def farkas_offset(mu_star: float, phi_star: float, n: int) -> float:
+    """How far on each side of the maximiser the two bottom eigenvectors are taken."""
+    return min(1e-7, abs(phi_star) / (8.0 * n)) * max(1.0, abs(mu_star))
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,6 +209,10 @@ class CosineSpectrum:
         """The ``k`` smallest eigenvalues, ascending."""
         raise NotImplementedError
 
+    def kth(self, mu: float, k: int) -> float:
+        """The eigenvalue of index ``k`` (0-based, ascending)."""
+        return float(self.smallest(mu, k + 1)[k])
+
     def smallest_slopes(self, mu: float, k: int) -> tuple[np.ndarray, np.ndarray]:
         r"""The ``k`` smallest eigenvalues and their derivatives in :math:`\mu`,
         :math:`(1^\top x)^2 - 1` for each (orthonormal) eigenvector :math:`x`."""
@@ -221,6 +257,10 @@ class EuclideanSpectrum:
     def smallest(self, k: int) -> np.ndarray:
         """The ``k`` smallest eigenvalues of ``B``, ascending."""
         raise NotImplementedError
+
+    def kth(self, k: int) -> float:
+        """The eigenvalue of ``B`` of index ``k`` (0-based, ascending)."""
+        return float(self.smallest(k + 1)[k])
 
     def count_at_most(self, x: float) -> int:
         """The number of eigenvalues of ``B`` that are ``<= x``."""
@@ -317,7 +357,8 @@ def _cosine_end(spec: CosineSpectrum, mu: float, tau: float, tol: Tolerance, whi
     # every vanishing eigenvalue is within |s| * (noise / |s_min|) of zero, |s| <= N - 1
     loose = min(atol * (1.0 + (n - 1) / max(abs(float(s0[0])), 1e-8)),
                 1e-6 * _cosine_scale(spec, mu, tau))
-    k = min(n, max(1, spec.count_at_most(mu, loose)) + 1)
+    # a few of the cluster suffice for the fit (they all vanish at the same end point)
+    k = min(n, max(1, spec.count_at_most(mu, loose)) + 1, LISTED + 1)
     lam, slopes = spec.smallest_slopes(mu, k)
     cluster = lam <= max(loose, atol)
     cluster[0] = True
@@ -329,12 +370,14 @@ def _cosine_end(spec: CosineSpectrum, mu: float, tau: float, tol: Tolerance, whi
             atol = tol.atol(_cosine_scale(spec, mu, tau))
     # an end point is a root of lambda_min: at least one eigenvalue is zero there
     zeros = min(n, max(1, spec.count_at_most(mu, atol)))
-    low = spec.smallest(mu, min(n, zeros + 1))
+    low = list(spec.smallest(mu, min(zeros, LISTED)))
     margin = None
     if zeros < n:
-        margin = tol.margin(f"smallest non-zero eigenvalue of G(c) at {which}",
-                            float(low[zeros]), atol, zero_is_near=False)
-    return End(mu / tau, n - zeros, listed(low, zeros), atol, margin, zeros)
+        nxt = spec.kth(mu, zeros)
+        low.append(nxt)
+        margin = tol.margin(f"smallest non-zero eigenvalue of G(c) at {which}", nxt, atol,
+                            zero_is_near=False)
+    return End(mu / tau, n - zeros, tuple(float(v) for v in low), atol, margin, zeros)
 
 
 def cosine_family(spec: CosineSpectrum, *, tau: float, tol: Tolerance) -> Family:
@@ -389,12 +432,14 @@ def euclidean_family(spec: EuclideanSpectrum, *, tau: float, tol: Tolerance) -> 
     lam_min, lam_max = spec.extremes()
     atol = tol.atol(max(lam_max - lam_min, 1.0 + spec.spread))
     zeros = min(m, max(1, spec.count_at_most(lam_min + atol)))
-    low = spec.smallest(min(m, zeros + 1)) - lam_min
+    low = list(spec.smallest(min(zeros, LISTED)) - lam_min)
     margin = None
     if zeros < m:
-        margin = tol.margin("smallest non-zero eigenvalue of B - c_max I", float(low[zeros]),
-                            atol, zero_is_near=False)
-    end = End(lam_min, m - zeros, listed(low, zeros), atol, margin, zeros)
+        nxt = spec.kth(zeros) - lam_min
+        low.append(nxt)
+        margin = tol.margin("smallest non-zero eigenvalue of B - c_max I", nxt, atol,
+                            zero_is_near=False)
+    end = End(lam_min, m - zeros, tuple(float(v) for v in low), atol, margin, zeros)
     return Family(
         similarity="euclidean", n=n, status="interval", lo=None, hi=end, interior_rank=m,
         best_value=lam_max - lam_min, best_c=lam_min, best_atol=atol,

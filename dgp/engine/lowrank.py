@@ -32,8 +32,10 @@ from dgp.engine.family import (
     CosineSpectrum,
     EuclideanSpectrum,
     FarkasData,
+    combine_farkas,
     cosine_family,
     euclidean_family,
+    farkas_offset,
 )
 from dgp.engine.rules import Context, Explanation
 from dgp.engine.tolerance import Tolerance
@@ -189,32 +191,21 @@ class LowRankSpectrum(CosineSpectrum):
         }
 
     def farkas(self, mu_star: float, phi_star: float) -> FarkasData:
-        delta = min(1e-7, abs(phi_star) / (8.0 * self.n)) * max(1.0, abs(mu_star))
-        parts = []
+        delta = farkas_offset(mu_star, phi_star, self.n)
+        sides = []
         for mu in (mu_star - delta, mu_star + delta):
             lam, vec, alpha = self.parts(mu)
             if self.n_comp and alpha < lam[0]:
-                parts.append((None, -1.0, float(alpha) + mu))
+                sides.append((None, -1.0, float(alpha) + mu))
             else:
                 y = vec[:, 0]
                 slope = float((self.r1 @ y) ** 2 - 1.0)
                 x = None if self.Q is None else fix_signs((self.Q @ y)[:, None])[:, 0]
-                parts.append((x, slope, float(lam[0]) - mu * slope))
-        (x1, s1, a1), (x2, s2, a2) = parts
-        if s1 - s2 > 1e-12 and s1 >= 0 >= s2:
-            alpha_w = -s2 / (s1 - s2)
-        else:
-            alpha_w = 1.0 if abs(s1) <= abs(s2) else 0.0
-        listed = x1 is not None and x2 is not None
-        return FarkasData(
-            weights=(alpha_w, 1.0 - alpha_w),
-            vectors=(tuple(x1.tolist()), tuple(x2.tolist())) if listed else None,
-            inner_ones_minus_identity=alpha_w * s1 + (1 - alpha_w) * s2,
-            inner_A=alpha_w * a1 + (1 - alpha_w) * a2,
-            vectors_note=None if listed else (
-                "vectors not listed: each is Q y for a bottom capacitance eigenvector y "
-                "(U = Q R), or a vector orthogonal to the columns of U"
-            ),
+                sides.append((x, slope, float(lam[0]) - mu * slope))
+        return combine_farkas(
+            tuple(sides),
+            note="vectors not listed: each is Q y for a bottom capacitance eigenvector y "
+            "(U = Q R), or a vector orthogonal to the columns of U",
         )
 
     def embedding(self, mu: float, r: int) -> np.ndarray:
@@ -241,6 +232,8 @@ class LowRankSpectrum(CosineSpectrum):
 
 
 def _first_k(vals: np.ndarray, mults: np.ndarray, k: int) -> np.ndarray:
+    if k <= 0:
+        return np.zeros(0)
     out, left = [], k
     for v, c in zip(vals, mults, strict=True):
         take = int(min(left, c))
@@ -327,6 +320,7 @@ def classify_lowrank(
     explanation: Explanation | None = None,
     notes: dict[str, Any] | None = None,
     embed: bool = False,
+    floor: Any = None,
 ) -> Classification:
     """Classify a low-rank target (validated arguments; see :mod:`dgp.objectives`).
 
@@ -336,7 +330,7 @@ def classify_lowrank(
     ctx = Context(
         similarity=similarity, tau=tau, dim=dim, n=int(t.U.shape[0]), tol=tol,
         method="structured", entropic_bound=entropic_bound, shift=shift, objective=objective,
-        notes=notes, explanation=explanation, embed=embed,
+        notes=notes, explanation=explanation, embed=embed, floor=floor,
     )
     if similarity == "cosine":
         fam = cosine_family(LowRankSpectrum(t, tau), tau=tau, tol=tol)

@@ -3,8 +3,10 @@ family -> verdict. :func:`dgp.classify` validates its arguments and hands over h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from dgp._linalg import deterministic_blas
 from dgp.engine import rules
 from dgp.engine.dense import dense_family
 from dgp.engine.rules import Context, Explanation
@@ -28,13 +30,24 @@ def classify_weights(
     explanation: Explanation | None = None,
     suffix: str = "",
     notes: dict[str, Any] | None = None,
+    floor: Callable[[], Any] | None = None,
 ) -> Classification:
-    """Classify validated log-weights (``weights`` is consumed: its matrix is overwritten)."""
+    """Classify validated log-weights (``weights`` is consumed: its matrix is overwritten).
+    ``floor`` computes the loss floor of an inconsistent cosine verdict (see
+    :class:`~dgp.engine.rules.Context`)."""
+    with deterministic_blas():
+        return _classify(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
+                         method=method, objective=objective, explanation=explanation,
+                         suffix=suffix, notes=notes, floor=floor)
+
+
+def _classify(weights, *, similarity, tau, dim, tol, method, objective, explanation, suffix,
+              notes, floor) -> Classification:
     base = {
         "similarity": similarity, "tau": tau, "dim": dim, "n": weights.n, "tol": tol,
         "method": method, "entropic_bound": entropic_bound(weights), "shift": weights.shift,
         "objective": objective, "warnings": weights.warnings, "notes": notes,
-        "explanation": explanation, "suffix": suffix,
+        "explanation": explanation, "suffix": suffix, "floor": floor,
     }
     if weights.has_zeros:
         return classify_zeros(weights, Context(**base))

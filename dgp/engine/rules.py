@@ -15,6 +15,7 @@ finished, frozen result: nothing is patched afterwards.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -113,6 +114,9 @@ class Context:
         A closed-form prediction (named objectives).
     margins : tuple of Margin
         Decisions made before the family (the cycle condition), reported with its own.
+    floor : callable or None
+        Computes the loss floor in dimension ``dim`` (a :class:`dgp.optimum.LossFloor`) for an
+        inconsistent cosine verdict; called only then.
     suffix : str
         Appended to the reason (e.g. the column-normalisation diagnosis).
     embed : bool
@@ -135,6 +139,7 @@ class Context:
     suffix: str = ""
     embed: bool = True
     margins: tuple[Margin, ...] = ()
+    floor: Callable[[], Any] | None = None
 
 
 def _build(
@@ -159,6 +164,10 @@ def _build(
         agrees = bool(ex.applies and ex.verdict == verdict and ex.rank == rank)
         certificate = replace(certificate,
                               conditions={**ex.details, "agrees_with_engine": agrees})
+    loss_floor = None
+    if verdict == "inconsistent" and ctx.similarity == "cosine":
+        loss_floor, note = _loss_floor(ctx)
+        certificate = replace(certificate, notes={**(certificate.notes or {}), "loss_floor": note})
     return Classification(
         verdict=verdict,
         attainable=attainable,
@@ -178,9 +187,28 @@ def _build(
         c=c,
         objective=ctx.objective,
         embedding=embedding,
+        loss_floor=loss_floor,
         warnings=ctx.warnings,
         c_resolution=c_resolution,
     )
+
+
+def _loss_floor(ctx: Context) -> tuple[float | None, Any]:
+    """The optimum's excess over the bound in ``R^dim`` when certified, and what was found."""
+    from dgp.errors import ParameterError, SolverError
+
+    if ctx.floor is None:
+        return None, "not computed for this size (use dgp.optimum.loss_floor or dgp optimum)"
+    try:
+        lf = ctx.floor()
+    except (ParameterError, SolverError) as exc:
+        return None, f"not computed: {exc}"
+    note = lf.to_dict()
+    if not lf.certified:
+        note["statement"] = (f"the loss floor in dim = {ctx.dim} lies in [{lf.lower:.6g}, "
+                             f"{lf.upper:.6g}] nats above the bound (not certified)")
+        return None, note
+    return float(lf.upper), note
 
 
 def _common(ctx: Context, margins: tuple[Margin, ...], structure: dict | None) -> dict:
@@ -192,6 +220,17 @@ def _common(ctx: Context, margins: tuple[Margin, ...], structure: dict | None) -
         "conditions": None if ctx.explanation is None else ctx.explanation.details,
         "notes": ctx.notes,
     }
+
+
+def _decided(
+    ctx: Context, verdict: str, reason: str, *, attainable: bool | None = None,
+    rank: int | None = None, **fields: Any,
+) -> Classification:
+    """The result of one verdict: the closed-form reason when it agrees, then :func:`_build`.
+    ``attainable`` defaults to "the verdict is not inconsistent"."""
+    return _build(ctx, verdict=verdict,
+                  attainable=verdict != "inconsistent" if attainable is None else attainable,
+                  reason=_explained(ctx, verdict, rank, reason), rank=rank, **fields)
 
 
 def _explained(ctx: Context, verdict: str, rank: int | None, reason: str) -> str:
@@ -235,7 +274,7 @@ def _empty(fam: Family, ctx: Context, near: bool, common: dict) -> Classificatio
     c0 = _user_c(ctx, fam.best_c)
     reason = (
         "no constant c makes G(c) = tau (log w_ij + c) (unit diagonal) positive semidefinite: "
-        f"the largest smallest eigenvalue over c is {fam.best_value:.3g} < 0 (at c = "
+        f"the smallest eigenvalue of G(c) is at most {fam.best_value:.3g} < 0 (reached at c = "
         f"{c0:.6g}), so the target cannot be realised in any dimension"
     )
     if fam.farkas is not None:
@@ -256,8 +295,7 @@ def _empty(fam: Family, ctx: Context, near: bool, common: dict) -> Classificatio
             c_nearest=float(_user_c(ctx, near_t.get("c_nearest", float("nan")))),
             nearest_target=near_t.get("nearest_target"), **common,
         )
-    reason = _explained(ctx, "inconsistent", None, reason)
-    return _build(ctx, verdict="inconsistent", attainable=False, reason=reason,
+    return _decided(ctx, "inconsistent", reason,
                   certificate=cert, near=near)
 
 
@@ -296,15 +334,13 @@ def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> 
         if end.rank <= d:
             reason = (f"only c = {fc(end.c)} makes G(c) PSD; its target has rank {end.rank} <= "
                       f"dim = {d}, unique up to rotation")
-            reason = _explained(ctx, "realizable", end.rank, reason)
-            return _build(ctx, verdict="realizable", attainable=True, reason=reason,
+            return _decided(ctx, "realizable", reason,
                           certificate=cert, rank=end.rank, c_interval=(c0, c0), c=c0,
                           min_dim=max(1, end.rank), near=near,
                           embedding=_embedding(fam, ctx, end), c_resolution=res)
         reason = (f"only c = {fc(end.c)} makes G(c) PSD, and its target has rank {end.rank} > "
                   f"dim = {d}")
-        reason = _explained(ctx, "inconsistent", None, reason)
-        return _build(ctx, verdict="inconsistent", attainable=False, reason=reason,
+        return _decided(ctx, "inconsistent", reason,
                       certificate=cert, c_interval=(c0, c0), min_dim=max(1, end.rank),
                       near=near, c_resolution=res)
     lo, hi = fam.lo, fam.hi
@@ -314,16 +350,14 @@ def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> 
     if n <= d:
         reason = (f"dim = {d} >= N = {n}: every c in {span} gives an optimal target (rank {n} "
                   "inside): infinitely many non-isometric minimisers")
-        reason = _explained(ctx, "degenerate", None, reason)
-        return _build(ctx, verdict="degenerate", attainable=True, reason=reason,
+        return _decided(ctx, "degenerate", reason,
                       certificate=cert, c_interval=interval, min_dim=min_dim, near=near,
                       c_resolution=res)
     ok = [e for e in (lo, hi) if e.rank <= d]
     if len(ok) == 2:
         reason = (f"both end points c = {fc(lo.c)} and c = {fc(hi.c)} give optimal targets, of "
                   f"rank {lo.rank} and {hi.rank} <= dim = {d}: two non-isometric minimisers")
-        reason = _explained(ctx, "degenerate", None, reason)
-        return _build(ctx, verdict="degenerate", attainable=True, reason=reason,
+        return _decided(ctx, "degenerate", reason,
                       certificate=cert, c_interval=interval, min_dim=min_dim, near=near,
                       c_resolution=res)
     if len(ok) == 1:
@@ -332,16 +366,14 @@ def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> 
         reason = (f"the end point c = {fc(end.c)} of {span} gives the only optimal target in "
                   f"dim = {d}: rank {end.rank} (the other end needs {other.rank}, the interior "
                   f"{n}), unique up to rotation")
-        reason = _explained(ctx, "realizable", end.rank, reason)
         c0 = _user_c(ctx, end.c)
-        return _build(ctx, verdict="realizable", attainable=True, reason=reason,
+        return _decided(ctx, "realizable", reason,
                       certificate=cert, rank=end.rank, c_interval=interval, c=c0,
                       min_dim=min_dim, near=near, embedding=_embedding(fam, ctx, end),
                       c_resolution=res)
     reason = (f"the admissible targets (c in {span}) need dimension {lo.rank} and {hi.rank} at "
               f"the end points and {n} inside, all above dim = {d}")
-    reason = _explained(ctx, "inconsistent", None, reason)
-    return _build(ctx, verdict="inconsistent", attainable=False, reason=reason,
+    return _decided(ctx, "inconsistent", reason,
                   certificate=cert, c_interval=interval, min_dim=min_dim, near=near,
                   c_resolution=res)
 
@@ -369,23 +401,20 @@ def _euclidean(fam: Family, ctx: Context, near: bool, res: float, common: dict) 
     if d >= n - 1:
         reason = (f"dim = {d} >= N - 1 = {n - 1}: every c <= c_max = {cm} gives an optimal "
                   "configuration: infinitely many non-congruent minimisers")
-        reason = _explained(ctx, "degenerate", None, reason)
-        return _build(ctx, verdict="degenerate", attainable=True, reason=reason,
+        return _decided(ctx, "degenerate", reason,
                       certificate=cert, c_interval=interval, min_dim=min_dim, near=near,
                       c_resolution=res)
     if end.rank <= d:
         reason = (f"only c_max = {cm} gives an optimal configuration in dim = {d}: rank "
                   f"{end.rank} (every c < c_max needs N - 1 = {n - 1}), unique up to rigid "
                   "motion")
-        reason = _explained(ctx, "realizable", end.rank, reason)
-        return _build(ctx, verdict="realizable", attainable=True, reason=reason,
+        return _decided(ctx, "realizable", reason,
                       certificate=cert, rank=end.rank, c_interval=interval, c=c_max,
                       min_dim=min_dim, near=near, embedding=_embedding(fam, ctx, end),
                       c_resolution=res)
     reason = (f"the target at c_max = {cm} needs dimension {end.rank} > dim = {d} (and every "
               f"c < c_max needs N - 1 = {n - 1})")
-    reason = _explained(ctx, "inconsistent", None, reason)
-    return _build(ctx, verdict="inconsistent", attainable=False, reason=reason,
+    return _decided(ctx, "inconsistent", reason,
                   certificate=cert, c_interval=interval, min_dim=min_dim, near=near,
                   c_resolution=res)
 
@@ -403,8 +432,7 @@ def cycle_broken(
         cycle=tuple(cycle), log_ratio=float(log_ratio), tolerance=margin.atol,
         **_common(ctx, (margin,), None),
     )
-    reason = _explained(ctx, "inconsistent", None, reason)
-    return _build(ctx, verdict="inconsistent", attainable=False, reason=reason,
+    return _decided(ctx, "inconsistent", reason,
                   certificate=cert, near=margin.near)
 
 
@@ -417,8 +445,7 @@ def zero_weight_cosine(ctx: Context, *, entry: tuple[int, int], n_zero: int) -> 
         statement=ZeroWeightCertificate.TEXT,
         entry=(int(i), int(j)), zero_weights=int(n_zero), **_common(ctx, (), None),
     )
-    reason = _explained(ctx, "inconsistent", None, reason)
-    return _build(ctx, verdict="inconsistent", attainable=False, reason=reason,
+    return _decided(ctx, "inconsistent", reason,
                   certificate=cert)
 
 
@@ -441,13 +468,11 @@ def blocks_verdict(
     if failing is not None:
         reason = (f"zero weights split W into {n_blocks} blocks and block {failing[0]} "
                   f"{failing[1]}, so the bound cannot even be approached")
-        reason = _explained(ctx, "inconsistent", None, reason)
-        return _build(ctx, verdict="inconsistent", attainable=False, reason=reason,
+        return _decided(ctx, "inconsistent", reason,
                       certificate=cert, near=near)
     reason = (f"zero weights split W into {n_blocks} blocks; the bound is approached only as the "
               "blocks drift infinitely far apart (minimising sequences diverge, no minimiser)")
-    reason = _explained(ctx, "degenerate", None, reason)
-    return _build(ctx, verdict="degenerate", attainable=False, reason=reason, certificate=cert,
+    return _decided(ctx, "degenerate", reason, attainable=False, certificate=cert,
                   near=near)
 
 

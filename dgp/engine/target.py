@@ -40,6 +40,7 @@ __all__ = [
     "is_graph",
     "log_target",
     "log_weights",
+    "offdiag_range",
     "row_blocks",
     "row_entropies",
     "row_log_distribution",
@@ -48,8 +49,8 @@ __all__ = [
 ]
 
 _LN2 = math.log(2.0)
-#: elements per block of rows in the O(N^2) passes (bounded extra memory)
-_BLOCK_ELEMENTS = 1 << 21
+#: elements per block of rows in the O(N^2) passes (bounded extra memory: 2 MiB per temporary)
+_BLOCK_ELEMENTS = 1 << 18
 
 
 def row_blocks(n: int, width: int | None = None):
@@ -239,46 +240,43 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     check_memory(8.0 * n * n, what=f"the {n} x {n} log-weights",
                  hint="use a structured objective (dgp.classify_objective) or fewer samples")
     L = np.empty((n, n), dtype=np.float64)
-    shift = -np.inf
+    top = -np.inf  # the largest weight (log-weight) off the diagonal
     n_zero = 0
     first_zero: tuple[int, int] | None = None
     smallest_positive = np.inf
-    # pass 1: validate, find the largest (log-)weight
+    # pass 1: copy each block of rows once into L, validate it there, find the largest entry
     for sl in row_blocks(n):
-        blk = np.array(src[sl], dtype=np.float64)
-        rows = np.arange(sl.start, sl.stop)
-        diag = np.zeros(blk.shape, dtype=bool)
-        diag[np.arange(rows.size), rows] = True
+        blk = L[sl]
+        blk[...] = src[sl]
+        k = np.arange(sl.stop - sl.start)
+        diag = (k, k + sl.start)
+        blk[diag] = -np.inf if is_log else 0.0  # ignored, whatever it held
         if is_log:
-            bad = np.isnan(blk) & ~diag
-            if bad.any():
-                i, j = _first_bad(bad, sl.start)
+            if np.isnan(blk).any():
+                i, j = _first_bad(np.isnan(blk), sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is NaN; log-weights must be numbers "
                                      "(-inf for a zero weight)")
-            bad = (blk == np.inf) & ~diag
-            if bad.any():
-                i, j = _first_bad(bad, sl.start)
+            if (blk == np.inf).any():
+                i, j = _first_bad(blk == np.inf, sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is +inf; log-weights must be finite "
                                      "or -inf")
-            zero = (blk == -np.inf) & ~diag
+            zero = blk == -np.inf
+            zero[diag] = False
         else:
-            bad = ~np.isfinite(blk) & ~diag
-            if bad.any():
-                i, j = _first_bad(bad, sl.start)
+            if not np.isfinite(blk).all():
+                i, j = _first_bad(~np.isfinite(blk), sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is {src[i, j]}; all weights must be "
                                      "finite")
-            neg = (blk < 0) & ~diag
-            if neg.any():
-                i, j = _first_bad(neg, sl.start)
+            if blk.min() < 0:
+                i, j = _first_bad(blk < 0, sl.start)
                 raise ParameterError(label, f"[{i}, {j}] = {float(src[i, j]):g} is negative; "
                                      "weights must be >= 0")
-            zero = (blk == 0) & ~diag
-            pos = ~zero & ~diag
-            if pos.any():
-                smallest_positive = min(smallest_positive, float(blk[pos].min()))
-        empty = (zero | diag).all(axis=1)
+            zero = blk == 0
+            zero[diag] = False
+        row_top = blk.max(axis=1)
+        empty = row_top == (-np.inf if is_log else 0.0)
         if empty.any():
-            i = int(rows[np.flatnonzero(empty)[0]])
+            i = int(sl.start + np.flatnonzero(empty)[0])
             hint = "" if is_log else (
                 " (if W holds kernel values, they may have underflowed to zero: pass their "
                 "logarithms instead, log_weights=...)"
@@ -288,31 +286,37 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
                 f"least one positive weight{hint}"
             )
         nz = int(zero.sum())
-        if nz and first_zero is None:
-            first_zero = _first_bad(zero, sl.start)
-        n_zero += nz
-        blk[diag | zero] = -np.inf
-        shift = max(shift, float(blk.max()))
-    # pass 2: canonical log-weights, from mantissa and exponent (no overflow, no underflow)
+        if nz:
+            n_zero += nz
+            if first_zero is None:
+                first_zero = _first_bad(zero, sl.start)
+            if not is_log:
+                smallest_positive = min(smallest_positive, float(blk[blk > 0].min()))
+        top = max(top, float(row_top.max()))
+    # pass 2, in place: canonical log-weights from mantissa and exponent (no overflow, no
+    # underflow): log w - log w_max = (log m - log m_max) + (e - e_max) log 2, e integers
     if is_log:
-        for sl in row_blocks(n):
-            blk = np.array(src[sl], dtype=np.float64)
-            blk -= shift
-            L[sl] = blk
-        np.fill_diagonal(L, -np.inf)
+        L -= top
+        shift = top
+    elif smallest_positive / top > 1e-290 if n_zero else _ratio_ok(L, top):
+        # the ratios w / w_max are normal floats: log of the ratio, exact to one rounding
+        with np.errstate(divide="ignore"):
+            for sl in row_blocks(n):
+                blk = L[sl]
+                blk /= top
+                np.log(blk, out=blk)  # log 0 = -inf: zero weights and the diagonal
+        shift = math.log(top)
     else:
-        m_max, e_max = np.frexp(np.float64(shift))  # shift holds the largest weight here
+        m_max, e_max = np.frexp(np.float64(top))
         log_m_max = math.log(float(m_max))
-        for sl in row_blocks(n):
-            blk = np.array(src[sl], dtype=np.float64)
-            m, e = np.frexp(blk)
-            with np.errstate(divide="ignore"):
-                out = np.log(m)
-            out -= log_m_max
-            out += (e - int(e_max)) * _LN2
-            out[blk <= 0] = -np.inf
-            L[sl] = out
-        np.fill_diagonal(L, -np.inf)
+        with np.errstate(divide="ignore"):
+            for sl in row_blocks(n):
+                blk = L[sl]
+                m, e = np.frexp(blk)
+                np.log(m, out=blk)  # log 0 = -inf: zero weights and the diagonal
+                e -= int(e_max)
+                blk += e * _LN2
+                blk -= log_m_max
         shift = log_m_max + int(e_max) * _LN2
         tiny = float(np.finfo(src.dtype).tiny) if src.dtype.kind == "f" else 0.0
         if n_zero and smallest_positive < 1e6 * tiny:
@@ -322,6 +326,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
                 "may be underflowed kernel values; if they are, pass the log-weights "
                 "(log_weights=..., or --log-weights) so that they are not read as zero weights"
             )
+    np.fill_diagonal(L, -np.inf)
     symmetric = _is_symmetric(L)
     for note in notes:
         warnings.warn(note, DgpWarning, stacklevel=3)
@@ -345,6 +350,18 @@ def canonical(L: np.ndarray) -> LogWeights:
     return LogWeights(L, shift, _is_symmetric(L), n_zero, first, float(np.finfo(float).eps))
 
 
+def _ratio_ok(L: np.ndarray, top: float) -> bool:
+    """Whether every positive weight (held in ``L``, zero diagonal) over ``top`` is a normal
+    float, so that ``log(w / top)`` loses nothing."""
+    low = np.inf
+    for sl in row_blocks(L.shape[0]):
+        blk = L[sl]
+        pos = blk[blk > 0]
+        if pos.size:
+            low = min(low, float(pos.min()))
+    return low / top > 1e-290
+
+
 def _is_symmetric(L: np.ndarray) -> bool:
     n = L.shape[0]
     for sl in row_blocks(n):
@@ -366,12 +383,11 @@ def row_entropies(L: np.ndarray) -> np.ndarray:
     for sl in row_blocks(n, L.shape[1]):
         blk = L[sl]
         top = blk.max(axis=1, keepdims=True)
-        with np.errstate(invalid="ignore"):
-            E = np.exp(blk - top)
+        X = blk - top
+        E = np.exp(X)
+        X[E == 0.0] = 0.0  # -inf entries (and underflowed ones) weigh nothing: 0 * x
         tot = E.sum(axis=1)
-        finite = np.isfinite(blk)
-        X = np.where(finite, blk - top, 0.0)
-        H[sl] = np.log(tot) - (E * X).sum(axis=1) / tot
+        H[sl] = np.log(tot) - np.einsum("ij,ij->i", E, X) / tot
     return H
 
 
@@ -430,7 +446,8 @@ class LogTarget:
     spread: float
 
 
-def _offdiag_range(M: np.ndarray) -> tuple[float, float]:
+def offdiag_range(M: np.ndarray) -> tuple[float, float]:
+    """Smallest and largest entry of ``M`` off the diagonal, by blocks of rows."""
     n = M.shape[0]
     lo, hi = np.inf, -np.inf
     for sl in row_blocks(n):
@@ -459,7 +476,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
     L = weights.L
     n = L.shape[0]
     np.fill_diagonal(L, 0.0)
-    lo, hi = _offdiag_range(L)
+    lo, hi = offdiag_range(L)
     if weights.symmetric:
         m = tol.margin("largest triangle log-ratio (W is symmetric)", 0.0,
                        tol.log_atol(hi - lo), zero_is_near=False)
@@ -506,7 +523,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
             L[I, J] = X
             L[J, I] = X.T
     np.fill_diagonal(L, 0.0)
-    lo, hi = _offdiag_range(L)
+    lo, hi = offdiag_range(L)
     cycle = None if consistent else (0, int(worst[0]), int(worst[1]))
     return LogTarget(L, c, consistent, cycle, worst_val, margin, hi - lo)
 

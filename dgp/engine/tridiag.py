@@ -16,7 +16,11 @@ from scipy.linalg.lapack import dormqr, dsytrd, dsytrd_lwork
 
 from dgp.errors import SolverError
 
+#: reflectors applied per LAPACK call in :meth:`Tridiagonal.apply_q`
+CHUNK = 64
+
 __all__ = [
+    "CHUNK",
     "Tridiagonal",
     "ones_reflector_apply",
     "ones_reflector_vectors",
@@ -75,20 +79,30 @@ class Tridiagonal:
         self.d, self.e, self._c, self._tau = d, e, c, tau
 
     def apply_q(self, Y: np.ndarray) -> np.ndarray:
-        """``Q @ Y`` for an ``n x k`` block, in :math:`O(n^2 k)` (LAPACK ``dormqr``).
+        r"""``Q @ Y`` for an ``n x k`` block, in :math:`O(n^2 k)`.
 
-        The reflectors of ``dsytrd`` (lower) below the subdiagonal are those of a QR
-        factorisation of the trailing ``(n-1) x (n-1)`` block, so ``dormqr`` applies them.
+        ``dsytrd`` (lower) stores reflector ``i`` as :math:`H_i = I - \tau_i v_iv_i^\top` with
+        :math:`v_i = (0, \dots, 0, 1, c_{i+2:, i})` starting at row ``i + 1``, and
+        :math:`Q = H_0 H_1 \cdots H_{n-2}`. They are applied in reverse order by chunks of
+        ``CHUNK`` reflectors with LAPACK ``dormqr``, each chunk a small contiguous copy of its
+        columns: ``dormqr`` on the whole trailing block would need a contiguous copy of it,
+        another ``N x N`` array.
         """
         Y = np.array(Y, dtype=float, copy=True)
-        if self.n > 1 and Y.shape[1] > 0:
+        n = self.n
+        if n > 1 and Y.shape[1] > 0:
+            c, tau = self._c, self._tau
             lwork = max(1, 64 * Y.shape[1])
-            out, _, info = dormqr(
-                "L", "N", self._c[1:, : self.n - 1], self._tau, Y[1:], lwork=lwork
-            )
-            if info != 0:  # pragma: no cover - LAPACK argument error
-                raise SolverError(f"LAPACK dormqr failed with info={info}")
-            Y[1:] = out
+            starts = list(range(0, n - 1, CHUNK))
+            for i0 in reversed(starts):
+                i1 = min(n - 1, i0 + CHUNK)
+                # reflectors i0..i1-1 act on rows i0+1.. : a QR factor of c[i0+1:, i0:i1]
+                a = np.asfortranarray(c[i0 + 1 :, i0:i1])
+                out, _, info = dormqr("L", "N", a, tau[i0:i1], Y[i0 + 1 :], lwork=lwork,
+                                      overwrite_c=0)
+                if info != 0:  # pragma: no cover - LAPACK argument error
+                    raise SolverError(f"LAPACK dormqr failed with info={info}")
+                Y[i0 + 1 :] = out
         return Y
 
 

@@ -1190,13 +1190,19 @@ def _pattern_bound(pattern: ZeroPattern) -> float:
 
 
 def classify_sparse(W: object, *, similarity: str, tau: float, dim: int, tol_rtol: float,
-                    method: str) -> Classification | None:
+                    method: str, dense_up_to: int = 1) -> Classification | None:
     """Classify a sparse weighting with zero weights on its graph (no ``N x N`` array);
-    ``None`` when it is not one (see :func:`sparse_pattern`)."""
+    ``None`` when it is not one (see :func:`sparse_pattern`) or has at most ``dense_up_to``
+    samples (the dense path then decides it, with what it adds for small N)."""
     import warnings
 
     from dgp.errors import DgpWarning
 
+    shape = getattr(W, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[0] <= dense_up_to:
+        return None
+    if hasattr(W, "number_of_nodes") and W.number_of_nodes() <= dense_up_to:
+        return None
     found = sparse_pattern(W)
     if found is None:
         return None

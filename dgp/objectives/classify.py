@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp._linalg import deterministic_blas
 from dgp.engine.blocks import BlockWeights, classify_blocks
 from dgp.engine.lowrank import classify_lowrank, gaussian_target, row_statistics
 from dgp.engine.pipeline import classify_weights
@@ -36,6 +37,8 @@ ENGINES = ("auto", "dense", "structured")
 METHODS = ("spectral", "sdp")
 #: largest N for which exact O(N^2) row sums are computed (entropic bound, X-CLR's Z_i)
 EXACT_SUMS_MAX_N = 20_000
+#: largest number of classes for which an inconsistent verdict comes with its loss floor
+FLOOR_MAX_K = 1000
 
 
 def classify_objective(
@@ -130,8 +133,9 @@ def classify_objective(
             "diagonal); use 'auto' or 'dense'"
         )
     lab = rec.check_labels(labels)
-    return classify_labels(rec, lab, params, similarity=sim, tau=tau, dim=dim, rtol=rtol,
-                           method=method, engine=engine, embed=embed, max_n=max_n)
+    with deterministic_blas():
+        return classify_labels(rec, lab, params, similarity=sim, tau=tau, dim=dim, rtol=rtol,
+                               method=method, engine=engine, embed=embed, max_n=max_n)
 
 
 def classify_labels(
@@ -158,18 +162,49 @@ def classify_labels(
             kernel.points, width2=width2, tau=tau, dim=dim, similarity=similarity,
             rtol=max(rtol, 4.0 * float(np.finfo(float).eps)), objective=rec.name,
         )
+    floor = _floor(rec, lab, params, tau, dim)
     if dense:
-        return _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation)
+        return _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor)
     tol = Tolerance.make(rtol, n=lab.n)
     if rec.structured == "blocks":
         within, cross = rec.block_log_weights(params, lab.classes.size)
-        bw = BlockWeights(lab.sizes, within, cross, lab.values, lab.classes)
+        bw = BlockWeights(lab.sizes, within, None, lab.values, lab.classes, cross_value=cross)
         return classify_blocks(bw, similarity=similarity, tau=tau, dim=dim, tol=tol,
-                               objective=rec.name, explanation=explanation, embed=embed)
-    return _lowrank(rec, kernel, params, similarity, tau, dim, tol, explanation, embed, max_n)
+                               objective=rec.name, explanation=explanation, embed=embed,
+                               floor=floor)
+    return _lowrank(rec, kernel, params, similarity, tau, dim, tol, explanation, embed, max_n,
+                    floor)
 
 
-def _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation):
+def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, dim: int):
+    """The loss floor in ``R^dim`` of an inconsistent cosine verdict, computed when asked:
+    from the class prototypes for the class objectives (up to FLOOR_MAX_K classes), from the
+    dense weighting otherwise (up to FLOOR_MAX_N samples)."""
+    from dgp.classification import FLOOR_MAX_N
+
+    if rec.labels == "class":
+        if lab.classes.size > FLOOR_MAX_K:
+            return None
+        cross = 0.0 if rec.name == "supcon" else params["eps"]
+
+        def by_blocks():
+            from dgp.optimum import block_loss_floor
+
+            return block_loss_floor(lab.sizes, within=1.0, cross=cross, tau=tau, dim=dim)
+
+        return by_blocks
+    if lab.n > FLOOR_MAX_N:
+        return None
+
+    def dense():
+        from dgp.optimum import loss_floor
+
+        return loss_floor(rec.weights(lab, params), tau=tau, dim=dim)
+
+    return dense
+
+
+def _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor):
     n = lab.n
     check_memory(16.0 * n * n, what=f"the dense {n} x {n} weighting of {rec.name}",
                  hint="use the structured engine (engine='auto') or fewer samples")
@@ -193,10 +228,10 @@ def _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation):
     tol = Tolerance.make(rtol, n=n)
     return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
                             method=method, objective=rec.name, explanation=explanation,
-                            suffix=suffix, notes=notes)
+                            suffix=suffix, notes=notes, floor=floor)
 
 
-def _lowrank(rec, kernel, params, similarity, tau, dim, tol, explanation, embed, max_n):
+def _lowrank(rec, kernel, params, similarity, tau, dim, tol, explanation, embed, max_n, floor):
     n = kernel.x.shape[0]
     notes: dict[str, Any] = {}
     t = gaussian_target(kernel.x, kernel.kappa)
@@ -225,4 +260,4 @@ def _lowrank(rec, kernel, params, similarity, tau, dim, tol, explanation, embed,
         t = gaussian_target(kernel.x, kernel.kappa, shift=shift)
     return classify_lowrank(t, similarity=similarity, tau=tau, dim=dim, tol=tol,
                             entropic_bound=bound, objective=rec.name, explanation=explanation,
-                            notes=notes or None, embed=embed)
+                            notes=notes or None, embed=embed, floor=floor)

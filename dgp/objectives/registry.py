@@ -287,10 +287,10 @@ class Objective:
         np.fill_diagonal(W, 0.0)
         return W
 
-    def block_log_weights(self, params: dict[str, float], K: int) -> tuple[np.ndarray, np.ndarray]:
-        """Class objectives: log-weights within each class (``K``) and across (``K x K``)."""
+    def block_log_weights(self, params: dict[str, float], K: int) -> tuple[np.ndarray, float]:
+        """Class objectives: log-weights within each class (``K``) and the one across."""
         cross = -np.inf if self.name == "supcon" else math.log(params["eps"])
-        return np.zeros(K), np.full((K, K), cross)
+        return np.zeros(K), cross
 
     def torch_weight_function(self) -> Callable[..., Any]:
         """The torch weight builder (needs the torch extra)."""

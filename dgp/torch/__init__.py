@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from dgp.torch._audit_limits import check_arguments as check_audit_arguments
 from dgp.torch._compat import TorchUnavailableError as TorchUnavailableError
 from dgp.torch._compat import is_available as is_available
 from dgp.torch._compat import require_torch
@@ -26,6 +27,8 @@ _EXPORTS = {
     "YAwareLoss": "losses",
     "EuclidEuclidLoss": "losses",
     "XCLRLoss": "losses",
+    "YAwareColnormLoss": "losses",
+    "ObjectiveLoss": "losses",
     "make_loss": "losses",
     "winfonce": "losses",
     "MLPEncoder": "encoders",
@@ -35,9 +38,12 @@ _EXPORTS = {
     "train": "training",
     "audit_loss": "audit",
     "AuditReport": "audit",
+    "Intended": "audit",
+    "LossCallError": "audit",
 }
 
-__all__ = ["TorchUnavailableError", "is_available", "require_torch", *sorted(_EXPORTS)]
+__all__ = ["TorchUnavailableError", "check_audit_arguments", "is_available", "require_torch",
+           *sorted(_EXPORTS)]
 
 
 def __getattr__(name: str) -> Any:

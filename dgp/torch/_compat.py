@@ -6,9 +6,11 @@ import importlib
 import importlib.util
 from types import ModuleType
 
+from dgp.errors import install_hint
+
 __all__ = ["INSTALL_HINT", "TorchUnavailableError", "is_available", "require_torch"]
 
-INSTALL_HINT = 'pip install "dgp-contrastive[torch]"'
+INSTALL_HINT = install_hint("torch")
 
 
 class TorchUnavailableError(ImportError):

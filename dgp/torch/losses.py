@@ -3,42 +3,59 @@ r"""Vectorised w-InfoNCE losses for PyTorch, called like pytorch-metric-learning
 .. code-block:: python
 
     from dgp.torch import SupConLoss
-    loss_fn = SupConLoss(tau=0.1)
+    loss_fn = SupConLoss(tau=0.1)        # or SupConLoss(temperature=0.1), as in PML
     loss = loss_fn(embeddings, labels)   # embeddings: (N, d) tensor, labels: (N,) tensor
 
-The loss is the w-InfoNCE of DESIGN §1, in nats and **summed over anchors** by default
-(``reduction="sum"``), so that it equals :func:`dgp.infonce.winfonce_loss` on the same batch;
-``reduction="mean"`` divides by the number of anchors and ``"none"`` returns one value per anchor.
+.. important::
+
+    **The default reduction is a sum over anchors** (``reduction="sum"``): the loss equals
+    :func:`dgp.infonce.winfonce_loss` on the same batch, in nats, and it **grows with the batch
+    size** (so does its gradient: scale the learning rate, or use ``"mean"``).
+    ``reduction="mean"`` divides by the number of anchors kept; with
+    ``empty_rows="skip"`` it equals pytorch-metric-learning's ``SupConLoss`` (whose default
+    reducer averages over the anchors that have a positive). ``"none"`` returns one value per
+    anchor.
 
 .. math::
 
     L(Z) = \sum_i \sum_{j \ne i} p_{ij}\Big(-s_{ij} + \log \sum_{k \ne i} e^{s_{ik}}\Big),
     \qquad p_{ij} = w_{ij} / \sum_{k \ne i} w_{ik}.
 
-One ``N x N`` similarity matrix and one log-softmax per call: no Python loop over anchors.
+The named losses (:class:`SupConLoss`, :class:`SoftSupConLoss`, :class:`YAwareLoss`,
+:class:`EuclidEuclidLoss`, :class:`XCLRLoss`, :class:`YAwareColnormLoss`) read the objective
+registry (:mod:`dgp.objectives.registry`): its record gives the latent similarity, the
+parameters (validated there, once) and the torch weight function; :func:`make_loss` builds the
+loss of any registered objective by name. One ``N x N`` similarity matrix and one log-softmax
+per call: no Python loop over anchors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
-from dgp.errors import check_choice, check_positive, check_unit_interval
+from dgp.errors import ParameterError, check_choice, check_positive, check_unit_interval
 from dgp.infonce import SIMILARITIES
+from dgp.objectives import registry
 from dgp.torch._compat import require_torch
 
 torch = require_torch()
 
 __all__ = [
+    "EMPTY_ROWS",
     "REDUCTIONS",
     "EuclidEuclidLoss",
+    "ObjectiveLoss",
     "SoftSupConLoss",
     "SupConLoss",
     "WInfoNCELoss",
     "XCLRLoss",
+    "YAwareColnormLoss",
     "YAwareLoss",
+    "column_normalise",
     "gaussian_weights",
     "make_loss",
+    "resolve_tau",
     "similarity_logits",
     "soft_supcon_weights",
     "supcon_weights",
@@ -231,6 +248,35 @@ def xclr_weights(labels: Tensor, *, label_tau: float) -> Tensor:
     return torch.softmax(S.masked_fill(eye, float("-inf")), dim=1)
 
 
+def column_normalise(weights: Tensor) -> Tensor:
+    r"""``W / W.sum(1)`` exactly as public code writes it: the row sums broadcast along the last
+    axis, so entry ``(i, j)`` is divided by the sum of row ``j``,
+    :math:`w_{ij} / \sum_k w_{jk}` (a column normalisation for symmetric ``W``).
+
+    This is a slip, not a normalisation of the rows; :class:`YAwareColnormLoss` reproduces it on
+    purpose, so that its consequences can be trained and audited.
+    """
+    W = torch.as_tensor(weights)
+    return W / W.sum(1)
+
+
+def resolve_tau(tau: float | None, temperature: float | None) -> float:
+    """The temperature from ``tau`` or its alias ``temperature`` (pytorch-metric-learning's name).
+
+    Raises
+    ------
+    ValueError
+        If neither is given, both are given with different values, or the value is not > 0.
+    """
+    if tau is None and temperature is None:
+        raise ParameterError("tau", "is missing: give tau= (or its alias temperature=)")
+    if tau is not None and temperature is not None and tau != temperature:
+        raise ParameterError(
+            "temperature", f"is an alias of tau: got tau={tau!r} and temperature={temperature!r}"
+        )
+    return check_positive(tau if tau is not None else temperature, "tau")
+
+
 # --------------------------------------------------------------------------------------------
 # nn.Module losses
 
@@ -247,13 +293,17 @@ class WInfoNCELoss(torch.nn.Module):
     ----------
     tau : float
         Temperature ``> 0``.
+    temperature : float, optional
+        Alias of ``tau`` (pytorch-metric-learning's name); give one of them.
     similarity : {"cosine", "euclidean"}
     weight_fn : callable, optional
         ``labels -> (N, N)`` weights.
     weights : Tensor or array_like, optional
         A fixed ``M x M`` weighting of the whole dataset, indexed by ``labels``.
     reduction : {"sum", "mean", "none"}
-        ``"sum"`` (default) is the dgp convention, equal to :func:`dgp.infonce.winfonce_loss`.
+        ``"sum"`` (default) sums over anchors, the dgp convention, equal to
+        :func:`dgp.infonce.winfonce_loss`: it grows with the batch size. ``"mean"`` averages
+        over the anchors kept (pytorch-metric-learning's convention); ``"none"``: per anchor.
     empty_rows : {"error", "skip"}
         See :func:`winfonce`.
 
@@ -261,14 +311,22 @@ class WInfoNCELoss(torch.nn.Module):
     ------
     TypeError, ValueError
         If an option is invalid, or both ``weight_fn`` and ``weights`` are given.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from dgp.torch.losses import WInfoNCELoss
+    >>> WInfoNCELoss(temperature=0.5, weights=torch.ones(3, 3))
+    WInfoNCELoss(tau=0.5, similarity='cosine', reduction='sum', empty_rows='error', weights=3 x 3)
     """
 
-    objective = "generic"
+    objective: ClassVar[str] = "generic"
 
     def __init__(
         self,
         *,
-        tau: float,
+        tau: float | None = None,
+        temperature: float | None = None,
         similarity: str = "cosine",
         weight_fn: Callable[[Tensor], Tensor] | None = None,
         weights: Tensor | None = None,
@@ -276,7 +334,7 @@ class WInfoNCELoss(torch.nn.Module):
         empty_rows: str = "error",
     ) -> None:
         super().__init__()
-        self.tau = check_positive(tau, "tau")
+        self.tau = resolve_tau(tau, temperature)
         self.similarity = check_choice(similarity, SIMILARITIES, "similarity")
         self.reduction = check_choice(reduction, REDUCTIONS, "reduction")
         self.empty_rows = check_choice(empty_rows, EMPTY_ROWS, "empty_rows")
@@ -292,6 +350,11 @@ class WInfoNCELoss(torch.nn.Module):
             self.register_buffer("dataset_weights", W.clone())
         else:
             self.dataset_weights = None
+
+    @property
+    def temperature(self) -> float:
+        """Alias of :attr:`tau` (pytorch-metric-learning's name)."""
+        return self.tau
 
     def weights_from_labels(self, labels: Tensor) -> Tensor:
         """The batch's ``N x N`` weights from its labels (see the class docstring).
@@ -342,105 +405,261 @@ class WInfoNCELoss(torch.nn.Module):
             empty_rows=self.empty_rows,
         )
 
+    def _parameter_repr(self) -> list[str]:
+        return []
+
     def extra_repr(self) -> str:
-        return f"tau={self.tau}, similarity={self.similarity!r}, reduction={self.reduction!r}"
+        parts = [f"tau={self.tau:g}", *self._parameter_repr(), f"similarity={self.similarity!r}",
+                 f"reduction={self.reduction!r}", f"empty_rows={self.empty_rows!r}"]
+        if self.dataset_weights is not None:
+            m = self.dataset_weights.shape[0]
+            parts.append(f"weights={m} x {m}")
+        elif self.weight_fn is not None and type(self) is WInfoNCELoss:
+            parts.append(f"weight_fn={getattr(self.weight_fn, '__name__', repr(self.weight_fn))}")
+        return ", ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.extra_repr()})"
 
 
-class SupConLoss(WInfoNCELoss):
-    """SupCon (Khosla et al. 2020, L_out) as w-InfoNCE: cosine latent, ``w_ij = 1[y_i = y_j]``."""
+class ObjectiveLoss(WInfoNCELoss):
+    """The w-InfoNCE loss of a registered objective (:mod:`dgp.objectives.registry`).
+
+    The record gives the latent similarity, the parameters (validated by the record: one it
+    does not take is refused, one it needs must be given) and the torch weight function
+    (``torch_weights``). The named subclasses fix ``objective``; :func:`make_loss` builds any.
+
+    Parameters
+    ----------
+    objective : str, optional
+        A registered objective; required unless a subclass fixes it.
+    tau, temperature, reduction, empty_rows
+        As :class:`WInfoNCELoss`.
+    **params : float
+        The objective's parameters (``eps``, ``sigma``, ``label_tau``).
+
+    Raises
+    ------
+    ValueError
+        If the objective is unknown, a parameter is missing, invalid or does not apply.
+
+    Examples
+    --------
+    >>> from dgp.torch.losses import ObjectiveLoss
+    >>> loss = ObjectiveLoss("soft-supcon", tau=0.1, eps=0.2)
+    >>> loss.objective, loss.eps, loss.similarity
+    ('soft-supcon', 0.2, 'cosine')
+    """
+
+    def __init__(
+        self,
+        objective: str | None = None,
+        *,
+        tau: float | None = None,
+        temperature: float | None = None,
+        reduction: str = "sum",
+        empty_rows: str = "error",
+        **params: float | None,
+    ) -> None:
+        name = type(self).__dict__.get("objective") if objective is None else objective
+        if name is None:
+            raise ParameterError("objective", "is missing: name a registered objective")
+        if objective is not None and "objective" in type(self).__dict__ and objective != name:
+            raise ParameterError("objective", f"is fixed to {type(self).objective!r} here")
+        rec = registry.get(name)
+        checked = rec.check_params(**params)
+        super().__init__(tau=tau, temperature=temperature, similarity=rec.similarity,
+                         reduction=reduction, empty_rows=empty_rows)
+        self.record = rec
+        self.objective = rec.name  # type: ignore[misc]  # the instance names its objective
+        self.params = checked
+        for key, value in checked.items():
+            setattr(self, key, value)
+        self._builder = rec.torch_weight_function()
+        self.weight_fn = self._weights
+
+    def _weights(self, labels: Tensor) -> Tensor:
+        return self._builder(labels, **self.params)
+
+    def _parameter_repr(self) -> list[str]:
+        return [f"{k}={v:g}" for k, v in self.params.items()]
+
+    def extra_repr(self) -> str:
+        text = super().extra_repr()
+        if "objective" not in type(self).__dict__:
+            text += f", objective={self.record.name!r}"
+        return text
+
+
+class SupConLoss(ObjectiveLoss):
+    """SupCon (Khosla et al. 2020, L_out) as w-InfoNCE: cosine latent, ``w_ij = 1[y_i = y_j]``.
+
+    ``SupConLoss(temperature=0.1, reduction="mean", empty_rows="skip")`` equals
+    pytorch-metric-learning's ``SupConLoss(temperature=0.1)``.
+
+    >>> SupConLoss(tau=0.1)
+    SupConLoss(tau=0.1, similarity='cosine', reduction='sum', empty_rows='error')
+    """
 
     objective = "supcon"
 
-    def __init__(self, *, tau: float, reduction: str = "sum", empty_rows: str = "error") -> None:
-        super().__init__(
-            tau=tau, weight_fn=supcon_weights, reduction=reduction, empty_rows=empty_rows
-        )
+    def __init__(self, *, tau: float | None = None, temperature: float | None = None,
+                 reduction: str = "sum", empty_rows: str = "error") -> None:
+        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
+                         empty_rows=empty_rows)
 
 
-class SoftSupConLoss(WInfoNCELoss):
-    """Soft SupCon: cosine latent, ``w_ij = 1`` within a class and ``eps`` across classes."""
+class SoftSupConLoss(ObjectiveLoss):
+    """Soft SupCon: cosine latent, ``w_ij = 1`` within a class and ``eps`` across classes.
+
+    >>> SoftSupConLoss(tau=0.1, eps=0.05)
+    SoftSupConLoss(tau=0.1, eps=0.05, similarity='cosine', reduction='sum', empty_rows='error')
+    """
 
     objective = "soft-supcon"
 
-    def __init__(self, *, tau: float, eps: float, reduction: str = "sum") -> None:
-        self.eps = check_unit_interval(eps, "eps")
-        super().__init__(tau=tau, reduction=reduction)
-        self.weight_fn = self._weights
-
-    def _weights(self, labels: Tensor) -> Tensor:
-        return soft_supcon_weights(labels, eps=self.eps)
+    def __init__(self, *, eps: float, tau: float | None = None, temperature: float | None = None,
+                 reduction: str = "sum", empty_rows: str = "error") -> None:
+        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
+                         empty_rows=empty_rows, eps=eps)
 
 
-class YAwareLoss(WInfoNCELoss):
+class YAwareLoss(ObjectiveLoss):
     """y-Aware (Dufumier et al. 2021): cosine latent, Gaussian kernel of the labels (row
-    normalised, as the w-InfoNCE definition says; not the column-normalised public slip)."""
+    normalised, as the w-InfoNCE definition says; not the column-normalised public slip, which
+    is :class:`YAwareColnormLoss`).
+
+    >>> YAwareLoss(tau=0.1, sigma=1.0)
+    YAwareLoss(tau=0.1, sigma=1, similarity='cosine', reduction='sum', empty_rows='error')
+    """
 
     objective = "y-aware"
-    _similarity = "cosine"
 
-    def __init__(self, *, tau: float, sigma: float, reduction: str = "sum") -> None:
-        self.sigma = check_positive(sigma, "sigma")
-        super().__init__(tau=tau, similarity=self._similarity, reduction=reduction)
-        self.weight_fn = self._weights
-
-    def _weights(self, labels: Tensor) -> Tensor:
-        return gaussian_weights(labels, sigma=self.sigma)
+    def __init__(self, *, sigma: float, tau: float | None = None,
+                 temperature: float | None = None, reduction: str = "sum",
+                 empty_rows: str = "error") -> None:
+        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
+                         empty_rows=empty_rows, sigma=sigma)
 
 
-class EuclidEuclidLoss(YAwareLoss):
+class EuclidEuclidLoss(ObjectiveLoss):
     """Euclidean–Euclidean: Gaussian label kernel with a Euclidean latent; its optimum is
-    ``z = (sqrt(tau) / sigma) y`` up to a rigid motion."""
+    ``z = (sqrt(tau) / sigma) y`` up to a rigid motion.
+
+    >>> EuclidEuclidLoss(tau=0.5, sigma=2.0)
+    EuclidEuclidLoss(tau=0.5, sigma=2, similarity='euclidean', reduction='sum', empty_rows='error')
+    """
 
     objective = "euclid-euclid"
-    _similarity = "euclidean"
+
+    def __init__(self, *, sigma: float, tau: float | None = None,
+                 temperature: float | None = None, reduction: str = "sum",
+                 empty_rows: str = "error") -> None:
+        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
+                         empty_rows=empty_rows, sigma=sigma)
 
 
-class XCLRLoss(WInfoNCELoss):
+class XCLRLoss(ObjectiveLoss):
     """X-CLR (Sobal et al. 2024): cosine latent, weights the label-similarity softmax at
-    temperature ``label_tau`` (label embeddings are L2-normalised)."""
+    temperature ``label_tau`` (label embeddings are L2-normalised).
+
+    >>> XCLRLoss(tau=0.1, label_tau=0.2)
+    XCLRLoss(tau=0.1, label_tau=0.2, similarity='cosine', reduction='sum', empty_rows='error')
+    """
 
     objective = "x-clr"
 
-    def __init__(self, *, tau: float, label_tau: float, reduction: str = "sum") -> None:
-        self.label_tau = check_positive(label_tau, "label_tau")
-        super().__init__(tau=tau, reduction=reduction)
-        self.weight_fn = self._weights
+    def __init__(self, *, label_tau: float, tau: float | None = None,
+                 temperature: float | None = None, reduction: str = "sum",
+                 empty_rows: str = "error") -> None:
+        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
+                         empty_rows=empty_rows, label_tau=label_tau)
+
+
+class YAwareColnormLoss(ObjectiveLoss):
+    """y-Aware as public code computes it: the full Gaussian kernel (diagonal included), then
+    ``W /= W.sum(1)`` (:func:`column_normalise`, a column normalisation), then the w-InfoNCE.
+
+    For training with the slip on purpose (to see what it does); audit it with ``dgp audit``.
+
+    >>> YAwareColnormLoss(tau=0.1, sigma=0.5)
+    YAwareColnormLoss(tau=0.1, sigma=0.5, similarity='cosine', reduction='sum', empty_rows='error')
+    """
+
+    objective = "y-aware-colnorm"
+
+    def __init__(self, *, sigma: float, tau: float | None = None,
+                 temperature: float | None = None, reduction: str = "sum",
+                 empty_rows: str = "error") -> None:
+        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
+                         empty_rows=empty_rows, sigma=sigma)
 
     def _weights(self, labels: Tensor) -> Tensor:
-        return xclr_weights(labels, label_tau=self.label_tau)
+        return column_normalise(self._builder(labels, **self.params))
 
 
-_CLASSES = {
-    "supcon": (SupConLoss, ()),
-    "soft-supcon": (SoftSupConLoss, ("eps",)),
-    "y-aware": (YAwareLoss, ("sigma",)),
-    "euclid-euclid": (EuclidEuclidLoss, ("sigma",)),
-    "x-clr": (XCLRLoss, ("label_tau",)),
-}
+def _named_losses() -> dict[str, type[ObjectiveLoss]]:
+    """The loss class of each objective that has one (by its ``objective`` attribute)."""
+    out: dict[str, type[ObjectiveLoss]] = {}
+    stack = list(ObjectiveLoss.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        name = cls.__dict__.get("objective")
+        if name is not None:
+            out.setdefault(name, cls)
+        stack.extend(cls.__subclasses__())
+    return out
 
 
 def make_loss(
     objective: str,
     *,
-    tau: float,
+    tau: float | None = None,
+    temperature: float | None = None,
     sigma: float | None = None,
     eps: float | None = None,
     label_tau: float | None = None,
     reduction: str = "sum",
-) -> WInfoNCELoss:
-    """The loss module of a named objective (the names of :data:`dgp.weights.OBJECTIVES`).
+    empty_rows: str = "error",
+) -> ObjectiveLoss:
+    """The loss module of a registered objective (:data:`dgp.objectives.OBJECTIVE_NAMES`).
+
+    Parameters
+    ----------
+    objective : str
+        A registered objective name.
+    tau : float
+        Temperature ``> 0``; ``temperature`` is an alias.
+    sigma, eps, label_tau : float, optional
+        The objective's parameters; one it does not take is refused.
+    reduction : {"sum", "mean", "none"}
+        ``"sum"`` by default (grows with the batch size); ``"mean"`` as pytorch-metric-learning.
+    empty_rows : {"error", "skip"}
+        What to do with an anchor without positives (see :func:`winfonce`).
+
+    Returns
+    -------
+    ObjectiveLoss
+        The named class of the objective where there is one (e.g. :class:`SupConLoss`).
 
     Raises
     ------
     ValueError
-        If ``objective`` is unknown or a parameter it needs is missing.
+        If ``objective`` is unknown, a parameter it needs is missing or invalid, or one it does
+        not take is given.
+
+    Examples
+    --------
+    >>> make_loss("y-aware", temperature=0.1, sigma=1.0, reduction="mean")
+    YAwareLoss(tau=0.1, sigma=1, similarity='cosine', reduction='mean', empty_rows='error')
     """
-    check_choice(objective, tuple(_CLASSES), "objective")
-    cls, params = _CLASSES[objective]
+    rec = registry.get(objective)
     given = {"sigma": sigma, "eps": eps, "label_tau": label_tau}
-    kwargs = {}
-    for p in params:
-        if given[p] is None:
-            raise ValueError(f"objective {objective!r} needs {p}")
-        kwargs[p] = given[p]
-    return cls(tau=tau, reduction=reduction, **kwargs)
+    rec.check_params(**given)  # refuse what does not apply before building anything
+    params = {k: v for k, v in given.items() if v is not None}
+    common = {"tau": tau, "temperature": temperature, "reduction": reduction,
+              "empty_rows": empty_rows}
+    cls = _named_losses().get(rec.name)
+    if cls is None:
+        return ObjectiveLoss(rec.name, **common, **params)
+    return cls(**common, **params)

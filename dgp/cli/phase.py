@@ -1,0 +1,198 @@
+"""``dgp phase``: the verdict map of an objective over a grid of one or two parameters.
+
+Also the input flags shared with ``dgp recommend`` and ``dgp floors`` (:func:`add_input_arguments`,
+:func:`input_kwargs`): a WEIGHTS file, or ``--objective`` with ``--labels`` or ``--sizes``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from dgp.cli._output import array_path, emit_json, plot_path
+from dgp.design import GRID_PARAMETERS, PROFILES, phase
+from dgp.engine.tolerance import DEFAULT_RTOL
+from dgp.errors import ParameterError
+from dgp.infonce import SIMILARITIES
+from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_labels, load_weights
+from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
+
+__all__ = ["add_input_arguments", "add_parameter_arguments", "input_kwargs", "parse_axis",
+           "register", "run"]
+
+_GRID_HELP = (
+    "a swept parameter and its values: NAME=LO:HI:N (N values evenly spaced), "
+    "NAME=LO:HI:N:log (geometric spacing) or NAME=V1,V2,... ; NAME is one of "
+    f"{', '.join(GRID_PARAMETERS)} (label-tau also accepted). Give one or two; the first runs "
+    "along the x axis"
+)
+
+
+def add_input_arguments(p: argparse.ArgumentParser) -> None:
+    """WEIGHTS, ``--objective``, ``--labels``, ``--sizes``, ``--similarity`` and ``--rtol``."""
+    p.add_argument("weights", nargs="?", metavar="WEIGHTS",
+                   help="a weight matrix instead of --objective: " + WEIGHT_FORMATS.replace(
+                       "%", "%%"))
+    p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from --labels/--sizes")
+    p.add_argument("--labels", metavar="LABELS",
+                   help="labels file for --objective: " + LABEL_FORMATS.replace("%", "%%"))
+    p.add_argument("--sizes", metavar="n1,n2,...",
+                   help="class sizes instead of --labels (supcon, soft-supcon)")
+    p.add_argument("--similarity", choices=SIMILARITIES,
+                   help="latent similarity (default: the objective's own, cosine for WEIGHTS)")
+    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+                   help=f"relative tolerance of every classification (default {DEFAULT_RTOL:g})")
+
+
+def add_parameter_arguments(p: argparse.ArgumentParser, *, tau_required: bool = False) -> None:
+    """``--tau``, ``--dim``, ``--eps``, ``--sigma``, ``--label-tau``."""
+    p.add_argument("--tau", type=float, required=tau_required, help="temperature > 0")
+    p.add_argument("--dim", type=int, help="embedding dimension >= 1")
+    p.add_argument("--eps", type=float, help="cross-class weight in (0, 1) (soft-supcon)")
+    p.add_argument("--sigma", type=float, help="label kernel width > 0 (y-aware, euclid-euclid)")
+    p.add_argument("--label-tau", type=float, help="label temperature > 0 (x-clr)")
+
+
+def input_kwargs(args: argparse.Namespace) -> dict:
+    """The library's input arguments (``W`` or ``objective`` with ``labels``/``sizes``)."""
+    from dgp.cli.supcon import parse_sizes
+
+    if (args.weights is None) == (args.objective is None):
+        raise ValueError("give either a WEIGHTS file or --objective with --labels (or --sizes), "
+                         "not both")
+    out: dict = {"similarity": args.similarity, "rtol": args.rtol}
+    if args.objective is None:
+        for flag in ("labels", "sizes"):
+            if getattr(args, flag) is not None:
+                raise ValueError(f"--{flag} needs --objective (it builds the weighting)")
+        out["W"] = load_weights(args.weights, name="WEIGHTS")
+        return out
+    out["objective"] = args.objective
+    if args.labels is not None:
+        kind = OBJECTIVES[args.objective].labels
+        out["labels"] = load_labels(args.labels, name="LABELS", kind=kind).values
+    if args.sizes is not None:
+        out["sizes"] = parse_sizes(args.sizes)
+    return out
+
+
+def parse_axis(text: str) -> tuple[str, np.ndarray]:
+    """One ``--grid`` item: ``NAME=LO:HI:N[:log]`` or ``NAME=V1,V2,...``.
+
+    Raises
+    ------
+    ValueError
+        If the item is malformed (the message names ``--grid`` and shows the syntax).
+    """
+    syntax = "use NAME=LO:HI:N, NAME=LO:HI:N:log or NAME=V1,V2,..."
+    name, sep, spec = text.partition("=")
+    name = name.strip().replace("-", "_")
+    if not sep or not name or not spec.strip():
+        raise ValueError(f"--grid {text!r}: {syntax}")
+    if name not in GRID_PARAMETERS:
+        raise ValueError(f"--grid {text!r}: unknown parameter {name!r}; sweep one of "
+                         f"{', '.join(GRID_PARAMETERS)}")
+    integer = name == "dim"
+    try:
+        if ":" in spec:
+            parts = spec.split(":")
+            if len(parts) not in (3, 4) or (len(parts) == 4 and parts[3].strip() != "log"):
+                raise ValueError
+            lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
+            if n < 1:
+                raise ValueError
+            if len(parts) == 4:
+                if lo <= 0 or hi <= 0:
+                    raise ValueError(f"--grid {text!r}: geometric spacing needs LO, HI > 0")
+                values = np.geomspace(lo, hi, n)
+            else:
+                values = np.linspace(lo, hi, n)
+        else:
+            values = np.array([float(v) for v in spec.split(",")])
+    except ValueError as exc:
+        if str(exc).startswith("--grid"):
+            raise
+        raise ValueError(f"--grid {text!r}: {syntax}") from None
+    if integer:
+        if not np.all(values == np.round(values)):
+            raise ValueError(f"--grid {text!r}: dim takes integers; LO:HI:N gives "
+                             f"{np.round(values[:4], 3).tolist()}... (use dim=1:16:16, or list "
+                             "the values)")
+        values = values.astype(np.int64)
+    return name, values
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "phase",
+        help="verdict map over a grid of one or two parameters",
+        description="The verdict (realizable, degenerate, inconsistent), rank, c interval and "
+        "excess loss of an objective (or a weight matrix) on a grid of one or two parameters, "
+        "with the closed-form boundaries (Soft SupCon's tau*, y-Aware's tau R^2 = sigma^2, "
+        "X-CLR's tau R^2 = tau_y) checked against every cell. Runs in parallel with --jobs, or "
+        "on a Dask cluster with --scheduler; the output is the same whichever runs it.",
+    )
+    add_input_arguments(p)
+    p.add_argument("--grid", nargs="+", required=True, metavar="NAME=SPEC", help=_GRID_HELP)
+    add_parameter_arguments(p)
+    p.add_argument("--classes", type=int,
+                   help="imbalance sweep: number of classes K (with --majority)")
+    p.add_argument("--majority", type=int, help="imbalance sweep: size of the largest class")
+    p.add_argument("--profile", choices=PROFILES, default="exponential",
+                   help="imbalance sweep: class sizes n_max r^(-c/(K-1)) (exponential, default) "
+                   "or half the classes at n_max / r (step)")
+    p.add_argument("--no-excess", action="store_true",
+                   help="skip the excess loss of inconsistent cells (verdicts only; faster for "
+                   "the class objectives, which solve a prototype problem per cell)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="worker processes (joblib; -1: every core). With --scheduler local, the "
+                   "number of Dask workers")
+    p.add_argument("--scheduler", metavar="ADDR",
+                   help="run on Dask: 'local' (a LocalCluster of this machine) or a scheduler "
+                   "address such as tcp://HOST:8786 (needs the dask extra)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print one JSON object")
+    out.add_argument("--csv", metavar="FILE", help="write the table, one row per cell, as CSV")
+    p.add_argument("--plot", metavar="FILE",
+                   help="also save a figure (.png, .pdf or .svg; needs the plot extra)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    plot = None
+    if args.plot is not None:
+        from dgp.plots import require_matplotlib
+
+        require_matplotlib()  # fail before any work when the plot extra is missing
+        plot = plot_path(args.plot)
+    if args.csv is not None:
+        if not args.csv.lower().endswith((".csv", ".txt")):
+            raise ValueError(f"--csv {args.csv!r}: use a .csv or .txt file name")
+        array_path(args.csv, "--csv")  # a directory or an unwritable folder: fail before work
+    grid: dict[str, np.ndarray] = {}
+    for item in args.grid:
+        name, values = parse_axis(item)
+        if name in grid:
+            raise ParameterError("grid", f"sweeps {name!r} twice")
+        grid[name] = values
+    pm = phase(
+        **input_kwargs(args), grid=grid, tau=args.tau, dim=args.dim, eps=args.eps,
+        sigma=args.sigma, label_tau=args.label_tau, classes=args.classes,
+        majority=args.majority, profile=args.profile, excess=not args.no_excess, jobs=args.jobs,
+        scheduler=args.scheduler, progress=sys.stderr.isatty(),
+    )
+    if plot is not None:
+        pm.figure().savefig(plot, dpi=100)
+    if args.json:
+        emit_json(pm.to_dict())
+        return 0
+    if args.csv is not None:
+        pm.to_csv(args.csv)
+    print(pm)
+    if args.csv is not None:
+        print(f"\ntable        {args.csv} ({len(pm.cells)} rows)")
+    if plot is not None:
+        print(("" if args.csv is not None else "\n") + f"figure       {plot}")
+    return 0

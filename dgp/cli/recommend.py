@@ -1,0 +1,73 @@
+"""``dgp recommend``: inverse design questions (which tau, eps or dim), with certificates."""
+
+from __future__ import annotations
+
+import argparse
+
+from dgp.cli._output import emit_json
+from dgp.cli.phase import add_input_arguments, add_parameter_arguments, input_kwargs
+from dgp.design import recommend
+
+__all__ = ["register", "run"]
+
+
+def _floats(text: str, flag: str, count: int | None = None) -> list[float]:
+    sep = ":" if ":" in text else ","
+    try:
+        values = [float(v) for v in text.split(sep)]
+    except ValueError:
+        raise ValueError(f"{flag} {text!r}: expected numbers such as 0.01:10") from None
+    if count is not None and len(values) != count:
+        raise ValueError(f"{flag} {text!r}: expected {count} numbers such as 0.01:10")
+    return values
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{flag} {text!r}: expected class codes such as 2,3,4") from None
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "recommend",
+        help="which tau / eps / dim gives the geometry you want",
+        description="Inverse questions, each answered by a scan and a bisection on the engine's "
+        "verdicts, with a certificate (the verdicts or cosines on both sides of the answer, and "
+        "the closed form where one exists). --want realizable: the largest tau at which the "
+        "weighting stays realizable in --dim. --want simplex: the tau (given --eps) or the eps "
+        "(given --tau) at which Soft SupCon's target is the centred regular simplex. --want "
+        "'minority-cosine<=X': the largest tau keeping every minority-pair prototype cosine "
+        "<= X (supcon, soft-supcon). --want min-dim: the smallest dimension attaining the bound "
+        "(given --tau).",
+    )
+    add_input_arguments(p)
+    p.add_argument("--want", required=True, metavar="WANT",
+                   help="realizable, simplex, minority-cosine<=X or min-dim")
+    add_parameter_arguments(p)
+    p.add_argument("--minority", metavar="c1,c2,...",
+                   help="minority-cosine: the minority classes, as codes 0..K-1 in sorted label "
+                   "order (default: every class smaller than the largest)")
+    p.add_argument("--search", metavar="LO:HI",
+                   help="range scanned for the parameter (default: tau 1e-4:1e4, minority-cosine "
+                   "0.01:10)")
+    p.add_argument("--points", type=int, default=61,
+                   help="scan points before the bisection (default 61)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    res = recommend(
+        **input_kwargs(args), want=args.want, tau=args.tau, dim=args.dim, eps=args.eps,
+        sigma=args.sigma, label_tau=args.label_tau,
+        minority=None if args.minority is None else _ints(args.minority, "--minority"),
+        search=None if args.search is None else tuple(_floats(args.search, "--search", 2)),
+        points=args.points,
+    )
+    if args.json:
+        emit_json(res.to_dict())
+    else:
+        print(res)
+    return 0

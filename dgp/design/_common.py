@@ -1,0 +1,557 @@
+"""What the design tools share: the validated input of a sweep, the parameters and their
+checks, the optimal class prototypes of a cell and the closed-form boundaries."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from dgp.engine.pipeline import classify_weights
+from dgp.engine.target import LogWeights
+from dgp.engine.target import log_weights as canonical_log_weights
+from dgp.engine.tolerance import Tolerance
+from dgp.errors import (
+    ParameterError,
+    check_choice,
+    check_dim,
+    check_int,
+    check_positive,
+    check_sizes,
+    check_unit_interval,
+    describe,
+)
+from dgp.infonce import SIMILARITIES
+from dgp.objectives import registry
+from dgp.objectives.classify import classify_labels
+from dgp.objectives.registry import Labels, Objective
+from dgp.result import Classification
+
+__all__ = [
+    "CONVENTIONS",
+    "EXCESS_SOURCES",
+    "GENERAL_OPTIMUM_MAX_N",
+    "GRID_PARAMETERS",
+    "MAX_CELLS",
+    "OBJECTIVE_PARAMETERS",
+    "PROFILES",
+    "PROTOTYPES_TAU_MIN",
+    "SUPCONTRAST_BASE_TEMPERATURE",
+    "WANTS",
+    "Boundary",
+    "Problem",
+    "balanced_soft_supcon_simplex",
+    "cell_prototypes",
+    "check_value",
+    "closed_form_boundary",
+    "describe_input",
+    "fixed_parameters",
+    "imbalanced_sizes",
+    "make_problem",
+    "needed_parameters",
+    "optimum_takes_dim",
+    "prototype_rank",
+]
+
+
+#: parameters a phase map can sweep (``imbalance``: the ratio of the largest class size to the
+#: smallest, for the class objectives)
+GRID_PARAMETERS = ("tau", "dim", "eps", "sigma", "label_tau", "imbalance")
+#: how :func:`imbalanced_sizes` spreads the class sizes
+PROFILES = ("exponential", "step")
+#: the questions :func:`recommend` answers (``minority-cosine<=X`` takes a threshold)
+WANTS = ("realizable", "simplex", "minority-cosine<=X", "min-dim")
+#: reduction conventions of a per-anchor loss (:class:`LossFloors`)
+CONVENTIONS = ("sum", "pml", "supcontrast")
+#: largest number of cells of one map
+MAX_CELLS = 1_000_000
+#: largest N for which the general optimum (``dgp.optimum.optimum``) is asked for
+GENERAL_OPTIMUM_MAX_N = 300
+#: ``dgp.supcon_prototypes`` documents that its certified solver refuses ``tau < 0.004``
+PROTOTYPES_TAU_MIN = 4e-3
+#: SupContrast's default base temperature (``SupConLoss(temperature=0.07, base_temperature=0.07)``)
+SUPCONTRAST_BASE_TEMPERATURE = 0.07
+
+#: what each cell's ``excess_source`` means
+EXCESS_SOURCES = {
+    "attained": "the entropic bound is attained (or approached) in R^dim: the excess is 0",
+    "prototypes": "loss of the optimal class prototypes (dgp.supcon_prototypes: closed form or "
+    "certified solver) minus the bound; their rank fits in dim",
+    "optimum": "dgp.optimum.optimum(W, tau, dim): the optimum in R^dim minus the bound",
+    "not-computed-dim": "the free optimum (class prototypes) has rank above dim; the optimum in "
+    "R^dim is not computed",
+    "not-computed-solver": "not computed: this version of dgp.optimum.optimum has no dim "
+    "argument, so no certified optimum in R^dim is available for this weighting",
+    "not-computed-euclidean": "not computed: there is no optimum solver for the Euclidean latent",
+    "not-computed-size": f"not computed: N > {GENERAL_OPTIMUM_MAX_N} for the general optimum",
+    "not-computed-tau": f"not computed: tau < {PROTOTYPES_TAU_MIN}, below the range of the "
+    "certified prototype solver",
+    "not-computed-singletons": "not computed: a singleton class has no prototype problem",
+    "skipped": "not asked for (excess=False)",
+}
+
+OBJECTIVE_PARAMETERS = ("eps", "sigma", "label_tau")
+
+
+# ----------------------------------------------------------------------------------------------
+# sizes and inputs
+# ----------------------------------------------------------------------------------------------
+
+
+def imbalanced_sizes(
+    *, classes: int, majority: int, ratio: float, profile: str = "exponential"
+) -> np.ndarray:
+    r"""Class sizes with a given imbalance ratio :math:`n_{\max}/n_{\min}`.
+
+    ``"exponential"`` (the long-tailed profile of Cui et al. 2019):
+    :math:`n_c = \lfloor n_{\max}\, r^{-c/(K-1)} \rfloor`, :math:`c = 0..K-1`.
+    ``"step"``: the first :math:`\lceil K/2 \rceil` classes of size :math:`n_{\max}`, the others
+    :math:`\lfloor n_{\max}/r \rfloor`.
+
+    Parameters
+    ----------
+    classes : int
+        Number of classes :math:`K \ge 2`.
+    majority : int
+        Size of the largest class, :math:`\ge 2`.
+    ratio : float
+        Imbalance ratio :math:`r \ge 1`.
+    profile : {"exponential", "step"}
+
+    Returns
+    -------
+    ndarray of int64, shape (K,)
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range, or the smallest class would hold fewer than 2 samples.
+    TypeError
+        If ``classes`` or ``majority`` is not an integer.
+
+    Examples
+    --------
+    >>> imbalanced_sizes(classes=5, majority=100, ratio=10).tolist()
+    [100, 56, 31, 17, 10]
+    >>> imbalanced_sizes(classes=4, majority=50, ratio=5, profile="step").tolist()
+    [50, 50, 10, 10]
+    """
+    K = check_int(classes, "classes", minimum=2)
+    n_max = check_int(majority, "majority", minimum=2)
+    r = check_value("imbalance", ratio, "ratio")
+    check_choice(profile, PROFILES, "profile")
+    if profile == "exponential":
+        x = n_max * r ** (-np.arange(K) / (K - 1))
+    else:
+        x = np.where(np.arange(K) < (K + 1) // 2, float(n_max), n_max / r)
+    # floor, forgiving the last bit of a product that should be an integer (100 / 10 -> 10)
+    sizes = np.floor(x * (1.0 + 4.0 * np.finfo(float).eps)).astype(np.int64)
+    sizes[0] = n_max
+    if sizes.min() < 2:
+        raise ParameterError(
+            "ratio", f"= {r:g} with majority = {n_max} gives a class of "
+            f"{int(sizes.min())} sample(s); every class needs at least 2 (use a smaller ratio or "
+            "a larger majority)"
+        )
+    return sizes
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A validated input of the design tools (picklable: it travels to the workers)."""
+
+    rec: Objective | None
+    labels: Labels | None
+    weights: LogWeights | None
+    similarity: str
+    rtol: float
+    classes: int | None = None
+    majority: int | None = None
+    profile: str = "exponential"
+
+    @property
+    def name(self) -> str:
+        return "weights" if self.rec is None else self.rec.name
+
+    @property
+    def is_class(self) -> bool:
+        return self.rec is not None and self.rec.labels == "class"
+
+    def labels_for(self, params: Mapping[str, Any]) -> Labels:
+        if "imbalance" not in params:
+            assert self.labels is not None
+            return self.labels
+        assert self.rec is not None and self.classes is not None and self.majority is not None
+        sizes = imbalanced_sizes(classes=self.classes, majority=self.majority,
+                                 ratio=params["imbalance"], profile=self.profile)
+        codes = np.repeat(np.arange(sizes.size), sizes)
+        return Labels("class", codes, np.arange(sizes.size), sizes)
+
+    def object_params(self, params: Mapping[str, Any]) -> dict[str, float]:
+        assert self.rec is not None
+        return self.rec.check_params(**{p: params.get(p) for p in self.rec.params})
+
+    def classify(self, params: Mapping[str, Any]) -> Classification:
+        tau, dim = params["tau"], params["dim"]
+        if self.weights is not None:
+            w = replace(self.weights, L=self.weights.L.copy())  # the engine consumes its input
+            tol = Tolerance.make(self.rtol, n=w.n, unit_roundoff=w.unit_roundoff)
+            return classify_weights(w, similarity=self.similarity, tau=tau, dim=dim, tol=tol)
+        assert self.rec is not None
+        return classify_labels(self.rec, self.labels_for(params), self.object_params(params),
+                               similarity=self.similarity, tau=tau, dim=dim, rtol=self.rtol)
+
+    def dense_weights(self, params: Mapping[str, Any]) -> np.ndarray:
+        if self.weights is not None:
+            W = np.exp(self.weights.L)
+            np.fill_diagonal(W, 0.0)
+            return W
+        assert self.rec is not None
+        return self.rec.weights(self.labels_for(params), self.object_params(params))
+
+
+def make_problem(
+    objective: object,
+    labels: object,
+    *,
+    W: object,
+    sizes: object,
+    similarity: object,
+    rtol: object,
+    classes: object = None,
+    majority: object = None,
+    profile: object = "exponential",
+    sweeps_imbalance: bool = False,
+) -> Problem:
+    """Validate one of the input modes: a weight matrix ``W``; an objective with labels; a class
+    objective with ``sizes``; a class objective whose sizes come from ``classes``, ``majority``
+    and a swept imbalance ratio."""
+    Tolerance.make(rtol)
+    if W is not None:
+        for name, value in (("objective", objective), ("labels", labels), ("sizes", sizes)):
+            if value is not None:
+                raise ParameterError(name, "cannot be combined with a weight matrix W (give an "
+                                     "objective with labels, or W)")
+        if sweeps_imbalance:
+            raise ParameterError("grid", "sweeps imbalance, which needs a class objective, not a "
+                                 "weight matrix W")
+        sim = "cosine" if similarity is None else check_choice(similarity, SIMILARITIES,
+                                                               "similarity")
+        return Problem(None, None, canonical_log_weights(W), sim, float(rtol))
+    if objective is None:
+        raise ParameterError("objective", "is missing: give an objective (with labels, or sizes "
+                             "for supcon / soft-supcon) or a weight matrix W")
+    rec = registry.get(objective)
+    sim = rec.similarity if similarity is None else check_choice(similarity, SIMILARITIES,
+                                                                  "similarity")
+    if rec.labels != "class":
+        for name, value in (("sizes", sizes), ("classes", classes), ("majority", majority)):
+            if value is not None:
+                raise ParameterError(name, f"applies to the class objectives (supcon, "
+                                     f"soft-supcon), not to {rec.name!r}; give labels")
+        if sweeps_imbalance:
+            raise ParameterError("grid", f"sweeps imbalance, which applies to the class "
+                                 f"objectives (supcon, soft-supcon), not to {rec.name!r}")
+        if labels is None:
+            raise ParameterError("labels", f"are missing: objective {rec.name!r} needs an N x p "
+                                 "array of labels")
+        return Problem(rec, rec.check_labels(labels), None, sim, float(rtol))
+    if sweeps_imbalance:
+        for name, value in (("labels", labels), ("sizes", sizes)):
+            if value is not None:
+                raise ParameterError(name, "cannot be combined with an imbalance sweep (its sizes "
+                                     "come from classes, majority and the ratio)")
+        if classes is None or majority is None:
+            missing = "classes" if classes is None else "majority"
+            raise ParameterError(missing, "is missing: an imbalance sweep needs the number of "
+                                 "classes and the size of the largest class")
+        check_int(classes, "classes", minimum=2)
+        check_int(majority, "majority", minimum=2)
+        check_choice(profile, PROFILES, "profile")
+        return Problem(rec, None, None, sim, float(rtol), int(classes), int(majority),
+                        str(profile))
+    for name, value in (("classes", classes), ("majority", majority)):
+        if value is not None:
+            raise ParameterError(name, "applies only to an imbalance sweep (grid with "
+                                 "'imbalance'); give labels or sizes")
+    if (labels is None) == (sizes is None):
+        raise ParameterError("labels", f"or sizes: give exactly one for objective {rec.name!r} "
+                             "(class labels, or the class sizes n_1..n_K)")
+    if sizes is not None:
+        n = check_sizes(sizes, min_size=rec.min_class_size)
+        lab = Labels("class", np.repeat(np.arange(n.size), n), np.arange(n.size), n)
+    else:
+        lab = rec.check_labels(labels)
+    return Problem(rec, lab, None, sim, float(rtol))
+
+
+def check_value(name: str, value: object, label: str | None = None) -> float | int:
+    """Validate one value of a parameter; errors name ``label`` (default: the parameter)."""
+    label = name if label is None else label
+    if name == "dim":
+        return check_dim(value, label)
+    if name == "eps":
+        return check_unit_interval(value, label)
+    if name == "imbalance":
+        v = check_positive(value, label)
+        if v < 1.0:
+            raise ParameterError(label, f"is the ratio n_max / n_min and must be >= 1, got "
+                                 f"{describe(value)}")
+        return v
+    return check_positive(value, label)
+
+
+def fixed_parameters(problem: Problem, given: Mapping[str, object], swept: Sequence[str],
+           needed: Sequence[str]) -> dict[str, float | int]:
+    """The fixed parameters: every needed one given or swept, none both, none foreign."""
+    takes = set(needed)
+    out: dict[str, float | int] = {}
+    for name, value in given.items():
+        if value is None:
+            continue
+        if name in swept:
+            raise ParameterError(name, f"is both fixed (= {describe(value)}) and swept by the "
+                                 "grid; give it once")
+        if name not in takes:
+            raise ParameterError(name, f"does not apply to {describe_input(problem)} (it takes "
+                                 f"{', '.join(sorted(takes))})")
+        out[name] = check_value(name, value)
+    for name in needed:
+        if name not in out and name not in swept:
+            raise ParameterError(name, f"is missing: {describe_input(problem)} needs it, fixed "
+                                 "or in the grid")
+    return out
+
+
+def describe_input(problem: Problem) -> str:
+    """The input in words, for messages."""
+    return "a weight matrix" if problem.rec is None else f"objective {problem.rec.name!r}"
+
+
+def needed_parameters(problem: Problem) -> tuple[str, ...]:
+    """The parameters a cell of this input needs (``tau``, ``dim`` and the objective's)."""
+    return ("tau", "dim") + (() if problem.rec is None else problem.rec.params)
+
+
+# ----------------------------------------------------------------------------------------------
+# one cell
+# ----------------------------------------------------------------------------------------------
+
+
+def optimum_takes_dim() -> bool:
+    """Whether ``dgp.optimum.optimum`` accepts ``dim`` (the optimum in R^d, not only the free
+    one); until it does, excess losses of general weightings are not computed."""
+    from dgp.optimum import optimum
+
+    return "dim" in inspect.signature(optimum).parameters
+
+
+def prototype_rank(G: np.ndarray) -> int:
+    """Numerical rank of a prototype Gram (eigenvalues above 1e-9 of the largest, as the KKT
+    certificate of :mod:`dgp.prototypes` counts them)."""
+    lam = np.linalg.eigvalsh(0.5 * (G + G.T))
+    return int(np.sum(lam > 1e-9 * max(1.0, float(lam[-1]))))
+
+
+def cell_prototypes(problem: Problem, params: Mapping[str, Any]):
+    """The optimal class prototypes of a cell, or the code saying why there are none."""
+    from dgp.prototypes import supcon_prototypes
+
+    sizes = problem.labels_for(params).sizes
+    assert sizes is not None
+    if sizes.min() < 2:
+        return None, "not-computed-singletons"
+    eps = params.get("eps") if problem.name == "soft-supcon" else None
+    tau = params["tau"]
+    balanced = bool((sizes == sizes[0]).all())
+    if eps is not None and balanced and 1.0 + tau * math.log(eps) < -1.0 / (sizes.size - 1):
+        return balanced_soft_supcon_simplex(sizes, tau=tau, eps=eps), "prototypes"
+    if tau < PROTOTYPES_TAU_MIN and not (eps is None and balanced):
+        return None, "not-computed-tau"
+    return supcon_prototypes(sizes, tau=tau, eps=eps), "prototypes"
+
+
+def balanced_soft_supcon_simplex(sizes: object, *, tau: float, eps: float):
+    r"""The optimal prototypes of Soft SupCon with equal class sizes past :math:`\tau^*`: the
+    centred regular simplex.
+
+    The prototype objective :math:`F` (:mod:`dgp.prototypes`) is convex on the elliptope and,
+    with equal sizes, invariant under permutations of the classes, so the average of the
+    permuted copies of a minimiser is an equiangular minimiser,
+    :math:`G = (1-\rho)I + \rho 11^\top`, :math:`\rho \in [-1/(K-1), 1]`. Along that line
+    :math:`F(\rho)` is convex, and :math:`F \ge \sum_i H(p_i)` (Gibbs) with equality at
+    :math:`\rho_0 = 1 + \tau\log\varepsilon`, so :math:`\rho_0` is its minimiser over all
+    real :math:`\rho`. Past :math:`\tau^*`, :math:`\rho_0 < -1/(K-1)`: :math:`F` increases on
+    the feasible segment and its minimum is the simplex :math:`\rho = -1/(K-1)`. Tested
+    against the certified solver of :func:`dgp.supcon_prototypes`.
+
+    Returns
+    -------
+    dgp.prototypes.Prototypes
+        ``method="closed-form"``.
+
+    Raises
+    ------
+    ValueError
+        If the sizes are not equal or :math:`\tau \le \tau^*`.
+    """
+    from dgp.prototypes import supcon_prototypes
+
+    n = check_sizes(sizes)
+    tau = check_positive(tau, "tau")
+    eps = check_unit_interval(eps, "eps")
+    K = n.size
+    if not (n == n[0]).all():
+        raise ParameterError("sizes", f"must be equal for the closed form, got {n.tolist()}")
+    if 1.0 + tau * math.log(eps) >= -1.0 / (K - 1):
+        raise ParameterError("tau", f"= {tau:g} is not above tau* = "
+                             f"{K / ((K - 1) * -math.log(eps)):.6g}, where the optimum attains "
+                             "the bound (use dgp.supcon_prototypes)")
+    return supcon_prototypes(n, tau=tau, eps=eps)  # the same closed form, method "auto"
+
+
+# ----------------------------------------------------------------------------------------------
+# closed-form boundaries
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Boundary:
+    r"""A closed-form phase boundary drawn over a map and checked against its cells.
+
+    The bound is attainable on one side only: :math:`\tau < \tau_c` (with enough dimensions)
+    attains it, :math:`\tau > \tau_c` does not. ``tau_c`` depends on the other parameters.
+
+    Attributes
+    ----------
+    name : str
+        ``"tau*"`` (Soft SupCon), ``"tau R^2 = sigma^2"`` (y-Aware), ``"tau R^2 = tau_y"``
+        (X-CLR).
+    formula : str
+        The closed form, with its constants.
+    constants : dict
+        ``K`` (Soft SupCon); ``R`` (sphere radius) and ``m`` (affine dimension) otherwise.
+    dim_needed : int
+        Dimension needed below the boundary (``K``, or ``m + 1``).
+    n : int
+        Number of samples (y-Aware and X-CLR: the closed form needs :math:`N \ge d + m + 3`).
+    agree : int
+        Cells whose verdict agrees with the closed form.
+    disagree : int
+        Cells whose verdict disagrees with it.
+    skipped : int
+        Cells not predicted (within ``1e-9`` relative of the boundary, or outside the theorem's
+        hypotheses).
+    mismatches : tuple of dict
+        The first disagreeing cells (parameters, verdict, prediction).
+    """
+
+    name: str
+    formula: str
+    constants: dict[str, float]
+    dim_needed: int
+    n: int
+    agree: int = 0
+    disagree: int = 0
+    skipped: int = 0
+    mismatches: tuple[dict[str, Any], ...] = ()
+
+    def tau_c(self, params: Mapping[str, float]) -> float:
+        """The critical temperature at the other parameters of a cell."""
+        if self.name == "tau*":
+            K = self.constants["K"]
+            return K / ((K - 1.0) * -math.log(params["eps"]))
+        R2 = self.constants["R"] ** 2
+        width2 = params["sigma"] ** 2 if "sigma" in params else params["label_tau"]
+        return width2 / R2
+
+    def other_c(self, tau: float) -> tuple[str, float]:
+        """The critical value of the objective's parameter at temperature ``tau``."""
+        if self.name == "tau*":
+            K = self.constants["K"]
+            return "eps", math.exp(-K / ((K - 1.0) * tau))
+        R = self.constants["R"]
+        if self.name.endswith("sigma^2"):
+            return "sigma", R * math.sqrt(tau)
+        return "label_tau", tau * R * R
+
+    def predicts(self, params: Mapping[str, float]) -> bool | None:
+        """Whether the closed form says the bound is attainable at a cell (``None``: no
+        prediction, on the boundary or outside the hypotheses)."""
+        if self.name != "tau*" and self.n < params["dim"] + self.constants["m"] + 3:
+            return None
+        ratio = params["tau"] / self.tau_c(params)
+        if abs(ratio - 1.0) <= 1e-9:
+            return None
+        if ratio > 1.0:
+            return False
+        return params["dim"] >= self.dim_needed
+
+    def checked(self, cells: Sequence[Mapping[str, Any]]) -> Boundary:
+        """This boundary with its agreement counted over ``cells``."""
+        agree = disagree = skipped = 0
+        bad: list[dict[str, Any]] = []
+        for cell in cells:
+            pred = self.predicts(cell)
+            if pred is None:
+                skipped += 1
+                continue
+            got = cell["verdict"] != "inconsistent"
+            if got == pred:
+                agree += 1
+            else:
+                disagree += 1
+                if len(bad) < 10:
+                    bad.append({k: cell[k] for k in (*GRID_PARAMETERS, "verdict") if k in cell}
+                               | {"predicted_attainable": pred})
+        return replace(self, agree=agree, disagree=disagree, skipped=skipped,
+                       mismatches=tuple(bad))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields."""
+        return {
+            "name": self.name, "formula": self.formula, "constants": dict(self.constants),
+            "dim_needed": self.dim_needed,
+            "check": {"agree": self.agree, "disagree": self.disagree, "skipped": self.skipped,
+                      "mismatches": list(self.mismatches)},
+        }
+
+
+def closed_form_boundary(problem: Problem, fixed: Mapping[str, Any],
+              first: Mapping[str, Any]) -> Boundary | None:
+    """The closed-form boundary of the problem, when one exists and its hypotheses hold."""
+    rec = problem.rec
+    if rec is None or problem.similarity != "cosine":
+        return None
+    if rec.name == "soft-supcon":
+        K = problem.classes if problem.labels is None else int(problem.labels.sizes.size)
+        if problem.labels is not None and problem.labels.sizes.min() < 2:
+            return None  # tau* assumes every class has a positive pair
+        n = 0 if problem.labels is None else problem.labels.n
+        return Boundary("tau*", f"tau* = K / ((K - 1)(-log eps)), K = {K}: the target is the "
+                        "centred regular simplex at tau*, realizable in dim >= K below it, "
+                        "inconsistent above it", {"K": K}, K, n)
+    if rec.name not in ("y-aware", "x-clr"):
+        return None
+    from dgp.objectives.conditions import gaussian_explanation
+
+    lab = problem.labels
+    assert lab is not None
+    points = rec.kernel(lab, problem.object_params({**fixed, **first})).points
+    ex = gaussian_explanation(points, width2=1.0, tau=1.0, dim=1, similarity="cosine",
+                              rtol=4.0 * float(np.finfo(float).eps), objective=rec.name)
+    if not ex.details.get("on_sphere"):
+        return None
+    R = float(ex.details["sphere"]["radius"])
+    m = int(ex.details["affine_dim"])
+    what = "sigma^2" if rec.name == "y-aware" else "tau_y"
+    return Boundary(f"tau R^2 = {what}", f"tau R^2 = {what}, R = {R:.6g} (labels on a sphere in "
+                    f"an affine hull of dimension m = {m}): realizable in dim >= m + 1 = {m + 1} "
+                    f"below, inconsistent above (N >= dim + m + 3)", {"R": R, "m": m}, m + 1,
+                    lab.n)
+
+

@@ -1,0 +1,361 @@
+"""Loss floors: the optimal, collapsed and random-embedding losses of a batch."""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dgp.design._common import (
+    CONVENTIONS,
+    EXCESS_SOURCES,
+    GENERAL_OPTIMUM_MAX_N,
+    SUPCONTRAST_BASE_TEMPERATURE,
+    Problem,
+    cell_prototypes,
+    fixed_parameters,
+    make_problem,
+    needed_parameters,
+    optimum_takes_dim,
+    prototype_rank,
+)
+from dgp.engine.tolerance import DEFAULT_RTOL
+from dgp.errors import (
+    check_choice,
+    check_dim,
+    check_int,
+    check_positive,
+)
+from dgp.result import Classification
+
+__all__ = [
+    "LossFloors",
+    "log_mgf_cosine",
+    "loss_floors",
+]
+
+# ----------------------------------------------------------------------------------------------
+# loss floors
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class LossFloors:
+    r"""Reference values of a w-InfoNCE loss for reading a training curve.
+
+    All values are in nats. ``*_sum`` values are summed over the :math:`N` anchors (dgp's
+    convention); :meth:`per_anchor` converts them:
+
+    * ``"pml"`` — pytorch-metric-learning's ``SupConLoss`` with its default reducer
+      (``AvgNonZeroReducer``): the mean over anchors that have a positive;
+    * ``"supcontrast"`` — the SupContrast reference ``SupConLoss``: the mean over all anchors
+      times :math:`\tau/\tau_{\text{base}}` (``base_temperature``, 0.07 by default);
+    * ``"sum"`` — unchanged.
+
+    Attributes
+    ----------
+    objective : str
+    n : int
+        Number of anchors (rows of the batch's similarity matrix: with several views per
+        sample, every view is an anchor).
+    anchors_with_positives : int
+        Anchors with a positive weight on some other sample.
+    tau : float
+    dim : int or None
+        Embedding dimension (``None``: free dimension).
+    base_temperature : float
+    entropic_bound : float or None
+        :math:`\sum_i H(p_i)`, the floor when it is attained.
+    optimal_sum : float or None
+        :math:`\min_Z L(Z)` (in :math:`\mathbb R^{d}` when ``dim`` is given); ``None`` when
+        not computed (``optimal_source`` says why).
+    optimal_source : str
+        How it was obtained.
+    collapsed_sum : float
+        The loss with every embedding at one point: :math:`q_{ij} = 1/(N-1)`, so each anchor
+        costs :math:`\log(N-1)` whatever its weights.
+    random_sum : float or None
+        The expected loss of embeddings drawn independently and uniformly on the unit sphere of
+        :math:`\mathbb R^d` (needs ``dim``), by Monte Carlo. Given the anchor,
+        :math:`u_k = \langle z_i, z_k\rangle` are independent with density
+        :math:`\propto (1-u^2)^{(d-3)/2}` and :math:`\mathbb E s_{ij} = 0`, so each anchor costs
+        :math:`\mathbb E\log\sum_{k=1}^{N-1} e^{u_k/\tau}`, whatever its weights.
+    random_stderr : float or None
+        Standard error of ``random_sum``.
+    random_interval : tuple of float or None
+        Exact bounds on ``random_sum`` (Jensen): :math:`N\log(N-1) \le \cdot \le
+        N[\log(N-1) + \log M_d(1/\tau)]`, :math:`M_d(\kappa) = \Gamma(d/2)(2/\kappa)^{d/2-1}
+        I_{d/2-1}(\kappa)` the moment generating function of :math:`u`.
+    random_samples : int
+        Monte Carlo replicates.
+    seed : int
+    """
+
+    objective: str
+    n: int
+    anchors_with_positives: int
+    tau: float
+    dim: int | None
+    base_temperature: float
+    entropic_bound: float | None
+    optimal_sum: float | None
+    optimal_source: str
+    collapsed_sum: float
+    random_sum: float | None
+    random_stderr: float | None
+    random_interval: tuple[float, float] | None
+    random_samples: int
+    seed: int
+
+    def per_anchor(self, convention: str) -> dict[str, float | None]:
+        """``optimal``, ``collapsed``, ``random`` (and ``entropic_bound``) in a convention.
+
+        Raises
+        ------
+        ValueError
+            If ``convention`` is not one of :data:`CONVENTIONS`.
+        """
+        check_choice(convention, CONVENTIONS, "convention")
+        if convention == "sum":
+            scale = 1.0
+        elif convention == "pml":
+            scale = 1.0 / self.anchors_with_positives
+        else:
+            scale = (self.tau / self.base_temperature) / self.n
+
+        def conv(x: float | None) -> float | None:
+            return None if x is None else x * scale
+
+        return {"optimal": conv(self.optimal_sum), "collapsed": conv(self.collapsed_sum),
+                "random": conv(self.random_sum), "entropic_bound": conv(self.entropic_bound)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields, every convention included."""
+        from dgp.engine.certificates import plain
+
+        return plain({
+            "objective": self.objective, "n": self.n,
+            "anchors_with_positives": self.anchors_with_positives, "tau": self.tau,
+            "dim": self.dim, "base_temperature": self.base_temperature,
+            "optimal_source": self.optimal_source,
+            "conventions": {c: self.per_anchor(c) for c in CONVENTIONS},
+            "random_stderr": self.random_stderr,
+            "random_interval": None if self.random_interval is None else list(
+                self.random_interval),
+            "random_samples": self.random_samples, "seed": self.seed,
+        })
+
+    def _table(self) -> list[list[str]]:
+        conv = {c: self.per_anchor(c) for c in CONVENTIONS}
+        rows = []
+        for key, label in (("optimal", "optimal (floor)"), ("collapsed", "collapsed (1 point)"),
+                           ("random", "random (uniform)")):
+            rows.append([label, *("n/a" if conv[c][key] is None else f"{conv[c][key]:.6g}"
+                                  for c in CONVENTIONS)])
+        return rows
+
+    def __str__(self) -> str:
+        from textwrap import wrap
+
+        head = [f"loss floors of {self.objective}: N = {self.n} anchors, tau = {self.tau:g}, "
+                + ("free dimension" if self.dim is None else f"dim = {self.dim}")]
+        cols = ["", "sum (nats)", "pml / anchor", f"SupContrast (base {self.base_temperature:g})"]
+        rows = self._table()
+        widths = [max(len(r[k]) for r in [cols, *rows]) for k in range(4)]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+        lines = [*head, "", fmt.format(*cols), fmt.format(*("-" * w for w in widths))]
+        lines += [fmt.format(*r) for r in rows]
+        lines += ["", *wrap("optimal: " + self.optimal_source, 80)]
+        if self.random_sum is None:
+            lines.append("random: needs dim (embeddings uniform on the unit sphere of R^dim)")
+        else:
+            lo, hi = self.random_interval
+            lines += wrap(f"random: Monte Carlo over {self.random_samples} draws (seed "
+                          f"{self.seed}), standard error {self.random_stderr:.2g}; exact bounds "
+                          f"[{lo:.6g}, {hi:.6g}] summed", 80)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        cols = ["", "sum (nats)", "pml / anchor", f"SupContrast (base {self.base_temperature:g})"]
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>"
+                       for r in self._table())
+        return (f"<p>{html.escape(str(self).splitlines()[0])}</p><table><tr>{head}</tr>{body}"
+                f"</table>")
+
+
+def log_mgf_cosine(kappa: float, d: int) -> float:
+    r""":math:`\log \mathbb E[e^{\kappa u}]` for :math:`u` the cosine between two independent
+    uniform directions of :math:`\mathbb R^d`: :math:`\log[\Gamma(d/2)(2/\kappa)^{\nu}
+    I_\nu(\kappa)]`, :math:`\nu = d/2 - 1`, in log space (scaled Bessel function, or its series
+    when that underflows).
+
+    >>> round(log_mgf_cosine(2.0, 1), 12) == round(math.log(math.cosh(2.0)), 12)
+    True
+    >>> round(log_mgf_cosine(2.0, 3), 12) == round(math.log(math.sinh(2.0) / 2.0), 12)
+    True
+    """
+    from scipy.special import gammaln, ive, logsumexp
+
+    nu = d / 2.0 - 1.0
+    if d == 1:
+        return kappa + math.log1p(math.exp(-2.0 * kappa)) - math.log(2.0)
+    v = float(ive(nu, kappa))
+    if v > 0.0 and math.isfinite(v):
+        return float(gammaln(d / 2.0)) + nu * math.log(2.0 / kappa) + math.log(v) + kappa
+    # series 0F1(; d/2; kappa^2/4) = sum_k (kappa^2/4)^k / ((d/2)_k k!)
+    a = kappa * kappa / 4.0
+    kmax = int(8.0 * math.sqrt(a) + 60)
+    k = np.arange(kmax)
+    terms = k * math.log(a) - gammaln(k + 1.0) - (gammaln(d / 2.0 + k) - gammaln(d / 2.0))
+    return float(logsumexp(terms))
+
+
+def _random_loss(n: int, tau: float, d: int, samples: int, seed: int) -> tuple[float, float]:
+    """Monte Carlo mean and standard error of :math:`\\log\\sum_{k=1}^{n-1} e^{u_k/\\tau}`."""
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(seed)
+    vals = np.empty(samples)
+    block = max(1, int(2_000_000 // max(1, n - 1)))
+    for s in range(0, samples, block):
+        m = min(block, samples - s)
+        if d == 1:
+            u = rng.choice([-1.0, 1.0], size=(m, n - 1))
+        else:
+            u = 2.0 * rng.beta((d - 1) / 2.0, (d - 1) / 2.0, size=(m, n - 1)) - 1.0
+        vals[s:s + m] = logsumexp(u / tau, axis=1)
+    se = float(vals.std(ddof=1) / math.sqrt(samples)) if samples > 1 else float("nan")
+    return float(vals.mean()), se
+
+
+def loss_floors(
+    objective: str | None = None,
+    labels: object = None,
+    *,
+    tau: float,
+    W: object = None,
+    sizes: object = None,
+    dim: int | None = None,
+    eps: float | None = None,
+    sigma: float | None = None,
+    label_tau: float | None = None,
+    similarity: str | None = None,
+    base_temperature: float = SUPCONTRAST_BASE_TEMPERATURE,
+    samples: int | None = None,
+    seed: int = 0,
+    rtol: float = DEFAULT_RTOL,
+) -> LossFloors:
+    r"""The optimal, collapsed and random-embedding losses of an objective on a batch.
+
+    A training curve of a w-InfoNCE loss
+
+    .. math:: L(Z) = \sum_i \sum_{j\ne i} p_{ij}\Big(-s_{ij} + \log\sum_{k\ne i} e^{s_{ik}}\Big)
+
+    starts near the random value, can stall at the collapsed value :math:`N\log(N-1)` (every
+    embedding at one point) and cannot go below the optimum. The optimum is the entropic bound
+    when it is attained; else, for SupCon and Soft SupCon, the loss of the optimal class
+    prototypes (:func:`dgp.supcon_prototypes`, valid in ``dim`` when their rank fits); for other
+    cosine weightings, ``dgp.optimum.optimum`` once it accepts a dimension.
+
+    Parameters
+    ----------
+    objective, labels, W, sizes, eps, sigma, label_tau, similarity
+        As :func:`phase`. ``sizes`` count the rows of one batch's similarity matrix (with
+        ``n_views`` views per sample, each sample contributes ``n_views`` rows).
+    tau : float
+        Temperature.
+    dim : int, optional
+        Embedding dimension; ``None`` for the free-dimension optimum (no random value then).
+    base_temperature : float
+        SupContrast's ``base_temperature`` (its loss is scaled by ``tau / base_temperature``).
+    samples : int, optional
+        Monte Carlo replicates of the random embedding (default: about :math:`4\cdot10^6/N`,
+        between 50 and 4000).
+    seed : int
+        Seed of the Monte Carlo draws.
+    rtol : float
+        Relative tolerance of the classification.
+
+    Returns
+    -------
+    LossFloors
+
+    Raises
+    ------
+    ValueError
+        As :func:`phase`; ``base_temperature <= 0``; ``samples < 2``.
+    TypeError
+        If an argument has the wrong type.
+
+    Examples
+    --------
+    >>> f = loss_floors("supcon", sizes=[4, 4, 4], tau=0.1)
+    >>> round(f.per_anchor("pml")["optimal"], 6)     # log(3 + 8 e^{-15}): the simplex
+    1.098613
+    >>> round(f.per_anchor("pml")["collapsed"], 6)   # log(N - 1) = log 11
+    2.397895
+    """
+    problem = make_problem(objective, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol)
+    needed = tuple(p for p in needed_parameters(problem) if p != "dim")
+    given = {"tau": tau, "eps": eps, "sigma": sigma, "label_tau": label_tau}
+    fixed = fixed_parameters(problem, given, (), needed)
+    if dim is not None:
+        fixed["dim"] = check_dim(dim)
+    base = check_positive(base_temperature, "base_temperature")
+    seed = check_int(seed, "seed", minimum=0)
+    n = problem.weights.n if problem.weights is not None else problem.labels.n
+    if samples is None:
+        reps = int(min(4000, max(50, 4_000_000 // max(1, n - 1))))
+    else:
+        reps = check_int(samples, "samples", minimum=2)
+    t = fixed["tau"]
+    res = problem.classify({**fixed, "dim": fixed.get("dim", n)})
+    bound = res.entropic_bound
+    optimal, source = _optimal_loss(problem, fixed, res)
+    collapsed = n * math.log(n - 1.0)
+    random_sum = random_se = None
+    interval = None
+    if "dim" in fixed:
+        mean, se = _random_loss(n, t, fixed["dim"], reps, seed)
+        random_sum, random_se = n * mean, n * se
+        interval = (collapsed, n * (math.log(n - 1.0) + log_mgf_cosine(1.0 / t, fixed["dim"])))
+    return LossFloors(problem.name, n, n, t, fixed.get("dim"), base, bound, optimal, source,
+                      collapsed, random_sum, random_se, interval, reps, seed)
+
+
+def _optimal_loss(problem: Problem, fixed: dict, res: Classification) -> tuple[float | None,
+                                                                               str]:
+    where = "free dimension" if "dim" not in fixed else f"R^{fixed['dim']}"
+    if res.attainable:
+        if res.entropic_bound is None:
+            return None, "not computed: the entropic bound is attained but was not computed " \
+                "(N above the exact-sums limit)"
+        return res.entropic_bound, (f"the entropic bound sum_i H(p_i), attained in {where} "
+                                    f"({res.verdict})")
+    if problem.is_class:
+        protos, code = cell_prototypes(problem, {**fixed, "dim": fixed.get("dim", res.n)})
+        if protos is None:
+            return None, EXCESS_SOURCES[code]
+        r = prototype_rank(protos.gram)
+        if "dim" in fixed and r > fixed["dim"]:
+            return None, EXCESS_SOURCES["not-computed-dim"]
+        how = "closed form" if protos.kkt_residual is None else (
+            f"certified solver, KKT residual {protos.kkt_residual:.1e}")
+        return float(protos.loss), (f"the optimal class prototypes (dgp.supcon_prototypes, "
+                                    f"{how}; rank {r}), classes collapsed; the bound "
+                                    "is not attained")
+    if res.similarity != "cosine":
+        return None, EXCESS_SOURCES["not-computed-euclidean"]
+    if res.n > GENERAL_OPTIMUM_MAX_N:
+        return None, EXCESS_SOURCES["not-computed-size"]
+    if not optimum_takes_dim():
+        return None, EXCESS_SOURCES["not-computed-solver"]
+    from dgp.optimum import optimum
+
+    opt = optimum(problem.dense_weights(fixed), tau=fixed["tau"], dim=fixed.get("dim"))
+    return float(opt.loss), f"dgp.optimum.optimum in {where}"
+

@@ -1,0 +1,645 @@
+"""Inverse design questions by scan and bisection on the engine's verdicts, with certificates."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dgp.design._common import (
+    OBJECTIVE_PARAMETERS,
+    Problem,
+    check_value,
+    closed_form_boundary,
+    describe_input,
+    fixed_parameters,
+    make_problem,
+    needed_parameters,
+    prototype_rank,
+)
+from dgp.engine.tolerance import DEFAULT_RTOL
+from dgp.errors import (
+    ParameterError,
+    ParameterTypeError,
+    check_dim,
+    check_int,
+    check_positive,
+    check_unit_interval,
+    describe,
+)
+from dgp.result import Classification
+
+__all__ = [
+    "Recommendation",
+    "parse_want",
+    "recommend",
+]
+
+# ----------------------------------------------------------------------------------------------
+# recommend: inverse questions by scan and bisection, with certificates
+# ----------------------------------------------------------------------------------------------
+
+
+def parse_want(want: object) -> tuple[str, float | None]:
+    """Split ``want`` into the question and its threshold (``"minority-cosine<=0.2"``).
+
+    Raises
+    ------
+    ValueError
+        If ``want`` is not one of :data:`WANTS` (the threshold a number in ``[-1, 1]``).
+
+    >>> parse_want("minority-cosine<=0.25")
+    ('minority-cosine', 0.25)
+    """
+    choices = "realizable, simplex, minority-cosine<=X (X a cosine), min-dim"
+    if not isinstance(want, str):
+        raise ParameterError("want", f"must be one of {choices}; got {describe(want)}")
+    text = want.strip()
+    if text in ("realizable", "simplex", "min-dim"):
+        return text, None
+    head, sep, tail = text.partition("<=")
+    if head.strip() == "minority-cosine" and sep:
+        try:
+            x = float(tail)
+        except ValueError:
+            x = float("nan")
+        if not (-1.0 <= x <= 1.0):
+            raise ParameterError("want", f"minority-cosine<=X needs a cosine X in [-1, 1], got "
+                                 f"{tail.strip()!r}")
+        return "minority-cosine", x
+    raise ParameterError("want", f"must be one of {choices}; got {describe(want)}")
+
+
+@dataclass(frozen=True, eq=False)
+class Recommendation:
+    """The answer of :func:`recommend`, with its certificate.
+
+    Attributes
+    ----------
+    objective : str
+        The objective, or ``"weights"``.
+    want : str
+        The question, as asked.
+    parameter : str
+        The parameter found: ``"tau"``, ``"eps"`` or ``"dim"``.
+    value : float or int or None
+        Its value; ``None`` when none exists in the searched range (``reason`` says why).
+    reason : str
+        One sentence: the answer and why it holds.
+    certificate : dict
+        What to re-check: the verdicts (or cosines) on both sides of ``value`` (``bracket``),
+        the bracket's relative width, the scan, and the closed form where one exists.
+    given : dict
+        The fixed parameters of the question.
+    """
+
+    objective: str
+    want: str
+    parameter: str
+    value: float | int | None
+    reason: str
+    certificate: dict[str, Any]
+    given: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of ``dgp recommend --json``: ``objective``, ``want``, the parameter found
+        (e.g. ``"tau"``) with its value, ``certificate``, ``reason`` and ``given``."""
+        from dgp.engine.certificates import plain
+
+        return plain({"objective": self.objective, "want": self.want,
+                      self.parameter: self.value, "certificate": self.certificate,
+                      "reason": self.reason, "given": self.given})
+
+    def _rows(self) -> list[tuple[str, str]]:
+        shown = "none" if self.value is None else (
+            str(self.value) if isinstance(self.value, int) else f"{self.value:.12g}")
+        rows = [("want", self.want), ("objective", self.objective),
+                (self.parameter, shown), ("reason", self.reason)]
+        br = self.certificate.get("bracket")
+        if br:
+            for side in ("below", "above"):
+                if br.get(side):
+                    rows.append((side, _describe_point(br[side])))
+        cf = self.certificate.get("closed_form")
+        if cf:
+            rows.append(("closed form", f"{cf['formula']} = {cf['value']:.12g} (relative "
+                         f"difference {cf['relative_difference']:.1e})"))
+        return rows
+
+    def __str__(self) -> str:
+        import textwrap
+
+        rows = self._rows()
+        width = max(len(k) for k, _ in rows) + 2
+        lines = []
+        for key, value in rows:
+            wrapped = textwrap.wrap(value, width=max(40, 80 - width)) or [""]
+            lines.append(f"{key:<{width}}{wrapped[0]}")
+            lines += [" " * width + w for w in wrapped[1:]]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+            f"<td style='text-align:left'>{html.escape(v)}</td></tr>" for k, v in self._rows())
+        return f"<table>{body}</table>"
+
+
+def _describe_point(p: Mapping[str, Any]) -> str:
+    parts = [f"{k} = {p[k]:.12g}" if isinstance(p[k], float) else f"{k} = {p[k]}"
+             for k in ("tau", "eps", "dim") if k in p]
+    if "verdict" in p:
+        parts.append(p["verdict"] + (f" (rank {p['rank']})" if p.get("rank") is not None
+                                     else ""))
+        if p.get("near_threshold"):
+            parts.append("near threshold")
+    if "max_cosine" in p:
+        parts.append(f"largest minority cosine {p['max_cosine']:.10g}")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class _Axis:
+    """A searched parameter and the monotone coordinate the bisection works in."""
+
+    name: str
+    to_t: Callable[[float], float]
+    from_t: Callable[[float], float]
+
+
+_TAU_AXIS = _Axis("tau", math.log, math.exp)
+# eps in (0, 1) through u = -log eps: t = log u keeps tiny eps (1e-50) and eps near 1 resolved
+_EPS_AXIS = _Axis("eps", lambda e: math.log(-math.log(e)), lambda t: math.exp(-math.exp(t)))
+
+
+def _search(holds: Callable[[float], tuple[bool, dict]], axis: _Axis, lo: float, hi: float, *,
+            num: int, t_tol: float,
+            margin: Callable[[float], float | None] | None = None) -> dict[str, Any]:
+    """Scan ``t`` on ``[t(lo), t(hi)]``, take the first stretch where ``holds`` (from the low
+    end of ``t``), bisect its upper end to ``t_tol``.
+
+    Returns the last point that holds (``below``), the first that does not (``above``), the
+    stretches seen on the scan and the number of evaluations. With ``margin`` (a continuous
+    function, positive where ``holds``), the boundary is then located as the root of the
+    margin (:func:`_refine`): the bisection on verdicts stops at the edge of the engine's
+    tolerance band, the root does not."""
+    t0, t1 = sorted((axis.to_t(lo), axis.to_t(hi)))
+    ts = np.linspace(t0, t1, num)
+    flags, infos = [], []
+    for t in ts:
+        ok, info = holds(axis.from_t(float(t)))
+        flags.append(ok)
+        infos.append(info)
+    stretches = []
+    k = 0
+    while k < num:
+        if flags[k]:
+            j = k
+            while j + 1 < num and flags[j + 1]:
+                j += 1
+            stretches.append([axis.from_t(float(ts[k])), axis.from_t(float(ts[j]))])
+            k = j + 1
+        else:
+            k += 1
+    out: dict[str, Any] = {"scan": {"range": [lo, hi], "points": num,
+                                    "stretches_holding": stretches},
+                           "evaluations": num}
+    if not stretches:
+        out["status"] = "never"
+        return out
+    first = next(i for i, f in enumerate(flags) if f)
+    last = first
+    while last + 1 < num and flags[last + 1]:
+        last += 1
+    if last == num - 1:
+        out["status"] = "up-to-range-end"
+        out["below"] = infos[last]
+        return out
+    a, b = float(ts[last]), float(ts[last + 1])
+    info_a, info_b = infos[last], infos[last + 1]
+    steps = 0
+    while b - a > t_tol * max(1.0, abs(a)) and steps < 200:
+        mid = 0.5 * (a + b)
+        if mid in (a, b):
+            break
+        ok, info = holds(axis.from_t(mid))
+        steps += 1
+        if ok:
+            a, info_a = mid, info
+        else:
+            b, info_b = mid, info
+    out.update(status="found", below=info_a, above=info_b, bisection_steps=steps,
+               evaluations=num + steps, value=axis.from_t(a),
+               relative_width=abs(axis.from_t(b) - axis.from_t(a)) / abs(axis.from_t(a)))
+    if margin is not None:
+        root = _refine(margin, axis, a, b, float(ts[last]), float(ts[last + 1]))
+        if root is not None:
+            out["boundary"] = root
+            out["value"] = root["root"]
+            out["evaluations"] += root.pop("evaluations")
+    return out
+
+
+def _refine(margin: Callable[[float], float | None], axis: _Axis, a: float, b: float,
+            t_lo: float, t_hi: float) -> dict[str, Any] | None:
+    """The root of a continuous margin near the verdict flip ``[a, b]`` (in ``t``), searched
+    no further than the scan step ``[t_lo, t_hi]``; ``None`` when it does not change sign."""
+    from scipy.optimize import brentq
+
+    calls = 0
+
+    def m(t: float) -> float:
+        nonlocal calls
+        calls += 1
+        v = margin(axis.from_t(t))
+        return float("nan") if v is None else v
+
+    width = max(b - a, 1e-15 * max(1.0, abs(a)))
+    lo, hi = a, b
+    m_lo, m_hi = m(lo), m(hi)
+    while not m_lo > 0 and lo > t_lo:  # the tolerance band may reach past the root
+        lo, width = max(t_lo, lo - width), 4.0 * width
+        m_lo = m(lo)
+    width = max(b - a, 1e-15 * max(1.0, abs(b)))
+    while not m_hi < 0 and hi < t_hi:
+        hi, width = min(t_hi, hi + width), 4.0 * width
+        m_hi = m(hi)
+    if not (m_lo > 0 > m_hi):
+        return None
+    t = brentq(m, lo, hi, xtol=1e-16 * max(1.0, abs(lo)), rtol=4 * np.finfo(float).eps,
+               maxiter=200)
+    return {"quantity": "max over c of the smallest eigenvalue of G(c) (continuous, zero at "
+            "the boundary)", "root": axis.from_t(t), "margin_below": m_lo,
+            "margin_above": m_hi, "evaluations": calls,
+            "at": [axis.from_t(lo), axis.from_t(hi)]}
+
+
+def _psd_margin(res: Classification) -> float | None:
+    """The continuous margin of a cosine verdict: the largest smallest eigenvalue of the target
+    family, when the certificate reports it."""
+    value = res.to_dict()["certificate"].get("max_min_eigenvalue")
+    return None if value is None else float(value)
+
+
+def _point(res: Classification, **params: Any) -> dict[str, Any]:
+    return {**params, "verdict": res.verdict, "rank": res.rank,
+            "near_threshold": res.near_threshold, "min_dim": res.min_dim}
+
+
+def _check_range(search: object, default: tuple[float, float], name: str) -> tuple[float, float]:
+    if search is None:
+        return default
+    if not isinstance(search, Sequence) or len(search) != 2:
+        raise ParameterError("search", f"must be a pair (lo, hi) of {name} values, got "
+                             f"{describe(search)}")
+    lo, hi = (check_value(name, v, "search") for v in search)
+    if not lo < hi:
+        raise ParameterError("search", f"must have lo < hi, got {describe(search)}")
+    return float(lo), float(hi)
+
+
+def recommend(
+    objective: str | None = None,
+    labels: object = None,
+    *,
+    want: str,
+    W: object = None,
+    sizes: object = None,
+    tau: float | None = None,
+    dim: int | None = None,
+    eps: float | None = None,
+    sigma: float | None = None,
+    label_tau: float | None = None,
+    similarity: str | None = None,
+    minority: Sequence[int] | None = None,
+    search: tuple[float, float] | None = None,
+    points: int = 61,
+    rtol: float = DEFAULT_RTOL,
+) -> Recommendation:
+    r"""Answer an inverse design question, with a certificate.
+
+    ``want`` is one of:
+
+    * ``"realizable"`` — the largest :math:`\tau` at which the weighting stays realizable in
+      :math:`\mathbb R^{d}` (``dim`` given): the upper end of the first stretch of realizable
+      temperatures found by a geometric scan of ``search`` (default ``1e-4 .. 1e4``), bisected
+      on the engine's verdict to a relative width of :math:`10^{-13}`;
+    * ``"simplex"`` — Soft SupCon: the :math:`\tau` (``eps`` given) or the :math:`\varepsilon`
+      (``tau`` given) at which the target is the centred regular simplex, i.e. the largest
+      :math:`\tau` (smallest :math:`\varepsilon`) at which the bound is attained in :math:`K`
+      dimensions; the closed form :math:`\tau^* = K/((K-1)(-\log\varepsilon))` is reported
+      beside it;
+    * ``"minority-cosine<=X"`` — SupCon / Soft SupCon: the largest :math:`\tau` such that every
+      pair of minority classes keeps its optimal prototype cosine :math:`\le X` (the upper end
+      of the first stretch from small :math:`\tau`; default ``search`` ``0.01 .. 10``);
+      ``minority`` lists the minority classes (codes ``0..K-1`` in sorted label order;
+      default: every class smaller than the largest);
+    * ``"min-dim"`` — the smallest :math:`d` in which the bound is attained (``tau`` given).
+
+    Parameters
+    ----------
+    objective, labels, W, sizes, tau, dim, eps, sigma, label_tau, similarity
+        As :func:`phase` (the parameter searched for is not given).
+    want : str
+        The question (above).
+    minority : sequence of int, optional
+        ``minority-cosine``: the minority classes.
+    search : (float, float), optional
+        The range scanned for the parameter.
+    points : int
+        Number of scan points (geometric in :math:`\tau`; in :math:`\log(-\log\varepsilon)`).
+        A stretch narrower than one scan step can be missed.
+    rtol : float
+        Relative tolerance of every classification.
+
+    Returns
+    -------
+    Recommendation
+        ``value`` is the last scanned/bisected value that satisfies the request; the
+        certificate's ``bracket`` holds the verdicts (or cosines) at it (``below``) and at the
+        first value past it that does not (``above``).
+
+    Raises
+    ------
+    ValueError
+        If ``want`` is unknown, the objective does not fit the question (``simplex`` needs
+        soft-supcon, ``minority-cosine`` a class objective with at least two minority
+        classes), the parameter searched for is also given, a needed one is missing, or an
+        argument is invalid.
+    TypeError
+        If an argument has the wrong type.
+
+    Examples
+    --------
+    >>> r = recommend("soft-supcon", sizes=[5, 5, 5], eps=0.1, want="simplex")
+    >>> r.parameter, round(r.value, 10), r.certificate["bracket"]["above"]["verdict"]
+    ('tau', 0.6514417229, 'inconsistent')
+    """
+    question, threshold = parse_want(want)
+    problem = make_problem(objective, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol)
+    pts = check_int(points, "points", minimum=5, maximum=10_000)
+    given = {"tau": tau, "dim": dim, "eps": eps, "sigma": sigma, "label_tau": label_tau}
+    name = problem.name
+    if question == "simplex":
+        if name != "soft-supcon" or problem.similarity != "cosine":
+            raise ParameterError("want", f"'simplex' asks when Soft SupCon's target is the centred "
+                                 f"regular simplex; it applies to objective 'soft-supcon' with "
+                                 f"the cosine similarity, not {describe_input(problem)}")
+        if (tau is None) == (eps is None):
+            raise ParameterError("eps", "or tau: give exactly one for want='simplex' (the other is "
+                                 "found)")
+        if dim is not None:
+            raise ParameterError("dim", "does not apply to want='simplex' (the simplex lives in "
+                                 "K - 1 dimensions; it is searched for in K)")
+        return _recommend_simplex(problem, tau, eps, search, pts)
+    if question == "min-dim":
+        if dim is not None:
+            raise ParameterError("dim", "is what want='min-dim' finds; do not give it")
+        fixed = fixed_parameters(problem, given, ("dim",), needed_parameters(problem))
+        return _recommend_min_dim(problem, fixed)
+    if question == "realizable":
+        if tau is not None:
+            raise ParameterError("tau", "is what want='realizable' finds; do not give it")
+        fixed = fixed_parameters(problem, given, ("tau",), needed_parameters(problem))
+        return _recommend_realizable(problem, fixed, _check_range(search, (1e-4, 1e4), "tau"),
+                                     pts, want)
+    if not problem.is_class:
+        raise ParameterError("want", f"'minority-cosine' compares class prototypes; it applies to "
+                             f"supcon and soft-supcon, not {describe_input(problem)}")
+    if tau is not None:
+        raise ParameterError("tau", "is what want='minority-cosine<=X' finds; do not give it")
+    fixed = fixed_parameters(problem, {k: v for k, v in given.items() if k != "dim"},
+                             ("tau", "dim"), needed_parameters(problem))
+    if dim is not None:
+        fixed["dim"] = check_dim(dim)
+    assert threshold is not None
+    return _recommend_minority(problem, fixed, threshold, minority,
+                               _check_range(search, (0.01, 10.0), "tau"), pts, want)
+
+
+def _recommend_realizable(problem: Problem, fixed: dict, rng: tuple[float, float], pts: int,
+                          want: str) -> Recommendation:
+    def holds(t: float) -> tuple[bool, dict]:
+        res = problem.classify({**fixed, "tau": t})
+        return res.verdict == "realizable", _point(res, tau=t, dim=fixed["dim"])
+
+    def margin(t: float) -> float | None:
+        return _psd_margin(problem.classify({**fixed, "tau": t}))
+
+    out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=1e-13,
+                  margin=margin if problem.similarity == "cosine" else None)
+    value = out.pop("value", None)
+    d = fixed["dim"]
+    status = out["status"]
+    if status == "found":
+        reason = (f"realizable in dim = {d} up to tau = {value:.12g}; at tau = "
+                  f"{out['above']['tau']:.12g} (relative distance {out['relative_width']:.1e}) "
+                  f"it is {out['above']['verdict']}")
+    elif status == "up-to-range-end":
+        first = out["scan"]["stretches_holding"][0][0]
+        reason = (f"realizable in dim = {d} from tau = {first:.6g} up to the end of the search "
+                  f"range, tau = {rng[1]:g}: no largest tau inside it"
+                  + (" (the Euclidean verdict does not depend on tau)"
+                     if problem.similarity == "euclidean" else " (widen search)"))
+    else:
+        reason = (f"not realizable in dim = {d} at any of the {pts} scanned temperatures in "
+                  f"[{rng[0]:g}, {rng[1]:g}]")
+    cert = {"method": "geometric scan of tau, then bisection on the engine's verdict",
+            "bracket": {"below": out.pop("below", None), "above": out.pop("above", None)},
+            **out}
+    cf = _closed_form_realizable(problem, fixed)
+    if cf is not None and value is not None:
+        cf["relative_difference"] = abs(value - cf["value"]) / cf["value"]
+        cert["closed_form"] = cf
+    return Recommendation(problem.name, want, "tau", value, reason, cert, _given(fixed))
+
+
+def _closed_form_realizable(problem: Problem, fixed: dict) -> dict | None:
+    """The closed-form largest realizable tau, when the boundary's hypotheses hold."""
+    first = {k: fixed.get(k, 1.0) for k in OBJECTIVE_PARAMETERS if problem.rec and k in
+             problem.rec.params}
+    b = closed_form_boundary(problem, fixed, first)
+    if b is None or fixed["dim"] < b.dim_needed:
+        return None
+    if b.name != "tau*" and b.n < fixed["dim"] + b.constants["m"] + 3:
+        return None
+    formula = {"tau*": "tau* = K / ((K - 1)(-log eps))"}.get(
+        b.name, "tau = sigma^2 / R^2" if b.name.endswith("sigma^2") else "tau = tau_y / R^2")
+    return {"formula": formula, "value": b.tau_c(fixed), "constants": dict(b.constants)}
+
+
+def _given(fixed: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fixed.items() if v is not None}
+
+
+def _recommend_simplex(problem: Problem, tau, eps, search, pts) -> Recommendation:
+    assert problem.labels is not None
+    K = int(problem.labels.sizes.size)
+    singletons = bool(problem.labels.sizes.min() < 2)
+    if eps is not None:
+        e = check_unit_interval(eps, "eps")
+        rng = _check_range(search, (1e-4, 1e4), "tau")
+
+        def holds(t: float) -> tuple[bool, dict]:
+            res = problem.classify({"tau": t, "dim": K, "eps": e})
+            return res.attainable, _point(res, tau=t, dim=K)
+
+        def margin(t: float) -> float | None:
+            return _psd_margin(problem.classify({"tau": t, "dim": K, "eps": e}))
+
+        out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=1e-13, margin=margin)
+        parameter, given = "tau", {"eps": e}
+        cf_value = K / ((K - 1.0) * -math.log(e))
+        formula = "tau* = K / ((K - 1)(-log eps))"
+    else:
+        t = check_positive(tau, "tau")
+        rng = _check_range(search, (1e-300, 1.0 - 1e-12), "eps")
+
+        def holds(e: float) -> tuple[bool, dict]:
+            res = problem.classify({"tau": t, "dim": K, "eps": e})
+            return res.attainable, _point(res, eps=e, dim=K)
+
+        # realizable for eps >= eps*: in t = log(-log eps), the first stretch from small t
+        def margin(e: float) -> float | None:
+            return _psd_margin(problem.classify({"tau": t, "dim": K, "eps": e}))
+
+        out = _search(holds, _EPS_AXIS, *rng, num=pts, t_tol=1e-14, margin=margin)
+        parameter, given = "eps", {"tau": t}
+        cf_value = math.exp(-K / ((K - 1.0) * t))
+        formula = "eps* = exp(-K / ((K - 1) tau))"
+    value = out.pop("value", None)
+    cert: dict[str, Any] = {
+        "method": f"scan of {parameter}, then bisection on whether the bound is attained in dim "
+        f"K = {K} (up to the simplex it is, past it it is not)",
+        "bracket": {"below": out.pop("below", None), "above": out.pop("above", None)}, **out}
+    if value is not None:
+        at = problem.classify({**given, parameter: value, "dim": K - 1})
+        rho = 1.0 + (given.get("tau", value) * math.log(given.get("eps", value)))
+        cert["at_value"] = _point(at, **{parameter: value}, dim=K - 1) | {
+            "prototype_cosine": rho, "simplex_cosine": -1.0 / (K - 1)}
+        if not singletons:
+            cert["closed_form"] = {"formula": formula, "value": cf_value,
+                                   "relative_difference": abs(value - cf_value) / cf_value}
+        reason = (f"at {parameter} = {value:.12g} Soft SupCon's target is the centred regular "
+                  f"simplex (prototype cosine {rho:.12g} vs -1/(K-1) = {-1.0 / (K - 1):.12g}; "
+                  f"in dim = K - 1 = {K - 1} the verdict is {at.verdict}); past it, in dim = "
+                  f"K = {K}, the verdict is {cert['bracket']['above']['verdict']}")
+    else:
+        reason = (f"Soft SupCon's target is not the simplex anywhere in the searched range "
+                  f"({out['status']}); widen search")
+    return Recommendation(problem.name, "simplex", parameter, value, reason, cert, given)
+
+
+def _recommend_min_dim(problem: Problem, fixed: dict) -> Recommendation:
+    probe = problem.classify({**fixed, "dim": 1})
+    d = probe.min_dim
+    cert: dict[str, Any] = {"method": "the engine's min_dim, checked by the verdicts at "
+                            "min_dim - 1 and min_dim"}
+    if d is None:
+        reason = ("the bound is not attained in any dimension: " + probe.reason)
+        cert["bracket"] = {"below": None, "above": _point(probe, dim=1)}
+        return Recommendation(problem.name, "min-dim", "dim", None, reason, cert,
+                              _given(fixed))
+    at = problem.classify({**fixed, "dim": d})
+    below = problem.classify({**fixed, "dim": d - 1}) if d > 1 else None
+    cert["bracket"] = {"below": None if below is None else _point(below, dim=d - 1),
+                       "at": _point(at, dim=d)}
+    ok = at.attainable and (below is None or not below.attainable)
+    if not ok:  # the engine's min_dim disagrees with its own verdicts: dgp's failure
+        from dgp.errors import SolverError
+
+        raise SolverError(f"min_dim = {d} but the verdicts at dim = {d - 1} and {d} are "
+                          f"{None if below is None else below.verdict} and {at.verdict}")
+    reason = (f"the bound is attained in dim = {d} ({at.verdict}"
+              + (f", rank {at.rank}" if at.rank is not None else "") + ")"
+              + ("" if below is None else f" and not in dim = {d - 1} ({below.verdict})"))
+    return Recommendation(problem.name, "min-dim", "dim", int(d), reason, cert, _given(fixed))
+
+
+def _minority_classes(sizes: np.ndarray, minority: Sequence[int] | None) -> np.ndarray:
+    K = sizes.size
+    if minority is None:
+        idx = np.flatnonzero(sizes < sizes.max())
+        if idx.size < 2:
+            raise ParameterError("minority", f"defaults to the classes smaller than the largest, "
+                                 f"and sizes {sizes.tolist()} have {idx.size}; a minority pair "
+                                 "needs two: list the classes (codes 0..K-1)")
+        return idx
+    if isinstance(minority, str) or not isinstance(minority, Sequence):
+        raise ParameterTypeError("minority", f"must be a sequence of class codes, got "
+                                 f"{describe(minority)}")
+    idx = np.array([check_int(c, "minority", minimum=0, maximum=K - 1) for c in minority])
+    if np.unique(idx).size < 2:
+        raise ParameterError("minority", f"must list at least two distinct classes, got "
+                             f"{describe(list(minority))}")
+    return np.unique(idx)
+
+
+def _recommend_minority(problem: Problem, fixed: dict, x: float, minority, rng, pts,
+                        want: str) -> Recommendation:
+    from dgp.prototypes import supcon_prototypes
+
+    assert problem.labels is not None
+    sizes = problem.labels.sizes
+    if sizes.min() < 2:
+        raise ParameterError("labels", "have a singleton class, which has no prototype problem")
+    idx = _minority_classes(sizes, minority)
+    eps = fixed.get("eps") if problem.name == "soft-supcon" else None
+    dim = fixed.get("dim")
+    sub = np.ix_(idx, idx)
+
+    def holds(t: float) -> tuple[bool, dict]:
+        p = supcon_prototypes(sizes, tau=t, eps=eps)
+        M = p.gram[sub].copy()
+        np.fill_diagonal(M, -np.inf)
+        a, b = np.unravel_index(int(np.argmax(M)), M.shape)
+        info = {"tau": t, "max_cosine": float(M[a, b]), "pair": [int(idx[a]), int(idx[b])],
+                "method": p.method, "kkt_residual": p.kkt_residual,
+                "rank": prototype_rank(p.gram)}
+        return float(M[a, b]) <= x, info
+
+    out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=1e-11)
+    value = out.pop("value", None)
+    cert: dict[str, Any] = {
+        "method": "geometric scan of tau, then bisection on the largest optimal prototype "
+        "cosine among minority pairs (dgp.supcon_prototypes, certified by its KKT residual)",
+        "minority": idx.tolist(), "threshold": x,
+        "bracket": {"below": out.pop("below", None), "above": out.pop("above", None)}, **out}
+    if out["status"] == "found":
+        b = cert["bracket"]
+        reason = (f"every minority pair keeps its prototype cosine <= {x:g} up to tau = "
+                  f"{value:.10g} (largest {b['below']['max_cosine']:.10g}); at tau = "
+                  f"{b['above']['tau']:.10g} classes {b['above']['pair']} reach "
+                  f"{b['above']['max_cosine']:.10g}")
+        if dim is not None and b["below"]["rank"] > dim:
+            reason += (f"; caution: these prototypes have rank {b['below']['rank']} > dim = "
+                       f"{dim}, so they are the free-dimension optimum, not the one in R^dim")
+    elif out["status"] == "up-to-range-end":
+        reason = (f"the minority cosines stay <= {x:g} up to the end of the search range, tau = "
+                  f"{rng[1]:g} (widen search)")
+    else:
+        reason = (f"the largest minority cosine exceeds {x:g} at every scanned tau in "
+                  f"[{rng[0]:g}, {rng[1]:g}] (SupCon's small-tau limit is the simplex, cosine "
+                  f"{-1.0 / (sizes.size - 1):.6g})")
+    if problem.name == "supcon" and value is not None:
+        cert["first_order"] = _first_order_tau(sizes, idx, x)
+    return Recommendation(problem.name, want, "tau", value, reason, cert, _given(fixed))
+
+
+def _first_order_tau(sizes: np.ndarray, idx: np.ndarray, x: float) -> dict[str, Any]:
+    r"""The small-:math:`\tau` estimate from :func:`dgp.prototypes.first_order_gram` (linear in
+    :math:`\tau`): where its largest minority cosine reaches ``x``."""
+    from dgp.prototypes import first_order_gram
+
+    G1 = first_order_gram(sizes, tau=1.0)  # G(tau) = S + tau (G1 - S)
+    K = sizes.size
+    S = -1.0 / (K - 1)
+    slope = (G1 - S)[np.ix_(idx, idx)][~np.eye(idx.size, dtype=bool)].max()
+    value = (x - S) / slope if slope > 0 else None
+    return {"statement": "first-order small-tau prototypes (error O(tau^2))", "tau": value}
+
+

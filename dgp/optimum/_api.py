@@ -1,0 +1,492 @@
+r"""``optimum``: the true minimiser of a cosine w-InfoNCE, free or in dimension ``d``, full batch
+or for mini-batches; ``loss_floor`` and ``block_loss_floor``: the certified loss floor in
+dimension ``d``.
+
+With cosine similarity :math:`s_{ij} = G_{ij}/\tau` the loss summed over anchors,
+
+.. math::
+
+    L(G) = \sum_i \Big[-\sum_{j \ne i} p_{ij}\,\frac{G_{ij}}{\tau}
+        + \log\sum_{k \ne i} e^{G_{ik}/\tau}\Big],
+
+is convex in :math:`G` (log-sum-exp of linear maps), so
+:math:`\min L(G)` s.t. :math:`G \succeq 0`, :math:`\operatorname{diag} G = 1` is a convex
+program; a minimiser of rank ``r`` is optimal in every dimension ``d >= r``. Samples with
+identical rows and columns of ``W`` (twins) are first merged into classes with multiplicities
+(:mod:`dgp.optimum._structure`), and the quotient is solved by the certified log-space solver of
+:mod:`dgp.prototypes`; the collapse of every class, the rank (strict complementarity) and the
+uniqueness of the ``N x N`` minimiser are certified from the solution
+(:mod:`dgp.prototypes._lift`), never from a solver status or a face width. In a fixed dimension
+the problem is solved by Burer–Monteiro at rank ``d`` (:mod:`dgp.optimum._rank`).
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from dgp.errors import (
+    ParameterError,
+    SolverError,
+    check_choice,
+    check_dim,
+    check_positive,
+    check_sizes,
+    check_unit_interval,
+    check_weights,
+)
+from dgp.optimum._batch import batch_prediction
+from dgp.optimum._rank import rank_d_solve, spectral_start, truncate
+from dgp.optimum._result import LossFloor, Optimum
+from dgp.optimum._structure import Quotient, quotient, trivial_quotient
+from dgp.prototypes import (
+    NO_POSITIVE,
+    REDUCTIONS,
+    BatchSpec,
+    RowProblem,
+    batch_rows,
+    block_problem,
+    check_batch,
+    check_time,
+    compositions,
+    equiangular_gram,
+    frank_wolfe_bound,
+    lift_certificate,
+    row_certificate,
+    single_threaded,
+    solve_rows,
+)
+from dgp.prototypes._batch import row_budget_samples
+from dgp.resources import check_memory
+
+__all__ = ["FREE_MAX_K", "block_loss_floor", "loss_floor", "optimum"]
+
+#: largest number of (twin) classes whose free-dimension optimum is computed (K^3 per iteration)
+FREE_MAX_K = 500
+#: in a fixed dimension, the free optimum is also computed (as a start and a lower bound) up to
+FREE_START_MAX_K = 200
+#: dual residual below which a point counts as globally optimal
+GLOBAL_TOL = 1e-8
+
+
+@dataclass(frozen=True, eq=False)
+class _Solved:
+    prob: RowProblem
+    gram: np.ndarray
+    certificate: object
+    stop_reason: str
+    starts: int
+
+
+def _guard(K: int, N: int, dim: int | None, rows: int) -> None:
+    if dim is None:
+        if K > FREE_MAX_K:
+            raise ParameterError(
+                "W",
+                f"has {K} distinct samples (twin classes), above the {FREE_MAX_K} whose "
+                "free-dimension optimum dgp computes (its cost grows as K^3 per iteration); ask "
+                "for the optimum in a fixed dimension instead (dim=D, CLI --dim D: O(K^2 D) per "
+                "iteration), or use a weighting with class structure",
+            )
+        check_memory(24 * 8.0 * K * K + 6 * 8.0 * rows * K,
+                     what=f"the free-dimension optimum of {K} classes",
+                     hint="give dim=D (CLI --dim D) or a smaller N")
+        check_time(1500 * 4.0 * K**3, what=f"the free-dimension optimum of {K} classes",
+                   instead="give dim=D (CLI --dim D) or a smaller N", param="W")
+    else:
+        check_memory(10 * 8.0 * K * K + 8 * 8.0 * rows * K,
+                     what=f"the rank-{dim} optimum of {K} classes",
+                     hint="use a smaller N or a weighting with class structure")
+        check_time(20 * 500 * 8.0 * rows * K * (dim + 4),
+                   what=f"the rank-{dim} optimum of {K} classes",
+                   instead="use a smaller N, fewer starts or a weighting with class structure",
+                   param="W")
+
+
+def _free(prob: RowProblem, starts: list[np.ndarray], tol: float) -> _Solved:
+    res = solve_rows(prob, starts=starts, tol=tol)
+    if res.certificate.kkt_residual > max(1e3 * tol, 1e-6):
+        raise SolverError(
+            f"the certified solver did not converge: KKT residual "
+            f"{res.certificate.kkt_residual:.2g} ({res.stop_reason}); please report it"
+        )
+    return _Solved(prob, res.gram, res.certificate, res.stop_reason, 0)
+
+
+def _fixed_dim(
+    prob: RowProblem, dim: int, free: _Solved | None, weights: np.ndarray, *,
+    starts: int, seed: int,
+) -> _Solved:
+    if free is not None and free.certificate.rank <= dim:
+        return _Solved(prob, free.gram, free.certificate,
+                       f"the free optimum has rank {free.certificate.rank} <= dim = {dim}", 0)
+    given = [spectral_start(weights, dim)]
+    if free is not None:
+        given.insert(0, truncate(free.gram, dim))
+    G, n, reason = rank_d_solve(prob, dim, starts=given, n_random=starts, seed=seed)
+    return _Solved(prob, G, None, reason, n)
+
+
+class _NoCollapse(Exception):
+    """The collapsed quotient is not optimal for the N x N problem (some class spreads)."""
+
+
+def _solve(
+    q: Quotient, *, tau: float, dim: int | None, spec: BatchSpec | None, samples: int,
+    replicates: int, seed: int, exact_max: int, starts: int, tol: float,
+):
+    """Solve the quotient problem; returns everything an Optimum needs.
+
+    Raises ``_NoCollapse`` when the free optimum of the collapsed quotient fails its lifted
+    certificate (then only the N x N problem is right)."""
+    n, Wq, K = q.sizes, q.weights, q.K
+    N = int(n.sum())
+    full = block_problem(n, Wq, tau=tau)
+    rows = K
+    comps = None
+    if spec is not None:
+        n_samp = row_budget_samples(K, samples)
+        comps = compositions(n, spec, exact_max=exact_max, samples=n_samp, seed=seed)
+        rows = int(min(comps.counts.shape[0], n_samp) * min(K, spec.batch_size))
+    _guard(K, N, dim, rows)
+    equi = [equiangular_gram(K, -1.0 / (K - 1)), equiangular_gram(K, 0.0)]
+    # the free optimum: the answer in free dimension; in a fixed dimension a start, a lower
+    # bound, and (with twins) the proof that the collapsed quotient is the right problem
+    need_free = dim is None or K <= FREE_START_MAX_K or (K < N and K <= FREE_MAX_K)
+
+    def certified_free(prob, starts_):
+        sol = _free(prob, starts_, tol)
+        prob.set_scale(sol.gram)
+        if K < N and not lift_certificate(prob, sol.gram, n, sol.certificate).collapsed:
+            raise _NoCollapse
+        return sol
+
+    free_full = certified_free(full, equi) if need_free else None
+    if spec is None:
+        prob, free_prob = full, free_full
+    else:
+        prob, comp_index = batch_rows(comps, Wq, spec, tau=tau)
+        free_prob = certified_free(prob, [free_full.gram, *equi]) if need_free else None
+    if dim is None:
+        sol = free_prob
+        full_sol = free_full
+    else:
+        sol = _fixed_dim(prob, dim, free_prob, Wq, starts=starts, seed=seed)
+        full_sol = (_fixed_dim(full, dim, free_full, Wq, starts=starts, seed=seed)
+                    if spec is not None else sol)
+    assert sol is not None
+    G = sol.gram
+    prob.set_scale(G)
+    cert = row_certificate(prob, G)
+    lift = lift_certificate(prob, G, n, cert)
+    loss, excess, log_excess = prob.loss(G)
+    if K < N and free_prob is None:
+        # without the free optimum the collapse of the N x N optimum is unproven: only the
+        # entropic bound is a certified lower bound
+        lower = prob.entropy
+    else:
+        lower = loss - cert.gap_bound
+        if dim is not None and not (cert.dual_residual <= GLOBAL_TOL):
+            lower = max(lower, frank_wolfe_bound(prob, G))
+        if free_prob is not None:
+            fl = prob.loss(free_prob.gram)[0] - free_prob.certificate.gap_bound
+            lower = max(lower, fl)
+    lower = min(max(lower, prob.entropy), loss)
+    global_ = cert.dual_residual <= GLOBAL_TOL and lift.collapsed
+    batch = None
+    if spec is not None:
+        batch = batch_prediction(
+            q, spec, comps, prob, comp_index, G, full_sol.gram, tau=tau, dim=dim,
+            free=free_prob, replicates=replicates, seed=seed, samples=samples,
+            exact_max=exact_max, tol=tol, starts=starts,
+        )
+    return dict(
+        prob=prob, gram=G, cert=cert, lift=lift, loss=loss, excess=excess,
+        log_excess=log_excess, lower=lower, certified_global=global_,
+        stop_reason=sol.stop_reason, starts=sol.starts, free=free_prob, batch=batch,
+    )
+
+
+def _split_single_class(q: Quotient) -> Quotient:
+    """All samples twins (K = 1): split off one sample, a valid coarser-than-orbit partition,
+    so that the quotient has two points."""
+    N = int(q.sizes[0])
+    w = float(q.weights[0, 0])
+    labels = np.ones(N, dtype=np.int64)
+    labels[0] = 0
+    W = np.array([[0.0, w], [w, w]])
+    return Quotient(labels, np.array([1, N - 1]), W, np.array([0, 1]), q.complete)
+
+
+def _check_int(value: object, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
+        raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def _batch_spec(sizes, batch_size, sampler, reduction, anchors_without_positives):
+    if batch_size is None:
+        for name, value, default in (
+            ("sampler", sampler, "uniform"), ("reduction", reduction, "mean"),
+            ("anchors_without_positives", anchors_without_positives, "drop"),
+        ):
+            if value != default:
+                raise ParameterError(name, "applies to mini-batch predictions only; give "
+                                           f"batch_size as well (got {name}={value!r})")
+        return None
+    check_choice(sampler, ("uniform",), "sampler")
+    check_choice(reduction, REDUCTIONS, "reduction")
+    check_choice(anchors_without_positives, NO_POSITIVE, "anchors_without_positives")
+    return check_batch(
+        sizes, batch_size=batch_size, sampler=sampler, samples_per_class=None,
+        reduction=reduction, anchors_without_positives=anchors_without_positives,
+    )
+
+
+def optimum(
+    W: object,
+    *,
+    tau: float,
+    dim: int | None = None,
+    batch_size: int | None = None,
+    sampler: str = "uniform",
+    reduction: str = "mean",
+    anchors_without_positives: str = "drop",
+    samples: int = 2000,
+    replicates: int = 0,
+    seed: int = 0,
+    exact_max: int = 20_000,
+    starts: int = 4,
+    tol: float = 1e-10,
+) -> Optimum:
+    r"""The minimiser of the cosine w-InfoNCE loss of weighting ``W`` (module docstring).
+
+    Parameters
+    ----------
+    W : array_like, shape (N, N)
+        Weights, validated as :func:`dgp.errors.check_weights` (diagonal ignored).
+    tau : float
+        Temperature ``> 0``.
+    dim : int, optional
+        Embedding dimension: the best embedding in :math:`\mathbb R^{dim}` (Burer–Monteiro),
+        certified globally optimal when its dual matrix is PSD, else with its gap to the convex
+        lower bound. ``None``: free dimension.
+    batch_size : int, optional
+        Predict for the expected loss of uniform batches of this size (without replacement):
+        exact over every index subset when there are at most ``exact_max`` compositions of the
+        twin classes, else a sample average over ``samples`` seeded batches.
+    sampler : {"uniform"}
+        Class-aware samplers need labels: use :func:`dgp.supcon_prototypes` for class
+        objectives.
+    reduction : {"sum", "mean"}
+    anchors_without_positives : {"drop", "zero"}
+        As :func:`dgp.supcon_prototypes`.
+    samples, replicates, seed, exact_max : int
+        Sample-average settings (``replicates`` extra seeded samples estimate the prediction's
+        sampling error).
+    starts : int
+        Random Burer–Monteiro starts in a fixed dimension (besides the free optimum's truncation
+        and a spectral start).
+    tol : float
+        Target KKT residual of the certified solver.
+
+    Returns
+    -------
+    Optimum
+
+    Raises
+    ------
+    ValueError, TypeError
+        On invalid weights or arguments, or a problem too large for memory or time (the message
+        says what fits and what to use instead: ``dim``, class structure, a smaller ``N``).
+    dgp.errors.SolverError
+        If the certified solver does not converge.
+
+    Examples
+    --------
+    >>> from dgp.weights import supcon_weights
+    >>> opt = optimum(supcon_weights([0, 0, 1, 1]), tau=0.5)
+    >>> opt.rank, bool(np.allclose(opt.gram[0, 1], 1, atol=1e-12)), opt.unique
+    (1, True, True)
+    >>> opt.structure, opt.sizes
+    ('quotient', (2, 2))
+    """
+    A = check_weights(W)
+    tau = check_positive(tau, "tau")
+    if dim is not None:
+        dim = check_dim(dim, "dim")
+    tol = check_unit_interval(tol, "tol")
+    starts = _check_int(starts, "starts", 0)
+    N = A.shape[0]
+    check_memory(4 * 8.0 * N * N, what=f"an N = {N} weighting", hint="use a smaller N")
+    q = quotient(A)
+    spec = _batch_spec(q.sizes, batch_size, sampler, reduction, anchors_without_positives)
+    kwargs = dict(
+        tau=tau, dim=dim, spec=spec, samples=_check_int(samples, "samples", 2),
+        replicates=_check_int(replicates, "replicates", 0), seed=_check_int(seed, "seed", 0),
+        exact_max=_check_int(exact_max, "exact_max", 1), starts=starts, tol=tol,
+    )
+    if q.K == 1:
+        q = _split_single_class(q)
+    structure = "quotient" if q.K < N else "dense"
+    with single_threaded():
+        try:
+            out = _solve(q, **kwargs)
+        except _NoCollapse:
+            # a twin class that does not collapse: solve the N x N problem itself
+            q, structure = trivial_quotient(A), "dense"
+            out = _solve(q, **kwargs)
+    return _wrap(q, out, tau=tau, dim=dim, structure=structure)
+
+
+def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str) -> Optimum:
+    cert, lift = out["cert"], out["lift"]
+    if dim is None:
+        unique, why = lift.unique, lift.reason
+    elif (out["certified_global"] and out["free"] is not None
+          and out["free"].certificate.rank <= dim):
+        unique, why = lift.unique, lift.reason + " (the free optimum fits in this dimension)"
+    else:
+        unique, why = None, "not decided in a fixed dimension below the free optimum's rank"
+    loss = out["loss"]
+    return Optimum(
+        n=int(q.sizes.sum()), tau=tau, dim=dim, labels=q.labels,
+        sizes=tuple(int(v) for v in q.sizes), quotient_gram=out["gram"], loss=loss,
+        entropic_bound=out["prob"].entropy, excess_loss=out["excess"],
+        log_excess_loss=out["log_excess"], lower_bound=out["lower"],
+        duality_gap=max(0.0, loss - out["lower"]), dual_min_eig=cert.min_eig_dual,
+        certified_global=out["certified_global"], rank=cert.rank, rank_tol=cert.rank_tol,
+        unique=unique, uniqueness=why, certificate=cert, collapse=lift, structure=structure,
+        stop_reason=out["stop_reason"], starts=out["starts"], batch=out["batch"],
+        free_rank=None if out["free"] is None else out["free"].certificate.rank,
+    )
+
+
+def _floor(opt: Optimum) -> LossFloor:
+    lower = max(0.0, opt.lower_bound - opt.entropic_bound)
+    upper = max(opt.excess_loss, lower)
+    return LossFloor(
+        lower=lower, upper=upper, gap=upper - lower, certified=opt.certified_global,
+        dim=int(opt.dim), rank=opt.rank, free_rank=opt.free_rank,
+        entropic_bound=opt.entropic_bound, log_upper=opt.log_excess_loss,
+    )
+
+
+def loss_floor(W: object, *, tau: float, dim: int, starts: int = 4, seed: int = 0) -> LossFloor:
+    r"""The loss floor of a cosine weighting in dimension ``dim``: the excess of the best
+    embedding in :math:`\mathbb R^{dim}` over the entropic bound, as a certified interval
+    ``[lower, upper]`` (nats, summed over anchors).
+
+    ``upper`` is attained by an embedding found by Burer–Monteiro (so the floor is at most
+    ``upper``); ``lower`` is a convex lower bound (the floor is at least ``lower``); they agree,
+    ``certified=True``, when the embedding's dual matrix is PSD.
+
+    Parameters
+    ----------
+    W : array_like, shape (N, N)
+    tau : float
+    dim : int
+    starts : int
+        Random Burer–Monteiro starts.
+    seed : int
+
+    Returns
+    -------
+    LossFloor
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`optimum`.
+
+    Examples
+    --------
+    >>> from dgp.weights import supcon_weights
+    >>> f = loss_floor(supcon_weights([0, 0, 1, 1, 2, 2]), tau=0.5, dim=2)
+    >>> f.certified, f.rank, bool(f.lower <= f.upper)
+    (True, 2, True)
+    """
+    return _floor(optimum(W, tau=tau, dim=check_dim(dim, "dim"), starts=starts, seed=seed))
+
+
+def block_loss_floor(
+    sizes: object,
+    *,
+    within: object,
+    cross: object,
+    tau: float,
+    dim: int,
+    starts: int = 4,
+    seed: int = 0,
+) -> LossFloor:
+    r"""The loss floor in dimension ``dim`` of a class-block weighting, without any ``N x N``
+    matrix: :math:`w_{ij}` = ``within[c]`` for two samples of class ``c``, ``cross[c, d]`` for a
+    sample of class ``c`` and one of class ``d``.
+
+    SupCon is ``within=1, cross=0``; Soft SupCon ``within=1, cross=eps``. Labels give the sizes
+    as ``np.unique(labels, return_counts=True)[1]``. Solved on the ``K x K`` quotient with the
+    classes collapsed; the interval is certified as in :func:`loss_floor` (``upper``: the best
+    collapsed embedding in :math:`\mathbb R^{dim}`, an upper bound on the floor whether or not
+    collapse is optimal in that dimension; ``lower``: the convex lower bound, valid for every
+    embedding).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Class sizes (each ``>= 2``, at least two classes).
+    within : float or array_like, shape (K,)
+        Within-class weights ``> 0``.
+    cross : float or array_like, shape (K, K)
+        Cross-class weights ``>= 0`` (the diagonal is ignored).
+    tau : float
+    dim : int
+    starts : int
+        Random Burer–Monteiro starts.
+    seed : int
+
+    Returns
+    -------
+    LossFloor
+
+    Raises
+    ------
+    ValueError, TypeError
+        On invalid sizes or weights, or a problem too large for memory or time.
+
+    Examples
+    --------
+    >>> f = block_loss_floor([5, 3, 2], within=1.0, cross=0.0, tau=0.1, dim=1)
+    >>> f.certified, f.free_rank, bool(f.lower > 0)
+    (False, 2, True)
+    >>> block_loss_floor([5, 3, 2], within=1.0, cross=0.0, tau=0.1, dim=2).certified
+    True
+    """
+    n = check_sizes(sizes)
+    K = n.size
+    tau = check_positive(tau, "tau")
+    dim = check_dim(dim, "dim")
+    w_in = np.broadcast_to(np.asarray(within, dtype=float), (K,)).copy()
+    w_x = np.broadcast_to(np.asarray(cross, dtype=float), (K, K)).copy()
+    if not (np.isfinite(w_in).all() and (w_in > 0).all()):
+        raise ParameterError("within", "must be finite weights > 0, one or one per class")
+    np.fill_diagonal(w_x, 0.0)
+    if not (np.isfinite(w_x).all() and (w_x >= 0).all()):
+        raise ParameterError("cross", "must be finite weights >= 0, one or K x K")
+    Wq = w_x + np.diag(w_in)
+    labels = np.repeat(np.arange(K), n)
+    q = Quotient(labels, n, Wq, np.concatenate([[0], np.cumsum(n)[:-1]]), True)
+    try:
+        with single_threaded():
+            out = _solve(q, tau=tau, dim=dim, spec=None, samples=2, replicates=0, seed=seed,
+                         exact_max=1, starts=_check_int(starts, "starts", 0), tol=1e-10)
+    except _NoCollapse:
+        raise ParameterError(
+            "within",
+            "and cross give a weighting whose classes do not all collapse at the optimum (its "
+            "lifted certificate fails); its floor needs the N x N problem: call loss_floor with "
+            "the N x N weights",
+        ) from None
+    return _floor(_wrap(q, out, tau=tau, dim=dim, structure="quotient"))
+

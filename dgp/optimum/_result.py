@@ -1,0 +1,307 @@
+"""Result classes of :mod:`dgp.optimum`: the optimum and the loss floor, with readable display."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from dgp.geometry import embedding_from_gram
+from dgp.prototypes import (
+    BatchPrediction,
+    KKTCertificate,
+    LiftCertificate,
+    format_nats,
+    format_summary,
+    html_summary,
+)
+from dgp.resources import check_memory
+
+__all__ = ["GRAM_JSON_MAX_N", "LossFloor", "Optimum"]
+
+#: largest N whose N x N Gram ``Optimum.to_dict`` includes by default
+GRAM_JSON_MAX_N = 500
+_TABLE_MAX_N = 8
+
+
+@dataclass(frozen=True, eq=False)
+class Optimum:
+    """The minimiser of a cosine w-InfoNCE loss (free dimension, or in ``R^dim``) and its
+    certificates.
+
+    Attributes
+    ----------
+    n : int
+        Number of samples ``N``.
+    tau : float
+    dim : int or None
+        The embedding dimension asked for (``None``: free).
+    labels : ndarray of int, shape (N,)
+        Twin class of each sample (samples with identical rows and columns of ``W``).
+    sizes : tuple of int
+        Size of each twin class.
+    quotient_gram : ndarray, shape (K, K)
+        Gram of the class points; :attr:`gram` lifts it to the samples.
+    loss : float
+        Loss at the optimum (nats, summed over anchors; expected per batch with a batch size).
+    entropic_bound : float
+        :math:`\\sum_i H(p_i)`.
+    excess_loss : float
+        ``loss - entropic_bound``, computed without cancellation.
+    log_excess_loss : float
+        Its natural log (finite where the excess underflows).
+    lower_bound : float
+        Certified lower bound on the minimum of the convex problem over all Gram matrices (a
+        lower bound in every dimension).
+    duality_gap : float
+        ``loss - lower_bound``: a certified upper bound on how far the loss is from the convex
+        optimum.
+    dual_min_eig : float
+        :math:`\\lambda_{\\min}(S)/\\nu` of the dual matrix (relative).
+    certified_global : bool
+        The dual matrix is PSD (to the solver tolerance): the point is optimal for the convex
+        problem, hence in every dimension.
+    rank : int
+        Rank of the optimum (strict complementarity; see :attr:`certificate`).
+    rank_tol : float
+    unique : bool or None
+        Whether the minimiser is unique up to rotation (``None``: undecided, or not asked in a
+        fixed dimension where the problem is not convex).
+    uniqueness : str
+        Why.
+    certificate : KKTCertificate
+        KKT certificate of the quotient point.
+    collapse : LiftCertificate
+        Optimality of the collapsed twin classes for the ``N x N`` problem.
+    structure : str
+        ``"quotient"`` (twins collapsed, ``K < N``) or ``"dense"``.
+    stop_reason : str
+    starts : int
+        Burer–Monteiro starts tried (fixed dimension), else 0.
+    batch : BatchPrediction or None
+        For mini-batch predictions (the full-batch Gram there is the quotient one).
+    free_rank : int or None
+        Rank of the free-dimension optimum, when it was computed.
+    solver : str
+    """
+
+    n: int
+    tau: float
+    dim: int | None
+    labels: np.ndarray
+    sizes: tuple[int, ...]
+    quotient_gram: np.ndarray
+    loss: float
+    entropic_bound: float
+    excess_loss: float
+    log_excess_loss: float
+    lower_bound: float
+    duality_gap: float
+    dual_min_eig: float
+    certified_global: bool
+    rank: int
+    rank_tol: float
+    unique: bool | None
+    uniqueness: str
+    certificate: KKTCertificate
+    collapse: LiftCertificate
+    structure: str
+    stop_reason: str
+    starts: int = 0
+    batch: BatchPrediction | None = None
+    free_rank: int | None = None
+    solver: str = "dgp certified solver (Burer-Monteiro, L-BFGS, Riemannian trust region)"
+
+    @cached_property
+    def gram(self) -> np.ndarray:
+        """The ``N x N`` optimal Gram matrix (the quotient lifted to the samples).
+
+        Raises
+        ------
+        ValueError
+            If it would not fit in memory (use :attr:`quotient_gram` and :attr:`labels`).
+        """
+        check_memory(
+            8.0 * self.n**2,
+            what=f"the {self.n} x {self.n} Gram",
+            hint="use quotient_gram and labels (gram = quotient_gram[labels][:, labels])",
+        )
+        return self.quotient_gram[np.ix_(self.labels, self.labels)]
+
+    @cached_property
+    def eigenvalues(self) -> np.ndarray:
+        """Eigenvalues of :attr:`gram`, descending (from the quotient: ``N - K`` zeros)."""
+        s = np.sqrt(np.asarray(self.sizes, dtype=float))
+        lam = np.linalg.eigvalsh(s[:, None] * self.quotient_gram * s[None, :])
+        out = np.zeros(self.n)
+        out[: lam.size] = np.sort(lam)[::-1]
+        return out
+
+    @cached_property
+    def embedding(self) -> np.ndarray:
+        """``Z`` (``N x rank``) with ``Z Z^T = gram``: the class points, repeated per sample."""
+        return embedding_from_gram(self.quotient_gram, rank=self.rank)[self.labels]
+
+    @property
+    def K(self) -> int:
+        """Number of twin classes."""
+        return len(self.sizes)
+
+    def _summary_pairs(self) -> list[tuple[str, str]]:
+        where = "expected per batch" if self.batch is not None else "summed over anchors"
+        pairs = [
+            ("structure", f"{self.K} twin classes of {self.n} samples" if self.structure ==
+             "quotient" else f"dense ({self.n} samples, no twins)"),
+            ("dimension", "free" if self.dim is None else f"d = {self.dim} ({self.starts} starts)"),
+            ("loss", f"{self.loss:.10g} nats ({where})"),
+            ("excess", f"{format_nats(self.excess_loss, self.log_excess_loss)} nats above the "
+             f"entropic bound {self.entropic_bound:.10g}"),
+            ("certified", ("globally optimal: dual PSD" if self.certified_global
+                           else "not proven optimal: dual not PSD")
+             + f", gap to the convex lower bound {self.duality_gap:.3g} nats"),
+            ("rank", f"{self.rank}"),
+            ("unique", {True: "yes", False: "no", None: "undecided"}[self.unique]
+             + f" ({self.uniqueness})"),
+        ]
+        if self.batch is not None:
+            s = self.batch.spec
+            exp = ("exact" if self.batch.exact
+                   else f"sample average of {self.batch.drawn} batches (seed {self.batch.seed})")
+            pairs.insert(2, ("batches", f"B = {s.batch_size}, {s.sampler}, reduction "
+                             f"{s.reduction}, {exp}"))
+            pairs.append(("moved", f"max |G_batch - G_full| = {self.batch.shift:.3g}"))
+        return pairs
+
+    def _title(self) -> str:
+        return f"Optimum of a cosine w-InfoNCE: N = {self.n}, tau = {self.tau:g}"
+
+    def __str__(self) -> str:
+        text = format_summary(self._title(), self._summary_pairs())
+        if self.n <= _TABLE_MAX_N:
+            G = self.gram
+            rows = [f"  {'':4}" + "".join(f"{j:>9}" for j in range(self.n))]
+            rows += [f"  {i:<4}" + "".join(f"{v:>+9.4f}" for v in G[i]) for i in range(self.n)]
+            text += "\n  optimal Gram:\n" + "\n".join(rows)
+        return text
+
+    def _repr_html_(self) -> str:
+        small = self.n <= _TABLE_MAX_N
+        return html_summary(self._title(), self._summary_pairs(),
+                            matrix=self.gram if small else None, caption="optimal Gram")
+
+    def to_dict(self, *, gram: bool | None = None, embedding: bool = False) -> dict[str, Any]:
+        """Plain JSON-ready fields. ``gram=None`` includes the ``N x N`` Gram for
+        ``N <= GRAM_JSON_MAX_N`` (500) and otherwise says how to get it; ``embedding=True`` adds
+        the ``N x rank`` embedding."""
+        include = self.n <= GRAM_JSON_MAX_N if gram is None else bool(gram)
+        out: dict[str, Any] = {
+            "n": self.n,
+            "tau": self.tau,
+            "dim": self.dim,
+            "structure": self.structure,
+            "classes": self.K,
+            "sizes": list(self.sizes),
+            "labels": self.labels.tolist(),
+            "loss": self.loss,
+            "entropic_bound": self.entropic_bound,
+            "excess_loss": self.excess_loss,
+            "log_excess_loss": self.log_excess_loss if math.isfinite(self.log_excess_loss)
+            else None,
+            "lower_bound": self.lower_bound,
+            "duality_gap": self.duality_gap,
+            "dual_min_eig": self.dual_min_eig,
+            "certified_global": self.certified_global,
+            "rank": self.rank,
+            "rank_tol": self.rank_tol,
+            "unique": self.unique,
+            "uniqueness": self.uniqueness,
+            "eigenvalues": self.eigenvalues[: max(self.rank + 1, 1)].tolist(),
+            "quotient_gram": self.quotient_gram.tolist() if self.K <= GRAM_JSON_MAX_N else None,
+            "gram": self.gram.tolist() if include else None,
+            "certificate": self.certificate.to_dict(),
+            "collapse": self.collapse.to_dict(),
+            "stop_reason": self.stop_reason,
+            "starts": self.starts,
+            "free_rank": self.free_rank,
+            "solver": self.solver,
+        }
+        if not include:
+            out["gram_omitted"] = (
+                f"the {self.n} x {self.n} Gram is left out above N = {GRAM_JSON_MAX_N}; it is "
+                "quotient_gram[labels][:, labels]; ask for it with gram=True (CLI: --gram) or "
+                "write it with --save-gram FILE"
+            )
+        if self.batch is not None:
+            out["batch"] = self.batch.to_dict(gram=self.K <= GRAM_JSON_MAX_N)
+        if embedding:
+            out["embedding"] = self.embedding.tolist()
+        return out
+
+
+@dataclass(frozen=True)
+class LossFloor:
+    """The loss floor of a cosine weighting in dimension ``d``: the excess of the best embedding
+    in :math:`\\mathbb R^d` over the entropic bound, certified as an interval.
+
+    Attributes
+    ----------
+    lower : float
+        Certified lower bound on the floor (nats): the floor is at least this.
+    upper : float
+        Excess of the best embedding found in :math:`\\mathbb R^d` (nats): the floor is at most
+        this (it is attained by that embedding).
+    gap : float
+        ``upper - lower``.
+    certified : bool
+        The embedding found is globally optimal (its dual matrix is PSD): ``lower`` and ``upper``
+        agree to the solver tolerance.
+    dim : int
+    rank : int
+        Rank of the embedding found.
+    free_rank : int or None
+        Rank of the free-dimension optimum when it was computed: for ``dim >= free_rank`` the
+        floor is the free optimum's excess.
+    entropic_bound : float
+    log_upper : float
+        Natural log of ``upper`` (finite where it underflows).
+    """
+
+    lower: float
+    upper: float
+    gap: float
+    certified: bool
+    dim: int
+    rank: int
+    free_rank: int | None
+    entropic_bound: float
+    log_upper: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields."""
+        return {
+            "lower": self.lower,
+            "upper": self.upper,
+            "gap": self.gap,
+            "certified": self.certified,
+            "dim": self.dim,
+            "rank": self.rank,
+            "free_rank": self.free_rank,
+            "entropic_bound": self.entropic_bound,
+            "log_upper": self.log_upper if math.isfinite(self.log_upper) else None,
+        }
+
+    def __str__(self) -> str:
+        return format_summary(
+            f"Loss floor in dimension d = {self.dim}",
+            [
+                ("interval", f"[{self.lower:.6g}, {format_nats(self.upper, self.log_upper)}] nats "
+                 "above the entropic bound"),
+                ("certified", "yes (dual PSD)" if self.certified else
+                 f"no: gap {self.gap:.3g} nats"),
+                ("rank", f"{self.rank}" + ("" if self.free_rank is None
+                                           else f" (free optimum: {self.free_rank})")),
+            ],
+        )

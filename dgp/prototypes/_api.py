@@ -1,0 +1,657 @@
+r"""``supcon_prototypes``: optimal class prototypes of SupCon and Soft SupCon, full batch or the
+expected loss of a mini-batch sampler.
+
+Under SupCon every class collapses to one prototype :math:`\mu_c` on the unit sphere (theorem
+``supcon-collapse``; for every other weighting the collapse is certified from the solution, see
+:mod:`dgp.prototypes._lift`), and the prototype Gram
+:math:`G_{cc'} = \langle\mu_c, \mu_{c'}\rangle` solves the ``K x K`` problem over the elliptope
+:math:`\mathcal{E}_K = \{G \succeq 0,\ \operatorname{diag} G = 1\}`
+
+.. math::
+
+    \min_{G \in \mathcal{E}_K} F(G), \qquad
+    F(G) = \sum_c n_c\Big[\beta_c \sum_{c' \ne c} n_{c'}(1 - G_{cc'})
+        + \log\Big((n_c - 1) + \sum_{c' \ne c} n_{c'}\, e^{(G_{cc'} - 1)/\tau}\Big)\Big],
+
+with :math:`\beta_c = 0` for SupCon and, for Soft SupCon (weight 1 within a class,
+:math:`\varepsilon` across), :math:`\beta_c = \varepsilon / (\tau Z_c)`,
+:math:`Z_c = (n_c - 1) + \varepsilon (N - n_c)`. ``F`` is the w-InfoNCE loss summed over all
+``N`` anchors, in nats. With a batch size, ``F`` is replaced by the expected batch loss of
+:mod:`dgp.prototypes._batch`, still convex in ``G``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dgp.errors import (
+    ParameterError,
+    SolverError,
+    check_choice,
+    check_dim,
+    check_positive,
+    check_sizes,
+    check_unit_interval,
+)
+from dgp.prototypes._batch import (
+    BatchSpec,
+    batch_rows,
+    check_batch,
+    compositions,
+    positive_pair_probability,
+    row_budget_samples,
+)
+from dgp.prototypes._closed_forms import (
+    METHODS,
+    entropic_bound_prototypes,
+    equiangular_gram,
+    first_order_gram,
+    nearest_elliptope,
+)
+from dgp.prototypes._guards import check_time
+from dgp.prototypes._kkt import KKTCertificate, row_certificate
+from dgp.prototypes._lift import face_uniqueness, lift_certificate
+from dgp.prototypes._program import RowProblem, block_problem
+from dgp.prototypes._result import BatchPrediction, FirstOrderApproximation, Prototypes
+from dgp.prototypes._solver import factor, single_threaded, solve_rows
+from dgp.resources import check_memory, memory_budget
+
+__all__ = [
+    "BatchTolerance",
+    "batch_size_for_tolerance",
+    "block_weights",
+    "kkt_certificate",
+    "prototype_loss",
+    "supcon_prototypes",
+]
+
+#: largest K the certified solver takes on (its time grows as K^3 per iteration)
+NUMERIC_MAX_K = 3000
+#: largest K whose first-order Gram is projected on the elliptope (eigendecompositions)
+PROJECT_MAX_K = 1500
+
+
+def block_weights(K: int, eps: float | None) -> np.ndarray:
+    """Class-block weights of SupCon (``eps=None``: the identity) or Soft SupCon (1 within a
+    class, ``eps`` across).
+
+    >>> block_weights(2, 0.5).tolist()
+    [[1.0, 0.5], [0.5, 1.0]]
+    """
+    return np.eye(K) if eps is None else np.where(np.eye(K, dtype=bool), 1.0, eps)
+
+
+def _validate_gram(gram: object, K: int) -> np.ndarray:
+    G = np.asarray(gram, dtype=float)
+    if G.shape != (K, K) or not np.isfinite(G).all():
+        raise ParameterError("gram", f"must be a finite {K} x {K} matrix, got shape {G.shape}")
+    return 0.5 * (G + G.T)
+
+
+def prototype_loss(gram: object, sizes: object, *, tau: float, eps: float | None = None) -> float:
+    r"""The prototype objective :math:`F(G)` in nats: the w-InfoNCE loss of the collapsed
+    configuration with prototype Gram ``gram``, summed over all ``N`` anchors.
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``gram`` is not a finite ``K x K`` matrix matching ``sizes``, or an argument is invalid.
+
+    >>> round(prototype_loss([[1, -1], [-1, 1]], [2, 2], tau=1.0), 10) == round(
+    ...     4 * math.log(1 + 2 * math.exp(-2)), 10)
+    True
+    """
+    n = check_sizes(sizes)
+    tau = check_positive(tau, "tau")
+    if eps is not None:
+        eps = check_unit_interval(eps, "eps")
+    G = _validate_gram(gram, n.size)
+    prob = block_problem(n, block_weights(n.size, eps), tau=tau)
+    prob.set_scale(G)
+    return prob.loss(G)[0]
+
+
+def kkt_certificate(
+    gram: object, sizes: object, *, tau: float, eps: float | None = None
+) -> KKTCertificate:
+    r"""KKT certificate of a prototype Gram for :math:`\min_{G\in\mathcal E_K} F(G)`.
+
+    With :math:`\hat g = \nabla\hat F(G)` (the gradient of the scaled objective), the multiplier
+    of :math:`\operatorname{diag} G = 1` is :math:`y = \operatorname{diag}(G\hat g)` and
+    :math:`S = \hat g - \operatorname{Diag}(y)`; ``G`` is optimal iff :math:`G \in \mathcal E_K`,
+    :math:`S \succeq 0` and :math:`GS = 0`. ``gap_bound`` bounds :math:`F(G) - \min F` in nats.
+    See :class:`dgp.prototypes.KKTCertificate` for every field.
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``gram`` is not a finite ``K x K`` matrix or an argument is invalid.
+
+    >>> c = kkt_certificate([[1, -0.5, -0.5], [-0.5, 1, -0.5], [-0.5, -0.5, 1]], [4, 4, 4],
+    ...     tau=0.2)
+    >>> c.kkt_residual < 1e-12, c.rank
+    (True, 2)
+    """
+    n = check_sizes(sizes)
+    tau = check_positive(tau, "tau")
+    if eps is not None:
+        eps = check_unit_interval(eps, "eps")
+    G = _validate_gram(gram, n.size)
+    prob = block_problem(n, block_weights(n.size, eps), tau=tau)
+    prob.set_scale(G)
+    return row_certificate(prob, G)
+
+
+def _balanced_supcon_loss(n0: int, K: int, tau: float) -> tuple[float, float, float]:
+    """Loss, excess and log-excess at the simplex, balanced SupCon, without any K x K array."""
+    N = n0 * K
+    kappa = K / (K - 1.0)
+    log_x = math.log(n0 * (K - 1.0) / (n0 - 1.0)) - kappa / tau
+    x = math.exp(log_x) if log_x > -745 else 0.0
+    l1p = math.log1p(x) if x > 0 else 0.0
+    log_l1p = log_x + math.log(l1p / x) if x > 1e-8 else log_x + math.log1p(-0.5 * x)
+    excess = N * l1p
+    return N * math.log(n0 - 1.0) + excess, excess, math.log(N) + log_l1p
+
+
+_FIRST_ORDER = "the first-order approximation (method first-order, O(tau^2) error)"
+
+
+def _fits(bytes_per_k2: float, cap: int | None = None) -> int | None:
+    """The largest K whose K x K arrays fit the memory budget (``None``: no limit)."""
+    budget = memory_budget()
+    k = None if budget is None else int(math.sqrt(budget / bytes_per_k2))
+    if cap is not None:
+        k = cap if k is None else min(k, cap)
+    return k
+
+
+def _balanced_soft_supcon_simplex_loss(n0: int, K: int, tau: float, eps: float) -> float:
+    r"""Soft SupCon's loss at the regular simplex, ``K`` classes of ``n0`` samples (no K x K
+    array): each anchor sees :math:`n_0 - 1` samples at cosine 1 with target :math:`1/Z` and
+    :math:`n_0(K-1)` at cosine :math:`-1/(K-1)` with target :math:`arepsilon/Z`,
+    :math:`Z = (n_0 - 1) + arepsilon n_0 (K - 1)`."""
+    s = -1.0 / (K - 1)
+    Z = (n0 - 1) + eps * n0 * (K - 1)
+    lin = ((n0 - 1) + eps * n0 * (K - 1) * s) / (tau * Z)
+    lse = 1.0 / tau + math.log((n0 - 1) + n0 * (K - 1) * math.exp((s - 1.0) / tau))
+    return n0 * K * (lse - lin)
+
+
+def _guard_numeric(K: int) -> None:
+    fits = _fits(24 * 8.0, NUMERIC_MAX_K)
+    instead = f"up to about K = {fits} classes fit; use {_FIRST_ORDER} or fewer classes"
+    if K > NUMERIC_MAX_K:
+        raise ParameterError(
+            "sizes",
+            f"has K = {K} classes, above the {NUMERIC_MAX_K} the certified solver takes on "
+            f"(its time grows as K^3 per iteration); use {_FIRST_ORDER} or fewer classes",
+        )
+    check_memory(24 * 8.0 * K * K, what=f"the certified solver for K = {K} classes",
+                 hint=instead)
+    check_time(2000.0 * 4 * K**3, what=f"the certified solver for K = {K} classes",
+               instead=instead, param="sizes")
+
+
+def _solve_block(prob: RowProblem, starts: list[np.ndarray], tol: float):
+    res = solve_rows(prob, starts=starts, tol=tol)
+    if res.certificate.kkt_residual > max(1e3 * tol, 1e-6):
+        raise SolverError(
+            f"the certified solver did not converge: KKT residual "
+            f"{res.certificate.kkt_residual:.2g} ({res.stop_reason}); please report it"
+        )
+    return res
+
+
+def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float):
+    K = n.size
+    objective = "supcon" if eps is None else "soft-supcon"
+    common: dict[str, Any] = {
+        "objective": objective,
+        "sizes": tuple(int(v) for v in n),
+        "tau": tau,
+        "eps": eps,
+    }
+    bound = entropic_bound_prototypes(n, eps=eps)
+    simplex = -1.0 / (K - 1)
+    if method == "auto" and eps is None and (n == n[0]).all():
+        loss, excess, log_excess = _balanced_supcon_loss(int(n[0]), K, tau)
+        return Prototypes(
+            **common, method="closed-form", loss=loss, entropic_bound=bound,
+            excess_loss=excess, log_excess_loss=log_excess, kkt_residual=None,
+            certificate=None, collapse=None, rank=K - 1, unique=True,
+            stop_reason="regular simplex (balanced SupCon)", equiangular=simplex,
+        )
+    if method == "auto" and eps is not None:
+        rho = 1.0 + tau * math.log(eps)
+        if rho < simplex - 1e-12 and (n == n[0]).all():
+            loss = _balanced_soft_supcon_simplex_loss(int(n[0]), K, tau, eps)
+            excess = max(0.0, loss - bound)
+            return Prototypes(
+                **common, method="closed-form", loss=loss, entropic_bound=bound,
+                excess_loss=excess, log_excess_loss=math.log(excess) if excess > 0 else -math.inf,
+                kkt_residual=None, certificate=None, collapse=None, rank=K - 1, unique=True,
+                stop_reason="regular simplex (balanced Soft SupCon above tau*)",
+                equiangular=simplex,
+            )
+        if rho >= simplex - 1e-12:
+            at_star = abs(rho - simplex) <= 1e-12
+            unique: bool | None = False
+            if at_star:
+                unique = (
+                    face_uniqueness(equiangular_gram(K, simplex), n, rank=K - 1)[0]
+                    if K <= PROJECT_MAX_K else None
+                )
+            return Prototypes(
+                **common, method="closed-form", loss=bound, entropic_bound=bound,
+                excess_loss=0.0, log_excess_loss=-math.inf, kkt_residual=None,
+                certificate=None, collapse=None, rank=K - 1 if at_star else K, unique=unique,
+                stop_reason="equiangular rho = 1 + tau log eps, attains the entropic bound",
+                equiangular=max(rho, simplex),
+            )
+    if method == "first-order":
+        if eps is not None:
+            raise ParameterError(
+                "method",
+                f"first-order is the small-tau formula of SupCon; drop eps (got {eps}) or use "
+                "method auto",
+            )
+        return _first_order(n, tau, common, bound)
+    _guard_numeric(K)
+    prob = block_problem(n, block_weights(K, eps), tau=tau)
+    starts = [equiangular_gram(K, simplex)]
+    if eps is None:
+        F = factor(first_order_gram(n, tau=tau), K)
+        starts.append(F.T @ F)
+    res = _solve_block(prob, starts, tol)
+    G, cert = res.gram, res.certificate
+    loss, excess, log_excess = prob.loss(G)
+    lift = lift_certificate(prob, G, n, cert)
+    return Prototypes(
+        **common, method="numeric", loss=loss, entropic_bound=bound, excess_loss=excess,
+        log_excess_loss=log_excess, kkt_residual=cert.kkt_residual, certificate=cert,
+        collapse=lift, rank=cert.rank, unique=lift.unique, stop_reason=res.stop_reason,
+        matrix=G,
+    )
+
+
+def _first_order(n: np.ndarray, tau: float, common: dict[str, Any], bound: float) -> Prototypes:
+    K = n.size
+    check_memory(
+        6 * 8.0 * K * K,
+        what=f"the first-order Gram of K = {K} classes",
+        hint=f"up to about K = {_fits(6 * 8.0)} classes fit; use fewer classes",
+    )
+    G = first_order_gram(n, tau=tau)
+    lam_min = float(np.linalg.eigvalsh(G)[0]) if K <= PROJECT_MAX_K else math.nan
+    note = (
+        "the small-tau expansion around the simplex, exact to O(tau^2); it is not a solution "
+        "of the problem and carries no certificate"
+    )
+    if K > PROJECT_MAX_K:
+        approx = FirstOrderApproximation(
+            min_eigenvalue=lam_min, psd_defect=math.nan, projected_gram=None, distance=None,
+            converged=False,
+            note=note + f"; not projected on the elliptope above K = {PROJECT_MAX_K}, so no "
+            "loss is reported",
+        )
+        return Prototypes(
+            **common, method="first-order", loss=math.nan, entropic_bound=bound,
+            excess_loss=math.nan, log_excess_loss=math.nan, kkt_residual=None, certificate=None,
+            collapse=None, rank=K - 1, unique=None, stop_reason="first-order formula",
+            matrix=G, approximation=approx,
+        )
+    if lam_min >= 0:
+        P, converged = G, True
+    else:
+        P, converged, _ = nearest_elliptope(G)
+    approx = FirstOrderApproximation(
+        min_eigenvalue=lam_min,
+        psd_defect=max(0.0, -lam_min),
+        projected_gram=P,
+        distance=float(np.linalg.norm(P - G)),
+        converged=converged,
+        note=note + "; loss and excess are those of the projected Gram, a feasible point, "
+        "hence upper bounds on the optimum",
+    )
+    prob = block_problem(n, block_weights(K, None), tau=tau)
+    prob.set_scale(P)
+    loss, excess, log_excess = prob.loss(P)
+    lam = np.linalg.eigvalsh(P)
+    rank = int(np.sum(lam > 1e-9 * max(1.0, float(lam[-1]))))
+    return Prototypes(
+        **common, method="first-order", loss=loss, entropic_bound=bound, excess_loss=excess,
+        log_excess_loss=log_excess, kkt_residual=None, certificate=None, collapse=None,
+        rank=rank, unique=None, stop_reason="first-order formula", matrix=G,
+        approximation=approx,
+    )
+
+
+def _check_int(value: object, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
+        raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def _composition_losses(prob: RowProblem, G: np.ndarray, comp_index: np.ndarray,
+                        prob_of: np.ndarray) -> np.ndarray:
+    """Each composition's own loss (rows weighted without the composition's probability)."""
+    contrib = prob.alpha * prob.row_losses(G)
+    per = np.zeros(prob_of.size)
+    np.add.at(per, comp_index, contrib)
+    return per / prob_of
+
+
+def _batched(
+    n: np.ndarray, tau: float, eps: float | None, method: str, tol: float, spec: BatchSpec,
+    *, samples: int, replicates: int, seed: int, exact_max: int,
+) -> Prototypes:
+    K = n.size
+    full = _full_batch(n, tau, eps, "auto" if method == "auto" else "numeric", tol)
+    check_memory(
+        24 * 8.0 * K * K, what=f"a batch prediction for K = {K} classes",
+        hint=f"up to about K = {_fits(24 * 8.0)} classes fit; use fewer classes",
+    )
+    G_full = full.gram
+    n_samp = row_budget_samples(K, samples)
+    weights = block_weights(K, eps)
+
+    def build(s: int):
+        comps = compositions(n, spec, exact_max=exact_max, samples=n_samp, seed=s)
+        prob, ci = batch_rows(comps, weights, spec, tau=tau)
+        return comps, prob, ci
+
+    comps, prob, ci = build(seed)
+    simplex = equiangular_gram(K, -1.0 / (K - 1))
+    exchangeable = spec.sampler != "uniform" or bool((n == n[0]).all())
+    if method == "auto" and eps is None and exchangeable:
+        prob.set_scale(simplex)
+        G, cert = simplex, row_certificate(prob, simplex)
+        meth, reason, kkt = "closed-form", "regular simplex: the sampler treats classes alike", None
+    else:
+        res = solve_rows(prob, starts=[G_full, simplex], tol=tol)
+        G, cert, reason = res.gram, res.certificate, res.stop_reason
+        if cert.kkt_residual > max(1e3 * tol, 1e-6):
+            raise SolverError(
+                f"the certified solver did not converge on the batch problem: KKT residual "
+                f"{cert.kkt_residual:.2g} ({reason}); please report it"
+            )
+        meth, kkt = "numeric", cert.kkt_residual
+    loss, excess, log_excess = prob.loss(G)
+    loss_se = gram_se = None
+    reps = 0
+    if not comps.exact:
+        per = _composition_losses(prob, G, ci, comps.prob)
+        mean = float(comps.prob @ per)
+        var = float(comps.prob @ (per - mean) ** 2) * comps.drawn / max(comps.drawn - 1, 1)
+        loss_se = math.sqrt(var / comps.drawn)
+        if meth == "numeric" and replicates > 0:
+            grams = [G]
+            for r in range(1, replicates + 1):
+                _, prob_r, _ = build(seed + r)
+                grams.append(solve_rows(prob_r, starts=[G], tol=tol).gram)
+            gram_se = float(np.std(np.array(grams), axis=0, ddof=1).max())
+            reps = replicates
+        elif meth == "closed-form":
+            gram_se = 0.0
+    lift = lift_certificate(prob, G, n, cert)
+    batch = BatchPrediction(
+        spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
+        drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=reps,
+        full_batch_gram=G_full, shift=float(np.abs(G - G_full).max()),
+        positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
+    )
+    return Prototypes(
+        objective="supcon" if eps is None else "soft-supcon",
+        sizes=tuple(int(v) for v in n), tau=tau, eps=eps, method=meth, loss=loss,
+        entropic_bound=prob.entropy, excess_loss=excess, log_excess_loss=log_excess,
+        kkt_residual=kkt, certificate=cert, collapse=lift, rank=cert.rank, unique=lift.unique,
+        stop_reason=reason, matrix=G, batch=batch,
+    )
+
+
+def supcon_prototypes(
+    sizes: object,
+    *,
+    tau: float,
+    eps: float | None = None,
+    method: str = "auto",
+    batch_size: int | None = None,
+    sampler: str = "uniform",
+    samples_per_class: int | None = None,
+    reduction: str = "mean",
+    anchors_without_positives: str = "drop",
+    samples: int = 2000,
+    replicates: int = 3,
+    seed: int = 0,
+    exact_max: int = 20_000,
+    tol: float = 1e-10,
+) -> Prototypes:
+    r"""Optimal class-prototype Gram of SupCon (``eps=None``) or Soft SupCon, for full-batch
+    training or for the expected loss of mini-batches.
+
+    Solves :math:`\min_{G \succeq 0,\ \operatorname{diag}G = 1} F(G)` (module docstring).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Class sizes, each ``>= 2``, at least two classes.
+    tau : float
+        Temperature ``> 0``.
+    eps : float, optional
+        Soft SupCon cross-class weight in ``(0, 1)``; ``None`` for SupCon.
+    method : {"auto", "numeric", "first-order"}
+        ``auto``: the closed form where it is exact (balanced SupCon; realizable Soft SupCon;
+        balanced Soft SupCon above :math:`\tau^*`, the regular simplex; a sampler that treats
+        classes alike under SupCon), else the certified solver.
+        ``numeric``: always the certified solver. ``first-order``: the small-:math:`\tau`
+        approximation of :func:`first_order_gram` (SupCon, full batch only), reported with its
+        PSD defect and its nearest point of the elliptope, at which loss and excess are taken
+        (upper bounds).
+    batch_size : int, optional
+        Predict for mini-batches of this size (``>= 3``) instead of the full batch.
+    sampler : {"uniform", "class-balanced", "m-per-class"}
+        How batches are drawn (see :mod:`dgp.prototypes._batch`).
+    samples_per_class : int, optional
+        ``m`` of the ``m-per-class`` sampler.
+    reduction : {"sum", "mean"}
+        How a batch's anchor losses are combined.
+    anchors_without_positives : {"drop", "zero"}
+        For ``reduction="mean"``: left out of the mean (pytorch-metric-learning, and
+        ``dgp.torch`` losses with ``reduction="mean"``) or counted as zeros (SupContrast).
+    samples : int
+        Compositions drawn when there are more than ``exact_max`` (a sample average).
+    replicates : int
+        Independent samples of compositions solved again to estimate the prediction's sampling
+        error (``gram_se``).
+    seed : int
+        Seed of the composition samples.
+    exact_max : int
+        Largest number of compositions whose expectation is computed exactly.
+    tol : float
+        Target ``kkt_residual`` of the certified solver (reported, not assumed).
+
+    Returns
+    -------
+    Prototypes
+
+    Raises
+    ------
+    ValueError, TypeError
+        On invalid sizes, ``tau <= 0``, ``eps`` outside ``(0, 1)``, an unknown option,
+        ``first-order`` with ``eps`` or a batch size, invalid batch arguments (see
+        :func:`dgp.prototypes.check_batch`), or a problem too large for memory or time (the
+        message says what fits and what to use instead).
+    dgp.errors.SolverError
+        If the certified solver does not converge.
+
+    Examples
+    --------
+    >>> p = supcon_prototypes([5, 5, 5], tau=0.1)
+    >>> p.method, float(p.gram[0, 1].round(12))
+    ('closed-form', -0.5)
+    >>> q = supcon_prototypes([2, 5, 20], tau=0.1)
+    >>> q.method, q.kkt_residual < 1e-8, bool(q.gram[0, 1] > q.gram[1, 2])
+    ('numeric', True, True)
+    >>> b = supcon_prototypes([2, 5, 20], tau=0.1, batch_size=8)
+    >>> b.batch.exact, bool(b.batch.shift > 0.01)
+    (True, True)
+    """
+    n = check_sizes(sizes)
+    tau = check_positive(tau, "tau")
+    if eps is not None:
+        eps = check_unit_interval(eps, "eps")
+    check_choice(method, METHODS, "method")
+    tol = check_unit_interval(tol, "tol")
+    if batch_size is None:
+        for name, value, default in (
+            ("sampler", sampler, "uniform"), ("samples_per_class", samples_per_class, None),
+            ("reduction", reduction, "mean"),
+            ("anchors_without_positives", anchors_without_positives, "drop"),
+        ):
+            if value != default:
+                raise ParameterError(name, f"applies to mini-batch predictions only; give "
+                                           f"batch_size as well (got {name}={value!r})")
+        with single_threaded():
+            return _full_batch(n, tau, eps, method, tol)
+    if method == "first-order":
+        raise ParameterError(
+            "method", "first-order has no mini-batch version; use method auto or numeric"
+        )
+    spec = check_batch(
+        n, batch_size=batch_size, sampler=sampler, samples_per_class=samples_per_class,
+        reduction=reduction, anchors_without_positives=anchors_without_positives,
+    )
+    kwargs = {
+        "samples": _check_int(samples, "samples", 2),
+        "replicates": _check_int(replicates, "replicates", 0),
+        "seed": _check_int(seed, "seed", 0),
+        "exact_max": _check_int(exact_max, "exact_max", 1),
+    }
+    with single_threaded():
+        return _batched(n, tau, eps, method, tol, spec, **kwargs)
+
+
+@dataclass(frozen=True)
+class BatchTolerance:
+    """The batch size from which the full-batch prediction is within a tolerance.
+
+    Attributes
+    ----------
+    batch_size : int or None
+        Smallest batch size ``B`` found with ``max |G_B - G_full| <= tol`` at ``B`` and at every
+        larger size tried; ``None`` if even the largest size tried is off.
+    tol : float
+    table : tuple of (int, float, float or None)
+        ``(B, shift, gram_se)`` for every size evaluated, increasing.
+    note : str
+        How the sizes were searched.
+    """
+
+    batch_size: int | None
+    tol: float
+    table: tuple[tuple[int, float, float | None], ...]
+    note: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields."""
+        return {
+            "batch_size": self.batch_size,
+            "tol": self.tol,
+            "table": [{"batch_size": b, "shift": s, "gram_se": e} for b, s, e in self.table],
+            "note": self.note,
+        }
+
+
+def batch_size_for_tolerance(
+    sizes: object,
+    *,
+    tau: float,
+    tol: float = 1e-2,
+    eps: float | None = None,
+    sampler: str = "uniform",
+    samples_per_class: int | None = None,
+    reduction: str = "mean",
+    anchors_without_positives: str = "drop",
+    samples: int = 1000,
+    seed: int = 0,
+    max_batch_size: int | None = None,
+) -> BatchTolerance:
+    """The smallest batch size from which the full-batch prediction is within ``tol`` (max
+    absolute difference of the prototype Grams).
+
+    Batch sizes are tried on a doubling grid from the smallest valid one up to ``N`` (or
+    ``max_batch_size``), then bisected between the last size off and the first within
+    ``tol`` — which assumes the shift decreases with ``B`` between grid points (stated in
+    ``note``; the table shows every size tried).
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`supcon_prototypes`, and if ``tol`` is not positive.
+
+    >>> r = batch_size_for_tolerance([2, 5, 20], tau=0.5, tol=0.05)
+    >>> r.batch_size is not None and r.batch_size <= 27
+    True
+    """
+    n = check_sizes(sizes)
+    tol = check_positive(tol, "tol")
+    N, K = int(n.sum()), n.size
+    m = samples_per_class if sampler == "m-per-class" else None
+    low = 2 * int(m) if m else 3
+    high = N if max_batch_size is None else check_dim(max_batch_size, "max_batch_size")
+    if sampler == "m-per-class":
+        high = min(high, int(m) * K)
+    if high < low:
+        raise ParameterError("max_batch_size", f"must be at least {low}, got {high}")
+    step = int(m) if m else 1
+    cache: dict[int, tuple[float, float | None]] = {}
+
+    def shift(B: int) -> float:
+        if B not in cache:
+            p = supcon_prototypes(
+                n, tau=tau, eps=eps, batch_size=B, sampler=sampler,
+                samples_per_class=samples_per_class, reduction=reduction,
+                anchors_without_positives=anchors_without_positives, samples=samples,
+                replicates=1, seed=seed,
+            )
+            cache[B] = (p.batch.shift, p.batch.gram_se)
+        return cache[B][0]
+
+    grid = []
+    B = low
+    while B < high:
+        grid.append(B)
+        B = max(B * 2 // step * step, B + step)
+    grid.append(high)
+    shifts = [shift(B) for B in grid]
+    ok = [s <= tol for s in shifts]
+    if not ok[-1]:
+        found = None
+    else:
+        first = len(ok) - 1
+        while first > 0 and ok[first - 1]:
+            first -= 1
+        found = grid[first]
+        if first > 0:
+            lo, hi = grid[first - 1], grid[first]
+            while hi - lo > step:
+                mid = (lo + hi) // 2 // step * step
+                if mid <= lo:
+                    break
+                if shift(mid) <= tol:
+                    hi = mid
+                else:
+                    lo = mid
+            found = hi
+    table = tuple((b, cache[b][0], cache[b][1]) for b in sorted(cache))
+    return BatchTolerance(
+        batch_size=found, tol=tol, table=table,
+        note="doubling grid then bisection (assumes the shift decreases between grid points); "
+        f"sampler {sampler}, reduction {reduction}",
+    )

@@ -1,0 +1,344 @@
+r"""Mini-batch predictions for class-block weightings: the expected batch loss of a sampler.
+
+SGD on batches of size ``B`` minimises :math:`\mathbb E_b L_b(Z)`, not the full loss. With every
+class collapsed on a prototype (the expected loss is convex in the Gram matrix and invariant
+under permutations within a class, so block averaging never raises it, and for SupCon raising a
+within-class cosine to 1 lowers every batch term that sees it), a batch enters only through its
+class counts :math:`m \in \mathbb N^K`. An anchor of class ``c`` in batch ``m`` sees
+:math:`m_d - [d = c]` samples of class ``d`` and puts target mass
+:math:`P_d \propto (m_d - [d = c])\,w_{cd}` on them; it *has positives* when that mass is
+positive. The batch loss is
+
+.. math::
+
+    L_m(M) = \rho(m) \sum_{c} m_c\,[\text{positives}]\;\ell_{c,m}(M), \qquad
+    \rho(m) = \begin{cases} 1 & \texttt{reduction="sum"},\\
+        1/A(m) & \texttt{"mean"}, \texttt{anchors\_without\_positives="drop"},\\
+        1/B & \texttt{"mean"}, \texttt{"zero"},\end{cases}
+
+with :math:`A(m)` the number of anchors that have positives. ``"drop"`` is
+pytorch-metric-learning's ``SupConLoss`` (``AvgNonZeroReducer``: anchors without positives are
+left out of the mean) and :func:`dgp.torch.losses.winfonce` with ``reduction="mean"``; ``"zero"``
+is the SupContrast reference, whose anchors without positives count as zero in a mean over the
+whole batch; ``"sum"`` is dgp's own default. (pytorch-metric-learning also returns 0 for a batch
+without any negative pair; under collapse such a batch's loss does not depend on the Gram, so
+this changes the reported loss, never the prediction.)
+
+Samplers (counts ``m`` of a batch):
+
+* ``uniform``: ``B`` samples without replacement — multivariate hypergeometric;
+* ``class-balanced``: each draw picks a class uniformly, then a sample of it (PyTorch's
+  ``WeightedRandomSampler`` with weights :math:`1/n_c`, with replacement) — multinomial
+  :math:`(B, 1/K)`, whatever the class sizes;
+* ``m-per-class``: :math:`B/m` distinct classes uniformly at random, ``m`` samples each
+  (pytorch-metric-learning's ``MPerClassSampler``).
+
+The expectation is exact (all compositions, probabilities from log-gamma functions) when there
+are at most ``exact_max`` compositions; otherwise it is a sample-average approximation over
+``samples`` seeded compositions, and the standard error of the expected loss is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import gammaln
+
+from dgp.errors import ParameterError, check_choice, check_dim
+from dgp.prototypes._program import RowProblem
+
+__all__ = [
+    "NO_POSITIVE",
+    "REDUCTIONS",
+    "SAMPLERS",
+    "BatchSpec",
+    "Compositions",
+    "batch_rows",
+    "check_batch",
+    "compositions",
+    "positive_pair_probability",
+    "row_budget_samples",
+]
+
+SAMPLERS = ("uniform", "class-balanced", "m-per-class")
+REDUCTIONS = ("sum", "mean")
+NO_POSITIVE = ("drop", "zero")
+
+#: largest number of (row x point) entries a batch problem may hold (about 160 MB per array)
+ROW_BUDGET = 20_000_000
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """How batches are drawn and reduced (module docstring).
+
+    Attributes
+    ----------
+    batch_size : int
+    sampler : {"uniform", "class-balanced", "m-per-class"}
+    samples_per_class : int or None
+        ``m`` of the ``m-per-class`` sampler.
+    reduction : {"sum", "mean"}
+    anchors_without_positives : {"drop", "zero"}
+        For ``reduction="mean"``: left out of the mean (pytorch-metric-learning) or counted as
+        zeros (SupContrast).
+    """
+
+    batch_size: int
+    sampler: str
+    samples_per_class: int | None
+    reduction: str
+    anchors_without_positives: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields."""
+        return {
+            "batch_size": self.batch_size,
+            "sampler": self.sampler,
+            "samples_per_class": self.samples_per_class,
+            "reduction": self.reduction,
+            "anchors_without_positives": self.anchors_without_positives,
+        }
+
+
+def check_batch(
+    sizes: np.ndarray,
+    *,
+    batch_size: object,
+    sampler: object,
+    samples_per_class: object,
+    reduction: object,
+    anchors_without_positives: object,
+) -> BatchSpec:
+    """Validate the batch arguments against the class sizes.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the argument: a batch size below 3 (every batch loss is then constant) or, for
+        ``uniform``, above ``N``; an unknown sampler, reduction or treatment; ``m-per-class``
+        without ``samples_per_class >= 2`` dividing ``batch_size`` into 2 to ``K`` classes;
+        ``samples_per_class`` with another sampler.
+    """
+    B = check_dim(batch_size, "batch_size")
+    check_choice(sampler, SAMPLERS, "sampler")
+    check_choice(reduction, REDUCTIONS, "reduction")
+    check_choice(anchors_without_positives, NO_POSITIVE, "anchors_without_positives")
+    N, K = int(sizes.sum()), sizes.size
+    if B < 3:
+        raise ParameterError(
+            "batch_size", f"must be at least 3, got {B}: with 2 samples every batch loss is 0"
+        )
+    m = None
+    if sampler == "uniform" and B > N:
+        raise ParameterError(
+            "batch_size", f"= {B} exceeds N = {N} samples (uniform batches have no replacement)"
+        )
+    if sampler == "m-per-class":
+        if samples_per_class is None:
+            raise ParameterError("samples_per_class", "is required with sampler='m-per-class'")
+        m = check_dim(samples_per_class, "samples_per_class")
+        if m < 2:
+            raise ParameterError("samples_per_class", f"must be >= 2 (positives), got {m}")
+        if B % m or not 2 <= B // m <= K:
+            raise ParameterError(
+                "samples_per_class",
+                f"= {m} must divide batch_size = {B} into between 2 and K = {K} classes",
+            )
+    elif samples_per_class is not None:
+        raise ParameterError(
+            "samples_per_class", f"applies to sampler='m-per-class' only (sampler is {sampler!r})"
+        )
+    return BatchSpec(
+        batch_size=B,
+        sampler=str(sampler),
+        samples_per_class=m,
+        reduction=str(reduction),
+        anchors_without_positives=str(anchors_without_positives),
+    )
+
+
+def _count_bounded(sizes: np.ndarray, B: int) -> int:
+    """Number of count vectors ``0 <= m_c <= n_c`` with ``sum m = B`` (dynamic programming)."""
+    ways = np.zeros(B + 1, dtype=object)
+    ways[0] = 1
+    for n_c in sizes:
+        new = np.zeros(B + 1, dtype=object)
+        for k in range(min(int(n_c), B) + 1):
+            new[k:] += ways[: B + 1 - k]
+        ways = new
+    return int(ways[B])
+
+
+def composition_count(sizes: np.ndarray, spec: BatchSpec) -> int:
+    """How many count vectors the sampler can draw.
+
+    >>> composition_count(np.array([2, 3]), BatchSpec(3, "uniform", None, "sum", "drop"))
+    3
+    """
+    K, B = sizes.size, spec.batch_size
+    if spec.sampler == "uniform":
+        return _count_bounded(sizes, B)
+    if spec.sampler == "class-balanced":
+        return math.comb(B + K - 1, K - 1)
+    return math.comb(K, B // int(spec.samples_per_class))
+
+
+def _enumerate_bounded(caps: np.ndarray, B: int) -> np.ndarray:
+    K = caps.size
+    suffix = np.concatenate([np.cumsum(caps[::-1])[::-1], [0]])
+    parts = np.zeros((1, 0), dtype=np.int64)
+    sums = np.zeros(1, dtype=np.int64)
+    for c in range(K):
+        rows, new_sums = [], []
+        for k in range(int(min(caps[c], B)) + 1):
+            s = sums + k
+            ok = (s <= B) & (B - s <= suffix[c + 1])
+            if ok.any():
+                rows.append(np.hstack([parts[ok], np.full((int(ok.sum()), 1), k)]))
+                new_sums.append(s[ok])
+        parts, sums = np.vstack(rows), np.concatenate(new_sums)
+    return parts
+
+
+@dataclass(frozen=True, eq=False)
+class Compositions:
+    """Count vectors with their probabilities.
+
+    Attributes
+    ----------
+    counts : ndarray of int, shape (C, K)
+    prob : ndarray, shape (C,)
+        Probability of each (exact), or its share of the sample (sample average).
+    exact : bool
+    drawn : int
+        Compositions drawn (sample average) or enumerated (exact).
+    seed : int or None
+    """
+
+    counts: np.ndarray
+    prob: np.ndarray
+    exact: bool
+    drawn: int
+    seed: int | None
+
+
+def compositions(
+    sizes: np.ndarray,
+    spec: BatchSpec,
+    *,
+    exact_max: int = 20_000,
+    samples: int = 2000,
+    seed: int = 0,
+) -> Compositions:
+    """All compositions of the sampler with their probabilities when there are at most
+    ``exact_max``, else ``samples`` compositions drawn with ``numpy.random.default_rng(seed)``
+    (identical draws merged, with their frequencies)."""
+    n = sizes.astype(np.int64)
+    K, B = n.size, spec.batch_size
+    count = composition_count(n, spec)
+    if count <= exact_max:
+        if spec.sampler == "m-per-class":
+            m = int(spec.samples_per_class)
+            from itertools import combinations
+
+            chosen = np.array(list(combinations(range(K), B // m)), dtype=np.int64)
+            counts = np.zeros((chosen.shape[0], K), dtype=np.int64)
+            np.put_along_axis(counts, chosen, m, axis=1)
+            logp = np.full(counts.shape[0], -math.log(counts.shape[0]))
+        elif spec.sampler == "uniform":
+            counts = _enumerate_bounded(n, B)
+            logp = (
+                np.sum(gammaln(n + 1) - gammaln(counts + 1) - gammaln(n - counts + 1), axis=1)
+                - (gammaln(n.sum() + 1) - gammaln(B + 1) - gammaln(n.sum() - B + 1))
+            )
+        else:
+            counts = _enumerate_bounded(np.full(K, B), B)
+            logp = gammaln(B + 1) - np.sum(gammaln(counts + 1), axis=1) - B * math.log(K)
+        prob = np.exp(logp)
+        return Compositions(counts, prob / prob.sum(), True, counts.shape[0], None)
+    rng = np.random.default_rng(seed)
+    if spec.sampler == "uniform":
+        draws = rng.multivariate_hypergeometric(n, B, size=samples)
+    elif spec.sampler == "class-balanced":
+        draws = rng.multinomial(B, np.full(K, 1.0 / K), size=samples)
+    else:
+        m = int(spec.samples_per_class)
+        order = np.argsort(rng.random((samples, K)), axis=1)[:, : B // m]
+        draws = np.zeros((samples, K), dtype=np.int64)
+        np.put_along_axis(draws, order, m, axis=1)
+    counts, freq = np.unique(draws, axis=0, return_counts=True)
+    return Compositions(counts, freq / float(samples), False, samples, seed)
+
+
+def batch_rows(
+    comps: Compositions, weights: np.ndarray, spec: BatchSpec, *, tau: float
+) -> tuple[RowProblem, np.ndarray]:
+    """The row problem of the expected batch loss over ``comps`` for class-block ``weights``
+    (``weights[c, d]``: the weight an anchor of class ``c`` gives a sample of class ``d``).
+
+    Returns the problem and, per row, the index of its composition (for standard errors).
+
+    Raises
+    ------
+    ValueError
+        If no composition has an anchor with positives (every batch loss is constant).
+    """
+    counts = comps.counts.astype(float)
+    C, K = counts.shape
+    ci, cls = np.nonzero(counts > 0)
+    mu = counts[ci] - np.eye(K)[cls]
+    mass = mu * weights[cls]
+    tot = mass.sum(axis=1)
+    has = tot > 0
+    anchors_pos = np.zeros(C)
+    np.add.at(anchors_pos, ci[has], counts[ci[has], cls[has]])
+    if spec.reduction == "sum":
+        red = np.ones(C)
+    elif spec.anchors_without_positives == "drop":
+        red = np.divide(1.0, anchors_pos, out=np.zeros(C), where=anchors_pos > 0)
+    else:
+        red = np.full(C, 1.0 / spec.batch_size)
+    alpha = comps.prob[ci] * counts[ci, cls] * red[ci]
+    keep = has & (alpha > 0)
+    if not keep.any():
+        raise ParameterError(
+            "batch_size",
+            f"= {spec.batch_size}: no batch of this sampler has an anchor with a positive, so "
+            "every batch loss is constant",
+        )
+    with np.errstate(divide="ignore"):
+        log_mu = np.log(mu[keep])
+    P = mass[keep] / tot[keep][:, None]
+    prob = RowProblem(
+        tau=tau, anchor=cls[keep], alpha=alpha[keep], log_mu=log_mu, target=P
+    )
+    return prob, ci[keep]
+
+
+def positive_pair_probability(sizes: np.ndarray, spec: BatchSpec) -> np.ndarray:
+    """Probability that a batch holds at least two samples of each class (exact).
+
+    >>> p = positive_pair_probability(np.array([2, 2]), BatchSpec(4, "uniform", None, "sum",
+    ...     "drop"))
+    >>> p.tolist()
+    [1.0, 1.0]
+    """
+    from scipy.stats import binom, hypergeom  # imported on use: scipy.stats is slow to import
+
+    n = sizes.astype(np.int64)
+    K, B = n.size, spec.batch_size
+    if spec.sampler == "uniform":
+        rv = hypergeom(int(n.sum()), n, B)
+        return np.clip(1.0 - rv.pmf(0) - rv.pmf(1), 0.0, 1.0)
+    if spec.sampler == "class-balanced":
+        return np.full(K, float(binom(B, 1.0 / K).sf(1)))
+    return np.full(K, (B // int(spec.samples_per_class)) / K)
+
+
+def row_budget_samples(K: int, requested: int) -> int:
+    """The number of sampled compositions that keeps a batch problem within ``ROW_BUDGET``."""
+    return max(50, min(requested, ROW_BUDGET // (K * K)))

@@ -1,0 +1,66 @@
+"""Readable summaries of results: aligned text for ``str`` and an HTML table for notebooks."""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+
+__all__ = ["format_nats", "format_summary", "html_summary"]
+
+
+def format_nats(value: float, log_value: float | None = None) -> str:
+    """A non-negative amount of nats, written from its log where the float underflows.
+
+    >>> format_nats(0.0, -1000.0)
+    '5.076e-435'
+    >>> format_nats(0.0, -math.inf), format_nats(0.25)
+    ('0', '0.25')
+    """
+    if value > 1e-300 or log_value is None or (value == 0 and log_value == -math.inf):
+        return "0" if value == 0 else f"{value:.4g}"
+    e10 = log_value / math.log(10.0)
+    exp = math.floor(e10)
+    return f"{10.0 ** (e10 - exp):.3f}e{exp}"
+
+
+def format_summary(title: str, pairs: list[tuple[str, str]]) -> str:
+    """``title`` and ``name  value`` lines with the names aligned.
+
+    >>> print(format_summary("T", [("a", "1"), ("long name", "2")]))
+    T
+      a          1
+      long name  2
+    """
+    width = max((len(k) for k, _ in pairs), default=0)
+    return "\n".join([title, *(f"  {k:<{width}}  {v}" for k, v in pairs)])
+
+
+def html_summary(
+    title: str,
+    pairs: list[tuple[str, str]],
+    *,
+    matrix: np.ndarray | None = None,
+    labels: list[str] | None = None,
+    caption: str = "",
+) -> str:
+    """An HTML block: the summary as a two-column table, then optionally a small matrix."""
+    rows = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+        f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+        for k, v in pairs
+    )
+    out = f"<div><strong>{html.escape(title)}</strong><table>{rows}</table>"
+    if matrix is not None:
+        labels = labels or [str(i) for i in range(matrix.shape[0])]
+        head = "".join(f"<th>{html.escape(lab)}</th>" for lab in labels)
+        body = "".join(
+            f"<tr><th>{html.escape(labels[i])}</th>"
+            + "".join(f"<td>{v:+.4f}</td>" for v in matrix[i])
+            + "</tr>"
+            for i in range(matrix.shape[0])
+        )
+        cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+        out += f"<table>{cap}<tr><th></th>{head}</tr>{body}</table>"
+    return out + "</div>"

@@ -1,0 +1,48 @@
+"""The time guard: estimate the work of a solve before starting it, and refuse with a clear error.
+
+Work is counted in floating-point operations at a conservative ``1e9`` per second and refused
+above ``DGP_TIME_BUDGET_S`` seconds (default one hour). Memory is guarded by
+:func:`dgp.resources.check_memory`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from dgp.errors import ParameterError
+
+__all__ = ["check_time", "time_budget"]
+
+_FLOPS = 1e9
+
+
+def time_budget() -> float:
+    """Seconds of estimated work dgp allows one call (module docstring)."""
+    try:
+        return float(os.environ.get("DGP_TIME_BUDGET_S", "3600"))
+    except ValueError:
+        return 3600.0
+
+
+def check_time(flops: float, *, what: str, instead: str, param: str | None = None) -> None:
+    """Raise if ``flops`` floating-point operations exceed :func:`time_budget` seconds.
+
+    Raises
+    ------
+    ValueError
+        (a :class:`dgp.errors.ParameterError` naming ``param`` when given) saying what would
+        take how long, the budget, and what to use instead.
+
+    >>> check_time(1e9, what="a small solve", instead="nothing")
+    """
+    seconds = flops / _FLOPS
+    budget = time_budget()
+    if seconds <= budget:
+        return
+    detail = (
+        f"{what} would take about {seconds / 3600:.2g} hours, above the {budget:g} s dgp allows "
+        f"one call (DGP_TIME_BUDGET_S); {instead}"
+    )
+    if param is None:
+        raise ValueError(detail)
+    raise ParameterError(param, f"is too large: {detail}")

@@ -1,0 +1,409 @@
+"""Result classes of :func:`dgp.supcon_prototypes`, with readable text and notebook display."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from dgp.geometry import embedding_from_gram
+from dgp.prototypes._batch import BatchSpec
+from dgp.prototypes._closed_forms import equiangular_gram
+from dgp.prototypes._display import format_nats, format_summary, html_summary
+from dgp.prototypes._kkt import KKTCertificate
+from dgp.prototypes._lift import LiftCertificate
+from dgp.resources import check_memory
+
+__all__ = [
+    "GRAM_JSON_MAX_K",
+    "BatchPrediction",
+    "FirstOrderApproximation",
+    "Prototypes",
+    "gram_summary",
+]
+
+#: largest number of classes whose K x K Gram ``to_dict`` includes by default (a 500 x 500 Gram
+#: is about 5 MB of JSON); beyond it the JSON says how to ask for it
+GRAM_JSON_MAX_K = 500
+_TABLE_MAX_K = 8
+
+
+def gram_summary(G: np.ndarray) -> dict[str, Any]:
+    """Extreme off-diagonal cosines and where they are (class indices from 0)."""
+    K = G.shape[0]
+    iu = np.triu_indices(K, 1)
+    off = G[iu]
+    lo, hi = int(np.argmin(off)), int(np.argmax(off))
+    return {
+        "min_cosine": float(off[lo]),
+        "min_pair": [int(iu[0][lo]), int(iu[1][lo])],
+        "max_cosine": float(off[hi]),
+        "max_pair": [int(iu[0][hi]), int(iu[1][hi])],
+        "simplex_cosine": -1.0 / (K - 1),
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class FirstOrderApproximation:
+    """What the first-order formula is and is not.
+
+    Attributes
+    ----------
+    min_eigenvalue : float
+        Smallest eigenvalue of the first-order Gram.
+    psd_defect : float
+        ``max(0, -min_eigenvalue)``: how far it is from being a Gram of unit vectors.
+    projected_gram : ndarray or None
+        The nearest point of the elliptope (Frobenius), ``None`` when too large to compute.
+    distance : float or None
+        Frobenius distance from the first-order Gram to ``projected_gram``.
+    converged : bool
+        Whether the projection converged to tolerance (else it is feasible but not nearest).
+    note : str
+    """
+
+    min_eigenvalue: float
+    psd_defect: float
+    projected_gram: np.ndarray | None
+    distance: float | None
+    converged: bool
+    note: str
+
+    def to_dict(self, *, gram: bool) -> dict[str, Any]:
+        """Plain JSON-ready fields (the projected Gram only with ``gram``)."""
+        out: dict[str, Any] = {
+            "min_eigenvalue": self.min_eigenvalue,
+            "psd_defect": self.psd_defect,
+            "distance": self.distance,
+            "converged": self.converged,
+            "note": self.note,
+        }
+        if gram and self.projected_gram is not None:
+            out["projected_gram"] = self.projected_gram.tolist()
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class BatchPrediction:
+    """How a mini-batch prediction was made, and how far it moves from the full batch.
+
+    Attributes
+    ----------
+    spec : BatchSpec
+        Batch size, sampler, reduction and treatment of anchors without positives.
+    exact : bool
+        Exact expectation over every composition, or a sample average.
+    compositions : int
+        Distinct compositions in the expectation.
+    drawn : int
+        Compositions drawn (sample average) or enumerated (exact).
+    seed : int or None
+    loss_se : float or None
+        Standard error of the expected loss (sample average only).
+    gram_se : float or None
+        Largest standard deviation of a Gram entry over ``replicates`` independent samples of
+        compositions (the sampling error of the prediction; sample average only).
+    replicates : int
+    full_batch_gram : ndarray
+        The full-batch prediction.
+    shift : float
+        ``max |G_batch - G_full|``.
+    positive_pair_probability : tuple of float
+        Probability that a batch holds two samples of each class.
+    """
+
+    spec: BatchSpec
+    exact: bool
+    compositions: int
+    drawn: int
+    seed: int | None
+    loss_se: float | None
+    gram_se: float | None
+    replicates: int
+    full_batch_gram: np.ndarray
+    shift: float
+    positive_pair_probability: tuple[float, ...]
+
+    def to_dict(self, *, gram: bool) -> dict[str, Any]:
+        """Plain JSON-ready fields (the full-batch Gram only with ``gram``)."""
+        out = {
+            **self.spec.to_dict(),
+            "expectation": "exact" if self.exact else "sample-average",
+            "compositions": self.compositions,
+            "drawn": self.drawn,
+            "seed": self.seed,
+            "loss_se": self.loss_se,
+            "gram_se": self.gram_se,
+            "replicates": self.replicates,
+            "shift_from_full_batch": self.shift,
+            "positive_pair_probability": list(self.positive_pair_probability),
+        }
+        if gram:
+            out["full_batch_gram"] = self.full_batch_gram.tolist()
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Prototypes:
+    """The optimal prototype Gram of SupCon / Soft SupCon and how it was obtained.
+
+    Attributes
+    ----------
+    objective : str
+        ``"supcon"`` or ``"soft-supcon"``.
+    sizes : tuple of int
+        Class sizes ``n_1..n_K``.
+    tau : float
+    eps : float or None
+        Soft SupCon cross-class weight (``None`` for SupCon).
+    method : str
+        ``"closed-form"``, ``"numeric"`` (certified solver) or ``"first-order"`` (an
+        approximation).
+    loss : float
+        Full batch: the w-InfoNCE loss of the collapsed configuration, summed over all ``N``
+        anchors (nats). With a batch size: the expected batch loss under the stated reduction.
+        For ``first-order``: the loss at the projected Gram, an upper bound on the optimum.
+    entropic_bound : float
+        :math:`\\sum_i H(p_i)` (nats) of the same objective (expected, for batches).
+    excess_loss : float
+        ``loss - entropic_bound`` without cancellation (it can be :math:`10^{-50}` at small
+        ``tau``, or underflow to 0 while ``log_excess_loss`` stays finite).
+    log_excess_loss : float
+        Natural log of ``excess_loss`` (``-inf`` where the bound is attained).
+    kkt_residual : float or None
+        The certificate's residual; ``None`` for closed forms and approximations.
+    certificate : KKTCertificate or None
+    collapse : LiftCertificate or None
+        Optimality of the collapsed configuration for the ``N x N`` problem, and uniqueness.
+    rank : int
+        Rank of the prototype Gram (the embedding dimension it needs).
+    unique : bool or None
+        Whether the ``N x N`` minimiser is unique up to rotation (``None``: undecided).
+    stop_reason : str
+        Why the solver stopped, or which closed form applies.
+    equiangular : float or None
+        The common off-diagonal cosine when the Gram is equiangular.
+    matrix : ndarray or None
+        The Gram when it is not equiangular (use :attr:`gram`).
+    approximation : FirstOrderApproximation or None
+        For ``first-order``.
+    batch : BatchPrediction or None
+        For mini-batch predictions.
+    """
+
+    objective: str
+    sizes: tuple[int, ...]
+    tau: float
+    eps: float | None
+    method: str
+    loss: float
+    entropic_bound: float
+    excess_loss: float
+    log_excess_loss: float
+    kkt_residual: float | None
+    certificate: KKTCertificate | None
+    collapse: LiftCertificate | None
+    rank: int
+    unique: bool | None
+    stop_reason: str
+    equiangular: float | None = None
+    matrix: np.ndarray | None = None
+    approximation: FirstOrderApproximation | None = None
+    batch: BatchPrediction | None = None
+
+    @property
+    def K(self) -> int:
+        """Number of classes."""
+        return len(self.sizes)
+
+    @cached_property
+    def gram(self) -> np.ndarray:
+        """The ``K x K`` prototype Gram :math:`G_{cc'} = \\langle\\mu_c, \\mu_{c'}\\rangle`
+        (built on first access for equiangular closed forms).
+
+        Raises
+        ------
+        ValueError
+            If an equiangular Gram would not fit in memory (use :attr:`equiangular`).
+        """
+        if self.matrix is not None:
+            return self.matrix
+        check_memory(
+            8 * self.K**2,
+            what=f"the {self.K} x {self.K} prototype Gram",
+            hint=f"it is equiangular: every off-diagonal cosine is {self.equiangular!r} "
+            "(attribute equiangular)",
+        )
+        return equiangular_gram(self.K, float(self.equiangular))
+
+    def embedding(self) -> np.ndarray:
+        """Prototype vectors ``K x rank`` with ``Z Z^T = gram`` (for ``first-order``: of the
+        projected Gram, the nearest Gram of unit vectors), signs fixed.
+
+        Raises
+        ------
+        ValueError
+            As :attr:`gram`.
+        """
+        G = self.gram
+        if self.approximation is not None and self.approximation.projected_gram is not None:
+            G = self.approximation.projected_gram
+        return embedding_from_gram(G, rank=self.rank)
+
+    def _summary_pairs(self) -> list[tuple[str, str]]:
+        N = sum(self.sizes)
+        pairs = []
+        if self.method == "numeric" and self.certificate is not None:
+            how = f"numeric (certified: KKT residual {self.kkt_residual:.1e})"
+        elif self.method == "first-order":
+            how = "first-order (an O(tau^2) approximation, not certified)"
+        else:
+            how = f"closed form ({self.stop_reason})"
+        pairs.append(("method", how))
+        if self.batch is not None:
+            s = self.batch.spec
+            sampler = s.sampler + (
+                f", m = {s.samples_per_class}" if s.samples_per_class is not None else ""
+            )
+            exp = (
+                f"exact over {self.batch.compositions} compositions"
+                if self.batch.exact
+                else f"sample average of {self.batch.drawn} compositions (seed {self.batch.seed})"
+            )
+            red = s.reduction + (
+                f", anchors without positives: {s.anchors_without_positives}"
+                if s.reduction == "mean"
+                else ""
+            )
+            pairs += [
+                ("batches", f"B = {s.batch_size}, sampler {sampler}"),
+                ("reduction", red),
+                ("expectation", exp),
+            ]
+        bound_word = "<=" if self.method == "first-order" else "="
+        where = "expected per batch" if self.batch is not None else f"summed over {N} anchors"
+        loss = f"{bound_word} {self.loss:.10g} nats ({where})"
+        if self.batch is not None and self.batch.loss_se is not None:
+            loss += f", standard error {self.batch.loss_se:.2g}"
+        pairs.append(("loss", loss))
+        ex = format_nats(self.excess_loss, self.log_excess_loss)
+        excess = f"{bound_word} {ex} nats above the entropic bound {self.entropic_bound:.10g}"
+        if self.certificate is not None:
+            gap = format_nats(self.certificate.gap_bound, self.certificate.log_gap_bound)
+            excess += f" (within {gap})"
+        pairs.append(("excess", excess))
+        if self.approximation is not None:
+            a = self.approximation
+            if a.psd_defect > 0:
+                pairs.append((
+                    "PSD defect",
+                    f"{a.psd_defect:.3g} (lowest eigenvalue {a.min_eigenvalue:+.3g}: not a Gram of "
+                    "unit vectors)",
+                ))
+            if a.distance is not None:
+                pairs.append(("projected", f"nearest point of the elliptope at distance "
+                              f"{a.distance:.3g}; the loss above is taken there"))
+        uniq = {True: "unique minimiser up to rotation", False: "not unique (a face of minimisers)",
+                None: "uniqueness undecided"}[self.unique]
+        pairs.append(("rank", f"{self.rank} ({uniq})"))
+        if self.K > 2:
+            if self.equiangular is not None:
+                pairs.append(("cosines", f"all {self.equiangular:+.6f} (equiangular)"))
+            else:
+                gs = gram_summary(self.gram)
+                pairs.append((
+                    "cosines",
+                    f"min {gs['min_cosine']:+.6f} (classes {gs['min_pair'][0]},"
+                    f"{gs['min_pair'][1]}), max {gs['max_cosine']:+.6f} (classes "
+                    f"{gs['max_pair'][0]},{gs['max_pair'][1]}); "
+                    f"simplex {gs['simplex_cosine']:+.6f}",
+                ))
+        elif self.matrix is not None or self.equiangular is not None:
+            pairs.append(("cosine", f"{float(self.gram[0, 1]):+.6f}"))
+        if self.batch is not None:
+            pp = self.batch.positive_pair_probability
+            pairs.append(("moved", f"max |G_batch - G_full| = {self.batch.shift:.3g}" + (
+                f" (sampling error {self.batch.gram_se:.2g})" if self.batch.gram_se else "")))
+            more = " ..." if len(pp) > 6 else ""
+            pairs.append(("P(pair)", "probability of a positive pair: "
+                          + ", ".join(f"{p:.3g}" for p in pp[:6]) + more))
+        return pairs
+
+    def _title(self) -> str:
+        name = "SupCon" if self.objective == "supcon" else f"Soft SupCon (eps = {self.eps:g})"
+        return f"{name} prototypes: K = {self.K}, N = {sum(self.sizes)}, tau = {self.tau:g}"
+
+    def __str__(self) -> str:
+        text = format_summary(self._title(), self._summary_pairs())
+        if self.K <= _TABLE_MAX_K:
+            G = self.gram
+            head = "".join(f"{f'c{c}':>10}" for c in range(self.K))
+            rows = [f"  {'':6}{head}"] + [
+                f"  {f'c{c}':<6}" + "".join(f"{v:>+10.4f}" for v in G[c]) for c in range(self.K)
+            ]
+            text += "\n  prototype Gram:\n" + "\n".join(rows)
+        return text
+
+    def _repr_html_(self) -> str:
+        small = self.K <= _TABLE_MAX_K
+        return html_summary(
+            self._title(),
+            self._summary_pairs(),
+            matrix=self.gram if small else None,
+            labels=[f"c{c} (n={n})" for c, n in enumerate(self.sizes)] if small else None,
+            caption="prototype Gram (cosines)",
+        )
+
+    def to_dict(self, *, gram: bool | None = None, embedding: bool = False) -> dict[str, Any]:
+        """Plain JSON-ready fields: ``objective``, ``sizes``, ``tau``, ``eps``, ``gram``, ``loss``,
+        ``method``, ``kkt_residual`` and the other attributes.
+
+        ``gram=None`` includes the ``K x K`` Gram for ``K <= GRAM_JSON_MAX_K`` (500) and otherwise
+        sets ``gram`` to ``None`` with ``gram_omitted`` saying why and how to get it
+        (``gram=True``); ``gram_summary`` is always there. ``embedding=True`` adds the
+        prototype vectors.
+        """
+        include = self.K <= GRAM_JSON_MAX_K if gram is None else bool(gram)
+        out: dict[str, Any] = {
+            "objective": self.objective,
+            "sizes": list(self.sizes),
+            "tau": self.tau,
+            "eps": self.eps,
+            "gram": self.gram.tolist() if include else None,
+            "loss": self.loss,
+            "method": self.method,
+            "kkt_residual": self.kkt_residual,
+            "entropic_bound": self.entropic_bound,
+            "excess_loss": self.excess_loss,
+            "log_excess_loss": self.log_excess_loss if math.isfinite(self.log_excess_loss)
+            else None,
+            "rank": self.rank,
+            "unique": self.unique,
+            "stop_reason": self.stop_reason,
+            "equiangular": self.equiangular,
+            "certificate": None if self.certificate is None else self.certificate.to_dict(),
+            "collapse": None if self.collapse is None else self.collapse.to_dict(),
+        }
+        if not include:
+            out["gram_omitted"] = (
+                f"the {self.K} x {self.K} Gram is left out above K = {GRAM_JSON_MAX_K} classes "
+                "(about 20 bytes per entry as JSON); ask for it with gram=True (CLI: --gram) or "
+                "write it with --save-gram FILE"
+                + ("" if self.equiangular is None
+                   else f"; it is equiangular with off-diagonal cosine {self.equiangular!r}")
+            )
+        if self.equiangular is None:
+            out["gram_summary"] = gram_summary(self.gram)
+        else:
+            out["gram_summary"] = {"equiangular": self.equiangular,
+                                   "simplex_cosine": -1.0 / (self.K - 1)}
+        if self.approximation is not None:
+            out["approximation"] = self.approximation.to_dict(gram=include)
+        if self.batch is not None:
+            out["batch"] = self.batch.to_dict(gram=include)
+        if embedding:
+            out["embedding"] = self.embedding().tolist()
+        return out

@@ -1,0 +1,584 @@
+r"""The certified solver of row problems (:mod:`dgp.prototypes._program`) over the elliptope.
+
+Burer–Monteiro: :math:`M = X^\top X` with :math:`X \in \mathbb R^{r \times K}` of unit columns,
+a product of spheres. The solver
+
+1. runs L-BFGS on the scaled objective (columns normalised inside the objective) from the best
+   of the given starts, in rounds of growing length;
+2. after each round polishes to high accuracy: a Riemannian trust region (truncated conjugate
+   gradient on the exact Hessian, Steihaug–Toint) at the ranks suggested by the spectrum, and,
+   for full-batch class-block problems, Newton's method on the reduced KKT system
+   (:math:`S = UU^\top` of rank ``q``, :math:`MU = 0`), whose unknowns are ``K (q + 1)`` numbers
+   even when the optimum has rank ``K - 1``;
+3. stops as soon as the KKT certificate of :mod:`dgp.prototypes._kkt`, computed from ``M``
+   alone, is below the tolerance, and otherwise returns the best certified point with the
+   reason it stopped.
+
+At rank ``r < K`` (a fixed embedding dimension) the same steps give a second-order critical
+point of the non-convex problem, certified globally optimal only when its dual matrix is PSD.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from dgp.prototypes._kkt import KKTCertificate, row_certificate
+from dgp.prototypes._program import RowProblem
+
+__all__ = [
+    "SolveResult",
+    "bm_lbfgs",
+    "bm_lbfgs_linear",
+    "factor",
+    "frank_wolfe_bound",
+    "lbfgs",
+    "rtr",
+    "single_threaded",
+    "solve_rows",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class SolveResult:
+    """Outcome of :func:`solve_rows`.
+
+    Attributes
+    ----------
+    gram : ndarray
+        The best point found (exactly PSD with unit diagonal: a Gram of unit vectors).
+    certificate : KKTCertificate
+        Its certificate.
+    stop_reason : str
+        Why the solver stopped.
+    iterations : int
+        L-BFGS iterations plus trust-region steps, over all rounds.
+    """
+
+    gram: np.ndarray
+    certificate: KKTCertificate
+    stop_reason: str
+    iterations: int
+
+
+def single_threaded() -> threadpool_limits:
+    """One thread for BLAS and OpenMP: these solvers work on matrices of at most a few thousand
+    rows, where threaded BLAS is barely faster on an idle machine and many times slower on a
+    loaded one (measured 2x to 100x on the shared 2-core machines dgp is tested on)."""
+    return threadpool_limits(limits=1)
+
+
+def factor(G: np.ndarray, r: int) -> np.ndarray:
+    """``r x K`` factor of the PSD part of ``G`` (clipped eigenvalues, unit columns)."""
+    lam, Q = np.linalg.eigh(0.5 * (G + G.T))
+    lam = np.clip(lam, 0.0, None)
+    idx = np.argsort(lam)[::-1][:r]
+    V = (Q[:, idx] * np.sqrt(lam[idx])).T
+    norms = np.linalg.norm(V, axis=0)
+    V[:, norms == 0] = 1.0
+    return V / np.linalg.norm(V, axis=0)
+
+
+def lbfgs(
+    fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x: np.ndarray,
+    *,
+    maxiter: int,
+    gtol: float,
+    memory: int = 8,
+) -> tuple[np.ndarray, int]:
+    """Plain L-BFGS (two-loop recursion, Armijo backtracking): O(memory * n) per iteration.
+
+    Returns the last iterate and the number of iterations; stops when ``max |g| <= gtol``, when
+    the objective stalls for 5 iterations or after ``maxiter``."""
+    f, g = fun(x)
+    s_hist: list[np.ndarray] = []
+    y_hist: list[np.ndarray] = []
+    stall = 0
+    it = 0
+    for it in range(1, maxiter + 1):  # noqa: B007 - the count is returned
+        if float(np.max(np.abs(g))) <= gtol:
+            break
+        d = -g
+        alphas = []
+        for s_k, y_k in zip(reversed(s_hist), reversed(y_hist), strict=True):
+            a_k = float(s_k @ d) / float(y_k @ s_k)
+            alphas.append(a_k)
+            d -= a_k * y_k
+        if s_hist:
+            d *= float(s_hist[-1] @ y_hist[-1]) / float(y_hist[-1] @ y_hist[-1])
+        else:
+            d /= max(1.0, float(np.linalg.norm(g)))
+        for (s_k, y_k), a_k in zip(zip(s_hist, y_hist, strict=True), reversed(alphas), strict=True):
+            b_k = float(y_k @ d) / float(y_k @ s_k)
+            d += (a_k - b_k) * s_k
+        slope = float(g @ d)
+        if slope >= 0:  # not a descent direction: restart with steepest descent
+            s_hist.clear()
+            y_hist.clear()
+            d = -g / max(1.0, float(np.linalg.norm(g)))
+            slope = float(g @ d)
+        step = 1.0
+        while True:
+            x_new = x + step * d
+            f_new, g_new = fun(x_new)
+            if f_new <= f + 1e-4 * step * slope or step < 1e-12:
+                break
+            step *= 0.5
+        s_k, y_k = x_new - x, g_new - g
+        if float(s_k @ y_k) > 1e-16 * float(np.linalg.norm(s_k)) * float(np.linalg.norm(y_k)):
+            s_hist.append(s_k)
+            y_hist.append(y_k)
+            if len(s_hist) > memory:
+                s_hist.pop(0)
+                y_hist.pop(0)
+        stall = stall + 1 if f - f_new <= 1e-15 * max(1.0, abs(f)) else 0
+        x, f, g = x_new, f_new, g_new
+        if stall >= 5:
+            break
+    return x, it
+
+
+def _normalise(V: np.ndarray) -> np.ndarray:
+    return V / np.linalg.norm(V, axis=0)
+
+
+def bm_lbfgs(
+    prob: RowProblem, X0: np.ndarray, *, maxiter: int, gtol: float = 1e-13
+) -> tuple[np.ndarray, int]:
+    """L-BFGS on the product of spheres at the rank of ``X0`` (``r x K``, unit columns); returns
+    the final factor (unit columns) and the iteration count. ``gtol`` is relative to the first
+    gradient."""
+    r, K = X0.shape
+
+    def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
+        V = v.reshape(r, K)
+        norms = np.linalg.norm(V, axis=0)
+        X = V / norms
+        st = prob.state(X.T @ X)
+        g = prob.gradient(st)
+        Gam = 2.0 * (X @ g)
+        dots = np.sum(X * Gam, axis=0)
+        return prob.value(st), ((Gam - X * dots) / norms).ravel()
+
+    g0 = float(np.max(np.abs(fun(X0.ravel())[1])))
+    v, its = lbfgs(fun, X0.ravel(), maxiter=maxiter, gtol=max(gtol * g0, 1e-300))
+    return _normalise(v.reshape(r, K)), its
+
+
+def bm_lbfgs_linear(C: np.ndarray, *, rank: int, maxiter: int) -> np.ndarray:
+    """An approximate minimiser of the linear problem ``min <C, G>`` over the elliptope (the
+    Frank–Wolfe direction), by L-BFGS at rank ``rank`` from a deterministic start."""
+    K = C.shape[0]
+    r = min(rank, K)
+    V0 = np.cos(np.outer(np.arange(1, r + 1), np.arange(K)) * 0.7 + 0.3)
+    V0 /= np.linalg.norm(V0, axis=0)
+    scale = max(float(np.abs(C).max()), 1e-300)
+    Cs = C / scale
+
+    def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
+        V = v.reshape(r, K)
+        norms = np.linalg.norm(V, axis=0)
+        X = V / norms
+        Gam = 2.0 * (X @ Cs)
+        dots = np.sum(X * Gam, axis=0)
+        return float(np.sum(X * (X @ Cs))), ((Gam - X * dots) / norms).ravel()
+
+    v, _ = lbfgs(fun, V0.ravel(), maxiter=maxiter, gtol=1e-10)
+    X = _normalise(v.reshape(r, K))
+    return X.T @ X
+
+
+def frank_wolfe_bound(prob: RowProblem, gram: np.ndarray, *, maxiter: int = 300) -> float:
+    r"""A certified lower bound (nats) on :math:`\min_{\mathcal E_K} F` from any feasible ``gram``.
+
+    By convexity :math:`F^\star \ge F(G) + \min_{G' \in \mathcal E_K}\langle g, G' - G\rangle`,
+    and for every :math:`y`, :math:`\langle g, G'\rangle \ge \sum_c y_c + K\lambda_{\min}(g -
+    \operatorname{Diag}(y))` (as :math:`\operatorname{tr}G' = K`). The multipliers ``y`` are taken
+    from a Burer–Monteiro solution of the linear problem :math:`\min\langle g, G'\rangle` (the
+    Frank–Wolfe direction) and from ``gram`` itself; the larger bound is returned. Whatever the
+    quality of that inner solution, the bound is valid: only ``y`` comes from it.
+    """
+    G = 0.5 * (gram + gram.T)
+    K = G.shape[0]
+    st = prob.state(G)
+    g = prob.gradient(st)
+    base = -float(np.sum(g * G))
+    best = -math.inf
+    G_lin = bm_lbfgs_linear(g, rank=math.ceil(math.sqrt(2 * K)) + 1, maxiter=maxiter)
+    for M in (G, G_lin):
+        y = np.einsum("ij,ji->i", M, g)
+        lam = float(np.linalg.eigvalsh(g - np.diag(y))[0])
+        best = max(best, base + float(y.sum()) + K * min(0.0, lam))
+    loss = prob.loss(G)[0]
+    if best >= 0:
+        return loss
+    return loss - math.exp(math.log(-best) + math.log(prob.alpha_total) + prob.log_t)
+
+
+def _full_rank_start(X: np.ndarray) -> np.ndarray:
+    """A factor with no zero row: gradient steps never leave the row space of the factor, so a
+    start of lower rank than the optimum would be a trap; a small deterministic perturbation
+    (1e-3 of the column norm) frees it."""
+    r, K = X.shape
+    if np.linalg.matrix_rank(X) >= r:
+        return X
+    pattern = np.cos(np.outer(np.arange(1, r + 1), np.arange(K)) * 1.3 + 0.7)
+    return _normalise(X + 1e-3 * pattern)
+
+
+def _proj(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    return Z - X * np.sum(X * Z, axis=0)
+
+
+def _tcg(
+    grad, hess, radius: float, maxinner: int, scale: float
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Truncated CG (Steihaug–Toint) for ``min <grad, e> + <e, H e>/2`` in a ball; stops when the
+    residual is below ``|grad| min(|grad| / scale, 0.1)`` (superlinear, scale-free) or at the
+    rounding level ``1e-15 scale``."""
+    eta = np.zeros_like(grad)
+    Heta = np.zeros_like(grad)
+    r = grad.copy()
+    rr = float(np.sum(r * r))
+    norm_r0 = math.sqrt(rr)
+    delta = -r
+    e_e, e_d, d_d = 0.0, 0.0, rr
+    floor = 0.0
+    for j in range(maxinner):
+        Hd = hess(delta)
+        dHd = float(np.sum(delta * Hd))
+        if j == 0:
+            floor = 1e-8 * abs(dHd) / d_d
+        elif abs(dHd) <= floor * d_d:
+            # curvature at rounding level: a symmetry direction (rotations of the factor), not
+            # negative curvature; stepping to the boundary along it would only add noise
+            break
+        alpha = rr / dHd if dHd > 0 else math.inf
+        e_e_new = e_e + 2 * alpha * e_d + alpha * alpha * d_d
+        if dHd <= 0 or e_e_new >= radius * radius:
+            tau = (-e_d + math.sqrt(max(e_d * e_d + d_d * (radius * radius - e_e), 0.0))) / d_d
+            return eta + tau * delta, Heta + tau * Hd, True
+        eta = eta + alpha * delta
+        Heta = Heta + alpha * Hd
+        e_e = e_e_new
+        r = r + alpha * Hd
+        rr_new = float(np.sum(r * r))
+        if math.sqrt(rr_new) <= max(norm_r0 * min(norm_r0 / scale, 0.1), 1e-15 * scale):
+            break
+        beta = rr_new / rr
+        rr = rr_new
+        delta = -r + beta * delta
+        e_d = beta * (e_d + alpha * d_d)
+        d_d = rr + beta * beta * d_d
+    return eta, Heta, False
+
+
+def rtr(
+    prob: RowProblem,
+    X: np.ndarray,
+    *,
+    maxiter: int = 60,
+    gtol: float = 1e-12,
+    maxinner: int = 300,
+) -> tuple[np.ndarray, int]:
+    """Riemannian trust region on the product of spheres at the rank of ``X``.
+
+    Stops when the Riemannian gradient :math:`2XS` is below ``gtol`` times the size of the
+    gradient's parts, when three accepted steps in a row no longer shrink it or three steps in a
+    row are rejected (the floating-point floor), after ``maxiter`` steps, or when the trust region
+    collapses."""
+    r, K = X.shape
+
+    def at(X):
+        st = prob.state(X.T @ X)
+        g = prob.gradient(st)
+        XG = X @ g
+        y = np.sum(X * XG, axis=0)
+        return prob.value(st), 2.0 * (XG - X * y), st, g, y
+
+    f, grad, st, g, y = at(X)
+    ge, gl = prob.gradient_parts(st)
+    scale = max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), 1e-300)
+    radius_max = math.pi * math.sqrt(K)
+    radius = radius_max / 8
+    maxinner = min(max(r * K - K, 1), maxinner)
+    it = stalled = rejected = 0
+    for it in range(1, maxiter + 1):  # noqa: B007 - the count is returned
+        if float(np.linalg.norm(grad)) <= gtol * scale:
+            break
+
+        def hess(xi, X=X, st=st, g=g, y=y):
+            Gd = xi.T @ X
+            Gd = Gd + Gd.T
+            np.fill_diagonal(Gd, 0.0)
+            return _proj(X, 2.0 * (xi @ g - xi * y) + 2.0 * (X @ prob.hvp(st, Gd)))
+
+        eta, Heta, hit = _tcg(grad, hess, radius, maxinner, scale)
+        X_new = _normalise(X + eta)
+        f_new, grad_new, st_new, g_new, y_new = at(X_new)
+        model = -(float(np.sum(grad * eta)) + 0.5 * float(np.sum(eta * Heta)))
+        reg = 1e3 * np.finfo(float).eps * max(1.0, abs(f))
+        rho = (f - f_new + reg) / (model + reg)
+        if rho < 0.25:
+            radius /= 4.0
+        elif rho > 0.75 and hit:
+            radius = min(2.0 * radius, radius_max)
+        gn, gn_new = float(np.linalg.norm(grad)), float(np.linalg.norm(grad_new))
+        # at the floating-point floor of f, ratios are noise: accept only what shrinks the
+        # gradient
+        if abs(f - f_new) <= reg and gn_new >= gn:
+            rho = 0.0
+            radius /= 4.0
+        rejected = rejected + 1 if rho <= 0.1 else 0
+        if rejected >= 3:
+            break
+        if rho > 0.1:
+            shrink = gn_new < 0.5 * gn
+            stalled = 0 if shrink else stalled + 1
+            X, f, grad, st, g, y = X_new, f_new, grad_new, st_new, g_new, y_new
+            if stalled >= 3:
+                break
+        if radius < 1e-15:
+            break
+    return X, it
+
+
+# ----------------------------------------------------------------------------------------------
+# dual Newton polish of full-batch class-block problems
+# ----------------------------------------------------------------------------------------------
+
+
+class _Dual:
+    """Scaled class-block data: :math:`(\\tau/t)(F - \\sum n_c\\log(n_c - 1))`."""
+
+    def __init__(self, prob: RowProblem) -> None:
+        assert prob.block is not None
+        n = prob.block.sizes.astype(float)
+        self.n, self.m, self.K = n, n - 1.0, n.size
+        self.tau, self.log_t = prob.tau, prob.log_t
+        self.t = math.exp(prob.log_t)
+        self.nn = np.outer(n, n)
+        lin = n[:, None] * prob.block.cross
+        pos = lin > 0  # cross / t <= 1 by the choice of t: no overflow
+        lin[pos] = np.exp(np.log(lin[pos]) - prob.log_t)
+        self.b = lin + lin.T
+        np.fill_diagonal(self.b, 0.0)
+
+    def exps(self, G: np.ndarray) -> np.ndarray:
+        X = (G - 1.0) / self.tau - self.log_t
+        np.fill_diagonal(X, -np.inf)
+        return np.exp(X)
+
+    def grad(self, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        E = self.exps(G)
+        D = self.m + self.t * (E @ self.n)
+        AE = self.nn * E * (1.0 / D[:, None] + 1.0 / D[None, :])
+        g = 0.5 * (AE - self.b)
+        np.fill_diagonal(g, 0.0)
+        return g, AE
+
+
+def _from_dual(prob: _Dual, delta: np.ndarray, U: np.ndarray):
+    """Primal Gram from the reduced dual variables ``(delta, U)``; ``None`` off the domain."""
+    D = prob.m + prob.t * delta
+    if (D <= 0).any():
+        return None
+    H = 1.0 / (1.0 / D[:, None] + 1.0 / D[None, :])
+    A = prob.nn / H
+    M = 2.0 * (U @ U.T) + prob.b
+    np.fill_diagonal(M, 1.0)
+    if (M <= 0).any():
+        return None
+    Eh = M / A
+    np.fill_diagonal(Eh, 0.0)
+    G = 1.0 + prob.tau * (prob.log_t + np.log(M) - np.log(A))
+    np.fill_diagonal(G, 1.0)
+    return G, D, H, A, M, Eh
+
+
+def _residual(prob: _Dual, delta: np.ndarray, U: np.ndarray):
+    out = _from_dual(prob, delta, U)
+    if out is None:
+        return None
+    G, _, _, _, _, Eh = out
+    return np.concatenate([delta - Eh @ prob.n, (G @ U).ravel()])
+
+
+def _jacobian(prob: _Dual, delta: np.ndarray, U: np.ndarray) -> np.ndarray:
+    G, D, H, A, M, Eh = _from_dual(prob, delta, U)  # type: ignore[misc]
+    K, q = U.shape
+    tau, t, n = prob.tau, prob.t, prob.n
+    Q = tau / M
+    np.fill_diagonal(Q, 0.0)
+    Hz = H.copy()
+    np.fill_diagonal(Hz, 0.0)
+    invA = 1.0 / A
+    np.fill_diagonal(invA, 0.0)
+    J = np.zeros((K + K * q, K + K * q))
+    # R1_c = delta_c - sum_c' n_c' Eh_cc'
+    w = (n[None, :] * Eh * Hz).sum(axis=1)
+    J[:K, :K] = np.diag(1.0 - t * w / D**2) - t * (n[None, :] * Eh * Hz) / D[None, :] ** 2
+    # d R1_c / d U_al = -2 delta_ca sum_c' n_c' U_c'l / A_cc' - 2 n_a U_cl / A_ca
+    nU = invA @ (n[:, None] * U)
+    JU = np.zeros((K, K, q))
+    JU[np.arange(K), np.arange(K), :] -= 2.0 * nU
+    JU -= 2.0 * (invA * n[None, :])[:, :, None] * U[:, None, :]
+    J[:K, K:] = JU.reshape(K, K * q)
+    # R2_ck = sum_c' G_cc' U_c'k; d/d U_al: G_ca d_kl + 2 d_ca T_c,lk + 2 Q_ca U_cl U_ak
+    T = np.einsum("cd,dl,dk->clk", Q, U, U)
+    J2 = np.einsum("ca,kl->ckal", G, np.eye(q))
+    J2[np.arange(K), :, np.arange(K), :] += 2.0 * T.transpose(0, 2, 1)
+    J2 += 2.0 * np.einsum("ca,cl,ak->ckal", Q, U, U)
+    J[K:, K:] = J2.reshape(K * q, K * q)
+    # d/d delta_a: tau t [d_ca / D_c^2 sum_c' H_cc' U_c'k + H_ca U_ak / D_a^2]
+    Jd = np.zeros((K, q, K))
+    Jd[np.arange(K), :, np.arange(K)] = (Hz @ U) / D[:, None] ** 2
+    Jd += np.einsum("ca,ak->cka", Hz, U) / D[None, None, :] ** 2
+    J[K:, :K] = tau * t * Jd.reshape(K * q, K)
+    return J
+
+
+def _newton_polish(prob: _Dual, G: np.ndarray, *, q: int, maxiter: int = 30) -> np.ndarray:
+    """Newton on the reduced KKT system: ``S = U U^T`` (rank ``q``), ``G U = 0``, ``delta``."""
+    g, _ = prob.grad(G)
+    y = np.einsum("ij,ji->i", G, g)
+    lam, V = np.linalg.eigh(g - np.diag(y))
+    U = V[:, -q:] * np.sqrt(np.clip(lam[-q:], 0.0, None)) if q > 0 else np.zeros((prob.K, 0))
+    delta = prob.exps(G) @ prob.n
+    R = _residual(prob, delta, U)
+    if R is None:
+        return G
+    norm_R = norm_0 = float(np.linalg.norm(R))
+    for it in range(maxiter):
+        if it == 8 and norm_R > 1e-3 * norm_0:
+            break  # not in Newton's quadratic regime: wrong rank guess or a poor start
+        if norm_R < 1e-14 * (1.0 + float(np.linalg.norm(delta))):
+            break
+        J = _jacobian(prob, delta, U)
+        try:
+            step = np.linalg.solve(J, -R) if q <= 1 else None
+        except np.linalg.LinAlgError:
+            step = None
+        if step is None or not np.isfinite(step).all():
+            step = np.linalg.lstsq(J, -R, rcond=1e-13)[0]
+        a = 1.0
+        while a > 1e-4:
+            d_new = delta + a * step[: prob.K]
+            U_new = U + a * step[prob.K :].reshape(U.shape)
+            R_new = _residual(prob, d_new, U_new)
+            if R_new is not None and np.linalg.norm(R_new) < (1 - 1e-4 * a) * norm_R:
+                break
+            a *= 0.5
+        else:
+            break
+        delta, U, R = d_new, U_new, R_new
+        norm_R = float(np.linalg.norm(R))
+    out = _from_dual(prob, delta, U)
+    return G if out is None else out[0]
+
+
+def _dual_ranks(prob: _Dual, G: np.ndarray) -> list[int]:
+    """Candidate ranks ``q`` of ``S`` at an approximate optimum, cheapest first (systems above
+    4000 unknowns are skipped: the next Burer–Monteiro round sharpens the spectrum instead)."""
+    g, AE = prob.grad(G)
+    y = np.einsum("ij,ji->i", G, g)
+    lam = np.linalg.eigvalsh(g - np.diag(y))[::-1]
+    scale = max(0.5 * float(np.linalg.norm(AE)), 1e-300)
+    pos = np.clip(lam / scale, 1e-300, None)
+    top = float(pos[0])
+    cands = [int(np.sum(pos > 1e-2 * top)), int(np.sum(pos > 1e-5 * top))]
+    big = int(np.sum(pos > 1e-4 * top))
+    if 1 <= big < prob.K:
+        cands.append(int(np.argmax(pos[:big] / pos[1 : big + 1])) + 1)
+    if top <= 1e-10:  # interior optimum: S = 0
+        cands = [0]
+    return sorted(q for q in set(cands) if 0 <= q < prob.K and prob.K * (q + 1) <= 4000)
+
+
+def _primal_ranks(G: np.ndarray, cap: int) -> list[int]:
+    """Candidate ranks of the optimum from the spectrum of an approximate one, smallest first."""
+    lam = np.clip(np.linalg.eigvalsh(G)[::-1], 0.0, None)
+    top = float(lam[0])
+    cands = {int(np.sum(lam > f * top)) for f in (1e-3, 1e-6, 1e-9)}
+    big = int(np.sum(lam > 1e-10 * top))
+    if 1 <= big < lam.size:
+        ratios = lam[:big] / np.maximum(lam[1 : big + 1], 1e-300)
+        cands.add(int(np.argmax(ratios)) + 1)
+    return sorted(r for r in cands if 1 <= r <= cap)
+
+
+def solve_rows(
+    prob: RowProblem,
+    *,
+    starts: list[np.ndarray],
+    tol: float = 1e-10,
+    rank: int | None = None,
+    rounds: tuple[int, ...] = (60, 400, 4000),
+) -> SolveResult:
+    """Minimise a row problem over the elliptope (free rank) or over rank ``<= rank``.
+
+    ``starts`` are Gram matrices (the best one, by the scaled objective at the scale it fixes,
+    is used). Returns the best point by KKT residual; at a fixed rank the residual measures
+    second-order stationarity of the factorised problem and the certificate's dual part tells
+    whether the point is also globally optimal.
+    """
+    prob.set_scale(starts[0])  # a common scale to compare the starts
+    G0 = min(starts, key=lambda G: prob.value(prob.state(G)))
+    prob.set_scale(G0)
+    K = prob.K
+    r = K if rank is None else min(rank, K)
+    X = _full_rank_start(factor(G0, r))
+    best = X.T @ X
+    cert = row_certificate(prob, best)
+    iters = 0
+    reason = f"iteration budget spent (rounds of {', '.join(map(str, rounds))} L-BFGS steps)"
+    dual = _Dual(prob) if (prob.block is not None and rank is None) else None
+
+    def measure(c: KKTCertificate) -> float:
+        # free rank: the full KKT residual; fixed rank: stationarity of the factorised problem
+        if rank is None:
+            return c.kkt_residual
+        return max(c.primal_residual, c.complementarity_residual)
+
+    def consider(G: np.ndarray) -> bool:
+        nonlocal best, cert
+        c = row_certificate(prob, G)
+        if measure(c) < measure(cert):
+            best, cert = G, c
+        return measure(cert) <= tol
+
+    if measure(cert) <= tol:
+        return SolveResult(best, cert, "the start satisfies the KKT conditions", 0)
+    for maxiter in rounds:
+        X, its = bm_lbfgs(prob, X, maxiter=maxiter)
+        iters += its
+        G = X.T @ X
+        if consider(G):
+            reason = "KKT residual below tolerance after L-BFGS"
+            break
+        done = False
+        if dual is not None:
+            for q in _dual_ranks(dual, G):
+                if consider(_newton_polish(dual, G, q=q)):
+                    reason = f"KKT residual below tolerance after Newton (dual rank {q})"
+                    done = True
+                    break
+        if not done:
+            ranks = [r] if rank is not None else _primal_ranks(G, cap=K)
+            for rr in ranks:
+                if rr * K > 200_000:
+                    continue  # the exact Hessian is too costly; the next L-BFGS round helps
+                Xr, its = rtr(prob, factor(G, rr))
+                iters += its
+                if consider(Xr.T @ Xr):
+                    reason = f"KKT residual below tolerance after trust region (rank {rr})"
+                    done = True
+                    break
+        if done:
+            break
+    return SolveResult(best, cert, reason, iters)
