@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order, connected_components
+from scipy.sparse.csgraph import connected_components
 
 from dgp.engine import rules
 from dgp.engine.dense import DenseEuclideanSpectrum
@@ -309,23 +309,31 @@ def _potentials(pattern: ZeroPattern, mutual: np.ndarray, rev: np.ndarray, tol: 
     r, c = pattern.rows[mutual], pattern.cols[mutual]
     diff = pattern.logw[mutual] - rev[mutual]  # L_ij - L_ji
     M = sp.csr_matrix((np.ones(r.size), (r, c)), shape=(n, n))
-    n_comp, label = connected_components(M, directed=False)
+    _, label = connected_components(M, directed=False)
     psi = np.zeros(n)
     pred = np.full(n, -9999, dtype=np.int64)
-    if r.size:
-        dmat = sp.csr_matrix((diff, (r, c)), shape=(n, n))
-        dmat.sum_duplicates()
-        for comp in range(n_comp):
-            members = np.flatnonzero(label == comp)
-            if members.size < 2:
-                continue
-            order, p = breadth_first_order(M, int(members[0]), directed=False,
-                                           return_predecessors=True)
-            pred[order[1:]] = p[order[1:]]
-            parents = p[order[1:]]
-            step = np.asarray(dmat[parents, order[1:]]).ravel()  # L_pv - L_vp
-            for v, u, s in zip(order[1:].tolist(), parents.tolist(), step.tolist(), strict=True):
-                psi[v] = psi[u] - s
+    if r.size:  # one breadth-first search of the whole forest, level by level (O(nnz))
+        indptr = np.searchsorted(r, np.arange(n + 1))  # the mutual pairs are sorted by row
+        seen = np.zeros(n, dtype=bool)
+        roots = np.unique(label, return_index=True)[1]
+        seen[roots] = True
+        frontier = roots
+        while frontier.size:
+            lens = indptr[frontier + 1] - indptr[frontier]
+            if not lens.sum():
+                break
+            src = np.repeat(frontier, lens)
+            start = np.repeat(indptr[frontier] - np.cumsum(np.r_[0, lens[:-1]]), lens)
+            pos = start + np.arange(src.size)
+            dst = c[pos]
+            fresh = ~seen[dst]
+            dst, src, pos = dst[fresh], src[fresh], pos[fresh]
+            dst, first = np.unique(dst, return_index=True)
+            src, pos = src[first], pos[first]
+            pred[dst] = src
+            psi[dst] = psi[src] - diff[pos]  # psi_u - psi_v = L_uv - L_vu
+            seen[dst] = True
+            frontier = dst
     atol = tol.log_atol(pattern.spread())
     resid = diff - (psi[r] - psi[c]) if r.size else np.zeros(0)
     worst_val, cycle = 0.0, ()
@@ -406,15 +414,21 @@ def decide_pattern(pattern: ZeroPattern, *, dim: int, tau: float, tol: Tolerance
         return PatternDecision("order", cycle=bad[0], steps=bad[1])
     U = pattern.support()
     n_comp, comp = connected_components(U, directed=False)
-    groups = [np.flatnonzero(comp == k) for k in range(n_comp)]
-    groups.sort(key=lambda g: int(g[0]))
+    # members and positive pairs of each component, by one sort (no pass per component)
+    by_vertex = np.argsort(comp, kind="stable")
+    v_bounds = np.searchsorted(comp[by_vertex], np.arange(n_comp + 1))
+    comp_rows = comp[pattern.rows]
+    by_pair = np.argsort(comp_rows, kind="stable")
+    p_bounds = np.searchsorted(comp_rows[by_pair], np.arange(n_comp + 1))
+    first = [int(by_vertex[v_bounds[k]]) for k in range(n_comp)]
     rng = np.random.default_rng(seed)
     out = []
-    for members in groups:
-        sel = np.isin(pattern.rows, members)
+    for k in sorted(range(n_comp), key=lambda k: first[k]):
+        members = np.sort(by_vertex[v_bounds[k]:v_bounds[k + 1]])
+        sel = np.sort(by_pair[p_bounds[k]:p_bounds[k + 1]])
         one_way = bool((~mutual[sel]).any())
         if one_way:
-            dec = _asymmetric_component(pattern, members, sel, dim=dim, tau=tau)
+            dec = _asymmetric_component(pattern, members, sel, mutual, dim=dim, tau=tau)
         else:
             dec = _symmetric_component(pattern, members, sel, psi, dim=dim, tau=tau, tol=tol,
                                        rng=rng)
@@ -456,7 +470,7 @@ def _symmetric_component(pattern, members, sel, psi, *, dim, tau, tol, rng) -> C
     m = E.shape[0]
     base = {"members": members.tolist(), "size": int(n_c), "positive_pairs": int(m)}
     if m == n_c * (n_c - 1) // 2:
-        return _clique(pattern, members, dim=dim, tau=tau, tol=tol, base=base)
+        return _clique(pattern, members, sel, dim=dim, tau=tau, tol=tol, base=base)
     G = nx.Graph()
     G.add_nodes_from(range(n_c))
     G.add_edges_from(E.tolist())
@@ -494,7 +508,7 @@ def _symmetric_component(pattern, members, sel, psi, *, dim, tau, tol, rng) -> C
             return _scaled(base, "construction", found, E, delta, tol)
         tried.append("numerical search for X0 (unit positive pairs, every other pair > 1, "
                      "log-ratios in the image of the rigidity map)")
-    return _undecided(pattern, members, base, tried, dim=dim, tau=tau)
+    return _undecided(pattern, members, sel, base, tried, dim=dim, tau=tau)
 
 
 def _obstructed(base, name, vertices, detail, margins=()) -> ComponentDecision:
@@ -503,13 +517,19 @@ def _obstructed(base, name, vertices, detail, margins=()) -> ComponentDecision:
                              margins=tuple(margins), vertices=tuple(vertices))
 
 
-def _clique(pattern, members, *, dim, tau, tol, base) -> ComponentDecision:
+def _clique(pattern, members, sel, *, dim, tau, tol, base) -> ComponentDecision:
     """A complete block: its own family D(c), c <= c_max (exact)."""
     n_c = members.size
+    if n_c == 2:  # D(c) = -2 tau (ell + c) >= 0 for c <= c_max = -ell, rank 0 there
+        ell = 0.5 * float(pattern.logw[sel].sum())
+        info = dict(base, c_max=-ell, rank=0)
+        X0 = np.zeros((2, dim))
+        if n_c <= LIST_MAX_N:
+            info["X0"] = X0.tolist()
+        return ComponentDecision(members, "approached", "fixed", info, X0=X0)
     L = np.full((n_c, n_c), -np.inf)
     loc = np.full(pattern.n, -1, dtype=np.int64)
     loc[members] = np.arange(n_c)
-    sel = np.isin(pattern.rows, members)
     L[loc[pattern.rows[sel]], loc[pattern.cols[sel]]] = pattern.logw[sel]
     sub = canonical(L)
     sub = LogWeights(sub.L, sub.shift, sub.symmetric, 0, None, pattern.unit_roundoff, ())
@@ -889,26 +909,25 @@ def _construct(E: np.ndarray, n: int, dim: int, delta: np.ndarray,
 # ----------------------------------------------------------------------------------------------
 
 
-def _asymmetric_component(pattern, members, sel, *, dim, tau) -> ComponentDecision:
+def _asymmetric_component(pattern, members, sel, mutual, *, dim, tau) -> ComponentDecision:
     base = {"members": members.tolist(), "size": int(members.size),
-            "positive_pairs": int(sel.sum()),
-            "one_way_pairs": int((~_mutual(pattern)[0][sel]).sum())}
+            "positive_pairs": int(sel.size), "one_way_pairs": int((~mutual[sel]).sum())}
     tried = ["mutual cycle condition and scale order (both hold)"]
-    return _undecided(pattern, members, base, tried, dim=dim, tau=tau)
+    return _undecided(pattern, members, sel, base, tried, dim=dim, tau=tau)
 
 
-def _undecided(pattern, members, base, tried, *, dim, tau) -> ComponentDecision:
+def _undecided(pattern, members, sel, base, tried, *, dim, tau) -> ComponentDecision:
     evidence = None
     if members.size <= EVIDENCE_MAX_N:
-        evidence = _numerical_evidence(pattern, members, dim=dim, tau=tau)
+        evidence = _numerical_evidence(pattern, members, sel, dim=dim, tau=tau)
         tried = [*tried, "numerical minimisation of the loss (evidence only)"]
     info = dict(base, tried=list(tried), evidence=evidence)
     return ComponentDecision(members, "undecided", "undecided", info, evidence=evidence,
                              tried=tuple(tried))
 
 
-def _numerical_evidence(pattern: ZeroPattern, members: np.ndarray, *, dim: int,
-                        tau: float) -> float:
+def _numerical_evidence(pattern: ZeroPattern, members: np.ndarray, sel: np.ndarray, *,
+                        dim: int, tau: float) -> float:
     """The smallest entropic gap (per sample) a few L-BFGS runs reach on the component alone."""
     from scipy.optimize import minimize
     from scipy.special import logsumexp
@@ -916,7 +935,6 @@ def _numerical_evidence(pattern: ZeroPattern, members: np.ndarray, *, dim: int,
     n = members.size
     loc = np.full(pattern.n, -1, dtype=np.int64)
     loc[members] = np.arange(n)
-    sel = np.isin(pattern.rows, members)
     L = np.full((n, n), -np.inf)
     L[loc[pattern.rows[sel]], loc[pattern.cols[sel]]] = pattern.logw[sel]
     logp = L - logsumexp(L, axis=1, keepdims=True)
@@ -1073,13 +1091,20 @@ def _all_cliques(pattern: ZeroPattern) -> bool:
 def _blocks_failure(pattern, comps, ctx) -> Classification:
     """Complete blocks with a block whose own target does not fit (as before)."""
     n_comp, comp = connected_components(pattern.support(), directed=False)
-    groups = sorted((np.flatnonzero(comp == k) for k in range(n_comp)), key=lambda g: int(g[0]))
+    by_vertex = np.argsort(comp, kind="stable")
+    v_bounds = np.searchsorted(comp[by_vertex], np.arange(n_comp + 1))
+    comp_rows = comp[pattern.rows]
+    by_pair = np.argsort(comp_rows, kind="stable")
+    p_bounds = np.searchsorted(comp_rows[by_pair], np.arange(n_comp + 1))
+    order = sorted(range(n_comp), key=lambda k: int(by_vertex[v_bounds[k]]))
     done = {int(c.members[0]): c for c in comps}
     blocks, failing, margins = [], None, []
-    for b, idx in enumerate(groups):
+    for b, k in enumerate(order):
+        idx = np.sort(by_vertex[v_bounds[k]:v_bounds[k + 1]])
         c = done.get(int(idx[0]))
         if c is None:  # not examined (after the first failing block): decide it now
-            c = _clique(pattern, idx, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol,
+            sel = np.sort(by_pair[p_bounds[k]:p_bounds[k + 1]])
+            c = _clique(pattern, idx, sel, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol,
                         base={"members": idx.tolist()})
         ok = c.kind == "fixed"
         blocks.append({"members": idx.tolist(), "c_max": c.info["c_max"] - ctx.shift,
