@@ -166,17 +166,16 @@ def knn_weights(
 
     .. math::
 
-        v_{ij} = egin{cases} \kappa(\|x_i - x_j\|) & j \in N_k(i) \ 0 & 	ext{otherwise}
-        \end{cases},\qquad
-        \kappa(r) = 1 \ 	ext{(connectivity)}\quad	ext{or}\quad
-        \kappa(r) = e^{-r^2 / 2\sigma_i^2} \ 	ext{(gaussian)},
+        v_{ij} = \kappa(\|x_i - x_j\|)\, \mathbf 1[j \in N_k(i)], \qquad
+        \kappa(r) = 1 \ \text{(connectivity)} \quad \text{or} \quad
+        \kappa(r) = e^{-r^2 / 2\sigma_i^2} \ \text{(gaussian)},
 
     with :math:`\sigma_i = \sigma` when given, else the distance from :math:`x_i` to its k-th
-    neighbour (so every kept weight is at least :math:`e^{-1/2}`). Then
-    ``symmetrize``: ``"mean"`` :math:`w = (v + v^	op)/2` (t-SNE), ``"union"``
-    :math:`\max(v, v^	op)`, ``"mutual"`` :math:`\min(v, v^	op)` (only pairs that are neighbours
-    both ways; a row may be left without a positive weight), ``"none"`` :math:`w = v` (a directed
-    graph: an asymmetric weighting).
+    neighbour (so every kept weight is at least :math:`e^{-1/2}`). Then ``symmetrize``:
+    ``"mean"`` :math:`w = (v + v^\top)/2` (t-SNE), ``"union"`` :math:`\max(v, v^\top)`,
+    ``"mutual"`` :math:`\min(v, v^\top)` (only pairs that are neighbours both ways; a row may be
+    left without a positive weight), ``"none"`` :math:`w = v` (a directed graph: an asymmetric
+    weighting).
 
     Parameters
     ----------

@@ -202,7 +202,7 @@ def test_euclidean_zero_weights_outside_blocks_are_decided():
     assert cert["kind"] == "diverging_family" and cert["decided"]
     gaps = cert["gaps"]
     assert gaps[0] > 0 and gaps[-1] < 1e-12
-    assert all(b <= a + 1e-13 for a, b in zip(gaps, gaps[1:], strict=False))  # rounding
+    assert all(b <= a + 1e-13 for a, b in itertools.pairwise(gaps))  # rounding
 
 
 # --- the interval against a brute-force eigenvalue scan ------------------------------------

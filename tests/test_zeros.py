@@ -95,6 +95,21 @@ def test_weighted_path_solves_its_log_ratios():
     check_family(dgp.classify(W, dim=1, **EUC), W, 1)
 
 
+def test_row_rescaled_weights_use_their_potentials():
+    """W = diag(a) S on a symmetric support: the same rows p_i as S, so the same problem; the
+    family is built from the potentials of the mutual cycle condition."""
+    rng = np.random.default_rng(11)
+    A = nx.to_numpy_array(nx.cycle_graph(6))
+    L = np.triu(rng.uniform(-1, 1, (6, 6)), 1)
+    S = A * np.exp(L + L.T)
+    W = rng.uniform(0.1, 10, 6)[:, None] * S
+    assert not np.allclose(W, W.T)
+    for dim in (1, 2):
+        a, b = dgp.classify(S, dim=dim, **EUC), dgp.classify(W, dim=dim, **EUC)
+        assert a.verdict == b.verdict
+    check_family(dgp.classify(W, dim=2, **EUC), W, 2)
+
+
 @pytest.mark.parametrize("k, dim, verdict", [
     (3, 1, "inconsistent"), (3, 2, "degenerate"), (5, 2, "degenerate"), (6, 2, "inconsistent"),
     (7, 2, "inconsistent"), (6, 3, "degenerate"), (13, 3, "inconsistent"),

@@ -500,9 +500,7 @@ def zero_cycle_broken(
         cycle=tuple(int(v) for v in cycle), log_ratio=float(log_ratio), tolerance=margin.atol,
         **_common(ctx, (margin,), {"zero_weights": int(n_zero)}),
     )
-    reason = _explained(ctx, "inconsistent", None, reason)
-    return _build(ctx, verdict="inconsistent", attainable=False, reason=reason,
-                  certificate=cert, near=margin.near)
+    return _decided(ctx, "inconsistent", reason, certificate=cert, near=margin.near)
 
 
 def zero_scale_order(
@@ -518,9 +516,7 @@ def zero_scale_order(
         statement=ScaleOrderCertificate.TEXT, cycle=tuple(int(v) for v in cycle),
         steps=tuple(steps), zero_weights=int(n_zero), **_common(ctx, (), None),
     )
-    reason = _explained(ctx, "inconsistent", None, reason)
-    return _build(ctx, verdict="inconsistent", attainable=False, reason=reason,
-                  certificate=cert)
+    return _decided(ctx, "inconsistent", reason, certificate=cert)
 
 
 def zero_obstructed(ctx: Context, *, component: Any, n_zero: int) -> Classification:
@@ -543,9 +539,7 @@ def zero_obstructed(ctx: Context, *, component: Any, n_zero: int) -> Classificat
         members=tuple(int(v) for v in component.members), dim=ctx.dim, detail=detail,
         **_common(ctx, tuple(component.margins), None),
     )
-    reason = _explained(ctx, "inconsistent", None, reason)
-    return _build(ctx, verdict="inconsistent", attainable=False, reason=reason,
-                  certificate=cert, near=near)
+    return _decided(ctx, "inconsistent", reason, certificate=cert, near=near)
 
 
 def zero_undecided(
@@ -572,7 +566,7 @@ def zero_undecided(
         members=tuple(int(v) for v in members), dim=ctx.dim, tried=tuple(component.tried),
         evidence=ev, evidence_threshold=float(threshold), **_common(ctx, (), None),
     )
-    return _build(ctx, verdict=verdict, attainable=False, reason=reason, certificate=cert)
+    return _decided(ctx, verdict, reason, attainable=False, certificate=cert)
 
 
 def zero_approached(
@@ -605,6 +599,4 @@ def zero_approached(
         gaps=tuple(float(g) for g in gaps), offset_scale=float(offset),
         **_common(ctx, tuple(margins), None),
     )
-    reason = _explained(ctx, "degenerate", None, reason)
-    return _build(ctx, verdict="degenerate", attainable=False, reason=reason, certificate=cert,
-                  near=near)
+    return _decided(ctx, "degenerate", reason, attainable=False, certificate=cert, near=near)

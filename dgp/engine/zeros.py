@@ -58,7 +58,7 @@ from dgp.engine.dense import DenseEuclideanSpectrum
 from dgp.engine.family import euclidean_family
 from dgp.engine.rules import Context
 from dgp.engine.target import LogWeights, canonical, log_target, row_blocks
-from dgp.engine.tolerance import Margin, Tolerance
+from dgp.engine.tolerance import NEAR, Margin, Tolerance
 from dgp.result import Classification
 
 __all__ = [
@@ -90,6 +90,10 @@ EVIDENCE_MAX_N = 24
 EVIDENCE_THRESHOLD = 1e-3
 #: largest component the numerical constructor of X0 is run on
 CONSTRUCT_MAX_N = 3000
+#: a constructed X0 is accepted when every non-positive pair has squared distance above 1 + this
+SLACK_MIN = 1e-6
+#: ... and the rigidity system is solved to this relative residual
+RESIDUAL_RTOL = 1e-9
 
 
 def kissing_bound(d: int) -> tuple[int, str]:
@@ -634,12 +638,12 @@ def _scaled(base, how, X0, E, delta, tol) -> ComponentDecision:
                 delta_constant=float(delta.mean()) if delta.size else 0.0)
     if X0.shape[0] <= LIST_MAX_N:
         info.update(X0=X0.tolist(), Y=Y.tolist())
-    atol = 1e-9 * (1.0 + float(np.abs(delta).max(initial=0.0)))
+    atol = RESIDUAL_RTOL * (1.0 + float(np.abs(delta).max(initial=0.0)))
     margins = (
-        Margin("smallest squared distance minus 1 of a non-positive pair at X0", slack, 1e-9,
-               bool(slack <= 1e-7)),
-        Margin("residual of the rigidity system 2<x_i - x_j, y_i - y_j> = delta_ij", resid,
-               atol, bool(resid > atol * 1e-3)),
+        Margin("smallest squared distance minus 1 of a non-positive pair at X0 (accepted above "
+               "atol)", slack, SLACK_MIN, bool(slack <= NEAR * SLACK_MIN)),
+        Margin("residual of the rigidity system 2<x_i - x_j, y_i - y_j> = delta_ij - mean "
+               "(accepted below atol)", resid, atol, bool(resid > atol / NEAR)),
     )
     return ComponentDecision(np.asarray(base["members"]), "approached", "scaled", info, X0=X0,
                              Y=Y, margins=margins)
@@ -895,11 +899,12 @@ def _construct(E: np.ndarray, n: int, dim: int, delta: np.ndarray,
         if np.abs((dx * dx).sum(axis=1) - 1.0).max() > 1e-12:
             continue
         slack, _ = _non_edge_slack(X, E)
-        if not slack > 1e-6:
+        if not slack > SLACK_MIN:
             continue
         R = _rigidity(X, E)
         Y = _solve(R, rhs)
-        if np.abs(R @ Y - rhs).max() <= 1e-9 * (1.0 + float(np.abs(rhs).max(initial=0.0))):
+        atol = RESIDUAL_RTOL * (1.0 + float(np.abs(delta).max(initial=0.0)))
+        if np.abs(R @ Y - rhs).max() <= atol:
             return X
     return None
 
