@@ -159,8 +159,11 @@ class ZeroPattern:
     ----------
     n : int
         Number of samples.
-    rows, cols : ndarray of int
-        The positive pairs :math:`w_{ij} > 0`, :math:`i \ne j`, sorted by ``(i, j)``.
+    rows : ndarray of int
+        Row ``i`` of each positive pair :math:`w_{ij} > 0`, :math:`i \ne j` (pairs sorted by
+        ``(i, j)``).
+    cols : ndarray of int
+        Column ``j`` of each positive pair.
     logw : ndarray
         Their canonical log-weights :math:`L_{ij}` (finite).
     n_zero : int
@@ -249,11 +252,19 @@ class ComponentDecision:
         :math:`X_0/t + tY`), an obstruction name, or ``"undecided"``.
     info : dict
         The certificate entry (plain values; arrays listed below ``LIST_MAX_N``).
-    X0, Y : ndarray or None
-        The family of a ``"scaled"`` component (``fixed``: ``X0`` is the configuration).
+    X0 : ndarray or None
+        The configuration :math:`X_0` of a ``"scaled"`` family, or the fixed configuration of a
+        ``"fixed"`` block.
+    Y : ndarray or None
+        The first-order term :math:`Y` of a ``"scaled"`` family.
     margins : tuple of Margin
+        The decisive comparisons (slack and residual of a family, ranks of a block).
     evidence : float or None
         For undecided components, the smallest gap the numerical minimisation reached.
+    vertices : tuple of int
+        The samples an obstruction is about.
+    tried : tuple of str
+        For undecided components, what was attempted.
     """
 
     members: np.ndarray
