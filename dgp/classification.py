@@ -22,7 +22,7 @@ import numpy as np
 from dgp.engine import target
 from dgp.engine.pipeline import classify_weights
 from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
-from dgp.errors import check_choice, check_dim, check_positive
+from dgp.errors import ParameterTypeError, check_choice, check_dim, check_positive
 from dgp.infonce import SIMILARITIES
 from dgp.result import Classification
 
@@ -42,6 +42,7 @@ def classify(
     dim: int,
     rtol: float = DEFAULT_RTOL,
     method: str = "spectral",
+    floor: bool = False,
 ) -> Classification:
     r"""Classify the target geometry of a weighting.
 
@@ -74,11 +75,15 @@ def classify(
     method : {"spectral", "sdp"}
         One tridiagonalisation (fast, exact; default) or semidefinite programs with cvxpy
         (slower, solver accuracy, ``N <= 120``).
+    floor : bool
+        For an inconsistent cosine verdict, also compute the loss floor in ``R^dim`` (an
+        optimisation: milliseconds to seconds; ``dgp classify`` does it by default).
 
     Returns
     -------
     Classification
-        For an inconsistent cosine verdict with ``N <= FLOOR_MAX_N``, ``loss_floor`` is the
+        With ``floor=True``, for an inconsistent cosine verdict with ``N <= FLOOR_MAX_N``,
+        ``loss_floor`` is the
         certified excess of the optimum in ``R^dim`` over the entropic bound (the interval found
         is in ``certificate.notes["loss_floor"]`` when it is not certified).
 
@@ -105,18 +110,21 @@ def classify(
     dim = check_dim(dim)
     check_choice(method, METHODS, "method")
     Tolerance.make(rtol)
+    if not isinstance(floor, bool):
+        raise ParameterTypeError("floor", f"must be True or False, got {floor!r}")
     if log_weights is None:  # a sparse matrix or a graph with zero weights: decided on the graph
         from dgp.engine.zeros import classify_sparse
 
         res = classify_sparse(W, similarity=similarity, tau=tau, dim=dim, tol_rtol=rtol,
                               method=method,
-                              dense_up_to=FLOOR_MAX_N if similarity == "cosine" else 1)
+                              dense_up_to=FLOOR_MAX_N if floor and similarity == "cosine" else 1)
         if res is not None:
             return res
     weights = target.log_weights(W, log_weights=log_weights)
     tol = Tolerance.make(rtol, n=weights.n, unit_roundoff=weights.unit_roundoff)
+    compute_floor = floor
     floor = None
-    if weights.n <= FLOOR_MAX_N:
+    if compute_floor and weights.n <= FLOOR_MAX_N:
         floor = _floor(np.exp(weights.L), tau, dim)  # a copy: the engine consumes weights.L
     return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
                             method=method, floor=floor)

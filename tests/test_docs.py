@@ -303,3 +303,13 @@ def test_rst_lists_become_markdown_lists() -> None:
     body = [ln for ln in lines if ln.strip()]
     assert body[2:7] == ["    $$", "    a_{ij} = 1", "    $$", "    where more", "    text."]
     assert body[7:] == ["* second", "    * nested", "        cont", "back to the text."]
+
+
+def test_theorems_page_is_written_from_the_modules():
+    """docs/theorems.md lists exactly the theorems dgp prove runs (docs/make_theorems.py)."""
+    import pathlib
+    import runpy
+
+    mod = runpy.run_path(str(pathlib.Path(__file__).resolve().parents[1] / "docs"
+                             / "make_theorems.py"))
+    assert mod["main"](["--check"]) == 0, "run python docs/make_theorems.py"

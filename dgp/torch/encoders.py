@@ -53,13 +53,13 @@ class MLPEncoder(nn.Module):
 
 
 class ConvEncoder(nn.Module):
-    """A small CNN for ``C x H x W`` images: two conv blocks, then an MLP head.
+    """A small CNN for ``C x H x W`` images: two conv-ReLU-maxpool blocks, then an MLP head.
 
     Parameters
     ----------
     in_channels : int
-    image_size : int
-        Height and width of the (square) input images, divisible by 4.
+    image_size : int or (int, int)
+        Height and width of the input images (at least 4 pixels each).
     out_dim : int
         Embedding dimension ``d``.
     channels : (int, int)
@@ -70,35 +70,44 @@ class ConvEncoder(nn.Module):
     Raises
     ------
     TypeError, ValueError
-        If a size is not a positive integer or ``image_size`` is not divisible by 4.
+        If a size is not a positive integer or the images are smaller than 4 x 4.
+
+    Examples
+    --------
+    >>> enc = ConvEncoder(image_size=8, out_dim=4)
+    >>> tuple(enc(torch.zeros(3, 1, 8, 8)).shape)
+    (3, 4)
     """
 
     def __init__(
         self,
         *,
         in_channels: int = 1,
-        image_size: int,
+        image_size: int | tuple[int, int],
         out_dim: int,
-        channels: tuple[int, int] = (16, 32),
-        hidden: int = 128,
+        channels: tuple[int, int] = (32, 64),
+        hidden: int = 256,
     ) -> None:
         super().__init__()
-        size = check_dim(image_size, "image_size")
-        if size % 4:
-            raise ValueError(f"image_size must be divisible by 4, got {size}")
+        hw = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
+        if len(hw) != 2:
+            raise ValueError(f"image_size must be an int or (height, width), got {image_size!r}")
+        h, w = (check_dim(v, "image_size") for v in hw)
+        if min(h, w) < 4:
+            raise ValueError(f"image_size must be at least 4 x 4 pixels, got {h} x {w}")
         c1, c2 = _check_widths(channels, "channels")
         self.features = nn.Sequential(
             nn.Conv2d(check_dim(in_channels, "in_channels"), c1, 3, padding=1),
-            nn.GELU(),
-            nn.AvgPool2d(2),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
             nn.Conv2d(c1, c2, 3, padding=1),
-            nn.GELU(),
-            nn.AvgPool2d(2),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
         )
         self.head = nn.Sequential(
             nn.Flatten(),
-            nn.Linear(c2 * (size // 4) ** 2, check_dim(hidden, "hidden")),
-            nn.GELU(),
+            nn.Linear(c2 * (h // 4) * (w // 4), check_dim(hidden, "hidden")),
+            nn.ReLU(),
             nn.Linear(hidden, check_dim(out_dim, "out_dim")),
         )
 

@@ -10,8 +10,9 @@ so that the bound is never attained when a weight is zero, and:
 
 (a) *mutual cycle condition*: around every cycle of pairs weighted both ways
     :math:`\prod w_{ij} = \prod w_{ji}` (:math:`a_i - a_j \to 2\tau(\log w_{ij} - \log w_{ji})`);
-(b) *scale order*: a one-way pair (:math:`w_{ij} > 0 = w_{ji}`) forces :math:`a_i - a_j \to
-    +\infty`, so no cycle of mutual and one-way steps contains a one-way step;
+(b) *scale order*: a one-way pair (:math:`w_{ij} > 0 = w_{ji}`) forces
+    :math:`a_i - a_j \to +\infty`, so no cycle of mutual and one-way steps contains a one-way
+    step;
 (c) *decoupling*: the components of the positive-weight graph are approached independently
     (translate them apart faster than all their scales);
 (d) a complete symmetric component is approached iff its own target fits
@@ -28,9 +29,10 @@ so that the bound is never attained when a weight is zero, and:
 (f) *obstructions* (inconsistent): at :math:`d = 1` a vertex with three neighbours or a cycle;
     :math:`d + 2` pairwise-positive samples; more neighbours than the kissing number; in the
     plane a neighbourhood other than a linear forest of at most five samples or a hexagon, and a
-    hexagon whose rim and spoke terms :math:`\sum_{\text{rim}}\delta - \sum_{\text{spokes}}
-    \delta` do not cancel (its angles, :math:`\pi/3 + (2\delta_c - \delta_a - \delta_b)/
-    (2\sqrt3\,\alpha) + O(\alpha^{-2})`, must sum to :math:`2\pi`); three common neighbours of
+    hexagon whose rim and spoke terms
+    :math:`\sum_{\text{rim}}\delta - \sum_{\text{spokes}}\delta` do not cancel (its angles,
+    :math:`\pi/3 + (2\delta_c - \delta_a - \delta_b)/(2\sqrt3\,\alpha) + O(\alpha^{-2})`,
+    must sum to :math:`2\pi`); three common neighbours of
     two points of the plane or of three points of space; more than five common neighbours of
     two points of space; more than :math:`(2h+1)^d` samples within :math:`h` steps of one.
 
