@@ -53,9 +53,12 @@ def classify(
 
     Parameters
     ----------
-    W : array_like or scipy.sparse matrix, shape (N, N), optional
+    W : array_like, scipy.sparse matrix or networkx graph, shape (N, N), optional
         Weights, non-negative off the diagonal (the diagonal is ignored), every row with
-        positive mass. Give ``W`` or ``log_weights``.
+        positive mass. Give ``W`` or ``log_weights``. A sparse matrix or a graph (edge
+        attribute ``weight``, default 1; missing edges are zero weights; a ``DiGraph`` is an
+        asymmetric weighting) with zero weights is decided on its graph, without an N x N
+        array.
     log_weights : array_like, shape (N, N), optional
         :math:`\log w_{ij}` instead (``-inf`` for a zero weight): kernels whose weights would
         underflow to zero keep their information.
@@ -91,9 +94,6 @@ def classify(
         unknown, ``tau <= 0``, ``dim < 1`` or ``rtol`` is not in (0, 1).
     TypeError
         If ``tau`` or ``dim`` has the wrong type.
-    NotImplementedError
-        For a Euclidean weighting with zero weights whose positive weights do not form disjoint
-        complete blocks.
 
     Examples
     --------
@@ -110,10 +110,18 @@ def classify(
     dim = check_dim(dim)
     check_choice(method, METHODS, "method")
     Tolerance.make(rtol)
-    weights = target.log_weights(W, log_weights=log_weights)
-    tol = Tolerance.make(rtol, n=weights.n, unit_roundoff=weights.unit_roundoff)
     if not isinstance(floor, bool):
         raise ParameterTypeError("floor", f"must be True or False, got {floor!r}")
+    if log_weights is None:  # a sparse matrix or a graph with zero weights: decided on the graph
+        from dgp.engine.zeros import classify_sparse
+
+        res = classify_sparse(W, similarity=similarity, tau=tau, dim=dim, tol_rtol=rtol,
+                              method=method,
+                              dense_up_to=FLOOR_MAX_N if floor and similarity == "cosine" else 1)
+        if res is not None:
+            return res
+    weights = target.log_weights(W, log_weights=log_weights)
+    tol = Tolerance.make(rtol, n=weights.n, unit_roundoff=weights.unit_roundoff)
     compute_floor = floor
     floor = None
     if compute_floor and weights.n <= FLOOR_MAX_N:

@@ -421,8 +421,10 @@ def entropic_gap(Z: object, W: object, *, tau: float, similarity: str = "cosine"
     ----------
     Z : array_like, shape (N, d)
         Embeddings (rows are normalised for the cosine similarity).
-    W : array_like, shape (N, N)
-        Dense weighting; the diagonal is ignored; see :func:`dgp.errors.check_weights`.
+    W : array_like, shape (N, N), or networkx graph
+        Dense weighting; the diagonal is ignored; see :func:`dgp.errors.check_weights`. A
+        networkx graph is its weight matrix (edge attribute ``weight``, default 1; missing
+        edges are zero weights; a ``DiGraph`` is asymmetric).
     tau : float
         Temperature ``> 0``.
     similarity : {"cosine", "euclidean"}
@@ -465,6 +467,13 @@ def _log_weights(W: object) -> np.ndarray:
     r"""``log w_ij - log 2**e_i`` of a validated weighting (each row scaled by a power of two
     so that its largest weight lies in ``[0.5, 1)``: exact, and it leaves ``p_i`` unchanged),
     ``-inf`` for zero weights and on the diagonal."""
+    from dgp.engine.target import graph_weights, is_graph
+
+    if is_graph(W):  # a networkx graph: its weight matrix (the one conversion of the engine)
+        n = W.number_of_nodes()
+        check_memory(8.0 * n * n, what=f"the {n} x {n} weights of the graph",
+                     hint="compute the gap on a subgraph")
+        W = graph_weights(W, "W").toarray()
     arr = _real_array(W, "W")
     if arr.ndim == 2:
         n = arr.shape[0]

@@ -193,11 +193,16 @@ def test_hard_supcon_zero_weights():
     assert len(euc.certificate.blocks) == 3
 
 
-def test_euclidean_zero_weights_outside_blocks_is_a_stated_limit():
+def test_euclidean_zero_weights_outside_blocks_are_decided():
     W = np.ones((3, 3))
     W[0, 1] = W[1, 0] = 0.0  # 0 - 2 - 1 chain: not a union of complete blocks
-    with pytest.raises(NotImplementedError, match="complete blocks"):
-        dgp.classify(W, similarity="euclidean", tau=1.0, dim=2)
+    res = dgp.classify(W, similarity="euclidean", tau=1.0, dim=1)
+    assert res.verdict == "degenerate" and not res.attainable
+    cert = res.to_dict()["certificate"]
+    assert cert["kind"] == "diverging_family" and cert["decided"]
+    gaps = cert["gaps"]
+    assert gaps[0] > 0 and gaps[-1] < 1e-12
+    assert all(b <= a + 1e-13 for a, b in itertools.pairwise(gaps))  # rounding
 
 
 # --- the interval against a brute-force eigenvalue scan ------------------------------------

@@ -9,7 +9,7 @@ from dgp.classification import METHODS, classify
 from dgp.cli._output import array_path, emit_json, plot_path, save_array
 from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.infonce import SIMILARITIES
-from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_labels, load_weights
+from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_edge_list, load_labels, load_weights
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES, classify_objective
 
 __all__ = ["register", "run"]
@@ -31,6 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("weights", nargs="?", metavar="WEIGHTS",
                    help=WEIGHT_FORMATS.replace("%", "%%"))
+    p.add_argument("--edges", metavar="FILE",
+                   help="a weighted graph instead of WEIGHTS: an edge list, one 'i j' or 'i j "
+                   "weight' per line (missing weight: 1; missing edges are zero weights); "
+                   "WEIGHTS ending in .edges or .edgelist is read the same way")
+    p.add_argument("--directed", action="store_true",
+                   help="with --edges: 'i j' weighs j in the row of i only (an asymmetric "
+                   "weighting)")
     p.add_argument("--log-weights", action="store_true",
                    help="WEIGHTS holds log-weights (-inf for a zero weight): narrow kernels keep "
                    "their information instead of underflowing to zero")
@@ -65,9 +72,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+_EDGE_SUFFIXES = (".edges", ".edgelist")
+
+
+def _edge_source(args: argparse.Namespace) -> str | None:
+    """The edge-list file of ``--edges``, or a WEIGHTS file named ``*.edges``/``*.edgelist``."""
+    if args.edges is not None:
+        return args.edges
+    if args.weights is not None and str(args.weights).lower().endswith(_EDGE_SUFFIXES):
+        return args.weights
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
-    if (args.weights is None) == (args.objective is None):
-        raise ValueError("give either a WEIGHTS file or --objective with --labels, not both")
+    given = [x for x in (args.weights, args.edges, args.objective) if x is not None]
+    if len(given) != 1:
+        raise ValueError("give one of a WEIGHTS file, --edges FILE, or --objective with "
+                         "--labels")
+    edges = _edge_source(args)
+    if args.directed and edges is None:
+        raise ValueError("--directed applies to an edge list (--edges FILE)")
+    if edges is not None and args.log_weights:
+        raise ValueError("--log-weights applies to a WEIGHTS matrix; an edge list holds "
+                         "weights")
     plot = None
     if args.plot is not None:
         from dgp.plots import require_matplotlib
@@ -83,8 +110,11 @@ def run(args: argparse.Namespace) -> int:
             if getattr(args, flag) is not None:
                 raise ValueError(f"--{flag.replace('_', '-')} needs --objective (it builds the "
                                  "weighting from labels)")
-        data = load_weights(args.weights, name="WEIGHTS")
-        _note_long(data.shape[0], args)
+        if edges is not None:
+            data = load_edge_list(edges, directed=args.directed, name="--edges")
+        else:
+            data = load_weights(args.weights, name="WEIGHTS")
+            _note_long(data.shape[0], args)
         kwargs = {"log_weights": data} if args.log_weights else {"W": data}
         res = classify(similarity=args.similarity or "cosine", tau=args.tau, dim=args.dim,
                        rtol=args.rtol, method=args.method, floor=not args.no_floor, **kwargs)
@@ -160,7 +190,12 @@ def _plot(args: argparse.Namespace, res, data, path: str) -> None:
         raise ValueError(f"--plot draws N x N matrices; N = {res.n} is above {MAX_PLOT_N} "
                          "(drop --plot)")
     if args.objective is None:
-        W = np.exp(data) if args.log_weights else data
+        from dgp.engine.target import graph_weights, is_graph
+
+        if is_graph(data):
+            W = graph_weights(data).toarray()
+        else:
+            W = np.exp(data) if args.log_weights else data
     else:
         W = np.exp(objective_log_weights(args.objective, data, sigma=args.sigma, eps=args.eps,
                                          label_tau=args.label_tau))

@@ -28,7 +28,7 @@ These are exactly the spectra the dense engine computes, so both feed the same d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -531,10 +531,16 @@ def classify_blocks(
 
 def _blocks_zero(bw: BlockWeights, zero: np.ndarray, used: np.ndarray,
                  ctx: Context) -> Classification:
-    """Zero weights, decided as :mod:`dgp.engine.zeros` does for dense weightings."""
+    """Zero weights, decided as :mod:`dgp.engine.zeros` does for dense weightings.
+
+    Complete blocks (positive within, zero across) whose blocks meet their cycle condition are
+    decided at the class level, for any N; every other class pattern is expanded to its
+    sample-level sparse graph (never an N x N matrix) and decided by
+    :func:`dgp.engine.zeros.classify_pattern`, the dense path's own procedure.
+    """
     from scipy.sparse.csgraph import connected_components
 
-    from dgp.engine.zeros import NOT_BLOCKS
+    from dgp.engine.zeros import classify_pattern
 
     sizes, K = bw.sizes, bw.K
     first = bw.first_members()
@@ -557,10 +563,51 @@ def _blocks_zero(bw: BlockWeights, zero: np.ndarray, used: np.ndarray,
     support = pos & pos.T
     np.fill_diagonal(support, False)
     n_comp, comp = connected_components(support, directed=False)
-    for b in range(n_comp):
-        ks = np.flatnonzero(comp == b)
-        if not (pos[np.ix_(ks, ks)] | ~used[np.ix_(ks, ks)]).all():
-            raise NotImplementedError(NOT_BLOCKS)
+    complete = all(
+        (pos[np.ix_(ks, ks)] | ~used[np.ix_(ks, ks)]).all()
+        for ks in (np.flatnonzero(comp == b) for b in range(n_comp))
+    )
+    if complete:
+        out = _complete_blocks(bw, used, comp, n_comp, first, n_zero, ctx)
+        if out is not None:
+            return out
+    return classify_pattern(_block_pattern(bw, pos), replace(ctx, shift=_top_log_weight(bw, pos)))
+
+
+def _top_log_weight(bw: BlockWeights, pos: np.ndarray) -> float:
+    M = bw.pair_log_weights()
+    return float(M[pos & (bw.counts() > 0)].max())
+
+
+def _block_pattern(bw: BlockWeights, pos: np.ndarray):
+    """The sample-level positive pairs of a class pattern (sparse; memory checked)."""
+    from dgp.engine.zeros import ZeroPattern
+    from dgp.resources import check_memory
+
+    counts = bw.counts()
+    live = pos & (counts > 0)
+    nnz = float((bw.sizes[:, None] * counts * live).sum())
+    check_memory(24.0 * nnz, what=f"the {int(nnz)} positive pairs of the class pattern",
+                 hint="use fewer samples per class")
+    M = bw.pair_log_weights()
+    members = bw.members()
+    rows, cols, vals = [], [], []
+    for k, l in zip(*np.nonzero(live), strict=True):
+        a, b = members[k], members[l]
+        r = np.repeat(a, b.size)
+        c = np.tile(b, a.size)
+        keep = r != c
+        rows.append(r[keep])
+        cols.append(c[keep])
+        vals.append(np.full(int(keep.sum()), M[k, l]))
+    return ZeroPattern.from_pairs(bw.n, np.concatenate(rows), np.concatenate(cols),
+                                  np.concatenate(vals))
+
+
+def _complete_blocks(bw, used, comp, n_comp, first, n_zero, ctx) -> Classification | None:
+    """Complete blocks at the class level: degenerate iff every block's own target fits
+    (``None`` when a block breaks its cycle condition: the sample-level path reports it)."""
+    sizes = bw.sizes
     blocks, failing, margins = [], None, []
     order = np.argsort([first[np.flatnonzero(comp == b)].min() for b in range(n_comp)])
     for pos_b, b in enumerate(order):
@@ -575,21 +622,16 @@ def _blocks_zero(bw: BlockWeights, zero: np.ndarray, used: np.ndarray,
                            np.zeros(int(sizes[ks].sum()), dtype=int), bw.classes[ks])
         sub_used = used[np.ix_(ks, ks)]
         tol = Tolerance(ctx.tol.rtol, ctx.tol.unit_roundoff, int(sizes[ks].sum()))
-        tgt, shift, margin, bad = block_log_target(sub, tol, sub_used)
+        tgt, shift, _margin, bad = block_log_target(sub, tol, sub_used)
         if bad is not None:
-            kk, ll, val = bad
-            entry.update(cycle=[int(first[ks[kk]]), int(first[ks[ll]])], log_ratio=val,
-                         ok=False)
-            failing = failing or (pos_b, "breaks the cycle condition")
-            margins.append(margin)
-        else:
-            fam = euclidean_family(BlockEuclideanSpectrum(tgt, None), tau=ctx.tau, tol=tol)
-            end = fam.hi
-            ok = end.rank <= ctx.dim
-            entry.update(c_max=end.c - shift, rank=end.rank, ok=ok)
-            margins.extend(fam.margins)
-            if not ok:
-                failing = failing or (pos_b, f"needs dimension {end.rank} > dim = {ctx.dim}")
+            return None
+        fam = euclidean_family(BlockEuclideanSpectrum(tgt, None), tau=ctx.tau, tol=tol)
+        end = fam.hi
+        ok = end.rank <= ctx.dim
+        entry.update(c_max=end.c - shift, rank=end.rank, ok=ok)
+        margins.extend(fam.margins)
+        if not ok:
+            failing = failing or (pos_b, f"needs dimension {end.rank} > dim = {ctx.dim}")
         blocks.append(entry)
     return rules.blocks_verdict(ctx, n_blocks=n_comp, failing=failing, blocks=tuple(blocks),
                                 n_zero=n_zero, margins=tuple(margins))

@@ -22,10 +22,14 @@ __all__ = [
     "BlocksCertificate",
     "Certificate",
     "CycleCertificate",
+    "DivergingFamilyCertificate",
     "FarkasCertificate",
     "NearestTargetCertificate",
+    "ScaleOrderCertificate",
     "SchoenbergCertificate",
     "SpectrumCertificate",
+    "ZeroObstructionCertificate",
+    "ZeroUndecidedCertificate",
     "ZeroWeightCertificate",
     "plain",
 ]
@@ -197,3 +201,135 @@ class BlocksCertificate(Certificate):
     )
     zero_weights: int
     blocks: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+
+# ----------------------------------------------------------------------------------------------
+# zero-weight patterns under the Euclidean similarity (dgp.engine.zeros)
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaleOrderCertificate(Certificate):
+    r"""Row scales that cannot be ordered: along ``cycle`` each step ``i -> j`` is a positive
+    weight of row ``i``. Any sequence approaching the bound has
+    :math:`D_{ij} = a_i - 2\tau\log w_{ij} + o(1)` for every positive weight of row ``i``
+    (one scale :math:`a_i` per row), so a ``"mutual"`` step (:math:`w_{ji} > 0` too) keeps
+    :math:`a_i - a_j` bounded and a ``"one-way"`` step (:math:`w_{ji} = 0`, so :math:`j` must
+    see :math:`i` infinitely farther than its own positives) sends :math:`a_i - a_j \to +\infty`.
+    Summed around the cycle the differences give :math:`0 = +\infty`.
+    """
+
+    kind: ClassVar[str] = "scale_order"
+    TEXT: ClassVar[str] = (
+        "every step i -> j of `cycle` is a positive weight w_ij; approaching the bound needs one "
+        "scale a_i per row with D_ij = a_i - 2 tau log w_ij + o(1) on row i's positive weights, "
+        "so a 'mutual' step (w_ji > 0) keeps a_i - a_j bounded and a 'one-way' step (w_ji = 0) "
+        "sends a_i - a_j to +inf; around the cycle they sum to 0, a contradiction"
+    )
+    cycle: tuple[int, ...]
+    steps: tuple[str, ...]
+    zero_weights: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DivergingFamilyCertificate(Certificate):
+    r"""The bound is approached, never attained: an explicit family of embeddings :math:`Z(t)`
+    whose entropic gap tends to zero as :math:`t \to 0` while :math:`Z(t)` diverges.
+
+    Each support component (samples joined by positive weights) is listed in ``components``
+    with its own family: ``"scaled"`` components are :math:`X_0 / t + t\,Y` where
+    :math:`X_0` has unit squared distance on every positive pair and squared distance at least
+    ``1 + min_slack`` on every other pair, and :math:`Y` solves the linear system
+    :math:`2\langle x_i - x_j, y_i - y_j\rangle = \delta_{ij}` (the prescribed log-ratios,
+    :math:`\delta_{ij} = -2\tau\ell_{ij}`), so :math:`D_{ij}(t) = t^{-2} + \delta_{ij} +
+    t^2|y_i - y_j|^2` on positive pairs and :math:`\ge (1 + \mathrm{slack})\,t^{-2} + O(1)` on
+    the others; ``"fixed"`` components (complete blocks whose own target fits) keep one
+    optimal configuration. Component ``k`` is translated by ``offset_scale * k / t^2`` along
+    the first axis. ``gaps`` are the entropic gaps of :math:`Z(t)` at the listed ``t``.
+    """
+
+    kind: ClassVar[str] = "diverging_family"
+    TEXT: ClassVar[str] = (
+        "Z(t) = per component X0 / t + t Y (or a fixed optimal block), component k shifted by "
+        "offset_scale * k / t^2 along the first axis: positive pairs get D_ij = t^-2 + delta_ij "
+        "+ O(t^2), every other pair at least (1 + min_slack) t^-2, so the gap (listed at each t) "
+        "tends to 0 as t -> 0 while Z(t) diverges"
+    )
+    zero_weights: int
+    components: tuple[dict[str, Any], ...]
+    t: tuple[float, ...]
+    gaps: tuple[float, ...]
+    offset_scale: float
+    decided: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZeroObstructionCertificate(Certificate):
+    r"""The bound cannot be approached in :math:`\mathbb R^d`: an obstruction that every
+    approaching sequence would have to violate.
+
+    Approaching the bound with zero weights forces, inside a support component without one-way
+    weights and not complete, one diverging scale :math:`\alpha`: rescaled by
+    :math:`\alpha^{-1/2}` every limit configuration has unit distance on the positive pairs and
+    distance at least 1 on every other pair (the *leading-order* problem). ``obstruction``
+    names what makes it (or the next order) impossible, on the samples ``vertices``:
+    ``"line"`` (dim 1: a vertex with three neighbours or a cycle forces two samples to
+    coincide), ``"simplex"`` (``k`` pairwise-positive samples need dimension ``k - 1``),
+    ``"kissing"`` (a sample's neighbours lie on a unit sphere around it pairwise at least 1
+    apart: at most the kissing number of :math:`\mathbb R^d`), ``"planar_neighbourhood"`` (in
+    the plane those neighbours sit 60 degrees apart when positive to each other and more than
+    60 degrees otherwise), ``"wheel_stress"`` (six neighbours close a hexagon whose angles must
+    sum to 360 degrees at the next order, a linear condition on the log-weights),
+    ``"common_neighbours"`` (the points at unit distance from two points of the plane, or three
+    of space, are at most two), ``"common_circle"`` (the common neighbours of two points of
+    :math:`\mathbb R^3` lie on a circle of radius at most :math:`\sqrt3/2`, at most five of
+    them pairwise 1 apart), ``"packing"`` (the samples within ``h`` steps of a sample lie in a
+    ball of radius ``h``, pairwise at least 1 apart: at most :math:`(2h+1)^d`), or
+    ``"clique_rank"`` (a complete block whose own targets :math:`D(c)` all need more than
+    ``dim`` dimensions). ``detail`` holds the numbers.
+    """
+
+    kind: ClassVar[str] = "zero_obstruction"
+    TEXT: ClassVar[str] = (
+        "every sequence approaching the bound would have to satisfy the leading-order problem "
+        "(unit distance on positive pairs, at least 1 elsewhere, after rescaling) on the "
+        "component `members`; `obstruction` on `vertices` makes that impossible in dim "
+        "dimensions (see `detail`)"
+    )
+    zero_weights: int
+    obstruction: str
+    vertices: tuple[int, ...]
+    members: tuple[int, ...]
+    dim: int
+    detail: dict[str, Any] = field(default_factory=dict)
+    decided: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZeroUndecidedCertificate(Certificate):
+    r"""Not decided exactly: dgp found neither an obstruction nor an approaching family for the
+    component ``members``.
+
+    Deciding whether a zero pattern is approached contains hard geometric problems (for
+    uniform weights on a symmetric support, whether the graph is a unit-ball contact graph of
+    :math:`\mathbb R^d`, i.e. a penny graph in the plane, which is NP-hard to recognise; a
+    star is approached exactly when its leaves fit as a strict kissing configuration, an open
+    problem in most dimensions), so no polynomial procedure decides every pattern. ``tried``
+    lists what was attempted; ``evidence`` the smallest entropic gap a numerical minimisation of
+    the loss reached (when run), which the verdict follows: a gap below ``evidence_threshold``
+    reads as degenerate, otherwise inconsistent. Neither is proven.
+    """
+
+    kind: ClassVar[str] = "zero_undecided"
+    TEXT: ClassVar[str] = (
+        "not decided exactly: no obstruction and no approaching family were found for the "
+        "component `members`; the verdict follows the numerical `evidence` (the smallest gap "
+        "found) and is not proven"
+    )
+    zero_weights: int
+    members: tuple[int, ...]
+    dim: int
+    tried: tuple[str, ...]
+    evidence: float | None
+    evidence_threshold: float
+    decided: bool = False

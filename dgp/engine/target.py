@@ -36,6 +36,8 @@ __all__ = [
     "LogWeights",
     "canonical",
     "entropic_bound",
+    "graph_weights",
+    "is_graph",
     "log_target",
     "log_weights",
     "offdiag_range",
@@ -100,8 +102,60 @@ class LogWeights:
         return self.n_zero > 0
 
 
+def is_graph(M: object) -> bool:
+    """Whether ``M`` is a networkx graph (checked without importing networkx)."""
+    return any(c.__module__.split(".")[0] == "networkx" and c.__name__ in ("Graph", "DiGraph")
+               for c in type(M).__mro__)
+
+
+def graph_weights(G: object, name: str = "W"):
+    r"""The weight matrix of a networkx graph, as a ``scipy.sparse`` CSR matrix.
+
+    Row and column ``k`` are the ``k``-th node of ``G.nodes``; an edge ``u - v`` of a
+    :class:`networkx.Graph` gives :math:`w_{uv} = w_{vu}` = its ``weight`` attribute (1 when
+    absent), an edge ``u -> v`` of a :class:`networkx.DiGraph` gives :math:`w_{uv}` only (an
+    asymmetric weighting); missing edges are zero weights; self-loops are ignored (the diagonal
+    is). Every other check (finite, non-negative weights, a positive weight in every row) is
+    that of :func:`log_weights`.
+
+    Raises
+    ------
+    ParameterTypeError
+        If ``G`` is a multigraph (parallel edges have no single weight).
+    ParameterError
+        If the sparse matrix would not fit in memory, or a weight attribute is not a number.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> graph_weights(nx.path_graph(3)).toarray()
+    array([[0., 1., 0.],
+           [1., 0., 1.],
+           [0., 1., 0.]])
+    """
+    import networkx as nx
+
+    if G.is_multigraph():
+        raise ParameterTypeError(name, "is a networkx multigraph; parallel edges have no single "
+                                 "weight (merge them into a Graph or DiGraph first)")
+    n = G.number_of_nodes()
+    check_memory(24.0 * (G.number_of_edges() * (1 if G.is_directed() else 2) + n),
+                 what=f"the sparse weights of a graph with {G.number_of_edges()} edges",
+                 hint="use a smaller graph")
+    try:
+        M = nx.to_scipy_sparse_array(G, nodelist=list(G.nodes), weight="weight", dtype=float,
+                                     format="csr")
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(name, f"has an edge weight that is not a number ({exc})") from None
+    import scipy.sparse as sp
+
+    return sp.csr_matrix(M)
+
+
 def _as_matrix(M: object, name: str) -> tuple[np.ndarray, float]:
     """A square real matrix (a view when possible) and the unit roundoff of its dtype."""
+    if is_graph(M):
+        M = graph_weights(M, name)
     try:
         import scipy.sparse as sp
 
@@ -149,10 +203,12 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     Exactly one of ``W`` (weights :math:`w_{ij} \ge 0`) and ``log_weights``
     (:math:`\log w_{ij}`, :math:`-\infty` for a zero weight) must be given. The diagonal is
     ignored, whatever it holds. Every row needs a positive weight (a finite log-weight) off the
-    diagonal. Accepts numpy arrays of any real dtype and ``scipy.sparse`` matrices (missing
-    entries are zero weights). Warns (:class:`dgp.errors.DgpWarning`) when zeros sit beside
-    weights near the smallest positive float (underflowed kernel values, pass log-weights
-    instead) and for float32 input (its tolerances are those of float32).
+    diagonal. Accepts numpy arrays of any real dtype, ``scipy.sparse`` matrices (missing
+    entries are zero weights) and networkx graphs (:func:`graph_weights`: edge attribute
+    ``weight``, missing edges are zero weights, a ``DiGraph`` is an asymmetric weighting).
+    Warns (:class:`dgp.errors.DgpWarning`) when zeros sit beside weights near the smallest
+    positive float (underflowed kernel values, pass log-weights instead) and for float32 input
+    (its tolerances are those of float32).
 
     Raises
     ------
