@@ -3,13 +3,13 @@ notebook display."""
 
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from dgp.display import format_rows, html_rows
 from dgp.engine.certificates import Certificate, plain
 
 __all__ = ["VERDICTS", "Classification", "format_c"]
@@ -172,21 +172,7 @@ class Classification:
         return rows
 
     def __str__(self) -> str:
-        import textwrap
-
-        rows = self._rows()
-        width = max(len(k) for k, _ in rows) + 2
-        lines = []
-        for key, value in rows:
-            wrapped = textwrap.wrap(value, width=max(40, 100 - width)) or [""]
-            lines.append(f"{key:<{width}}{wrapped[0]}")
-            lines += [" " * width + w for w in wrapped[1:]]
-        return "\n".join(lines)
+        return format_rows(self._rows(), width=100)
 
     def _repr_html_(self) -> str:
-        body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
-            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
-            for k, v in self._rows()
-        )
-        return f"<table>{body}</table>"
+        return html_rows(self._rows())

@@ -357,11 +357,9 @@ def _text(out: dict[str, Any]) -> str:
                    f"{inten['similarity_r2']:.4f}"))
     import textwrap
 
-    width = max(len(k) for k, _ in kv) + 2
-    for key, value in kv:
-        wrapped = textwrap.wrap(value, width=max(40, 79 - width)) or [""]
-        lines.append(f"{key:<{width}}{wrapped[0]}")
-        lines += [" " * width + w for w in wrapped[1:]]
+    from dgp.display import format_rows
+
+    lines += format_rows(kv, width=79).splitlines()
     if out["candidates"]:
         rows = [[k["objective"], k["form"],
                  "" if k["value"] is None else f"{k['parameter']}={k['value']:.4g}",

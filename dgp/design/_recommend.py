@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from dgp.design._common import (
     needed_parameters,
     prototype_rank,
 )
+from dgp.display import format_rows, html_rows
 from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import (
     ParameterError,
@@ -131,22 +131,10 @@ class Recommendation:
         return rows
 
     def __str__(self) -> str:
-        import textwrap
-
-        rows = self._rows()
-        width = max(len(k) for k, _ in rows) + 2
-        lines = []
-        for key, value in rows:
-            wrapped = textwrap.wrap(value, width=max(40, 80 - width)) or [""]
-            lines.append(f"{key:<{width}}{wrapped[0]}")
-            lines += [" " * width + w for w in wrapped[1:]]
-        return "\n".join(lines)
+        return format_rows(self._rows())
 
     def _repr_html_(self) -> str:
-        body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
-            f"<td style='text-align:left'>{html.escape(v)}</td></tr>" for k, v in self._rows())
-        return f"<table>{body}</table>"
+        return html_rows(self._rows())
 
 
 def _describe_point(p: Mapping[str, Any]) -> str:

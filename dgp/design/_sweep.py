@@ -32,6 +32,7 @@ from dgp.design._common import (
     optimum_takes_dim,
     prototype_rank,
 )
+from dgp.display import format_rows, html_rows
 from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import (
     ParameterError,
@@ -492,24 +493,10 @@ class PhaseMap:
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        import textwrap
-
-        rows = self._summary_rows()
-        width = max(len(k) for k, _ in rows) + 2
-        lines = []
-        for key, value in rows:
-            wrapped = textwrap.wrap(value, width=max(40, 80 - width)) or [""]
-            lines.append(f"{key:<{width}}{wrapped[0]}")
-            lines += [" " * width + w for w in wrapped[1:]]
-        return "\n".join(lines) + "\n\n" + self.ascii_map()
+        return format_rows(self._summary_rows()) + "\n\n" + self.ascii_map()
 
     def _repr_html_(self) -> str:
-        body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
-            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
-            for k, v in self._summary_rows()
-        )
-        return f"<table>{body}</table><pre>{html.escape(self.ascii_map())}</pre>"
+        return html_rows(self._summary_rows()) + f"<pre>{html.escape(self.ascii_map())}</pre>"
 
     # -- figure ------------------------------------------------------------------------------
     def figure(self):

@@ -9,15 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from dgp.display import format_nats, format_summary, html_summary
 from dgp.geometry import embedding_from_gram
-from dgp.prototypes import (
-    BatchPrediction,
-    KKTCertificate,
-    LiftCertificate,
-    format_nats,
-    format_summary,
-    html_summary,
-)
+from dgp.prototypes import BatchPrediction, KKTCertificate, LiftCertificate
 from dgp.resources import check_memory
 
 __all__ = ["GRAM_JSON_MAX_N", "LossFloor", "Optimum"]

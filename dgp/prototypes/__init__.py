@@ -18,6 +18,7 @@ holds
   samplers (:mod:`~dgp.prototypes._batch`).
 """
 
+from dgp.display import format_nats, format_summary, html_summary
 from dgp.prototypes._api import (
     BatchTolerance,
     batch_size_for_tolerance,
@@ -46,7 +47,6 @@ from dgp.prototypes._closed_forms import (
     soft_supcon_rho,
     soft_supcon_tau_star,
 )
-from dgp.prototypes._display import format_nats, format_summary, html_summary
 from dgp.prototypes._guards import check_time, time_budget
 from dgp.prototypes._kkt import KKTCertificate, row_certificate
 from dgp.prototypes._lift import LiftCertificate, face_uniqueness, lift_certificate

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from dgp.display import format_nats, format_summary, html_summary
 from dgp.geometry import embedding_from_gram
 from dgp.prototypes._batch import BatchSpec
 from dgp.prototypes._closed_forms import equiangular_gram
-from dgp.prototypes._display import format_nats, format_summary, html_summary
 from dgp.prototypes._kkt import KKTCertificate
 from dgp.prototypes._lift import LiftCertificate
 from dgp.resources import check_memory

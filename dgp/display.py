@@ -1,13 +1,17 @@
-"""Readable summaries of results: aligned text for ``str`` and an HTML table for notebooks."""
+"""Readable summaries of results: aligned text for ``str`` and an HTML table for notebooks.
+
+Every result class of dgp renders its ``(name, value)`` rows through these functions, so that
+``str`` fits a terminal and ``_repr_html_`` shows the same rows in a notebook."""
 
 from __future__ import annotations
 
 import html
 import math
+import textwrap
 
 import numpy as np
 
-__all__ = ["format_nats", "format_summary", "html_summary"]
+__all__ = ["format_nats", "format_rows", "format_summary", "html_rows", "html_summary"]
 
 
 def format_nats(value: float, log_value: float | None = None) -> str:
@@ -37,6 +41,42 @@ def format_summary(title: str, pairs: list[tuple[str, str]]) -> str:
     return "\n".join([title, *(f"  {k:<{width}}  {v}" for k, v in pairs)])
 
 
+def format_rows(rows: list[tuple[str, str]], *, width: int = 80) -> str:
+    """``name  value`` lines, names aligned, values wrapped so that each line fits ``width``.
+
+    >>> print(format_rows([("verdict", "degenerate"), ("why", "a b c " * 10)], width=50))
+    verdict  degenerate
+    why      a b c a b c a b c a b c a b c a b c a b c
+             a b c a b c a b c
+    """
+    key_width = max((len(k) for k, _ in rows), default=0) + 2
+    lines = []
+    for key, value in rows:
+        wrapped = textwrap.wrap(value, width=max(40, width - key_width)) or [""]
+        lines.append(f"{key:<{key_width}}{wrapped[0]}")
+        lines += [" " * key_width + w for w in wrapped[1:]]
+    return "\n".join(lines)
+
+
+def html_rows(rows: list[tuple[str, str]]) -> str:
+    """The rows as a two-column HTML table (names left, values left-aligned, escaped).
+
+    >>> print(html_rows([("a", "<1>")]).replace("><", ">\\n<"))
+    <table>
+    <tr>
+    <th style='text-align:left'>a</th>
+    <td style='text-align:left'>&lt;1&gt;</td>
+    </tr>
+    </table>
+    """
+    body = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+        f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+        for k, v in rows
+    )
+    return f"<table>{body}</table>"
+
+
 def html_summary(
     title: str,
     pairs: list[tuple[str, str]],
@@ -46,12 +86,7 @@ def html_summary(
     caption: str = "",
 ) -> str:
     """An HTML block: the summary as a two-column table, then optionally a small matrix."""
-    rows = "".join(
-        f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
-        f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
-        for k, v in pairs
-    )
-    out = f"<div><strong>{html.escape(title)}</strong><table>{rows}</table>"
+    out = f"<div><strong>{html.escape(title)}</strong>{html_rows(pairs)}"
     if matrix is not None:
         labels = labels or [str(i) for i in range(matrix.shape[0])]
         head = "".join(f"<th>{html.escape(lab)}</th>" for lab in labels)
