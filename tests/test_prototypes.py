@@ -411,3 +411,13 @@ def test_to_dict_contract_fields_and_display():
     assert big.to_dict()["gram"] is None
     assert len(big.to_dict(gram=True)["gram"]) == GRAM_JSON_MAX_K + 1
     assert "prototype Gram" not in str(big)  # no 501 x 501 table in a summary
+
+
+def test_time_guard_refuses_by_the_budget_only(monkeypatch):
+    """The time guard refuses what its estimate puts above DGP_TIME_BUDGET_S, naming sizes
+    and the variable; a small problem passes the same small budget (the estimate is 40 K^3
+    flops at 1e9/s: K = 400 is 2.6 s, K = 100 is 0.04 s)."""
+    monkeypatch.setenv("DGP_TIME_BUDGET_S", "1")
+    with pytest.raises(ValueError, match=r"sizes is too large: .*DGP_TIME_BUDGET_S"):
+        supcon_prototypes(2 + np.arange(400) % 7, tau=0.1)  # imbalanced: the solver
+    assert supcon_prototypes(2 + np.arange(100) % 7, tau=0.1).kkt_residual <= 1e-8
