@@ -34,12 +34,22 @@ so that the bound is never attained when a weight is zero, and:
     :math:`\pi/3 + (2\delta_c - \delta_a - \delta_b)/(2\sqrt3\,\alpha) + O(\alpha^{-2})`,
     must sum to :math:`2\pi`); three common neighbours of
     two points of the plane or of three points of space; more than five common neighbours of
-    two points of space; more than :math:`(2h+1)^d` samples within :math:`h` steps of one.
+    two points of space; more than :math:`(2h+1)^d` samples within :math:`h` steps of one;
+(g) *pure sources*: a sample :math:`i` with :math:`w_{li} = 0` for every :math:`l` can be
+    peeled: restricted to the other samples, an approaching sequence approaches their pattern
+    (removing samples of vanishing :math:`q_{li}` from a softmax keeps its limit), so the core
+    left after peeling repeatedly is necessary; and if :math:`P_i = \{j\}` and :math:`j` is
+    exposed in a direction :math:`u` at leading order (:math:`\langle u, z_j - z_l\rangle`
+    has a positive leading coefficient in :math:`1/t` for every other placed :math:`l`), then
+    :math:`z_i = z_j + \rho u/t^q`, with :math:`q \ge 3` above every power of :math:`1/t`
+    placed before, approaches: :math:`D_{il} - D_{ij} = |z_j - z_l|^2 + 2\rho
+    t^{-q}\langle u, z_j - z_l\rangle \to +\infty`, and
+    :math:`D_{li} \ge \rho^2 t^{-2q}(1 + o(1))` outgrows every other row's scale.
 
 The procedure is sound, not complete: the leading-order problem contains the recognition of
 penny graphs (NP-hard, in fact complete for the existential theory of the reals) and strict
-kissing configurations (open in most dimensions), and one-way weights nest scales; patterns it
-cannot decide are reported with ``decided: false`` and a numerical verdict.
+kissing configurations (open in most dimensions), and other one-way weights nest scales;
+patterns it cannot decide are reported with ``decided: false`` and a numerical verdict.
 
 Checked symbolically (the softmax limit, the expansion of :math:`D_{ij}(t)`, the hexagon angle,
 the kissing and common-neighbour bounds) and by properties on random zero patterns: every
@@ -73,7 +83,9 @@ THEOREM = Theorem(
     "an acyclic scale order are necessary, components decouple, complete blocks need rank "
     "D(c_max) <= d, other components a unit-distance configuration (paths in d = 1, always "
     "with <= d + 1 samples); Z(t) = X0/t + tY approaches the bound; kissing, planar, wheel, "
-    "common-neighbour, simplex and packing obstructions prevent it.",
+    "common-neighbour, simplex and packing obstructions prevent it; pure sources (weighted by "
+    "no sample) peel off: the core is necessary, and a source with one exposed positive j at "
+    "z_j + rho u / t^q approaches.",
     method="both",
 )
 
@@ -101,6 +113,21 @@ def test_symbolic_family_distances():
     D = (x1 / t + t * y1) ** 2 + (x2 / t + t * y2) ** 2
     expected = (x1**2 + x2**2) / t**2 + 2 * (x1 * y1 + x2 * y2) + t**2 * (y1**2 + y2**2)
     assert sp.expand(D - expected) == 0
+
+
+def test_symbolic_pure_source_separation():
+    """z_i = z_j + R u (|u| = 1): D_il - D_ij = |z_j - z_l|^2 + 2 R <u, z_j - z_l> (R^2), and
+    with R = rho t^-q, <u, z_j - z_l> = c t^-p (c > 0, q + p > 0) the second term diverges."""
+    R, th = sp.symbols("R theta", positive=True)
+    d1, d2 = sp.symbols("d1 d2", real=True)  # z_j - z_l
+    u = (sp.cos(th), sp.sin(th))
+    zi_minus_zl = (d1 + R * u[0], d2 + R * u[1])
+    Dil = zi_minus_zl[0] ** 2 + zi_minus_zl[1] ** 2
+    Dij = (R * u[0]) ** 2 + (R * u[1]) ** 2
+    assert sp.simplify(Dil - Dij - (d1**2 + d2**2 + 2 * R * (u[0] * d1 + u[1] * d2))) == 0
+    t, rho, c = sp.symbols("t rho c", positive=True)
+    for q, p in [(3, -1), (3, 2), (5, 0)]:
+        assert sp.limit(2 * rho * t**-q * c * t**-p, t, 0, "+") == sp.oo
 
 
 def test_symbolic_hexagon_angle_expansion():
@@ -192,20 +219,7 @@ def test_property_families_recheck(W, tau, dim):
         return
     event(f"family, dim {dim}")
     assert res.verdict == "degenerate" and not res.attainable and cert["decided"]
-    n = W.shape[0]
     comps = cert["components"]
-    off = cert["offset_scale"]
-
-    def Z(t):
-        out = np.zeros((n, dim))
-        for k, c in enumerate(comps):
-            X0 = np.array(c["X0"], float).reshape(len(c["members"]), dim)
-            P = X0 / t + t * np.array(c["Y"], float).reshape(X0.shape) if "Y" in c else X0
-            P = P.copy()
-            P[:, 0] += off * k / t**2
-            out[c["members"]] = P
-        return out
-
     for c in comps:
         if "Y" not in c:
             continue
@@ -223,6 +237,30 @@ def test_property_families_recheck(W, tau, dim):
         lhs = np.array([2 * (X0[i] - X0[j]) @ (Y[i] - Y[j]) for i, j in zip(*iu, strict=True)
                         if pos[i, j]])
         assert np.abs(lhs - (delta - delta.mean())).max() <= 1e-7 * (1 + np.abs(delta).max())
+    _recheck_gaps(cert, W, tau, dim)
+
+
+def _rebuild(cert: dict, n: int, dim: int):
+    """Z(t) from a diverging-family certificate alone: components shifted apart, then the pure
+    sources in their listed order."""
+    def Z(t):
+        out = np.zeros((n, dim))
+        for k, c in enumerate(cert["components"]):
+            X0 = np.array(c["X0"], float).reshape(len(c["members"]), dim)
+            P = X0 / t + t * np.array(c["Y"], float).reshape(X0.shape) if "Y" in c else X0
+            P = P.copy()
+            P[:, 0] += cert["offset_scale"] * k / t**2
+            out[c["members"]] = P
+        for src in cert["sources"]:
+            out[src["sample"]] = out[src["target"]] + (
+                src["radius"] * np.array(src["direction"]) / t ** src["power"])
+        return out
+    return Z
+
+
+def _recheck_gaps(cert: dict, W: np.ndarray, tau: float, dim: int) -> None:
+    """The listed gaps are the loss's (from its definition) at the rebuilt Z(t), and vanish."""
+    Z = _rebuild(cert, W.shape[0], dim)
     gaps = [_gap(Z(t), W, tau) for t in cert["t"]]
     assert np.allclose(gaps, cert["gaps"], rtol=1e-6, atol=1e-12)
     assert gaps[-1] <= 1e-6 + 1e-3 * gaps[0]
@@ -317,8 +355,71 @@ def test_property_cycles_and_scale_orders_recheck(W, tau, dim):
             assert (W[b, a] > 0) == (kind == "mutual")
     elif cert["kind"] == "zero_undecided":
         assert cert["decided"] is False and "not decided exactly" in res.reason
+    elif cert["kind"] == "diverging_family":
+        _recheck_gaps(cert, W, tau, dim)
     else:
         assert cert.get("decided", True)
+
+
+@st.composite
+def patterns_with_sources(draw):
+    """A symmetric pattern and pure sources: each new sample gives positive weight to one
+    earlier sample (or to several, sometimes) and receives none."""
+    W0 = draw(symmetric_patterns(n=(3, 6))) if draw(st.booleans()) else np.array([[0, 1.0],
+                                                                                  [1.0, 0]])
+    k = draw(st.integers(1, 3))
+    n = W0.shape[0] + k
+    W = np.zeros((n, n))
+    W[: W0.shape[0], : W0.shape[0]] = W0
+    for i in range(W0.shape[0], n):
+        m = draw(st.integers(1, 2)) if draw(st.integers(0, 3)) == 0 else 1
+        targets = draw(st.lists(st.integers(0, i - 1), min_size=m, max_size=m, unique=True))
+        for j in targets:
+            W[i, j] = draw(st.floats(0.2, 5.0))
+    return W, W0.shape[0]
+
+
+def _core(W: np.ndarray) -> np.ndarray:
+    """The samples left after peeling pure sources repeatedly (independent of the engine)."""
+    alive = np.ones(W.shape[0], dtype=bool)
+    while True:
+        src = [i for i in np.flatnonzero(alive) if not (W[alive, i] > 0).any()]
+        if not src:
+            return np.flatnonzero(alive)
+        alive[src[0]] = False
+
+
+@property_settings(max_examples=100)
+@given(case=patterns_with_sources(), tau=ds.temperatures(0.1, 2.0), dim=st.integers(1, 3))
+def test_property_pure_sources(case, tau, dim):
+    """Pure sources: a degenerate verdict's family (sources included) is rebuilt from the
+    certificate and its gaps re-checked; an obstruction lies in the core and is the core's own
+    (the core is necessary); the sources placed are the samples nobody weights, each beyond
+    its one positive."""
+    W, _n0 = case
+    res = classify(W, similarity="euclidean", tau=tau, dim=dim)
+    cert = res.to_dict()["certificate"]
+    event(cert["kind"])
+    core = _core(W)
+    if cert["kind"] == "diverging_family":
+        _recheck_gaps(cert, W, tau, dim)
+        listed = [src["sample"] for src in cert["sources"]]
+        for k, src in enumerate(cert["sources"]):
+            i, j = src["sample"], src["target"]
+            # weighted only by sources placed after it, and its one positive is j
+            assert set(np.flatnonzero(W[:, i] > 0).tolist()) <= set(listed[k + 1:])
+            assert np.flatnonzero(W[i] > 0).tolist() == [j] and i not in core
+            assert abs(np.linalg.norm(src["direction"]) - 1) < 1e-12 and src["power"] >= 3
+            assert k == 0 or src["power"] > cert["sources"][k - 1]["power"]
+    elif cert["kind"] in ("zero_obstruction", "blocks"):
+        assert res.verdict == "inconsistent"
+        sub = W[np.ix_(core, core)]
+        alone = classify(sub, similarity="euclidean", tau=tau, dim=dim)
+        assert alone.verdict == "inconsistent"
+        if cert["kind"] == "zero_obstruction":
+            assert set(cert["vertices"]) <= set(core.tolist())
+    else:
+        assert cert["kind"] == "zero_undecided" and cert["decided"] is False
 
 
 @property_settings(max_examples=100)

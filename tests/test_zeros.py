@@ -51,6 +51,9 @@ def rebuild_family(cert: dict, n: int, dim: int):
             P = X0 / t + t * np.array(c["Y"]).reshape(X0.shape) if "Y" in c else X0.copy()
             P[:, 0] += cert["offset_scale"] * k / t**2
             out[c["members"]] = P
+        for src in cert["sources"]:  # pure sources, beyond their one positive, in order
+            out[src["sample"]] = out[src["target"]] + (
+                src["radius"] * np.array(src["direction"]) / t ** src["power"])
         return out
     return Z
 
@@ -258,17 +261,47 @@ def test_broken_mutual_cycle_reports_a_checkable_cycle():
     assert r == pytest.approx(cert["log_ratio"], rel=1e-9)
 
 
+def test_pure_sources_are_placed_beyond_their_positive():
+    # 0 <-> 1, 2 -> 0 and 3 -> 2 one way: 3 and then 2 are weighted by nobody (pure sources);
+    # 2 sits beyond 0 (0 exposed away from 1), 3 beyond 2, on a line
+    W = np.array([[0, 1, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 2.0, 0]])
+    for dim in (1, 2):
+        res = dgp.classify(W, dim=dim, **EUC)
+        check_family(res, W, dim)
+        src = res.to_dict()["certificate"]["sources"]
+        assert [(s["sample"], s["target"]) for s in src] == [(2, 0), (3, 2)]
+        assert src[1]["power"] > src[0]["power"] >= 3
+    # a hub with a pure source on each of three leaves of a plane star: each leaf is exposed
+    G = nx.star_graph(3)
+    W = np.zeros((7, 7))
+    W[:4, :4] = nx.to_numpy_array(G)
+    for leaf, src in zip((1, 2, 3), (4, 5, 6), strict=True):
+        W[src, leaf] = 1.0
+    check_family(dgp.classify(W, dim=2, **EUC), W, 2)
+
+
+def test_pure_sources_keep_the_obstruction_of_their_core():
+    # a star with three leaves is not approached on a line; a pure source does not change it
+    W = np.zeros((5, 5))
+    W[:4, :4] = nx.to_numpy_array(nx.star_graph(3))
+    W[4, 1] = 1.0
+    res = dgp.classify(W, dim=1, **EUC)
+    cert = check_obstruction(res, W, "line")
+    assert 4 not in cert["vertices"]
+
+
 def test_undecided_patterns_say_so():
-    # 0 <-> 1, 2 -> 0 one way: no obstruction, and the engine builds no family for one-way
-    # weights: not decided, verdict from the numerical evidence
-    W = np.array([[0, 1, 0], [1, 0, 0], [1, 0, 0.0]])
+    # 0 <-> 1 and 2 -> 0, 2 -> 1: a pure source with two positives (its place would need the
+    # pair 0-1 as an exposed face with their log-ratio): not decided, numerical verdict
+    W = np.array([[0, 1, 0], [1, 0, 0], [1, 2, 0.0]])
     res = dgp.classify(W, dim=1, **EUC)
     cert = res.to_dict()["certificate"]
     assert cert["kind"] == "zero_undecided" and cert["decided"] is False
     assert res.reason.startswith("not decided exactly")
+    assert any("several positives" in t for t in cert["tried"])
     assert res.verdict == ("degenerate" if cert["evidence"] < cert["evidence_threshold"]
                            else "inconsistent")
-    assert cert["evidence"] < 1e-6  # 2 beyond 0 on the far side from 1: approached
+    assert cert["evidence"] < 1e-6  # 0 and 1 collapse, 2 far: approached
 
 
 @settings(max_examples=60, deadline=None)

@@ -245,21 +245,29 @@ class DivergingFamilyCertificate(Certificate):
     t^2|y_i - y_j|^2` on positive pairs and :math:`\ge (1 + \mathrm{slack})\,t^{-2} + O(1)` on
     the others; ``"fixed"`` components (complete blocks whose own target fits) keep one
     optimal configuration. Component ``k`` is translated by ``offset_scale * k / t^2`` along
-    the first axis. ``gaps`` are the entropic gaps of :math:`Z(t)` at the listed ``t``.
+    the first axis. ``sources``, in order, are the pure sources (samples no other sample gives
+    positive weight to, each with one positive): sample ``i`` sits at
+    :math:`z_j(t) + \rho\,u/t^{q}` (``target`` ``j``, ``direction`` ``u``, ``radius``
+    :math:`\rho`, ``power`` :math:`q \ge 3`, larger than every power placed before), with
+    ``j`` exposed in direction ``u`` at leading order, so every other sample is farther from
+    ``i`` than ``j`` by a diverging amount and ``i`` is beyond every other row's scale.
+    ``gaps`` are the entropic gaps of :math:`Z(t)` at the listed ``t``.
     """
 
     kind: ClassVar[str] = "diverging_family"
     TEXT: ClassVar[str] = (
         "Z(t) = per component X0 / t + t Y (or a fixed optimal block), component k shifted by "
         "offset_scale * k / t^2 along the first axis: positive pairs get D_ij = t^-2 + delta_ij "
-        "+ O(t^2), every other pair at least (1 + min_slack) t^-2, so the gap (listed at each t) "
-        "tends to 0 as t -> 0 while Z(t) diverges"
+        "+ O(t^2), every other pair at least (1 + min_slack) t^-2; each listed pure source i at "
+        "z_j(t) + radius * direction / t^power beyond its one positive j; so the gap (listed at "
+        "each t) tends to 0 as t -> 0 while Z(t) diverges"
     )
     zero_weights: int
     components: tuple[dict[str, Any], ...]
     t: tuple[float, ...]
     gaps: tuple[float, ...]
     offset_scale: float
+    sources: tuple[dict[str, Any], ...] = ()
     decided: bool = True
 
 

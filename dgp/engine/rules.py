@@ -571,15 +571,16 @@ def zero_undecided(
 
 def zero_approached(
     ctx: Context, *, components: tuple[Any, ...], t: list[float], gaps: list[float],
-    offset: float, n_zero: int,
+    offset: float, n_zero: int, sources: tuple[dict[str, Any], ...] = (),
 ) -> Classification:
     """Zero weights approached by an explicit diverging family (degenerate, never attained)."""
     entries = []
     margins: list[Margin] = []
     for c in components:
         e = dict(c.info)
-        if "c_max" in e:
-            e["c_max"] = float(e["c_max"]) - ctx.shift
+        for key in ("c_max", "c"):
+            if key in e:
+                e[key] = float(e[key]) - ctx.shift
         e["family"] = "X0 / t + t Y" if c.kind == "scaled" else "X0 (fixed)"
         entries.append(e)
         margins.extend(c.margins)
@@ -596,7 +597,7 @@ def zero_approached(
     cert = DivergingFamilyCertificate(
         statement=DivergingFamilyCertificate.TEXT, zero_weights=int(n_zero),
         components=tuple(entries), t=tuple(float(x) for x in t),
-        gaps=tuple(float(g) for g in gaps), offset_scale=float(offset),
+        gaps=tuple(float(g) for g in gaps), offset_scale=float(offset), sources=sources,
         **_common(ctx, tuple(margins), None),
     )
     return _decided(ctx, "degenerate", reason, attainable=False, certificate=cert, near=near)

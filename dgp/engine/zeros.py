@@ -37,9 +37,16 @@ decided exactly (``proofs/t22_zero_patterns.py``):
    :math:`d + 1` samples (always); otherwise obstructions (a clique of more than :math:`d + 1`
    samples, the kissing number, the planar neighbourhood and wheel rules, common neighbours,
    packing) prove inconsistency, a numerical search for :math:`X_0` proves approach.
-5. What remains is *not decided exactly*: the leading-order problem contains penny-graph
-   recognition (NP-hard) and strict kissing configurations (open in most dimensions), and one-way
-   weights add nested scales. Such components are reported with ``decided: false`` and the
+5. *Pure sources.* A sample no sample gives positive weight to is peeled (repeatedly); the
+   symmetric core left is necessary (an obstruction of the core decides the component). A pure
+   source with one positive :math:`j` is placed at :math:`z_j(t) + \rho u/t^q` with :math:`j`
+   exposed in direction :math:`u` at leading order and :math:`q` above every power placed
+   before: its row then sees every other sample farther than :math:`j` by a diverging amount
+   and every other row sees it beyond its scale.
+6. What remains is *not decided exactly*: the leading-order problem contains penny-graph
+   recognition (NP-hard) and strict kissing configurations (open in most dimensions), and other
+   one-way weights (a source with several positives, one-way weights into a sample that others
+   weight) add nested scales. Such components are reported with ``decided: false`` and the
    verdict of a numerical minimisation of the loss (small components), never silently.
 """
 
@@ -90,6 +97,8 @@ EVIDENCE_MAX_N = 24
 EVIDENCE_THRESHOLD = 1e-3
 #: largest component the numerical constructor of X0 is run on
 CONSTRUCT_MAX_N = 3000
+#: most pure sources one family places (the k-th placed sits at distance ~ t^-(3 + k))
+SOURCES_MAX = 16
 #: a constructed X0 is accepted when every non-positive pair has squared distance above 1 + this
 SLACK_MIN = 1e-6
 #: ... and the rigidity system is solved to this relative residual
@@ -289,6 +298,20 @@ class PatternDecision:
     log_ratio: float = 0.0
     margin: Margin | None = None
     components: tuple[ComponentDecision, ...] = ()
+    peeled: tuple[Peeled, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Peeled:
+    """A support component reduced by peeling its pure sources: ``sources`` are ``(i, j)``
+    (sample ``i``, given positive weight by no other sample, and its one positive ``j``) in
+    peel order; ``members``, ``sel`` and ``base`` describe the whole component (for the
+    undecided report when a source cannot be placed)."""
+
+    members: np.ndarray
+    sel: np.ndarray
+    base: dict[str, Any]
+    sources: tuple[tuple[int, int], ...]
 
 
 def _mutual(pattern: ZeroPattern) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -437,24 +460,28 @@ def decide_pattern(pattern: ZeroPattern, *, dim: int, tau: float, tol: Tolerance
     p_bounds = np.searchsorted(comp_rows[by_pair], np.arange(n_comp + 1))
     first = [int(by_vertex[v_bounds[k]]) for k in range(n_comp)]
     rng = np.random.default_rng(seed)
-    out = []
+    out: list[ComponentDecision] = []
+    peeled: list[Peeled] = []
     for k in sorted(range(n_comp), key=lambda k: first[k]):
         members = np.sort(by_vertex[v_bounds[k]:v_bounds[k + 1]])
         sel = np.sort(by_pair[p_bounds[k]:p_bounds[k + 1]])
         one_way = bool((~mutual[sel]).any())
         if one_way:
-            dec = _asymmetric_component(pattern, members, sel, mutual, dim=dim, tau=tau)
+            decs, peel = _asymmetric_component(pattern, members, sel, mutual, psi, dim=dim,
+                                               tau=tau, tol=tol, rng=rng)
+            if peel is not None:
+                peeled.append(peel)
         else:
-            dec = _symmetric_component(pattern, members, sel, psi, dim=dim, tau=tau, tol=tol,
-                                       rng=rng)
-        out.append(dec)
-        if dec.status == "obstructed":
+            decs = [_symmetric_component(pattern, members, sel, psi, dim=dim, tau=tau, tol=tol,
+                                         rng=rng)]
+        out.extend(decs)
+        if decs[-1].status == "obstructed":
             break
     kinds = {d.kind for d in out}
     if all(d.status == "approached" for d in out) and kinds <= {"fixed"} and \
             not (~mutual).any():
         return PatternDecision("blocks", components=tuple(out))
-    return PatternDecision("components", components=tuple(out))
+    return PatternDecision("components", components=tuple(out), peeled=tuple(peeled))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -477,7 +504,8 @@ def _local_edges(pattern: ZeroPattern, members: np.ndarray, sel: np.ndarray,
     return np.stack([loc[r], loc[c]], axis=1), delta
 
 
-def _symmetric_component(pattern, members, sel, psi, *, dim, tau, tol, rng) -> ComponentDecision:
+def _symmetric_component(pattern, members, sel, psi, *, dim, tau, tol, rng,
+                         open_block: bool = False) -> ComponentDecision:
     import networkx as nx
 
     n_c = members.size
@@ -485,7 +513,8 @@ def _symmetric_component(pattern, members, sel, psi, *, dim, tau, tol, rng) -> C
     m = E.shape[0]
     base = {"members": members.tolist(), "size": int(n_c), "positive_pairs": int(m)}
     if m == n_c * (n_c - 1) // 2:
-        return _clique(pattern, members, sel, dim=dim, tau=tau, tol=tol, base=base)
+        return _clique(pattern, members, sel, dim=dim, tau=tau, tol=tol, base=base,
+                       open_block=open_block)
     G = nx.Graph()
     G.add_nodes_from(range(n_c))
     G.add_edges_from(E.tolist())
@@ -532,13 +561,20 @@ def _obstructed(base, name, vertices, detail, margins=()) -> ComponentDecision:
                              margins=tuple(margins), vertices=tuple(vertices))
 
 
-def _clique(pattern, members, sel, *, dim, tau, tol, base) -> ComponentDecision:
-    """A complete block: its own family D(c), c <= c_max (exact)."""
+def _clique(pattern, members, sel, *, dim, tau, tol, base,
+            open_block: bool = False) -> ComponentDecision:
+    """A complete block: its own family D(c), c <= c_max (exact). ``open_block``: where
+    ``dim >= n - 1``, the configuration at ``c = c_max - 1`` (distinct points, a
+    non-degenerate simplex: every sample exposed, for the pure sources placed beyond it)."""
     n_c = members.size
+    opened = open_block and dim >= n_c - 1
     if n_c == 2:  # D(c) = -2 tau (ell + c) >= 0 for c <= c_max = -ell, rank 0 there
         ell = 0.5 * float(pattern.logw[sel].sum())
         info = dict(base, c_max=-ell, rank=0)
         X0 = np.zeros((2, dim))
+        if opened:  # c = c_max - 1: D = 2 tau
+            X0[1, 0] = math.sqrt(2.0 * tau)
+            info.update(c=-ell - 1.0, rank=1)
         if n_c <= LIST_MAX_N:
             info["X0"] = X0.tolist()
         return ComponentDecision(members, "approached", "fixed", info, X0=X0)
@@ -558,7 +594,11 @@ def _clique(pattern, members, sel, *, dim, tau, tol, base) -> ComponentDecision:
                     f"{end.rank} > dim = {dim}")
         return ComponentDecision(members, "obstructed", "clique_rank", info,
                                  margins=tuple(fam.margins), vertices=tuple(members.tolist()))
-    X = fam.embed(end.c, end.rank) if end.rank else np.zeros((n_c, 0))
+    if opened:
+        X = fam.embed(end.c - 1.0, n_c - 1)
+        info.update(c=end.c - 1.0 - sub.shift, rank=n_c - 1)
+    else:
+        X = fam.embed(end.c, end.rank) if end.rank else np.zeros((n_c, 0))
     X0 = np.zeros((n_c, dim))
     X0[:, : X.shape[1]] = X
     if n_c <= LIST_MAX_N:
@@ -925,11 +965,74 @@ def _construct(E: np.ndarray, n: int, dim: int, delta: np.ndarray,
 # ----------------------------------------------------------------------------------------------
 
 
-def _asymmetric_component(pattern, members, sel, mutual, *, dim, tau) -> ComponentDecision:
+def _peel(pattern: ZeroPattern, members: np.ndarray, sel: np.ndarray):
+    """Peel pure sources (samples no remaining sample gives positive weight to), repeatedly.
+
+    Returns the sources in peel order as ``(i, positives of i)`` and the core's members and
+    positive pairs. Every positive of a core sample is in the core (a sample is peeled only
+    when no remaining sample weights it)."""
+    n_c = members.size
+    loc = np.full(pattern.n, -1, dtype=np.int64)
+    loc[members] = np.arange(n_c)
+    r, c = loc[pattern.rows[sel]], loc[pattern.cols[sel]]
+    starts = np.searchsorted(r, np.arange(n_c + 1))  # pairs are sorted by row
+    indeg = np.bincount(c, minlength=n_c)
+    alive = np.ones(n_c, dtype=bool)
+    stack = list(np.flatnonzero(indeg == 0)[::-1])
+    sources = []
+    while stack:
+        v = int(stack.pop())
+        alive[v] = False
+        out = c[starts[v]:starts[v + 1]]
+        sources.append((int(members[v]), members[out]))
+        indeg[out] -= 1
+        stack.extend(int(u) for u in out[indeg[out] == 0][::-1])
+    return sources, members[alive], sel[alive[r]]
+
+
+def _asymmetric_component(pattern, members, sel, mutual, psi, *, dim, tau, tol, rng):
+    """A component with one-way weights: its pure sources peeled, the symmetric core decided.
+
+    The core is necessary (``proofs/t22_zero_patterns.py``): restricted to the core, an
+    approaching family approaches the core's pattern, so an obstruction of the core decides
+    the component. When every source has one positive and the core is approached, the sources
+    are placed beyond their targets by :func:`_family`. Returns the decisions and the
+    :class:`Peeled` record (``None`` unless sources wait to be placed)."""
     base = {"members": members.tolist(), "size": int(members.size),
             "positive_pairs": int(sel.size), "one_way_pairs": int((~mutual[sel]).sum())}
     tried = ["mutual cycle condition and scale order (both hold)"]
-    return _undecided(pattern, members, sel, base, tried, dim=dim, tau=tau)
+    sources, core, core_sel = _peel(pattern, members, sel)
+    if not sources or (~mutual[core_sel]).any():
+        if sources:
+            tried.append(f"peeled {len(sources)} pure sources (samples no other sample "
+                         "weights); the rest still has one-way weights")
+        return [_undecided(pattern, members, sel, base, tried, dim=dim, tau=tau)], None
+    n_core = core.size
+    loc = np.full(pattern.n, -1, dtype=np.int64)
+    loc[core] = np.arange(n_core)
+    r, c = loc[pattern.rows[core_sel]], loc[pattern.cols[core_sel]]
+    sub = sp.csr_matrix((np.ones(r.size, dtype=np.int8), (r, c)), shape=(n_core, n_core))
+    n_sub, lab = connected_components(sub, directed=False)
+    decs = []
+    for k in sorted(range(n_sub), key=lambda k: int(np.flatnonzero(lab == k)[0])):
+        dec = _symmetric_component(pattern, core[lab == k], core_sel[lab[r] == k], psi,
+                                   dim=dim, tau=tau, tol=tol, rng=rng, open_block=True)
+        dec.info["peeled_from"] = int(members[0])
+        if dec.status == "obstructed":
+            return [dec], None
+        decs.append(dec)
+    multi = [(i, t.size) for i, t in sources if t.size > 1]
+    if multi or len(sources) > SOURCES_MAX or any(d.status != "approached" for d in decs):
+        tried.append(f"peeled {len(sources)} pure sources; the core is "
+                     + ("approached" if all(d.status == "approached" for d in decs)
+                        else "not decided")
+                     + (f", but source {multi[0][0]} has {multi[0][1]} positives (placing a "
+                        "source with several positives is not implemented)" if multi else "")
+                     + (f", but more than {SOURCES_MAX} sources" if len(sources) > SOURCES_MAX
+                        else ""))
+        return [_undecided(pattern, members, sel, base, tried, dim=dim, tau=tau)], None
+    pairs = tuple((i, int(t[0])) for i, t in sources)
+    return decs, Peeled(members, sel, dict(base, tried=tried), pairs)
 
 
 def _undecided(pattern, members, sel, base, tried, *, dim, tau) -> ComponentDecision:
@@ -1028,8 +1131,81 @@ def pattern_gap(pattern: ZeroPattern, Z: np.ndarray, tau: float) -> float:
     return max(total, 0.0)
 
 
-def _family(pattern: ZeroPattern, comps: tuple[ComponentDecision, ...], dim: int, tau: float):
-    """The whole family Z(t) and its gaps at a few t."""
+def _coefficients(pattern: ZeroPattern, comps, dim: int, offset: float, n_pow: int):
+    """Z(t) of the components as a polynomial in 1/t: ``C[v, k]`` multiplies ``t^-(p_k)``,
+    powers ``p = n_pow + 2, ..., 2, 1, 0, -1`` (component shift, X0 of a scaled family, a
+    fixed block, Y), and the mask of the samples placed."""
+    C = np.zeros((pattern.n, n_pow + 4, dim))
+    placed = np.zeros(pattern.n, dtype=bool)
+    top = n_pow  # index of the power 2
+    for k, c in enumerate(comps):
+        m = c.members
+        C[m, top, 0] = offset * k
+        if c.kind == "scaled":
+            C[m, top + 1] = c.X0
+            C[m, top + 3] = c.Y
+        else:
+            C[m, top + 2] = c.X0
+        placed[m] = True
+    return C, placed
+
+
+def _exposing_direction(C: np.ndarray, placed: np.ndarray, j: int, hint: list[np.ndarray]):
+    """A unit vector u with <u, z_j(t) - z_l(t)> positive at leading order for every placed
+    l != j (lexicographically over the powers of 1/t), from a few candidates, or ``None``."""
+    others = np.flatnonzero(placed)
+    others = others[others != j]
+    if others.size == 0:
+        return np.eye(C.shape[2])[0]
+    diff = C[j][None] - C[others]  # (l, power, dim)
+    scale = float(np.abs(C[placed]).max(initial=1.0))
+    dim = C.shape[2]
+    cands = [*hint]
+    for k in range(dim):
+        e = np.zeros(dim)
+        e[k] = 1.0
+        cands += [e, -e]
+    for q in range(C.shape[1]):
+        v = C[j, q] - C[placed, q].mean(axis=0)
+        if np.linalg.norm(v) > 1e-12 * scale:
+            cands.append(v / np.linalg.norm(v))
+    for u in cands:
+        proj = diff @ u  # (l, power)
+        nz = np.abs(proj) > 1e-9 * scale
+        if not nz.any(axis=1).all():
+            continue  # some l ties with j at every power
+        lead = proj[np.arange(proj.shape[0]), nz.argmax(axis=1)]
+        if (lead > 0).all():
+            return u
+    return None
+
+
+def _place_sources(pattern, comps, peeled, dim: int, offset: float):
+    """Each pure source i at z_j(t) + offset u / t^(3 + k) beyond its target j (placed in
+    reverse peel order, k counting the sources placed before), or the first that cannot be
+    placed."""
+    order = [(i, j, pe) for pe in peeled for i, j in reversed(pe.sources)]
+    C, placed = _coefficients(pattern, comps, dim, offset, len(order))
+    out, direction = [], {}
+    for k, (i, j, pe) in enumerate(order):
+        hint = [direction[j]] if j in direction else []
+        u = _exposing_direction(C, placed, j, hint)
+        if u is None:
+            return None, (i, j, pe)
+        power = 3 + k
+        C[i] = C[j]
+        C[i, len(order) + 2 - power] += offset * u
+        placed[i] = True
+        direction[i] = u
+        out.append({"sample": i, "target": j, "direction": u.tolist(), "radius": offset,
+                    "power": power})
+    return out, None
+
+
+def _family(pattern: ZeroPattern, comps: tuple[ComponentDecision, ...], dim: int, tau: float,
+            peeled: tuple[Peeled, ...] = ()):
+    """The whole family Z(t) and its gaps at a few t; ``sources`` is ``None`` when a pure
+    source cannot be placed (then ``failed`` names it)."""
     diam = 1.0
     for c in comps:
         if c.X0 is not None and c.X0.size:
@@ -1043,6 +1219,10 @@ def _family(pattern: ZeroPattern, comps: tuple[ComponentDecision, ...], dim: int
     # exp(-8), exp(-32), ...; the O(t^2) error of the positive pairs costs O(t^4) in the gap
     ts = [math.sqrt(slack / (4.0 * tau)) / 2.0**k for k in range(5)]
 
+    sources, failed = _place_sources(pattern, comps, peeled, dim, offset)
+    if sources is None:
+        return ts, [], offset, None, failed
+
     def Z(t: float) -> np.ndarray:
         out = np.zeros((pattern.n, dim))
         for k, c in enumerate(comps):
@@ -1052,10 +1232,13 @@ def _family(pattern: ZeroPattern, comps: tuple[ComponentDecision, ...], dim: int
                 P = c.X0.copy()
             P[:, 0] += offset * k / t**2
             out[c.members] = P
+        for src in sources:
+            out[src["sample"]] = out[src["target"]] + (
+                src["radius"] * np.asarray(src["direction"]) / t ** src["power"])
         return out
 
     gaps = [pattern_gap(pattern, Z(t), tau) for t in ts] if pattern.n <= GAP_MAX_N else []
-    return ts, gaps, offset
+    return ts, gaps, offset, sources, None
 
 
 def classify_pattern(pattern: ZeroPattern, ctx: Context, *, seed: int = 0) -> Classification:
@@ -1088,9 +1271,17 @@ def classify_pattern(pattern: ZeroPattern, ctx: Context, *, seed: int = 0) -> Cl
     if undecided:
         return rules.zero_undecided(ctx, component=undecided[0], n_zero=pattern.n_zero,
                                     threshold=EVIDENCE_THRESHOLD)
-    ts, gaps, offset = _family(pattern, comps, ctx.dim, ctx.tau)
+    ts, gaps, offset, sources, failed = _family(pattern, comps, ctx.dim, ctx.tau, dec.peeled)
+    if sources is None:
+        i, j, pe = failed
+        tried = [*pe.base["tried"], f"pure source {i} placed beyond its positive {j}: no "
+                 f"direction found in which {j} is exposed"]
+        base = {k: v for k, v in pe.base.items() if k != "tried"}
+        comp = _undecided(pattern, pe.members, pe.sel, base, tried, dim=ctx.dim, tau=ctx.tau)
+        return rules.zero_undecided(ctx, component=comp, n_zero=pattern.n_zero,
+                                    threshold=EVIDENCE_THRESHOLD)
     return rules.zero_approached(ctx, components=comps, t=ts, gaps=gaps, offset=offset,
-                                 n_zero=pattern.n_zero)
+                                 n_zero=pattern.n_zero, sources=tuple(sources))
 
 
 def _all_cliques(pattern: ZeroPattern) -> bool:
