@@ -200,8 +200,14 @@ def _guard_numeric(K: int) -> None:
                instead=instead, param="sizes")
 
 
+#: L-BFGS rounds of the class-block solves: the dual Newton polish after each round converges
+#: quadratically from a rough point, so a short first round is 2-3.5x faster than (60, 400,
+#: 4000) at K = 40 to 1000 with the same loss (measured; the certificate is unchanged)
+BLOCK_ROUNDS = (5, 30, 400, 4000)
+
+
 def _solve_block(prob: RowProblem, starts: list[np.ndarray], tol: float):
-    res = solve_rows(prob, starts=starts, tol=tol)
+    res = solve_rows(prob, starts=starts, tol=tol, rounds=BLOCK_ROUNDS)
     if res.certificate.kkt_residual > max(1e3 * tol, 1e-6):
         raise SolverError(
             f"the certified solver did not converge: KKT residual "
