@@ -280,6 +280,19 @@ def test_pure_sources_are_placed_beyond_their_positive():
     check_family(dgp.classify(W, dim=2, **EUC), W, 2)
 
 
+def test_a_placement_whose_gap_does_not_vanish_is_not_reported(monkeypatch):
+    """The placement of pure sources is checked by its own gaps: if they stayed at 0.5 nats the
+    engine would report the pattern undecided, never a family."""
+    import dgp.engine.zeros as zeros
+
+    W = np.array([[0, 1, 0], [1, 0, 0], [1, 0, 0.0]])
+    assert dgp.classify(W, dim=1, **EUC).to_dict()["certificate"]["kind"] == "diverging_family"
+    monkeypatch.setattr(zeros, "pattern_gap", lambda pattern, Z, tau: 0.5)
+    cert = dgp.classify(W, dim=1, **EUC).to_dict()["certificate"]
+    assert cert["kind"] == "zero_undecided" and cert["decided"] is False
+    assert any("does not vanish" in t for t in cert["tried"])
+
+
 def test_pure_sources_keep_the_obstruction_of_their_core():
     # a star with three leaves is not approached on a line; a pure source does not change it
     W = np.zeros((5, 5))

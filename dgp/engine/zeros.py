@@ -52,6 +52,7 @@ decided exactly (``proofs/t22_zero_patterns.py``):
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,6 +98,8 @@ EVIDENCE_MAX_N = 24
 EVIDENCE_THRESHOLD = 1e-3
 #: largest component the numerical constructor of X0 is run on
 CONSTRUCT_MAX_N = 3000
+#: a family's gap below this counts as zero (rounding of log-softmax rows, measured ~1e-14)
+GAP_ZERO = 1e-9
 #: most pure sources one family places (the k-th placed sits at distance ~ t^-(3 + k))
 SOURCES_MAX = 16
 #: a constructed X0 is accepted when every non-positive pair has squared distance above 1 + this
@@ -1202,6 +1205,19 @@ def _place_sources(pattern, comps, peeled, dim: int, offset: float):
     return out, None
 
 
+def _vanishing(gaps: list[float]) -> bool:
+    """Gaps that decrease along the listed t until they are (numerically) zero: below
+    ``GAP_ZERO``, rounding of the log-softmax dominates."""
+    return gaps[-1] <= 1e-6 + 1e-3 * gaps[0] and all(
+        b <= a * (1 + 1e-9) or b <= GAP_ZERO for a, b in itertools.pairwise(gaps))
+
+
+def _source_of(peeled: tuple[Peeled, ...], i: int) -> tuple[int, int, Peeled]:
+    """The peeled record and target of source ``i``."""
+    pe = next(pe for pe in peeled if any(s == i for s, _ in pe.sources))
+    return i, next(j for s, j in pe.sources if s == i), pe
+
+
 def _family(pattern: ZeroPattern, comps: tuple[ComponentDecision, ...], dim: int, tau: float,
             peeled: tuple[Peeled, ...] = ()):
     """The whole family Z(t) and its gaps at a few t; ``sources`` is ``None`` when a pure
@@ -1272,10 +1288,13 @@ def classify_pattern(pattern: ZeroPattern, ctx: Context, *, seed: int = 0) -> Cl
         return rules.zero_undecided(ctx, component=undecided[0], n_zero=pattern.n_zero,
                                     threshold=EVIDENCE_THRESHOLD)
     ts, gaps, offset, sources, failed = _family(pattern, comps, ctx.dim, ctx.tau, dec.peeled)
+    if sources and gaps and not _vanishing(gaps):  # the placement's own check, never silent
+        sources, failed = None, (*_source_of(dec.peeled, sources[-1]["sample"]),
+                                 "the family's gap does not vanish at the listed t")
     if sources is None:
-        i, j, pe = failed
-        tried = [*pe.base["tried"], f"pure source {i} placed beyond its positive {j}: no "
-                 f"direction found in which {j} is exposed"]
+        i, j, pe, *why = failed
+        why = why[0] if why else f"no direction found in which {j} is exposed"
+        tried = [*pe.base["tried"], f"pure source {i} placed beyond its positive {j}: {why}"]
         base = {k: v for k, v in pe.base.items() if k != "tried"}
         comp = _undecided(pattern, pe.members, pe.sel, base, tried, dim=ctx.dim, tau=ctx.tau)
         return rules.zero_undecided(ctx, component=comp, n_zero=pattern.n_zero,
