@@ -20,12 +20,13 @@ point of the non-convex problem, certified globally optimal only when its dual m
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from dgp.prototypes._kkt import KKTCertificate, row_certificate
 from dgp.prototypes._program import RowProblem
@@ -65,11 +66,19 @@ class SolveResult:
     iterations: int
 
 
-def single_threaded() -> threadpool_limits:
-    """One thread for BLAS and OpenMP: these solvers work on matrices of at most a few thousand
-    rows, where threaded BLAS is barely faster on an idle machine and many times slower on a
-    loaded one (measured 2x to 100x on the shared 2-core machines dgp is tested on)."""
-    return threadpool_limits(limits=1)
+@functools.cache
+def _controller() -> ThreadpoolController:
+    # one scan of the loaded BLAS/OpenMP libraries per process: a scan per call (reading
+    # /proc/self/maps) cost 1 ms, 14% of a phase-map cell
+    return ThreadpoolController()
+
+
+def single_threaded():
+    """One thread for BLAS and OpenMP (a context manager): these solvers work on matrices of at
+    most a few thousand rows, where threaded BLAS is barely faster on an idle machine and many
+    times slower on a loaded one (measured 2x to 100x on the shared 2-core machines dgp is
+    tested on). The libraries are found once per process."""
+    return _controller().limit(limits=1)
 
 
 def factor(G: np.ndarray, r: int) -> np.ndarray:
