@@ -196,17 +196,29 @@ def rank(eigenvalues: np.ndarray, rtol: float = RTOL) -> Rank:
     return Rank(r, amb)
 
 
-def rank_at_end(spectrum: np.ndarray, rtol: float = RTOL) -> Rank:
+def rank_at_end(spectrum: np.ndarray, rtol: float = RTOL, *, unit: float = 0.0) -> Rank:
     r"""Rank at the end point of a shifted spectrum: eigenvalues ``spectrum - min(spectrum)``
-    above ``rtol`` times the spectral norm of the *unshifted* matrix (so that a spectrum with all
-    eigenvalues equal has rank 0 at its end point, not a rank decided by rounding noise)."""
+    above ``rtol`` times the spectral norm of the *unshifted* matrix, or ``unit`` if larger (so
+    that a spectrum with all eigenvalues equal has rank 0 at its end point, not a rank decided
+    by rounding noise; ``unit`` is the size of the matrix's entries, for spectra that are all
+    rounding noise)."""
     lam = np.sort(np.asarray(spectrum, float))
-    scale = max(float(np.abs(lam).max()), float(lam[-1] - lam[0]))
+    scale = max(float(np.abs(lam).max()), float(lam[-1] - lam[0]), unit)
     tol = rtol * scale if scale > 0 else rtol
     shifted = lam - lam[0]
     r = int(np.count_nonzero(shifted > tol))
     amb = bool(np.any((shifted > tol / 100) & (shifted < tol * 100)))
     return Rank(r, amb)
+
+
+def euclidean_end_rank(ell: np.ndarray, tau: float, rtol: float = RTOL) -> Rank:
+    r"""Rank of :math:`D(c_{\max})` from the Schoenberg spectrum at ``c = 0`` (a shift of it),
+    relative to the larger of its spectral norm and :math:`\tau\max(1, \max|\ell|)`, the size
+    of the entries of :math:`-2\tau\ell` (a constant weighting has a spectrum of pure rounding
+    noise: rank 0)."""
+    off = ell[np.isfinite(ell)]
+    unit = tau * max(1.0, float(np.abs(off).max()) if off.size else 1.0)
+    return rank_at_end(schoenberg_spectrum(edm(ell, tau, 0.0)), rtol, unit=unit)
 
 
 def gram_rank(G: np.ndarray) -> Rank:
@@ -308,7 +320,7 @@ def verdict(W: np.ndarray, similarity: str, tau: float, dim: int) -> Verdict:
     if similarity == "euclidean":
         c_max = euclidean_c_max(ell, tau)
         # rank at c_max, with the tolerance of the unshifted spectrum (rounding noise scale)
-        r_end = rank_at_end(schoenberg_spectrum(edm(ell, tau, 0.0)))
+        r_end = euclidean_end_rank(ell, tau)
         if dim >= n - 1:
             return Verdict("degenerate", None, None, False)
         if r_end.rank <= dim:

@@ -80,7 +80,7 @@ def test_property_half_line_matches_dense(W, tau):
     assert np.allclose(s1, s0 - 0.7 * tau, atol=1e-9 * max(1.0, float(np.abs(s0).max())))
     cert = res.certificate
     # rank at c_max: eigenvalues of the Schoenberg matrix relative to its spectral norm at c = 0
-    r = ref.rank_at_end(s0)
+    r = ref.euclidean_end_rank(ell, tau)
     if not r.ambiguous:
         assert cert.rank_at_c_max == r.rank, (cert, s0)
         assert cert.rank_at_c_max + cert.zeros_at_c_max == n - 1

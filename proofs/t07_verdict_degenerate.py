@@ -88,7 +88,7 @@ def test_property_blocks_drift_apart(case, tau, dim):
         Wb = W[np.ix_(idx, idx)]
         ell = ref.log_target(Wb)
         shapes.append(ref.mds(ref.edm(ell, tau, ref.euclidean_c_max(ell, tau))))
-        ranks.append(ref.rank_at_end(ref.schoenberg_spectrum(ref.edm(ell, tau, 0.0))).rank)
+        ranks.append(ref.euclidean_end_rank(ell, tau).rank)
     fits = all(r <= dim for r in ranks)
     assert res.verdict == ("degenerate" if fits else "inconsistent"), res.reason
     assert not res.attainable

@@ -95,7 +95,7 @@ def test_property_certificates_recheck(W, tau, dim, similarity):
                 assert r.ambiguous or r.rank > dim, (c, r)
         else:
             hi = res.c_interval[1]
-            r = ref.rank_at_end(ref.schoenberg_spectrum(ref.edm(ell, tau, 0.0)))
+            r = ref.euclidean_end_rank(ell, tau)
             assert r.ambiguous or r.rank > dim
             assert n - 1 > dim  # the interior of the half-line has rank N - 1
 
