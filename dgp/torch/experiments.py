@@ -711,12 +711,10 @@ def supcon_imbalance(
         bar.close()
     pmin, pmaj = _minority_stats(preds["imbalanced"].gram, split.imbalanced)
     supports = _supcon_imbalance_verdict(runs, preds["imbalanced"].gram, K, pmin - pmaj)
-    report = {
-        "experiment": "supcon-imbalance",
-        "device": str(dev),
-        "quick": bool(quick),
-        "seeds": seeds,
-        "config": {
+    return _experiment(
+        "supcon-imbalance", dev=dev, quick=quick, seeds=seeds, runs=runs, keys=_IMB_KEYS,
+        arts=arts,
+        config={
             "data": src.name,
             "sizes_imbalanced": split.imbalanced.tolist(),
             "sizes_balanced": split.balanced.tolist(),
@@ -725,8 +723,23 @@ def supcon_imbalance(
             "encoder": _encoder_name(src.X, budget),
             "budget": budget.to_dict(),
         },
+        supports=supports,
+    )
+
+
+def _experiment(name: str, *, dev, quick: bool, seeds: list[int], runs: list[dict[str, Any]],
+                keys: Sequence[str], arts: list[RunArtifacts], config: dict[str, Any],
+                supports: dict[str, Any]) -> Experiment:
+    """What every experiment returns: its report (the JSON fields of ``dgp verify``, with the
+    per-metric summary over seeds) and the data of its figures."""
+    report = {
+        "experiment": name,
+        "device": str(dev),
+        "quick": bool(quick),
+        "seeds": seeds,
+        "config": config,
         "runs": runs,
-        "summary": summarise(runs, _IMB_KEYS),
+        "summary": summarise(runs, keys),
         "supports": supports,
     }
     return Experiment(report, tuple(arts))
@@ -880,12 +893,10 @@ def batch_size(
     if bar is not None:
         bar.close()
     decided = {d["supports"] for d in per_b} - {"undecided", "coincide"}
-    report = {
-        "experiment": "batch-size",
-        "device": str(dev),
-        "quick": bool(quick),
-        "seeds": seeds,
-        "config": {
+    return _experiment(
+        "batch-size", dev=dev, quick=quick, seeds=seeds, runs=runs, keys=_BATCH_KEYS,
+        arts=arts,
+        config={
             "data": src.name,
             "sizes": sizes.tolist(),
             "tau": tau,
@@ -894,9 +905,7 @@ def batch_size(
             "encoder": _encoder_name(src.X, budget),
             "budget": budget.to_dict(),
         },
-        "runs": runs,
-        "summary": summarise(runs, _BATCH_KEYS),
-        "supports": {
+        supports={
             "criterion": (
                 "per batch size: off-diagonal RMS distance of the learned prototype Gram to the "
                 "expected-batch vs the full-batch prediction, paired over converged seeds "
@@ -908,8 +917,7 @@ def batch_size(
                 "mixed" if decided else "undecided"
             ),
         },
-    }
-    return Experiment(report, tuple(arts))
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1038,12 +1046,10 @@ def soft_supcon_tau(
     if bar is not None:
         bar.close()
     wins = [d["supports"] for d in per_tau]
-    report = {
-        "experiment": "soft-supcon-tau",
-        "device": str(dev),
-        "quick": bool(quick),
-        "seeds": seeds,
-        "config": {
+    return _experiment(
+        "soft-supcon-tau", dev=dev, quick=quick, seeds=seeds, runs=runs, keys=_SOFT_KEYS,
+        arts=arts,
+        config={
             "data": src.name,
             "sizes": sizes.tolist(),
             "eps": eps,
@@ -1052,9 +1058,7 @@ def soft_supcon_tau(
             "encoder": _encoder_name(src.X, budget),
             "budget": budget.to_dict(),
         },
-        "runs": runs,
-        "summary": summarise(runs, _SOFT_KEYS),
-        "supports": {
+        supports={
             "criterion": (
                 "per temperature: off-diagonal RMS distance of the learned prototype Gram to the "
                 "prediction vs to the competing equiangular geometry (the simplex off tau*; at "
@@ -1069,8 +1073,7 @@ def soft_supcon_tau(
                 "mixed" if "prediction" in wins else "undecided"
             ),
         },
-    }
-    return Experiment(report, tuple(arts))
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1368,12 +1371,10 @@ def continuous_labels(
                 bar.update(1)
     if bar is not None:
         bar.close()
-    report = {
-        "experiment": "continuous-labels",
-        "device": str(dev),
-        "quick": bool(quick),
-        "seeds": seeds,
-        "config": {
+    return _experiment(
+        "continuous-labels", dev=dev, quick=quick, seeds=seeds, runs=runs, keys=_CONT_KEYS,
+        arts=arts,
+        config={
             "data": name,
             "n_train": int(cd.y.shape[0]),
             "n_test": n_test,
@@ -1383,11 +1384,8 @@ def continuous_labels(
             "encoder": _encoder_name(cd.X, budget),
             "budget": budget.to_dict(),
         },
-        "runs": runs,
-        "summary": summarise(runs, _CONT_KEYS),
-        "supports": _continuous_verdict(runs),
-    }
-    return Experiment(report, tuple(arts))
+        supports=_continuous_verdict(runs),
+    )
 
 
 def _continuous_verdict(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -1512,17 +1510,12 @@ def controls(
                     bar.update(1)
     if bar is not None:
         bar.close()
-    report = {
-        "experiment": "controls",
-        "device": str(dev),
-        "quick": bool(quick),
-        "seeds": seeds,
-        "config": config,
-        "runs": runs,
-        "summary": summarise(runs, _CONTROL_KEYS),
-        "supports": _controls_verdict(runs, settings),
-    }
-    return Experiment(report, tuple(arts))
+    return _experiment(
+        "controls", dev=dev, quick=quick, seeds=seeds, runs=runs, keys=_CONTROL_KEYS,
+        arts=arts,
+        config=config,
+        supports=_controls_verdict(runs, settings),
+    )
 
 
 def _controls_verdict(runs: list[dict[str, Any]], settings: list[str]) -> dict[str, Any]:
