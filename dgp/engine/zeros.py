@@ -1188,6 +1188,8 @@ def _place_sources(pattern, comps, peeled, dim: int, offset: float):
     reverse peel order, k counting the sources placed before), or the first that cannot be
     placed."""
     order = [(i, j, pe) for pe in peeled for i, j in reversed(pe.sources)]
+    if not order:
+        return [], None
     C, placed = _coefficients(pattern, comps, dim, offset, len(order))
     out, direction = [], {}
     for k, (i, j, pe) in enumerate(order):

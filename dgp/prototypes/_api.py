@@ -106,6 +106,12 @@ def prototype_loss(gram: object, sizes: object, *, tau: float, eps: float | None
     ...     4 * math.log(1 + 2 * math.exp(-2)), 10)
     True
     """
+    prob, G = _gram_problem(gram, sizes, tau, eps)
+    return prob.loss(G)[0]
+
+
+def _gram_problem(gram: object, sizes: object, tau: float, eps: float | None):
+    """The validated block problem of ``sizes`` and the validated ``gram``, scaled at it."""
     n = check_sizes(sizes)
     tau = check_positive(tau, "tau")
     if eps is not None:
@@ -113,7 +119,7 @@ def prototype_loss(gram: object, sizes: object, *, tau: float, eps: float | None
     G = _validate_gram(gram, n.size)
     prob = block_problem(n, block_weights(n.size, eps), tau=tau)
     prob.set_scale(G)
-    return prob.loss(G)[0]
+    return prob, G
 
 
 def kkt_certificate(
@@ -137,13 +143,7 @@ def kkt_certificate(
     >>> c.kkt_residual < 1e-12, c.rank
     (True, 2)
     """
-    n = check_sizes(sizes)
-    tau = check_positive(tau, "tau")
-    if eps is not None:
-        eps = check_unit_interval(eps, "eps")
-    G = _validate_gram(gram, n.size)
-    prob = block_problem(n, block_weights(n.size, eps), tau=tau)
-    prob.set_scale(G)
+    prob, G = _gram_problem(gram, sizes, tau, eps)
     return row_certificate(prob, G)
 
 
