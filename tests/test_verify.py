@@ -20,6 +20,8 @@ pytest.importorskip("sklearn")
 
 from dgp.cli import main
 from dgp.torch import experiments as E
+from dgp.torch.experiments import base as B
+from dgp.torch.experiments import continuous as C
 
 pytestmark = pytest.mark.torch
 
@@ -28,7 +30,7 @@ SMALL = dataclasses.replace(E.QUICK, seeds=2, steps_continuous=700, mc_batches=3
 
 @pytest.fixture
 def small_budget(monkeypatch):
-    monkeypatch.setattr(E, "QUICK", SMALL)
+    monkeypatch.setattr(B, "QUICK", SMALL)
 
 
 def _cli(argv, capsys=None):
@@ -113,11 +115,11 @@ def test_soft_supcon_across_tau_star(monkeypatch, small_budget):
 @pytest.mark.slow
 def test_continuous_labels_prediction_vs_labels_geometry(monkeypatch, small_budget):
     keep = ("euclid-euclid", "x-clr mismatched")
-    orig = E._continuous_conditions
+    orig = C.continuous_conditions
     monkeypatch.setattr(
-        E, "_continuous_conditions", lambda tau: [c for c in orig(tau) if c[0] in keep]
+        C, "continuous_conditions", lambda tau: [c for c in orig(tau) if c[0] in keep]
     )
-    monkeypatch.setattr(E, "OPTIMUM_SAMPLES", {True: (60, 30), False: (60, 30)})
+    monkeypatch.setattr(C, "OPTIMUM_SAMPLES", {True: (60, 30), False: (60, 30)})
     exp = E.continuous_labels(quick=True, device="cpu", progress=False)
     runs = _by(exp.report)
     for r in runs["euclid-euclid"]:
@@ -214,8 +216,8 @@ def test_table_fits_80_columns():
 def test_all_json_and_the_results_page(monkeypatch, tmp_path):
     # a budget too small to converge: the report must say so rather than score those runs
     tiny = dataclasses.replace(E.QUICK, seeds=2, steps=5, steps_continuous=5, mc_batches=4)
-    monkeypatch.setattr(E, "QUICK", tiny)
-    monkeypatch.setattr(E, "OPTIMUM_SAMPLES", {True: (24, 12), False: (24, 12)})
+    monkeypatch.setattr(B, "QUICK", tiny)
+    monkeypatch.setattr(C, "OPTIMUM_SAMPLES", {True: (24, 12), False: (24, 12)})
     rc, out = _cli(["verify", "all", "--quick", "--device", "cpu", "--json", "--out",
                     str(tmp_path)])
     assert rc == 0
