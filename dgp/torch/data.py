@@ -290,9 +290,11 @@ def split_by_class(
     return np.concatenate(train), np.concatenate(held)
 
 
-def rotated(X: np.ndarray, *, seed: int, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def rotated(X: np.ndarray, *, seed: int, pad: int = 0,
+            span: float = 2 * np.pi) -> tuple[np.ndarray, np.ndarray]:
     r"""Each image rotated about its centre by an angle :math:`\theta` drawn uniformly in
-    :math:`[0, 2\pi)`; the label is the point :math:`(\cos\theta, \sin\theta)` on the circle.
+    :math:`[0, \text{span})` (default :math:`[0, 2\pi)`); the label is the point
+    :math:`(\cos\theta, \sin\theta)` on the circle.
 
     Parameters
     ----------
@@ -300,6 +302,8 @@ def rotated(X: np.ndarray, *, seed: int, pad: int = 0) -> tuple[np.ndarray, np.n
     seed : int
     pad : int
         Zero pixels added on each side first, so that the corners are not cut off.
+    span : float
+        Angles are drawn in ``[0, span)``, ``0 < span <= 2 pi``.
 
     Returns
     -------
@@ -317,8 +321,10 @@ def rotated(X: np.ndarray, *, seed: int, pad: int = 0) -> tuple[np.ndarray, np.n
         raise ValueError(f"X must be an (N, C, H, W) stack of images, got shape {X.shape}")
     if pad < 0:
         raise ValueError(f"pad must be >= 0, got {pad}")
+    if not 0 < span <= 2 * np.pi:
+        raise ValueError(f"span must be in (0, 2 pi], got {span}")
     rng = np.random.default_rng(seed)
-    theta = rng.uniform(0.0, 2.0 * np.pi, X.shape[0])
+    theta = rng.uniform(0.0, span, X.shape[0])
     Xp = np.pad(X, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     out = np.empty_like(Xp, dtype=np.float32)
     for i, (img, t) in enumerate(zip(Xp, np.degrees(theta), strict=True)):

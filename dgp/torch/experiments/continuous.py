@@ -31,13 +31,14 @@ from dgp.torch.experiments.base import (  # noqa: E402
     train_run,
 )
 from dgp.torch.experiments.scoring import (  # noqa: E402
+    PROCRUSTES_PERMUTATIONS,
+    batch_losses,
     finite_or_none,
-    loss_excess,
+    per_anchor_difference,
+    procrustes_null,
     unit_rows,
 )
-from dgp.torch.experiments.statistics import (  # noqa: E402
-    paired_verdict,
-)
+from dgp.torch.experiments.statistics import decide, plateau  # noqa: E402
 from dgp.torch.losses import (  # noqa: E402
     EuclidEuclidLoss,
     WInfoNCELoss,
@@ -77,11 +78,19 @@ class ContinuousData:
     name: str
 
 
+#: label geometries of the rotated digits: the point of the angle on the unit circle, or the
+#: angle itself in [0, pi) (a segment, on no sphere: where y-Aware's bound cannot be attained)
+LABEL_GEOMETRIES = ("circle", "segment")
+
+
 def continuous_data(
-    quick: bool, data: datasets.Dataset | None, seed: int, n_train: int, n_test: int
+    budget: Budget, data: datasets.Dataset | None, seed: int, n_train: int, n_test: int,
+    labels: str = "circle",
 ) -> ContinuousData:
-    """Rotated digits (angle on the circle), or the user's data: continuous labels standardised
-    (centred, each column scaled to unit variance, then by 1/sqrt(q)), or images rotated."""
+    """Rotated digits (label: the angle's point on the circle, or the angle in [0, pi) as one
+    standardised coordinate, ``labels="segment"``), or the user's data: continuous labels
+    standardised (centred, each column scaled to unit variance, then by 1/sqrt(q)), or images
+    rotated."""
     rng = np.random.default_rng(seed)
     if data is not None and not data.classes:
         y = data.y - data.y.mean(axis=0)
@@ -96,11 +105,17 @@ def continuous_data(
                 "data: continuous-labels needs continuous labels, or images to rotate; the file "
                 "has class labels on feature vectors"
             )
-        src = image_source(quick, data)
+        src = image_source(budget, data)
         keep = np.isin(src.y, ASYMMETRIC_DIGITS) if data is None else np.ones(src.y.size, bool)
-        X, y = datasets.rotated(src.X[keep], seed=seed)
         what = f"digits {list(ASYMMETRIC_DIGITS)}" if data is None else "images"
-        name = f"{src.name}, {what} rotated by a uniform angle; label (cos, sin)"
+        if labels == "segment":
+            X, circle = datasets.rotated(src.X[keep], seed=seed, span=math.pi)
+            theta = np.mod(np.arctan2(circle[:, 1], circle[:, 0]), 2 * math.pi)
+            y = ((theta - theta.mean()) / theta.std())[:, None]
+            name = f"{src.name}, {what} rotated by a uniform angle in [0, pi); label the angle"
+        else:
+            X, y = datasets.rotated(src.X[keep], seed=seed)
+            name = f"{src.name}, {what} rotated by a uniform angle; label (cos, sin)"
     n = X.shape[0]
     if n < 8:
         raise ValueError(f"data: continuous-labels needs at least 8 samples, got {n}")
@@ -109,6 +124,16 @@ def continuous_data(
     order = rng.permutation(n)
     tr, te = order[:n_train], order[n_train : n_train + n_test]  # random order: subsets too
     return ContinuousData(X[tr], y[tr], X[te], y[te], name)
+
+
+def label_geometry(y: np.ndarray, similarity: str) -> np.ndarray:
+    """The labels' own geometry as an embedding of the latent: the labels themselves
+    (Euclidean, or cosine when they lie on the unit sphere), else their rows ``[y, 1]``
+    normalised (labels off the sphere put on it by a radial projection from below)."""
+    if similarity != "cosine" or np.allclose(np.linalg.norm(y, axis=1), 1.0, atol=1e-9):
+        return np.asarray(y, dtype=float)
+    lifted = np.column_stack([y, np.ones(y.shape[0])])
+    return lifted / np.linalg.norm(lifted, axis=1, keepdims=True)
 
 
 def continuous_prediction(
@@ -171,19 +196,23 @@ CONTINUOUS_OBJECTIVES: dict[
 
 
 #: training and held-out samples of the conditions whose prediction is the best embedding in
-#: ``d`` dimensions (a Burer–Monteiro solve whose cost grows with N²): quick, full
-OPTIMUM_SAMPLES = {True: (100, 50), False: (300, 100)}
+#: ``d`` dimensions (a Burer–Monteiro solve whose cost grows with N²), by mode
+OPTIMUM_SAMPLES = {"quick": (100, 50), "mnist-cpu": (120, 60), "full": (300, 100)}
+#: training and held-out samples of the other conditions, by mode
+CONTINUOUS_SAMPLES = {"quick": (600, 300), "mnist-cpu": (800, 300), "full": (1500, 500)}
 
 
-def continuous_conditions(tau: float) -> list[tuple[str, str, float, str, bool]]:
+def continuous_conditions(tau: float) -> list[tuple[str, str, float, str, bool, str]]:
     """(condition, objective, label_tau, inputs, whether it trains on the smaller subset whose
-    prediction needs :func:`dgp.optimum.optimum`)."""
+    prediction needs :func:`dgp.optimum.optimum`, label geometry)."""
     return [
-        ("euclid-euclid", "euclid-euclid", tau, "images", False),
-        ("y-aware", "y-aware", tau, "images", False),
-        ("x-clr consistent", "x-clr", tau, "images", False),
-        ("x-clr mismatched", "x-clr", tau / 2, "images", True),
-        ("euclid-euclid noise", "euclid-euclid", tau, "noise", False),
+        ("euclid-euclid", "euclid-euclid", tau, "images", False, "circle"),
+        ("y-aware", "y-aware", tau, "images", False, "circle"),
+        ("x-clr consistent", "x-clr", tau, "images", False, "circle"),
+        ("x-clr mismatched", "x-clr", tau / 2, "images", True, "circle"),
+        ("euclid-euclid-off-sphere", "euclid-euclid", tau, "images", False, "segment"),
+        ("y-aware-off-sphere", "y-aware", tau, "images", True, "segment"),
+        ("euclid-euclid noise", "euclid-euclid", tau, "noise", False, "circle"),
     ]
 
 
@@ -210,12 +239,18 @@ def continuous_run(
     cache: dict | None,
     key: tuple,
 ) -> tuple[dict[str, Any], RunArtifacts]:
+    """One run scored against its prediction and against the labels' own geometry
+    (:func:`label_geometry`), on training and held-out samples; the held-out comparison is
+    corrected by a label-permutation null (:func:`~dgp.torch.experiments.scoring.procrustes_null`)
+    and ``comparisons["labels"]`` carries what :func:`~dgp.torch.experiments.statistics.decide`
+    reads."""
     sim, make_loss, make_w = CONTINUOUS_OBJECTIVES[objective]
     W = make_w(cd.y, sigma, label_tau)
     U, info = continuous_prediction(W, similarity=sim, tau=tau, dim=budget.dim)
     Ut, info_t = continuous_prediction(
         make_w(cd.y_test, sigma, label_tau), similarity=sim, tau=tau, dim=budget.dim
     )
+    A, At = label_geometry(cd.y, sim), label_geometry(cd.y_test, sim)
     X, X_test = cd.X, cd.X_test
     if inputs == "noise":
         X = datasets.noise_like(X, seed=seed)
@@ -235,12 +270,16 @@ def continuous_run(
         )
     Z = unit_rows(run.Z) if sim == "cosine" else run.Z
     Zt = unit_rows(run.Z_test) if sim == "cosine" else run.Z_test
-    excess, se = loss_excess(
-        run.Z, U, np.arange(cd.y.shape[0]), indexed_loss(loss_fn, W),
+    L, anchors = batch_losses(
+        [run.Z, U, A], np.arange(cd.y.shape[0]), indexed_loss(loss_fn, W),
         batch_size=min(budget.batch_size, cd.y.shape[0]), batches=budget.mc_batches,
         seed=10_000 + seed,
     )
+    excess, se = per_anchor_difference(L[0], L[1], anchors)
+    delta, delta_se = per_anchor_difference(L[2], L[1], anchors)
     probe, knn = probes(Z, cd.y, Zt, cd.y_test)
+    r2_p, r2_a = procrustes_r2(Z, U), procrustes_r2(Z, A)
+    conv = plateau(run.losses) if trained else None
     rec = {
         "objective": objective,
         "condition": condition,
@@ -250,24 +289,38 @@ def continuous_run(
         "tau": tau,
         "sigma": sigma if objective != "x-clr" else None,
         "label_tau": label_tau if objective == "x-clr" else None,
+        "label_geometry": "segment" if cd.y.shape[1] == 1 else "circle",
         "batch_size": budget.batch_size,
         "dim": budget.dim,
         "n_train": int(cd.y.shape[0]),
         **info,
         "heldout_verdict": info_t["verdict"],
-        "procrustes_r2": procrustes_r2(Z, U),
+        "procrustes_r2": r2_p,
         "similarity_r2": finite_or_none(lambda: similarity_r2(Z, U, similarity=sim)),
-        "label_procrustes_r2": procrustes_r2(Z, cd.y),
-        "label_similarity_r2": finite_or_none(lambda: similarity_r2(Z, cd.y, similarity=sim)),
-        "prediction_vs_labels_r2": procrustes_r2(U, cd.y),
+        "label_procrustes_r2": r2_a,
+        "label_similarity_r2": finite_or_none(lambda: similarity_r2(Z, A, similarity=sim)),
+        "prediction_vs_labels_r2": procrustes_r2(U, A),
         "entropic_gap": entropic_gap(run.Z, W, tau=tau, similarity=sim),
         "heldout_procrustes_r2": procrustes_r2(Zt, Ut),
-        "heldout_label_procrustes_r2": procrustes_r2(Zt, cd.y_test),
+        "heldout_label_procrustes_r2": procrustes_r2(Zt, At),
         "probe_r2": probe,
         "knn_r2": knn,
+        "final_loss": float(L[0].mean() / anchors.mean()),
         "loss_excess": excess,
         "loss_excess_se": se,
-        "converged": bool(excess <= budget.converge_tol) if trained else None,
+        "comparisons": {
+            "labels": {
+                "delta": delta,
+                "delta_se": delta_se,
+                "train": {"dist_prediction": 1 - r2_p, "dist_alternative": 1 - r2_a,
+                          "advantage": r2_p - r2_a},
+                "heldout": procrustes_null(Zt, Ut, At, permutations=PROCRUSTES_PERMUTATIONS,
+                                           seed=20_000 + seed),
+            }
+        },
+        "heldout_noise": None,
+        "converged": conv.converged if conv is not None else None,
+        "plateau": conv.to_dict() if conv is not None else None,
         "steps": run.steps,
         "train_seconds": run.seconds,
     }
@@ -277,7 +330,8 @@ def continuous_run(
 
 def indexed_loss(loss_fn: WInfoNCELoss, W: np.ndarray) -> WInfoNCELoss:
     """The same loss over the fixed training weighting, called with sample indices (so that
-    :func:`loss_excess` scores batches exactly as the trainer formed them)."""
+    :func:`~dgp.torch.experiments.scoring.batch_losses` scores batches as the trainer formed
+    them)."""
     return WInfoNCELoss(tau=loss_fn.tau, similarity=loss_fn.similarity, weights=W)
 
 
@@ -291,45 +345,57 @@ def continuous_labels(
     tau: float = 0.1,
     sigma: float = 0.5,
     cache: dict | None = None,
+    budget: Budget | None = None,
 ) -> Experiment:
-    r"""Continuous labels: the rotation angle of digits, :math:`y = (\cos\theta, \sin\theta)`.
+    r"""Continuous labels: the rotation angle of digits, on the circle and off any sphere.
 
-    Conditions: Euclidean–Euclidean, y-Aware (realizable when :math:`\tau \le \sigma^2` for
-    labels on the unit circle), X-CLR with :math:`\tau_y = \tau` (consistent: the target is the
-    labels themselves) and :math:`\tau_y = \tau/2` (mismatched: no target is realizable, the
-    prediction is the best embedding in ``d`` dimensions, computed for a smaller training subset,
-    :data:`OPTIMUM_SAMPLES`), and Euclidean–Euclidean on noise inputs. Each run is scored
-    against the prediction and against the labels' own geometry, on the training and on
-    held-out images (the held-out prediction is made from the held-out labels), with
-    linear-probe and k-NN :math:`R^2` of the held-out labels.
+    Conditions on the circle, :math:`y = (\cos\theta, \sin\theta)`: Euclidean–Euclidean,
+    y-Aware (realizable when :math:`\tau \le \sigma^2` for labels on the unit circle, theorem
+    13), X-CLR with :math:`\tau_y = \tau` (consistent: the target is the labels themselves) and
+    :math:`\tau_y = \tau/2` (mismatched: no target is realizable, the prediction is the best
+    embedding in ``d`` dimensions, computed for a smaller training subset,
+    :data:`OPTIMUM_SAMPLES`), and Euclidean–Euclidean on noise inputs. Off any sphere, the angle
+    :math:`\theta \in [0, \pi)` itself as a one-dimensional label (a segment):
+    ``euclid-euclid-off-sphere`` (still realizable: the labels scaled by
+    :math:`\sqrt\tau/\sigma`) and ``y-aware-off-sphere`` (inconsistent: no embedding attains
+    the bound; the prediction is :func:`dgp.optimum.optimum` with ``dim``).
 
-    For X-CLR with the mismatched temperature the labels' geometry is what a user might expect
-    and the prediction says it is not what the loss wants: the runs support whichever the learned
-    embedding is closer to (Procrustes, paired over converged seeds, difference > 2 SE).
+    Each run is scored against its prediction and against the labels' own geometry
+    (:func:`label_geometry`), on training and on held-out images (the held-out prediction is
+    made from the held-out labels), with linear-probe and k-NN :math:`R^2` of the held-out
+    labels. Per condition the verdict is decided on held-out images over all seeds, corrected by
+    a label-permutation null, and ``uninformative`` where the loss cannot tell the prediction
+    from the labels' geometry (:func:`~dgp.torch.experiments.statistics.decide`).
 
     Raises
     ------
     ValueError
         If the data fit neither form (continuous labels, or images to rotate).
     """
-    budget = budget_for(quick)
+    budget = budget_for(quick, budget)
     dev = resolve_device(device)
-    n_train, n_test = (600, 300) if quick else (1500, 500)
+    n_train, n_test = CONTINUOUS_SAMPLES.get(budget.name, CONTINUOUS_SAMPLES["full"])
+    small = OPTIMUM_SAMPLES.get(budget.name, OPTIMUM_SAMPLES["full"])
     seeds = seeds_for(seed, budget)
     conds = continuous_conditions(tau)
+    if data is not None and not data.classes:  # the user's labels: one geometry, theirs
+        conds = [c for c in conds if c[5] == "circle"]
     runs: list[dict[str, Any]] = []
     arts: list[RunArtifacts] = []
     bar = progress_bar(len(conds) * len(seeds), desc="continuous-labels", enabled=progress)
-    name = ""
+    names: dict[str, str] = {}
     for s in seeds:
-        cd = continuous_data(quick, data, s, n_train, n_test)
-        name = cd.name
-        for cond, objective, label_tau, inputs, small in conds:
+        cds = {g: continuous_data(budget, data, s, n_train, n_test, labels=g)
+               for g in dict.fromkeys(c[5] for c in conds)}
+        names = {g: cd.name for g, cd in cds.items()}
+        for cond, objective, label_tau, inputs, on_subset, geometry in conds:
+            cd = cds[geometry]
             rec, art = continuous_run(
-                subset(cd, *OPTIMUM_SAMPLES[bool(quick)]) if small else cd,
+                subset(cd, *small) if on_subset else cd,
                 condition=cond, objective=objective, inputs=inputs, tau=tau, sigma=sigma,
                 label_tau=label_tau, budget=budget, seed=s, device=dev, progress=progress,
-                cache=cache, key=("continuous", quick, id(data), objective, label_tau, inputs, s),
+                cache=cache,
+                key=("continuous", budget, id(data), objective, label_tau, inputs, geometry, s),
             )
             runs.append(rec)
             if s == seeds[0]:
@@ -339,46 +405,45 @@ def continuous_labels(
     if bar is not None:
         bar.close()
     return build_experiment(
-        "continuous-labels", dev=dev, quick=quick, seeds=seeds, runs=runs, keys=_CONT_KEYS,
+        "continuous-labels", dev=dev, budget=budget, seeds=seeds, runs=runs, keys=_CONT_KEYS,
         arts=arts,
         config={
-            "data": name,
-            "n_train": int(cd.y.shape[0]),
+            "data": names,
+            "n_train": n_train,
             "n_test": n_test,
+            "n_train_optimum": small[0],
             "tau": tau,
             "sigma": sigma,
             "label_tau": {"consistent": tau, "mismatched": tau / 2},
-            "encoder": encoder_name(cd.X, budget),
+            "encoder": encoder_name(cds[conds[0][5]].X, budget),
             "budget": budget.to_dict(),
         },
         supports=_continuous_verdict(runs),
     )
 
 
+_NAMES = ("prediction", "labels' geometry")
+
+
 def _continuous_verdict(runs: list[dict[str, Any]]) -> dict[str, Any]:
     per: list[dict[str, Any]] = []
     for cond in dict.fromkeys(r["condition"] for r in runs if r["inputs"] == "images"):
         group = [r for r in runs if r["condition"] == cond]
-        conv = [r for r in group if r["converged"]]
         same = min(r["prediction_vs_labels_r2"] for r in group) > 1 - 1e-6
+        v = decide(group, "labels", _NAMES)
         if same:
-            v: dict[str, Any] = {"supports": "coincide", "why": "prediction = labels' geometry"}
-        else:
-            v = paired_verdict(
-                [1 - r["procrustes_r2"] for r in conv],
-                [1 - r["label_procrustes_r2"] for r in conv],
-                ("prediction", "labels' geometry"),
-            )
-        per.append({"condition": cond, "verdict": group[0]["verdict"], **v})
-    wins = {d["supports"] for d in per} - {"coincide"}
+            v = {**v, "supports": "coincide", "why": "prediction = labels' geometry"}
+        per.append({"condition": cond, "verdict": group[0]["verdict"],
+                    "label_geometry": group[0]["label_geometry"], **v})
+    wins = {d["supports"] for d in per} - {"coincide", "uninformative"}
     return {
         "criterion": (
-            "per objective: Procrustes residual (1 - r^2) of the learned training embedding "
-            "against the prediction vs against the labels' own geometry, paired over converged "
-            "seeds (difference > 2 SE); 'coincide' where the two references are the same"
+            "per objective: held-out Procrustes r^2 against the prediction minus that against "
+            "the labels' own geometry, minus its mean over label permutations, over all seeds "
+            "(Student t, 95%); 'coincide' where the two references are the same, "
+            "'uninformative' where the labels' geometry's expected batch loss excess over the "
+            "prediction is below what training resolves"
         ),
         "per_objective": per,
         "supports": wins.pop() if len(wins) == 1 else ("mixed" if wins else "undecided"),
     }
-
-

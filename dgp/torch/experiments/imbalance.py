@@ -35,9 +35,7 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
     score_prototypes,
     supcon_prediction,
 )
-from dgp.torch.experiments.statistics import (  # noqa: E402
-    paired_verdict,
-)
+from dgp.torch.experiments.statistics import decide  # noqa: E402
 from dgp.torch.losses import (  # noqa: E402
     SupConLoss,
 )
@@ -57,8 +55,12 @@ _IMB_KEYS = (
     "heldout_gram_rms_error",
     "heldout_simplex_gram_rms_error",
     "minority_minus_majority",
+    "final_loss",
     "loss_excess",
 )
+
+#: the temperature people train SupCon at, beside the experiment's own
+PRACTICAL_TAU = 0.1
 
 
 def class_run(
@@ -69,6 +71,7 @@ def class_run(
     inputs: str,
     tau: float,
     pred: Any,
+    alternatives: dict[str, np.ndarray],
     budget: Budget,
     seed: int,
     device: Any,
@@ -76,7 +79,8 @@ def class_run(
     cache: dict | None,
     desc: str,
 ) -> tuple[dict[str, Any], np.ndarray]:
-    """One SupCon run on ``inputs`` (images, noise, untrained, pixels), scored against ``pred``."""
+    """One SupCon run on ``inputs`` (images, noise, untrained, pixels), scored against ``pred``
+    and ``alternatives``."""
     tr, te = datasets.split_by_class(src.y, sizes=sizes, test=test, seed=seed)
     X, X_test = src.X[tr], src.X[te]
     if inputs == "noise":
@@ -96,9 +100,9 @@ def class_run(
             )
         )
     rec = score_prototypes(
-        run, y=y, y_test=y_test, K=sizes.size, G_pred=pred.gram, W=supcon_weights(y), tau=tau,
-        loss_fn=loss_fn, budget=budget, batch_size=budget.batch_size, seed=seed,
-        trained=inputs in ("images", "noise"),
+        run, y=y, y_test=y_test, K=sizes.size, G_pred=pred.gram, alternatives=alternatives,
+        W=supcon_weights(y), tau=tau, loss_fn=loss_fn, budget=budget,
+        batch_size=budget.batch_size, seed=seed, trained=inputs in ("images", "noise"),
     )
     return rec, y
 
@@ -119,44 +123,56 @@ def supcon_imbalance(
     tau: float = 0.5,
     ratio: float = 10.0,
     cache: dict | None = None,
+    budget: Budget | None = None,
 ) -> Experiment:
     """SupCon on balanced and tenfold-imbalanced classes against :func:`dgp.supcon_prototypes`.
 
-    Conditions: ``balanced`` (images), ``imbalanced`` (images) and ``imbalanced-noise`` (the same
-    labels on Gaussian noise inputs). The imbalanced prediction competes with the simplex (what
-    balanced classes give): the runs support it when the learned prototype Gram is closer to it
-    than to the simplex, by more than twice the seeds' standard error of the difference.
+    Conditions: ``balanced`` (images; the prediction is the simplex), ``imbalanced`` (images at
+    ``tau``), ``imbalanced tau=0.1`` (images at the temperature people train with) and
+    ``imbalanced-noise`` (the same labels on Gaussian noise inputs: the control). Each
+    imbalanced condition compares the prediction with the simplex
+    (:func:`~dgp.torch.experiments.statistics.decide`): decided on held-out images over all
+    seeds against a label-permutation null, and called ``uninformative`` when the loss cannot
+    tell the two geometries apart. The control must come out undecided or against the
+    prediction (``supports.control.falsifiable``).
 
     Raises
     ------
     ValueError
         If the data have no class labels or classes too small for the split.
     """
-    budget = budget_for(quick)
+    budget = budget_for(quick, budget)
     dev = resolve_device(device)
-    src = class_source(quick, data)
+    src = class_source(budget, data)
     split = class_split(src.y, budget, ratio)
     K = split.imbalanced.size
+    S = regular_simplex(K) @ regular_simplex(K).T
     runs: list[dict[str, Any]] = []
     arts: list[RunArtifacts] = []
+    taus = {"balanced": tau, "imbalanced": tau, "imbalanced tau=0.1": PRACTICAL_TAU,
+            "imbalanced-noise": tau}
+    if tau == PRACTICAL_TAU:
+        del taus["imbalanced tau=0.1"]
+    conditions = [
+        (c, split.balanced if c == "balanced" else split.imbalanced,
+         "noise" if c.endswith("noise") else "images", taus[c])
+        for c in taus
+    ]
     preds = {
-        c: supcon_prediction(sz, tau=tau, eps=None, batch_size=budget.batch_size)
-        for c, sz in (("balanced", split.balanced), ("imbalanced", split.imbalanced))
+        (tuple(sz.tolist()), t): supcon_prediction(sz, tau=t, eps=None,
+                                                   batch_size=budget.batch_size)
+        for _, sz, _, t in conditions
     }
-    conditions = (
-        ("balanced", split.balanced, "images"),
-        ("imbalanced", split.imbalanced, "images"),
-        ("imbalanced-noise", split.imbalanced, "noise"),
-    )
     seeds = seeds_for(seed, budget)
     bar = progress_bar(len(conditions) * len(seeds), desc="supcon-imbalance", enabled=progress)
-    for cond, sizes, inputs in conditions:
-        pred = preds["balanced" if cond == "balanced" else "imbalanced"]
+    for cond, sizes, inputs, t in conditions:
+        pred = preds[(tuple(sizes.tolist()), t)]
+        alternatives = {} if cond == "balanced" else {"simplex": S}
         for s in seeds:
             rec, _ = class_run(
-                src, sizes=sizes, test=split.test, inputs=inputs, tau=tau, pred=pred,
-                budget=budget, seed=s, device=dev, progress=progress, cache=cache,
-                desc=f"{cond} seed {s}",
+                src, sizes=sizes, test=split.test, inputs=inputs, tau=t, pred=pred,
+                alternatives=alternatives, budget=budget, seed=s, device=dev,
+                progress=progress, cache=cache, desc=f"{cond} seed {s}",
             )
             lmin, lmaj = minority_stats(rec["learned_gram"], sizes)
             pmin, pmaj = minority_stats(pred.gram, sizes)
@@ -168,7 +184,7 @@ def supcon_imbalance(
                     "inputs": inputs,
                     "seed": s,
                     "sizes": sizes.tolist(),
-                    "tau": tau,
+                    "tau": t,
                     "batch_size": budget.batch_size,
                     **rec,
                     "minority_cosine": lmin,
@@ -191,10 +207,11 @@ def supcon_imbalance(
                 bar.update(1)
     if bar is not None:
         bar.close()
-    pmin, pmaj = minority_stats(preds["imbalanced"].gram, split.imbalanced)
-    supports = _supcon_imbalance_verdict(runs, preds["imbalanced"].gram, K, pmin - pmaj)
+    G_imb = preds[(tuple(split.imbalanced.tolist()), tau)].gram
+    pmin, pmaj = minority_stats(G_imb, split.imbalanced)
+    supports = _supcon_imbalance_verdict(runs, G_imb, S, pmin - pmaj)
     return build_experiment(
-        "supcon-imbalance", dev=dev, quick=quick, seeds=seeds, runs=runs, keys=_IMB_KEYS,
+        "supcon-imbalance", dev=dev, budget=budget, seeds=seeds, runs=runs, keys=_IMB_KEYS,
         arts=arts,
         config={
             "data": src.name,
@@ -202,6 +219,7 @@ def supcon_imbalance(
             "sizes_balanced": split.balanced.tolist(),
             "heldout_per_class": split.test,
             "tau": tau,
+            "taus": {c: t for c, _, _, t in conditions},
             "encoder": encoder_name(src.X, budget),
             "budget": budget.to_dict(),
         },
@@ -209,31 +227,44 @@ def supcon_imbalance(
     )
 
 
+_NAMES = ("imbalance prediction", "simplex")
+
+
 def _supcon_imbalance_verdict(
-    runs: list[dict], G_imb: np.ndarray, K: int, predicted_mm: float
+    runs: list[dict], G_imb: np.ndarray, S: np.ndarray, predicted_mm: float
 ) -> dict[str, Any]:
-    conv = [r for r in runs if r["condition"] == "imbalanced" and r["converged"]]
-    S = regular_simplex(K) @ regular_simplex(K).T
-    out: dict[str, Any] = {
+    by: dict[str, list[dict]] = {}
+    for r in runs:
+        by.setdefault(r["condition"], []).append(r)
+    main = decide(by["imbalanced"], "simplex", _NAMES)
+    comparisons = [
+        {"condition": c, "tau": group[0]["tau"], **decide(group, "simplex", _NAMES)}
+        for c, group in by.items() if c.startswith("imbalanced") and not c.endswith("noise")
+    ]
+    control = decide(by["imbalanced-noise"], "simplex", _NAMES)
+    mm = [r["heldout_minority_minus_majority"] for r in by["imbalanced"]]
+    return {
         "criterion": (
-            "imbalanced image runs: off-diagonal RMS distance of the learned prototype Gram to "
-            "the prediction vs to the simplex, paired over converged seeds (difference > 2 SE)"
+            "per imbalanced condition: distance of the held-out prototype Gram to the simplex "
+            "minus that to the prediction (pattern of cosines, centred RMS), minus its mean "
+            "over label permutations, over all seeds (Student t, 95%); 'uninformative' where "
+            "the simplex's expected batch loss excess over the prediction is below what "
+            "training resolves"
         ),
         "prediction_vs_simplex_rms": gram_rms(G_imb, S),
+        "identifiability": main["identifiability"],
+        "heldout": main["heldout"],
+        "train": main["train"],
+        "comparisons": comparisons,
+        "control": {
+            "condition": "imbalanced-noise",
+            "inputs": "Gaussian noise with the imbalanced labels: nothing can carry over",
+            **control,
+            "falsifiable": control["heldout"]["supports"] != _NAMES[0],
+        },
+        "minority_closer": {
+            "predicted": bool(predicted_mm > 0),
+            "heldout_all_seeds": bool(mm) and all(v > 0 for v in mm),
+        },
+        "supports": main["supports"],
     }
-    for where in ("", "heldout_"):
-        v = paired_verdict(
-            [r[f"{where}gram_rms_error"] for r in conv],
-            [r[f"{where}simplex_gram_rms_error"] for r in conv],
-            ("imbalance prediction", "simplex"),
-        )
-        out["train" if not where else "heldout"] = v
-    mm = [r["minority_minus_majority"] for r in conv]
-    out["minority_closer"] = {
-        "predicted": bool(predicted_mm > 0),
-        "learned_all_converged_seeds": bool(mm) and all(v > 0 for v in mm),
-    }
-    out["supports"] = out["train"]["supports"]
-    return out
-
-

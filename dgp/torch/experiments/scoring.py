@@ -5,7 +5,7 @@ loss excess."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,13 @@ torch = require_torch()
 from dgp.torch.experiments.base import (  # noqa: E402
     Budget,
     TrainedRun,
+)
+from dgp.torch.experiments.statistics import (  # noqa: E402
+    null_corrected,
+    plateau,
+    prototypes_of,
+    shrink_distance,
+    split_half,
 )
 from dgp.torch.losses import (  # noqa: E402
     WInfoNCELoss,
@@ -71,13 +78,11 @@ def prototype_gram(Z: np.ndarray, y: np.ndarray, K: int) -> tuple[np.ndarray, np
     ValueError
         If a class ``0..K-1`` has no sample.
     """
-    Zn = unit_rows(Z)
     counts = np.bincount(y, minlength=K)
     if counts.min() == 0:
         raise ValueError(f"class {int(np.argmin(counts))} has no sample")
-    means = np.stack([Zn[y == c].mean(axis=0) for c in range(K)])
-    collapse = float(np.linalg.norm(means, axis=1).min())
-    P = unit_rows(means)
+    P, norms = prototypes_of(unit_rows(Z), y, K)
+    collapse = float(norms.min())
     return P, P @ P.T, collapse
 
 
@@ -103,6 +108,62 @@ def finite_or_none(f: Callable[[], float]) -> float | None:
 # convergence: the expected-batch loss excess over the prediction
 
 
+def batch_losses(
+    embeddings: Sequence[np.ndarray],
+    labels: np.ndarray,
+    loss_fn: WInfoNCELoss,
+    *,
+    batch_size: int,
+    batches: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The loss ``loss_fn`` (``reduction="sum"``) of each embedding on the **same** uniform
+    random batches (drawn without replacement from a generator seeded by ``seed``), and the
+    number of anchors of each batch. With ``batch_size`` equal to the number of samples there
+    is one batch, the whole set.
+
+    Returns
+    -------
+    losses : ndarray, shape (len(embeddings), batches)
+    anchors : ndarray, shape (batches,)
+
+    Raises
+    ------
+    ValueError
+        If the shapes disagree or ``batch_size`` is not in ``[2, N]``.
+    """
+    n = labels.shape[0]
+    if any(Z.shape[0] != n for Z in embeddings):
+        raise ValueError("every embedding and labels must have one row per sample")
+    if not 2 <= batch_size <= n:
+        raise ValueError(f"batch_size must be in [2, {n}], got {batch_size}")
+    Zs = [torch.as_tensor(Z, dtype=torch.float64) for Z in embeddings]
+    yt = torch.as_tensor(labels)
+    gen = torch.Generator().manual_seed(int(seed))
+    full = batch_size == n
+    count = 1 if full else batches
+    out = np.empty((len(Zs), count))
+    anchors = np.empty(count)
+    with torch.no_grad():
+        for b in range(count):
+            idx = torch.arange(n) if full else torch.randperm(n, generator=gen)[:batch_size]
+            W = loss_fn.weights_from_labels(yt[idx])
+            W = W.to(torch.float64).masked_fill(torch.eye(len(idx), dtype=torch.bool), 0.0)
+            anchors[b] = float((W.sum(dim=1) > 0).sum())
+            for e, Z in enumerate(Zs):
+                out[e, b] = float(loss_fn(Z[idx], weights=W))
+    return out, anchors
+
+
+def per_anchor_difference(a: np.ndarray, b: np.ndarray, anchors: np.ndarray
+                          ) -> tuple[float, float]:
+    """Mean per-anchor ``a - b`` over paired batches and its standard error (0 for one batch)."""
+    d = np.asarray(a) - np.asarray(b)
+    scale = float(np.mean(anchors))
+    se = 0.0 if d.size == 1 else float(d.std(ddof=1) / math.sqrt(d.size))
+    return float(d.mean()) / scale, se / scale
+
+
 def loss_excess(
     Z: np.ndarray,
     Zstar: np.ndarray,
@@ -115,39 +176,18 @@ def loss_excess(
 ) -> tuple[float, float]:
     r"""Per-anchor excess :math:`\mathbb E_b[L_b(Z) - L_b(Z^*)] / \mathbb E_b[\#\text{anchors}]`
     of the loss ``loss_fn`` (``reduction="sum"``) over uniform random batches, and its standard
-    error.
-
-    Both embeddings are scored on the **same** batches, which removes most of the sampling noise
-    from the difference. With ``batch_size`` equal to the number of samples there is one batch and
-    the value is exact (standard error 0).
+    error (:func:`batch_losses`: both embeddings on the same batches; exact for one batch).
 
     Raises
     ------
     ValueError
         If the shapes disagree or ``batch_size`` is not in ``[2, N]``.
     """
-    n = Z.shape[0]
-    if Zstar.shape[0] != n or labels.shape[0] != n:
+    if Zstar.shape[0] != Z.shape[0]:
         raise ValueError("Z, Zstar and labels must have one row per sample")
-    if not 2 <= batch_size <= n:
-        raise ValueError(f"batch_size must be in [2, {n}], got {batch_size}")
-    Zt = torch.as_tensor(Z, dtype=torch.float64)
-    Zs = torch.as_tensor(Zstar, dtype=torch.float64)
-    yt = torch.as_tensor(labels)
-    gen = torch.Generator().manual_seed(int(seed))
-    full = batch_size == n
-    diffs, anchors = [], []
-    with torch.no_grad():
-        for _ in range(1 if full else batches):
-            idx = torch.arange(n) if full else torch.randperm(n, generator=gen)[:batch_size]
-            W = loss_fn.weights_from_labels(yt[idx])
-            W = W.to(torch.float64).masked_fill(torch.eye(len(idx), dtype=torch.bool), 0.0)
-            anchors.append(float((W.sum(dim=1) > 0).sum()))
-            diffs.append(float(loss_fn(Zt[idx], weights=W) - loss_fn(Zs[idx], weights=W)))
-    d = np.asarray(diffs)
-    scale = float(np.mean(anchors))
-    se = 0.0 if full else float(d.std(ddof=1) / math.sqrt(d.size))
-    return float(d.mean()) / scale, se / scale
+    L, anchors = batch_losses([Z, Zstar], labels, loss_fn, batch_size=batch_size,
+                              batches=batches, seed=seed)
+    return per_anchor_difference(L[0], L[1], anchors)
 
 # ----------------------------------------------------------------------------------------------
 # SupCon family: scoring learned prototypes
@@ -179,6 +219,39 @@ def describe_prediction(pred: Any, batch_size: int | None) -> str:
     return f"dgp.supcon_prototypes, {where} ({pred.method})"
 
 
+#: label permutations of the held-out null, and random splits of the noise ceiling
+PERMUTATIONS = 200
+SPLITS = 20
+#: label permutations of the held-out Procrustes null (continuous labels)
+PROCRUSTES_PERMUTATIONS = 100
+
+
+def procrustes_null(Zt: np.ndarray, Ut: np.ndarray, At: np.ndarray, *, permutations: int,
+                    seed: int) -> dict[str, Any]:
+    """Held-out advantage of the prediction ``Ut`` over the alternative ``At`` in Procrustes
+    :math:`r^2` (``r2(Zt, Ut) - r2(Zt, At)``), corrected by its mean when the labels are
+    shuffled (rows of both references permuted together).
+
+    The residual of an embedding unrelated to a reference grows with the reference's own spread
+    relative to the embedding's, so the uncorrected difference favours whichever reference is
+    larger; the shuffled labels measure that bias, and ``advantage`` is what the labels add.
+    """
+    s = procrustes_r2(Zt, Ut) - procrustes_r2(Zt, At)
+    rng = np.random.default_rng(seed)
+    null = np.empty(permutations)
+    for k in range(permutations):
+        perm = rng.permutation(Zt.shape[0])
+        null[k] = procrustes_r2(Zt, Ut[perm]) - procrustes_r2(Zt, At[perm])
+    return {
+        "statistic": float(s),
+        "null_mean": float(null.mean()),
+        "null_sd": float(null.std(ddof=1)) if permutations > 1 else float("nan"),
+        "advantage": float(s - null.mean()),
+        "p_value": float((1 + np.sum(null >= s)) / (1 + permutations)),
+        "distance": "Procrustes r^2 (no scaling)",
+    }
+
+
 def score_prototypes(
     run: TrainedRun,
     *,
@@ -186,6 +259,7 @@ def score_prototypes(
     y_test: np.ndarray,
     K: int,
     G_pred: np.ndarray,
+    alternatives: Mapping[str, np.ndarray],
     W: np.ndarray,
     tau: float,
     loss_fn: WInfoNCELoss,
@@ -194,20 +268,46 @@ def score_prototypes(
     seed: int,
     trained: bool,
 ) -> dict[str, Any]:
+    """Score one run's class prototypes against the prediction ``G_pred`` and each of the
+    ``alternatives`` (name -> Gram), on training and on held-out samples.
+
+    Convergence is the run's own (:func:`~dgp.torch.experiments.statistics.plateau` of its
+    training loss); the prediction is not consulted. For every alternative the record holds,
+    under ``comparisons[name]``: ``delta`` (the alternative's expected batch loss excess over
+    the prediction, per anchor, on this run's labels and the trainer's batch size) with
+    ``delta_se``; ``train`` (the two distances of the training prototype Gram and their
+    difference); ``heldout`` (the same for the held-out Gram, corrected by a label-permutation
+    null: :func:`~dgp.torch.experiments.statistics.null_corrected`). ``heldout_noise`` is the
+    noise ceiling of the held-out Gram.
+    """
     U = gram_embedding(G_pred)
     simplex = regular_simplex(K)
     S = simplex @ simplex.T
     P, G, collapse = prototype_gram(run.Z, y, K)
     Pt, Gt, collapse_t = prototype_gram(run.Z_test, y_test, K)
-    excess, se = loss_excess(
-        run.Z,
-        U[y],
-        y,
-        loss_fn,
-        batch_size=min(batch_size, y.size),
-        batches=budget.mc_batches,
-        seed=10_000 + seed,
+    alt_names = list(alternatives)
+    B = min(batch_size, y.size)
+    L, anchors = batch_losses(
+        [run.Z, U[y], *(gram_embedding(alternatives[a])[y] for a in alt_names)], y, loss_fn,
+        batch_size=B, batches=budget.mc_batches, seed=10_000 + seed,
     )
+    excess, se = per_anchor_difference(L[0], L[1], anchors)
+    Zt = unit_rows(run.Z_test)
+    comparisons = {}
+    for k, name in enumerate(alt_names):
+        A = alternatives[name]
+        dist = shrink_distance
+        delta, delta_se = per_anchor_difference(L[2 + k], L[1], anchors)
+        dp, da = dist(G, G_pred), dist(G, A)
+        comparisons[name] = {
+            "delta": delta,
+            "delta_se": delta_se,
+            "predictions_rms": gram_rms(G_pred, A),
+            "train": {"dist_prediction": dp, "dist_alternative": da, "advantage": da - dp},
+            "heldout": null_corrected(Zt, y_test, G_pred, A, permutations=PERMUTATIONS,
+                                      seed=20_000 + seed),
+        }
+    conv = plateau(run.losses) if trained else None
     return {
         "procrustes_r2": procrustes_r2(P, U),
         "similarity_r2": finite_or_none(lambda: similarity_r2(P, U)),
@@ -221,13 +321,15 @@ def score_prototypes(
         "heldout_gram_rms_error": gram_rms(Gt, G_pred),
         "heldout_simplex_gram_rms_error": gram_rms(Gt, S),
         "heldout_class_collapse": collapse_t,
+        "heldout_noise": split_half(Zt, y_test, K, splits=SPLITS, seed=30_000 + seed),
+        "final_loss": float(L[0].mean() / anchors.mean()),
         "loss_excess": excess,
         "loss_excess_se": se,
-        "converged": bool(excess <= budget.converge_tol) if trained else None,
+        "comparisons": comparisons,
+        "converged": conv.converged if conv is not None else None,
+        "plateau": conv.to_dict() if conv is not None else None,
         "steps": run.steps,
         "train_seconds": run.seconds,
         "learned_gram": G,
         "heldout_gram": Gt,
     }
-
-

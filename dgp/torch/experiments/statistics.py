@@ -1,52 +1,123 @@
-"""Statistics of the experiments: summaries over seeds and paired verdicts."""
+r"""Statistics of the experiments (numpy only): convergence of a run from its own loss, paired
+comparisons over seeds, identifiability, held-out comparisons against a label-permutation null,
+the noise ceiling of a held-out prototype Gram, and the change point of a curve.
 
+Nothing here looks at a prediction to decide whether a run converged, and no run is left out of
+a verdict for its distance to the prediction: every comparison is given over all runs and over
+the converged ones, and the headline is the one over all runs.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dgp.torch._compat import require_torch
+__all__ = [
+    "CONFIDENCE",
+    "PLATEAU_RTOL",
+    "PLATEAU_WINDOW",
+    "Plateau",
+    "centred_rms",
+    "change_point",
+    "compare",
+    "critical_t",
+    "decide",
+    "identifiability",
+    "mean_sd",
+    "null_corrected",
+    "one_sample_verdict",
+    "paired_difference",
+    "paired_verdict",
+    "plateau",
+    "prototypes_of",
+    "shrink_distance",
+    "shrink_fit",
+    "split_half",
+    "summarise",
+]
 
-torch = require_torch()
+#: two-sided confidence of every paired verdict (Student's t over seeds)
+CONFIDENCE = 0.95
+#: convergence: the last ``PLATEAU_WINDOW`` of the steps against the window before it
+PLATEAU_WINDOW = 0.1
+#: convergence: a relative decrease of the mean training loss below this counts as stopped
+PLATEAU_RTOL = 0.01
+#: fewest steps in one window of :func:`plateau` (fewer: not converged, cannot tell)
+PLATEAU_MIN_STEPS = 5
 
 
 # ----------------------------------------------------------------------------------------------
-# aggregation
+# convergence, from the run's own training loss
 
 
-def mean_sd(values: Sequence[float | None]) -> list[float] | None:
-    v = np.asarray([x for x in values if x is not None], dtype=float)
-    if v.size == 0:
-        return None
-    return [float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0]
+@dataclass(frozen=True)
+class Plateau:
+    """Whether a training loss has stopped decreasing.
 
-
-def summarise(runs: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
-    """Mean and standard deviation of ``keys`` over the converged runs of each condition.
-
-    Runs without training (``converged`` is None: untrained encoder, raw pixels) are summarised
-    over all their seeds. Each row holds ``condition``, ``n_seeds``, ``trained``, ``n_converged``
-    and, for
-    each key, ``[mean, sd]`` (null when no run counts).
+    Attributes
+    ----------
+    converged : bool
+        The mean loss of the last window is not lower than that of the window before by more
+        than ``PLATEAU_RTOL`` of its size, or by more than twice the standard error of the
+        difference of the two means (batch noise); False when there are too few steps.
+    relative_decrease : float or None
+        ``(mean(before) - mean(last)) / |mean(last)|``.
+    decrease_se : float or None
+        Standard error of ``mean(before) - mean(last)`` from the batch-to-batch spread.
+    window : int
+        Steps in each window.
     """
-    rows = []
-    for cond in dict.fromkeys(r["condition"] for r in runs):
-        group = [r for r in runs if r["condition"] == cond]
-        counted = [r for r in group if r.get("converged") is not False]
-        row: dict[str, Any] = {
-            "condition": cond,
-            "n_seeds": len(group),
-            "trained": any(r.get("converged") is not None for r in group),
-            "n_converged": sum(1 for r in group if r.get("converged")),
-        }
-        for k in keys:
-            row[k] = mean_sd([r.get(k) for r in counted])
-        rows.append(row)
-    return rows
+
+    converged: bool
+    relative_decrease: float | None
+    decrease_se: float | None
+    window: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def plateau(losses: Sequence[float], *, window: float = PLATEAU_WINDOW,
+            rtol: float = PLATEAU_RTOL) -> Plateau:
+    """Convergence of a run from its own per-step training losses, and nothing else.
+
+    >>> p = plateau([1.0 / (1 + t) for t in range(200)])
+    >>> p.converged, round(p.relative_decrease, 3)
+    (False, 0.118)
+    >>> plateau([0.5] * 100).converged
+    True
+    >>> plateau([1.0, 0.5, 0.4]).converged  # too few steps to tell
+    False
+    """
+    x = np.asarray(losses, dtype=float)
+    w = round(window * x.size)
+    if w < PLATEAU_MIN_STEPS or not np.isfinite(x).all():
+        return Plateau(False, None, None, w)
+    last, before = x[-w:], x[-2 * w : -w]
+    drop = float(before.mean() - last.mean())
+    se = float(math.sqrt(last.var(ddof=1) / w + before.var(ddof=1) / w))
+    scale = abs(float(last.mean())) or 1.0
+    converged = drop <= max(rtol * scale, 2.0 * se)
+    return Plateau(bool(converged), drop / scale, se, w)
+
+
+# ----------------------------------------------------------------------------------------------
+# paired comparisons over seeds
+
+
+def critical_t(n: int, confidence: float = CONFIDENCE) -> float:
+    """Two-sided Student-t critical value for the mean of ``n`` paired differences.
+
+    >>> round(critical_t(3), 2), round(critical_t(30), 2)
+    (4.3, 2.05)
+    """
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + confidence / 2.0, df=max(n - 1, 1)))
 
 
 def paired_difference(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
@@ -57,20 +128,358 @@ def paired_difference(a: Sequence[float], b: Sequence[float]) -> tuple[float, fl
     return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size))
 
 
+def one_sample_verdict(diffs: Sequence[float], names: tuple[str, str]) -> dict[str, Any]:
+    """Sign of the mean of per-seed differences (positive favours ``names[0]``), decided when
+    it exceeds Student's two-sided critical value (:data:`CONFIDENCE`) times its standard
+    error; else ``undecided``."""
+    d = np.asarray(diffs, dtype=float)
+    n = d.size
+    if n < 2:
+        return {"supports": "undecided", "why": f"{n} run(s); 2 are needed", "n": n}
+    mean, se = float(d.mean()), float(d.std(ddof=1) / math.sqrt(n))
+    t = critical_t(n)
+    if mean > t * se:
+        winner = names[0]
+    elif mean < -t * se:
+        winner = names[1]
+    else:
+        winner = "undecided"
+    return {"supports": winner, "difference": [mean, se], "critical_t": t, "n": n}
+
+
 def paired_verdict(
     a: Sequence[float], b: Sequence[float], names: tuple[str, str]
 ) -> dict[str, Any]:
     """Which of two references the runs are closer to: ``a`` and ``b`` are the distances of each
-    converged seed to reference 0 and 1. Decided when the paired mean difference is more than
-    twice its standard error; else ``undecided``."""
-    if len(a) < 2:
-        return {"supports": "undecided", "why": f"{len(a)} converged run(s); 2 are needed"}
-    mean, se = paired_difference(b, a)  # > 0: closer to reference 0
-    if mean > 2 * se:
-        winner = names[0]
-    elif mean < -2 * se:
-        winner = names[1]
-    else:
-        winner = "undecided"
-    return {"supports": winner, "distance_difference": [mean, se]}
+    seed to reference 0 and 1. Decided when the paired mean difference exceeds Student's
+    two-sided critical value (:data:`CONFIDENCE`) times its standard error; else ``undecided``.
 
+    >>> paired_verdict([0.1, 0.12, 0.11], [0.3, 0.31, 0.33], ("P", "A"))["supports"]
+    'P'
+    >>> paired_verdict([0.3, 0.31, 0.33], [0.1, 0.12, 0.11], ("P", "A"))["supports"]
+    'A'
+    >>> paired_verdict([0.1, 0.3, 0.2], [0.2, 0.2, 0.2], ("P", "A"))["supports"]
+    'undecided'
+    """
+    if len(a) != len(b):
+        raise ValueError(f"a and b must pair up, got {len(a)} and {len(b)} runs")
+    return one_sample_verdict(np.asarray(b, dtype=float) - np.asarray(a, dtype=float), names)
+
+
+def compare(runs: Sequence[dict[str, Any]], advantage: Callable[[dict[str, Any]], float],
+            names: tuple[str, str]) -> dict[str, Any]:
+    """The verdict over **all** runs (the headline) and over the converged ones.
+
+    ``advantage(run)`` is the run's advantage of ``names[0]`` over ``names[1]`` (a distance
+    to the second minus the distance to the first, or a null-corrected version of it).
+    """
+    conv = [r for r in runs if r.get("converged")]
+    all_v = one_sample_verdict([advantage(r) for r in runs], names)
+    conv_v = one_sample_verdict([advantage(r) for r in conv], names)
+    return {
+        "supports": all_v["supports"],
+        "all_runs": all_v,
+        "converged_runs": conv_v,
+        "not_converged": len(runs) - len(conv),
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# identifiability: can the loss tell the prediction from the alternative?
+
+
+def identifiability(delta: Sequence[float], delta_se: Sequence[float],
+                    final_losses: Sequence[float], learned_excess: Sequence[float]
+                    ) -> dict[str, Any]:
+    r"""Whether a comparison is informative.
+
+    ``delta`` (per run) is :math:`\Delta = \mathbb E_b[L_b(A)] - \mathbb E_b[L_b(P)]` per anchor,
+    the alternative's loss excess over the prediction on the trainer's random batches, with its
+    sampling standard error ``delta_se``. ``learned_excess`` (per run) is the run's own
+    :math:`\mathbb E_b[L_b(Z)] - \mathbb E_b[L_b(P)]` on the same batches. What training
+    resolves is the larger of the run-to-run spread of the final loss (the standard deviation of
+    ``learned_excess``: measured against the same reference on the same batches, so that the
+    sampling noise of the batches cancels) and how far the runs stay above the prediction's loss
+    (its median): runs that end further above the prediction than the alternative lies cannot
+    have been told the two apart by the loss. The comparison is ``informative`` when
+    :math:`\Delta` exceeds both that resolution and twice its standard error; else no geometry
+    verdict is evidence for either. ``final_losses`` (each run's expected batch loss per anchor)
+    are reported; their spread includes the batches' sampling noise.
+
+    >>> identifiability([0.02, 0.021], [1e-4, 1e-4], [1.00, 1.003], [1e-3, 2e-3])["informative"]
+    True
+    >>> identifiability([2e-5, 3e-5], [1e-6, 1e-6], [1.00, 1.003], [1e-3, 2e-3])["informative"]
+    False
+    """
+    d = np.asarray(delta, dtype=float)
+    se = float(np.sqrt(np.mean(np.square(delta_se))) / math.sqrt(max(d.size, 1)))
+    final = np.asarray(final_losses, dtype=float)
+    ex = np.asarray(learned_excess, dtype=float)
+    spread = float(ex.std(ddof=1)) if ex.size > 1 else float("nan")
+    excess = float(max(0.0, np.median(ex))) if ex.size else float("nan")
+    resolution = float(np.nanmax([spread, excess])) if ex.size else float("nan")
+    mean = float(d.mean()) if d.size else float("nan")
+    informative = bool(math.isfinite(resolution) and mean > max(resolution, 2.0 * se))
+    return {
+        "delta": mean,
+        "delta_se": se,
+        "final_loss_spread": spread,
+        "final_loss_sd_with_batch_noise": (
+            float(final.std(ddof=1)) if final.size > 1 else float("nan")
+        ),
+        "learned_excess": excess,
+        "resolution": resolution,
+        "informative": informative,
+        "units": "nats per anchor",
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# held-out prototype Grams: the distance, its label-permutation null and the noise ceiling
+
+
+def _off(G: np.ndarray) -> np.ndarray:
+    return G[~np.eye(G.shape[0], dtype=bool)]
+
+
+def centred_rms(G: np.ndarray, R: np.ndarray) -> float:
+    """Off-diagonal RMS difference of two Grams after removing the mean difference (the pattern
+    of cosines, not their level)."""
+    d = _off(G) - _off(R)
+    return float(np.sqrt(np.mean((d - d.mean()) ** 2)))
+
+
+def shrink_fit(G: np.ndarray, R: np.ndarray) -> tuple[float, float]:
+    r"""Distance of ``G`` to the reference ``R`` with its cosines pulled towards 1 by a common
+    factor: :math:`\min_{0 \le k \le 1} \mathrm{RMS}(g - (1 - k(1 - r)))` over the off-diagonal
+    entries, and the ``k`` that attains it.
+
+    Held-out class means are pulled towards one another (towards the mean of all embeddings:
+    the encoder has not seen those images), which raises every cosine; embeddings that carry no
+    information about the labels have all class means alike (cosines near 1, ``k`` near 0).
+    A reference with higher cosines (the imbalanced prediction against the simplex) would look
+    closer to such a Gram in plain RMS; up to a common pull towards 1 it does not, and two
+    references that both fit after some pull (two equiangular levels below the observed one)
+    tie.
+
+    >>> S = np.full((3, 3), -0.5); np.fill_diagonal(S, 1.0)
+    >>> d, k = shrink_fit(1 - 0.4 * (1 - S), S)
+    >>> round(d, 12), round(k, 12)
+    (0.0, 0.4)
+    """
+    g, r = 1.0 - _off(G), 1.0 - _off(R)
+    rr = float(r @ r)
+    k = float(np.clip(g @ r / rr, 0.0, 1.0)) if rr > 0 else 0.0
+    return float(np.sqrt(np.mean((g - k * r) ** 2))), k
+
+
+def shrink_distance(G: np.ndarray, R: np.ndarray) -> float:
+    """The distance of :func:`shrink_fit`."""
+    return shrink_fit(G, R)[0]
+
+
+def prototypes_of(Zn: np.ndarray, y: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unit class prototypes (normalised means of the unit embeddings ``Zn`` of each class
+    ``0..K-1``) and the norms of the class means (1 for a class collapsed on one point)."""
+    sums = np.zeros((K, Zn.shape[1]))
+    np.add.at(sums, y, Zn)
+    counts = np.bincount(y, minlength=K)[:, None]
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    return sums / np.where(norms > 0, norms, 1.0), (norms / np.maximum(counts, 1)).ravel()
+
+
+def _prototype_gram(Zn: np.ndarray, y: np.ndarray, K: int) -> np.ndarray:
+    P, _ = prototypes_of(Zn, y, K)
+    return P @ P.T
+
+
+def null_corrected(Zn: np.ndarray, y: np.ndarray, P: np.ndarray, A: np.ndarray, *,
+                   permutations: int, seed: int) -> dict[str, Any]:
+    r"""Held-out advantage of the prediction ``P`` over the alternative ``A``, corrected by a
+    label-permutation null.
+
+    ``Zn`` are unit embeddings of held-out samples with classes ``y``. The statistic is
+    :math:`s = d(G, A) - d(G, P)` (positive: closer to ``P``) for the held-out prototype Gram
+    ``G``, with ``d`` the distance of :func:`shrink_fit` (``pull_*`` are its factors ``k``).
+    Shuffling the labels keeps every
+    property of the embeddings but their relation to the labels; the mean of ``s`` over
+    ``permutations`` shuffles is what uninformative embeddings would score, and
+    ``advantage = s - null_mean`` is what the labels add. Embeddings that carry no information
+    about the labels have ``advantage`` of mean zero, whatever the bias of held-out cosines.
+    """
+    K = P.shape[0]
+    dist = shrink_distance
+    G = _prototype_gram(Zn, y, K)
+    s = dist(G, A) - dist(G, P)
+    rng = np.random.default_rng(seed)
+    null = np.empty(permutations)
+    for k in range(permutations):
+        Gp = _prototype_gram(Zn, rng.permutation(y), K)
+        null[k] = dist(Gp, A) - dist(Gp, P)
+    return {
+        "statistic": float(s),
+        "null_mean": float(null.mean()),
+        "null_sd": float(null.std(ddof=1)) if permutations > 1 else float("nan"),
+        "advantage": float(s - null.mean()),
+        "p_value": float((1 + np.sum(null >= s)) / (1 + permutations)),
+        "distance": "RMS up to a common pull of the cosines towards 1",
+        "dist_prediction": float(dist(G, P)),
+        "dist_alternative": float(dist(G, A)),
+        "pull_prediction": shrink_fit(G, P)[1],
+        "pull_alternative": shrink_fit(G, A)[1],
+    }
+
+
+def split_half(Zn: np.ndarray, y: np.ndarray, K: int, *, splits: int, seed: int
+               ) -> dict[str, float]:
+    """Noise ceiling of a held-out prototype Gram: split every class's held-out samples into two
+    random halves and compare the two halves' prototype Grams.
+
+    ``noise_rms`` estimates the sampling noise of one off-diagonal entry of the full held-out Gram
+    (half the RMS difference of the halves: each half has twice the variance of the whole);
+    distances to a reference below it are within sampling noise. ``reliability`` is the
+    Spearman–Brown corrected correlation of the two halves' off-diagonal cosines (the share of
+    the pattern that replicates; near 0 when there is no pattern, e.g. a simplex, or no signal).
+    """
+    rng = np.random.default_rng(seed)
+    rms, corr = [], []
+    for _ in range(splits):
+        a = np.zeros(y.size, dtype=bool)
+        for c in range(K):
+            idx = rng.permutation(np.flatnonzero(y == c))
+            a[idx[: idx.size // 2]] = True
+        Ga = _prototype_gram(Zn[a], y[a], K)
+        Gb = _prototype_gram(Zn[~a], y[~a], K)
+        rms.append(float(np.sqrt(np.mean((_off(Ga) - _off(Gb)) ** 2))))
+        oa, ob = _off(Ga), _off(Gb)
+        if oa.std() > 0 and ob.std() > 0:
+            corr.append(float(np.corrcoef(oa, ob)[0, 1]))
+    r = float(np.mean(corr)) if corr else 0.0
+    return {
+        "noise_rms": float(np.mean(rms)) / 2.0,
+        "reliability": 2 * r / (1 + r) if r > -1 else float("nan"),
+        "splits": splits,
+    }
+
+
+def decide(runs: Sequence[dict[str, Any]], alternative: str, names: tuple[str, str]
+           ) -> dict[str, Any]:
+    """One comparison of the prediction with ``alternative`` over a condition's runs.
+
+    Each run carries ``comparisons[alternative]`` (``delta``, ``delta_se``, ``train`` and
+    ``heldout`` advantages, see :func:`dgp.torch.experiments.scoring.score_prototypes`),
+    ``final_loss``, ``loss_excess`` and ``heldout_noise``. The verdict is the held-out one over
+    all runs (:func:`compare`), unless the loss cannot tell the two geometries apart
+    (:func:`identifiability`): then it is ``uninformative`` whatever the geometry shows.
+    """
+    comps = [r["comparisons"][alternative] for r in runs]
+    ident = identifiability(
+        [c["delta"] for c in comps], [c["delta_se"] for c in comps],
+        [r["final_loss"] for r in runs], [r["loss_excess"] for r in runs],
+    )
+    heldout = compare(runs, lambda r: r["comparisons"][alternative]["heldout"]["advantage"], names)
+    heldout["distance"] = comps[0]["heldout"]["distance"] if comps else None
+    heldout["statistic"] = (
+        "held-out d(G, alternative) - d(G, prediction) minus its mean over label permutations"
+    )
+    noise = [r["heldout_noise"] for r in runs if r.get("heldout_noise")]
+    heldout["noise_ceiling"] = mean_sd([v["noise_rms"] for v in noise])
+    heldout["reliability"] = mean_sd([v["reliability"] for v in noise])
+    train = compare(runs, lambda r: r["comparisons"][alternative]["train"]["advantage"], names)
+    return {
+        "supports": heldout["supports"] if ident["informative"] else "uninformative",
+        "alternative": alternative,
+        "identifiability": ident,
+        "heldout": heldout,
+        "train": train,
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# change point of a curve (the onset of spread above tau*), with a bootstrap over seeds
+
+
+#: exponents of the rise after the knot: a square-root onset (a pitchfork: the spread of
+#: Soft SupCon's prototypes above tau*) to a linear one
+HINGE_POWERS = (0.25, 1 / 3, 0.5, 2 / 3, 1.0)
+
+
+def _hinge_fit(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> float:
+    """The knot ``x0`` of the least-squares fit ``y = a + b max(0, x - x0)^p`` with ``b >= 0``
+    and ``p`` among :data:`HINGE_POWERS` (every knot of ``grid`` and power at once: a simple
+    regression per pair, in closed form)."""
+    yc = y - y.mean()
+    syy = float(yc @ yc)
+    base = np.maximum(0.0, x[None, :] - grid[:, None])  # (knots, samples)
+    best = np.full(grid.size, syy)
+    for p in HINGE_POWERS:
+        H = base**p
+        Hc = H - H.mean(axis=1, keepdims=True)
+        sxx = np.einsum("ij,ij->i", Hc, Hc)
+        sxy = Hc @ yc
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sse = np.where((sxy > 0) & (sxx > 0), syy - sxy**2 / sxx, syy)
+        best = np.minimum(best, sse)
+    return float(grid[int(np.argmin(best))])
+
+
+def change_point(x_by_seed: Sequence[Sequence[float]], y_by_seed: Sequence[Sequence[float]], *,
+                 boot: int, seed: int, grid_points: int = 401) -> dict[str, Any]:
+    """Onset of a rise: the knot of a hinge fit (:func:`_hinge_fit`) to every seed's curve, and a
+    95% percentile bootstrap interval over seeds (seeds resampled with replacement, seeded).
+
+    >>> x = [[0.5, 0.75, 1, 1.25, 1.5, 2]] * 3
+    >>> y = [[0, 0, 0, 0.1, 0.2, 0.4], [0, 0.01, 0, 0.1, 0.21, 0.4], [0.01, 0, 0, 0.09, 0.2, 0.41]]
+    >>> round(change_point(x, y, boot=50, seed=0)["value"], 1)
+    1.0
+    """
+    X = [np.asarray(v, dtype=float) for v in x_by_seed]
+    Y = [np.asarray(v, dtype=float) for v in y_by_seed]
+    allx = np.concatenate(X)
+    grid = np.linspace(allx.min(), allx.max(), grid_points)
+    value = _hinge_fit(allx, np.concatenate(Y), grid)
+    rng = np.random.default_rng(seed)
+    n = len(X)
+    draws = []
+    for _ in range(boot):
+        pick = rng.integers(0, n, n)
+        draws.append(_hinge_fit(np.concatenate([X[i] for i in pick]),
+                                np.concatenate([Y[i] for i in pick]), grid))
+    lo, hi = (np.percentile(draws, [2.5, 97.5]) if draws else (value, value))
+    return {"value": value, "interval": [float(lo), float(hi)], "bootstrap": boot}
+
+
+# ----------------------------------------------------------------------------------------------
+# summaries over seeds
+
+
+def mean_sd(values: Sequence[float | None]) -> list[float] | None:
+    v = np.asarray([x for x in values if x is not None], dtype=float)
+    if v.size == 0:
+        return None
+    return [float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0]
+
+
+def summarise(runs: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Mean and standard deviation of ``keys`` over **all** runs of each condition, and the same
+    over its converged runs (``converged_only``).
+
+    Each row holds ``condition``, ``n_seeds``, ``trained``, ``n_converged`` and, for each key,
+    ``[mean, sd]`` (null when no run has a value). Runs without training (untrained encoder, raw
+    pixels: ``converged`` is None) count as converged.
+    """
+    rows = []
+    for cond in dict.fromkeys(r["condition"] for r in runs):
+        group = [r for r in runs if r["condition"] == cond]
+        conv = [r for r in group if r.get("converged") is not False]
+        row: dict[str, Any] = {
+            "condition": cond,
+            "n_seeds": len(group),
+            "trained": any(r.get("converged") is not None for r in group),
+            "n_converged": sum(1 for r in group if r.get("converged")),
+        }
+        for k in keys:
+            row[k] = mean_sd([r.get(k) for r in group])
+        row["converged_only"] = {k: mean_sd([r.get(k) for r in conv]) for k in keys}
+        rows.append(row)
+    return rows

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
 
 from dgp.torch._compat import require_torch
 from dgp.weights import soft_supcon_weights
@@ -15,6 +14,7 @@ torch = require_torch()
 
 from dgp.torch import data as datasets  # noqa: E402
 from dgp.torch.experiments.base import (  # noqa: E402
+    Budget,
     Experiment,
     RunArtifacts,
     budget_for,
@@ -33,9 +33,7 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
     score_prototypes,
     supcon_prediction,
 )
-from dgp.torch.experiments.statistics import (  # noqa: E402
-    paired_verdict,
-)
+from dgp.torch.experiments.statistics import change_point, decide, mean_sd  # noqa: E402
 from dgp.torch.losses import (  # noqa: E402
     SoftSupConLoss,
 )
@@ -52,10 +50,24 @@ _SOFT_KEYS = (
     "simplex_gram_rms_error",
     "mean_cosine",
     "cosine_spread",
+    "heldout_mean_cosine",
+    "heldout_cosine_spread",
     "similarity_r2",
     "heldout_gram_rms_error",
+    "final_loss",
     "loss_excess",
 )
+
+#: multiples of tau* trained by default (``dgp verify soft-supcon-tau --taus``)
+TAU_MULTIPLES = (0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
+#: bootstrap resamples of the seeds for the interval of the tau* estimate
+BOOTSTRAP = 1000
+
+
+def _corrected_spread(spread: float, noise: float) -> float:
+    """Spread of the held-out off-diagonal cosines with the sampling noise taken out (the noise
+    adds its variance to the spread's)."""
+    return math.sqrt(max(0.0, spread**2 - noise**2))
 
 
 def soft_supcon_tau(
@@ -67,30 +79,45 @@ def soft_supcon_tau(
     data: datasets.Dataset | None = None,
     eps: float = 0.25,
     ratio: float = 10.0,
-    multiples: Sequence[float] = (0.5, 1.0, 1.5),
+    multiples: Sequence[float] = TAU_MULTIPLES,
     cache: dict | None = None,
+    budget: Budget | None = None,
 ) -> Experiment:
-    r"""Soft SupCon on imbalanced classes at temperatures ``multiples`` of :math:`\tau^*`.
+    r"""Soft SupCon on imbalanced classes at temperatures ``multiples`` of :math:`\tau^*`, and
+    :math:`\tau^*` located from the data.
 
     Predictions (:func:`dgp.supcon_prototypes`): for :math:`\tau \le \tau^*` equiangular
     prototypes at :math:`\rho = 1 + \tau\log\varepsilon` (the simplex at :math:`\tau^*`),
     whatever the class sizes; above :math:`\tau^*` a size-dependent geometry. Below and at
     :math:`\tau^*` the equiangular configuration attains the entropic bound of the whole set,
-    hence of every batch, so mini-batches do not change it. The alternative each prediction
-    competes with is the equiangular configuration of the neighbouring regime: the simplex below
-    and above :math:`\tau^*`, and at :math:`\tau^*` itself the equiangular point at the smallest
-    temperature.
+    hence of every batch, so mini-batches do not change it.
+
+    **Where is** :math:`\tau^*`? The spread of the held-out prototype cosines (their standard
+    deviation, with the sampling noise of the split-half noise ceiling taken out) is zero below
+    :math:`\tau^*` and grows above it. A hinge ``a + b max(0, m - m0)`` fit to every seed's
+    curve over the multiples ``m`` locates the onset ``m0``; resampling the seeds
+    (:data:`BOOTSTRAP` times) gives its 95% interval (``tau_star_estimate``). The predicted
+    :math:`\tau^*` is not used by the fit. Below :math:`\tau^*` the learned mean cosine is
+    compared with :math:`1 + \tau\log\varepsilon`.
+
+    **Per temperature**, the prediction is compared with the closest geometry of the other
+    regime: the simplex (the end of the equiangular branch, and the start of the size-dependent
+    one). At :math:`\tau^*` the two regimes meet and there is no alternative to compare with:
+    that temperature is a ``boundary``, tested by the estimate of :math:`\tau^*`.
 
     Raises
     ------
     ValueError
-        If the data have no class labels.
+        If the data have no class labels, or fewer than three temperatures are given.
     """
     from dgp.prototypes import soft_supcon_rho, soft_supcon_tau_star
 
-    budget = budget_for(quick)
+    mults = sorted({float(m) for m in multiples})
+    if len(mults) < 3 or mults[0] <= 0:
+        raise ValueError(f"taus: give at least three positive multiples of tau*, got {multiples}")
+    budget = budget_for(quick, budget)
     dev = resolve_device(device)
-    src = class_source(quick, data)
+    src = class_source(budget, data)
     split = class_split(src.y, budget, ratio)
     sizes = split.imbalanced
     K = sizes.size
@@ -100,18 +127,15 @@ def soft_supcon_tau(
     runs: list[dict[str, Any]] = []
     arts: list[RunArtifacts] = []
     per_tau: list[dict[str, Any]] = []
-    bar = progress_bar(len(multiples) * len(seeds), desc="soft-supcon-tau", enabled=progress)
-    for mult in multiples:
-        tau = float(mult) * tau_star
+    bar = progress_bar(len(mults) * len(seeds), desc="soft-supcon-tau", enabled=progress)
+    for mult in mults:
+        tau = mult * tau_star
         pred = supcon_prediction(sizes, tau=tau, eps=eps, batch_size=budget.batch_size)
         rho = soft_supcon_rho(tau=tau, eps=eps)
-        # the competing geometry: the simplex off tau*, at tau* the lowest temperature's point
-        alt_rho = -1.0 / (K - 1) if mult != 1.0 else soft_supcon_rho(
-            tau=min(multiples) * tau_star, eps=eps
-        )
-        alt = np.full((K, K), alt_rho)
-        np.fill_diagonal(alt, 1.0)
+        boundary = math.isclose(mult, 1.0, rel_tol=1e-9)
+        alternatives = {} if boundary else {"simplex": S}
         cond = f"tau={mult:g}tau*"
+        group = []
         for s in seeds:
             tr, te = datasets.split_by_class(src.y, sizes=sizes, test=split.test, seed=s)
             y = src.y[tr]
@@ -121,17 +145,19 @@ def soft_supcon_tau(
                 progress=progress, desc=f"{cond} seed {s}",
             )
             rec = score_prototypes(
-                run, y=y, y_test=src.y[te], K=K, G_pred=pred.gram,
+                run, y=y, y_test=src.y[te], K=K, G_pred=pred.gram, alternatives=alternatives,
                 W=soft_supcon_weights(y, eps=eps), tau=tau, loss_fn=loss_fn, budget=budget,
                 batch_size=budget.batch_size, seed=s, trained=True,
             )
-            G = rec["learned_gram"]
-            runs.append(
+            G, Gt = rec["learned_gram"], rec["heldout_gram"]
+            spread_t = float(off_diagonal(Gt).std())
+            group.append(
                 {
                     "objective": "soft-supcon",
                     "condition": cond,
                     "seed": s,
                     "tau": tau,
+                    "tau_over_tau_star": mult,
                     "tau_star": tau_star,
                     "eps": eps,
                     "rho": rho,
@@ -139,9 +165,13 @@ def soft_supcon_tau(
                     **rec,
                     "mean_cosine": float(off_diagonal(G).mean()),
                     "cosine_spread": float(off_diagonal(G).std()),
+                    "heldout_mean_cosine": float(off_diagonal(Gt).mean()),
+                    "heldout_cosine_spread": spread_t,
+                    "heldout_corrected_spread": _corrected_spread(
+                        spread_t, rec["heldout_noise"]["noise_rms"]
+                    ),
                     "predicted_mean_cosine": float(off_diagonal(pred.gram).mean()),
                     "predicted_cosine_spread": float(off_diagonal(pred.gram).std()),
-                    "alternative_rms_error": gram_rms(G, alt),
                     "predicted_gram": pred.gram,
                     "prediction": describe_prediction(pred, budget.batch_size),
                 }
@@ -150,53 +180,92 @@ def soft_supcon_tau(
                 arts.append(RunArtifacts("soft-supcon-tau", cond, G, pred.gram, "gram", sizes))
             if bar is not None:
                 bar.update(1)
-        conv = [r for r in runs if r["condition"] == cond and r["converged"]]
-        v = paired_verdict(
-            [r["gram_rms_error"] for r in conv],
-            [r["alternative_rms_error"] for r in conv],
-            ("prediction", "alternative"),
-        )
-        per_tau.append(
-            {
-                "tau_over_tau_star": float(mult),
-                "tau": tau,
-                "prediction": pred.method,
-                "predicted_mean_cosine": float(off_diagonal(pred.gram).mean()),
-                "alternative_mean_cosine": float(alt_rho),
-                "predictions_rms": gram_rms(pred.gram, alt),
-                **v,
+        runs += group
+        row: dict[str, Any] = {
+            "tau_over_tau_star": mult,
+            "tau": tau,
+            "regime": "below" if mult < 1 and not boundary else (
+                "boundary" if boundary else "above"
+            ),
+            "prediction": pred.method,
+            "predicted_mean_cosine": float(off_diagonal(pred.gram).mean()),
+            "predicted_cosine_spread": float(off_diagonal(pred.gram).std()),
+            "predictions_rms": gram_rms(pred.gram, S),
+        }
+        if mult <= 1.0 or boundary:
+            row["mean_cosine_minus_rho"] = {
+                "train": mean_sd([r["mean_cosine"] - rho for r in group]),
+                "heldout": mean_sd([r["heldout_mean_cosine"] - rho for r in group]),
             }
-        )
+        if boundary:
+            row.update(supports="boundary", why=(
+                "at tau* both regimes give the simplex: no alternative to compare with; tested "
+                "by tau_star_estimate"
+            ))
+        else:
+            row.update(decide(group, "simplex", ("prediction", "simplex")))
+        per_tau.append(row)
     if bar is not None:
         bar.close()
-    wins = [d["supports"] for d in per_tau]
+    estimate = _tau_star_estimate(runs, seeds, tau_star, "heldout_corrected_spread")
+    wins = [d["supports"] for d in per_tau if d["supports"] != "boundary"]
     return build_experiment(
-        "soft-supcon-tau", dev=dev, quick=quick, seeds=seeds, runs=runs, keys=_SOFT_KEYS,
+        "soft-supcon-tau", dev=dev, budget=budget, seeds=seeds, runs=runs, keys=_SOFT_KEYS,
         arts=arts,
         config={
             "data": src.name,
             "sizes": sizes.tolist(),
             "eps": eps,
             "tau_star": tau_star,
-            "taus": [float(m) * tau_star for m in multiples],
+            "tau_multiples": mults,
+            "taus": [m * tau_star for m in mults],
             "encoder": encoder_name(src.X, budget),
             "budget": budget.to_dict(),
         },
         supports={
             "criterion": (
-                "per temperature: off-diagonal RMS distance of the learned prototype Gram to the "
-                "prediction vs to the competing equiangular geometry (the simplex off tau*; at "
-                "tau* the equiangular point of the lowest temperature), paired over converged "
-                "seeds (difference > 2 SE)"
+                "tau* located by a hinge fit of the held-out cosine spread (noise taken out) "
+                "over the multiples of tau*, 95% bootstrap interval over seeds; per "
+                "temperature: distance of the held-out prototype Gram to the simplex minus that "
+                "to the prediction (pattern of cosines above tau*, their level below), minus "
+                "its mean over label permutations, over all seeds (Student t, 95%); "
+                "'uninformative' where the loss cannot tell the two apart"
             ),
+            "tau_star_estimate": estimate,
+            "tau_star_estimate_train": _tau_star_estimate(runs, seeds, tau_star,
+                                                          "cosine_spread"),
             "per_tau": per_tau,
-            "simplex_gram_rms_at_tau_star": gram_rms(
-                supcon_prediction(sizes, tau=tau_star, eps=eps, batch_size=None).gram, S
-            ),
-            "supports": "prediction" if all(w == "prediction" for w in wins) else (
-                "mixed" if "prediction" in wins else "undecided"
-            ),
+            "supports": _overall(wins, estimate),
         },
     )
 
 
+def _tau_star_estimate(runs: list[dict[str, Any]], seeds: list[int], tau_star: float,
+                       key: str) -> dict[str, Any]:
+    """Change point of ``key`` over the multiples of tau*, in units of tau, with the predicted
+    value beside it."""
+    xs = [[r["tau_over_tau_star"] for r in runs if r["seed"] == s] for s in seeds]
+    ys = [[r[key] for r in runs if r["seed"] == s] for s in seeds]
+    cp = change_point(xs, ys, boot=BOOTSTRAP, seed=seeds[0])
+    lo, hi = cp["interval"]
+    return {
+        "value": cp["value"] * tau_star,
+        "interval": [lo * tau_star, hi * tau_star],
+        "predicted": tau_star,
+        "multiple": cp["value"],
+        "contains_prediction": bool(lo <= 1.0 <= hi),
+        "statistic": key,
+        "bootstrap": cp["bootstrap"],
+    }
+
+
+def _overall(wins: list[str], estimate: dict[str, Any]) -> str:
+    """``prediction`` when every informative temperature supports it and the interval of the
+    estimate of tau* contains the predicted value; ``against`` when a temperature supports the
+    simplex or the interval excludes tau*; else ``undecided``."""
+    decided = [w for w in wins if w != "uninformative"]
+    if "simplex" in decided or not estimate["contains_prediction"]:
+        return "against"
+    if decided and all(w == "prediction" for w in decided):
+        return "prediction"
+    return "undecided"
