@@ -166,7 +166,7 @@ def test_loss_excess_batches_match_a_monte_carlo_reference():
     assert se > 0 and ex > 3 * se  # a random embedding is far above the optimum
 
 
-def test_summarise_leaves_out_unconverged_runs():
+def test_summarise_counts_every_run_and_shows_the_converged_ones_beside():
     runs = [
         {"condition": "a", "converged": True, "x": 1.0},
         {"condition": "a", "converged": True, "x": 3.0},
@@ -174,7 +174,9 @@ def test_summarise_leaves_out_unconverged_runs():
         {"condition": "b", "converged": None, "x": 5.0},
     ]
     a, b = summarise(runs, ["x"])
-    assert a["n_seeds"] == 3 and a["n_converged"] == 2 and a["x"] == [2.0, np.sqrt(2.0)]
+    assert a["n_seeds"] == 3 and a["n_converged"] == 2
+    assert a["x"] == [pytest.approx(104 / 3), pytest.approx(np.std([1, 3, 100], ddof=1))]
+    assert a["converged_only"]["x"] == [2.0, np.sqrt(2.0)]
     assert a["trained"] and not b["trained"]
     assert b["n_converged"] == 0 and b["x"] == [5.0, 0.0]  # untrained: all seeds count
 

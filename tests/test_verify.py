@@ -1,7 +1,10 @@
-"""`dgp verify`: the predictions hold on trained CNNs, where they could have failed.
+"""`dgp verify`: the predictions hold on trained CNNs where the loss can tell them apart, and the
+verdicts come out against a prediction when the data say so.
 
-The experiments run with a smaller budget than ``--quick`` (two seeds, fewer conditions), so that
-these tests stay short; each asserts the prediction against its competitor.
+Convergence is decided from each run's own loss, every run counts, decisions use held-out
+images, and each comparison carries its identifiability. The controls here are the point: a
+wrong prediction loses, uninformative images never confirm, and the temperature at which the
+loss cannot tell the prediction from the simplex is called uninformative.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import dataclasses
 import io
 import json
 import os
+import types
 
 import numpy as np
 import pytest
@@ -18,22 +22,17 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
+from dgp import supcon_prototypes
 from dgp.cli import main
+from dgp.torch import data as datasets
 from dgp.torch import experiments as E
-from dgp.torch.experiments import base as B
 from dgp.torch.experiments import continuous as C
+from dgp.torch.experiments import imbalance as IMB
 
 pytestmark = pytest.mark.torch
 
-SMALL = dataclasses.replace(E.QUICK, seeds=2, steps_continuous=700, mc_batches=32)
 
-
-@pytest.fixture
-def small_budget(monkeypatch):
-    monkeypatch.setattr(B, "QUICK", SMALL)
-
-
-def _cli(argv, capsys=None):
+def _cli(argv):
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         rc = main(argv)
@@ -47,107 +46,158 @@ def _by(report, key="condition"):
     return out
 
 
+@pytest.fixture(scope="module")
+def imbalance():
+    """supcon-imbalance in quick mode (three seeds), with the cache of its trained runs."""
+    cache: dict = {}
+    exp = E.supcon_imbalance(quick=True, device="cpu", progress=False, cache=cache)
+    return exp, cache
+
+
 @pytest.mark.slow
-def test_supcon_imbalance_follows_the_prediction_not_the_simplex(small_budget, tmp_path):
-    rc, out = _cli(
-        ["verify", "supcon-imbalance", "--quick", "--device", "cpu", "--json", "--out",
-         str(tmp_path)]
-    )
-    assert rc == 0
-    rep = json.loads(out)
-    assert rep["experiment"] == "supcon-imbalance" and rep["device"] == "cpu"
-    assert json.loads((tmp_path / "supcon-imbalance.json").read_text()) == rep
-    for run in rep["runs"]:  # the CONTRACT fields, per-run seed and the convergence flag
+def test_supcon_imbalance_decided_on_heldout_where_the_loss_can_tell(imbalance):
+    exp, _ = imbalance
+    rep = exp.report
+    runs = _by(rep)
+    for run in rep["runs"]:  # the CONTRACT fields, and convergence from the run's own loss
         for key in ("objective", "procrustes_r2", "similarity_r2", "entropic_gap",
                     "simplex_procrustes_r2", "seed", "heldout_gram_rms_error", "converged",
-                    "loss_excess"):
+                    "plateau", "loss_excess", "final_loss", "heldout_noise"):
             assert key in run
-    runs = _by(rep)
-    imb = [r for r in runs["imbalanced"] if r["converged"]]
-    assert len(imb) == 2
     sup = rep["supports"]
-    gap = sup["prediction_vs_simplex_rms"]
-    assert gap > 0.1  # tenfold imbalance moves the optimum far from the simplex
-    for r in imb:  # learned prototypes: close to the prediction, far from the simplex
-        assert r["gram_rms_error"] < 0.2 * gap < r["simplex_gram_rms_error"]
-        assert r["heldout_gram_rms_error"] < r["heldout_simplex_gram_rms_error"]
-        # minority classes closer: learned and predicted agree in sign and roughly in size
-        assert r["predicted_minority_minus_majority"] > 0.1
-        assert r["minority_minus_majority"] == pytest.approx(
-            r["predicted_minority_minus_majority"], abs=0.05
-        )
     assert sup["supports"] == "imbalance prediction"
-    assert sup["heldout"]["supports"] == "imbalance prediction"
-    assert sup["minority_closer"] == {"predicted": True, "learned_all_converged_seeds": True}
-    for r in runs["balanced"]:  # balanced: the simplex
-        assert r["converged"] and r["gram_rms_error"] < 0.03
-        assert abs(r["minority_minus_majority"]) < 0.05
-    # noise inputs: nothing carries over to held-out noise
-    for r, n in zip(runs["imbalanced"], runs["imbalanced-noise"], strict=True):
-        assert n["heldout_gram_rms_error"] > 3 * r["heldout_gram_rms_error"]
-    pytest.importorskip("matplotlib")
-    assert (tmp_path / "supcon-imbalance-gram.png").stat().st_size > 10_000
+    assert sup["heldout"]["all_runs"]["supports"] == "imbalance prediction"
+    assert sup["heldout"]["all_runs"]["n"] == len(runs["imbalanced"])  # every run counts
+    ident = sup["identifiability"]
+    assert ident["informative"] and ident["delta"] > 5 * ident["resolution"]
+    # the loss gap measured on the trainer's batches against the exact expectation over batch
+    # compositions (dgp.supcon_prototypes): two methods
+    sizes = rep["config"]["sizes_imbalanced"]
+    exact = supcon_prototypes(sizes, tau=0.5, batch_size=64, reduction="sum").identifiability
+    assert ident["delta"] == pytest.approx(exact.simplex_gap, rel=0.1)
+    # at tau = 0.1 the loss cannot tell the prediction from the simplex: no verdict
+    (low,) = [c for c in sup["comparisons"] if c["tau"] == 0.1]
+    assert low["supports"] == "uninformative" and not low["identifiability"]["informative"]
+    exact_low = supcon_prototypes(sizes, tau=0.1, batch_size=64, reduction="sum")
+    assert low["identifiability"]["delta"] < 1e-4
+    assert exact_low.identifiability.simplex_gap < 1e-4
+    # the control: the same labels on noise inputs do not confirm the prediction
+    assert sup["control"]["falsifiable"]
+    assert sup["control"]["heldout"]["supports"] != "imbalance prediction"
+    assert sup["minority_closer"]["predicted"]
+    for r in runs["balanced"]:  # balanced: the simplex, on held-out images too
+        assert r["heldout_gram_rms_error"] < 0.06
 
 
 @pytest.mark.slow
-def test_soft_supcon_across_tau_star(monkeypatch, small_budget):
-    exp = E.soft_supcon_tau(quick=True, device="cpu", progress=False, multiples=(0.5, 1.5))
-    per = {d["tau_over_tau_star"]: d for d in exp.report["supports"]["per_tau"]}
-    below, above = per[0.5], per[1.5]
+def test_a_wrong_prediction_loses_and_convergence_ignores_the_prediction(imbalance, monkeypatch):
+    """The same trained runs scored against a wrong prediction (the imbalanced Gram with the
+    classes in reverse order: minority and majority swapped). Convergence is unchanged (it never
+    looks at the prediction), and the held-out verdict goes to the simplex."""
+    exp, cache = imbalance
+    real = IMB.supcon_prediction
+
+    def reversed_prediction(sizes, **kw):
+        p = real(np.asarray(sizes)[::-1].copy(), **kw)
+        return types.SimpleNamespace(gram=p.gram[::-1, ::-1].copy(), loss=p.loss,
+                                     kkt_residual=p.kkt_residual, batch=p.batch,
+                                     method=p.method)
+
+    monkeypatch.setattr(IMB, "supcon_prediction", reversed_prediction)
+    wrong = E.supcon_imbalance(quick=True, device="cpu", progress=False, cache=cache)
+    key = lambda r: (r["condition"], r["seed"])  # noqa: E731
+    before = {key(r): (r["converged"], r["plateau"]) for r in exp.report["runs"]}
+    after = {key(r): (r["converged"], r["plateau"]) for r in wrong.report["runs"]}
+    assert before == after
+    sup = wrong.report["supports"]
+    assert sup["heldout"]["all_runs"]["supports"] == "simplex"
+    assert sup["supports"] in ("simplex", "uninformative")
+
+
+@pytest.mark.slow
+def test_uninformative_images_never_confirm_the_prediction(tmp_path):
+    """Uniform-noise 8x8 images whose imbalanced labels (300, 150, 75, 40, 30) carry no
+    information: trained, scored on held-out images, the prediction must not be confirmed."""
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(5), [300, 150, 75, 40, 30])
+    X = rng.uniform(0, 16, size=(y.size, 1, 8, 8)).astype(np.float32)
+    path = tmp_path / "noise.npz"
+    np.savez(path, X=X, y=y)
+    budget = dataclasses.replace(E.QUICK, steps=300)
+    exp = E.supcon_imbalance(quick=True, device="cpu", progress=False,
+                             data=datasets.load_npz(str(path)), budget=budget)
+    sup = exp.report["supports"]
+    assert sup["heldout"]["all_runs"]["supports"] != "imbalance prediction"
+    assert sup["heldout"]["converged_runs"]["supports"] != "imbalance prediction"
+    assert sup["supports"] != "imbalance prediction"
+    for c in sup["comparisons"]:
+        assert c["supports"] != "imbalance prediction"
+
+
+@pytest.mark.slow
+def test_soft_supcon_tau_star_located_from_the_data():
+    exp = E.soft_supcon_tau(quick=True, device="cpu", progress=False,
+                            multiples=(0.5, 0.9, 1.0, 1.25, 1.5, 2.0))
+    sup = exp.report["supports"]
+    est = sup["tau_star_estimate"]
+    tau_star = exp.report["config"]["tau_star"]
+    assert set(est) >= {"value", "interval", "predicted"}
+    assert est["predicted"] == pytest.approx(tau_star)
+    lo, hi = est["interval"]
+    assert 0.5 * tau_star <= lo <= est["value"] <= hi <= 2 * tau_star
+    assert est["contains_prediction"] == (lo <= tau_star <= hi)
+    per = {d["tau_over_tau_star"]: d for d in sup["per_tau"]}
+    assert per[1.0]["supports"] == "boundary" and "identifiability" not in per[1.0]
     runs = _by(exp.report)
     rho = runs["tau=0.5tau*"][0]["rho"]
-    # the expected-batch prediction below tau* is the full-batch closed form: the equiangular
-    # configuration attains the bound of every batch
+    # below tau*: equiangular at rho = 1 + tau log eps, whatever the sizes (training images)
     G = np.asarray(runs["tau=0.5tau*"][0]["predicted_gram"])
     assert np.abs(G[~np.eye(len(G), dtype=bool)] - rho).max() < 1e-6
-    # above tau*: a size-dependent geometry, far from equiangular
-    assert runs["tau=1.5tau*"][0]["predicted_cosine_spread"] > 0.1
-    for r in runs["tau=0.5tau*"]:  # equiangular at rho = 1 + tau log eps, whatever the sizes
-        assert r["converged"]
-        assert r["mean_cosine"] == pytest.approx(rho, abs=0.02)
-        assert r["cosine_spread"] < 0.02
-    for r in runs["tau=1.5tau*"]:  # size-dependent: the pattern of cosines, not the simplex
-        assert r["converged"] and r["similarity_r2"] > 0.95
-        assert r["gram_rms_error"] < 0.5 * r["alternative_rms_error"]
-    assert below["supports"] == above["supports"] == "prediction"
+    for r in runs["tau=0.5tau*"]:
+        assert r["mean_cosine"] == pytest.approx(rho, abs=0.02) and r["cosine_spread"] < 0.02
+    # far above tau*: a size-dependent geometry, confirmed on held-out images
+    for m in (1.5, 2.0):
+        assert per[m]["identifiability"]["informative"]
+        assert per[m]["supports"] == "prediction"
+    assert sup["supports"] in ("prediction", "against", "undecided")
 
 
 @pytest.mark.slow
-def test_continuous_labels_prediction_vs_labels_geometry(monkeypatch, small_budget):
-    keep = ("euclid-euclid", "x-clr mismatched")
+def test_continuous_labels_off_the_sphere(monkeypatch):
+    keep = ("euclid-euclid-off-sphere", "y-aware-off-sphere")
     orig = C.continuous_conditions
-    monkeypatch.setattr(
-        C, "continuous_conditions", lambda tau: [c for c in orig(tau) if c[0] in keep]
-    )
-    monkeypatch.setattr(C, "OPTIMUM_SAMPLES", {True: (60, 30), False: (60, 30)})
+    monkeypatch.setattr(C, "continuous_conditions",
+                        lambda tau: [c for c in orig(tau) if c[0] in keep])
+    monkeypatch.setitem(C.OPTIMUM_SAMPLES, "quick", (80, 40))
     exp = E.continuous_labels(quick=True, device="cpu", progress=False)
     runs = _by(exp.report)
-    for r in runs["euclid-euclid"]:
-        assert r["verdict"] == "realizable" and r["converged"]
-        # the predicted scale sqrt(tau)/sigma, not the labels' own (unit) circle
-        assert r["prediction_vs_labels_r2"] < 0.9
-        assert r["procrustes_r2"] > 0.9 > r["label_procrustes_r2"]
-        assert r["probe_r2"] > 0.2 and r["knn_r2"] > 0.2  # held-out angles are predicted
-    for r in runs["x-clr mismatched"]:
-        # no target is realizable; the prediction is the best embedding in d dimensions
+    for r in runs["euclid-euclid-off-sphere"]:
+        # Euclidean latent: the bound is attained whatever the labels, z = (sqrt(tau)/sigma) y
+        assert r["verdict"] == "realizable" and r["label_geometry"] == "segment"
+        assert r["knn_r2"] > 0.5
+    for r in runs["y-aware-off-sphere"]:
+        # labels on no sphere: no cosine embedding attains y-Aware's bound (theorem 13)
         assert r["verdict"] == "inconsistent" and "dim=16" in r["prediction"]
-        assert r["n_train"] == 60 and r["optimum_excess_loss"] > 0
-        assert r["converged"] and r["procrustes_r2"] > 0.9 > 0.75 > r["label_procrustes_r2"]
+        assert r["n_train"] == 80 and r["optimum_excess_loss"] > 0
     per = {d["condition"]: d for d in exp.report["supports"]["per_objective"]}
-    assert per["euclid-euclid"]["supports"] == per["x-clr mismatched"]["supports"] == "prediction"
+    assert set(per) == set(keep)
+    for d in per.values():
+        assert "identifiability" in d and d["heldout"]["all_runs"]["n"] == 3
+    assert per["euclid-euclid-off-sphere"]["supports"] == "prediction"
 
 
 @pytest.mark.slow
-def test_batch_size_training_follows_the_expected_batch_prediction(small_budget):
+def test_batch_size_identifiability_matches_the_exact_expectation():
     exp = E.batch_size(quick=True, device="cpu", progress=False, batch_sizes=(16,))
     (per,) = exp.report["supports"]["per_batch_size"]
-    # at B = 16 the expected-batch prediction is far from the full-batch one ...
-    assert per["batch_size"] == 16 and per["predictions_rms"] > 0.03
+    assert per["batch_size"] == 16 and per["alternative"] == "full_batch"
+    sizes = exp.report["config"]["sizes"]
+    exact = supcon_prototypes(sizes, tau=0.5, batch_size=16, reduction="sum").identifiability
+    ident = per["identifiability"]
+    assert ident["delta"] == pytest.approx(exact.full_batch_gap, abs=4 * ident["delta_se"])
     for r in exp.report["runs"]:
-        assert r["converged"] and r["steps"] == E.steps_for_batch(E.QUICK, 16)
-        # ... and the learned prototypes are closer to it, in every seed
-        assert r["batch_rms_error"] < r["full_rms_error"]
-    assert per["supports"] == "expected-batch", per
+        assert r["steps"] == E.steps_for_batch(E.QUICK, 16)
+    assert per["supports"] in ("expected-batch", "full-batch", "undecided", "uninformative")
 
 
 def test_out_is_checked_before_training(tmp_path, capsys):
@@ -168,6 +218,10 @@ def test_out_is_checked_before_training(tmp_path, capsys):
         (["verify", "nonsense"], "invalid choice"),
         (["verify", "supcon-imbalance", "--seed", "-1"], "seed"),
         (["verify", "supcon-imbalance", "--data", "/nonexistent.npz"], "data: cannot read"),
+        (["verify", "soft-supcon-tau", "--taus", "1,2"], "at least three"),
+        (["verify", "soft-supcon-tau", "--taus", "0.5,x,2"], "multiples of tau*"),
+        (["verify", "supcon-imbalance", "--taus", "0.5,1,2"], "applies to soft-supcon-tau"),
+        (["verify", "supcon-imbalance", "--quick", "--mode", "full"], "contradict"),
     ],
 )
 def test_verify_bad_input(argv, match, capsys):
@@ -195,17 +249,20 @@ def test_verify_cuda_unavailable(capsys):
     assert err.startswith("error:") and "cuda" in err
 
 
-def test_cli_lists_every_experiment():
+def test_cli_lists_every_experiment_and_mode():
     from dgp.cli.verify import EXPERIMENTS
 
     assert EXPERIMENTS == tuple(E.EXPERIMENTS)
+    assert set(E.MODES) == {"quick", "mnist-cpu", "full"}
+    assert E.TAU_MULTIPLES == (0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
 
 
-def test_table_fits_80_columns():
-    from dgp.cli.verify import format_report
+def test_summary_table_fits_80_columns():
+    from dgp.cli.verify import _COLUMNS, format_report
 
-    row = {"condition": "imbalanced-noise", "n_seeds": 3, "n_converged": 3, "trained": True}
-    for name, cols in __import__("dgp.cli.verify", fromlist=["_COLUMNS"])._COLUMNS.items():
+    row = {"condition": "euclid-euclid-off-sphere", "n_seeds": 3, "n_converged": 3,
+           "trained": True}
+    for name, cols in _COLUMNS.items():
         summary = [{**row, **{c: [-0.123456, 0.123456] for c in cols}}]
         rep = {"experiment": name, "device": "cpu", "quick": True, "seeds": [0, 1, 2],
                "summary": summary, "supports": {"supports": "imbalance prediction"}}
@@ -213,26 +270,42 @@ def test_table_fits_80_columns():
 
 
 @pytest.mark.slow
-def test_all_json_and_the_results_page(monkeypatch, tmp_path):
-    # a budget too small to converge: the report must say so rather than score those runs
+def test_all_json_unconverged_runs_are_shown_and_the_results_page(monkeypatch, tmp_path):
+    # 5 steps: too few to tell whether a loss stopped decreasing, so no run converged; every
+    # run is still scored and shown, and the verdicts over converged runs have none
     tiny = dataclasses.replace(E.QUICK, seeds=2, steps=5, steps_continuous=5, mc_batches=4)
-    monkeypatch.setattr(B, "QUICK", tiny)
-    monkeypatch.setattr(C, "OPTIMUM_SAMPLES", {True: (24, 12), False: (24, 12)})
+    monkeypatch.setitem(E.MODES, "quick", tiny)
+    monkeypatch.setitem(C.OPTIMUM_SAMPLES, "quick", (24, 12))
     rc, out = _cli(["verify", "all", "--quick", "--device", "cpu", "--json", "--out",
-                    str(tmp_path)])
+                    str(tmp_path), "--taus", "0.5,1,1.5"])
     assert rc == 0
     rep = json.loads(out)
     names = [r["experiment"] for r in rep["experiments"]]
     assert set(names) | set(rep["skipped"]) == set(E.EXPERIMENTS)
-    assert rep["experiment"] == "all" and rep["device"] == "cpu"
+    assert rep["experiment"] == "all" and rep["device"] == "cpu" and rep["mode"] == "quick"
     assert all("experiment" in r and "seed" in r and "converged" in r for r in rep["runs"])
     assert set(rep["supports"]) == set(names)
     for r in rep["experiments"]:
-        for row in r["summary"]:  # nothing converged in 5 steps: no trained row is scored
+        for row in r["summary"]:
             if row["trained"]:
                 assert row["n_converged"] == 0
-                meta = ("condition", "n_seeds", "trained", "n_converged")
-                assert all(row[k] is None for k in row if k not in meta)
+                assert all(v is None for v in row["converged_only"].values())
+                assert any(isinstance(row[k], list) for k in row["converged_only"])
+    soft = next(r for r in rep["experiments"] if r["experiment"] == "soft-supcon-tau")
+    assert soft["config"]["tau_multiples"] == [0.5, 1.0, 1.5]
+    assert "tau_star_estimate" in soft["supports"]
+    cont = next(r for r in rep["experiments"] if r["experiment"] == "continuous-labels")
+    conds = {d["condition"] for d in cont["supports"]["per_objective"]}
+    assert {"y-aware-off-sphere", "euclid-euclid-off-sphere"} <= conds
+    for r in rep["experiments"]:  # every comparison carries its identifiability
+        sup = r["supports"]
+        for key in ("comparisons", "per_batch_size", "per_tau", "per_objective"):
+            for d in sup.get(key, []):
+                assert "identifiability" in d or d["supports"] == "boundary"
+    from dgp.cli.verify import format_report
+
+    for r in rep["experiments"]:
+        assert max(len(line) for line in format_report(r).splitlines()) <= 80
     import importlib.util
     import sys
 
@@ -243,7 +316,8 @@ def test_all_json_and_the_results_page(monkeypatch, tmp_path):
     sys.modules["write_results"] = mod
     spec.loader.exec_module(mod)
     (tmp_path / "all.json").write_text(out)
-    mod.main([str(tmp_path / "all.json"), "--out", str(tmp_path / "results.md")])
+    mod.main([str(tmp_path / "all.json"), "--mnist-cpu", str(tmp_path / "all.json"),
+              "--out", str(tmp_path / "results.md")])
     page = (tmp_path / "results.md").read_text()
-    assert "GPU numbers are pending" in page
+    assert "GPU numbers are pending" in page and "Real MNIST on CPU" in page
     assert "imbalanced: 2 of 2 runs did not converge." in page

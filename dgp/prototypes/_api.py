@@ -221,13 +221,19 @@ def _solve_block(prob: RowProblem, starts: list[np.ndarray], tol: float):
     return res
 
 
-def _excess_gap(prob: RowProblem, G_alt: np.ndarray, G: np.ndarray) -> float:
-    """``F(G_alt) - F(G)`` per anchor of ``prob``, from the excesses over the entropic bound
-    (no cancellation of the two losses); ``prob`` is left scaled at ``G``."""
+def _excess_gap(prob: RowProblem, G_alt: np.ndarray, G: np.ndarray) -> tuple[float, float]:
+    """``F(G_alt) - F(G)`` per anchor of ``prob`` and its natural log, from the excesses over
+    the entropic bound and their logs (no cancellation of the two losses, finite logs where the
+    gap underflows); ``prob`` is left scaled at ``G``."""
     prob.set_scale(G_alt)
-    alt = prob.loss(G_alt)[1]
+    _, alt, log_alt = prob.loss(G_alt)
     prob.set_scale(G)
-    return (alt - prob.loss(G)[1]) / prob.alpha_total
+    _, ex, log_ex = prob.loss(G)
+    per = math.log(prob.alpha_total)
+    if not log_alt > log_ex:  # the alternative is no worse (rounding at a tie)
+        return 0.0, -math.inf
+    log_gap = log_alt + math.log1p(-math.exp(log_ex - log_alt)) - per
+    return max(0.0, (alt - ex) / prob.alpha_total), log_gap
 
 
 def _full_identifiability(n: np.ndarray, tau: float, eps: float | None,
@@ -236,13 +242,13 @@ def _full_identifiability(n: np.ndarray, tau: float, eps: float | None,
     is the simplex), per anchor; ``None`` above :data:`PROJECT_MAX_K` classes."""
     N = float(n.sum())
     if G is None:
-        return Identifiability(0.0, None, None, None, N)
+        return Identifiability(0.0, None, None, None, N, -math.inf)
     K = n.size
     if K > PROJECT_MAX_K:
         return None
     prob = block_problem(n, block_weights(K, eps), tau=tau)
-    gap = _excess_gap(prob, equiangular_gram(K, -1.0 / (K - 1)), G)
-    return Identifiability(max(0.0, gap), None, None, None, N)
+    gap, log_gap = _excess_gap(prob, equiangular_gram(K, -1.0 / (K - 1)), G)
+    return Identifiability(gap, None, None, None, N, log_gap)
 
 
 def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float):
@@ -314,10 +320,8 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     G, cert = res.gram, res.certificate
     loss, excess, log_excess = prob.loss(G)
     lift = lift_certificate(prob, G, n, cert)
-    ident = Identifiability(
-        max(0.0, _excess_gap(prob, equiangular_gram(K, simplex), G)), None, None, None,
-        float(n.sum()),
-    )
+    gap, log_gap = _excess_gap(prob, equiangular_gram(K, simplex), G)
+    ident = Identifiability(gap, None, None, None, float(n.sum()), log_gap)
     return Prototypes(
         **common, method="numeric", loss=loss, entropic_bound=bound, excess_loss=excess,
         log_excess_loss=log_excess, kkt_residual=cert.kkt_residual, certificate=cert,
@@ -477,10 +481,9 @@ def _batch_identifiability(prob: RowProblem, comps: Any, ci: np.ndarray, simplex
         var = float(comps.prob @ (d - mean) ** 2) * comps.drawn / max(comps.drawn - 1, 1)
         return math.sqrt(var / comps.drawn) / prob.alpha_total
 
-    gap_s = _excess_gap(prob, simplex, G)
-    gap_f = _excess_gap(prob, G_full, G)
-    return Identifiability(max(0.0, gap_s), se(simplex), max(0.0, gap_f), se(G_full),
-                           prob.alpha_total)
+    gap_s, log_s = _excess_gap(prob, simplex, G)
+    gap_f, _ = _excess_gap(prob, G_full, G)
+    return Identifiability(gap_s, se(simplex), gap_f, se(G_full), prob.alpha_total, log_s)
 
 
 def supcon_prototypes(

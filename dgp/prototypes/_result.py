@@ -170,6 +170,9 @@ class Identifiability:
     full_batch_gap_se : float or None
     anchors : float
         What "per anchor" divides by (``N``, or the expected anchors of a batch).
+    log_simplex_gap : float
+        Natural log of ``simplex_gap`` (finite where the gap underflows at small ``tau``;
+        ``-inf`` where the prediction is the simplex).
     """
 
     simplex_gap: float
@@ -177,12 +180,17 @@ class Identifiability:
     full_batch_gap: float | None
     full_batch_gap_se: float | None
     anchors: float
+    log_simplex_gap: float = -math.inf
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "units": "nats per anchor"}
+        out = {**self.__dict__, "units": "nats per anchor"}
+        if not math.isfinite(self.log_simplex_gap):
+            out["log_simplex_gap"] = None
+        return out
 
     def summary(self) -> str:
-        text = f"simplex {self.simplex_gap:.2g} nats/anchor above"
+        gap = format_nats(self.simplex_gap, self.log_simplex_gap)
+        text = f"simplex {gap} nats/anchor above"
         if self.full_batch_gap is not None:
             text += f", full batch {self.full_batch_gap:.2g}"
         return text + "; testable where training resolves that"

@@ -48,6 +48,8 @@ PLATEAU_WINDOW = 0.1
 PLATEAU_RTOL = 0.01
 #: fewest steps in one window of :func:`plateau` (fewer: not converged, cannot tell)
 PLATEAU_MIN_STEPS = 5
+#: held-out distances at or below this (cosines) count as an exact fit (a tie of references)
+TIE_DISTANCE = 1e-9
 
 
 # ----------------------------------------------------------------------------------------------
@@ -370,7 +372,8 @@ def decide(runs: Sequence[dict[str, Any]], alternative: str, names: tuple[str, s
     ``heldout`` advantages, see :func:`dgp.torch.experiments.scoring.score_prototypes`),
     ``final_loss``, ``loss_excess`` and ``heldout_noise``. The verdict is the held-out one over
     all runs (:func:`compare`), unless the loss cannot tell the two geometries apart
-    (:func:`identifiability`): then it is ``uninformative`` whatever the geometry shows.
+    (:func:`identifiability`): then it is ``uninformative`` whatever the geometry shows; and
+    ``tie`` when both references fit every held-out Gram exactly (:func:`shrink_fit`).
     """
     comps = [r["comparisons"][alternative] for r in runs]
     ident = identifiability(
@@ -386,8 +389,20 @@ def decide(runs: Sequence[dict[str, Any]], alternative: str, names: tuple[str, s
     heldout["noise_ceiling"] = mean_sd([v["noise_rms"] for v in noise])
     heldout["reliability"] = mean_sd([v["reliability"] for v in noise])
     train = compare(runs, lambda r: r["comparisons"][alternative]["train"]["advantage"], names)
+    supports = heldout["supports"] if ident["informative"] else "uninformative"
+    tie = bool(comps) and all(
+        max(c["heldout"].get("dist_prediction", 1.0), c["heldout"].get("dist_alternative", 1.0))
+        <= TIE_DISTANCE for c in comps
+    )
+    if tie and supports != "uninformative":
+        supports = "tie"
+        heldout["why"] = (
+            "both references fit every held-out Gram exactly after a common pull of the cosines "
+            "towards 1 (two equiangular levels below the held-out one): held-out data cannot "
+            "tell them apart; see the training images and the level of the cosines"
+        )
     return {
-        "supports": heldout["supports"] if ident["informative"] else "uninformative",
+        "supports": supports,
         "alternative": alternative,
         "identifiability": ident,
         "heldout": heldout,

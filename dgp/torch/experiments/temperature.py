@@ -260,12 +260,12 @@ def _tau_star_estimate(runs: list[dict[str, Any]], seeds: list[int], tau_star: f
 
 
 def _overall(wins: list[str], estimate: dict[str, Any]) -> str:
-    """``prediction`` when every informative temperature supports it and the interval of the
-    estimate of tau* contains the predicted value; ``against`` when a temperature supports the
-    simplex or the interval excludes tau*; else ``undecided``."""
-    decided = [w for w in wins if w != "uninformative"]
-    if "simplex" in decided or not estimate["contains_prediction"]:
+    """``against`` when a temperature supports the simplex or the interval of the estimate of
+    tau* excludes the predicted value; ``prediction`` when at least one temperature supports
+    the prediction and none the simplex; else ``undecided`` (uninformative temperatures, and
+    ties where held-out data cannot tell two equiangular levels apart, decide nothing)."""
+    if "simplex" in wins or not estimate["contains_prediction"]:
         return "against"
-    if decided and all(w == "prediction" for w in decided):
+    if "prediction" in wins:
         return "prediction"
     return "undecided"
