@@ -98,17 +98,65 @@ def test_identifiability_is_the_loss_gap_against_what_training_resolves():
     common = {"final_losses": [3.00, 3.004, 2.997], "learned_excess": [1e-3, 2e-3, 1.5e-3]}
     big = s.identifiability([0.02] * 3, [1e-4] * 3, **common)
     small = s.identifiability([2e-5] * 3, [1e-6] * 3, **common)
-    assert big["informative"] and not small["informative"]
-    # what training resolves: the larger of the runs' spread and their median excess over P
-    assert small["resolution"] == pytest.approx(1.5e-3)
-    spread = s.identifiability([2e-5] * 3, [1e-6] * 3, [3.0] * 3, [1e-4, 1e-4, 8e-3])
-    assert spread["resolution"] == pytest.approx(np.std([1e-4, 1e-4, 8e-3], ddof=1))
-    # runs that stay far above the prediction's loss resolve nothing finer than that
-    far = s.identifiability([0.02] * 3, [1e-4] * 3, [3.0, 3.0, 3.0], [0.5, 0.6, 0.4])
-    assert far["resolution"] == pytest.approx(0.5) and not far["informative"]
+    assert big["informative"] and big["loss_prefers"] == "prediction"
+    assert not small["informative"] and small["loss_prefers"] is None
+    # what training resolves: the runs' spread in loss, measured against one reference
+    assert small["resolution"] == pytest.approx(np.std(common["learned_excess"], ddof=1))
+    # the runs' distance from the prediction in loss does not silence the comparison: runs that
+    # land on the alternative (their excess is the gap) leave it informative
+    landed = s.identifiability([0.0217] * 3, [1e-4] * 3, [3.0] * 3, [0.0217, 0.0216, 0.0218])
+    assert landed["informative"]
     # a gap within twice its standard error is not a gap
-    noisy = s.identifiability([0.02] * 3, [0.03] * 3, **common)
-    assert not noisy["informative"]
+    assert not s.identifiability([0.02] * 3, [0.03] * 3, **common)["informative"]
+    # two-sided: the alternative with the lower loss is a failure of the prediction
+    worse = s.identifiability([-0.02] * 3, [1e-4] * 3, **common)
+    assert worse["informative"] and worse["loss_prefers"] == "alternative"
+    # runs that beat the prediction's loss by many standard errors
+    beat = s.identifiability([0.1] * 3, [1e-4] * 3, [3.0] * 3, [-1.3e-3, -1.3e-3, -2e-4],
+                             [1e-5] * 3)
+    assert beat["runs_beat_prediction"]
+    assert not s.identifiability([0.1] * 3, [1e-4] * 3, [3.0] * 3, [-1e-6, 2e-6, 0.0],
+                                 [1e-5] * 3)["runs_beat_prediction"]
+
+
+def _run(adv, dp, da, noise=0.05, delta=0.02, excess=1e-3, converged=True):
+    heldout = {"advantage": adv, "dist_prediction": dp, "dist_alternative": da,
+               "distance": "d"}
+    return {"converged": converged, "final_loss": 3.0, "loss_excess": excess,
+            "loss_excess_se": 1e-5, "heldout_noise": {"noise_rms": noise, "reliability": 0.9},
+            "comparisons": {"A": {"delta": delta, "delta_se": 1e-4, "heldout": heldout,
+                                  "train": {"advantage": adv}}}}
+
+
+def test_decide_reaches_every_outcome():
+    s = _stats()
+    names = ("P", "A")
+    ex = [1e-3, 1.2e-3, 0.9e-3]
+    win = [_run(0.1 + 0.01 * k, 0.05, 0.15, excess=ex[k]) for k in range(3)]
+    assert s.decide(win, "A", names)["supports"] == "P"
+    lose = [_run(-0.1 - 0.01 * k, 0.15, 0.05, excess=ex[k]) for k in range(3)]
+    assert s.decide(lose, "A", names)["supports"] == "A"
+    far = [_run(0.1 + 0.01 * k, 0.5, 0.6, noise=0.05, excess=ex[k]) for k in range(3)]
+    assert s.decide(far, "A", names)["supports"] == "neither"
+    tie = [_run(0.0, 0.04, 0.04, excess=ex[k]) for k in range(3)]
+    assert s.decide(tie, "A", names)["supports"] == "tie"
+    flat = [_run(0.1 + 0.01 * k, 0.05, 0.15, delta=1e-6, excess=ex[k]) for k in range(3)]
+    assert s.decide(flat, "A", names)["supports"] == "uninformative"
+    worse = [_run(0.1 + 0.01 * k, 0.05, 0.15, delta=-0.02, excess=ex[k]) for k in range(3)]
+    assert s.decide(worse, "A", names)["supports"] == "against"
+
+
+def test_holm_keeps_only_what_survives_the_correction():
+    s = _stats()
+
+    def comp(p, won="P"):
+        return {"supports": won, "heldout": {"all_runs": {"supports": won, "p_value": p}}}
+
+    out = s.holm([comp(0.001), comp(0.03), comp(0.04), {"supports": "boundary"}])
+    assert [c["supports"] for c in out] == ["P", "undecided", "undecided", "boundary"]
+    assert out[0]["p_holm"] == pytest.approx(0.003) and out[0]["tests"] == 3
+    assert out[1]["p_holm"] == pytest.approx(0.06) and "Holm" in out[1]["why"]
+    assert out[2]["p_holm"] == pytest.approx(0.06)  # step-down: never below the one before
 
 
 # ----------------------------------------------------------------------------------------------
@@ -217,13 +265,16 @@ def test_change_point_finds_the_onset_and_its_interval():
     for knot in (0.9, 1.0, 1.25):
         ys = [0.02 + 0.3 * np.maximum(0, m - knot) + 0.005 * rng.standard_normal(m.size)
               for _ in range(4)]
-        cp = s.change_point([m] * 4, ys, boot=200, seed=0)
+        cp = s.change_point([m] * 4, ys)
         assert cp["value"] == pytest.approx(knot, abs=0.06)
         lo, hi = cp["interval"]
         assert lo <= cp["value"] <= hi
     flat = [0.02 + 0.005 * rng.standard_normal(m.size) for _ in range(4)]
-    cp = s.change_point([m] * 4, flat, boot=200, seed=0)
+    cp = s.change_point([m] * 4, flat)
     assert cp["interval"][1] - cp["interval"][0] > 0.3  # no onset: no precise location
+    # the estimator's own bias on a coarse grid, calibrated on a curve with a known onset
+    exact = 0.3 * np.sqrt(np.maximum(0, m - 1.0))
+    assert s.knot(m, exact) == pytest.approx(1.0, abs=0.1)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -97,8 +97,8 @@ def test_a_wrong_prediction_loses_and_convergence_ignores_the_prediction(imbalan
     exp, cache = imbalance
     real = IMB.supcon_prediction
 
-    def reversed_prediction(sizes, **kw):
-        p = real(np.asarray(sizes)[::-1].copy(), **kw)
+    def reversed_prediction(sizes, **kw):  # the geometry of the largest class on the smallest
+        p = real(sizes, **kw)
         return types.SimpleNamespace(gram=p.gram[::-1, ::-1].copy(), loss=p.loss,
                                      kkt_residual=p.kkt_residual, batch=p.batch,
                                      method=p.method)
@@ -111,7 +111,9 @@ def test_a_wrong_prediction_loses_and_convergence_ignores_the_prediction(imbalan
     assert before == after
     sup = wrong.report["supports"]
     assert sup["heldout"]["all_runs"]["supports"] == "simplex"
-    assert sup["supports"] in ("simplex", "uninformative")
+    # the loss says so too: the wrongly assigned geometry costs more than the simplex
+    assert sup["identifiability"]["loss_prefers"] == "alternative"
+    assert sup["supports"] == "against"
 
 
 @pytest.mark.slow
@@ -137,15 +139,19 @@ def test_uninformative_images_never_confirm_the_prediction(tmp_path):
 @pytest.mark.slow
 def test_soft_supcon_tau_star_located_from_the_data():
     exp = E.soft_supcon_tau(quick=True, device="cpu", progress=False,
-                            multiples=(0.5, 0.9, 1.0, 1.25, 1.5, 2.0))
+                            multiples=(0.5, 1.0, 1.5, 2.0))
     sup = exp.report["supports"]
     est = sup["tau_star_estimate"]
     tau_star = exp.report["config"]["tau_star"]
-    assert set(est) >= {"value", "interval", "predicted"}
+    assert set(est) >= {"value", "interval", "predicted", "predicted_by_estimator"}
     assert est["predicted"] == pytest.approx(tau_star)
     lo, hi = est["interval"]
-    assert 0.5 * tau_star <= lo <= est["value"] <= hi <= 2 * tau_star
-    assert est["contains_prediction"] == (lo <= tau_star <= hi)
+    assert lo <= hi and 0.5 * tau_star <= est["value"] <= 2 * tau_star
+    assert est["contains_tau_star"] == (lo <= tau_star <= hi)
+    # the estimator is calibrated on the predicted curve: it need not return tau* exactly
+    calibrated = est["predicted_by_estimator"]
+    assert est["contains_prediction"] == (lo <= calibrated <= hi)
+    assert tau_star <= calibrated <= 1.5 * tau_star
     per = {d["tau_over_tau_star"]: d for d in sup["per_tau"]}
     assert per[1.0]["supports"] == "boundary" and "identifiability" not in per[1.0]
     runs = _by(exp.report)

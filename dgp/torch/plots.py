@@ -82,16 +82,16 @@ def _batch_curve(fig: Any, report: dict[str, Any]) -> None:
     ax = fig.subplots()
     rows = report["summary"]
     B = [int(r["condition"].split("=")[1]) for r in rows]
-    for key, label in (("batch_rms_error", "expected-batch prediction"),
-                       ("full_rms_error", "full-batch prediction")):
+    for key, label in (("heldout_batch_rms_error", "expected-batch prediction"),
+                       ("heldout_full_rms_error", "full-batch prediction")):
         m = [np.nan if r[key] is None else r[key][0] for r in rows]
         s = [np.nan if r[key] is None else r[key][1] for r in rows]
         ax.errorbar(B, m, yerr=s, marker="o", capsize=3, label=label)
     ax.set_xscale("log", base=2)
     ax.set_xticks(B, [str(b) for b in B])
     ax.set_xlabel("batch size B")
-    ax.set_ylabel("RMS distance of learned prototype Gram")
-    ax.set_title("which prediction training follows (mean ± sd, converged seeds)", fontsize=10)
+    ax.set_ylabel("RMS distance of held-out prototype Gram")
+    ax.set_title("which prediction training follows (mean ± sd, all seeds)", fontsize=10)
     ax.legend()
 
 

@@ -47,10 +47,11 @@ class RunArtifacts:
 class Experiment:
     """The JSON report of an experiment and the arrays of its figures.
 
-    ``report`` holds ``experiment``, ``device``, ``quick``, ``seeds``, ``config``, ``runs``
-    (one record per seed and condition), ``summary`` (mean and standard deviation over the
-    converged seeds of each condition) and ``supports`` (which prediction the runs support, and
-    by which criterion).
+    ``report`` holds ``experiment``, ``device``, ``quick``, ``mode``, ``seeds``, ``config``,
+    ``runs`` (one record per seed and condition), ``summary`` (mean and standard deviation over
+    all seeds of each condition, and over its converged seeds in ``converged_only``) and
+    ``supports`` (which prediction the runs support, by which criterion, with the
+    identifiability of every comparison).
     """
 
     report: dict[str, Any]

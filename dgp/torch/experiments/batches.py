@@ -31,7 +31,7 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
     score_prototypes,
     supcon_prediction,
 )
-from dgp.torch.experiments.statistics import decide  # noqa: E402
+from dgp.torch.experiments.statistics import decide, holm  # noqa: E402
 from dgp.torch.losses import (  # noqa: E402
     SupConLoss,
 )
@@ -151,7 +151,8 @@ def batch_size(
                       **v})
     if bar is not None:
         bar.close()
-    decided = {d["supports"] for d in per_b} - {"undecided", "uninformative"}
+    per_b = holm(per_b)
+    decided = {d["supports"] for d in per_b} - {"undecided", "uninformative", "neither"}
     return build_experiment(
         "batch-size", dev=dev, budget=budget, seeds=seeds, runs=runs, keys=_BATCH_KEYS,
         arts=arts,
@@ -167,10 +168,11 @@ def batch_size(
         supports={
             "criterion": (
                 "per batch size: distance of the held-out prototype Gram to the full-batch "
-                "prediction minus that to the expected-batch prediction (pattern of cosines), "
-                "minus its mean over label permutations, over all seeds (Student t, 95%); "
-                "'uninformative' where the full-batch prediction's expected batch loss excess "
-                "over the expected-batch one is below what training resolves"
+                "prediction minus that to the expected-batch prediction, each up to a common "
+                "pull of the cosines towards 1, minus its mean over label permutations, over "
+                "all seeds (Student t, 95%, Holm over the batch sizes); 'uninformative' where "
+                "the two predictions' expected batch losses differ by less than what training "
+                "resolves"
             ),
             "per_batch_size": per_b,
             "supports": decided.pop() if len(decided) == 1 else (

@@ -38,7 +38,7 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
     procrustes_null,
     unit_rows,
 )
-from dgp.torch.experiments.statistics import decide, plateau  # noqa: E402
+from dgp.torch.experiments.statistics import decide, holm, plateau  # noqa: E402
 from dgp.torch.losses import (  # noqa: E402
     EuclidEuclidLoss,
     WInfoNCELoss,
@@ -435,15 +435,19 @@ def _continuous_verdict(runs: list[dict[str, Any]]) -> dict[str, Any]:
             v = {**v, "supports": "coincide", "why": "prediction = labels' geometry"}
         per.append({"condition": cond, "verdict": group[0]["verdict"],
                     "label_geometry": group[0]["label_geometry"], **v})
-    wins = {d["supports"] for d in per} - {"coincide", "uninformative"}
+    per = holm(per)
+    wins = {d["supports"] for d in per} - {"coincide", "uninformative", "undecided"}
+    overall = ("against" if "against" in wins or "labels' geometry" in wins
+               else "prediction" if wins == {"prediction"} else "mixed" if wins else "undecided")
     return {
         "criterion": (
             "per objective: held-out Procrustes r^2 against the prediction minus that against "
             "the labels' own geometry, minus its mean over label permutations, over all seeds "
-            "(Student t, 95%); 'coincide' where the two references are the same, "
-            "'uninformative' where the labels' geometry's expected batch loss excess over the "
-            "prediction is below what training resolves"
+            "(Student t, 95%, Holm over the objectives); 'coincide' where the two references "
+            "are the same, 'uninformative' where their expected batch losses differ by less "
+            "than what training resolves, 'against' where the loss prefers the labels' "
+            "geometry or the runs beat the prediction's loss"
         ),
         "per_objective": per,
-        "supports": wins.pop() if len(wins) == 1 else ("mixed" if wins else "undecided"),
+        "supports": overall,
     }

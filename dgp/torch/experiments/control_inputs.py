@@ -76,7 +76,8 @@ def controls(
     over to held-out noise). The runs support "images" when the trained image runs beat every
     control on held-out data, paired over all seeds (Student t, 95%): for SupCon the held-out
     advantage of the prediction over the simplex beyond a label-permutation null, for
-    Euclidean–Euclidean the held-out k-NN :math:`R^2` of the label.
+    Euclidean–Euclidean the held-out k-NN :math:`R^2` of the label. ``against`` when a control
+    beats the images on that score, ``undecided`` when some comparison is undecided.
 
     Raises
     ------
@@ -185,5 +186,10 @@ def _controls_verdict(runs: list[dict[str, Any]], settings: list[str]) -> dict[s
             per[inputs] = v
             verdicts.append(v["supports"])
         out[setting] = per
-    out["supports"] = "images" if verdicts and all(v == "images" for v in verdicts) else "mixed"
+    if verdicts and all(v == "images" for v in verdicts):
+        out["supports"] = "images"
+    elif any(v not in ("images", "undecided") for v in verdicts):
+        out["supports"] = "against"  # a control matched or beat the trained images
+    else:
+        out["supports"] = "undecided"
     return out

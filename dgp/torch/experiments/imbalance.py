@@ -35,7 +35,7 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
     score_prototypes,
     supcon_prediction,
 )
-from dgp.torch.experiments.statistics import decide  # noqa: E402
+from dgp.torch.experiments.statistics import decide, holm  # noqa: E402
 from dgp.torch.losses import (  # noqa: E402
     SupConLoss,
 )
@@ -236,20 +236,23 @@ def _supcon_imbalance_verdict(
     by: dict[str, list[dict]] = {}
     for r in runs:
         by.setdefault(r["condition"], []).append(r)
-    main = decide(by["imbalanced"], "simplex", _NAMES)
-    comparisons = [
+    comparisons = holm([
         {"condition": c, "tau": group[0]["tau"], **decide(group, "simplex", _NAMES)}
         for c, group in by.items() if c.startswith("imbalanced") and not c.endswith("noise")
-    ]
+    ])
+    main = next(c for c in comparisons if c["condition"] == "imbalanced")
     control = decide(by["imbalanced-noise"], "simplex", _NAMES)
     mm = [r["heldout_minority_minus_majority"] for r in by["imbalanced"]]
     return {
         "criterion": (
             "per imbalanced condition: distance of the held-out prototype Gram to the simplex "
-            "minus that to the prediction (pattern of cosines, centred RMS), minus its mean "
-            "over label permutations, over all seeds (Student t, 95%); 'uninformative' where "
-            "the simplex's expected batch loss excess over the prediction is below what "
-            "training resolves"
+            "minus that to the prediction, each up to a common pull of the cosines towards 1, "
+            "minus its mean over label permutations, over all seeds (Student t, 95%, Holm "
+            "over the conditions); 'neither' where the prediction stays further from the "
+            "held-out Gram than 3 times its noise ceiling; 'uninformative' where the "
+            "simplex's expected batch loss differs from the prediction's by less than what "
+            "training resolves; 'against' where the loss prefers the simplex or the runs beat "
+            "the prediction's loss"
         ),
         "prediction_vs_simplex_rms": gram_rms(G_imb, S),
         "identifiability": main["identifiability"],

@@ -23,7 +23,6 @@ from dgp.torch.experiments.statistics import (  # noqa: E402
     null_corrected,
     plateau,
     prototypes_of,
-    shrink_distance,
     split_half,
 )
 from dgp.torch.losses import (  # noqa: E402
@@ -275,9 +274,10 @@ def score_prototypes(
     training loss); the prediction is not consulted. For every alternative the record holds,
     under ``comparisons[name]``: ``delta`` (the alternative's expected batch loss excess over
     the prediction, per anchor, on this run's labels and the trainer's batch size) with
-    ``delta_se``; ``train`` (the two distances of the training prototype Gram and their
-    difference); ``heldout`` (the same for the held-out Gram, corrected by a label-permutation
-    null: :func:`~dgp.torch.experiments.statistics.null_corrected`). ``heldout_noise`` is the
+    ``delta_se``; ``train`` (the two off-diagonal RMS distances of the training prototype Gram
+    and their difference); ``heldout`` (the same for the held-out Gram up to a common pull of
+    its cosines towards 1, corrected by a label-permutation null:
+    :func:`~dgp.torch.experiments.statistics.null_corrected`). ``heldout_noise`` is the
     noise ceiling of the held-out Gram.
     """
     U = gram_embedding(G_pred)
@@ -296,9 +296,8 @@ def score_prototypes(
     comparisons = {}
     for k, name in enumerate(alt_names):
         A = alternatives[name]
-        dist = shrink_distance
         delta, delta_se = per_anchor_difference(L[2 + k], L[1], anchors)
-        dp, da = dist(G, G_pred), dist(G, A)
+        dp, da = gram_rms(G, G_pred), gram_rms(G, A)  # training images: nothing pulls them
         comparisons[name] = {
             "delta": delta,
             "delta_se": delta_se,

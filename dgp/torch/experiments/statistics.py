@@ -26,6 +26,7 @@ __all__ = [
     "compare",
     "critical_t",
     "decide",
+    "holm",
     "identifiability",
     "mean_sd",
     "null_corrected",
@@ -48,7 +49,7 @@ PLATEAU_WINDOW = 0.1
 PLATEAU_RTOL = 0.01
 #: fewest steps in one window of :func:`plateau` (fewer: not converged, cannot tell)
 PLATEAU_MIN_STEPS = 5
-#: held-out distances at or below this (cosines) count as an exact fit (a tie of references)
+#: two held-out distances within this relative difference are a tie of the references
 TIE_DISTANCE = 1e-9
 
 
@@ -133,20 +134,53 @@ def paired_difference(a: Sequence[float], b: Sequence[float]) -> tuple[float, fl
 def one_sample_verdict(diffs: Sequence[float], names: tuple[str, str]) -> dict[str, Any]:
     """Sign of the mean of per-seed differences (positive favours ``names[0]``), decided when
     it exceeds Student's two-sided critical value (:data:`CONFIDENCE`) times its standard
-    error; else ``undecided``."""
+    error; else ``undecided``. ``p_value`` is the two-sided t-test's (for :func:`holm`)."""
+    from scipy.stats import t as student
+
     d = np.asarray(diffs, dtype=float)
     n = d.size
     if n < 2:
-        return {"supports": "undecided", "why": f"{n} run(s); 2 are needed", "n": n}
+        return {"supports": "undecided", "why": f"{n} run(s); 2 are needed", "n": n,
+                "p_value": 1.0}
     mean, se = float(d.mean()), float(d.std(ddof=1) / math.sqrt(n))
     t = critical_t(n)
+    p = float(2 * student.sf(abs(mean) / se, df=n - 1)) if se > 0 else (
+        1.0 if mean == 0 else 0.0
+    )
     if mean > t * se:
         winner = names[0]
     elif mean < -t * se:
         winner = names[1]
     else:
         winner = "undecided"
-    return {"supports": winner, "difference": [mean, se], "critical_t": t, "n": n}
+    return {"supports": winner, "difference": [mean, se], "critical_t": t, "n": n,
+            "p_value": p}
+
+
+def holm(comparisons: Sequence[dict[str, Any]], *, level: float = 1 - CONFIDENCE
+         ) -> list[dict[str, Any]]:
+    """Holm's step-down correction over the comparisons of one experiment: a held-out verdict
+    for either reference stands only where its Holm-adjusted p-value is below ``level``; else
+    it becomes ``undecided``. Returns new dicts with ``p_holm`` and ``tests`` (how many were
+    corrected together); comparisons without a held-out test are passed through."""
+    idx = [k for k, c in enumerate(comparisons) if "heldout" in c]
+    ps = [comparisons[k]["heldout"]["all_runs"].get("p_value", 1.0) for k in idx]
+    m = len(ps)
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, j in enumerate(sorted(range(m), key=lambda j: ps[j])):
+        running = max(running, min(1.0, (m - rank) * ps[j]))
+        adjusted[j] = running
+    out = [dict(c) for c in comparisons]
+    for j, k in enumerate(idx):
+        c = out[k]
+        c["p_holm"], c["tests"] = adjusted[j], m
+        won = c["heldout"]["all_runs"]["supports"]
+        if c["supports"] == won and won not in ("undecided",) and adjusted[j] >= level:
+            c["supports"] = "undecided"
+            c["why"] = (f"held-out p = {ps[j]:.2g}, Holm-adjusted over {m} comparisons "
+                        f"{adjusted[j]:.2g} >= {level:g}")
+    return out
 
 
 def paired_verdict(
@@ -191,26 +225,30 @@ def compare(runs: Sequence[dict[str, Any]], advantage: Callable[[dict[str, Any]]
 
 
 def identifiability(delta: Sequence[float], delta_se: Sequence[float],
-                    final_losses: Sequence[float], learned_excess: Sequence[float]
-                    ) -> dict[str, Any]:
-    r"""Whether a comparison is informative.
+                    final_losses: Sequence[float], learned_excess: Sequence[float],
+                    learned_excess_se: Sequence[float] | None = None) -> dict[str, Any]:
+    r"""Whether a comparison is informative, and which way the loss leans.
 
     ``delta`` (per run) is :math:`\Delta = \mathbb E_b[L_b(A)] - \mathbb E_b[L_b(P)]` per anchor,
     the alternative's loss excess over the prediction on the trainer's random batches, with its
     sampling standard error ``delta_se``. ``learned_excess`` (per run) is the run's own
-    :math:`\mathbb E_b[L_b(Z)] - \mathbb E_b[L_b(P)]` on the same batches. What training
-    resolves is the larger of the run-to-run spread of the final loss (the standard deviation of
-    ``learned_excess``: measured against the same reference on the same batches, so that the
-    sampling noise of the batches cancels) and how far the runs stay above the prediction's loss
-    (its median): runs that end further above the prediction than the alternative lies cannot
-    have been told the two apart by the loss. The comparison is ``informative`` when
-    :math:`\Delta` exceeds both that resolution and twice its standard error; else no geometry
-    verdict is evidence for either. ``final_losses`` (each run's expected batch loss per anchor)
-    are reported; their spread includes the batches' sampling noise.
+    :math:`\mathbb E_b[L_b(Z)] - \mathbb E_b[L_b(P)]` on the same batches (standard errors
+    ``learned_excess_se``). What training resolves is the run-to-run spread of the final loss
+    (the standard deviation of ``learned_excess``: measured against one reference on the same
+    batches, so that the batches' sampling noise cancels), or twice the standard error of
+    :math:`\Delta` when larger. The comparison is ``informative`` when
+    :math:`|\Delta|` exceeds that resolution; ``loss_prefers`` says which geometry has the lower
+    expected batch loss (``alternative``: the prediction is not the lower-loss geometry of the
+    two, a failure of the prediction). ``runs_beat_prediction`` is True when the runs' median
+    expected batch loss is below the prediction's by more than three standard errors (the
+    prediction is not the optimum of what training minimises). ``final_losses`` (each run's
+    expected batch loss per anchor) are reported; their spread includes the batches' noise.
 
-    >>> identifiability([0.02, 0.021], [1e-4, 1e-4], [1.00, 1.003], [1e-3, 2e-3])["informative"]
+    >>> identifiability([0.02] * 3, [1e-4] * 3, [1.0, 1.003, 1.0], [1e-3, 2e-3, 1.5e-3]
+    ...                 )["informative"]
     True
-    >>> identifiability([2e-5, 3e-5], [1e-6, 1e-6], [1.00, 1.003], [1e-3, 2e-3])["informative"]
+    >>> identifiability([2e-5] * 3, [1e-6] * 3, [1.0, 1.003, 1.0], [1e-3, 2e-3, 1.5e-3]
+    ...                 )["informative"]
     False
     """
     d = np.asarray(delta, dtype=float)
@@ -218,10 +256,14 @@ def identifiability(delta: Sequence[float], delta_se: Sequence[float],
     final = np.asarray(final_losses, dtype=float)
     ex = np.asarray(learned_excess, dtype=float)
     spread = float(ex.std(ddof=1)) if ex.size > 1 else float("nan")
-    excess = float(max(0.0, np.median(ex))) if ex.size else float("nan")
-    resolution = float(np.nanmax([spread, excess])) if ex.size else float("nan")
+    resolution = float(np.nanmax([spread, 2.0 * se])) if ex.size else float("nan")
     mean = float(d.mean()) if d.size else float("nan")
-    informative = bool(math.isfinite(resolution) and mean > max(resolution, 2.0 * se))
+    informative = bool(math.isfinite(resolution) and abs(mean) > resolution)
+    prefers = None if not informative else ("prediction" if mean > 0 else "alternative")
+    ex_se = (float(np.median(learned_excess_se)) if learned_excess_se is not None
+             and len(learned_excess_se) else float("nan"))
+    median = float(np.median(ex)) if ex.size else float("nan")
+    beaten = bool(math.isfinite(ex_se) and median < -3.0 * max(ex_se, 1e-300))
     return {
         "delta": mean,
         "delta_se": se,
@@ -229,9 +271,12 @@ def identifiability(delta: Sequence[float], delta_se: Sequence[float],
         "final_loss_sd_with_batch_noise": (
             float(final.std(ddof=1)) if final.size > 1 else float("nan")
         ),
-        "learned_excess": excess,
+        "learned_excess": median,
+        "learned_excess_se": ex_se,
         "resolution": resolution,
         "informative": informative,
+        "loss_prefers": prefers,
+        "runs_beat_prediction": beaten,
         "units": "nats per anchor",
     }
 
@@ -364,21 +409,36 @@ def split_half(Zn: np.ndarray, y: np.ndarray, K: int, *, splits: int, seed: int
     }
 
 
+#: a held-out verdict for the prediction needs its mean distance to the held-out Gram within
+#: this many times the Gram's noise ceiling (else: closer, but far from both: ``neither``)
+ABSOLUTE_FIT = 3.0
+
+
 def decide(runs: Sequence[dict[str, Any]], alternative: str, names: tuple[str, str]
            ) -> dict[str, Any]:
     """One comparison of the prediction with ``alternative`` over a condition's runs.
 
     Each run carries ``comparisons[alternative]`` (``delta``, ``delta_se``, ``train`` and
     ``heldout`` advantages, see :func:`dgp.torch.experiments.scoring.score_prototypes`),
-    ``final_loss``, ``loss_excess`` and ``heldout_noise``. The verdict is the held-out one over
-    all runs (:func:`compare`), unless the loss cannot tell the two geometries apart
-    (:func:`identifiability`): then it is ``uninformative`` whatever the geometry shows; and
-    ``tie`` when both references fit every held-out Gram exactly (:func:`shrink_fit`).
+    ``final_loss``, ``loss_excess`` (with ``loss_excess_se``) and ``heldout_noise``. In order:
+
+    * ``against`` when the runs reach a lower expected batch loss than the prediction, or the
+      alternative has the lower loss of the two (:func:`identifiability`): the prediction is
+      not the optimum of what training minimises;
+    * ``uninformative`` when the loss cannot tell the two geometries apart;
+    * ``tie`` when the two references are at the same held-out distance in every run (two
+      equiangular levels below the held-out one, up to a common pull: :func:`shrink_fit`);
+    * else the held-out verdict over all runs (:func:`compare`), with ``neither`` where the
+      prediction wins but stays further from the held-out Gram than :data:`ABSOLUTE_FIT` times
+      its noise ceiling.
+
+    Run :func:`holm` over the comparisons of an experiment afterwards.
     """
     comps = [r["comparisons"][alternative] for r in runs]
     ident = identifiability(
         [c["delta"] for c in comps], [c["delta_se"] for c in comps],
         [r["final_loss"] for r in runs], [r["loss_excess"] for r in runs],
+        [r.get("loss_excess_se", float("nan")) for r in runs],
     )
     heldout = compare(runs, lambda r: r["comparisons"][alternative]["heldout"]["advantage"], names)
     heldout["distance"] = comps[0]["heldout"]["distance"] if comps else None
@@ -388,26 +448,46 @@ def decide(runs: Sequence[dict[str, Any]], alternative: str, names: tuple[str, s
     noise = [r["heldout_noise"] for r in runs if r.get("heldout_noise")]
     heldout["noise_ceiling"] = mean_sd([v["noise_rms"] for v in noise])
     heldout["reliability"] = mean_sd([v["reliability"] for v in noise])
+    dp = [c["heldout"]["dist_prediction"] for c in comps if "dist_prediction" in c["heldout"]]
+    da = [c["heldout"]["dist_alternative"] for c in comps if "dist_alternative" in c["heldout"]]
+    heldout["dist_prediction"] = mean_sd(dp)
     train = compare(runs, lambda r: r["comparisons"][alternative]["train"]["advantage"], names)
-    supports = heldout["supports"] if ident["informative"] else "uninformative"
-    tie = bool(comps) and all(
-        max(c["heldout"].get("dist_prediction", 1.0), c["heldout"].get("dist_alternative", 1.0))
-        <= TIE_DISTANCE for c in comps
-    )
-    if tie and supports != "uninformative":
+    why = None
+    if ident["runs_beat_prediction"]:
+        supports = "against"
+        why = ("the runs reach a lower expected batch loss than the prediction: it is not the "
+               "optimum of what training minimises")
+    elif ident["loss_prefers"] == "alternative":
+        supports = "against"
+        why = "the alternative has the lower expected batch loss of the two"
+    elif not ident["informative"]:
+        supports = "uninformative"
+    elif dp and len(dp) == len(da) and all(
+        abs(a - b) <= TIE_DISTANCE * max(a, b, 1e-300) for a, b in zip(dp, da, strict=True)
+    ):
         supports = "tie"
-        heldout["why"] = (
-            "both references fit every held-out Gram exactly after a common pull of the cosines "
-            "towards 1 (two equiangular levels below the held-out one): held-out data cannot "
-            "tell them apart; see the training images and the level of the cosines"
-        )
-    return {
+        why = ("both references are at the same distance from every held-out Gram after a "
+               "common pull of the cosines towards 1 (two equiangular levels below the "
+               "held-out one): held-out data cannot tell them apart")
+    else:
+        supports = heldout["supports"]
+        nc = heldout["noise_ceiling"]
+        if supports == names[0] and nc and dp and float(np.mean(dp)) > ABSOLUTE_FIT * nc[0]:
+            supports = "neither"
+            why = (f"closer to the prediction than to the alternative, but at "
+                   f"{float(np.mean(dp)):.3g} from the held-out Gram, more than "
+                   f"{ABSOLUTE_FIT:g} times its noise ceiling {nc[0]:.2g}")
+    out = {
         "supports": supports,
         "alternative": alternative,
+        "names": list(names),
         "identifiability": ident,
         "heldout": heldout,
         "train": train,
     }
+    if why:
+        out["why"] = why
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -438,14 +518,22 @@ def _hinge_fit(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> float:
     return float(grid[int(np.argmin(best))])
 
 
+def knot(x: Sequence[float], y: Sequence[float], *, grid_points: int = 401) -> float:
+    """The onset of a rise in one curve (:func:`_hinge_fit` over ``grid_points`` knots spanning
+    ``x``)."""
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    return _hinge_fit(xa, ya, np.linspace(xa.min(), xa.max(), grid_points))
+
+
 def change_point(x_by_seed: Sequence[Sequence[float]], y_by_seed: Sequence[Sequence[float]], *,
-                 boot: int, seed: int, grid_points: int = 401) -> dict[str, Any]:
-    """Onset of a rise: the knot of a hinge fit (:func:`_hinge_fit`) to every seed's curve, and a
-    95% percentile bootstrap interval over seeds (seeds resampled with replacement, seeded).
+                 grid_points: int = 401) -> dict[str, Any]:
+    """Onset of a rise: the knot of a hinge fit (:func:`_hinge_fit`) to every seed's curve
+    pooled (``value``), the knot of each seed's own curve (``per_seed``) and a Student-t
+    interval (:data:`CONFIDENCE`) over the per-seed knots.
 
     >>> x = [[0.5, 0.75, 1, 1.25, 1.5, 2]] * 3
     >>> y = [[0, 0, 0, 0.1, 0.2, 0.4], [0, 0.01, 0, 0.1, 0.21, 0.4], [0.01, 0, 0, 0.09, 0.2, 0.41]]
-    >>> round(change_point(x, y, boot=50, seed=0)["value"], 1)
+    >>> round(change_point(x, y)["value"], 1)
     1.0
     """
     X = [np.asarray(v, dtype=float) for v in x_by_seed]
@@ -453,15 +541,15 @@ def change_point(x_by_seed: Sequence[Sequence[float]], y_by_seed: Sequence[Seque
     allx = np.concatenate(X)
     grid = np.linspace(allx.min(), allx.max(), grid_points)
     value = _hinge_fit(allx, np.concatenate(Y), grid)
-    rng = np.random.default_rng(seed)
-    n = len(X)
-    draws = []
-    for _ in range(boot):
-        pick = rng.integers(0, n, n)
-        draws.append(_hinge_fit(np.concatenate([X[i] for i in pick]),
-                                np.concatenate([Y[i] for i in pick]), grid))
-    lo, hi = (np.percentile(draws, [2.5, 97.5]) if draws else (value, value))
-    return {"value": value, "interval": [float(lo), float(hi)], "bootstrap": boot}
+    seeds = np.array([_hinge_fit(a, b, grid) for a, b in zip(X, Y, strict=True)])
+    if seeds.size > 1:
+        half = critical_t(seeds.size) * float(seeds.std(ddof=1)) / math.sqrt(seeds.size)
+        mid = float(seeds.mean())
+        lo, hi = mid - half, mid + half
+    else:
+        lo = hi = value
+    return {"value": value, "interval": [float(lo), float(hi)],
+            "per_seed": [float(s) for s in seeds]}
 
 
 # ----------------------------------------------------------------------------------------------

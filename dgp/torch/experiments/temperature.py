@@ -33,7 +33,14 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
     score_prototypes,
     supcon_prediction,
 )
-from dgp.torch.experiments.statistics import change_point, decide, mean_sd  # noqa: E402
+from dgp.torch.experiments.statistics import (  # noqa: E402
+    change_point,
+    decide,
+    holm,
+    knot,
+    mean_sd,
+    one_sample_verdict,
+)
 from dgp.torch.losses import (  # noqa: E402
     SoftSupConLoss,
 )
@@ -60,8 +67,6 @@ _SOFT_KEYS = (
 
 #: multiples of tau* trained by default (``dgp verify soft-supcon-tau --taus``)
 TAU_MULTIPLES = (0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
-#: bootstrap resamples of the seeds for the interval of the tau* estimate
-BOOTSTRAP = 1000
 
 
 def _corrected_spread(spread: float, noise: float) -> float:
@@ -94,16 +99,23 @@ def soft_supcon_tau(
 
     **Where is** :math:`\tau^*`? The spread of the held-out prototype cosines (their standard
     deviation, with the sampling noise of the split-half noise ceiling taken out) is zero below
-    :math:`\tau^*` and grows above it. A hinge ``a + b max(0, m - m0)`` fit to every seed's
-    curve over the multiples ``m`` locates the onset ``m0``; resampling the seeds
-    (:data:`BOOTSTRAP` times) gives its 95% interval (``tau_star_estimate``). The predicted
-    :math:`\tau^*` is not used by the fit. Below :math:`\tau^*` the learned mean cosine is
-    compared with :math:`1 + \tau\log\varepsilon`.
+    :math:`\tau^*` and grows above it. A hinge ``a + b max(0, m - m0)^p`` (``p`` from a
+    square-root to a linear rise) fit over the multiples ``m`` locates the onset ``m0``, pooled
+    over seeds, with a Student-t interval over the seeds' own onsets (``tau_star_estimate``).
+    The estimator is biased on a coarse grid (a smooth rise starts between grid points), so it
+    is calibrated: the same fit on the predicted spread curve, on the same grid, gives
+    ``predicted_by_estimator``, and the data agree with the prediction when their interval
+    contains it. The predicted :math:`\tau^*` is used by neither fit.
 
     **Per temperature**, the prediction is compared with the closest geometry of the other
-    regime: the simplex (the end of the equiangular branch, and the start of the size-dependent
-    one). At :math:`\tau^*` the two regimes meet and there is no alternative to compare with:
-    that temperature is a ``boundary``, tested by the estimate of :math:`\tau^*`.
+    regime, the simplex (the end of the equiangular branch, and the start of the size-dependent
+    one), on held-out images (:func:`~dgp.torch.experiments.statistics.decide`, Holm-corrected
+    over the temperatures). Below :math:`\tau^*` both are equiangular and held-out cosines are
+    pulled up by a common amount, so held-out data tie them; the level is then compared on the
+    training images (``train_level``: the learned mean cosine against
+    :math:`1 + \tau\log\varepsilon` and against the simplex's :math:`-1/(K-1)`). At
+    :math:`\tau^*` the two regimes meet: that temperature is a ``boundary``, tested by the
+    estimate of :math:`\tau^*`.
 
     Raises
     ------
@@ -197,6 +209,12 @@ def soft_supcon_tau(
                 "train": mean_sd([r["mean_cosine"] - rho for r in group]),
                 "heldout": mean_sd([r["heldout_mean_cosine"] - rho for r in group]),
             }
+        if mult < 1.0 and not boundary:  # both equiangular: the level, on training images
+            simplex_level = -1.0 / (K - 1)
+            row["train_level"] = one_sample_verdict(
+                [abs(r["mean_cosine"] - simplex_level) - abs(r["mean_cosine"] - rho)
+                 for r in group], ("prediction", "simplex"),
+            )
         if boundary:
             row.update(supports="boundary", why=(
                 "at tau* both regimes give the simplex: no alternative to compare with; tested "
@@ -207,7 +225,10 @@ def soft_supcon_tau(
         per_tau.append(row)
     if bar is not None:
         bar.close()
-    estimate = _tau_star_estimate(runs, seeds, tau_star, "heldout_corrected_spread")
+    per_tau = holm(per_tau)
+    predicted_curve = [d["predicted_cosine_spread"] for d in per_tau]
+    estimate = _tau_star_estimate(runs, seeds, tau_star, "heldout_corrected_spread",
+                                  mults, predicted_curve)
     wins = [d["supports"] for d in per_tau if d["supports"] != "boundary"]
     return build_experiment(
         "soft-supcon-tau", dev=dev, budget=budget, seeds=seeds, runs=runs, keys=_SOFT_KEYS,
@@ -225,15 +246,18 @@ def soft_supcon_tau(
         supports={
             "criterion": (
                 "tau* located by a hinge fit of the held-out cosine spread (noise taken out) "
-                "over the multiples of tau*, 95% bootstrap interval over seeds; per "
-                "temperature: distance of the held-out prototype Gram to the simplex minus that "
-                "to the prediction (pattern of cosines above tau*, their level below), minus "
-                "its mean over label permutations, over all seeds (Student t, 95%); "
-                "'uninformative' where the loss cannot tell the two apart"
+                "over the multiples of tau*, Student-t interval over the seeds' onsets, "
+                "against the same fit on the predicted curve; per temperature: distance of the "
+                "held-out prototype Gram to the simplex minus that to the prediction, each up "
+                "to a common pull of the cosines towards 1, minus its mean over label "
+                "permutations, over all seeds (Student t, 95%, Holm over the temperatures); "
+                "'uninformative' where the loss cannot tell the two apart, 'tie' where held-out "
+                "data cannot (two equiangular levels: see train_level)"
             ),
             "tau_star_estimate": estimate,
             "tau_star_estimate_train": _tau_star_estimate(runs, seeds, tau_star,
-                                                          "cosine_spread"),
+                                                          "cosine_spread", mults,
+                                                          predicted_curve),
             "per_tau": per_tau,
             "supports": _overall(wins, estimate),
         },
@@ -241,30 +265,36 @@ def soft_supcon_tau(
 
 
 def _tau_star_estimate(runs: list[dict[str, Any]], seeds: list[int], tau_star: float,
-                       key: str) -> dict[str, Any]:
-    """Change point of ``key`` over the multiples of tau*, in units of tau, with the predicted
-    value beside it."""
+                       key: str, mults: list[float], predicted_curve: list[float]
+                       ) -> dict[str, Any]:
+    """Change point of ``key`` over the multiples of tau*, in units of tau, beside the predicted
+    tau* and what the same estimator gives on the predicted curve."""
     xs = [[r["tau_over_tau_star"] for r in runs if r["seed"] == s] for s in seeds]
     ys = [[r[key] for r in runs if r["seed"] == s] for s in seeds]
-    cp = change_point(xs, ys, boot=BOOTSTRAP, seed=seeds[0])
+    cp = change_point(xs, ys)
     lo, hi = cp["interval"]
+    calibrated = knot(mults, predicted_curve)
     return {
         "value": cp["value"] * tau_star,
         "interval": [lo * tau_star, hi * tau_star],
         "predicted": tau_star,
+        "predicted_by_estimator": calibrated * tau_star,
         "multiple": cp["value"],
-        "contains_prediction": bool(lo <= 1.0 <= hi),
+        "per_seed_multiples": cp["per_seed"],
+        "contains_prediction": bool(lo <= calibrated <= hi),
+        "contains_tau_star": bool(lo <= 1.0 <= hi),
         "statistic": key,
-        "bootstrap": cp["bootstrap"],
+        "interval_kind": "Student t over the seeds' own onsets (95%)",
     }
 
 
 def _overall(wins: list[str], estimate: dict[str, Any]) -> str:
-    """``against`` when a temperature supports the simplex or the interval of the estimate of
-    tau* excludes the predicted value; ``prediction`` when at least one temperature supports
-    the prediction and none the simplex; else ``undecided`` (uninformative temperatures, and
-    ties where held-out data cannot tell two equiangular levels apart, decide nothing)."""
-    if "simplex" in wins or not estimate["contains_prediction"]:
+    """``against`` when a temperature supports the simplex or comes out against the prediction,
+    or the interval of the estimate of tau* excludes what the estimator gives on the predicted
+    curve; ``prediction`` when at least one temperature supports the prediction and none goes
+    the other way; else ``undecided`` (uninformative temperatures, ties and ``neither`` decide
+    nothing for the prediction)."""
+    if {"simplex", "against"} & set(wins) or not estimate["contains_prediction"]:
         return "against"
     if "prediction" in wins:
         return "prediction"
