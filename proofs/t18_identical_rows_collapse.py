@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from dgp import strategies as ds
 from dgp.proofs import _reference as ref
 from dgp.proofs._theorem import Theorem, property_settings
-from dgp.prototypes import block_problem, lift_certificate, row_certificate, solve_rows
+from dgp.solver import block_problem, lift_certificate, row_certificate, solve_rows
 
 THEOREM = Theorem(
     id="identical-rows-collapse",

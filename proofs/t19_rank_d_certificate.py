@@ -36,7 +36,7 @@ from dgp import strategies as ds
 from dgp.optimum import optimum
 from dgp.proofs import _reference as ref
 from dgp.proofs._theorem import Theorem, property_settings
-from dgp.prototypes import block_problem, frank_wolfe_bound, row_certificate
+from dgp.solver import block_problem, frank_wolfe_bound, row_certificate
 
 THEOREM = Theorem(
     id="rank-d-certificate",

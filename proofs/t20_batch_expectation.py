@@ -38,14 +38,8 @@ from hypothesis import strategies as st
 from dgp import strategies as ds
 from dgp.proofs import _reference as ref
 from dgp.proofs._theorem import Theorem, property_settings
-from dgp.prototypes import (
-    batch_rows,
-    block_weights,
-    check_batch,
-    compositions,
-    prototype_loss,
-    supcon_prototypes,
-)
+from dgp.prototypes import block_weights, prototype_loss, supcon_prototypes
+from dgp.solver import batch_rows, check_batch, compositions
 
 THEOREM = Theorem(
     id="batch-expectation",

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from dgp import strategies as ds
 from dgp.proofs._theorem import Theorem, property_settings
-from dgp.prototypes import face_uniqueness
+from dgp.solver import face_uniqueness
 
 THEOREM = Theorem(
     id="uniqueness-face",

@@ -21,11 +21,10 @@ from scipy.special import logsumexp
 from dgp.prototypes import (
     BatchSpec,
     batch_size_for_tolerance,
-    compositions,
-    positive_pair_probability,
     soft_supcon_tau_star,
     supcon_prototypes,
 )
+from dgp.solver import compositions, positive_pair_probability
 
 
 def simplex(K: int) -> np.ndarray:

@@ -97,7 +97,7 @@ def _evaluate(problem: Problem, params: Mapping[str, Any], excess: bool) -> dict
 def _run_chunk(problem: Problem, chunk: list[dict[str, Any]], excess: bool) -> list[dict]:
     """The cells of one task, each with one BLAS thread: the same bits whichever process or
     machine runs it, and no oversubscription when several workers share a machine."""
-    from dgp.prototypes import single_threaded
+    from dgp.solver import single_threaded
 
     with single_threaded():
         return [_evaluate(problem, params, excess) for params in chunk]

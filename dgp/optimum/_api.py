@@ -16,7 +16,7 @@ identical rows and columns of ``W`` (twins) are first merged into classes with m
 (:mod:`dgp.optimum._structure`), and the quotient is solved by the certified log-space solver of
 :mod:`dgp.prototypes`; the collapse of every class, the rank (strict complementarity) and the
 uniqueness of the ``N x N`` minimiser are certified from the solution
-(:mod:`dgp.prototypes._lift`), never from a solver status or a face width. In a fixed dimension
+(:mod:`dgp.solver._lift`), never from a solver status or a face width. In a fixed dimension
 the problem is solved by Burer–Monteiro at rank ``d`` (:mod:`dgp.optimum._rank`).
 """
 
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dgp._linalg import simplex_gram
 from dgp.errors import (
     ParameterError,
     SolverError,
@@ -41,25 +42,25 @@ from dgp.optimum._batch import batch_prediction
 from dgp.optimum._rank import rank_d_solve, spectral_start, truncate
 from dgp.optimum._result import LossFloor, Optimum
 from dgp.optimum._structure import Quotient, quotient, trivial_quotient
-from dgp.prototypes import (
+from dgp.resources import check_memory
+from dgp.solver import (
     NO_POSITIVE,
     REDUCTIONS,
     BatchSpec,
     RowProblem,
+    accepted,
     batch_rows,
     block_problem,
     check_batch,
     check_time,
     compositions,
-    equiangular_gram,
     frank_wolfe_bound,
     lift_certificate,
+    row_budget_samples,
     row_certificate,
     single_threaded,
     solve_rows,
 )
-from dgp.prototypes._batch import row_budget_samples
-from dgp.resources import check_memory
 
 __all__ = ["FREE_MAX_K", "block_loss_floor", "loss_floor", "optimum"]
 
@@ -107,7 +108,7 @@ def _guard(K: int, N: int, dim: int | None, rows: int) -> None:
 
 def _free(prob: RowProblem, starts: list[np.ndarray], tol: float) -> _Solved:
     res = solve_rows(prob, starts=starts, tol=tol)
-    if res.certificate.kkt_residual > max(1e3 * tol, 1e-6):
+    if not accepted(res.certificate.kkt_residual, tol):
         raise SolverError(
             f"the certified solver did not converge: KKT residual "
             f"{res.certificate.kkt_residual:.2g} ({res.stop_reason}); please report it"
@@ -151,7 +152,7 @@ def _solve(
         comps = compositions(n, spec, exact_max=exact_max, samples=n_samp, seed=seed)
         rows = int(min(comps.counts.shape[0], n_samp) * min(K, spec.batch_size))
     _guard(K, N, dim, rows)
-    equi = [equiangular_gram(K, -1.0 / (K - 1)), equiangular_gram(K, 0.0)]
+    equi = [simplex_gram(K), np.eye(K)]
     # the free optimum: the answer in free dimension; in a fixed dimension a start, a lower
     # bound, and (with twins) the proof that the collapsed quotient is the right problem
     need_free = dim is None or K <= FREE_START_MAX_K or (K < N and K <= FREE_MAX_K)

@@ -5,7 +5,7 @@ twin class (multivariate hypergeometric); on a subset the rows of ``W`` are reno
 batch, so an anchor of class ``c`` puts target mass :math:`\propto (m_d - [d = c])\,w_{cd}` on
 class ``d`` and *has positives* when that mass is positive. The expected batch loss over the
 compositions ``m`` is the same row problem as for class objectives
-(:mod:`dgp.prototypes._batch`), with the reduction and the treatment of anchors without
+(:mod:`dgp.solver._batch`), with the reduction and the treatment of anchors without
 positives stated there. With every sample its own class (no twins), compositions are index
 subsets: exact over all :math:`\binom{N}{B}` of them when few, else a seeded sample average.
 """
@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from dgp.optimum._structure import Quotient
-from dgp.prototypes import (
+from dgp.solver import (
     BatchPrediction,
     BatchSpec,
     Compositions,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dgp.prototypes import RowProblem, bm_lbfgs, factor, rtr
+from dgp.solver import RowProblem, bm_lbfgs, factor, rtr
 
 __all__ = ["rank_d_solve", "spectral_start", "truncate"]
 

@@ -11,8 +11,8 @@ import numpy as np
 
 from dgp.display import format_nats, format_summary, html_summary
 from dgp.geometry import embedding_from_gram
-from dgp.prototypes import BatchPrediction, KKTCertificate, LiftCertificate
 from dgp.resources import check_memory
+from dgp.solver import BatchPrediction, KKTCertificate, LiftCertificate
 
 __all__ = ["GRAM_JSON_MAX_N", "LossFloor", "Optimum"]
 

@@ -7,7 +7,7 @@ conjugate ``(i j)(j k)(i j)`` of two automorphisms), and on each class every per
 automorphism. The loss is convex in the Gram matrix and invariant under automorphisms, so
 averaging a minimiser over them gives a minimiser that is constant on the class blocks (theorem
 ``identical-rows-collapse``); whether the classes also collapse to points is decided by the lifted
-certificate of :mod:`dgp.prototypes._lift`. The quotient keeps one point per class with its
+certificate of :mod:`dgp.solver._lift`. The quotient keeps one point per class with its
 multiplicity :math:`n_c` and the class-level weights :math:`w_{cd}` (:math:`w_{cc}`: the weight
 between two samples of class ``c``).
 """

@@ -9,16 +9,11 @@ holds
   SupCon, Soft SupCon's equiangular :math:`\rho = 1 + \tau\log\varepsilon` below
   :math:`\tau^* = K/((K-1)(-\log\varepsilon))`, the first-order small-:math:`\tau` approximation
   under imbalance and the nearest point of the elliptope;
-* the convex program of every solver in dgp, a weighted sum of log-sum-exp rows in log space
-  (:mod:`~dgp.prototypes._program`), its certified solver (:mod:`~dgp.prototypes._solver`:
-  Burer–Monteiro with L-BFGS, a Riemannian trust region and a dual Newton polish) and KKT
-  certificates computed from the solution alone (:mod:`~dgp.prototypes._kkt`,
-  :mod:`~dgp.prototypes._lift`);
-* mini-batch predictions: the expected loss of uniform, class-balanced and m-per-class
-  samplers (:mod:`~dgp.prototypes._batch`).
+* the prototype problem handed to the solver floor, :mod:`dgp.solver` (the convex program in
+  log space, its certified solver, KKT and lift certificates, and the batch compositions of
+  uniform, class-balanced and m-per-class samplers), which :mod:`dgp.optimum` uses too.
 """
 
-from dgp.display import format_nats, format_summary, html_summary
 from dgp.prototypes._api import (
     BatchTolerance,
     batch_size_for_tolerance,
@@ -26,17 +21,6 @@ from dgp.prototypes._api import (
     kkt_certificate,
     prototype_loss,
     supcon_prototypes,
-)
-from dgp.prototypes._batch import (
-    NO_POSITIVE,
-    REDUCTIONS,
-    SAMPLERS,
-    BatchSpec,
-    Compositions,
-    batch_rows,
-    check_batch,
-    compositions,
-    positive_pair_probability,
 )
 from dgp.prototypes._closed_forms import (
     METHODS,
@@ -47,28 +31,24 @@ from dgp.prototypes._closed_forms import (
     soft_supcon_rho,
     soft_supcon_tau_star,
 )
-from dgp.prototypes._guards import check_time, time_budget
-from dgp.prototypes._kkt import KKTCertificate, row_certificate
-from dgp.prototypes._lift import LiftCertificate, face_uniqueness, lift_certificate
-from dgp.prototypes._program import BlockForm, RowProblem, block_problem, scaled_softplus
 from dgp.prototypes._result import (
     GRAM_JSON_MAX_K,
-    BatchPrediction,
     FirstOrderApproximation,
     Identifiability,
     Prototypes,
     gram_summary,
 )
-from dgp.prototypes._solver import (
-    SolveResult,
-    bm_lbfgs,
-    bm_lbfgs_linear,
-    factor,
-    frank_wolfe_bound,
-    lbfgs,
-    rtr,
-    single_threaded,
-    solve_rows,
+
+# the types and option vocabularies that appear in a Prototypes result (they live on the solver
+# floor, dgp.solver, which prototypes and optimum share)
+from dgp.solver import (
+    NO_POSITIVE,
+    REDUCTIONS,
+    SAMPLERS,
+    BatchPrediction,
+    BatchSpec,
+    KKTCertificate,
+    LiftCertificate,
 )
 
 __all__ = [
@@ -80,47 +60,21 @@ __all__ = [
     "BatchPrediction",
     "BatchSpec",
     "BatchTolerance",
-    "BlockForm",
-    "Compositions",
     "FirstOrderApproximation",
     "Identifiability",
     "KKTCertificate",
     "LiftCertificate",
     "Prototypes",
-    "RowProblem",
-    "SolveResult",
-    "batch_rows",
     "batch_size_for_tolerance",
-    "block_problem",
     "block_weights",
-    "bm_lbfgs",
-    "bm_lbfgs_linear",
-    "check_batch",
-    "check_time",
-    "compositions",
     "entropic_bound_prototypes",
     "equiangular_gram",
-    "face_uniqueness",
-    "factor",
     "first_order_gram",
-    "format_nats",
-    "format_summary",
-    "frank_wolfe_bound",
     "gram_summary",
-    "html_summary",
     "kkt_certificate",
-    "lbfgs",
-    "lift_certificate",
     "nearest_elliptope",
-    "positive_pair_probability",
     "prototype_loss",
-    "row_certificate",
-    "rtr",
-    "scaled_softplus",
-    "single_threaded",
     "soft_supcon_rho",
     "soft_supcon_tau_star",
-    "solve_rows",
     "supcon_prototypes",
-    "time_budget",
 ]

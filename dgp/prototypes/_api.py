@@ -3,7 +3,7 @@ expected loss of a mini-batch sampler.
 
 Under SupCon every class collapses to one prototype :math:`\mu_c` on the unit sphere (theorem
 ``supcon-collapse``; for every other weighting the collapse is certified from the solution, see
-:mod:`dgp.prototypes._lift`), and the prototype Gram
+:mod:`dgp.solver._lift`), and the prototype Gram
 :math:`G_{cc'} = \langle\mu_c, \mu_{c'}\rangle` solves the ``K x K`` problem over the elliptope
 :math:`\mathcal{E}_K = \{G \succeq 0,\ \operatorname{diag} G = 1\}`
 
@@ -17,7 +17,7 @@ with :math:`\beta_c = 0` for SupCon and, for Soft SupCon (weight 1 within a clas
 :math:`\varepsilon` across), :math:`\beta_c = \varepsilon / (\tau Z_c)`,
 :math:`Z_c = (n_c - 1) + \varepsilon (N - n_c)`. ``F`` is the w-InfoNCE loss summed over all
 ``N`` anchors, in nats. With a batch size, ``F`` is replaced by the expected batch loss of
-:mod:`dgp.prototypes._batch`, still convex in ``G``.
+:mod:`dgp.solver._batch`, still convex in ``G``.
 """
 
 from __future__ import annotations
@@ -38,14 +38,6 @@ from dgp.errors import (
     check_sizes,
     check_unit_interval,
 )
-from dgp.prototypes._batch import (
-    BatchSpec,
-    batch_rows,
-    check_batch,
-    compositions,
-    positive_pair_probability,
-    row_budget_samples,
-)
 from dgp.prototypes._closed_forms import (
     METHODS,
     entropic_bound_prototypes,
@@ -53,18 +45,32 @@ from dgp.prototypes._closed_forms import (
     first_order_gram,
     nearest_elliptope,
 )
-from dgp.prototypes._guards import check_time
-from dgp.prototypes._kkt import KKTCertificate, row_certificate
-from dgp.prototypes._lift import face_uniqueness, lift_certificate
-from dgp.prototypes._program import RowProblem, block_problem
 from dgp.prototypes._result import (
-    BatchPrediction,
     FirstOrderApproximation,
     Identifiability,
     Prototypes,
 )
-from dgp.prototypes._solver import factor, single_threaded, solve_rows
 from dgp.resources import check_memory, memory_budget
+from dgp.solver import (
+    BatchPrediction,
+    BatchSpec,
+    KKTCertificate,
+    RowProblem,
+    accepted,
+    batch_rows,
+    block_problem,
+    check_batch,
+    check_time,
+    compositions,
+    face_uniqueness,
+    factor,
+    lift_certificate,
+    positive_pair_probability,
+    row_budget_samples,
+    row_certificate,
+    single_threaded,
+    solve_rows,
+)
 
 __all__ = [
     "BatchTolerance",
@@ -213,7 +219,7 @@ BLOCK_ROUNDS = (5, 30, 400, 4000)
 
 def _solve_block(prob: RowProblem, starts: list[np.ndarray], tol: float):
     res = solve_rows(prob, starts=starts, tol=tol, rounds=BLOCK_ROUNDS)
-    if res.certificate.kkt_residual > max(1e3 * tol, 1e-6):
+    if not accepted(res.certificate.kkt_residual, tol):
         raise SolverError(
             f"the certified solver did not converge: KKT residual "
             f"{res.certificate.kkt_residual:.2g} ({res.stop_reason}); please report it"
@@ -426,7 +432,7 @@ def _batched(
     else:
         res = solve_rows(prob, starts=[G_full, simplex], tol=tol)
         G, cert, reason = res.gram, res.certificate, res.stop_reason
-        if cert.kkt_residual > max(1e3 * tol, 1e-6):
+        if not accepted(cert.kkt_residual, tol):
             raise SolverError(
                 f"the certified solver did not converge on the batch problem: KKT residual "
                 f"{cert.kkt_residual:.2g} ({reason}); please report it"
@@ -527,7 +533,7 @@ def supcon_prototypes(
     batch_size : int, optional
         Predict for mini-batches of this size (``>= 3``) instead of the full batch.
     sampler : {"uniform", "class-balanced", "m-per-class"}
-        How batches are drawn (see :mod:`dgp.prototypes._batch`).
+        How batches are drawn (see :mod:`dgp.solver._batch`).
     samples_per_class : int, optional
         ``m`` of the ``m-per-class`` sampler.
     reduction : {"sum", "mean"}

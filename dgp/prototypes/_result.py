@@ -11,11 +11,9 @@ import numpy as np
 
 from dgp.display import format_nats, format_summary, html_summary
 from dgp.geometry import embedding_from_gram
-from dgp.prototypes._batch import BatchSpec
 from dgp.prototypes._closed_forms import equiangular_gram
-from dgp.prototypes._kkt import KKTCertificate
-from dgp.prototypes._lift import LiftCertificate
 from dgp.resources import check_memory
+from dgp.solver import BatchPrediction, KKTCertificate, LiftCertificate
 
 __all__ = [
     "GRAM_JSON_MAX_K",
@@ -83,66 +81,6 @@ class FirstOrderApproximation:
         }
         if gram and self.projected_gram is not None:
             out["projected_gram"] = self.projected_gram.tolist()
-        return out
-
-
-@dataclass(frozen=True, eq=False)
-class BatchPrediction:
-    """How a mini-batch prediction was made, and how far it moves from the full batch.
-
-    Attributes
-    ----------
-    spec : BatchSpec
-        Batch size, sampler, reduction and treatment of anchors without positives.
-    exact : bool
-        Exact expectation over every composition, or a sample average.
-    compositions : int
-        Distinct compositions in the expectation.
-    drawn : int
-        Compositions drawn (sample average) or enumerated (exact).
-    seed : int or None
-    loss_se : float or None
-        Standard error of the expected loss (sample average only).
-    gram_se : float or None
-        Largest standard deviation of a Gram entry over ``replicates`` independent samples of
-        compositions (the sampling error of the prediction; sample average only).
-    replicates : int
-    full_batch_gram : ndarray
-        The full-batch prediction.
-    shift : float
-        ``max |G_batch - G_full|``.
-    positive_pair_probability : tuple of float
-        Probability that a batch holds two samples of each class.
-    """
-
-    spec: BatchSpec
-    exact: bool
-    compositions: int
-    drawn: int
-    seed: int | None
-    loss_se: float | None
-    gram_se: float | None
-    replicates: int
-    full_batch_gram: np.ndarray
-    shift: float
-    positive_pair_probability: tuple[float, ...]
-
-    def to_dict(self, *, gram: bool) -> dict[str, Any]:
-        """Plain JSON-ready fields (the full-batch Gram only with ``gram``)."""
-        out = {
-            **self.spec.to_dict(),
-            "expectation": "exact" if self.exact else "sample-average",
-            "compositions": self.compositions,
-            "drawn": self.drawn,
-            "seed": self.seed,
-            "loss_se": self.loss_se,
-            "gram_se": self.gram_se,
-            "replicates": self.replicates,
-            "shift_from_full_batch": self.shift,
-            "positive_pair_probability": list(self.positive_pair_probability),
-        }
-        if gram:
-            out["full_batch_gram"] = self.full_batch_gram.tolist()
         return out
 
 

@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from dgp.prototypes._kkt import KKTCertificate
-from dgp.prototypes._program import RowProblem
+from dgp.solver._kkt import KKTCertificate
+from dgp.solver._program import RowProblem
 
 __all__ = ["LiftCertificate", "face_uniqueness", "lift_certificate"]
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dgp.prototypes._program import RowProblem
+from dgp.solver._program import RowProblem
 
 __all__ = ["KKTCertificate", "row_certificate"]
 
@@ -121,7 +121,7 @@ def _split(lam_desc: np.ndarray, tol: float) -> tuple[int, float]:
 def row_certificate(prob: RowProblem, gram: np.ndarray) -> KKTCertificate:
     """The KKT certificate of ``gram`` for ``prob`` (module docstring); ``prob``'s scale is kept.
 
-    >>> from dgp.prototypes._program import block_problem
+    >>> from dgp.solver._program import block_problem
     >>> prob = block_problem(np.array([3, 3]), np.eye(2), tau=0.5)
     >>> G = np.array([[1.0, -1.0], [-1.0, 1.0]])
     >>> _ = prob.set_scale(G)

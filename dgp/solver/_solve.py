@@ -1,4 +1,4 @@
-r"""The certified solver of row problems (:mod:`dgp.prototypes._program`) over the elliptope.
+r"""The certified solver of row problems (:mod:`dgp.solver._program`) over the elliptope.
 
 Burer–Monteiro: :math:`M = X^\top X` with :math:`X \in \mathbb R^{r \times K}` of unit columns,
 a product of spheres. The solver
@@ -10,7 +10,7 @@ a product of spheres. The solver
    for full-batch class-block problems, Newton's method on the reduced KKT system
    (:math:`S = UU^\top` of rank ``q``, :math:`MU = 0`), whose unknowns are ``K (q + 1)`` numbers
    even when the optimum has rank ``K - 1``;
-3. stops as soon as the KKT certificate of :mod:`dgp.prototypes._kkt`, computed from ``M``
+3. stops as soon as the KKT certificate of :mod:`dgp.solver._kkt`, computed from ``M``
    alone, is below the tolerance, and otherwise returns the best certified point with the
    reason it stopped.
 
@@ -28,11 +28,14 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from dgp.prototypes._kkt import KKTCertificate, row_certificate
-from dgp.prototypes._program import RowProblem
+from dgp.solver._kkt import KKTCertificate, row_certificate
+from dgp.solver._program import RowProblem
 
 __all__ = [
+    "ACCEPT_FACTOR",
+    "ACCEPT_FLOOR",
     "SolveResult",
+    "accepted",
     "bm_lbfgs",
     "bm_lbfgs_linear",
     "factor",
@@ -79,6 +82,23 @@ def single_threaded():
     times slower on a loaded one (measured 2x to 100x on the shared 2-core machines dgp is
     tested on). The libraries are found once per process."""
     return _controller().limit(limits=1)
+
+
+#: a certified solution is accepted when its KKT residual is at most
+#: ``max(ACCEPT_FACTOR * tol, ACCEPT_FLOOR)`` for the solver's target ``tol``
+ACCEPT_FACTOR = 1e3
+ACCEPT_FLOOR = 1e-6
+
+
+def accepted(kkt_residual: float, tol: float) -> bool:
+    """The one acceptance rule of a certified solve: the KKT residual reached, within a factor
+    :data:`ACCEPT_FACTOR` of the target ``tol`` (never asking for less than
+    :data:`ACCEPT_FLOOR`).
+
+    >>> accepted(1e-9, 1e-10), accepted(1e-5, 1e-10)
+    (True, False)
+    """
+    return kkt_residual <= max(ACCEPT_FACTOR * tol, ACCEPT_FLOOR)
 
 
 def factor(G: np.ndarray, r: int) -> np.ndarray:

@@ -1,0 +1,85 @@
+r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
+:mod:`dgp.optimum`, which stand side by side on it and do not import each other.
+
+* :mod:`~dgp.solver._program`: the convex program of every solver in dgp, a weighted sum of
+  log-sum-exp rows over a Gram matrix, scaled by its leading exponential (log space);
+* :mod:`~dgp.solver._solve`: Burer–Monteiro with L-BFGS, a Riemannian trust region and a dual
+  Newton polish (:func:`solve_rows`), the Frank–Wolfe lower bound, and BLAS pinned to one
+  thread (:func:`single_threaded`);
+* :mod:`~dgp.solver._kkt` and :mod:`~dgp.solver._lift`: KKT certificates computed from the
+  solution alone, and the lift of a class-level solution to the samples (optimality and
+  uniqueness of the collapsed configuration);
+* :mod:`~dgp.solver._batch`: the compositions of mini-batches of a sampler and the rows of the
+  expected batch loss;
+* :mod:`~dgp.solver._guards`: the time budget of a solve;
+* :func:`accepted`: the one acceptance rule of a certified solution.
+"""
+
+from dgp.solver._batch import (
+    NO_POSITIVE,
+    REDUCTIONS,
+    SAMPLERS,
+    BatchPrediction,
+    BatchSpec,
+    Compositions,
+    batch_rows,
+    check_batch,
+    compositions,
+    positive_pair_probability,
+    row_budget_samples,
+)
+from dgp.solver._guards import check_time, time_budget
+from dgp.solver._kkt import KKTCertificate, row_certificate
+from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
+from dgp.solver._program import BlockForm, RowProblem, block_problem, scaled_softplus
+from dgp.solver._solve import (
+    ACCEPT_FACTOR,
+    ACCEPT_FLOOR,
+    SolveResult,
+    accepted,
+    bm_lbfgs,
+    bm_lbfgs_linear,
+    factor,
+    frank_wolfe_bound,
+    lbfgs,
+    rtr,
+    single_threaded,
+    solve_rows,
+)
+
+__all__ = [
+    "ACCEPT_FACTOR",
+    "ACCEPT_FLOOR",
+    "NO_POSITIVE",
+    "REDUCTIONS",
+    "SAMPLERS",
+    "BatchPrediction",
+    "BatchSpec",
+    "BlockForm",
+    "Compositions",
+    "KKTCertificate",
+    "LiftCertificate",
+    "RowProblem",
+    "SolveResult",
+    "accepted",
+    "batch_rows",
+    "block_problem",
+    "bm_lbfgs",
+    "bm_lbfgs_linear",
+    "check_batch",
+    "check_time",
+    "compositions",
+    "face_uniqueness",
+    "factor",
+    "frank_wolfe_bound",
+    "lbfgs",
+    "lift_certificate",
+    "positive_pair_probability",
+    "row_budget_samples",
+    "row_certificate",
+    "rtr",
+    "scaled_softplus",
+    "single_threaded",
+    "solve_rows",
+    "time_budget",
+]
