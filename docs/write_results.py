@@ -4,6 +4,9 @@
     python docs/write_results.py verify-quick/all.json [--mnist-cpu docs/results/mnist-cpu.json]
         [--full verify-gpu/all.json]
 
+Each option takes one ``dgp verify all --json`` file or several single-experiment files
+(``--combined FILE`` writes the ``--mnist-cpu`` ones as one JSON).
+
 Every number in the page comes from those files; the text around them says what each number
 shows, and the verdict sentences are derived from the reports' ``supports`` fields, so a result
 that does not confirm the paper is written as such.
@@ -338,19 +341,56 @@ def write(quick: dict[str, Any], full: dict[str, Any] | None,
     return "\n".join(lines)
 
 
+def combine(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """One ``dgp verify all``-shaped object from several JSON files, each of ``dgp verify all``
+    or of one experiment (``dgp verify EXPERIMENT --json``), in the order given."""
+    exps: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    for rep in reports:
+        if rep.get("experiment") == "all":
+            exps += rep["experiments"]
+            skipped.update(rep.get("skipped", {}))
+        else:
+            exps.append(rep)
+    first = reports[0]
+    return {
+        "experiment": "all",
+        "device": first["device"],
+        "quick": bool(first.get("quick")),
+        "mode": first.get("mode"),
+        "experiments": exps,
+        "skipped": skipped,
+        "runs": [{"experiment": r["experiment"], **run} for r in exps for run in r["runs"]],
+        "supports": {r["experiment"]: r["supports"]["supports"] for r in exps},
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("quick", help="JSON of dgp verify all --quick --json")
-    parser.add_argument("--mnist-cpu", help="JSON of dgp verify all --mode mnist-cpu --json")
-    parser.add_argument("--full", help="JSON of the full-mode (GPU) run")
+    parser.add_argument("quick", nargs="+", help="JSON of dgp verify all --quick --json (or of "
+                        "single experiments)")
+    parser.add_argument("--mnist-cpu", nargs="+",
+                        help="JSON of dgp verify ... --mode mnist-cpu --json (one or more)")
+    parser.add_argument("--full", nargs="+", help="JSON of the full-mode (GPU) run")
     parser.add_argument("--out", default=os.path.join(HERE, "results.md"))
+    parser.add_argument("--combined", metavar="FILE",
+                        help="also write the --mnist-cpu files combined into one JSON")
     args = parser.parse_args(argv)
     loaded = {}
     for key in ("quick", "mnist_cpu", "full"):
-        path = getattr(args, key)
-        if path:
-            with open(path, encoding="utf-8") as fh:
-                loaded[key] = json.load(fh)
+        paths = getattr(args, key)
+        if paths:
+            reports = []
+            for path in paths:
+                with open(path, encoding="utf-8") as fh:
+                    reports.append(json.load(fh))
+            loaded[key] = combine(reports)
+    if args.combined:
+        if "mnist_cpu" not in loaded:
+            parser.error("--combined needs --mnist-cpu")
+        with open(args.combined, "w", encoding="utf-8") as fh:
+            json.dump(loaded["mnist_cpu"], fh, indent=1)
+            fh.write("\n")
     with open(args.out, "w", encoding="utf-8") as fh:
         fh.write(write(loaded["quick"], loaded.get("full"), loaded.get("mnist_cpu")))
     return 0
