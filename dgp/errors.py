@@ -15,6 +15,8 @@ import numpy as np
 __all__ = [
     "DgpError",
     "DgpWarning",
+    "InputError",
+    "InputTypeError",
     "ParameterError",
     "ParameterTypeError",
     "SolverError",
@@ -64,6 +66,17 @@ class ParameterTypeError(DgpError, TypeError):
         super().__init__(join_param(param, detail))
         self.param = param
         self.detail = detail
+
+
+class InputError(DgpError, ValueError):
+    """Bad input that is not one argument's value alone: a file's content, arguments that
+    contradict each other, data that do not fit an experiment. Exit status 2 on the command
+    line, like :class:`ParameterError`."""
+
+
+class InputTypeError(DgpError, TypeError):
+    """Input of the wrong kind (a sparse matrix where a dense one is needed, strings where
+    numbers are); exit status 2 on the command line."""
 
 
 class DgpWarning(UserWarning):

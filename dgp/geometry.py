@@ -16,6 +16,7 @@ import scipy.linalg as sla
 
 from dgp._linalg import embedding_from_eigh, fix_signs
 from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
+from dgp.errors import InputError
 
 __all__ = [
     "edm_to_gram",
@@ -31,9 +32,9 @@ __all__ = [
 def _square(M: object, name: str) -> np.ndarray:
     A = np.asarray(M, dtype=float)
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
-        raise ValueError(f"{name} must be a non-empty square matrix, got shape {A.shape}")
+        raise InputError(f"{name} must be a non-empty square matrix, got shape {A.shape}")
     if not np.isfinite(A).all():
-        raise ValueError(f"{name} holds a NaN or infinite value")
+        raise InputError(f"{name} holds a NaN or infinite value")
     return A
 
 
@@ -93,13 +94,13 @@ def _top_embedding(B: np.ndarray, rank: int | None, rtol: float) -> np.ndarray:
     lam, U = sla.eigh(B)
     atol = eigen_tolerance(lam, rtol)
     if lam[0] < -atol:
-        raise ValueError(
+        raise InputError(
             f"matrix is not positive semidefinite: smallest eigenvalue {lam[0]:.3g} is below "
             f"-{atol:.3g}"
         )
     r = int(np.count_nonzero(lam > atol)) if rank is None else int(rank)
     if not 0 <= r <= n:
-        raise ValueError(f"rank must lie in [0, {n}], got {rank}")
+        raise InputError(f"rank must lie in [0, {n}], got {rank}")
     return embedding_from_eigh(lam, U, r)
 
 

@@ -38,7 +38,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from dgp.errors import check_choice, describe
+from dgp.errors import InputError, InputTypeError, check_choice, describe
 from dgp.resources import (
     DEFAULT_MEMORY_FRACTION,
     MEMORY_LIMIT_ENV,
@@ -85,8 +85,8 @@ class _Source:
     size: int
     fh: BinaryIO
 
-    def error(self, detail: str) -> ValueError:
-        return ValueError(f"{self.name} file {self.path!r} {detail}")
+    def error(self, detail: str) -> InputError:
+        return InputError(f"{self.name} file {self.path!r} {detail}")
 
     @property
     def ext(self) -> str:
@@ -117,7 +117,7 @@ def _open(path: object, name: str) -> Iterator[_Source]:
     try:
         p = os.fspath(path)  # type: ignore[arg-type]
     except TypeError:
-        raise TypeError(
+        raise InputTypeError(
             f"{name} must be a path (str or os.PathLike), not {describe(path)}"
         ) from None
     if isinstance(p, bytes):
@@ -127,17 +127,17 @@ def _open(path: object, name: str) -> Iterator[_Source]:
         st = os.stat(p)
     except FileNotFoundError:
         if link:
-            raise ValueError(f"{name} file {p!r} is a symlink to a missing file") from None
-        raise ValueError(f"{name} file {p!r} does not exist") from None
+            raise InputError(f"{name} file {p!r} is a symlink to a missing file") from None
+        raise InputError(f"{name} file {p!r} does not exist") from None
     except PermissionError:
-        raise ValueError(f"{name} file {p!r} cannot be read (permission denied)") from None
+        raise InputError(f"{name} file {p!r} cannot be read (permission denied)") from None
     except (OSError, ValueError) as exc:  # ELOOP, ENAMETOOLONG, ENOTDIR, embedded NUL
         reason = getattr(exc, "strerror", None) or str(exc)
-        raise ValueError(f"{name} file {p!r} cannot be opened ({reason})") from None
+        raise InputError(f"{name} file {p!r} cannot be opened ({reason})") from None
     if not stat.S_ISREG(st.st_mode):
         kind = _file_kind(st.st_mode)
         fix = "; give the path of a file inside it" if kind == "directory" else ""
-        raise ValueError(
+        raise InputError(
             f"{name} path {p!r} is a {kind}{link}, not a regular file; dgp reads only regular "
             f"files{fix}"
         )
@@ -145,13 +145,13 @@ def _open(path: object, name: str) -> Iterator[_Source]:
     try:
         fd = os.open(p, flags)
     except PermissionError:
-        raise ValueError(f"{name} file {p!r} cannot be read (permission denied)") from None
+        raise InputError(f"{name} file {p!r} cannot be read (permission denied)") from None
     except OSError as exc:
-        raise ValueError(f"{name} file {p!r} cannot be opened ({exc.strerror})") from None
+        raise InputError(f"{name} file {p!r} cannot be opened ({exc.strerror})") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(
+            raise InputError(
                 f"{name} path {p!r} is a {_file_kind(st.st_mode)}{link}, not a regular file; "
                 "dgp reads only regular files"
             )
@@ -217,7 +217,7 @@ def _read_npy(
     ``what`` names the array in messages (the file, or ``member 'x' of`` the archive).
     """
 
-    def fail(detail: str) -> ValueError:
+    def fail(detail: str) -> InputError:
         return src.error(f"{what}{detail}")
 
     head = fh.read(len(_NPY_MAGIC))
@@ -715,7 +715,7 @@ _WEIGHT_KEYS = ("W", "weights", "w", "arr_0")
 _LABEL_KEYS = ("labels", "label", "y", "targets", "target", "classes", "arr_0")
 
 
-def _dispatch_error(src: _Source, allowed: tuple[str, ...]) -> ValueError:
+def _dispatch_error(src: _Source, allowed: tuple[str, ...]) -> InputError:
     ext = src.ext or "(none)"
     return src.error(f"has an unknown type {ext!r}; use {', '.join(allowed)}")
 
@@ -787,9 +787,9 @@ def load_array(path: str | os.PathLike, *, name: str, key: str | None = None) ->
         else:
             raise _dispatch_error(src, (".npy", ".npz", ".csv", ".tsv", ".txt"))
     if arr.ndim == 0:
-        raise ValueError(f"{name} file {os.fspath(path)!r} holds a single number, not an array")
+        raise InputError(f"{name} file {os.fspath(path)!r} holds a single number, not an array")
     if arr.size == 0:
-        raise ValueError(f"{name} file {os.fspath(path)!r} holds an empty array {arr.shape}")
+        raise InputError(f"{name} file {os.fspath(path)!r} holds an empty array {arr.shape}")
     return arr
 
 
@@ -1050,7 +1050,7 @@ def load_labels(
     """
     check_choice(kind, ("auto", "class", "continuous"), "kind")
     if column is not None and (isinstance(column, bool) or not isinstance(column, (str, int))):
-        raise TypeError(f"column must be a column name or a 0-based position, got {column!r}")
+        raise InputTypeError(f"column must be a column name or a 0-based position, got {column!r}")
     with _open(path, name) as src:
         if src.ext in (".npy", ".npz"):
             out = _binary_labels(src, column=column, kind=kind, key=key)
@@ -1060,7 +1060,7 @@ def load_labels(
             raise _dispatch_error(src, (".npy", ".npz", ".csv", ".tsv", ".txt"))
     values, classes, columns = out
     if values.shape[0] == 0:
-        raise ValueError(f"{name} file {os.fspath(path)!r} holds no labels")
+        raise InputError(f"{name} file {os.fspath(path)!r} holds no labels")
     values = np.ascontiguousarray(values)
     values.flags.writeable = False
     return Labels(values=values, classes=classes, columns=columns, path=os.fspath(path))
@@ -1239,7 +1239,7 @@ def load_edge_list(path: str | os.PathLike, *, directed: bool = False, name: str
     ([(0, 1, 2.5), (1, 2, 1.0)], 'cat')
     """
     if not isinstance(directed, (bool, np.bool_)):
-        raise TypeError(f"directed must be True or False, got {describe(directed)}")
+        raise InputTypeError(f"directed must be True or False, got {describe(directed)}")
     try:
         import networkx as nx
     except ImportError:

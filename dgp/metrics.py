@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse
 from scipy.special import logsumexp
 
-from dgp.errors import check_choice, check_positive, check_weights
+from dgp.errors import InputError, InputTypeError, check_choice, check_positive, check_weights
 from dgp.infonce import SIMILARITIES
 from dgp.resources import check_memory
 
@@ -46,23 +46,25 @@ def _real_array(x: object, name: str) -> np.ndarray:
     """``x`` as an array of booleans, integers or floats (a view when it already is one);
     complex, dates, strings, objects and sparse matrices are refused."""
     if scipy.sparse.issparse(x):
-        raise TypeError(f"{name} is a scipy.sparse matrix; pass a dense array ({name}.toarray())")
+        raise InputTypeError(
+            f"{name} is a scipy.sparse matrix; pass a dense array ({name}.toarray())"
+        )
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a rectangular array of real numbers ({exc})") from None
+        raise InputError(f"{name} must be a rectangular array of real numbers ({exc})") from None
     kind = arr.dtype.kind
     if kind == "c":
-        raise TypeError(
+        raise InputTypeError(
             f"{name} holds complex numbers (dtype {arr.dtype}); the metrics need real values "
             f"(pass {name}.real if the imaginary part is meaningless)"
         )
     if kind in "mM":
-        raise TypeError(f"{name} holds dates or times (dtype {arr.dtype}), not real numbers")
+        raise InputTypeError(f"{name} holds dates or times (dtype {arr.dtype}), not real numbers")
     if kind in "US":
-        raise TypeError(f"{name} holds strings (dtype {arr.dtype}), not real numbers")
+        raise InputTypeError(f"{name} holds strings (dtype {arr.dtype}), not real numbers")
     if kind not in "biuf":
-        raise TypeError(
+        raise InputTypeError(
             f"{name} has dtype {arr.dtype}; convert it to a real array first "
             f"(numpy.asarray({name}, dtype=float) if it holds numbers)"
         )
@@ -74,13 +76,13 @@ def _check_embedding(Z: object, name: str, *, min_rows: int = 2) -> np.ndarray:
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[1] < 1:
-        raise ValueError(f"{name} must be an N x d array, got shape {arr.shape}")
+        raise InputError(f"{name} must be an N x d array, got shape {arr.shape}")
     if arr.shape[0] < min_rows:
-        raise ValueError(f"{name} must have at least {min_rows} rows, got {arr.shape[0]}")
+        raise InputError(f"{name} must have at least {min_rows} rows, got {arr.shape[0]}")
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.argwhere(bad)[0][0])
-        raise ValueError(f"row {i} of {name} holds a NaN or infinite value")
+        raise InputError(f"row {i} of {name} holds a NaN or infinite value")
     return arr
 
 
@@ -88,7 +90,7 @@ def _check_pair(Z: object, Zref: object, *, min_rows: int = 2) -> tuple[np.ndarr
     A = _check_embedding(Z, "Z", min_rows=min_rows)
     B = _check_embedding(Zref, "Zref", min_rows=min_rows)
     if A.shape[0] != B.shape[0]:
-        raise ValueError(
+        raise InputError(
             f"Z and Zref must have the same number of rows (one per sample); got Z with "
             f"{A.shape[0]} and Zref with {B.shape[0]}"
         )
@@ -101,7 +103,7 @@ def _cosine_ready(A: np.ndarray, name: str) -> np.ndarray:
     peak = np.abs(A).max(axis=1)
     if (peak == 0).any():
         i = int(np.flatnonzero(peak == 0)[0])
-        raise ValueError(
+        raise InputError(
             f"row {i} of {name} is zero and has no direction for the cosine similarity"
         )
     U = np.ldexp(A, -np.frexp(peak)[1][:, None])
@@ -241,7 +243,7 @@ def procrustes_r2(Z: object, Zref: object) -> float:
     width = max(A.shape[1], B.shape[1])
     B, e_b, spread_b = _centred_unit(B)
     if spread_b <= 16.0 * _EPS:
-        raise ValueError(
+        raise InputError(
             "Zref has all rows equal (zero spread, up to rounding); Procrustes r² is undefined"
         )
     A, e_a, _ = _centred_unit(A)
@@ -304,7 +306,7 @@ def pairwise_similarities(Z: object, *, similarity: str = "cosine") -> np.ndarra
         with np.errstate(over="ignore"):
             out = np.ldexp(out, 2 * sims.exponent)
         if not np.isfinite(out).all():
-            raise ValueError(
+            raise InputError(
                 "the squared distances of Z exceed the float range (about 1.8e308); "
                 "similarity_r2 is scale-invariant and needs no such values"
             )
@@ -459,7 +461,7 @@ def entropic_gap(Z: object, W: object, *, tau: float, similarity: str = "cosine"
     A = _check_embedding(Z, "Z")
     n = log_w.shape[0]
     if A.shape[0] != n:
-        raise ValueError(f"Z must be an N x d array with N = {n}, got shape {A.shape}")
+        raise InputError(f"Z must be an N x d array with N = {n}, got shape {A.shape}")
     return _kl_gap(log_w, _Similarities(A, similarity, "Z"), tau)
 
 

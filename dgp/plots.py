@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from dgp.engine.tolerance import DEFAULT_RTOL
-from dgp.errors import check_choice, check_positive, check_weights, install_hint
+from dgp.errors import InputError, check_choice, check_positive, check_weights, install_hint
 from dgp.infonce import SIMILARITIES
 
 __all__ = [
@@ -112,9 +112,9 @@ def mds(gram: object, dim: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """
     G = np.asarray(gram, dtype=float)
     if G.ndim != 2 or G.shape[0] != G.shape[1] or not np.isfinite(G).all():
-        raise ValueError(f"gram must be a finite square matrix, got shape {G.shape}")
+        raise InputError(f"gram must be a finite square matrix, got shape {G.shape}")
     if int(dim) < 1:
-        raise ValueError(f"dim must be >= 1, got {dim}")
+        raise InputError(f"dim must be >= 1, got {dim}")
     lam, U = np.linalg.eigh(0.5 * (G + G.T))
     lam, U = lam[::-1], U[:, ::-1]
     k = min(int(dim), G.shape[0])
@@ -167,10 +167,10 @@ def c_family_grid(
     check_choice(similarity, SIMILARITIES, "similarity")
     A = check_weights(W)
     if A.shape[0] > MAX_PLOT_N:
-        raise ValueError(f"N = {A.shape[0]} is above {MAX_PLOT_N}: too large to draw the family")
+        raise InputError(f"N = {A.shape[0]} is above {MAX_PLOT_N}: too large to draw the family")
     num = int(num)
     if num < 2:
-        raise ValueError(f"num must be >= 2, got {num}")
+        raise InputError(f"num must be >= 2, got {num}")
     num = min(num, max(25, int(_GRID_FLOPS / A.shape[0] ** 3)))
     res = classify(A, similarity=similarity, tau=tau, dim=A.shape[0], rtol=rtol)
     interval = res.c_interval
@@ -326,14 +326,14 @@ def prototype_geometry(
     rank = int((lam > 1e-9 * scale).sum())
     dim = (2 if rank <= 2 else 3) if dim is None else int(dim)
     if dim not in (2, 3):
-        raise ValueError(f"dim must be 2 or 3, got {dim}")
+        raise InputError(f"dim must be 2 or 3, got {dim}")
     K = G.shape[0]
     names = [f"class {k + 1}" for k in range(K)] if names is None else [str(a) for a in names]
     if len(names) != K:
-        raise ValueError(f"names must have {K} entries (one per row of gram), got {len(names)}")
+        raise InputError(f"names must have {K} entries (one per row of gram), got {len(names)}")
     n = None if sizes is None else np.asarray(sizes, dtype=float)
     if n is not None and n.shape != (K,):
-        raise ValueError(f"sizes must have {K} entries (one per row of gram), got {n.shape}")
+        raise InputError(f"sizes must have {K} entries (one per row of gram), got {n.shape}")
     area = 60.0 if n is None else 40.0 + 260.0 * np.sqrt(n / n.max())
     labels = names if n is None else [f"{a} (n = {int(v)})" for a, v in zip(names, n, strict=True)]
     unit = bool(np.allclose(np.diag(G), 1.0))
@@ -342,7 +342,7 @@ def prototype_geometry(
     if reference is not None:
         R = np.asarray(reference, dtype=float)
         if R.shape != G.shape:
-            raise ValueError(f"reference must have the shape of gram {G.shape}, got {R.shape}")
+            raise InputError(f"reference must have the shape of gram {G.shape}, got {R.shape}")
         Xr, _ = mds(R, 3)
         U, _, Vt = np.linalg.svd(Xr.T @ X3)  # rotate the reference onto the main configuration
         Xref = Xr @ (U @ Vt)
@@ -605,7 +605,7 @@ def gram_heatmaps(
     P = np.asarray(predicted, dtype=float)
     L = np.asarray(learned, dtype=float)
     if P.ndim != 2 or P.shape[0] != P.shape[1] or P.shape != L.shape:
-        raise ValueError(
+        raise InputError(
             f"predicted and learned must be square and alike, got {P.shape}, {L.shape}"
         )
     if order is not None:
@@ -719,7 +719,7 @@ def _draw_embedding(fig, spec, Z: np.ndarray, *, rank: int, c: float, labels, un
     if labels is not None:
         y = np.asarray(labels).ravel()
         if y.shape != (N,):
-            raise ValueError(f"labels must have one entry per row of W ({N}), got {y.shape}")
+            raise InputError(f"labels must have one entry per row of W ({N}), got {y.shape}")
         classes, cls = np.unique(y, return_inverse=True)
         # the class of each point (all its samples share it when the classes collapse)
         point_class = np.array([cls[point_of == p][0] for p in range(m)])
@@ -859,7 +859,7 @@ def classification_figure(W: object, result: Any, *, labels: object | None = Non
     """
     A = check_weights(W)
     if A.shape[0] > MAX_PLOT_N:
-        raise ValueError(
+        raise InputError(
             f"--plot draws N x N matrices; N = {A.shape[0]} is above {MAX_PLOT_N} (drop --plot)"
         )
     colour = _VERDICT_COLOURS.get(result.verdict, "k")

@@ -14,7 +14,7 @@ import numbers
 import os
 import re
 
-from dgp.errors import DgpError, describe
+from dgp.errors import DgpError, InputError, InputTypeError, describe
 
 __all__ = [
     "DEFAULT_MEMORY_FRACTION",
@@ -107,7 +107,7 @@ def _budget() -> tuple[int | None, str]:
             return None, f"{MEMORY_LIMIT_ENV}={raw.strip()}"
         m = _SIZE.match(raw)
         if m is None or float(m.group(1)) * _UNITS[m.group(2).lower()] < 1:
-            raise ValueError(
+            raise InputError(
                 f"{MEMORY_LIMIT_ENV}={raw!r} is not a memory size; use a number of bytes or a "
                 f"size with K, M, G or T (e.g. {MEMORY_LIMIT_ENV}=8G), or 'unlimited'"
             )
@@ -180,9 +180,9 @@ def check_memory(nbytes: float, *, what: str, hint: str | None = None) -> None:
     >>> del os.environ["DGP_MEMORY_LIMIT"]
     """
     if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Real):
-        raise TypeError(f"nbytes must be a number of bytes, got {describe(nbytes)}")
+        raise InputTypeError(f"nbytes must be a number of bytes, got {describe(nbytes)}")
     if math.isnan(float(nbytes)) or nbytes < 0:
-        raise ValueError(f"nbytes must be >= 0, got {describe(nbytes)}")
+        raise InputError(f"nbytes must be >= 0, got {describe(nbytes)}")
     budget, source = _budget()
     if budget is None or nbytes <= budget:
         return

@@ -40,6 +40,8 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from dgp.errors import InputError
+
 __all__ = [
     "CriticalCase",
     "SphereLabels",
@@ -397,7 +399,7 @@ def temperatures_near(
     Shrinks towards the critical value itself.
     """
     if not (critical > 0 and math.isfinite(critical)):
-        raise ValueError(f"critical must be a finite number > 0, got {critical!r}")
+        raise InputError(f"critical must be a finite number > 0, got {critical!r}")
     delta = st.one_of(
         st.just(0.0),
         st.floats(min_rel, rel),

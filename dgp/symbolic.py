@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from dgp.errors import InputError
+
 __all__ = [
     "K",
     "KKTSystem",
@@ -57,7 +59,7 @@ def size_symbols(k: int) -> tuple[sp.Symbol, ...]:
         If ``k < 2``.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-        raise ValueError(f"k must be an integer >= 2 (number of classes), got {k!r}")
+        raise InputError(f"k must be an integer >= 2 (number of classes), got {k!r}")
     return tuple(sp.Symbol(f"n_{c + 1}", integer=True, positive=True) for c in range(k))
 
 

@@ -27,6 +27,7 @@ from types import ModuleType
 
 from hypothesis.errors import HypothesisException
 
+from dgp.errors import ParameterError
 from dgp.proofs._theorem import Theorem
 
 if sys.version_info >= (3, 11):
@@ -178,8 +179,9 @@ def run_theorems(
         ids = {m.THEOREM.id for m in mods}
         unknown = [t for t in only if t not in ids]
         if unknown:
-            raise ValueError(
-                f"unknown theorem id {unknown[0]!r}; known ids: {', '.join(sorted(ids))}"
+            raise ParameterError(
+                "only", f"names an unknown theorem id {unknown[0]!r}; known ids: "
+                f"{', '.join(sorted(ids))}"
             )
         mods = [m for m in mods if m.THEOREM.id in only]
     results = []

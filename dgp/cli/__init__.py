@@ -3,7 +3,10 @@
 Each subcommand module defines ``register(subparsers)``, which adds its parser and sets
 ``func(args) -> int``. The library raises errors that name its *parameters*
 (:class:`dgp.errors.ParameterError`); here they become one line on stderr starting with
-``error:``, naming the flag instead, with exit status 2. A failure of dgp itself
+``error:``, naming the flag instead, with exit status 2, and so do the other input errors
+(:class:`dgp.errors.InputError`, :class:`dgp.errors.InputTypeError`). The exception's class
+decides the exit status, never its base: a bare ``ValueError`` or ``TypeError`` (numpy's, or a
+violated invariant of dgp) is dgp's own failure. A failure of dgp itself
 (:class:`dgp.errors.SolverError`, or any unexpected exception) is one ``error:`` line with exit
 status 1: it is not the user's fault. ``DGP_TRACEBACK=1`` shows the traceback instead. Warnings
 of the library (:class:`dgp.errors.DgpWarning`) are ``warning:`` lines on stderr. The command
@@ -20,7 +23,15 @@ import sys
 import warnings
 from typing import ClassVar
 
-from dgp.errors import DgpWarning, ParameterError, ParameterTypeError, SolverError, join_param
+from dgp.errors import (
+    DgpWarning,
+    InputError,
+    InputTypeError,
+    ParameterError,
+    ParameterTypeError,
+    SolverError,
+    join_param,
+)
 
 __all__ = ["build_parser", "flag_for", "main"]
 
@@ -112,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ParameterError, ParameterTypeError) as exc:
         sys.stderr.write(f"error: {join_param(flag_for(exc.param), exc.detail)}\n")
         return 2
-    except (ValueError, TypeError) as exc:
+    except (InputError, InputTypeError) as exc:  # bad input beyond one argument's value
         sys.stderr.write(f"error: {exc}\n")
         return 2
     except BrokenPipeError:  # the reader (e.g. `| head`) left: not an error of ours

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from dgp.engine.certificates import plain
+from dgp.errors import InputError
 
 __all__ = ["array_path", "emit_json", "jsonable", "plot_path", "save_array", "table"]
 
@@ -48,13 +49,13 @@ def plot_path(path: str) -> str:
     import os
 
     if os.path.isdir(path):
-        raise ValueError(f"--plot {path!r} is a directory; give a file name such as "
+        raise InputError(f"--plot {path!r} is a directory; give a file name such as "
                          f"{os.path.join(path, 'figure.png')!r}")
     ext = os.path.splitext(path)[1]
     if not ext:
         path, ext = path + ".png", ".png"
     if ext.lower() not in _FIGURE_FORMATS:
-        raise ValueError(f"--plot {path!r}: unknown figure format {ext!r}; use one of "
+        raise InputError(f"--plot {path!r}: unknown figure format {ext!r}; use one of "
                          f"{', '.join(_FIGURE_FORMATS)}")
     return _writable(path, "--plot")
 
@@ -65,9 +66,9 @@ def _writable(path: str, flag: str) -> str:
 
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise ValueError(f"{flag} {path!r}: the folder {folder!r} does not exist")
+        raise InputError(f"{flag} {path!r}: the folder {folder!r} does not exist")
     if not os.access(folder, os.W_OK):
-        raise ValueError(f"{flag} {path!r}: the folder {folder!r} is not writable")
+        raise InputError(f"{flag} {path!r}: the folder {folder!r} is not writable")
     return path
 
 
@@ -86,11 +87,11 @@ def array_path(path: str, flag: str) -> str:
     import os
 
     if os.path.isdir(path):
-        raise ValueError(f"{flag} {path!r} is a directory; give a file name ending in .npy or "
+        raise InputError(f"{flag} {path!r} is a directory; give a file name ending in .npy or "
                          ".csv")
     ext = os.path.splitext(path)[1].lower()
     if ext not in _ARRAY_FORMATS:
-        raise ValueError(f"{flag} {path!r}: use a .npy, .csv or .txt file name")
+        raise InputError(f"{flag} {path!r}: use a .npy, .csv or .txt file name")
     return _writable(path, flag)
 
 

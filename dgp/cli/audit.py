@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from dgp.cli._output import emit_json, jsonable, table
+from dgp.errors import InputError
 
 __all__ = ["DEFAULT_TIMEOUT", "UserCodeError", "load_callable", "register", "run", "worker"]
 
@@ -90,7 +91,7 @@ def _split_target(target: str) -> tuple[str, str]:
     parts = module_name.split(".")
     if (not sep or not module_name or not attr or not all(p.isidentifier() for p in parts)
             or not all(a.isidentifier() for a in attr.split("."))):
-        raise ValueError(f"the target must look like MODULE:CALLABLE (e.g. "
+        raise InputError(f"the target must look like MODULE:CALLABLE (e.g. "
                          f"pytorch_metric_learning.losses:SupConLoss), got {target!r}")
     return module_name, attr
 
@@ -124,7 +125,7 @@ def load_callable(target: str) -> Any:
             raise ImportError('the torch backend is not installed: pip install '
                               '"dgp-contrastive[torch]"') from None
         if missing and (module_name == missing or module_name.startswith(missing + ".")):
-            raise ValueError(f"cannot import module {module_name!r}: no module named "
+            raise InputError(f"cannot import module {module_name!r}: no module named "
                              f"{missing!r} on the search path (add its folder with --path)"
                              ) from None
         raise UserCodeError(f"importing module {module_name!r} failed: it needs {missing!r}, "
@@ -135,7 +136,7 @@ def load_callable(target: str) -> Any:
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ValueError(f"module {module_name!r} has no attribute {attr!r}")
+            raise InputError(f"module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if isinstance(obj, type):
         try:
@@ -143,7 +144,7 @@ def load_callable(target: str) -> Any:
         except Exception as exc:  # user code, any exception
             raise UserCodeError(f"{target}() failed: {type(exc).__name__}: {exc}") from None
     if not callable(obj):
-        raise ValueError(f"{target!r} is not callable")
+        raise InputError(f"{target!r} is not callable")
     return obj
 
 
@@ -300,7 +301,7 @@ def _raise(result: dict[str, Any]) -> int:
         cls = ParameterTypeError if result.get("type") else ParameterError
         raise cls(result["param"], result["detail"])
     if kind == "input":
-        raise ValueError(result["message"])
+        raise InputError(result["message"])
     if kind == "dgp":
         raise SolverError(result["message"])
     sys.stderr.write(f"error: {result.get('message', 'the audit failed')}\n")

@@ -8,6 +8,7 @@ import sys
 from dgp.classification import METHODS, classify
 from dgp.cli._output import array_path, emit_json, plot_path, save_array
 from dgp.engine.tolerance import DEFAULT_RTOL
+from dgp.errors import InputError
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_edge_list, load_labels, load_weights
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES, classify_objective
@@ -87,13 +88,13 @@ def _edge_source(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     given = [x for x in (args.weights, args.edges, args.objective) if x is not None]
     if len(given) != 1:
-        raise ValueError("give one of a WEIGHTS file, --edges FILE, or --objective with "
+        raise InputError("give one of a WEIGHTS file, --edges FILE, or --objective with "
                          "--labels")
     edges = _edge_source(args)
     if args.directed and edges is None:
-        raise ValueError("--directed applies to an edge list (--edges FILE)")
+        raise InputError("--directed applies to an edge list (--edges FILE)")
     if edges is not None and args.log_weights:
-        raise ValueError("--log-weights applies to a WEIGHTS matrix; an edge list holds "
+        raise InputError("--log-weights applies to a WEIGHTS matrix; an edge list holds "
                          "weights")
     plot = None
     if args.plot is not None:
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     if args.objective is None:
         for flag in ("labels", "label_column", "sigma", "eps", "label_tau"):
             if getattr(args, flag) is not None:
-                raise ValueError(f"--{flag.replace('_', '-')} needs --objective (it builds the "
+                raise InputError(f"--{flag.replace('_', '-')} needs --objective (it builds the "
                                  "weighting from labels)")
         if edges is not None:
             data = load_edge_list(edges, directed=args.directed, name="--edges")
@@ -120,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
                        rtol=args.rtol, method=args.method, floor=not args.no_floor, **kwargs)
     else:
         if args.labels is None:
-            raise ValueError(f"--objective {args.objective} needs --labels LABELS")
+            raise InputError(f"--objective {args.objective} needs --labels LABELS")
         if args.log_weights:
-            raise ValueError("--log-weights applies to a WEIGHTS file, not to --objective")
+            raise InputError("--log-weights applies to a WEIGHTS file, not to --objective")
         rec = OBJECTIVES[args.objective]
         # the flags first (cheap), then the file
         rec.check_params(sigma=args.sigma, eps=args.eps, label_tau=args.label_tau)
@@ -187,7 +188,7 @@ def _plot(args: argparse.Namespace, res, data, path: str) -> None:
     from dgp.weights import objective_log_weights
 
     if res.n > MAX_PLOT_N:
-        raise ValueError(f"--plot draws N x N matrices; N = {res.n} is above {MAX_PLOT_N} "
+        raise InputError(f"--plot draws N x N matrices; N = {res.n} is above {MAX_PLOT_N} "
                          "(drop --plot)")
     if args.objective is None:
         from dgp.engine.target import graph_weights, is_graph

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from dgp.cli._output import emit_json, table
+from dgp.errors import InputError
 from dgp.io import WEIGHT_FORMATS
 
 __all__ = ["register", "run"]
@@ -44,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
     from dgp.io import check_memory, load_array, load_weights
 
     if args.weights is not None and args.tau is None:
-        raise ValueError("--weights needs --tau (the temperature of the loss)")
+        raise InputError("--weights needs --tau (the temperature of the loss)")
     if args.tau is not None and args.weights is None:
-        raise ValueError("--tau is only used with --weights (the entropic gap needs a weighting)")
+        raise InputError("--tau is only used with --weights (the entropic gap needs a weighting)")
     Z = load_array(args.embeddings, name="embeddings")
     Zref = load_array(args.reference, name="reference")
     W = None

@@ -14,7 +14,7 @@ import numpy as np
 from dgp.cli._output import array_path, emit_json, plot_path
 from dgp.design import GRID_PARAMETERS, PROFILES, phase
 from dgp.engine.tolerance import DEFAULT_RTOL
-from dgp.errors import ParameterError
+from dgp.errors import InputError, ParameterError
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_labels, load_weights
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
@@ -60,13 +60,13 @@ def input_kwargs(args: argparse.Namespace) -> dict:
     from dgp.cli.supcon import parse_sizes
 
     if (args.weights is None) == (args.objective is None):
-        raise ValueError("give either a WEIGHTS file or --objective with --labels (or --sizes), "
+        raise InputError("give either a WEIGHTS file or --objective with --labels (or --sizes), "
                          "not both")
     out: dict = {"similarity": args.similarity, "rtol": args.rtol}
     if args.objective is None:
         for flag in ("labels", "sizes"):
             if getattr(args, flag) is not None:
-                raise ValueError(f"--{flag} needs --objective (it builds the weighting)")
+                raise InputError(f"--{flag} needs --objective (it builds the weighting)")
         out["W"] = load_weights(args.weights, name="WEIGHTS")
         return out
     out["objective"] = args.objective
@@ -90,9 +90,9 @@ def parse_axis(text: str) -> tuple[str, np.ndarray]:
     name, sep, spec = text.partition("=")
     name = name.strip().replace("-", "_")
     if not sep or not name or not spec.strip():
-        raise ValueError(f"--grid {text!r}: {syntax}")
+        raise InputError(f"--grid {text!r}: {syntax}")
     if name not in GRID_PARAMETERS:
-        raise ValueError(f"--grid {text!r}: unknown parameter {name!r}; sweep one of "
+        raise InputError(f"--grid {text!r}: unknown parameter {name!r}; sweep one of "
                          f"{', '.join(GRID_PARAMETERS)}")
     integer = name == "dim"
     try:
@@ -105,7 +105,7 @@ def parse_axis(text: str) -> tuple[str, np.ndarray]:
                 raise ValueError
             if len(parts) == 4:
                 if lo <= 0 or hi <= 0:
-                    raise ValueError(f"--grid {text!r}: geometric spacing needs LO, HI > 0")
+                    raise InputError(f"--grid {text!r}: geometric spacing needs LO, HI > 0")
                 values = np.geomspace(lo, hi, n)
             else:
                 values = np.linspace(lo, hi, n)
@@ -114,10 +114,10 @@ def parse_axis(text: str) -> tuple[str, np.ndarray]:
     except ValueError as exc:
         if str(exc).startswith("--grid"):
             raise
-        raise ValueError(f"--grid {text!r}: {syntax}") from None
+        raise InputError(f"--grid {text!r}: {syntax}") from None
     if integer:
         if not np.all(values == np.round(values)):
-            raise ValueError(f"--grid {text!r}: dim takes integers; LO:HI:N gives "
+            raise InputError(f"--grid {text!r}: dim takes integers; LO:HI:N gives "
                              f"{np.round(values[:4], 3).tolist()}... (use dim=1:16:16, or list "
                              "the values)")
         values = values.astype(np.int64)
@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         plot = plot_path(args.plot)
     if args.csv is not None:
         if not args.csv.lower().endswith((".csv", ".txt")):
-            raise ValueError(f"--csv {args.csv!r}: use a .csv or .txt file name")
+            raise InputError(f"--csv {args.csv!r}: use a .csv or .txt file name")
         array_path(args.csv, "--csv")  # a directory or an unwritable folder: fail before work
     grid: dict[str, np.ndarray] = {}
     for item in args.grid:

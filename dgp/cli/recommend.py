@@ -7,6 +7,7 @@ import argparse
 from dgp.cli._output import emit_json
 from dgp.cli.phase import add_input_arguments, add_parameter_arguments, input_kwargs
 from dgp.design import recommend
+from dgp.errors import InputError
 
 __all__ = ["register", "run"]
 
@@ -16,9 +17,9 @@ def _floats(text: str, flag: str, count: int | None = None) -> list[float]:
     try:
         values = [float(v) for v in text.split(sep)]
     except ValueError:
-        raise ValueError(f"{flag} {text!r}: expected numbers such as 0.01:10") from None
+        raise InputError(f"{flag} {text!r}: expected numbers such as 0.01:10") from None
     if count is not None and len(values) != count:
-        raise ValueError(f"{flag} {text!r}: expected {count} numbers such as 0.01:10")
+        raise InputError(f"{flag} {text!r}: expected {count} numbers such as 0.01:10")
     return values
 
 
@@ -26,7 +27,7 @@ def _ints(text: str, flag: str) -> list[int]:
     try:
         return [int(v) for v in text.split(",")]
     except ValueError:
-        raise ValueError(f"{flag} {text!r}: expected class codes such as 2,3,4") from None
+        raise InputError(f"{flag} {text!r}: expected class codes such as 2,3,4") from None
 
 
 def register(sub: argparse._SubParsersAction) -> None:

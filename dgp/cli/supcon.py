@@ -8,6 +8,7 @@ import argparse
 import numpy as np
 
 from dgp.cli._output import array_path, emit_json, save_array, table
+from dgp.errors import InputError
 from dgp.prototypes import (
     METHODS,
     NO_POSITIVE,
@@ -37,7 +38,7 @@ def parse_sizes(text: str) -> list[int]:
         try:
             out.append(int(item))
         except ValueError:
-            raise ValueError(
+            raise InputError(
                 f"--sizes must be comma-separated integers such as 10,5,2; item {k} is "
                 f"{item!r} in {text!r}"
             ) from None
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         }
     elif (args.samples_per_class is not None or args.sampler != "uniform") and (
             args.tolerance is None):
-        raise ValueError("--sampler and --samples-per-class apply to mini-batches: add "
+        raise InputError("--sampler and --samples-per-class apply to mini-batches: add "
                          "--batch-size B or --tolerance TOL")
     res = supcon_prototypes(sizes, tau=args.tau, eps=args.eps, method=args.method, **batch)
     within = None

@@ -14,6 +14,7 @@ import textwrap
 from typing import Any
 
 from dgp.cli._output import emit_json, jsonable, table
+from dgp.errors import InputError
 
 __all__ = ["EXPERIMENTS", "register", "run"]
 
@@ -86,13 +87,13 @@ def _multiples(text: str) -> tuple[float, ...]:
 def _writable(out: str) -> None:
     """Create ``out`` and check that a file can be written there, before any training."""
     if os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(f"out {out!r} exists and is not a directory")
+        raise InputError(f"out {out!r} exists and is not a directory")
     try:
         os.makedirs(out, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out, prefix=".dgp-write-test-"):
             pass
     except OSError as exc:
-        raise ValueError(f"out {out!r} is not writable ({exc.strerror or exc})") from None
+        raise InputError(f"out {out!r} is not writable ({exc.strerror or exc})") from None
 
 
 def _fmt(v: Any) -> str:
@@ -216,14 +217,14 @@ def run(args: argparse.Namespace) -> int:
     from dgp.torch.training import resolve_device
 
     if args.seed < 0:
-        raise ValueError(f"seed must be >= 0, got {args.seed}")
+        raise InputError(f"seed must be >= 0, got {args.seed}")
     resolve_device(args.device)  # fail now, not after the first experiment
     if args.out is not None:
         _writable(args.out)
     if args.quick and args.mode not in (None, "quick"):
-        raise ValueError(f"--quick and --mode {args.mode} contradict each other; give one")
+        raise InputError(f"--quick and --mode {args.mode} contradict each other; give one")
     if args.taus is not None and args.experiment not in ("soft-supcon-tau", "all"):
-        raise ValueError(f"--taus applies to soft-supcon-tau, not to {args.experiment}")
+        raise InputError(f"--taus applies to soft-supcon-tau, not to {args.experiment}")
     from dgp.torch.experiments import MODES
 
     mode = "quick" if args.quick else (args.mode or "full")
@@ -236,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         why = applicable(args.experiment, data)
         if why is not None:
-            raise ValueError(f"experiment {args.experiment} {why}")
+            raise InputError(f"experiment {args.experiment} {why}")
         results = [(args.experiment, run_experiment(args.experiment, data=data, **opts))]
     reports = [jsonable(exp.report) for _, exp in results if not isinstance(exp, str)]
     skipped = {name: exp for name, exp in results if isinstance(exp, str)}

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp.engine.tolerance import Margin, Tolerance
-from dgp.errors import DgpWarning, ParameterError, ParameterTypeError
+from dgp.errors import DgpWarning, InputError, ParameterError, ParameterTypeError
 from dgp.resources import check_memory
 
 __all__ = [
@@ -472,7 +472,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
         If the weighting has zero weights (their target is :math:`-\\infty`).
     """
     if weights.has_zeros:
-        raise ValueError("log_target needs positive weights; zero weights have no finite target")
+        raise InputError("log_target needs positive weights; zero weights have no finite target")
     L = weights.L
     n = L.shape[0]
     np.fill_diagonal(L, 0.0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from dgp.errors import ParameterError
+from dgp.errors import InputError, ParameterError
 
 __all__ = ["check_time", "time_budget"]
 
@@ -44,5 +44,5 @@ def check_time(flops: float, *, what: str, instead: str, param: str | None = Non
         f"one call (DGP_TIME_BUDGET_S); {instead}"
     )
     if param is None:
-        raise ValueError(detail)
+        raise InputError(detail)
     raise ParameterError(param, f"is too large: {detail}")

@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares, minimize, minimize_scalar
 
-from dgp.errors import DgpError, check_choice, check_int, check_positive
+from dgp.errors import DgpError, InputError, check_choice, check_int, check_positive
 from dgp.torch._audit_limits import (
     GEOMETRY_MAX_N,
     MAX_N,
@@ -317,7 +317,7 @@ def probe(
     n = check_int(n, "n", minimum=4, maximum=MAX_N)
     probes = check_int(probes, "probes", minimum=2, maximum=16)
     if call != "embeddings" and n % 2:
-        raise ValueError(f"n must be even for a two-view call ({call!r}), got {n}")
+        raise InputError(f"n must be even for a two-view call ({call!r}), got {n}")
     check_probe_memory(n, probes)
     lab = None
     if labels is not None:
@@ -384,7 +384,7 @@ def partition_log_weights(n: int, row_labels: np.ndarray | None, partition: str)
     """
     check_choice(partition, PARTITIONS, "partition")
     if partition != "all" and row_labels is None:
-        raise ValueError(f"partition {partition!r} needs class labels")
+        raise InputError(f"partition {partition!r} needs class labels")
     if partition == "all":
         logc = np.zeros((n, n))
     else:
@@ -1267,7 +1267,7 @@ def audit_loss(
         tau = _find_tau(loss_fn)
         source = "attribute"
         if tau is None:
-            raise ValueError(
+            raise InputError(
                 "tau is needed: the gradient of a loss is linear in 1/tau only together with "
                 "its weights, so the temperature must be known; pass tau (--tau) or give the "
                 "loss a `tau` or `temperature` attribute"
@@ -1280,7 +1280,7 @@ def audit_loss(
     else:
         given = np.asarray(labels)
         if given.ndim not in (1, 2) or given.shape[0] < 2:
-            raise ValueError(f"labels must be 1-D or N x p with at least 2 rows, got shape "
+            raise InputError(f"labels must be 1-D or N x p with at least 2 rows, got shape "
                              f"{given.shape}")
         kinds = ("given",)
     check_probe_memory(n if given is None else 2 * len(given), probes)

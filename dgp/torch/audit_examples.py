@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dgp.errors import InputError
 from dgp.torch._compat import require_torch
 from dgp.torch.audit import Intended
 
@@ -106,7 +107,7 @@ y_aware_loss_public.tau = TAU  # type: ignore[attr-defined]
 def _views_logits(features, temperature):
     """Stack the views (view-major, as SupContrast does), cosine logits shifted by the row max."""
     if features.ndim != 3:
-        raise ValueError(f"features must be [bsz, n_views, d], got shape {tuple(features.shape)}")
+        raise InputError(f"features must be [bsz, n_views, d], got shape {tuple(features.shape)}")
     z = torch.cat(torch.unbind(features, dim=1), dim=0)
     z = torch.nn.functional.normalize(z, dim=1)
     logits = z @ z.T / temperature

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgp.errors import check_dim, check_positive, install_hint
+from dgp.errors import InputError, check_dim, check_positive, install_hint
 
 __all__ = [
     "MNIST_FILE",
@@ -138,14 +138,14 @@ def read_mnist_csv(path: str) -> tuple[np.ndarray, np.ndarray]:
         try:
             table = np.loadtxt(fh, delimiter=",", dtype=np.float32, ndmin=2)
         except ValueError as exc:
-            raise ValueError(f"{path} is not a numeric CSV table: {exc}") from None
+            raise InputError(f"{path} is not a numeric CSV table: {exc}") from None
     if table.shape[1] != 28 * 28 + 1:
-        raise ValueError(f"{path} must have 785 columns (784 pixels, label), got {table.shape[1]}")
+        raise InputError(f"{path} must have 785 columns (784 pixels, label), got {table.shape[1]}")
     pixels, labels = table[:, :-1], table[:, -1]
     if not (np.equal(np.round(labels), labels).all() and 0 <= labels.min() <= labels.max() <= 9):
-        raise ValueError(f"the last column of {path} must hold digit labels 0..9")
+        raise InputError(f"the last column of {path} must hold digit labels 0..9")
     if pixels.min() < 0 or pixels.max() > 255:
-        raise ValueError(f"the pixels of {path} must lie in [0, 255]")
+        raise InputError(f"the pixels of {path} must lie in [0, 255]")
     return (pixels / 255.0).reshape(-1, 1, 28, 28).astype(np.float32), labels.astype(np.int64)
 
 
@@ -187,43 +187,43 @@ def load_npz(path: str) -> Dataset:
         with np.load(path, allow_pickle=False) as z:
             files = dict(z.items())
     except (OSError, ValueError, EOFError) as exc:
-        raise ValueError(f"data: cannot read {path!r} as an .npz file ({exc})") from None
+        raise InputError(f"data: cannot read {path!r} as an .npz file ({exc})") from None
     xk = next((k for k in _X_KEYS if k in files), None)
     yk = next((k for k in _Y_KEYS if k in files), None)
     if xk is None or yk is None:
-        raise ValueError(
+        raise InputError(
             f"data: {path!r} must hold the inputs under one of {list(_X_KEYS)} and the labels "
             f"under one of {list(_Y_KEYS)}; it holds {sorted(files)}"
         )
     X, y = files[xk], files[yk]
     if X.dtype.kind not in "iufb" or X.ndim not in (2, 3, 4) or X.shape[0] < 4:
-        raise ValueError(
+        raise InputError(
             f"data: {xk} must be numbers of shape (N, p), (N, H, W) or (N, C, H, W) with N >= 4, "
             f"got dtype {X.dtype} and shape {X.shape}"
         )
     if not np.isfinite(X).all():
-        raise ValueError(f"data: {xk} holds a NaN or infinite value")
+        raise InputError(f"data: {xk} holds a NaN or infinite value")
     if X.ndim == 3:
         X = X[:, None]
     if X.ndim == 4 and min(X.shape[2:]) < 4:
-        raise ValueError(f"data: images must be at least 4 x 4 pixels, got {X.shape[2:]}")
+        raise InputError(f"data: images must be at least 4 x 4 pixels, got {X.shape[2:]}")
     if y.shape[:1] != X.shape[:1] or y.ndim not in (1, 2):
-        raise ValueError(
+        raise InputError(
             f"data: {yk} must have shape (N,) or (N, q) with N = {X.shape[0]}, got {y.shape}"
         )
     if y.dtype.kind in "iub":
         y = y.astype(np.int64)
         if y.ndim != 1:
-            raise ValueError(f"data: integer class labels must be one column, got {y.shape}")
+            raise InputError(f"data: integer class labels must be one column, got {y.shape}")
         _, counts = np.unique(y, return_counts=True)
         if counts.size < 2 or counts.min() < 2:
-            raise ValueError("data: class labels need at least 2 classes of >= 2 samples each")
+            raise InputError("data: class labels need at least 2 classes of >= 2 samples each")
     elif y.dtype.kind == "f":
         if not np.isfinite(y).all():
-            raise ValueError(f"data: {yk} holds a NaN or infinite value")
+            raise InputError(f"data: {yk} holds a NaN or infinite value")
         y = (y[:, None] if y.ndim == 1 else y).astype(np.float64)
     else:
-        raise ValueError(f"data: {yk} must be integers or floats, got dtype {y.dtype}")
+        raise InputError(f"data: {yk} must be integers or floats, got dtype {y.dtype}")
     return Dataset(X.astype(np.float32), y, os.path.basename(str(path)))
 
 
@@ -245,12 +245,12 @@ def geometric_sizes(*, classes: int, largest: int, ratio: float) -> np.ndarray:
     largest = check_dim(largest, "largest")
     ratio = check_positive(ratio, "ratio")
     if classes < 2:
-        raise ValueError(f"classes must be >= 2, got {classes}")
+        raise InputError(f"classes must be >= 2, got {classes}")
     if ratio < 1:
-        raise ValueError(f"ratio must be >= 1 (sizes decrease), got {ratio}")
+        raise InputError(f"ratio must be >= 1 (sizes decrease), got {ratio}")
     sizes = np.round(largest * ratio ** (-np.arange(classes) / (classes - 1))).astype(np.int64)
     if sizes.min() < 2:
-        raise ValueError(
+        raise InputError(
             f"the smallest class would have {int(sizes.min())} sample(s); raise largest or lower "
             "ratio"
         )
@@ -274,13 +274,13 @@ def split_by_class(
     classes = np.unique(y)
     sizes = np.asarray(sizes, dtype=np.int64)
     if sizes.shape != classes.shape:
-        raise ValueError(f"sizes must have one entry per class ({classes.size}), got {sizes.size}")
+        raise InputError(f"sizes must have one entry per class ({classes.size}), got {sizes.size}")
     rng = np.random.default_rng(seed)
     train, held = [], []
     for c, n in zip(classes, sizes, strict=True):
         pool = np.flatnonzero(y == c)
         if pool.size < n + test:
-            raise ValueError(
+            raise InputError(
                 f"class {c} has {pool.size} samples; {n} for training and {test} held out need "
                 f"{n + test}"
             )
@@ -318,11 +318,11 @@ def rotated(X: np.ndarray, *, seed: int, pad: int = 0,
     from scipy.ndimage import rotate
 
     if X.ndim != 4:
-        raise ValueError(f"X must be an (N, C, H, W) stack of images, got shape {X.shape}")
+        raise InputError(f"X must be an (N, C, H, W) stack of images, got shape {X.shape}")
     if pad < 0:
-        raise ValueError(f"pad must be >= 0, got {pad}")
+        raise InputError(f"pad must be >= 0, got {pad}")
     if not 0 < span <= 2 * np.pi:
-        raise ValueError(f"span must be in (0, 2 pi], got {span}")
+        raise InputError(f"span must be in (0, 2 pi], got {span}")
     rng = np.random.default_rng(seed)
     theta = rng.uniform(0.0, span, X.shape[0])
     Xp = np.pad(X, ((0, 0), (0, 0), (pad, pad), (pad, pad)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from dgp.errors import check_dim
+from dgp.errors import InputError, check_dim
 from dgp.torch._compat import require_torch
 
 torch = require_torch()
@@ -91,10 +91,10 @@ class ConvEncoder(nn.Module):
         super().__init__()
         hw = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
         if len(hw) != 2:
-            raise ValueError(f"image_size must be an int or (height, width), got {image_size!r}")
+            raise InputError(f"image_size must be an int or (height, width), got {image_size!r}")
         h, w = (check_dim(v, "image_size") for v in hw)
         if min(h, w) < 4:
-            raise ValueError(f"image_size must be at least 4 x 4 pixels, got {h} x {w}")
+            raise InputError(f"image_size must be at least 4 x 4 pixels, got {h} x {w}")
         c1, c2 = _check_widths(channels, "channels")
         self.features = nn.Sequential(
             nn.Conv2d(check_dim(in_channels, "in_channels"), c1, 3, padding=1),

@@ -34,7 +34,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from dgp.errors import ParameterError, check_choice, check_positive, check_unit_interval
+from dgp.errors import (
+    InputError,
+    InputTypeError,
+    ParameterError,
+    check_choice,
+    check_positive,
+    check_unit_interval,
+)
 from dgp.infonce import SIMILARITIES
 from dgp.objectives import registry
 from dgp.torch._compat import require_torch
@@ -71,13 +78,13 @@ Tensor = Any  # torch.Tensor; kept loose so the module imports cleanly for docum
 
 def _as_embeddings(embeddings: Tensor) -> Tensor:
     if not isinstance(embeddings, torch.Tensor):
-        raise TypeError(f"embeddings must be a torch.Tensor, got {type(embeddings).__name__}")
+        raise InputTypeError(f"embeddings must be a torch.Tensor, got {type(embeddings).__name__}")
     if embeddings.ndim != 2 or embeddings.shape[0] < 2:
-        raise ValueError(
+        raise InputError(
             f"embeddings must be an N x d tensor with N >= 2, got shape {tuple(embeddings.shape)}"
         )
     if not embeddings.is_floating_point():
-        raise TypeError(f"embeddings must be floating point, got dtype {embeddings.dtype}")
+        raise InputTypeError(f"embeddings must be floating point, got dtype {embeddings.dtype}")
     return embeddings
 
 
@@ -146,22 +153,22 @@ def winfonce(
     n = S.shape[0]
     W = torch.as_tensor(weights, dtype=S.dtype, device=S.device).detach()
     if W.shape != (n, n):
-        raise ValueError(f"weights must be {n} x {n} to match embeddings, got {tuple(W.shape)}")
+        raise InputError(f"weights must be {n} x {n} to match embeddings, got {tuple(W.shape)}")
     eye = torch.eye(n, dtype=torch.bool, device=S.device)
     W = W.masked_fill(eye, 0.0)
     if not bool(torch.isfinite(W).all()) or bool((W < 0).any()):
-        raise ValueError("weights must be finite and >= 0 off the diagonal")
+        raise InputError("weights must be finite and >= 0 off the diagonal")
     mass = W.sum(dim=1)
     keep = mass > 0
     if not bool(keep.all()):
         if empty_rows == "error":
             i = int(torch.nonzero(~keep)[0, 0])
-            raise ValueError(
+            raise InputError(
                 f"row {i} of weights has no positive weight off the diagonal (an anchor without "
                 "positives); pass empty_rows='skip' to drop such anchors"
             )
         if not bool(keep.any()):
-            raise ValueError("no anchor of the batch has a positive weight off the diagonal")
+            raise InputError("no anchor of the batch has a positive weight off the diagonal")
     P = W / mass.clamp_min(torch.finfo(S.dtype).tiny)[:, None]
     S = S.masked_fill(eye, float("-inf"))
     log_q = (S - torch.logsumexp(S, dim=1, keepdim=True)).masked_fill(eye, 0.0)
@@ -182,10 +189,10 @@ def _class_labels(labels: Tensor) -> Tensor:
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
-        raise ValueError(f"labels must be one column of class labels, got shape {tuple(y.shape)}")
+        raise InputError(f"labels must be one column of class labels, got shape {tuple(y.shape)}")
     if y.is_floating_point() or y.is_complex():
         if not bool(torch.equal(torch.round(y), y)):
-            raise TypeError("labels must be integer class labels; got non-integer values")
+            raise InputTypeError("labels must be integer class labels; got non-integer values")
     return y
 
 
@@ -196,9 +203,9 @@ def _continuous_labels(labels: Tensor) -> Tensor:
     if y.ndim == 1:
         y = y[:, None]
     if y.ndim != 2:
-        raise ValueError(f"labels must be an N x p tensor, got shape {tuple(y.shape)}")
+        raise InputError(f"labels must be an N x p tensor, got shape {tuple(y.shape)}")
     if not bool(torch.isfinite(y).all()):
-        raise ValueError("labels hold a NaN or infinite value")
+        raise InputError("labels hold a NaN or infinite value")
     return y
 
 
@@ -241,7 +248,7 @@ def xclr_weights(labels: Tensor, *, label_tau: float) -> Tensor:
     norms = y.norm(dim=1)
     if bool((norms == 0).any()):
         i = int(torch.nonzero(norms == 0)[0, 0])
-        raise ValueError(f"label embedding {i} is zero and cannot be L2-normalised for X-CLR")
+        raise InputError(f"label embedding {i} is zero and cannot be L2-normalised for X-CLR")
     yh = y / norms[:, None]
     S = (yh @ yh.T) / label_tau
     eye = torch.eye(S.shape[0], dtype=torch.bool, device=S.device)
@@ -339,14 +346,14 @@ class WInfoNCELoss(torch.nn.Module):
         self.reduction = check_choice(reduction, REDUCTIONS, "reduction")
         self.empty_rows = check_choice(empty_rows, EMPTY_ROWS, "empty_rows")
         if weight_fn is not None and weights is not None:
-            raise ValueError("give either weight_fn or weights, not both")
+            raise InputError("give either weight_fn or weights, not both")
         if weight_fn is not None and not callable(weight_fn):
-            raise TypeError(f"weight_fn must be callable, got {type(weight_fn).__name__}")
+            raise InputTypeError(f"weight_fn must be callable, got {type(weight_fn).__name__}")
         self.weight_fn = weight_fn
         if weights is not None:
             W = torch.as_tensor(weights, dtype=torch.get_default_dtype())
             if W.ndim != 2 or W.shape[0] != W.shape[1]:
-                raise ValueError(f"weights must be a square matrix, got shape {tuple(W.shape)}")
+                raise InputError(f"weights must be a square matrix, got shape {tuple(W.shape)}")
             self.register_buffer("dataset_weights", W.clone())
         else:
             self.dataset_weights = None
@@ -368,10 +375,10 @@ class WInfoNCELoss(torch.nn.Module):
             idx = torch.as_tensor(labels, device=self.dataset_weights.device).long().reshape(-1)
             m = self.dataset_weights.shape[0]
             if bool(((idx < 0) | (idx >= m)).any()):
-                raise ValueError(f"labels must be sample indices in [0, {m}) of the weights")
+                raise InputError(f"labels must be sample indices in [0, {m}) of the weights")
             return self.dataset_weights[idx][:, idx]
         if self.weight_fn is None:
-            raise ValueError("no weighting: pass weights= to forward, or weight_fn/weights here")
+            raise InputError("no weighting: pass weights= to forward, or weight_fn/weights here")
         return self.weight_fn(labels)
 
     def forward(
@@ -387,10 +394,10 @@ class WInfoNCELoss(torch.nn.Module):
         Z = _as_embeddings(embeddings)
         if weights is None:
             if labels is None:
-                raise ValueError("labels are required unless weights= is given")
+                raise InputError("labels are required unless weights= is given")
             lab = torch.as_tensor(labels)
             if lab.shape[0] != Z.shape[0]:
-                raise ValueError(
+                raise InputError(
                     f"labels must have one entry per embedding ({Z.shape[0]}), got {lab.shape[0]}"
                 )
             if lab.device != Z.device and self.dataset_weights is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dgp.errors import check_choice, check_dim, check_positive
+from dgp.errors import InputError, check_choice, check_dim, check_positive
 from dgp.torch._compat import require_torch
 
 torch = require_torch()
@@ -44,7 +44,7 @@ def resolve_device(device: str = "auto") -> Any:
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was requested but no CUDA device is available; use cpu")
+        raise InputError("device 'cuda' was requested but no CUDA device is available; use cpu")
     return torch.device(device)
 
 
@@ -66,9 +66,9 @@ def cpu_threads(n: int | None = None) -> Iterator[int]:
         try:
             n = int(env)
         except ValueError:
-            raise ValueError(f"DGP_TORCH_THREADS must be a positive integer, got {env!r}") from None
+            raise InputError(f"DGP_TORCH_THREADS must be a positive integer, got {env!r}") from None
     if n < 1:
-        raise ValueError(f"the number of CPU threads must be >= 1, got {n}")
+        raise InputError(f"the number of CPU threads must be >= 1, got {n}")
     before = torch.get_num_threads()
     torch.set_num_threads(int(n))
     try:
@@ -86,7 +86,7 @@ def seed_everything(seed: int) -> None:
         If ``seed`` is not a non-negative integer.
     """
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     random.seed(int(seed))
     np.random.seed(int(seed) % 2**32)  # noqa: NPY002 - third-party code may use the global RNG
     torch.manual_seed(int(seed))
@@ -168,17 +168,17 @@ def train(
     steps = check_dim(steps, "steps")
     lr = check_positive(lr, "lr")
     if weight_decay < 0:
-        raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+        raise InputError(f"weight_decay must be >= 0, got {weight_decay!r}")
     dev = resolve_device(device)
     Xt = torch.as_tensor(X, dtype=torch.float32).to(dev)
     yt = torch.as_tensor(labels).to(dev)
     n = Xt.shape[0]
     if yt.shape[0] != n:
-        raise ValueError(f"labels must have one entry per sample ({n}), got {yt.shape[0]}")
+        raise InputError(f"labels must have one entry per sample ({n}), got {yt.shape[0]}")
     if batch_size is not None:
         batch_size = check_dim(batch_size, "batch_size")
         if batch_size < 2 or batch_size > n:
-            raise ValueError(f"batch_size must be in [2, {n}], got {batch_size}")
+            raise InputError(f"batch_size must be in [2, {n}], got {batch_size}")
     encoder.to(dev)
     encoder.train()
     params = [p for p in encoder.parameters() if p.requires_grad]
@@ -208,7 +208,7 @@ def train(
             sched.step()
             value = float(loss.detach())
             if not np.isfinite(value):
-                raise ValueError(f"the loss became {value} at step {step}; lower lr")
+                raise InputError(f"the loss became {value} at step {step}; lower lr")
             result.losses.append(value)
             if bar is not None:
                 bar.update(1)

@@ -56,7 +56,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from dgp.errors import check_choice
+from dgp.errors import InputError, check_choice
 from dgp.torch import data as datasets
 from dgp.torch.experiments.base import (
     FULL,
@@ -149,11 +149,11 @@ def run_experiment(
     """
     check_choice(name, tuple(EXPERIMENTS), "experiment")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     options: dict = {}
     if taus is not None:
         if name != "soft-supcon-tau":
-            raise ValueError(f"taus applies to soft-supcon-tau only, not to {name}")
+            raise InputError(f"taus applies to soft-supcon-tau only, not to {name}")
         options["multiples"] = tuple(float(t) for t in taus)
     with cpu_threads():  # small matrices: one thread, no contention (see cpu_threads)
         return EXPERIMENTS[name](

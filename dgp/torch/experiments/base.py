@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp.errors import InputError
 from dgp.torch._compat import require_torch
 
 torch = require_torch()
@@ -168,7 +169,7 @@ def class_source(budget: Budget, data: datasets.Dataset | None) -> datasets.Data
             src.X[keep], src.y[keep], f"{src.name}, digits 0-{budget.classes - 1}"
         )
     if not src.classes:
-        raise ValueError(
+        raise InputError(
             "data: this experiment needs integer class labels; the file has continuous labels "
             "(use continuous-labels)"
         )

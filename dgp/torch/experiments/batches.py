@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dgp.errors import InputError
 from dgp.torch._compat import require_torch
 from dgp.weights import supcon_weights
 
@@ -100,7 +101,7 @@ def batch_size(
     K, N = sizes.size, int(sizes.sum())
     bad = [b for b in batch_sizes if not 2 <= int(b) <= N]
     if bad:
-        raise ValueError(f"batch_sizes must lie in [2, {N}] (the training set), got {bad}")
+        raise InputError(f"batch_sizes must lie in [2, {N}] (the training set), got {bad}")
     full = supcon_prototypes(sizes, tau=tau)
     seeds = seeds_for(seed, budget)
     runs: list[dict[str, Any]] = []

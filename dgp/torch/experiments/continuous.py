@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp.errors import InputError
 from dgp.metrics import entropic_gap, procrustes_r2, similarity_r2
 from dgp.torch._compat import require_torch
 from dgp.weights import gaussian_kernel_weights, xclr_weights
@@ -96,12 +97,12 @@ def continuous_data(
         y = data.y - data.y.mean(axis=0)
         sd = y.std(axis=0)
         if (sd == 0).any():
-            raise ValueError("data: a label column is constant; it carries no geometry")
+            raise InputError("data: a label column is constant; it carries no geometry")
         y = y / sd / math.sqrt(y.shape[1])
         X, name = data.X, f"{data.name} (labels standardised)"
     else:
         if data is not None and not data.images:
-            raise ValueError(
+            raise InputError(
                 "data: continuous-labels needs continuous labels, or images to rotate; the file "
                 "has class labels on feature vectors"
             )
@@ -118,7 +119,7 @@ def continuous_data(
             name = f"{src.name}, {what} rotated by a uniform angle; label (cos, sin)"
     n = X.shape[0]
     if n < 8:
-        raise ValueError(f"data: continuous-labels needs at least 8 samples, got {n}")
+        raise InputError(f"data: continuous-labels needs at least 8 samples, got {n}")
     n_test = min(n_test, n // 3)
     n_train = min(n_train, n - n_test)
     order = rng.permutation(n)
@@ -150,7 +151,7 @@ def continuous_prediction(
         info["prediction"] = "dgp.classify target (attains the entropic bound)"
         return np.asarray(res.embedding, dtype=float), info
     if similarity != "cosine":
-        raise ValueError(f"no prediction for a {res.verdict} Euclidean weighting: {res.reason}")
+        raise InputError(f"no prediction for a {res.verdict} Euclidean weighting: {res.reason}")
     from dgp.optimum import optimum
 
     opt = optimum(W, tau=tau, dim=dim)

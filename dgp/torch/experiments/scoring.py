@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp.errors import InputError
 from dgp.metrics import entropic_gap, procrustes_r2, similarity_r2
 from dgp.torch._compat import require_torch
 
@@ -49,7 +50,7 @@ def gram_embedding(G: np.ndarray) -> np.ndarray:
     """
     G = np.asarray(G, dtype=float)
     if G.ndim != 2 or G.shape[0] != G.shape[1] or not np.allclose(G, G.T, atol=1e-8):
-        raise ValueError(f"G must be a symmetric square matrix, got shape {G.shape}")
+        raise InputError(f"G must be a symmetric square matrix, got shape {G.shape}")
     lam, V = np.linalg.eigh((G + G.T) / 2.0)
     lam, V = lam[::-1], V[:, ::-1]  # principal axes first
     keep = lam > 1e-10 * max(1.0, float(lam[0]))
@@ -79,7 +80,7 @@ def prototype_gram(Z: np.ndarray, y: np.ndarray, K: int) -> tuple[np.ndarray, np
     """
     counts = np.bincount(y, minlength=K)
     if counts.min() == 0:
-        raise ValueError(f"class {int(np.argmin(counts))} has no sample")
+        raise InputError(f"class {int(np.argmin(counts))} has no sample")
     P, norms = prototypes_of(unit_rows(Z), y, K)
     collapse = float(norms.min())
     return P, P @ P.T, collapse
@@ -133,9 +134,9 @@ def batch_losses(
     """
     n = labels.shape[0]
     if any(Z.shape[0] != n for Z in embeddings):
-        raise ValueError("every embedding and labels must have one row per sample")
+        raise InputError("every embedding and labels must have one row per sample")
     if not 2 <= batch_size <= n:
-        raise ValueError(f"batch_size must be in [2, {n}], got {batch_size}")
+        raise InputError(f"batch_size must be in [2, {n}], got {batch_size}")
     Zs = [torch.as_tensor(Z, dtype=torch.float64) for Z in embeddings]
     yt = torch.as_tensor(labels)
     gen = torch.Generator().manual_seed(int(seed))
@@ -183,7 +184,7 @@ def loss_excess(
         If the shapes disagree or ``batch_size`` is not in ``[2, N]``.
     """
     if Zstar.shape[0] != Z.shape[0]:
-        raise ValueError("Z, Zstar and labels must have one row per sample")
+        raise InputError("Z, Zstar and labels must have one row per sample")
     L, anchors = batch_losses([Z, Zstar], labels, loss_fn, batch_size=batch_size,
                               batches=batches, seed=seed)
     return per_anchor_difference(L[0], L[1], anchors)

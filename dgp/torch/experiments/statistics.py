@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from dgp.errors import InputError
+
 __all__ = [
     "CONFIDENCE",
     "PLATEAU_RTOL",
@@ -198,7 +200,7 @@ def paired_verdict(
     'undecided'
     """
     if len(a) != len(b):
-        raise ValueError(f"a and b must pair up, got {len(a)} and {len(b)} runs")
+        raise InputError(f"a and b must pair up, got {len(a)} and {len(b)} runs")
     return one_sample_verdict(np.asarray(b, dtype=float) - np.asarray(a, dtype=float), names)
 
 

@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from dgp.errors import InputError
 from dgp.torch._compat import require_torch
 from dgp.weights import soft_supcon_weights
 
@@ -126,7 +127,7 @@ def soft_supcon_tau(
 
     mults = sorted({float(m) for m in multiples})
     if len(mults) < 3 or mults[0] <= 0:
-        raise ValueError(f"taus: give at least three positive multiples of tau*, got {multiples}")
+        raise InputError(f"taus: give at least three positive multiples of tau*, got {multiples}")
     budget = budget_for(quick, budget)
     dev = resolve_device(device)
     src = class_source(budget, data)
