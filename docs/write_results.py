@@ -186,9 +186,17 @@ def _cmp(d: dict[str, Any]) -> str:
     ident = d["identifiability"]
     parts.append(f"loss gap {_nats(ident['delta'])} ± {_nats(ident['delta_se'])} vs resolution "
                  f"{_nats(ident['resolution'])} nats/anchor")
-    nc = h.get("noise_ceiling")
-    if nc:
-        parts.append(f"noise ceiling {nc[0]:.2g}")
+    nc, dp = h.get("noise_ceiling"), h.get("dist_prediction")
+    if nc and dp:
+        ratio = dp[0] / nc[0]
+        parts.append(f"held-out residual {dp[0]:.2g} = {ratio:.2g} noise ceilings")
+        if abs(ratio - 3.0) <= 0.3:
+            parts.append("decided within 10% of the 3-ceiling limit of a fit")
+    near = d.get("near_threshold")
+    if near:
+        parts.append("near its threshold: " + ", ".join(near))
+    if d.get("why"):
+        parts.append(d["why"])
     return "; ".join(parts)
 
 

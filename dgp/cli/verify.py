@@ -150,9 +150,11 @@ def _comparison(label: str, c: dict[str, Any]) -> str:
     ident = c["identifiability"]
     diff = c["heldout"]["all_runs"].get("difference")
     adv = f"held-out advantage {diff[0]:.3g}±{diff[1]:.2g}, " if diff else ""
+    near = c.get("near_threshold")
     return (
         f"{label}: {c['supports']} ({adv}loss gap {_nats(ident['delta'])} vs resolution "
         f"{_nats(ident['resolution'])} nats/anchor)"
+        + (f", near its threshold ({', '.join(near)})" if near else "")
     )
 
 

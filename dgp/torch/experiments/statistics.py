@@ -486,9 +486,36 @@ def decide(runs: Sequence[dict[str, Any]], alternative: str, names: tuple[str, s
         "identifiability": ident,
         "heldout": heldout,
         "train": train,
+        "near_threshold": _near_threshold(ident, heldout, dp),
     }
     if why:
         out["why"] = why
+    return out
+
+
+#: a decision quantity within this relative distance of its threshold is reported as near it
+NEAR = 0.1
+
+
+def _near_threshold(ident: dict[str, Any], heldout: dict[str, Any], dp: list[float]
+                    ) -> list[str]:
+    """Which thresholds the comparison was decided within :data:`NEAR` of: the loss gap against
+    the resolution, the held-out t statistic against its critical value, the residual against
+    :data:`ABSOLUTE_FIT` noise ceilings."""
+    def near(value: float, limit: float) -> bool:
+        return bool(math.isfinite(value) and math.isfinite(limit) and limit > 0
+                    and abs(value - limit) <= NEAR * limit)
+
+    out = []
+    if near(abs(ident["delta"]), ident["resolution"]):
+        out.append("identifiability")
+    v = heldout["all_runs"]
+    if "difference" in v and v["difference"][1] > 0:
+        if near(abs(v["difference"][0]) / v["difference"][1], v["critical_t"]):
+            out.append("held-out t")
+    nc = heldout.get("noise_ceiling")
+    if nc and dp and near(float(np.mean(dp)), ABSOLUTE_FIT * nc[0]):
+        out.append("absolute fit")
     return out
 
 
