@@ -144,6 +144,11 @@ def test_decide_reaches_every_outcome():
     assert s.decide(flat, "A", names)["supports"] == "uninformative"
     worse = [_run(0.1 + 0.01 * k, 0.05, 0.15, delta=-0.02, excess=ex[k]) for k in range(3)]
     assert s.decide(worse, "A", names)["supports"] == "against"
+    # decided at the edge of a threshold: said so
+    edge = [_run(0.1 + 0.01 * k, 0.149, 0.3, noise=0.05, excess=ex[k]) for k in range(3)]
+    out = s.decide(edge, "A", names)
+    assert out["supports"] == "P" and out["near_threshold"] == ["absolute fit"]
+    assert s.decide(win, "A", names)["near_threshold"] == []
 
 
 def test_holm_keeps_only_what_survives_the_correction():
