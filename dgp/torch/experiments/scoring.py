@@ -22,6 +22,7 @@ from dgp.torch.experiments.base import (  # noqa: E402
 )
 from dgp.torch.experiments.statistics import (  # noqa: E402
     null_corrected,
+    permutation_null,
     plateau,
     prototypes_of,
     split_half,
@@ -238,18 +239,11 @@ def procrustes_null(Zt: np.ndarray, Ut: np.ndarray, At: np.ndarray, *, permutati
     """
     s = procrustes_r2(Zt, Ut) - procrustes_r2(Zt, At)
     rng = np.random.default_rng(seed)
-    null = np.empty(permutations)
-    for k in range(permutations):
+    null = []
+    for _ in range(permutations):
         perm = rng.permutation(Zt.shape[0])
-        null[k] = procrustes_r2(Zt, Ut[perm]) - procrustes_r2(Zt, At[perm])
-    return {
-        "statistic": float(s),
-        "null_mean": float(null.mean()),
-        "null_sd": float(null.std(ddof=1)) if permutations > 1 else float("nan"),
-        "advantage": float(s - null.mean()),
-        "p_value": float((1 + np.sum(null >= s)) / (1 + permutations)),
-        "distance": "Procrustes r^2 (no scaling)",
-    }
+        null.append(procrustes_r2(Zt, Ut[perm]) - procrustes_r2(Zt, At[perm]))
+    return {**permutation_null(s, null), "distance": "Procrustes r^2 (no scaling)"}
 
 
 def score_prototypes(

@@ -35,6 +35,7 @@ __all__ = [
     "one_sample_verdict",
     "paired_difference",
     "paired_verdict",
+    "permutation_null",
     "plateau",
     "prototypes_of",
     "shrink_distance",
@@ -358,24 +359,34 @@ def null_corrected(Zn: np.ndarray, y: np.ndarray, P: np.ndarray, A: np.ndarray, 
     """
     K = P.shape[0]
     dist = shrink_distance
+
+    def statistic(labels: np.ndarray) -> float:
+        Gl = _prototype_gram(Zn, labels, K)
+        return dist(Gl, A) - dist(Gl, P)
+
     G = _prototype_gram(Zn, y, K)
-    s = dist(G, A) - dist(G, P)
     rng = np.random.default_rng(seed)
-    null = np.empty(permutations)
-    for k in range(permutations):
-        Gp = _prototype_gram(Zn, rng.permutation(y), K)
-        null[k] = dist(Gp, A) - dist(Gp, P)
     return {
-        "statistic": float(s),
-        "null_mean": float(null.mean()),
-        "null_sd": float(null.std(ddof=1)) if permutations > 1 else float("nan"),
-        "advantage": float(s - null.mean()),
-        "p_value": float((1 + np.sum(null >= s)) / (1 + permutations)),
+        **permutation_null(statistic(y), [statistic(rng.permutation(y))
+                                          for _ in range(permutations)]),
         "distance": "RMS up to a common pull of the cosines towards 1",
         "dist_prediction": float(dist(G, P)),
         "dist_alternative": float(dist(G, A)),
         "pull_prediction": shrink_fit(G, P)[1],
         "pull_alternative": shrink_fit(G, A)[1],
+    }
+
+
+def permutation_null(statistic: float, null: Sequence[float]) -> dict[str, float]:
+    """A statistic beside its values under shuffled labels: ``advantage`` is the statistic
+    minus their mean (what the labels add), ``p_value`` the one-sided permutation p-value."""
+    v = np.asarray(null, dtype=float)
+    return {
+        "statistic": float(statistic),
+        "null_mean": float(v.mean()),
+        "null_sd": float(v.std(ddof=1)) if v.size > 1 else float("nan"),
+        "advantage": float(statistic - v.mean()),
+        "p_value": float((1 + np.sum(v >= statistic)) / (1 + v.size)),
     }
 
 
