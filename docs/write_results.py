@@ -40,19 +40,24 @@ initialisation and its own batches. Tables give mean ± standard deviation over 
   the verdict over the converged runs is in the JSON beside it.
 - *Identifiability*: for every comparison, the alternative's expected batch loss minus the
   prediction's, per anchor, on the trainer's random batches (`loss gap`, nats). What training
-  resolves is the run-to-run spread of the final loss (or, when larger, how far the runs stay
-  above the prediction's loss). A loss gap below that resolution makes the comparison
-  **uninformative**: the loss cannot tell the two geometries apart, so no geometry can be
-  evidence for either.
+  resolves is the run-to-run spread of the final loss, measured against the prediction on the
+  same batches (or twice the gap's standard error, when larger). A gap within that resolution
+  makes the comparison **uninformative**: the loss cannot tell the two geometries apart, so no
+  geometry can be evidence for either. A gap the other way (the alternative has the lower loss),
+  or runs whose loss is below the prediction's, make it **against**.
 - *Held-out decisions*: distances are measured on held-out images. For class prototypes the
   statistic is the distance of the held-out prototype Gram to the alternative minus that to the
-  prediction (the pattern of cosines, centred RMS, where the two references differ in pattern;
-  their level where both are equiangular), minus its mean when the held-out labels are shuffled
+  prediction, each up to a common pull of the cosines towards 1 (held-out class means are drawn
+  together: every cosine rises), minus its mean when the held-out labels are shuffled
   (what embeddings that carry no information about the labels would score). The split-half
   noise ceiling of the held-out Gram is reported beside it. For continuous labels the statistic
   is the held-out Procrustes r² against the prediction minus that against the labels' geometry,
   corrected the same way. A verdict needs the mean over seeds beyond Student's t (95%) times its
-  standard error; else `undecided`.
+  standard error, Holm-corrected over the comparisons of an experiment; else `undecided`. The
+  seeds draw overlapping splits of one data set: the tests are over training runs on this data
+  set, not over data sets. A prediction that wins but stays further from the held-out Gram than
+  three noise ceilings is `neither`; two equiangular references that the held-out data cannot
+  tell apart are a `tie` (their level is then compared on the training images).
 - *Controls*: the same labels on noise inputs must come out undecided or against the
   prediction; the page says so when they do not.
 """
@@ -77,8 +82,9 @@ Soft SupCon (`eps = 0.25`) on imbalanced classes at eight multiples of
 `tau* = K / ((K-1)(-log eps))`. Prediction: equiangular prototypes at `rho = 1 + tau log eps`
 below `tau*` whatever the sizes, the simplex at `tau*`, a size-dependent geometry above.
 `tau*` is located from the data: a hinge fit of the held-out cosine spread (sampling noise taken
-out) over the multiples, with a bootstrap interval over seeds; the predicted `tau*` is not used
-by the fit. Per temperature the alternative is the simplex, the closest geometry of the other
+out) over the multiples, with a Student-t interval over the seeds' own onsets, against the same
+fit on the predicted curve (the estimator's bias on a coarse grid); the predicted `tau*` is not
+used by the fit. Per temperature the alternative is the simplex, the closest geometry of the other
 regime; at `tau*` both regimes give the simplex, so that temperature is a boundary tested by the
 estimate.""",
     "continuous-labels": """\
@@ -226,16 +232,23 @@ def _verdicts(report: dict[str, Any]) -> list[str]:
         e = sup["tau_star_estimate"]
         lo, hi = e["interval"]
         inside = "contains" if e["contains_prediction"] else "does not contain"
-        out.append(f"**tau\\* located at {e['value']:.3g}** (95% bootstrap interval "
-                   f"{lo:.3g}–{hi:.3g} over seeds), predicted {e['predicted']:.3g}: the interval "
-                   f"{inside} the prediction. From the training images: "
-                   f"{sup['tau_star_estimate_train']['value']:.3g}.")
+        cal = e.get("predicted_by_estimator")
+        cal_text = f" (the same fit on the predicted curve gives {cal:.3g})" if cal else ""
+        out.append(f"**tau\\* located at {e['value']:.3g}** (95% Student-t interval "
+                   f"{lo:.3g}–{hi:.3g} over the seeds' own onsets), predicted "
+                   f"{e['predicted']:.3g}{cal_text}: the interval {inside} the prediction. From "
+                   f"the training images: {sup['tau_star_estimate_train']['value']:.3g}.")
         for d in sup["per_tau"]:
             rho = d.get("mean_cosine_minus_rho")
             extra = ""
             if rho and rho["heldout"]:
                 extra = (f"; mean cosine minus rho: held-out {rho['heldout'][0]:+.3f}, "
                          f"training {rho['train'][0]:+.3f}")
+            lvl = d.get("train_level")
+            if lvl and lvl.get("difference"):
+                extra += (f"; level on training images: {lvl['supports']} (mean cosine "
+                          f"{lvl['difference'][0]:.3g} ± {lvl['difference'][1]:.2g} closer to "
+                          "rho than to the simplex's)")
             out.append(f"- {d['tau_over_tau_star']:g} tau\\* ({d['regime']}): "
                        f"**{d['supports']}** ({_cmp(d)}{extra}).")
     elif name == "continuous-labels":
