@@ -305,6 +305,8 @@ def test_all_json_unconverged_runs_are_shown_and_the_results_page(monkeypatch, t
     assert {"y-aware-off-sphere", "euclid-euclid-off-sphere"} <= conds
     for r in rep["experiments"]:  # every comparison carries its identifiability
         sup = r["supports"]
+        if r["experiment"] in ("supcon-imbalance", "batch-size", "soft-supcon-tau"):
+            assert "heldout" in sup  # the class experiments' held-out verdicts
         for key in ("comparisons", "per_batch_size", "per_tau", "per_objective"):
             for d in sup.get(key, []):
                 assert "identifiability" in d or d["supports"] == "boundary"

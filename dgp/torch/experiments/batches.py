@@ -176,6 +176,8 @@ def batch_size(
                 "resolves"
             ),
             "per_batch_size": per_b,
+            "heldout": {f"B={d['batch_size']}": d["heldout"]["all_runs"]["supports"]
+                        for d in per_b},
             "supports": decided.pop() if len(decided) == 1 else (
                 "mixed" if decided else "undecided"
             ),

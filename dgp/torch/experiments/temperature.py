@@ -260,6 +260,8 @@ def soft_supcon_tau(
                                                           "cosine_spread", mults,
                                                           predicted_curve),
             "per_tau": per_tau,
+            "heldout": {f"{d['tau_over_tau_star']:g}tau*": d["heldout"]["all_runs"]["supports"]
+                        for d in per_tau if "heldout" in d},
             "supports": _overall(wins, estimate),
         },
     )
