@@ -18,7 +18,7 @@ report says which one the runs support, with the criterion used.
 ``soft-supcon-tau``
     Soft SupCon across :math:`\tau^* = K / ((K-1)(-\log\varepsilon))` on a grid of multiples of
     it: :math:`\tau^*` located from the onset of spread of the held-out cosines (a change point
-    with a bootstrap interval over seeds), the equiangular :math:`\rho = 1 + \tau\log\varepsilon`
+    with a Student-t interval over seeds), the equiangular :math:`\rho = 1 + \tau\log\varepsilon`
     below it, a size-dependent geometry above it.
 ``continuous-labels``
     Digits rotated by a random angle :math:`\theta`: with the label :math:`(\cos\theta,
@@ -36,12 +36,15 @@ report says which one the runs support, with the criterion used.
   (:func:`~dgp.torch.experiments.statistics.plateau`), never its distance to the prediction.
   Every verdict uses every run, and is shown over the converged runs beside it.
 * Identifiability: for every comparison, the alternative's expected batch loss excess over the
-  prediction, per anchor with its standard error. Below what training resolves (the run-to-run
-  spread of the final loss, or the runs' own excess over the prediction) the comparison is
-  ``uninformative``, whatever the geometry shows.
-* Decisions use held-out samples, corrected by a label-permutation null (what embeddings that
-  carry no information about the labels would score), with the split-half noise ceiling of the
-  held-out Gram reported beside the distances.
+  prediction, per anchor with its standard error. Within what training resolves (the run-to-run
+  spread of the final loss) the comparison is ``uninformative``, whatever the geometry shows;
+  the other way round (the alternative has the lower loss, or the runs beat the prediction's
+  loss) it is ``against``.
+* Decisions use held-out samples, up to a common pull of the held-out cosines towards 1 and
+  corrected by a label-permutation null (what embeddings that carry no information about the
+  labels would score), with the split-half noise ceiling of the held-out Gram reported beside
+  the distances (``neither`` beyond three ceilings), Holm-corrected over an experiment's
+  comparisons.
 * The controls (noise inputs) must come out undecided or against the prediction.
 
 Layout: :mod:`~dgp.torch.experiments.base` (budgets, results, data, one trained run),

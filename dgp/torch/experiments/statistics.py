@@ -531,7 +531,7 @@ def _near_threshold(ident: dict[str, Any], heldout: dict[str, Any], dp: list[flo
 
 
 # ----------------------------------------------------------------------------------------------
-# change point of a curve (the onset of spread above tau*), with a bootstrap over seeds
+# change point of a curve (the onset of spread above tau*), with an interval over seeds
 
 
 #: exponents of the rise after the knot: a square-root onset (a pitchfork: the spread of
