@@ -230,14 +230,18 @@ def _verdicts(report: dict[str, Any]) -> list[str]:
                        f"predictions differ by {d['predictions_rms']:.3g}.")
     elif name == "soft-supcon-tau":
         e = sup["tau_star_estimate"]
-        lo, hi = e["interval"]
-        inside = "contains" if e["contains_prediction"] else "does not contain"
-        cal = e.get("predicted_by_estimator")
-        cal_text = f" (the same fit on the predicted curve gives {cal:.3g})" if cal else ""
-        out.append(f"**tau\\* located at {e['value']:.3g}** (95% Student-t interval "
-                   f"{lo:.3g}–{hi:.3g} over the seeds' own onsets), predicted "
-                   f"{e['predicted']:.3g}{cal_text}: the interval {inside} the prediction. From "
-                   f"the training images: {sup['tau_star_estimate_train']['value']:.3g}.")
+        if e.get("located", True):
+            lo, hi = e["interval"]
+            inside = "contains" if e["contains_prediction"] else "does not contain"
+            cal = e.get("predicted_by_estimator")
+            cal_text = f" (the same fit on the predicted curve gives {cal:.3g})" if cal else ""
+            train = sup["tau_star_estimate_train"].get("value")
+            out.append(f"**tau\\* located at {e['value']:.3g}** (95% Student-t interval "
+                       f"{lo:.3g}–{hi:.3g} over the seeds' own onsets), predicted "
+                       f"{e['predicted']:.3g}{cal_text}: the interval {inside} it. From the "
+                       f"training images: {train:.3g}.")
+        else:
+            out.append(f"tau\\* not located: {e['why']}.")
         for d in sup["per_tau"]:
             rho = d.get("mean_cosine_minus_rho")
             extra = ""
@@ -285,8 +289,8 @@ def _not_confirmed(report: dict[str, Any]) -> list[str]:
             out.append(f"{label}: {d['supports']}.")
     if report["experiment"] == "supcon-imbalance" and not sup["control"]["falsifiable"]:
         out.append("the noise control confirmed the prediction.")
-    if report["experiment"] == "soft-supcon-tau" and not (
-        sup["tau_star_estimate"]["contains_prediction"]
+    if report["experiment"] == "soft-supcon-tau" and (
+        sup["tau_star_estimate"]["contains_prediction"] is False
     ):
         out.append("the located tau* excludes the predicted one.")
     if report["experiment"] == "controls":

@@ -38,6 +38,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "scikit-learn digits on CPU; full mode: 5000 MNIST digits (mnist extra), meant for "
             "a GPU."
         ),
+        epilog=(
+            "Verdicts, per comparison of a prediction with its alternative: the winner's name "
+            "(decided on held-out images over all seeds, Student t 95%, Holm over the "
+            "experiment's comparisons); undecided; uninformative (the two geometries' expected "
+            "batch losses differ by less than what training resolves: no geometry is evidence "
+            "for either); against (the alternative has the lower loss, or the runs beat the "
+            "prediction's loss); neither (the prediction wins but stays more than 3 noise "
+            "ceilings from the held-out Gram); tie (held-out data cannot tell two equiangular "
+            "levels apart: see the level on training images); boundary (tau*: both regimes "
+            "meet); coincide (the prediction is the alternative). docs/results.md explains "
+            "each rule and shows the published runs."
+        ),
     )
     p.add_argument(
         "experiment",
@@ -49,9 +61,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="small CPU run (digits, 3 seeds); the same as --mode quick")
     p.add_argument(
         "--mode", choices=("quick", "mnist-cpu", "full"), default=None,
-        help="quick: 8x8 digits on CPU (minutes); mnist-cpu: 28x28 MNIST on two CPU cores "
-             "(about 30 min for the class experiments); full: MNIST, larger CNN, meant for a GPU "
-             "(the default without --quick)",
+        help="quick: 8x8 digits on CPU (minutes); mnist-cpu: 28x28 MNIST on CPU, five seeds "
+             "(supcon-imbalance about 8 min, the three class experiments about 26 min of one "
+             "core); full: MNIST, larger CNN, meant for a GPU (the default without --quick)",
     )
     p.add_argument(
         "--taus", metavar="M1,M2,...", type=_multiples, default=None,
@@ -132,6 +144,23 @@ _SHORT = {
 }
 
 
+#: what the short column names mean (mean ± sd over all seeds)
+_LEGEND = {
+    "supcon-imbalance": "held err / held simplex: RMS distance of the held-out prototype Gram to "
+                        "the prediction / to the simplex; train err: to the prediction, on "
+                        "training images.",
+    "batch-size": "held vs batch / held vs full: RMS distance of the held-out prototype Gram to "
+                  "the expected-batch / full-batch prediction; excess: the runs' expected batch "
+                  "loss above the prediction's (nats/anchor).",
+    "soft-supcon-tau": "held cos / held spread: mean and spread of the held-out prototype "
+                       "cosines; train err: RMS distance to the prediction on training images.",
+    "continuous-labels": "held r2 pred / held r2 lab: held-out Procrustes r2 against the "
+                         "prediction / the labels' own geometry; kNN R2: of the held-out label.",
+    "controls": "held err: RMS distance of the held-out prototype Gram to the prediction; held "
+                "r2: held-out Procrustes r2 against it; kNN R2: of the held-out label.",
+}
+
+
 def _conv(row: dict[str, Any]) -> str:
     """Converged/seeds; "-" for rows that are not trained (untrained encoder, raw pixels)."""
     if not row["trained"]:
@@ -148,12 +177,17 @@ def _comparison(label: str, c: dict[str, Any]) -> str:
     if "identifiability" not in c:
         return f"{label}: {c['supports']}" + (f" ({c['why']})" if c.get("why") else "")
     ident = c["identifiability"]
+    gap = (f"loss gap {_nats(ident['delta'])} vs resolution {_nats(ident['resolution'])} "
+           "nats/anchor")
+    if c["supports"] == "tie":
+        lvl = c.get("train_level", {}).get("supports")
+        level = f"; level on training images: {lvl}" if lvl else ""
+        return f"{label}: tie on held-out data ({gap}{level})"
     diff = c["heldout"]["all_runs"].get("difference")
     adv = f"held-out advantage {diff[0]:.3g}±{diff[1]:.2g}, " if diff else ""
     near = c.get("near_threshold")
     return (
-        f"{label}: {c['supports']} ({adv}loss gap {_nats(ident['delta'])} vs resolution "
-        f"{_nats(ident['resolution'])} nats/anchor)"
+        f"{label}: {c['supports']} ({adv}{gap})"
         + (f", near its threshold ({', '.join(near)})" if near else "")
     )
 
@@ -167,17 +201,24 @@ def verdict_lines(report: dict[str, Any]) -> list[str]:
             lines.append(_comparison(f"{c['condition']} vs simplex", c))
         ctrl = sup["control"]
         lines.append(_comparison("control (noise inputs)", ctrl)
-                     + ("" if ctrl["falsifiable"] else "  <- the control confirms: no evidence"))
+                     + (" - passes: it does not confirm" if ctrl["falsifiable"]
+                        else "  <- the control confirms: no evidence"))
     elif name == "batch-size":
         for c in sup["per_batch_size"]:
             lines.append(_comparison(f"B={c['batch_size']} expected vs full batch", c))
     elif name == "soft-supcon-tau":
         est = sup["tau_star_estimate"]
         lo, hi = est["interval"]
-        lines.append(
-            f"tau* located at {est['value']:.3g} (95% interval {lo:.3g}-{hi:.3g}); predicted "
-            f"{est['predicted']:.3g}"
-        )
+        if est.get("located", True):
+            cal = est.get("predicted_by_estimator")
+            inside = "contains" if est["contains_prediction"] else "excludes"
+            lines.append(
+                f"tau* located at {est['value']:.3g} (95% interval {lo:.3g}-{hi:.3g}); "
+                f"predicted {est['predicted']:.3g}, {cal:.3g} by the same fit on the predicted "
+                f"curve: the interval {inside} it"
+            )
+        else:
+            lines.append(f"tau* not located: {est['why']}")
         for c in sup["per_tau"]:
             lines.append(_comparison(f"{c['tau_over_tau_star']:g} tau* vs simplex", c))
     elif name == "continuous-labels":
@@ -202,6 +243,7 @@ def format_report(report: dict[str, Any]) -> str:
         for r in report["summary"]
     ]
     lines.append(table(rows, ["condition", "conv", *(_SHORT[c] for c in cols)]))
+    lines.append(textwrap.fill(_LEGEND[name], width=80))
     if "criterion" in report["supports"]:
         lines.extend(verdict_lines(report))
     lines.append(f"supports: {report['supports']['supports']}")

@@ -126,12 +126,16 @@ class Identifiability:
             out["log_simplex_gap"] = None
         return out
 
-    def summary(self) -> str:
+    def summary_pairs(self) -> list[tuple[str, str]]:
+        """The lines of the text and HTML summaries (each fits 80 columns)."""
+        if self.simplex_gap == 0 and not math.isfinite(self.log_simplex_gap):
+            return [("identifiable", "the prediction is the simplex: nothing to tell apart")]
         gap = format_nats(self.simplex_gap, self.log_simplex_gap)
-        text = f"simplex {gap} nats/anchor above"
+        pairs = [("identifiable", f"loss gap to the simplex {gap} nats/anchor")]
         if self.full_batch_gap is not None:
-            text += f", full batch {self.full_batch_gap:.2g}"
-        return text + "; testable where training resolves that"
+            pairs.append(("", f"to the full-batch prediction {self.full_batch_gap:.3g}"))
+        pairs.append(("", "testable where training resolves that (see dgp verify)"))
+        return pairs
 
 
 @dataclass(frozen=True, eq=False)
@@ -316,7 +320,7 @@ class Prototypes:
         elif self.matrix is not None or self.equiangular is not None:
             pairs.append(("cosine", f"{float(self.gram[0, 1]):+.6f}"))
         if self.identifiability is not None:
-            pairs.append(("identifiable", self.identifiability.summary()))
+            pairs += self.identifiability.summary_pairs()
         if self.batch is not None:
             pp = self.batch.positive_pair_probability
             pairs.append(("moved", f"max |G_batch - G_full| = {self.batch.shift:.3g}" + (

@@ -68,6 +68,8 @@ _SOFT_KEYS = (
 
 #: multiples of tau* trained by default (``dgp verify soft-supcon-tau --taus``)
 TAU_MULTIPLES = (0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
+#: fewest temperatures whose curve of spreads locates the onset (tau*)
+MIN_MULTIPLES_FOR_ONSET = 5
 
 
 def _corrected_spread(spread: float, noise: float) -> float:
@@ -260,8 +262,11 @@ def soft_supcon_tau(
                                                           "cosine_spread", mults,
                                                           predicted_curve),
             "per_tau": per_tau,
-            "heldout": {f"{d['tau_over_tau_star']:g}tau*": d["heldout"]["all_runs"]["supports"]
-                        for d in per_tau if "heldout" in d},
+            "heldout": {
+                f"{d['tau_over_tau_star']:g}tau*": (
+                    "tie" if d["supports"] == "tie" else d["heldout"]["all_runs"]["supports"]
+                ) for d in per_tau if "heldout" in d
+            },
             "supports": _overall(wins, estimate),
         },
     )
@@ -272,12 +277,22 @@ def _tau_star_estimate(runs: list[dict[str, Any]], seeds: list[int], tau_star: f
                        ) -> dict[str, Any]:
     """Change point of ``key`` over the multiples of tau*, in units of tau, beside the predicted
     tau* and what the same estimator gives on the predicted curve."""
+    if len(mults) < MIN_MULTIPLES_FOR_ONSET:
+        return {
+            "located": False,
+            "why": (f"{len(mults)} temperatures; the onset needs at least "
+                    f"{MIN_MULTIPLES_FOR_ONSET} (a hinge through fewer points is not pinned down)"),
+            "value": None, "interval": [None, None], "predicted": tau_star,
+            "predicted_by_estimator": None, "contains_prediction": None,
+            "contains_tau_star": None, "statistic": key,
+        }
     xs = [[r["tau_over_tau_star"] for r in runs if r["seed"] == s] for s in seeds]
     ys = [[r[key] for r in runs if r["seed"] == s] for s in seeds]
     cp = change_point(xs, ys)
     lo, hi = cp["interval"]
     calibrated = knot(mults, predicted_curve)
     return {
+        "located": True,
         "value": cp["value"] * tau_star,
         "interval": [lo * tau_star, hi * tau_star],
         "predicted": tau_star,
@@ -297,7 +312,7 @@ def _overall(wins: list[str], estimate: dict[str, Any]) -> str:
     curve; ``prediction`` when at least one temperature supports the prediction and none goes
     the other way; else ``undecided`` (uninformative temperatures, ties and ``neither`` decide
     nothing for the prediction)."""
-    if {"simplex", "against"} & set(wins) or not estimate["contains_prediction"]:
+    if {"simplex", "against"} & set(wins) or estimate["contains_prediction"] is False:
         return "against"
     if "prediction" in wins:
         return "prediction"
