@@ -196,7 +196,8 @@ def _cmp(d: dict[str, Any]) -> str:
     if nc and dp:
         ratio = dp[0] / nc[0]
         parts.append(f"held-out residual {dp[0]:.2g} = {ratio:.2g} noise ceilings")
-        if abs(ratio - 3.0) <= 0.3:
+        decided_by_fit = d["supports"] in ("neither", *(d.get("names") or [])[:1])
+        if decided_by_fit and abs(ratio - 3.0) <= 0.3:
             parts.append("decided within 10% of the 3-ceiling limit of a fit")
     near = d.get("near_threshold")
     if near:
