@@ -23,7 +23,6 @@ __all__ = [
     "PLATEAU_RTOL",
     "PLATEAU_WINDOW",
     "Plateau",
-    "centred_rms",
     "change_point",
     "compare",
     "critical_t",
@@ -33,7 +32,6 @@ __all__ = [
     "mean_sd",
     "null_corrected",
     "one_sample_verdict",
-    "paired_difference",
     "paired_verdict",
     "permutation_null",
     "plateau",
@@ -124,14 +122,6 @@ def critical_t(n: int, confidence: float = CONFIDENCE) -> float:
     from scipy.stats import t
 
     return float(t.ppf(0.5 + confidence / 2.0, df=max(n - 1, 1)))
-
-
-def paired_difference(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
-    """Mean and standard error of ``a - b`` over paired seeds."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    if d.size < 2:
-        return float(d.mean()) if d.size else float("nan"), float("nan")
-    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size))
 
 
 def one_sample_verdict(diffs: Sequence[float], names: tuple[str, str]) -> dict[str, Any]:
@@ -290,13 +280,6 @@ def identifiability(delta: Sequence[float], delta_se: Sequence[float],
 
 def _off(G: np.ndarray) -> np.ndarray:
     return G[~np.eye(G.shape[0], dtype=bool)]
-
-
-def centred_rms(G: np.ndarray, R: np.ndarray) -> float:
-    """Off-diagonal RMS difference of two Grams after removing the mean difference (the pattern
-    of cosines, not their level)."""
-    d = _off(G) - _off(R)
-    return float(np.sqrt(np.mean((d - d.mean()) ** 2)))
 
 
 def shrink_fit(G: np.ndarray, R: np.ndarray) -> tuple[float, float]:
