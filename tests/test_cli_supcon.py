@@ -230,3 +230,22 @@ def test_optimum_bad_files_and_guards(capsys, tmp_path):
     good.write_text("0,1\n1,0\n")
     assert main(["optimum", str(good), "--tau", "-1"]) == 2
     assert capsys.readouterr().err.startswith("error:")
+
+
+def test_supcon_json_identifiability_shrinks_with_tau(capsys):
+    """`dgp supcon --json` says how far the loss separates the prediction from the simplex: on
+    tenfold-imbalanced sizes far less at tau = 0.1 than at 0.5 (the geometry claim is hardly
+    testable at the temperature people train with); batched, the full-batch gap too."""
+    sizes = "400,250,150,90,40"
+    gaps = {}
+    for tau in ("0.5", "0.1"):
+        rep = run_json(capsys, ["supcon", "--sizes", sizes, "--tau", tau, "--json"])
+        ident = rep["identifiability"]
+        assert ident["units"] == "nats per anchor" and ident["anchors"] == 930
+        gaps[tau] = ident["simplex_gap"]
+    assert gaps["0.5"] > 1e-2 and gaps["0.1"] < 1e-4 and gaps["0.5"] > 100 * gaps["0.1"]
+    rep = run_json(capsys, ["supcon", "--sizes", sizes, "--tau", "0.5", "--batch-size", "32",
+                          "--json"])
+    assert 0 <= rep["identifiability"]["full_batch_gap"] < rep["identifiability"]["simplex_gap"]
+    balanced = run_json(capsys, ["supcon", "--sizes", "20,20,20", "--tau", "0.1", "--json"])
+    assert balanced["identifiability"]["simplex_gap"] == 0.0
