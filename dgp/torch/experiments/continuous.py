@@ -238,13 +238,14 @@ def continuous_run(
     device: Any,
     progress: bool | None,
     cache: dict | None,
-    key: tuple,
+    data_id: int,
 ) -> tuple[dict[str, Any], RunArtifacts]:
     """One run scored against its prediction and against the labels' own geometry
     (:func:`label_geometry`), on training and held-out samples; the held-out comparison is
     corrected by a label-permutation null (:func:`~dgp.torch.experiments.scoring.procrustes_null`)
     and ``comparisons["labels"]`` carries what :func:`~dgp.torch.experiments.statistics.decide`
-    reads."""
+    reads. Trained runs are shared through ``cache`` by what they depend on (``data_id``
+    names the user's data set, or none)."""
     sim, make_loss, make_w = CONTINUOUS_OBJECTIVES[objective]
     W = make_w(cd.y, sigma, label_tau)
     U, info = continuous_prediction(W, similarity=sim, tau=tau, dim=budget.dim)
@@ -262,6 +263,8 @@ def continuous_run(
         flat, flat_t = X.reshape(X.shape[0], -1), X_test.reshape(X_test.shape[0], -1)
         run = TrainedRun(None, flat.astype(float), flat_t.astype(float), 0.0, 0, float("nan"))
     else:
+        key = ("continuous", budget, data_id, objective, label_tau, inputs, cd.y.shape,
+               cd.X_test.shape[0], seed)
         run = cached_run(
             cache, key, lambda: train_run(
                 X, cd.y, X_test, loss_fn, budget=budget, seed=seed, device=device,
@@ -395,8 +398,7 @@ def continuous_labels(
                 subset(cd, *small) if on_subset else cd,
                 condition=cond, objective=objective, inputs=inputs, tau=tau, sigma=sigma,
                 label_tau=label_tau, budget=budget, seed=s, device=dev, progress=progress,
-                cache=cache,
-                key=("continuous", budget, id(data), objective, label_tau, inputs, geometry, s),
+                cache=cache, data_id=id(data),
             )
             runs.append(rec)
             if s == seeds[0]:

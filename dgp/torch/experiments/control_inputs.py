@@ -132,9 +132,7 @@ def controls(
                 rec, art = continuous_run(
                     cd, condition=f"euclid-euclid {inputs}", objective="euclid-euclid",
                     inputs=inputs, tau=tau, sigma=sigma, label_tau=tau, budget=budget, seed=s,
-                    device=dev, progress=progress, cache=cache,
-                    key=("continuous", budget, id(data), "euclid-euclid", tau, inputs, "circle",
-                         s),
+                    device=dev, progress=progress, cache=cache, data_id=id(data),
                 )
                 runs.append(rec)
                 if s == seeds[0]:
