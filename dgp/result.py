@@ -4,13 +4,14 @@ notebook display."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dgp.display import format_rows, html_rows
-from dgp.engine.certificates import Certificate, plain
+from dgp.engine.certificates import Certificate
+from dgp.records import Record, skip
 
 __all__ = ["VERDICTS", "Classification", "format_c"]
 
@@ -28,7 +29,7 @@ def format_c(x: float | None, resolution: float = 0.0) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class Classification:
+class Classification(Record):
     """The verdict on a weighting, with its certificate.
 
     Attributes
@@ -97,44 +98,27 @@ class Classification:
     method: str = "spectral"
     c: float | None = None
     objective: str | None = None
-    embedding: np.ndarray | None = field(default=None, repr=False)
+    embedding: np.ndarray | None = skip(default=None, repr=False)
     loss_floor: float | None = None
     warnings: tuple[str, ...] = ()
     c_resolution: float = 0.0
 
-    def to_dict(self, *, embedding: bool = False) -> dict[str, Any]:
-        """The JSON fields (``dgp classify --json``), plain Python values.
+    #: ``to_dict(embedding=True)`` also gives the embedding (``N x rank`` list, or ``None``)
+    JSON_OPTIONS: ClassVar[dict[str, Any]] = {"embedding": False}
+    _JSON_ORDER = ("verdict", "attainable", "similarity", "n", "dim", "tau", "rank", "c_interval",
+                   "entropic_bound", "reason", "certificate", "min_dim", "near_threshold",
+                   "loss_floor", "method")
 
-        Parameters
-        ----------
-        embedding : bool
-            Also include the embedding (``N x rank`` list, or ``None``).
-        """
-        out = {
-            "verdict": self.verdict,
-            "attainable": self.attainable,
-            "similarity": self.similarity,
-            "n": self.n,
-            "dim": self.dim,
-            "tau": self.tau,
-            "rank": self.rank,
-            "c_interval": None if self.c_interval is None else list(self.c_interval),
-            "entropic_bound": self.entropic_bound,
-            "reason": self.reason,
-            "certificate": self.certificate.to_dict(),
-            "min_dim": self.min_dim,
-            "near_threshold": self.near_threshold,
-            "loss_floor": self.loss_floor,
-            "method": self.method,
-            "rtol": self.tolerance["rtol"],
-            "tolerance": self.tolerance,
-            "c": self.c,
-            "objective": self.objective,
-            "warnings": list(self.warnings),
-        }
-        if embedding:
-            out["embedding"] = None if self.embedding is None else self.embedding
-        return plain(out)
+    def json_items(self, options):
+        """The JSON fields of ``dgp classify --json`` (CONTRACT order), ``rtol`` beside the
+        tolerance policy."""
+        for key in self._JSON_ORDER:
+            yield key, getattr(self, key)
+        yield "rtol", self.tolerance["rtol"]
+        yield from (("tolerance", self.tolerance), ("c", self.c), ("objective", self.objective),
+                    ("warnings", self.warnings))
+        if options["embedding"]:
+            yield "embedding", self.embedding
 
     # -- display ---------------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from dgp.engine.certificates import plain
 from dgp.errors import InputError
+from dgp.records import plain
 
 __all__ = ["array_path", "emit_json", "jsonable", "plot_path", "save_array", "table"]
 

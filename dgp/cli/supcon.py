@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     if args.save_gram is not None:
         save_array(args.save_gram, res.gram)
     if args.save_embedding is not None:
-        save_array(args.save_embedding, res.embedding())
+        save_array(args.save_embedding, res.embedding)
     if args.plot is not None:
         _plot(res, args.plot)
     K = len(res.sizes)

@@ -134,7 +134,7 @@ class LossFloors:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready fields, every convention included."""
-        from dgp.engine.certificates import plain
+        from dgp.records import plain
 
         return plain({
             "objective": self.objective, "n": self.n,

@@ -108,7 +108,7 @@ class Recommendation:
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``dgp recommend --json``: ``objective``, ``want``, the parameter found
         (e.g. ``"tau"``) with its value, ``certificate``, ``reason`` and ``given``."""
-        from dgp.engine.certificates import plain
+        from dgp.records import plain
 
         return plain({"objective": self.objective, "want": self.want,
                       self.parameter: self.value, "certificate": self.certificate,

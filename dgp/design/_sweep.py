@@ -391,7 +391,7 @@ class PhaseMap:
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``dgp phase --json``: ``objective``, ``params``, ``cells`` (one per grid
         point) and the context (``fixed``, ``axes``, ``boundaries``, ``excess_sources``)."""
-        from dgp.engine.certificates import plain
+        from dgp.records import plain
 
         return plain({
             "objective": self.objective,

@@ -10,13 +10,12 @@ reduced the problem to), ``conditions`` (the closed-form conditions of a named o
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import numpy as np
-
-from dgp.engine.tolerance import Margin
+from dgp.engine.tolerance import NEAR, Margin
+from dgp.records import CertificateProtocol, omit_none
 
 __all__ = [
     "BlocksCertificate",
@@ -31,51 +30,35 @@ __all__ = [
     "ZeroObstructionCertificate",
     "ZeroUndecidedCertificate",
     "ZeroWeightCertificate",
-    "plain",
 ]
 
 
-def plain(value: Any) -> Any:
-    """A JSON-ready copy: numpy scalars and arrays become Python numbers and lists, non-finite
-    floats become ``None``, nested certificates and margins their dicts."""
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return plain(value.tolist())
-    if isinstance(value, np.bool_ | bool):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        f = float(value)
-        return f if math.isfinite(f) else None
-    return value
-
-
 @dataclass(frozen=True, kw_only=True)
-class Certificate:
-    """Base class: the fields every certificate carries."""
+class Certificate(CertificateProtocol):
+    """Base class of the engine's certificates: the fields every one carries (the protocol of
+    :class:`dgp.records.CertificateProtocol`)."""
 
     kind: ClassVar[str] = "certificate"
     statement: str
     margins: tuple[Margin, ...] = ()
-    structure: dict[str, Any] | None = None
-    conditions: dict[str, Any] | None = None
-    notes: dict[str, Any] | None = None
+    structure: dict[str, Any] | None = omit_none()
+    conditions: dict[str, Any] | None = omit_none()
+    notes: dict[str, Any] | None = omit_none()
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready fields, ``kind`` first."""
-        out: dict[str, Any] = {"kind": self.kind}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None and f.name in ("structure", "conditions", "notes"):
-                continue
-            out[f.name] = plain(value)
-        return out
+    def claims(self) -> Iterator[tuple[str, bool]]:
+        for m in self.margins:
+            yield (f"margin {m.quantity!r} marked near lies within {NEAR:g} tolerances",
+                   not m.near or abs(m.value) <= NEAR * m.atol)
+
+
+def _zeros_claims(side: str, ev: tuple[float, ...], zeros: int, atol: float
+                  ) -> Iterator[tuple[str, bool]]:
+    """The first ``zeros`` of the ascending eigenvalues ``ev`` are zero within ``atol``, the
+    next one is above it."""
+    yield (f"the first {zeros} eigenvalues at {side} are zero within atol",
+           all(abs(v) <= atol for v in ev[:zeros]))
+    yield (f"the eigenvalue after them at {side} is above atol",
+           len(ev) <= zeros or ev[zeros] > atol)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,6 +85,23 @@ class SpectrumCertificate(Certificate):
     c_at_max: float
     prototypes: dict[str, Any] | None = None
 
+    def claims(self) -> Iterator[tuple[str, bool]]:
+        yield from super().claims()
+        lo, hi = self.c_interval
+        yield ("c_at_max lies in c_interval", (lo is None or lo <= self.c_at_max)
+               and (hi is None or self.c_at_max <= hi))
+        yield ("the member at c_at_max is PSD", self.max_min_eigenvalue >= -max(self.atol_lo,
+                                                                               self.atol_hi))
+        n = self.ranks.get("interior")
+        for side, end, ev, atol in (("lo", lo, self.eigenvalues_lo, self.atol_lo),
+                                    ("hi", hi, self.eigenvalues_hi, self.atol_hi)):
+            if end is None or not ev:
+                continue
+            z = self.zeros[side]
+            yield from _zeros_claims(f"c_{side}", ev, z, atol)
+            if n is not None and self.ranks.get(side) is not None:
+                yield f"rank at c_{side} is N minus the zeros", self.ranks[side] == n - z
+
 
 @dataclass(frozen=True, kw_only=True)
 class SchoenbergCertificate(Certificate):
@@ -119,6 +119,13 @@ class SchoenbergCertificate(Certificate):
     eigenvalues_at_c_max: tuple[float, ...]
     largest_eigenvalue_at_c_max: float
     atol: float
+
+    def claims(self) -> Iterator[tuple[str, bool]]:
+        yield from super().claims()
+        ev = self.eigenvalues_at_c_max
+        yield from _zeros_claims("c_max", ev, self.zeros_at_c_max, self.atol)
+        yield ("the largest eigenvalue at c_max is at least the listed ones",
+               all(v <= self.largest_eigenvalue_at_c_max + self.atol for v in ev))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,6 +148,13 @@ class FarkasCertificate(Certificate):
     c_at_max: float
     atol: float
     vectors_note: str | None = None
+
+    def claims(self) -> Iterator[tuple[str, bool]]:
+        yield from super().claims()
+        yield "every weight of Y is non-negative", all(w >= 0 for w in self.weights)
+        yield "<Y, 11^T - I> = 0 within atol", abs(self.inner_ones_minus_identity) <= self.atol
+        yield "<Y, A> < 0", self.inner_A < -self.atol
+        yield "no member of the family is PSD", self.max_min_eigenvalue < 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,6 +188,13 @@ class CycleCertificate(Certificate):
     cycle: tuple[int, ...]
     log_ratio: float
     tolerance: float
+
+    def claims(self) -> Iterator[tuple[str, bool]]:
+        yield from super().claims()
+        yield "|log_ratio| exceeds the tolerance", abs(self.log_ratio) > self.tolerance
+        c = self.cycle
+        yield ("the cycle is closed through at least three distinct samples",
+               len(c) >= 4 and c[0] == c[-1] and len(set(c[:-1])) == len(c) - 1)
 
 
 @dataclass(frozen=True, kw_only=True)

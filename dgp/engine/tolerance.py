@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp.errors import ParameterError, describe
+from dgp.records import Record
 
 __all__ = ["DEFAULT_RTOL", "NEAR", "Margin", "Tolerance"]
 
@@ -37,7 +38,7 @@ _FLOAT64_U = float(np.finfo(np.float64).eps)
 
 
 @dataclass(frozen=True)
-class Margin:
+class Margin(Record):
     """One decisive comparison: ``value`` against its threshold with tolerance ``atol``.
 
     Attributes
@@ -57,14 +58,10 @@ class Margin:
     atol: float
     near: bool
 
-    def to_dict(self) -> dict:
-        """Plain JSON-ready fields."""
-        return {"quantity": self.quantity, "value": self.value, "atol": self.atol,
-                "near": self.near}
 
 
 @dataclass(frozen=True)
-class Tolerance:
+class Tolerance(Record):
     """The tolerance policy of one classification.
 
     Attributes
@@ -124,14 +121,12 @@ class Tolerance:
             near = a < abs(v) <= NEAR * a
         return Margin(quantity, v, a, bool(near))
 
-    def to_dict(self) -> dict:
-        """Plain JSON-ready fields."""
-        return {
-            "rtol": self.rtol,
-            "unit_roundoff": self.unit_roundoff,
-            "relative": self.relative,
-            "n": self.n,
-            "policy": "atol = max(rtol, 4 u) * n * scale; scale = spectral norm of the member "
+    def json_items(self, options):
+        """The fields, the effective ``relative`` tolerance and the policy in words."""
+        yield from (("rtol", self.rtol), ("unit_roundoff", self.unit_roundoff),
+                    ("relative", self.relative), ("n", self.n))
+        yield "policy", (
+            "atol = max(rtol, 4 u) * n * scale; scale = spectral norm of the member "
             "(cosine), max(eigenvalue spread, 1 + log-weight spread) (Euclidean), "
-            "cycle log-ratios: 16 max(rtol, 4 u) max(1, log-weight spread), independent of n",
-        }
+            "cycle log-ratios: 16 max(rtol, 4 u) max(1, log-weight spread), independent of n"
+        )

@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dgp.display import format_nats, format_summary, html_summary
 from dgp.geometry import embedding_from_gram
 from dgp.prototypes._closed_forms import equiangular_gram
+from dgp.records import Convergence, Record
 from dgp.resources import check_memory
 from dgp.solver import BatchPrediction, KKTCertificate, LiftCertificate
 
@@ -45,7 +46,7 @@ def gram_summary(G: np.ndarray) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, eq=False)
-class FirstOrderApproximation:
+class FirstOrderApproximation(Record):
     """What the first-order formula is and is not.
 
     Attributes
@@ -70,22 +71,19 @@ class FirstOrderApproximation:
     converged: bool
     note: str
 
-    def to_dict(self, *, gram: bool) -> dict[str, Any]:
-        """Plain JSON-ready fields (the projected Gram only with ``gram``)."""
-        out: dict[str, Any] = {
-            "min_eigenvalue": self.min_eigenvalue,
-            "psd_defect": self.psd_defect,
-            "distance": self.distance,
-            "converged": self.converged,
-            "note": self.note,
-        }
-        if gram and self.projected_gram is not None:
-            out["projected_gram"] = self.projected_gram.tolist()
-        return out
+    #: ``to_dict(gram=True)`` adds the projected Gram
+    JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": False}
+
+    def json_items(self, options):
+        yield from (("min_eigenvalue", self.min_eigenvalue), ("psd_defect", self.psd_defect),
+                    ("distance", self.distance), ("converged", self.converged),
+                    ("note", self.note))
+        if options["gram"] and self.projected_gram is not None:
+            yield "projected_gram", self.projected_gram
 
 
 @dataclass(frozen=True)
-class Identifiability:
+class Identifiability(Record):
     """How far the loss separates the predicted prototypes from the geometries they compete
     with, per anchor: whether a training run can tell them apart at all.
 
@@ -120,11 +118,9 @@ class Identifiability:
     anchors: float
     log_simplex_gap: float = -math.inf
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {**self.__dict__, "units": "nats per anchor"}
-        if not math.isfinite(self.log_simplex_gap):
-            out["log_simplex_gap"] = None
-        return out
+    def json_items(self, options):
+        yield from super().json_items(options)
+        yield "units", "nats per anchor"
 
     def summary_pairs(self) -> list[tuple[str, str]]:
         """The lines of the text and HTML summaries (each fits 80 columns)."""
@@ -139,7 +135,7 @@ class Identifiability:
 
 
 @dataclass(frozen=True, eq=False)
-class Prototypes:
+class Prototypes(Record):
     """The optimal prototype Gram of SupCon / Soft SupCon and how it was obtained.
 
     Attributes
@@ -235,6 +231,7 @@ class Prototypes:
         )
         return equiangular_gram(self.K, float(self.equiangular))
 
+    @cached_property
     def embedding(self) -> np.ndarray:
         """Prototype vectors ``K x rank`` with ``Z Z^T = gram`` (for ``first-order``: of the
         projected Gram, the nearest Gram of unit vectors), signs fixed.
@@ -331,7 +328,7 @@ class Prototypes:
         return pairs
 
     def _title(self) -> str:
-        name = "SupCon" if self.objective == "supcon" else f"Soft SupCon (eps = {self.eps:g})"
+        name = "SupCon" if self.eps is None else f"Soft SupCon (eps = {self.eps:g})"
         return f"{name} prototypes: K = {self.K}, N = {sum(self.sizes)}, tau = {self.tau:g}"
 
     def __str__(self) -> str:
@@ -355,38 +352,39 @@ class Prototypes:
             caption="prototype Gram (cosines)",
         )
 
-    def to_dict(self, *, gram: bool | None = None, embedding: bool = False) -> dict[str, Any]:
-        """Plain JSON-ready fields: ``objective``, ``sizes``, ``tau``, ``eps``, ``gram``, ``loss``,
-        ``method``, ``kkt_residual`` and the other attributes.
+    @property
+    def convergence(self) -> Convergence:
+        """How the solve ended (:class:`dgp.records.Convergence`): closed forms need none,
+        numeric results are returned only when the acceptance rule holds, a first-order
+        approximation is not a solution."""
+        cert = self.certificate
+        return Convergence(
+            success=self.method != "first-order",
+            status=self.stop_reason,
+            residual=self.kkt_residual,
+            certified=self.method == "closed-form" or (cert is not None and not cert.check()),
+        )
 
-        ``gram=None`` includes the ``K x K`` Gram for ``K <= GRAM_JSON_MAX_K`` (500) and otherwise
-        sets ``gram`` to ``None`` with ``gram_omitted`` saying why and how to get it
-        (``gram=True``); ``gram_summary`` is always there. ``embedding=True`` adds the
-        prototype vectors.
-        """
-        include = self.K <= GRAM_JSON_MAX_K if gram is None else bool(gram)
-        out: dict[str, Any] = {
-            "objective": self.objective,
-            "sizes": list(self.sizes),
-            "tau": self.tau,
-            "eps": self.eps,
-            "gram": self.gram.tolist() if include else None,
-            "loss": self.loss,
-            "method": self.method,
-            "kkt_residual": self.kkt_residual,
-            "entropic_bound": self.entropic_bound,
-            "excess_loss": self.excess_loss,
-            "log_excess_loss": self.log_excess_loss if math.isfinite(self.log_excess_loss)
-            else None,
-            "rank": self.rank,
-            "unique": self.unique,
-            "stop_reason": self.stop_reason,
-            "equiangular": self.equiangular,
-            "certificate": None if self.certificate is None else self.certificate.to_dict(),
-            "collapse": None if self.collapse is None else self.collapse.to_dict(),
-        }
+    #: ``gram=None`` includes the ``K x K`` Gram for ``K <= GRAM_JSON_MAX_K`` (500) and
+    #: otherwise sets ``gram`` to ``None`` with ``gram_omitted`` saying why and how to get it
+    #: (``gram=True``); ``gram_summary`` is always there. ``embedding=True`` adds the prototype
+    #: vectors.
+    JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": None, "embedding": False}
+
+    def json_items(self, options):
+        """``objective``, ``sizes``, ``tau``, ``eps``, ``gram``, ``loss``, ``method``,
+        ``kkt_residual`` and the other attributes (``JSON_OPTIONS``)."""
+        include = self.K <= GRAM_JSON_MAX_K if options["gram"] is None else bool(options["gram"])
+        yield from (("objective", self.objective), ("sizes", self.sizes), ("tau", self.tau),
+                    ("eps", self.eps), ("gram", self.gram if include else None),
+                    ("loss", self.loss), ("method", self.method),
+                    ("kkt_residual", self.kkt_residual), ("entropic_bound", self.entropic_bound),
+                    ("excess_loss", self.excess_loss), ("log_excess_loss", self.log_excess_loss),
+                    ("rank", self.rank), ("unique", self.unique),
+                    ("stop_reason", self.stop_reason), ("equiangular", self.equiangular),
+                    ("certificate", self.certificate), ("collapse", self.collapse))
         if not include:
-            out["gram_omitted"] = (
+            yield "gram_omitted", (
                 f"the {self.K} x {self.K} Gram is left out above K = {GRAM_JSON_MAX_K} classes "
                 "(about 20 bytes per entry as JSON); ask for it with gram=True (CLI: --gram) or "
                 "write it with --save-gram FILE"
@@ -394,17 +392,15 @@ class Prototypes:
                    else f"; it is equiangular with off-diagonal cosine {self.equiangular!r}")
             )
         if self.equiangular is None:
-            out["gram_summary"] = gram_summary(self.gram)
+            yield "gram_summary", gram_summary(self.gram)
         else:
-            out["gram_summary"] = {"equiangular": self.equiangular,
+            yield "gram_summary", {"equiangular": self.equiangular,
                                    "simplex_cosine": -1.0 / (self.K - 1)}
         if self.approximation is not None:
-            out["approximation"] = self.approximation.to_dict(gram=include)
+            yield "approximation", self.approximation.to_dict(gram=include)
         if self.batch is not None:
-            out["batch"] = self.batch.to_dict(gram=include)
-        out["identifiability"] = (
-            None if self.identifiability is None else self.identifiability.to_dict()
-        )
-        if embedding:
-            out["embedding"] = self.embedding().tolist()
-        return out
+            yield "batch", self.batch.to_dict(gram=include)
+        yield "identifiability", self.identifiability
+        yield "convergence", self.convergence
+        if options["embedding"]:
+            yield "embedding", self.embedding

@@ -42,12 +42,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import gammaln
 
 from dgp.errors import ParameterError, check_choice, check_dim
+from dgp.records import Record
 from dgp.solver._program import RowProblem
 
 __all__ = [
@@ -73,7 +74,7 @@ ROW_BUDGET = 20_000_000
 
 
 @dataclass(frozen=True)
-class BatchSpec:
+class BatchSpec(Record):
     """How batches are drawn and reduced (module docstring).
 
     Attributes
@@ -94,15 +95,6 @@ class BatchSpec:
     reduction: str
     anchors_without_positives: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready fields."""
-        return {
-            "batch_size": self.batch_size,
-            "sampler": self.sampler,
-            "samples_per_class": self.samples_per_class,
-            "reduction": self.reduction,
-            "anchors_without_positives": self.anchors_without_positives,
-        }
 
 
 def check_batch(
@@ -346,7 +338,7 @@ def row_budget_samples(K: int, requested: int) -> int:
 
 
 @dataclass(frozen=True, eq=False)
-class BatchPrediction:
+class BatchPrediction(Record):
     """How a mini-batch prediction was made, and how far it moves from the full batch.
 
     Attributes
@@ -386,20 +378,15 @@ class BatchPrediction:
     shift: float
     positive_pair_probability: tuple[float, ...]
 
-    def to_dict(self, *, gram: bool) -> dict[str, Any]:
-        """Plain JSON-ready fields (the full-batch Gram only with ``gram``)."""
-        out = {
-            **self.spec.to_dict(),
-            "expectation": "exact" if self.exact else "sample-average",
-            "compositions": self.compositions,
-            "drawn": self.drawn,
-            "seed": self.seed,
-            "loss_se": self.loss_se,
-            "gram_se": self.gram_se,
-            "replicates": self.replicates,
-            "shift_from_full_batch": self.shift,
-            "positive_pair_probability": list(self.positive_pair_probability),
-        }
-        if gram:
-            out["full_batch_gram"] = self.full_batch_gram.tolist()
-        return out
+    #: ``to_dict(gram=True)`` adds the full-batch Gram
+    JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": False}
+
+    def json_items(self, options):
+        yield from self.spec.json_items({})
+        yield from (("expectation", "exact" if self.exact else "sample-average"),
+                    ("compositions", self.compositions), ("drawn", self.drawn),
+                    ("seed", self.seed), ("loss_se", self.loss_se), ("gram_se", self.gram_se),
+                    ("replicates", self.replicates), ("shift_from_full_batch", self.shift),
+                    ("positive_pair_probability", self.positive_pair_probability))
+        if options["gram"]:
+            yield "full_batch_gram", self.full_batch_gram

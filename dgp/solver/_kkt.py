@@ -21,18 +21,20 @@ status.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
+from dgp.records import CertificateProtocol
 from dgp.solver._program import RowProblem
 
 __all__ = ["KKTCertificate", "row_certificate"]
 
 
 @dataclass(frozen=True)
-class KKTCertificate:
+class KKTCertificate(CertificateProtocol):
     """KKT certificate of a Gram matrix for a convex problem over the elliptope.
 
     Attributes
@@ -100,11 +102,25 @@ class KKTCertificate:
     log_scale: float
     multipliers: tuple[float, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready fields."""
-        out = asdict(self)
-        out["multipliers"] = list(self.multipliers)
-        return out
+    kind: ClassVar[str] = "kkt"
+    statement: ClassVar[str] = (
+        "M is optimal iff M is in the elliptope, S = g - Diag(diag(M g)) is PSD and M S = 0; "
+        "kkt_residual is the largest violation, gap_bound = <S, M> + K max(0, -lambda_min(S)) "
+        "bounds F(M) - min F in nats; ranks split the spectra of M and S at rank_tol, dual_tol"
+    )
+
+    def claims(self) -> Iterator[tuple[str, bool]]:
+        K = len(self.multipliers)
+        yield ("kkt_residual is the largest of the three residuals", self.kkt_residual
+               == max(self.primal_residual, self.dual_residual, self.complementarity_residual))
+        yield ("the primal residual covers the lowest eigenvalue of M",
+               self.primal_residual >= -self.min_eig_gram)
+        yield ("the dual residual covers the lowest eigenvalue of S",
+               self.dual_residual >= -self.min_eig_dual)
+        yield "the ranks fit in K", 0 <= self.rank <= K and 0 <= self.dual_rank <= K
+        yield ("strict complementarity is rank + dual_rank = K",
+               self.strictly_complementary == (self.rank + self.dual_rank == K))
+        yield "gap_bound is non-negative", self.gap_bound >= 0
 
 
 def _split(lam_desc: np.ndarray, tol: float) -> tuple[int, float]:

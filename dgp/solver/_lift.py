@@ -38,11 +38,13 @@ V_r^\top n` with :math:`V_r` the range of ``M`` and :math:`k = N - \operatorname
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 import numpy as np
 
+from dgp.records import CertificateProtocol
 from dgp.solver._kkt import KKTCertificate
 from dgp.solver._program import RowProblem
 
@@ -50,7 +52,7 @@ __all__ = ["LiftCertificate", "face_uniqueness", "lift_certificate"]
 
 
 @dataclass(frozen=True)
-class LiftCertificate:
+class LiftCertificate(CertificateProtocol):
     """Collapse and uniqueness certificate of a collapsed optimum lifted to ``N`` samples.
 
     Attributes
@@ -84,18 +86,22 @@ class LiftCertificate:
     near_threshold: bool
     reason: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready fields."""
-        return {
-            "within_margins": list(self.within_margins),
-            "collapsed": self.collapsed,
-            "collapse_tol": self.collapse_tol,
-            "kernel_dim": self.kernel_dim,
-            "ones_in_kernel": self.ones_in_kernel,
-            "unique": self.unique,
-            "near_threshold": self.near_threshold,
-            "reason": self.reason,
-        }
+    kind: ClassVar[str] = "lift"
+    statement: ClassVar[str] = (
+        "the collapsed point is optimal for the N x N problem iff the quotient is optimal and "
+        "every within-class eigenvalue of the lifted dual (within_margins) is >= -collapse_tol; "
+        "the minimiser is unique iff the kernel has dimension >= 2 and |P_ker 1|^2 > 1"
+    )
+
+    def claims(self) -> Iterator[tuple[str, bool]]:
+        finite = [v for v in self.within_margins if math.isfinite(v)]
+        yield ("collapsed is every within-class margin >= -collapse_tol",
+               self.collapsed == all(v >= -self.collapse_tol for v in finite))
+        if self.unique is True:
+            yield ("a unique minimiser has a kernel of dimension >= 2 with |P_ker 1|^2 > 1",
+                   self.kernel_dim >= 2 and self.ones_in_kernel > 1 and self.collapsed)
+        if self.kernel_dim <= 1:
+            yield "a kernel of dimension <= 1 gives no unique minimiser", self.unique is not True
 
 
 def face_uniqueness(

@@ -147,7 +147,7 @@ class AuditReport:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        from dgp.engine.certificates import plain
+        from dgp.records import plain
 
         fit = None if self.fit is None else {
             "partition": self.fit.partition, "residual": self.fit.residual,

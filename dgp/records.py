@@ -1,0 +1,202 @@
+r"""The one protocol of dgp's results and certificates: frozen records that turn into JSON from
+their fields.
+
+Every result class (``Classification``, ``Prototypes``, ``Optimum``, the phase and audit
+results...) and every certificate derives from :class:`Record`, so they all behave alike:
+
+* ``to_dict(**options)`` gives plain JSON values (numpy scalars and arrays become Python numbers
+  and lists, non-finite floats ``None``), built from the dataclass fields in their declared
+  order; a field declared with :func:`skip` is not exported, one declared with
+  :func:`omit_none` only when it is not ``None``; a class adds computed entries by overriding
+  :meth:`Record.json_items`. The options a class understands are declared once in
+  ``JSON_OPTIONS`` (name -> default); an unknown option is a :class:`~dgp.errors.ParameterError`,
+  and each nested record receives the options it declares (``gram=True`` on a ``Prototypes``
+  reaches its batch and approximation records).
+* ``str`` and ``_repr_html_`` come from :meth:`Record.summary` (a title and ``(name, value)``
+  rows) where a class gives one.
+
+Certificates add the :class:`CertificateProtocol`: a ``kind``, a ``statement`` (how to check
+it, in words), its decisive ``margins`` and :meth:`CertificateProtocol.check`, which re-derives
+what the certificate claims from the numbers it carries and returns the claims that fail
+(nothing here reads a solver status). Solvers report one frozen :class:`Convergence` block, like
+scipy's ``OptimizeResult`` fields.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dgp.display import format_summary, html_summary
+from dgp.errors import ParameterError
+
+__all__ = [
+    "CertificateProtocol",
+    "Convergence",
+    "Record",
+    "omit_none",
+    "plain",
+    "skip",
+]
+
+#: field metadata: the field is not exported by ``to_dict``
+_SKIP = {"json": "skip"}
+#: field metadata: the field is exported only when it is not ``None``
+_OMIT_NONE = {"json": "omit_none"}
+
+
+def skip(**kwargs: Any) -> Any:
+    """A dataclass field that ``to_dict`` does not export (arrays behind an accessor, caches)."""
+    return field(metadata=_SKIP, **kwargs)
+
+
+def omit_none(**kwargs: Any) -> Any:
+    """A dataclass field that ``to_dict`` exports only when it is not ``None``."""
+    kwargs.setdefault("default", None)
+    return field(metadata=_OMIT_NONE, **kwargs)
+
+
+def plain(value: Any, options: Mapping[str, Any] | None = None) -> Any:
+    """A JSON-ready copy: numpy scalars and arrays become Python numbers and lists, non-finite
+    floats become ``None``, nested records their dicts (with the ``options`` they declare).
+
+    >>> plain({"a": np.float64(np.inf), "b": np.arange(2), "c": (np.int64(3), True)})
+    {'a': None, 'b': [0, 1], 'c': [3, True]}
+    """
+    if isinstance(value, Record):
+        opts = options or {}
+        return value.to_dict(**{k: v for k, v in opts.items() if k in value.JSON_OPTIONS})
+    if isinstance(value, dict):
+        return {str(k): plain(v, options) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v, options) for v in value]
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, np.bool_ | bool):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    return value
+
+
+class Record:
+    """Base of every frozen result and certificate of dgp (module docstring).
+
+    Subclasses are frozen dataclasses. ``JSON_OPTIONS`` maps each option of :meth:`to_dict` to
+    its default.
+    """
+
+    JSON_OPTIONS: ClassVar[Mapping[str, Any]] = {}
+
+    def to_dict(self, **options: Any) -> dict[str, Any]:
+        """Plain JSON-ready fields (see the class's ``JSON_OPTIONS`` for its options).
+
+        Raises
+        ------
+        ParameterError
+            For an option the class does not declare.
+        """
+        for name in options:
+            if name not in self.JSON_OPTIONS:
+                allowed = ", ".join(self.JSON_OPTIONS) or "none"
+                raise ParameterError(
+                    name, f"is not an option of {type(self).__name__}.to_dict (options: "
+                    f"{allowed})"
+                )
+        opts = {**self.JSON_OPTIONS, **options}
+        return {key: plain(value, opts) for key, value in self.json_items(opts)}
+
+    def json_items(self, options: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+        """The ``(key, value)`` pairs of :meth:`to_dict`, before conversion: the dataclass fields
+        in order, less those declared with :func:`skip` (and :func:`omit_none` ones that are
+        ``None``). Override to add computed entries."""
+        for f in fields(self):  # type: ignore[arg-type]
+            how = f.metadata.get("json")
+            if how == "skip":
+                continue
+            value = getattr(self, f.name)
+            if how == "omit_none" and value is None:
+                continue
+            yield f.name, value
+
+    # -- display ---------------------------------------------------------------------------
+
+    def summary(self) -> tuple[str, list[tuple[str, str]]] | None:
+        """A title and ``(name, value)`` rows for ``str`` and notebooks (``None``: the dataclass
+        repr)."""
+        return None
+
+    def __str__(self) -> str:
+        s = self.summary()
+        return repr(self) if s is None else format_summary(*s)
+
+    def _repr_html_(self) -> str:
+        s = self.summary()
+        return html_summary(*s) if s is not None else f"<pre>{self!r}</pre>"
+
+
+@dataclass(frozen=True)
+class Convergence(Record):
+    """How an iterative solver ended, the same fields for every solver (scipy's
+    ``OptimizeResult`` names, frozen).
+
+    Attributes
+    ----------
+    success : bool
+        The result is accepted: its certificate's residual is within the acceptance rule (or it
+        is a closed form, which needs no iteration).
+    status : str
+        Why it stopped, in words (``"closed form: ..."``, ``"gradient below tolerance"``...).
+    nit : int or None
+        Iterations taken (``None`` for closed forms).
+    residual : float or None
+        The residual the acceptance rule reads (KKT residual; ``None`` for closed forms).
+    certified : bool
+        The result carries a certificate that was checked from its numbers (not from a solver
+        status): optimal within ``residual`` for a convex problem, or a certified interval.
+    """
+
+    success: bool
+    status: str
+    nit: int | None = None
+    residual: float | None = None
+    certified: bool = False
+
+
+class CertificateProtocol(Record):
+    """What every certificate has: ``kind`` (a class constant), ``statement`` (how it is
+    checked, in words), ``margins`` (the decisive comparisons with their tolerances) and
+    :meth:`check`.
+
+    Subclasses say what to re-derive in :meth:`claims`; the protocol checks the margins."""
+
+    kind: ClassVar[str] = "certificate"
+
+    def json_items(self, options: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+        yield "kind", self.kind
+        if "statement" not in {f.name for f in fields(self)}:  # type: ignore[arg-type]
+            yield "statement", self.statement  # type: ignore[attr-defined]
+        yield from super().json_items(options)
+
+    def claims(self) -> Iterator[tuple[str, bool]]:
+        """``(claim, holds)`` pairs re-derived from the certificate's own numbers."""
+        return iter(())
+
+    def check(self) -> tuple[str, ...]:
+        """The claims of this certificate that its own numbers do not support (empty: it checks).
+
+        Every margin's tolerance must be a finite non-negative number and every claim of
+        :meth:`claims` must hold."""
+        failed = []
+        for m in getattr(self, "margins", ()):
+            if not (math.isfinite(m.atol) and m.atol >= 0):
+                failed.append(f"margin {m.quantity!r} has tolerance {m.atol!r}")
+        failed += [claim for claim, holds in self.claims() if not holds]
+        return tuple(failed)
