@@ -89,14 +89,15 @@ def numerical_rank(eigenvalues: np.ndarray, *, rtol: float = DEFAULT_RTOL) -> in
     return int(np.count_nonzero(lam > eigen_tolerance(lam, rtol)))
 
 
-def _top_embedding(B: np.ndarray, rank: int | None, rtol: float) -> np.ndarray:
+def _top_embedding(B: np.ndarray, rank: int | None, rtol: float,
+                   psd_atol: float = 0.0) -> np.ndarray:
     n = B.shape[0]
     lam, U = sla.eigh(B)
     atol = eigen_tolerance(lam, rtol)
-    if lam[0] < -atol:
+    if lam[0] < -(atol + psd_atol):  # the known defect, plus this eigh's own rounding
         raise InputError(
             f"matrix is not positive semidefinite: smallest eigenvalue {lam[0]:.3g} is below "
-            f"-{atol:.3g}"
+            f"-{atol + psd_atol:.3g}"
         )
     r = int(np.count_nonzero(lam > atol)) if rank is None else int(rank)
     if not 0 <= r <= n:
@@ -105,7 +106,7 @@ def _top_embedding(B: np.ndarray, rank: int | None, rtol: float) -> np.ndarray:
 
 
 def embedding_from_gram(
-    G: object, *, rank: int | None = None, rtol: float = DEFAULT_RTOL
+    G: object, *, rank: int | None = None, rtol: float = DEFAULT_RTOL, psd_atol: float = 0.0
 ) -> np.ndarray:
     """Points ``Z`` (``N x rank``) with ``Z Z^T = G``, from the top eigenpairs.
 
@@ -117,6 +118,10 @@ def embedding_from_gram(
         Embedding dimension; the numerical rank of ``G`` by default.
     rtol : float
         Relative eigenvalue tolerance for the rank and the PSD test.
+    psd_atol : float
+        A known bound on how far ``G`` may be from PSD (e.g. the primal residual of a certified
+        solve): eigenvalues down to ``-psd_atol`` (plus the rounding tolerance) are accepted
+        and clipped at zero.
 
     Raises
     ------
@@ -130,7 +135,7 @@ def embedding_from_gram(
     ((2, 1), True)
     """
     A = _square(G, "G")
-    return _top_embedding(0.5 * (A + A.T), rank, rtol)
+    return _top_embedding(0.5 * (A + A.T), rank, rtol, float(psd_atol))
 
 
 def embedding_from_edm(

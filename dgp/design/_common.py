@@ -29,6 +29,7 @@ from dgp.infonce import SIMILARITIES
 from dgp.objectives import registry
 from dgp.objectives.classify import classify_labels
 from dgp.objectives.registry import Labels, Objective
+from dgp.records import Record
 from dgp.result import Classification
 
 __all__ = [
@@ -420,7 +421,7 @@ def balanced_soft_supcon_simplex(sizes: object, *, tau: float, eps: float):
 
 
 @dataclass(frozen=True, eq=False)
-class Boundary:
+class Boundary(Record):
     r"""A closed-form phase boundary drawn over a map and checked against its cells.
 
     The bound is attainable on one side only: :math:`\tau < \tau_c` (with enough dimensions)
@@ -511,14 +512,11 @@ class Boundary:
         return replace(self, agree=agree, disagree=disagree, skipped=skipped,
                        mismatches=tuple(bad))
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready fields."""
-        return {
-            "name": self.name, "formula": self.formula, "constants": dict(self.constants),
-            "dim_needed": self.dim_needed,
-            "check": {"agree": self.agree, "disagree": self.disagree, "skipped": self.skipped,
-                      "mismatches": list(self.mismatches)},
-        }
+    def json_items(self, options):
+        yield from (("name", self.name), ("formula", self.formula),
+                    ("constants", dict(self.constants)), ("dim_needed", self.dim_needed))
+        yield "check", {"agree": self.agree, "disagree": self.disagree, "skipped": self.skipped,
+                        "mismatches": self.mismatches}
 
 
 def closed_form_boundary(problem: Problem, fixed: Mapping[str, Any],

@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from dgp.errors import (
     check_int,
     check_positive,
 )
+from dgp.records import Record
 from dgp.result import Classification
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, eq=False)
-class LossFloors:
+class LossFloors(Record):
     r"""Reference values of a w-InfoNCE loss for reading a training curve.
 
     All values are in nats. ``*_sum`` values are summed over the :math:`N` anchors (dgp's
@@ -132,21 +132,16 @@ class LossFloors:
         return {"optimal": conv(self.optimal_sum), "collapsed": conv(self.collapsed_sum),
                 "random": conv(self.random_sum), "entropic_bound": conv(self.entropic_bound)}
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready fields, every convention included."""
-        from dgp.records import plain
-
-        return plain({
-            "objective": self.objective, "n": self.n,
-            "anchors_with_positives": self.anchors_with_positives, "tau": self.tau,
-            "dim": self.dim, "base_temperature": self.base_temperature,
-            "optimal_source": self.optimal_source,
-            "conventions": {c: self.per_anchor(c) for c in CONVENTIONS},
-            "random_stderr": self.random_stderr,
-            "random_interval": None if self.random_interval is None else list(
-                self.random_interval),
-            "random_samples": self.random_samples, "seed": self.seed,
-        })
+    def json_items(self, options):
+        """The fields, every convention included."""
+        yield from (("objective", self.objective), ("n", self.n),
+                    ("anchors_with_positives", self.anchors_with_positives), ("tau", self.tau),
+                    ("dim", self.dim), ("base_temperature", self.base_temperature),
+                    ("optimal_source", self.optimal_source),
+                    ("conventions", {c: self.per_anchor(c) for c in CONVENTIONS}),
+                    ("random_stderr", self.random_stderr),
+                    ("random_interval", self.random_interval),
+                    ("random_samples", self.random_samples), ("seed", self.seed))
 
     def _table(self) -> list[list[str]]:
         conv = {c: self.per_anchor(c) for c in CONVENTIONS}

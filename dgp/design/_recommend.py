@@ -31,6 +31,7 @@ from dgp.errors import (
     check_unit_interval,
     describe,
 )
+from dgp.records import Record
 from dgp.result import Classification
 
 __all__ = [
@@ -75,7 +76,7 @@ def parse_want(want: object) -> tuple[str, float | None]:
 
 
 @dataclass(frozen=True, eq=False)
-class Recommendation:
+class Recommendation(Record):
     """The answer of :func:`recommend`, with its certificate.
 
     Attributes
@@ -105,14 +106,12 @@ class Recommendation:
     certificate: dict[str, Any]
     given: dict[str, Any]
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_items(self, options):
         """The JSON of ``dgp recommend --json``: ``objective``, ``want``, the parameter found
         (e.g. ``"tau"``) with its value, ``certificate``, ``reason`` and ``given``."""
-        from dgp.records import plain
-
-        return plain({"objective": self.objective, "want": self.want,
-                      self.parameter: self.value, "certificate": self.certificate,
-                      "reason": self.reason, "given": self.given})
+        yield from (("objective", self.objective), ("want", self.want),
+                    (self.parameter, self.value), ("certificate", self.certificate),
+                    ("reason", self.reason), ("given", self.given))
 
     def _rows(self) -> list[tuple[str, str]]:
         shown = "none" if self.value is None else (

@@ -41,6 +41,7 @@ from dgp.errors import (
     check_int,
     describe,
 )
+from dgp.records import Record
 
 __all__ = [
     "PhaseMap",
@@ -282,7 +283,7 @@ _FRAME_COLUMNS = ("verdict", "rank", "c_lo", "c_hi", "excess_loss", "excess_sour
 
 
 @dataclass(frozen=True, eq=False)
-class PhaseMap:
+class PhaseMap(Record):
     """A verdict map over a grid of parameters (:func:`phase`).
 
     One return type, whatever is installed: :meth:`to_frame` gives a pandas DataFrame (pandas
@@ -388,25 +389,17 @@ class PhaseMap:
                                   dtype="Int64")
         return frame
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_items(self, options):
         """The JSON of ``dgp phase --json``: ``objective``, ``params``, ``cells`` (one per grid
         point) and the context (``fixed``, ``axes``, ``boundaries``, ``excess_sources``)."""
-        from dgp.records import plain
-
-        return plain({
-            "objective": self.objective,
-            "params": list(self.params),
-            "cells": [dict(c) for c in self.cells],
-            "axes": {p: self.axes[p].tolist() for p in self.params},
-            "fixed": dict(self.fixed),
-            "similarity": self.similarity,
-            "n": self.n,
-            "rtol": self.rtol,
-            "inputs": dict(self.inputs),
-            "boundaries": [b.to_dict() for b in self.boundaries],
-            "excess_sources": {k: EXCESS_SOURCES[k]
-                               for k in sorted({c["excess_source"] for c in self.cells})},
-        })
+        yield from (("objective", self.objective), ("params", self.params),
+                    ("cells", [dict(c) for c in self.cells]),
+                    ("axes", {p: self.axes[p] for p in self.params}),
+                    ("fixed", dict(self.fixed)), ("similarity", self.similarity), ("n", self.n),
+                    ("rtol", self.rtol), ("inputs", dict(self.inputs)),
+                    ("boundaries", self.boundaries))
+        yield "excess_sources", {k: EXCESS_SOURCES[k]
+                                 for k in sorted({c["excess_source"] for c in self.cells})}
 
     def to_csv(self, path: str) -> None:
         """Write the tidy table (:meth:`to_arrays` columns) as CSV; empty fields are missing."""

@@ -21,12 +21,13 @@ import numpy as np
 
 from dgp._linalg import tall_r
 from dgp.errors import check_labels_continuous, check_rtol
+from dgp.records import Record
 
 __all__ = ["SphereFit", "fit_sphere", "sphere_of"]
 
 
 @dataclass(frozen=True)
-class SphereFit:
+class SphereFit(Record):
     """The best-fit sphere of points within their affine hull.
 
     Attributes
@@ -53,17 +54,12 @@ class SphereFit:
     affine_dim: int
     rtol: float
 
-    def to_dict(self) -> dict:
-        """Plain JSON-ready fields."""
-        return {
-            "centre": self.centre.tolist(),
-            "radius": self.radius,
-            "relative_residual": self.residual,
-            "max_relative_residual": self.max_residual,
-            "affine_dim": self.affine_dim,
-            "rtol": self.rtol,
-            "method": "algebraic least squares (Kasa) within the affine hull",
-        }
+    def json_items(self, options):
+        yield from (("centre", self.centre), ("radius", self.radius),
+                    ("relative_residual", self.residual),
+                    ("max_relative_residual", self.max_residual),
+                    ("affine_dim", self.affine_dim), ("rtol", self.rtol))
+        yield "method", "algebraic least squares (Kasa) within the affine hull"
 
 
 def fit_sphere(points: object, *, rtol: float = 1e-10) -> SphereFit:

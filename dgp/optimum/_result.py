@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dgp.display import format_nats, format_summary, html_summary
 from dgp.geometry import embedding_from_gram
+from dgp.records import Convergence, Record
 from dgp.resources import check_memory
 from dgp.solver import BatchPrediction, KKTCertificate, LiftCertificate
 
@@ -22,7 +22,7 @@ _TABLE_MAX_N = 8
 
 
 @dataclass(frozen=True, eq=False)
-class Optimum:
+class Optimum(Record):
     """The minimiser of a cosine w-InfoNCE loss (free dimension, or in ``R^dim``) and its
     certificates.
 
@@ -137,7 +137,9 @@ class Optimum:
     @cached_property
     def embedding(self) -> np.ndarray:
         """``Z`` (``N x rank``) with ``Z Z^T = gram``: the class points, repeated per sample."""
-        return embedding_from_gram(self.quotient_gram, rank=self.rank)[self.labels]
+        # a solved Gram is PSD to within its certificate's primal residual, not to roundoff
+        return embedding_from_gram(self.quotient_gram, rank=self.rank,
+                                   psd_atol=self.certificate.primal_residual)[self.labels]
 
     @property
     def K(self) -> int:
@@ -186,57 +188,55 @@ class Optimum:
         return html_summary(self._title(), self._summary_pairs(),
                             matrix=self.gram if small else None, caption="optimal Gram")
 
-    def to_dict(self, *, gram: bool | None = None, embedding: bool = False) -> dict[str, Any]:
-        """Plain JSON-ready fields. ``gram=None`` includes the ``N x N`` Gram for
-        ``N <= GRAM_JSON_MAX_N`` (500) and otherwise says how to get it; ``embedding=True`` adds
-        the ``N x rank`` embedding."""
-        include = self.n <= GRAM_JSON_MAX_N if gram is None else bool(gram)
-        out: dict[str, Any] = {
-            "n": self.n,
-            "tau": self.tau,
-            "dim": self.dim,
-            "structure": self.structure,
-            "classes": self.K,
-            "sizes": list(self.sizes),
-            "labels": self.labels.tolist(),
-            "loss": self.loss,
-            "entropic_bound": self.entropic_bound,
-            "excess_loss": self.excess_loss,
-            "log_excess_loss": self.log_excess_loss if math.isfinite(self.log_excess_loss)
-            else None,
-            "lower_bound": self.lower_bound,
-            "duality_gap": self.duality_gap,
-            "dual_min_eig": self.dual_min_eig,
-            "certified_global": self.certified_global,
-            "rank": self.rank,
-            "rank_tol": self.rank_tol,
-            "unique": self.unique,
-            "uniqueness": self.uniqueness,
-            "eigenvalues": self.eigenvalues[: max(self.rank + 1, 1)].tolist(),
-            "quotient_gram": self.quotient_gram.tolist() if self.K <= GRAM_JSON_MAX_N else None,
-            "gram": self.gram.tolist() if include else None,
-            "certificate": self.certificate.to_dict(),
-            "collapse": self.collapse.to_dict(),
-            "stop_reason": self.stop_reason,
-            "starts": self.starts,
-            "free_rank": self.free_rank,
-            "solver": self.solver,
-        }
+    @property
+    def convergence(self) -> Convergence:
+        """How the solve ended (:class:`dgp.records.Convergence`): results are returned only when
+        the acceptance rule holds; ``certified`` when the dual matrix is PSD (globally optimal)
+        and the certificate's own numbers support it."""
+        return Convergence(
+            success=True,
+            status=self.stop_reason,
+            residual=self.certificate.kkt_residual,
+            certified=self.certified_global and not self.certificate.check(),
+        )
+
+    #: ``gram=None`` includes the ``N x N`` Gram for ``N <= GRAM_JSON_MAX_N`` (500) and
+    #: otherwise says how to get it; ``embedding=True`` adds the ``N x rank`` embedding
+    JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": None, "embedding": False}
+
+    def json_items(self, options):
+        include = self.n <= GRAM_JSON_MAX_N if options["gram"] is None else bool(options["gram"])
+        yield from (("n", self.n), ("tau", self.tau), ("dim", self.dim),
+                    ("structure", self.structure), ("classes", self.K), ("sizes", self.sizes),
+                    ("labels", self.labels), ("loss", self.loss),
+                    ("entropic_bound", self.entropic_bound), ("excess_loss", self.excess_loss),
+                    ("log_excess_loss", self.log_excess_loss),
+                    ("lower_bound", self.lower_bound), ("duality_gap", self.duality_gap),
+                    ("dual_min_eig", self.dual_min_eig),
+                    ("certified_global", self.certified_global), ("rank", self.rank),
+                    ("rank_tol", self.rank_tol), ("unique", self.unique),
+                    ("uniqueness", self.uniqueness),
+                    ("eigenvalues", self.eigenvalues[: max(self.rank + 1, 1)]),
+                    ("quotient_gram", self.quotient_gram if self.K <= GRAM_JSON_MAX_N else None),
+                    ("gram", self.gram if include else None),
+                    ("certificate", self.certificate), ("collapse", self.collapse),
+                    ("stop_reason", self.stop_reason), ("starts", self.starts),
+                    ("free_rank", self.free_rank), ("solver", self.solver))
         if not include:
-            out["gram_omitted"] = (
+            yield "gram_omitted", (
                 f"the {self.n} x {self.n} Gram is left out above N = {GRAM_JSON_MAX_N}; it is "
                 "quotient_gram[labels][:, labels]; ask for it with gram=True (CLI: --gram) or "
                 "write it with --save-gram FILE"
             )
         if self.batch is not None:
-            out["batch"] = self.batch.to_dict(gram=self.K <= GRAM_JSON_MAX_N)
-        if embedding:
-            out["embedding"] = self.embedding.tolist()
-        return out
+            yield "batch", self.batch.to_dict(gram=self.K <= GRAM_JSON_MAX_N)
+        yield "convergence", self.convergence
+        if options["embedding"]:
+            yield "embedding", self.embedding
 
 
 @dataclass(frozen=True)
-class LossFloor:
+class LossFloor(Record):
     """The loss floor of a cosine weighting in dimension ``d``: the excess of the best embedding
     in :math:`\\mathbb R^d` over the entropic bound, certified as an interval.
 
@@ -272,20 +272,6 @@ class LossFloor:
     free_rank: int | None
     entropic_bound: float
     log_upper: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready fields."""
-        return {
-            "lower": self.lower,
-            "upper": self.upper,
-            "gap": self.gap,
-            "certified": self.certified,
-            "dim": self.dim,
-            "rank": self.rank,
-            "free_rank": self.free_rank,
-            "entropic_bound": self.entropic_bound,
-            "log_upper": self.log_upper if math.isfinite(self.log_upper) else None,
-        }
 
     def __str__(self) -> str:
         return format_summary(

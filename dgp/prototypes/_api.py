@@ -50,6 +50,7 @@ from dgp.prototypes._result import (
     Identifiability,
     Prototypes,
 )
+from dgp.records import Record
 from dgp.resources import check_memory, memory_budget
 from dgp.solver import (
     BatchPrediction,
@@ -615,7 +616,7 @@ def supcon_prototypes(
 
 
 @dataclass(frozen=True)
-class BatchTolerance:
+class BatchTolerance(Record):
     """The batch size from which the full-batch prediction is within a tolerance.
 
     Attributes
@@ -635,14 +636,10 @@ class BatchTolerance:
     table: tuple[tuple[int, float, float | None], ...]
     note: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready fields."""
-        return {
-            "batch_size": self.batch_size,
-            "tol": self.tol,
-            "table": [{"batch_size": b, "shift": s, "gram_se": e} for b, s, e in self.table],
-            "note": self.note,
-        }
+    def json_items(self, options):
+        yield from (("batch_size", self.batch_size), ("tol", self.tol))
+        yield "table", [{"batch_size": b, "shift": s, "gram_se": e} for b, s, e in self.table]
+        yield "note", self.note
 
 
 def batch_size_for_tolerance(

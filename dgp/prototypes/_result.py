@@ -244,7 +244,9 @@ class Prototypes(Record):
         G = self.gram
         if self.approximation is not None and self.approximation.projected_gram is not None:
             G = self.approximation.projected_gram
-        return embedding_from_gram(G, rank=self.rank)
+        # a solved Gram is PSD to within its certificate's primal residual, not to roundoff
+        slack = 0.0 if self.certificate is None else self.certificate.primal_residual
+        return embedding_from_gram(G, rank=self.rank, psd_atol=slack)
 
     def _summary_pairs(self) -> list[tuple[str, str]]:
         N = sum(self.sizes)

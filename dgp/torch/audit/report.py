@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp.records import Record
 from dgp.torch._compat import require_torch
 
 torch = require_torch()
@@ -19,7 +20,7 @@ from dgp.torch.audit.model import (  # noqa: E402
 
 
 @dataclass(frozen=True, eq=False)
-class AuditReport:
+class AuditReport(Record):
     """What :func:`audit_loss` found. ``to_dict()`` gives the JSON of ``dgp audit --json``.
 
     Attributes
@@ -146,46 +147,44 @@ class AuditReport:
             text += f", {self.partition} partition"
         return text
 
-    def to_dict(self) -> dict[str, Any]:
-        from dgp.records import plain
-
+    def json_items(self, options):
         fit = None if self.fit is None else {
             "partition": self.fit.partition, "residual": self.fit.residual,
             "value_spread": self.fit.value_spread, "offset": self.fit.offset,
             "condition": self.fit.condition}
         geometry = None if self.geometry is None else {
             k: v for k, v in self.geometry.items() if k != "embedding"}
-        return plain({
-            "callable": self.callable,
-            "n": self.n,
-            "tau": self.tau,
-            "tau_source": self.tau_source,
-            "similarity": self.similarity,
-            "similarity_source": self.similarity_source,
-            "call": self.call,
-            "labels": self.labels_kind,
-            "labels_note": self.labels_note,
-            "row_labels": self.row_labels,
-            "identified": self.identified,
-            "model": fit,
-            "hypotheses": list(self.hypotheses),
-            "match_rtol": self.match_rtol,
-            "match": self.match,
-            "closest": self.closest,
-            "verdict": self.verdict,
-            "classification": self.classification,
-            "reduction_scale": self.reduction_scale,
-            "anchor_weights": self.anchor_weights,
-            "anchor_spread": self.anchor_spread,
-            "symmetric_part": self.symmetric_part,
-            "effective_weights": self.effective_weights,
-            "representative_residual": self.representative_residual,
-            "geometry": geometry,
-            "intended": self.intended,
-            "candidates": list(self.candidates),
-            "probes": self.probes,
-            "attempts": list(self.attempts),
-            "warnings": list(self.warnings),
-        })
+        yield from (
+            ("callable", self.callable),
+            ("n", self.n),
+            ("tau", self.tau),
+            ("tau_source", self.tau_source),
+            ("similarity", self.similarity),
+            ("similarity_source", self.similarity_source),
+            ("call", self.call),
+            ("labels", self.labels_kind),
+            ("labels_note", self.labels_note),
+            ("row_labels", self.row_labels),
+            ("identified", self.identified),
+            ("model", fit),
+            ("hypotheses", self.hypotheses),
+            ("match_rtol", self.match_rtol),
+            ("match", self.match),
+            ("closest", self.closest),
+            ("verdict", self.verdict),
+            ("classification", self.classification),
+            ("reduction_scale", self.reduction_scale),
+            ("anchor_weights", self.anchor_weights),
+            ("anchor_spread", self.anchor_spread),
+            ("symmetric_part", self.symmetric_part),
+            ("effective_weights", self.effective_weights),
+            ("representative_residual", self.representative_residual),
+            ("geometry", geometry),
+            ("intended", self.intended),
+            ("candidates", self.candidates),
+            ("probes", self.probes),
+            ("attempts", self.attempts),
+            ("warnings", self.warnings),
+        )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from dgp.errors import InputError
+from dgp.records import Record
 from dgp.torch._compat import require_torch
 
 torch = require_torch()
@@ -60,7 +61,7 @@ class Experiment:
 
 
 @dataclass(frozen=True)
-class Budget:
+class Budget(Record):
     """Training budget and data of one mode.
 
     ``quick``: scikit-learn's 8x8 digits on CPU (CI); ``mnist-cpu``: the 5000 28x28 MNIST
@@ -86,8 +87,6 @@ class Budget:
     mc_batches: int  # random batches that estimate expected batch losses
     classes: int | None = None  # keep the first classes of the data set only
 
-    def to_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
 QUICK = Budget(

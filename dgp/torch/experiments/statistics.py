@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from dgp.errors import InputError
+from dgp.records import Record
 
 __all__ = [
     "CONFIDENCE",
@@ -59,7 +60,7 @@ TIE_DISTANCE = 1e-9
 
 
 @dataclass(frozen=True)
-class Plateau:
+class Plateau(Record):
     """Whether a training loss has stopped decreasing.
 
     Attributes
@@ -81,8 +82,6 @@ class Plateau:
     decrease_se: float | None
     window: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def plateau(losses: Sequence[float], *, window: float = PLATEAU_WINDOW,
