@@ -54,7 +54,7 @@ __all__ = [
     "LABEL_FORMATS",
     "MEMORY_LIMIT_ENV",
     "WEIGHT_FORMATS",
-    "Labels",
+    "LabelFile",
     "MemoryLimitError",
     "check_memory",
     "format_bytes",
@@ -871,7 +871,7 @@ LABEL_FORMATS = (
 
 
 @dataclass(frozen=True)
-class Labels:
+class LabelFile:
     """Labels read from a file by :func:`load_labels`.
 
     Attributes
@@ -991,7 +991,7 @@ def load_labels(
     column: str | int | None = None,
     kind: str = "auto",
     key: str | None = None,
-) -> Labels:
+) -> LabelFile:
     """Load labels from ``path``, as people have them.
 
     Accepted formats: .npy/.npz (an array of labels, integer or class names; .npz: the array
@@ -1018,7 +1018,7 @@ def load_labels(
         dropping a pandas index column); for continuous labels, all columns.
     kind : {"auto", "class", "continuous"}
         ``"class"``: one column of integers or names (names are numbered in sorted order and
-        kept in :attr:`Labels.classes`). ``"continuous"``: numbers, one or more columns.
+        kept in :attr:`LabelFile.classes`). ``"continuous"``: numbers, one or more columns.
         ``"auto"``: class names when the column holds names, else the numbers as they are
         (``int64`` when all are integers).
     key : str, optional
@@ -1026,7 +1026,7 @@ def load_labels(
 
     Returns
     -------
-    Labels
+    LabelFile
         ``values`` (read-only), ``classes`` (names or ``None``), ``columns`` used, ``path``.
 
     Raises
@@ -1063,7 +1063,7 @@ def load_labels(
         raise InputError(f"{name} file {os.fspath(path)!r} holds no labels")
     values = np.ascontiguousarray(values)
     values.flags.writeable = False
-    return Labels(values=values, classes=classes, columns=columns, path=os.fspath(path))
+    return LabelFile(values=values, classes=classes, columns=columns, path=os.fspath(path))
 
 
 def _finish_labels(
@@ -1324,3 +1324,15 @@ def _edges(src: _Source, *, directed: bool):
     keep = np.ones(table.shape[0], dtype=bool)
     keep[order[1:][same]] = False
     return ends[keep, 0], ends[keep, 1], w[keep], names
+
+
+def __getattr__(name: str):
+    """``dgp.io.Labels`` is the old name of :class:`LabelFile` (two classes were named
+    ``Labels``; an objective's validated labels are :class:`dgp.objectives.registry.Labels`)."""
+    if name == "Labels":
+        import warnings
+
+        warnings.warn("dgp.io.Labels is renamed dgp.io.LabelFile", DeprecationWarning,
+                      stacklevel=2)
+        return LabelFile
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -167,3 +167,22 @@ def test_options_reach_the_nested_records_that_declare_them():
     assert Outer(Inner(1.0)).to_dict() == {"inner": {"x": 1.0}, "y": None}
     assert Outer(Inner(1.0)).to_dict(gram=True)["inner"]["gram"] == [[1.0, 0.0], [0.0, 1.0]]
     assert plain(Inner(2.0), {"gram": True, "embedding": True})["gram"][1] == [0.0, 1.0]
+
+
+def test_one_class_named_labels():
+    import warnings
+
+    import dgp.io
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert dgp.io.Labels is dgp.io.LabelFile
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    names = _classes("Labels")
+    assert names == ["objectives/registry.py"], names
+
+
+def _classes(name: str) -> list[str]:
+    return [str(p.relative_to(ROOT)) for p in sorted(ROOT.rglob("*.py"))
+            for node in ast.walk(ast.parse(p.read_text()))
+            if isinstance(node, ast.ClassDef) and node.name == name]
