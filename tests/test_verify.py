@@ -214,7 +214,7 @@ def test_out_is_checked_before_training(tmp_path, capsys):
     target.write_text("x")
     rc = main(["verify", "supcon-imbalance", "--quick", "--out", str(target)])
     err = capsys.readouterr().err
-    assert rc == 2 and err.startswith("error: out") and err.count("\n") == 1
+    assert rc == 2 and err.startswith("error: --out") and err.count("\n") == 1
     # a folder that cannot be created (its parent is a file): refused at once, nothing trained
     rc = main(["verify", "supcon-imbalance", "--quick", "--out", str(target / "sub")])
     err = capsys.readouterr().err

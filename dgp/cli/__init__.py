@@ -116,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     previous = warnings.showwarning
     warnings.showwarning = _show_warning
     try:
+        from dgp.cli._output import check_files
+
+        check_files(args.subcommands[args.command], args)  # before any work
         return int(args.func(args) or 0)
     except SolverError as exc:  # dgp's own failure, not the user's
         sys.stderr.write(f"error: {exc}\n")

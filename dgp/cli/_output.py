@@ -1,9 +1,22 @@
-"""Shared output helpers of the CLI: JSON with numpy values, simple aligned tables."""
+"""Shared output helpers of the CLI: JSON with numpy values, simple aligned tables, and the files
+a command reads and writes.
+
+File arguments are declared with ``type=FileArg(...)`` (an input, or an output of a kind):
+:func:`check_files` then checks every one before the command does any work (each output's
+folder writable, its extension known, no output the same file as an input or as another
+output), and outputs are written through :func:`atomic_output` (a temporary file in the same
+folder, renamed over the target when complete), so an interrupted or failed run never leaves
+a partial or clobbered file."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -11,7 +24,17 @@ import numpy as np
 from dgp.errors import InputError
 from dgp.records import plain
 
-__all__ = ["array_path", "emit_json", "jsonable", "plot_path", "save_array", "table"]
+__all__ = [
+    "FileArg",
+    "array_path",
+    "atomic_output",
+    "check_files",
+    "emit_json",
+    "jsonable",
+    "plot_path",
+    "save_array",
+    "table",
+]
 
 
 #: numpy values (and non-finite floats, as null) to plain JSON values: the certificates' own
@@ -36,7 +59,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 _FIGURE_FORMATS = (".png", ".pdf", ".svg")
 
 
-def plot_path(path: str) -> str:
+def plot_path(path: str, flag: str = "--plot") -> str:
     """Check a ``--plot FILE`` before any work: the figure's real path (``.png`` added when
     there is no extension).
 
@@ -46,24 +69,20 @@ def plot_path(path: str) -> str:
         If the path is a directory, its extension is not a figure format, or its folder does
         not exist or is not writable.
     """
-    import os
-
     if os.path.isdir(path):
-        raise InputError(f"--plot {path!r} is a directory; give a file name such as "
+        raise InputError(f"{flag} {path!r} is a directory; give a file name such as "
                          f"{os.path.join(path, 'figure.png')!r}")
     ext = os.path.splitext(path)[1]
     if not ext:
         path, ext = path + ".png", ".png"
     if ext.lower() not in _FIGURE_FORMATS:
-        raise InputError(f"--plot {path!r}: unknown figure format {ext!r}; use one of "
+        raise InputError(f"{flag} {path!r}: unknown figure format {ext!r}; use one of "
                          f"{', '.join(_FIGURE_FORMATS)}")
-    return _writable(path, "--plot")
+    return _writable(path, flag)
 
 
 def _writable(path: str, flag: str) -> str:
     """``path`` if its folder exists and is writable."""
-    import os
-
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise InputError(f"{flag} {path!r}: the folder {folder!r} does not exist")
@@ -84,8 +103,6 @@ def array_path(path: str, flag: str) -> str:
         If the path is a directory, has an unknown extension, or its folder does not exist or
         is not writable.
     """
-    import os
-
     if os.path.isdir(path):
         raise InputError(f"{flag} {path!r} is a directory; give a file name ending in .npy or "
                          ".csv")
@@ -96,11 +113,108 @@ def array_path(path: str, flag: str) -> str:
 
 
 def save_array(path: str, array) -> None:
-    """Write ``array`` to ``path`` (``.npy`` without pickles, or comma-separated text)."""
-    import os
-
+    """Write ``array`` to ``path`` (``.npy`` without pickles, or comma-separated text),
+    atomically."""
     arr = np.asarray(array, dtype=float)
-    if os.path.splitext(path)[1].lower() == ".npy":
-        np.save(path, arr, allow_pickle=False)
-    else:
-        np.savetxt(path, arr, delimiter=",", fmt="%.17g")
+    with atomic_output(path) as tmp:
+        if os.path.splitext(path)[1].lower() == ".npy":
+            np.save(tmp, arr, allow_pickle=False)
+        else:
+            np.savetxt(tmp, arr, delimiter=",", fmt="%.17g")
+
+
+@contextmanager
+def atomic_output(path: str) -> Iterator[str]:
+    """A temporary path next to ``path`` (same extension) to write to; renamed over ``path``
+    when the block ends normally, removed when it raises (the target is then untouched)."""
+    folder, base = os.path.split(os.path.abspath(path))
+    ext = os.path.splitext(base)[1]
+    tmp = os.path.join(folder, f".{base}.{os.getpid()}.tmp{ext}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+class FileArg:
+    """The ``type=`` of a file argument: ``FileArg("input")`` or ``FileArg("output", kind)``
+    with ``kind`` one of ``"array"`` (``.npy/.csv/.txt``), ``"figure"`` (``.png/.pdf/.svg``,
+    ``.png`` added when there is none), ``"table"`` (any file name) or ``"folder"`` (a
+    directory, created before any work). The value stays the string given;
+    :func:`check_files` checks it."""
+
+    KINDS = ("array", "figure", "table", "folder")
+
+    def __init__(self, role: str, kind: str | None = None) -> None:
+        if role not in ("input", "output") or (role == "output") != (kind in self.KINDS):
+            raise ValueError(f"FileArg({role!r}, {kind!r})")
+        self.role, self.kind = role, kind
+        self.__name__ = f"{role} file"  # argparse names the type in its messages
+
+    def __call__(self, text: str) -> str:
+        return text
+
+
+def _same(a: str, b: str) -> bool:
+    """Whether two paths name the same file (links included; missing files by their path)."""
+    if os.path.exists(a) and os.path.exists(b):
+        return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Check every :class:`FileArg` of ``args`` before any work, and put each output's real
+    path (``.png`` added to a figure without extension) back into ``args``.
+
+    Raises
+    ------
+    InputError
+        If an output is a directory (or, for a folder, a file), has an unknown extension, lies
+        in a missing or unwritable folder, or is the same file as an input or another output.
+    """
+    inputs: list[tuple[str, str]] = []
+    outputs: list[tuple[str, str]] = []
+    for action in parser._actions:
+        spec = action.type
+        value = getattr(args, action.dest, None)
+        if not isinstance(spec, FileArg) or value is None:
+            continue
+        flag = action.option_strings[0] if action.option_strings else action.metavar
+        values = value if isinstance(value, list) else [value]
+        if spec.role == "input":
+            inputs += [(flag, v) for v in values if os.path.isfile(v)]
+            continue
+        checked = [_output_path(v, flag, spec.kind) for v in values]
+        setattr(args, action.dest, checked if isinstance(value, list) else checked[0])
+        outputs += [(flag, v) for v in checked]
+    for k, (flag, path) in enumerate(outputs):
+        for in_flag, in_path in inputs:
+            if _same(path, in_path):
+                raise InputError(f"{flag} {path!r} is the input {in_flag} {in_path!r}: writing it "
+                                 "would destroy the input; choose another file name")
+        for other_flag, other in outputs[:k]:
+            if _same(path, other):
+                raise InputError(f"{flag} {path!r} and {other_flag} {other!r} are the same file; "
+                                 "give each output its own name")
+
+
+def _output_path(path: str, flag: str, kind: str | None) -> str:
+    if kind == "array":
+        return array_path(path, flag)
+    if kind == "figure":
+        return plot_path(path, flag)
+    if kind == "folder":  # created now, and a file written there, before any work
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise InputError(f"{flag} {path!r} exists and is not a directory")
+        try:
+            os.makedirs(path, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=path, prefix=".dgp-write-test-"):
+                pass
+        except OSError as exc:
+            raise InputError(f"{flag} {path!r} is not writable ({exc.strerror or exc})") from None
+        return path
+    if os.path.isdir(path):
+        raise InputError(f"{flag} {path!r} is a directory; give a file name")
+    return _writable(path, flag)

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from dgp.classification import METHODS, classify
-from dgp.cli._output import array_path, emit_json, plot_path, save_array
+from dgp.cli._output import FileArg, atomic_output, emit_json, save_array
 from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import InputError
 from dgp.infonce import SIMILARITIES
@@ -30,9 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "objective built from labels (--objective with --labels) as realizable, degenerate or "
         "inconsistent, with a certificate. Exit status 0 whatever the verdict.",
     )
-    p.add_argument("weights", nargs="?", metavar="WEIGHTS",
+    p.add_argument("weights", nargs="?", metavar="WEIGHTS", type=FileArg("input"),
                    help=WEIGHT_FORMATS.replace("%", "%%"))
-    p.add_argument("--edges", metavar="FILE",
+    p.add_argument("--edges", metavar="FILE", type=FileArg("input"),
                    help="a weighted graph instead of WEIGHTS: an edge list, one 'i j' or 'i j "
                    "weight' per line (missing weight: 1; missing edges are zero weights); "
                    "WEIGHTS ending in .edges or .edgelist is read the same way")
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="WEIGHTS holds log-weights (-inf for a zero weight): narrow kernels keep "
                    "their information instead of underflowing to zero")
     p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from --labels")
-    p.add_argument("--labels", metavar="LABELS", help=_LABELS_HELP)
+    p.add_argument("--labels", metavar="LABELS", type=FileArg("input"), help=_LABELS_HELP)
     p.add_argument("--label-column", metavar="NAME|K",
                    help="the column of LABELS to use: a header name, or a 0-based position "
                    "(default: the only column, or all columns of numbers)")
@@ -61,11 +61,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--embedding", action="store_true",
                    help="include the optimal embedding in --json output")
-    p.add_argument("--plot", metavar="FILE",
+    p.add_argument("--plot", metavar="FILE", type=FileArg("output", "figure"),
                    help="also save a figure (.png, .pdf or .svg; needs the plot extra)")
-    p.add_argument("--save-embedding", metavar="FILE",
+    p.add_argument("--save-embedding", metavar="FILE", type=FileArg("output", "array"),
                    help="save the optimal embedding (N x rank) when realizable (.npy or .csv)")
-    p.add_argument("--save-gram", metavar="FILE",
+    p.add_argument("--save-gram", metavar="FILE", type=FileArg("output", "array"),
                    help="save the Gram matrix of the optimal embedding (N x N) when realizable")
     p.add_argument("--quiet", action="store_true", help="no notes on stderr")
     p.add_argument("--no-floor", action="store_true",
@@ -101,8 +101,8 @@ def run(args: argparse.Namespace) -> int:
         from dgp.plots import require_matplotlib
 
         require_matplotlib()  # fail before any work when the plot extra is missing
-        plot = plot_path(args.plot)
-    saves = {flag: array_path(path, flag) for flag, path in
+        plot = args.plot  # checked by check_files
+    saves = {flag: path for flag, path in
              (("--save-embedding", args.save_embedding), ("--save-gram", args.save_gram))
              if path is not None}
     want_embedding = args.embedding or bool(saves)
@@ -203,4 +203,5 @@ def _plot(args: argparse.Namespace, res, data, path: str) -> None:
     if res.embedding is None and res.verdict == "realizable":
         res = classify(W, similarity=res.similarity, tau=res.tau, dim=res.dim,
                        rtol=res.tolerance["rtol"])
-    classification_figure(W, res).savefig(path, dpi=100)
+    with atomic_output(path) as tmp:
+        classification_figure(W, res).savefig(tmp, dpi=100)

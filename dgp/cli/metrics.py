@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from dgp.cli._output import emit_json, table
+from dgp.cli._output import FileArg, emit_json, table
 from dgp.errors import InputError
 from dgp.io import WEIGHT_FORMATS
 
@@ -22,13 +22,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument(
-        "--embeddings", required=True, metavar="Z", help="N x d array (.npy, .npz, .csv, .txt)"
+        "--embeddings", required=True, metavar="Z", type=FileArg("input"),
+        help="N x d array (.npy, .npz, .csv, .txt)"
     )
     p.add_argument(
-        "--reference", required=True, metavar="ZREF", help="N x d' array (.npy, .npz, .csv, .txt)"
+        "--reference", required=True, metavar="ZREF", type=FileArg("input"),
+        help="N x d' array (.npy, .npz, .csv, .txt)"
     )
     p.add_argument(
-        "--weights", metavar="W", help=f"weighting for the entropic gap: {WEIGHT_FORMATS}"
+        "--weights", metavar="W", type=FileArg("input"),
+        help=f"weighting for the entropic gap: {WEIGHT_FORMATS}"
     )
     p.add_argument("--tau", type=float, help="temperature (needed with --weights)")
     p.add_argument(

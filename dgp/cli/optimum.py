@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from dgp.cli._output import array_path, emit_json, save_array, table
+from dgp.cli._output import FileArg, emit_json, save_array, table
 from dgp.io import load_array
 from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 
@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "matrix is PSD, else with its gap to the convex lower bound); with --batch-size B the "
         "prediction for uniform mini-batches.",
     )
-    p.add_argument("weights", metavar="WEIGHTS", help="N x N matrix (.npy/.csv/.txt)")
+    p.add_argument("weights", metavar="WEIGHTS", type=FileArg("input"),
+                   help="N x N matrix (.npy/.csv/.txt)")
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
     p.add_argument("--dim", type=int, metavar="D", help="embedding dimension (default: free)")
     p.add_argument("--starts", type=int, default=4,
@@ -42,8 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--json", action="store_true", help="print one JSON object")
     o.add_argument("--gram", action="store_true", help="print the Gram (and keep it in --json)")
     o.add_argument("--embedding", action="store_true", help="--json also holds the embedding")
-    o.add_argument("--save-gram", metavar="FILE", help="write the N x N Gram (.npy, .csv or .txt)")
-    o.add_argument("--save-embedding", metavar="FILE",
+    o.add_argument("--save-gram", metavar="FILE", type=FileArg("output", "array"),
+                   help="write the N x N Gram (.npy, .csv or .txt)")
+    o.add_argument("--save-embedding", metavar="FILE", type=FileArg("output", "array"),
                    help="write the N x rank embedding (.npy, .csv or .txt)")
     p.set_defaults(func=run)
 
@@ -51,9 +53,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dgp.optimum import optimum
 
-    for path, flag in ((args.save_gram, "--save-gram"), (args.save_embedding, "--save-embedding")):
-        if path is not None:
-            array_path(path, flag)  # before any work
     W = load_array(args.weights, name="WEIGHTS")
     batch = {}
     if args.batch_size is not None:

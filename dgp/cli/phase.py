@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from dgp.cli._output import array_path, emit_json, plot_path
+from dgp.cli._output import FileArg, atomic_output, emit_json
 from dgp.design import GRID_PARAMETERS, PROFILES, phase
 from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import InputError, ParameterError
@@ -32,11 +32,11 @@ _GRID_HELP = (
 
 def add_input_arguments(p: argparse.ArgumentParser) -> None:
     """WEIGHTS, ``--objective``, ``--labels``, ``--sizes``, ``--similarity`` and ``--rtol``."""
-    p.add_argument("weights", nargs="?", metavar="WEIGHTS",
+    p.add_argument("weights", nargs="?", metavar="WEIGHTS", type=FileArg("input"),
                    help="a weight matrix instead of --objective: " + WEIGHT_FORMATS.replace(
                        "%", "%%"))
     p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from --labels/--sizes")
-    p.add_argument("--labels", metavar="LABELS",
+    p.add_argument("--labels", metavar="LABELS", type=FileArg("input"),
                    help="labels file for --objective: " + LABEL_FORMATS.replace("%", "%%"))
     p.add_argument("--sizes", metavar="n1,n2,...",
                    help="class sizes instead of --labels (supcon, soft-supcon)")
@@ -154,8 +154,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "address such as tcp://HOST:8786 (needs the dask extra)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
-    out.add_argument("--csv", metavar="FILE", help="write the table, one row per cell, as CSV")
-    p.add_argument("--plot", metavar="FILE",
+    out.add_argument("--csv", metavar="FILE", type=FileArg("output", "array"),
+                     help="write the table, one row per cell, as CSV")
+    p.add_argument("--plot", metavar="FILE", type=FileArg("output", "figure"),
                    help="also save a figure (.png, .pdf or .svg; needs the plot extra)")
     p.set_defaults(func=run)
 
@@ -166,11 +167,10 @@ def run(args: argparse.Namespace) -> int:
         from dgp.plots import require_matplotlib
 
         require_matplotlib()  # fail before any work when the plot extra is missing
-        plot = plot_path(args.plot)
+        plot = args.plot  # checked by check_files
     if args.csv is not None:
         if not args.csv.lower().endswith((".csv", ".txt")):
             raise InputError(f"--csv {args.csv!r}: use a .csv or .txt file name")
-        array_path(args.csv, "--csv")  # a directory or an unwritable folder: fail before work
     grid: dict[str, np.ndarray] = {}
     for item in args.grid:
         name, values = parse_axis(item)
@@ -184,12 +184,14 @@ def run(args: argparse.Namespace) -> int:
         scheduler=args.scheduler, progress=sys.stderr.isatty(),
     )
     if plot is not None:
-        pm.figure().savefig(plot, dpi=100)
+        with atomic_output(plot) as tmp:
+            pm.figure().savefig(tmp, dpi=100)
     if args.json:
         emit_json(pm.to_dict())
         return 0
     if args.csv is not None:
-        pm.to_csv(args.csv)
+        with atomic_output(args.csv) as tmp:
+            pm.to_csv(tmp)
     print(pm)
     if args.csv is not None:
         print(f"\ntable        {args.csv} ({len(pm.cells)} rows)")

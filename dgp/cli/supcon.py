@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from dgp.cli._output import array_path, emit_json, save_array, table
+from dgp.cli._output import FileArg, atomic_output, emit_json, save_array, table
 from dgp.errors import InputError
 from dgp.prototypes import (
     METHODS,
@@ -79,13 +79,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--gram", action="store_true",
                    help="print the whole Gram (and keep it in --json for any K)")
     o.add_argument("--embedding", action="store_true", help="--json also holds the prototypes")
-    o.add_argument("--save-gram", metavar="FILE",
+    o.add_argument("--save-gram", metavar="FILE", type=FileArg("output", "array"),
                    help="write the Gram to FILE (.npy, .csv or .txt)")
-    o.add_argument("--save-embedding", metavar="FILE",
+    o.add_argument("--save-embedding", metavar="FILE", type=FileArg("output", "array"),
                    help="write the prototype vectors (K x rank) to FILE (.npy, .csv or .txt)")
     o.add_argument("--latex", action="store_true", help="print the symbolic formulas in LaTeX")
     o.add_argument(
-        "--plot", metavar="FILE", help="also save the prototype geometry (needs the plot extra)"
+        "--plot", metavar="FILE", type=FileArg("output", "figure"),
+        help="also save the prototype geometry (needs the plot extra)"
     )
     p.set_defaults(func=run)
 
@@ -109,9 +110,6 @@ def _gram_table(res) -> str:
 
 def run(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.sizes)
-    for path, flag in ((args.save_gram, "--save-gram"), (args.save_embedding, "--save-embedding")):
-        if path is not None:
-            array_path(path, flag)  # before any work
     if args.plot is not None:
         from dgp.plots import require_matplotlib
 
@@ -191,4 +189,5 @@ def _plot(res, path: str) -> None:
     fig = prototype_geometry(
         res.gram, sizes=res.sizes, title=title, reference=simplex, reference_label="simplex"
     )
-    fig.savefig(path, dpi=100)
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, dpi=100)

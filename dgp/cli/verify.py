@@ -9,11 +9,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import textwrap
 from typing import Any
 
-from dgp.cli._output import emit_json, jsonable, table
+from dgp.cli._output import FileArg, atomic_output, emit_json, jsonable, table
 from dgp.errors import InputError
 
 __all__ = ["EXPERIMENTS", "register", "run"]
@@ -72,8 +71,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    p.add_argument("--out", metavar="DIR", help="write the JSON reports and figures here")
-    p.add_argument("--data", metavar="FILE", help=".npz with X (or images/features) and y")
+    p.add_argument("--out", metavar="DIR", type=FileArg("output", "folder"),
+                   help="write the JSON reports and figures here")
+    p.add_argument("--data", metavar="FILE", type=FileArg("input"),
+                   help=".npz with X (or images/features) and y")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
@@ -94,18 +95,6 @@ def _multiples(text: str) -> tuple[float, ...]:
             f"give at least three distinct positive multiples of tau*, got {text!r}"
         )
     return values
-
-
-def _writable(out: str) -> None:
-    """Create ``out`` and check that a file can be written there, before any training."""
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise InputError(f"out {out!r} exists and is not a directory")
-    try:
-        os.makedirs(out, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".dgp-write-test-"):
-            pass
-    except OSError as exc:
-        raise InputError(f"out {out!r} is not writable ({exc.strerror or exc})") from None
 
 
 def _fmt(v: Any) -> str:
@@ -263,8 +252,6 @@ def run(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise InputError(f"seed must be >= 0, got {args.seed}")
     resolve_device(args.device)  # fail now, not after the first experiment
-    if args.out is not None:
-        _writable(args.out)
     if args.quick and args.mode not in (None, "quick"):
         raise InputError(f"--quick and --mode {args.mode} contradict each other; give one")
     if args.taus is not None and args.experiment not in ("soft-supcon-tau", "all"):
@@ -293,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
             [(n, e) for n, e in results if not isinstance(e, str)], reports, strict=True
         ):
             path = os.path.join(args.out, f"{name}.json")
-            with open(path, "w", encoding="utf-8") as fh:
+            with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
                 json.dump(report, fh, indent=2)
             written += [path, *save_figures(exp, args.out)]
         if not (args.json or args.quiet):

@@ -1,0 +1,102 @@
+"""No lost file: outputs that would overwrite an input (or each other) are refused before any
+work, and outputs are written atomically."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from dgp.cli import main
+from dgp.cli._output import atomic_output, save_array
+
+
+@pytest.fixture
+def files(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    np.savetxt("y.csv", rng.standard_normal(20))
+    W = np.exp(rng.standard_normal((5, 5)))
+    np.save("W.npy", 0.5 * (W + W.T))
+    return tmp_path
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _unchanged(path, before):
+    with open(path, "rb") as fh:
+        return fh.read() == before
+
+
+def _bytes(path):
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+@pytest.mark.parametrize("argv", [
+    ("classify", "--objective", "y-aware", "--labels", "y.csv", "--sigma", "1", "--tau", "0.5",
+     "--dim", "3", "--save-gram", "y.csv"),
+    ("classify", "W.npy", "--tau", "0.5", "--dim", "3", "--save-embedding", "W.npy"),
+    ("classify", "W.npy", "--tau", "0.5", "--dim", "3", "--save-gram", "./W.npy"),
+    ("optimum", "W.npy", "--tau", "0.5", "--save-gram", "W.npy"),
+    ("optimum", "link.npy", "--tau", "0.5", "--save-embedding", "W.npy"),
+    ("phase", "--objective", "y-aware", "--labels", "y.csv", "--sigma", "1", "--grid",
+     "tau=0.5,1", "--csv", "y.csv"),
+])
+def test_an_output_that_is_an_input_is_refused_before_any_work(files, capsys, argv):
+    os.symlink("W.npy", "link.npy")
+    before = {p: _bytes(p) for p in ("W.npy", "y.csv")}
+    code, out, err = _run(capsys, *argv)
+    assert code == 2, err
+    assert err.startswith("error: ") and "would destroy the input" in err
+    assert err.count("\n") == 1 and out == ""
+    assert all(_unchanged(p, b) for p, b in before.items())
+
+
+def test_two_outputs_naming_one_file_are_refused(files, capsys):
+    code, _, err = _run(capsys, "classify", "W.npy", "--tau", "0.5", "--dim", "3",
+                        "--save-embedding", "Z.npy", "--save-gram", "./Z.npy")
+    assert code == 2 and "are the same file" in err
+    assert not os.path.exists("Z.npy")
+
+
+def test_distinct_outputs_are_written(files, capsys):
+    X = np.random.default_rng(1).standard_normal((6, 2))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    np.save("R.npy", np.exp((X @ X.T) / 0.5))
+    code, _, err = _run(capsys, "classify", "R.npy", "--tau", "0.5", "--dim", "3",
+                        "--save-embedding", "Z.npy", "--save-gram", "G.csv")
+    assert code == 0, err
+    Z, G = np.load("Z.npy"), np.loadtxt("G.csv", delimiter=",")
+    assert np.allclose(Z @ Z.T, G) and np.allclose(G, X @ X.T, atol=1e-8)
+    assert sorted(p for p in os.listdir(".") if p.startswith(".")) == []  # no temporary left
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    target = tmp_path / "out.npy"
+    np.save(target, np.arange(3.0))
+    before = target.read_bytes()
+    with pytest.raises(RuntimeError), atomic_output(str(target)) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(b"partial")
+        raise RuntimeError("interrupted half way")
+    assert target.read_bytes() == before
+    assert os.listdir(tmp_path) == ["out.npy"]
+
+
+def test_save_array_replaces_the_file_whole(tmp_path):
+    target = tmp_path / "a.csv"
+    save_array(str(target), np.eye(2))
+    save_array(str(target), np.ones((3, 3)))
+    assert np.loadtxt(target, delimiter=",").shape == (3, 3)
+    assert os.listdir(tmp_path) == ["a.csv"]
+
+
+def test_verify_out_must_be_a_folder(files, capsys):
+    code, _, err = _run(capsys, "verify", "supcon-imbalance", "--out", "W.npy")
+    assert code == 2 and "is not a directory" in err
