@@ -1257,6 +1257,22 @@ def load_edge_list(path: str | os.PathLike, *, directed: bool = False, name: str
     return G
 
 
+def _looks_like_header(table: np.ndarray, second: list[str] | None) -> bool:
+    """Whether the first row of an edge table (not made of header words) is a header: a field
+    that is text above a number in the next row, while its node fields name no node of the
+    other rows and are not both integers (``0 1 abc`` is an edge with a bad weight, not a
+    header)."""
+    first = [str(x) for x in table[0]]
+    if second is None or len(second) != len(first):
+        return False
+    if not any(not _is_number(a) and _is_number(b) for a, b in zip(first, second, strict=True)):
+        return False
+    if all(re.fullmatch(r"[+-]?\d{1,18}", f) for f in first[:2]):
+        return False
+    rest = set(table[1:, :2].ravel().tolist())
+    return not (first[0] in rest or first[1] in rest)
+
+
 def _edges(src: _Source, *, directed: bool):
     """Endpoints, weights and node names (``None`` for integer labels) of an edge list."""
     layout = _layout(src)
@@ -1268,14 +1284,14 @@ def _edges(src: _Source, *, directed: bool):
             f"line {lineno} has {n_cols} field{'s' if n_cols != 1 else ''}; an edge list has "
             "'i j' or 'i j weight' on each line"
         )
-    header = {f.lower() for f in first} <= _EDGE_HEADER_WORDS or (
-        second is not None
-        and len(second) == n_cols
-        and any(not _is_number(a) and _is_number(b) for a, b in zip(first, second, strict=True))
+    _check_text_memory(src, layout, n_cols, 4 * max(_longest_line(src), 1))
+    table = np.char.strip(_loadtxt(src, layout, skip=0, usecols=None, dtype=str, expect="text"))
+    header = {f.lower() for f in first} <= _EDGE_HEADER_WORDS or _looks_like_header(
+        table, second
     )
     skip = lineno if header else 0
-    _check_text_memory(src, layout, n_cols, 4 * max(_longest_line(src), 1))
-    table = np.char.strip(_loadtxt(src, layout, skip=skip, usecols=None, dtype=str, expect="text"))
+    if header:
+        table = table[1:]
     if table.shape[0] == 0:
         raise src.error(f"has a header (line {lineno}) but no edges")
 

@@ -619,6 +619,13 @@ def test_edge_list_named_nodes_and_header(tmp_path):
     assert not G.is_directed()
 
 
+def test_a_header_of_other_words_is_still_a_header(tmp_path):
+    f = tmp_path / "g.txt"
+    f.write_text("x y w\n0 1 2\n1 2 3\n")
+    G = load_edge_list(f)
+    assert sorted(G.edges(data="weight")) == [(0, 1, 2.0), (1, 2, 3.0)]
+
+
 def test_edge_list_matches_networkx_reader(tmp_path):
     nx = pytest.importorskip("networkx")
     rng = np.random.default_rng(3)
@@ -660,6 +667,9 @@ def test_edge_list_directed_unweighted_duplicates(tmp_path):
         ("1,2\n3\n", "line 2 has 1 values where line 1 has 2"),
         ("source,target\n", "has a header (line 1) but no edges"),
         ('"",b\n', "line 1 has an empty node label"),
+        # a first edge with a bad weight is an error, not a header that drops the edge
+        ("0 1 abc\n1 2 3\n", "line 1, column 3: 'abc' is not a number"),
+        ("cat dog abc\ndog eel 1\n", "line 1, column 3: 'abc' is not a number"),
     ],
 )
 def test_edge_list_errors(tmp_path, text, words):
