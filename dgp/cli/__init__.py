@@ -19,6 +19,7 @@ import argparse
 import difflib
 import importlib
 import os
+import signal
 import sys
 import warnings
 from typing import ClassVar
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     previous = warnings.showwarning
     warnings.showwarning = _show_warning
+    previous_term = _on_sigterm()
     try:
         from dgp.cli._output import check_files
 
@@ -129,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, InputTypeError) as exc:  # bad input beyond one argument's value
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: workers and child processes are stopped on the way
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    except _Terminated:
+        sys.stderr.write("error: terminated (SIGTERM)\n")
+        return 143
     except BrokenPipeError:  # the reader (e.g. `| head`) left: not an error of ours
         _quiet_stdout()
         return 0
@@ -146,6 +154,26 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         warnings.showwarning = previous
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+
+
+class _Terminated(BaseException):
+    """Raised in the main thread by SIGTERM, so that cleanup runs as for Ctrl-C."""
+
+
+def _on_sigterm():
+    """Turn SIGTERM into :class:`_Terminated` while a command runs (main thread only); returns
+    the previous handler, or ``None`` when none was installed."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise _Terminated
+
+    return signal.signal(signal.SIGTERM, handler)
 
 
 def _quiet_stdout() -> None:

@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -182,7 +183,7 @@ def worker() -> None:
     """Entry point of the child: read the request on stdin, write one JSON result on the
     original stdout; the loss's own output goes to stderr."""
     request = json.load(sys.stdin)
-    result_fd = os.dup(1)
+    result_path = request.pop("result_path")
     os.dup2(2, 1)  # prints of the audited code, Python or C level, go to stderr
     sys.stdout = sys.stderr
     from dgp.errors import ParameterError, ParameterTypeError, SolverError
@@ -205,7 +206,8 @@ def worker() -> None:
     except Exception as exc:  # the child's last line of defence: report, never a traceback
         result = {"error": "dgp", "message": f"internal error ({type(exc).__name__}: {exc}); "
                   "please report it"}
-    with os.fdopen(result_fd, "w") as out:
+    # a file, not a pipe: a process the loss forked cannot hold the parent waiting for EOF
+    with open(result_path, "w", encoding="utf-8") as out:
         out.write(json.dumps(jsonable(result)))
 
 
@@ -216,22 +218,45 @@ _BOOTSTRAP = (
 )
 
 
+def _stop_group(proc: subprocess.Popen) -> None:
+    """Kill the child's process group (the child and what the audited code started in it)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the group is already gone
+        pass
+    proc.wait()
+
+
 def _run_child(req: dict[str, Any], *, paths: list[str], timeout: float) -> dict[str, Any]:
     import dgp
 
     dgp_root = os.path.dirname(os.path.dirname(os.path.abspath(dgp.__file__)))
     cfg = json.dumps({"path": [os.path.abspath(p) for p in paths], "dgp": dgp_root})
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _BOOTSTRAP, cfg], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        out, _ = proc.communicate(json.dumps(req).encode(), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # the child and whatever the loss started
-        proc.wait()
-        raise UserCodeError(f"the audit of {req['target']} did not finish within {timeout:g} s "
-                         "(--timeout): the loss may never return") from None
+    with tempfile.TemporaryDirectory(prefix="dgp-audit-") as folder:
+        result_path = os.path.join(folder, "result.json")
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _BOOTSTRAP, cfg], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, start_new_session=True,
+        )
+        try:
+            try:
+                with proc.stdin:
+                    proc.stdin.write(json.dumps({**req, "result_path": result_path}).encode())
+            except BrokenPipeError:  # the child ended at once: its status says how, below
+                pass
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop_group(proc)
+            raise UserCodeError(f"the audit of {req['target']} did not finish within "
+                                f"{timeout:g} s (--timeout): the loss may never return") from None
+        except BaseException:  # an interrupt (Ctrl-C, SIGTERM) or a broken pipe: stop the child
+            _stop_group(proc)
+            raise
+        _stop_group(proc)  # whatever the loss started and left behind in the child's group
+        out = ""
+        if os.path.exists(result_path):
+            with open(result_path, encoding="utf-8") as fh:
+                out = fh.read()
     if proc.returncode != 0 or not out.strip():
         rc = proc.returncode
         how = (f"was killed by signal {signal.Signals(-rc).name}" if rc < 0

@@ -192,12 +192,22 @@ def _map_cells(problem: Problem, cells: list[dict], *, excess: bool, jobs: int,
         return out
     joblib = _require_joblib()
     if scheduler is None:
-        workers = joblib.cpu_count() if jobs == -1 else jobs
+        # never more workers than cells or cores: each costs a process start
+        workers = min(joblib.cpu_count() if jobs == -1 else jobs, len(cells), joblib.cpu_count())
+        if workers <= 1:
+            return _map_cells(problem, cells, excess=excess, jobs=1, scheduler=None,
+                              progress=progress, what=what)
         chunks = _chunks(cells, 8 * workers)
-        run = joblib.Parallel(n_jobs=jobs, return_as="generator")
-        for part in run(joblib.delayed(_run_chunk)(problem, ch, excess) for ch in chunks):
-            out += part
-            bar.update(len(part))
+        run = joblib.Parallel(n_jobs=workers, return_as="generator")
+        try:
+            for part in run(joblib.delayed(_run_chunk)(problem, ch, excess) for ch in chunks):
+                out += part
+                bar.update(len(part))
+        except BaseException:  # an interrupt or a failed cell: no worker outlives the sweep
+            from joblib.externals.loky import get_reusable_executor
+
+            get_reusable_executor().shutdown(wait=True, kill_workers=True)
+            raise
         return out
     if scheduler == "local":
         workers = 2 if jobs == 1 else (joblib.cpu_count() if jobs == -1 else jobs)

@@ -1,0 +1,96 @@
+"""Interrupts and children: SIGINT and SIGTERM end a command with exit 130/143 and one line, no
+worker outlives the run, and an audited module that forks then raises is reported as its error
+at once (not as a timeout)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+LONG_PHASE = [sys.executable, "-m", "dgp", "phase", "--objective", "soft-supcon", "--sizes",
+              "30,20,10", "--grid", "tau=0.05:2:60", "--grid", "eps=0.01:0.9:60", "--dim", "3",
+              "--jobs", "2"]
+
+
+def _alive_in_group(pgid: int) -> list[str]:
+    """Processes of the group that are still running (zombies are dead)."""
+    out = subprocess.run(["ps", "-o", "stat=,args=", "-g", str(pgid)], capture_output=True,
+                         text=True).stdout
+    return [line for line in out.splitlines() if line.strip() and not line.strip().startswith("Z")]
+
+
+@pytest.mark.parametrize(("sig", "code", "line"), [
+    (signal.SIGINT, 130, "error: interrupted"),
+    (signal.SIGTERM, 143, "error: terminated (SIGTERM)"),
+])
+def test_a_signal_ends_a_parallel_sweep_with_one_line_and_no_worker_left(sig, code, line):
+    proc = subprocess.Popen(LONG_PHASE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(_alive_in_group(proc.pid)) < 3 and time.monotonic() < deadline:  # workers up
+        time.sleep(0.2)
+    assert proc.poll() is None, "the sweep ended before it could be interrupted"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code
+    assert err.strip().splitlines() == [line]
+    time.sleep(1.0)
+    assert _alive_in_group(proc.pid) == []
+
+
+def test_repeated_grid_flags_add_axes(capsys):
+    import json
+
+    from dgp.cli import main
+
+    code = main(["phase", "--objective", "soft-supcon", "--sizes", "30,20,10", "--grid",
+                 "tau=0.1,0.5", "--grid", "eps=0.1,0.2", "--dim", "3", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["params"] == ["tau", "eps"] and len(out["cells"]) == 4
+
+
+def test_workers_never_exceed_the_cells(monkeypatch):
+    import joblib
+
+    asked = []
+    real = joblib.Parallel
+
+    def recording(*args, **kwargs):
+        asked.append(kwargs.get("n_jobs"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(joblib, "Parallel", recording)
+    from dgp import phase
+
+    pm = phase(objective="soft-supcon", sizes=[30, 20, 10], grid={"tau": [0.1, 0.5, 1.0]},
+               eps=0.1, dim=3, jobs=1000)
+    assert len(pm.cells) == 3
+    assert asked and max(asked) <= min(3, joblib.cpu_count())
+
+
+FORK_THEN_RAISE = """
+import os, time
+if os.fork() == 0:
+    time.sleep(30)  # a child of the module that keeps running
+    os._exit(0)
+raise RuntimeError("after forking")
+"""
+
+
+@pytest.mark.torch
+def test_an_audited_module_that_forks_then_raises_is_its_error_at_once(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "forker.py").write_text(FORK_THEN_RAISE)
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "dgp", "audit", "forker:loss", "--path",
+                           str(tmp_path), "--timeout", "25"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert time.monotonic() - t0 < 20
+    assert proc.returncode == 1
+    assert "RuntimeError: after forking" in proc.stderr
+    assert proc.stderr.count("\n") == 1
