@@ -19,12 +19,14 @@ def format_nats(value: float, log_value: float | None = None) -> str:
 
     >>> format_nats(0.0, -1000.0)
     '5.076e-435'
-    >>> format_nats(0.0, -math.inf), format_nats(0.25)
-    ('0', '0.25')
+    >>> format_nats(0.0, -math.inf), format_nats(0.25), format_nats(0.0, -2e300)
+    ('0', '0.25', 'exp(-2e+300)')
     """
     if value > 1e-300 or log_value is None or (value == 0 and log_value == -math.inf):
         return "0" if value == 0 else f"{value:.4g}"
     e10 = log_value / math.log(10.0)
+    if abs(e10) > 1e15:  # a power of ten whose exponent float64 cannot print digit by digit
+        return f"exp({log_value:.6g})"
     exp = math.floor(e10)
     return f"{10.0 ** (e10 - exp):.3f}e{exp}"
 

@@ -19,6 +19,7 @@ import argparse
 import difflib
 import importlib
 import os
+import re
 import signal
 import sys
 import warnings
@@ -50,7 +51,7 @@ _SYNONYMS = {"--temperature": "--tau", "--temp": "--tau", "--t": "--tau", "--dim
 #: library parameter names whose flag is not ``--`` + the name with dashes
 _FLAGS = {"W": "WEIGHTS", "log_weights": "WEIGHTS (--log-weights)", "labels": "LABELS",
           "Z": "--embeddings", "Zref": "--reference", "target": "MODULE:CALLABLE",
-          "input": "the input"}
+          "input": "the input", "tol": "--tolerance"}
 
 
 def flag_for(param: str) -> str:
@@ -110,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("error: cannot write the output (stdout is closed)\n")
         return 1
     parser = build_parser()
-    _Parser.argv = tuple(sys.argv[1:] if argv is None else argv)
+    argv = _negative_values(parser, list(sys.argv[1:] if argv is None else argv))
+    _Parser.argv = tuple(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # reported by the subcommand's parser, which knows its own flags
         args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
@@ -156,6 +158,31 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = previous
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
+
+
+_NEGATIVE = re.compile(r"-(\d|\.\d|inf\b)")
+
+
+def _negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--flag -1:1`` as ``--flag=-1:1``: argparse takes a value that starts with ``-`` and is
+    not a plain negative number (a range, a list) for a flag, so join it to the flag that takes
+    it."""
+    sub = parser.get_default("subcommands") or {}
+    command = next((a for a in argv if a in sub), None)
+    if command is None:
+        return argv
+    takes_value = {o for a in sub[command]._actions if a.nargs != 0 for o in a.option_strings}
+    out: list[str] = []
+    k = 0
+    while k < len(argv):
+        a = argv[k]
+        if a in takes_value and k + 1 < len(argv) and _NEGATIVE.match(argv[k + 1]):
+            out.append(f"{a}={argv[k + 1]}")
+            k += 2
+            continue
+        out.append(a)
+        k += 1
+    return out
 
 
 class _Terminated(BaseException):

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from dgp.cli._output import FileArg, atomic_output, emit_json
-from dgp.design import GRID_PARAMETERS, PROFILES, phase
+from dgp.design import GRID_PARAMETERS, MAX_CELLS, PROFILES, phase
 from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import InputError, ParameterError
 from dgp.infonce import SIMILARITIES
@@ -103,6 +103,9 @@ def parse_axis(text: str) -> tuple[str, np.ndarray]:
             lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
             if n < 1:
                 raise ValueError
+            if n > MAX_CELLS:  # refused before the axis is built
+                raise InputError(f"--grid {text!r}: {n} values on one axis, above the limit of "
+                                 f"{MAX_CELLS} cells")
             if len(parts) == 4:
                 if lo <= 0 or hi <= 0:
                     raise InputError(f"--grid {text!r}: geometric spacing needs LO, HI > 0")

@@ -81,7 +81,7 @@ class _Solved:
     starts: int
 
 
-def _guard(K: int, N: int, dim: int | None, rows: int) -> None:
+def _guard(K: int, N: int, dim: int | None, rows: int, starts: int) -> None:
     if dim is None:
         if K > FREE_MAX_K:
             raise ParameterError(
@@ -104,6 +104,10 @@ def _guard(K: int, N: int, dim: int | None, rows: int) -> None:
                    what=f"the rank-{dim} optimum of {K} classes",
                    instead="use a smaller N, fewer starts or a weighting with class structure",
                    param="W")
+        # each random start is screened with 40 L-BFGS iterations of the same cost
+        check_time((starts + 2) * 40 * 20 * 8.0 * rows * K * (dim + 4),
+                   what=f"{starts} Burer-Monteiro starts of the rank-{dim} optimum of {K} classes",
+                   instead="ask for fewer starts", param="starts")
 
 
 def _free(prob: RowProblem, starts: list[np.ndarray], tol: float) -> _Solved:
@@ -151,7 +155,7 @@ def _solve(
         n_samp = row_budget_samples(K, samples)
         comps = compositions(n, spec, exact_max=exact_max, samples=n_samp, seed=seed)
         rows = int(min(comps.counts.shape[0], n_samp) * min(K, spec.batch_size))
-    _guard(K, N, dim, rows)
+    _guard(K, N, dim, rows, starts)
     equi = [simplex_gram(K), np.eye(K)]
     # the free optimum: the answer in free dimension; in a fixed dimension a start, a lower
     # bound, and (with twins) the proof that the collapsed quotient is the right problem

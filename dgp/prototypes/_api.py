@@ -278,6 +278,20 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             stop_reason="regular simplex (balanced SupCon)", equiangular=simplex,
             identifiability=_full_identifiability(n, tau, eps, None),
         )
+    if method == "auto" and eps is None and K == 2:
+        # one free cosine, and the loss increases with it: antipodal at every tau and any sizes
+        G = equiangular_gram(2, -1.0)
+        prob = block_problem(n, block_weights(2, None), tau=tau)
+        prob.set_scale(G)
+        loss, excess, log_excess = prob.loss(G)
+        return Prototypes(
+            **common, method="closed-form", loss=loss, entropic_bound=bound,
+            excess_loss=excess, log_excess_loss=log_excess, kkt_residual=None,
+            certificate=None, collapse=None, rank=1,
+            unique=face_uniqueness(G, n, rank=1)[0],
+            stop_reason="antipodal (SupCon with two classes)", equiangular=-1.0,
+            identifiability=_full_identifiability(n, tau, eps, None),
+        )
     if method == "auto" and eps is not None:
         rho = 1.0 + tau * math.log(eps)
         if rho < simplex - 1e-12 and (n == n[0]).all():

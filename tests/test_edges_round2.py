@@ -1,0 +1,66 @@
+"""Issue 27, round 2: extremes answered or refused with the flag named, never an internal error
+or a kill."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dgp
+from dgp.cli import main
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("sizes", [[2, 2], [5, 3], [2, 9], [100, 2]])
+@pytest.mark.parametrize("tau", [0.05, 0.5, 5.0])
+def test_two_class_supcon_closed_form_is_the_certified_numeric_optimum(sizes, tau):
+    closed = dgp.supcon_prototypes(sizes, tau=tau)
+    numeric = dgp.supcon_prototypes(sizes, tau=tau, method="numeric")
+    assert closed.method == "closed-form" and closed.equiangular == -1.0
+    assert numeric.gram[0, 1] == pytest.approx(-1.0, abs=1e-7)
+    assert closed.loss == pytest.approx(numeric.loss, rel=1e-12, abs=1e-12)
+    assert closed.unique == numeric.unique
+
+
+def test_two_classes_at_an_extreme_temperature(capsys):
+    code, out, err = _run(capsys, "supcon", "--sizes", "5,3", "--tau", "1e-300")
+    assert code == 0, err
+    assert "antipodal" in out and "exp(-2e+300)" in out
+    assert all(len(line) <= 80 for line in out.splitlines()[:8])
+
+
+def test_the_batch_tolerance_flag_is_named_as_typed(capsys):
+    code, _, err = _run(capsys, "supcon", "--sizes", "5,3", "--tau", "0.1", "--batch-size", "4",
+                        "--tolerance", "0")
+    assert code == 2 and err.startswith("error: --tolerance ")
+
+
+def test_a_value_that_starts_with_a_minus_is_taken_by_its_flag(capsys):
+    code, _, err = _run(capsys, "recommend", "--objective", "soft-supcon", "--sizes", "10,5",
+                        "--eps", "0.1", "--want", "realizable", "--dim", "2", "--search", "-1:1")
+    assert code == 2 and "expected one argument" not in err and "--search" in err
+
+
+def test_a_grid_axis_above_the_cell_limit_is_refused_before_it_is_built(capsys):
+    import time
+
+    t0 = time.perf_counter()
+    code, _, err = _run(capsys, "phase", "--objective", "soft-supcon", "--sizes", "30,20",
+                        "--grid", "tau=0.1:1:600000000", "--eps", "0.1", "--dim", "3")
+    assert code == 2 and "above the limit" in err
+    assert time.perf_counter() - t0 < 5
+
+
+def test_burer_monteiro_starts_are_guarded_by_the_time_budget(capsys):
+    W = np.exp(np.random.default_rng(0).standard_normal((5, 5)))
+    W = 0.5 * (W + W.T)
+    with pytest.raises(dgp.errors.ParameterError, match="starts"):
+        dgp.optimum.optimum(W, tau=0.5, dim=2, starts=10**9)
+    assert math.isfinite(dgp.optimum.optimum(W, tau=0.5, dim=2, starts=3).loss)
