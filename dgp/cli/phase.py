@@ -138,7 +138,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "on a Dask cluster with --scheduler; the output is the same whichever runs it.",
     )
     add_input_arguments(p)
-    p.add_argument("--grid", nargs="+", action="extend", required=True, metavar="NAME=SPEC", help=_GRID_HELP)
+    p.add_argument("--grid", nargs="+", action="extend", required=True, metavar="NAME=SPEC",
+                   help=_GRID_HELP)
     add_parameter_arguments(p)
     p.add_argument("--classes", type=int,
                    help="imbalance sweep: number of classes K (with --majority)")
