@@ -7,6 +7,15 @@ which parameters (validated here, once), and how to build its weighting: dense l
 structure, the class blocks or the low-rank label kernel the structured engine decides without
 an :math:`N \times N` matrix.
 
+Whatever the rest of dgp needs to know about an objective is a field or a method of its record
+(its weighting object: :class:`ClassWeighting`, :class:`GaussianWeighting` and its
+:class:`SoftmaxWeighting` and :class:`ColumnNormalisedWeighting` variants; its closed-form
+``boundary``; the objective a slip is ``intended`` as), never a comparison of its name, so
+adding an objective is adding one record. The weights of a batch
+(:meth:`Objective.batch_weights`, the torch losses' weighting) are one implementation for NumPy
+arrays and torch tensors (:mod:`dgp.objectives.backend`); torch is imported only when a tensor
+is given.
+
 Objectives (labels :math:`y`):
 
 - ``supcon`` (Khosla et al. 2020, :math:`L_{out}`): :math:`w_{ij} = 1[y_i = y_j]`;
