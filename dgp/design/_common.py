@@ -194,7 +194,7 @@ class Problem:
 
     def object_params(self, params: Mapping[str, Any]) -> dict[str, float]:
         assert self.rec is not None
-        return self.rec.check_params(**{p: params.get(p) for p in self.rec.params})
+        return self.rec.own_params(params)
 
     def classify(self, params: Mapping[str, Any]) -> Classification:
         tau, dim = params["tau"], params["dim"]
@@ -366,7 +366,8 @@ def cell_prototypes(problem: Problem, params: Mapping[str, Any]):
     assert sizes is not None
     if sizes.min() < 2:
         return None, "not-computed-singletons"
-    eps = params.get("eps") if problem.name == "soft-supcon" else None
+    assert problem.rec is not None
+    eps = problem.rec.prototype_eps(params)
     tau = params["tau"]
     balanced = bool((sizes == sizes[0]).all())
     if eps is not None and balanced and 1.0 + tau * math.log(eps) < -1.0 / (sizes.size - 1):
@@ -525,7 +526,7 @@ def closed_form_boundary(problem: Problem, fixed: Mapping[str, Any],
     rec = problem.rec
     if rec is None or problem.similarity != "cosine":
         return None
-    if rec.name == "soft-supcon":
+    if rec.boundary == "simplex":
         K = problem.classes if problem.labels is None else int(problem.labels.sizes.size)
         if problem.labels is not None and problem.labels.sizes.min() < 2:
             return None  # tau* assumes every class has a positive pair
@@ -533,7 +534,7 @@ def closed_form_boundary(problem: Problem, fixed: Mapping[str, Any],
         return Boundary("tau*", f"tau* = K / ((K - 1)(-log eps)), K = {K}: the target is the "
                         "centred regular simplex at tau*, realizable in dim >= K below it, "
                         "inconsistent above it", {"K": K}, K, n)
-    if rec.name not in ("y-aware", "x-clr"):
+    if rec.boundary != "sphere":
         return None
     from dgp.objectives.conditions import gaussian_explanation
 
@@ -546,7 +547,7 @@ def closed_form_boundary(problem: Problem, fixed: Mapping[str, Any],
         return None
     R = float(ex.details["sphere"]["radius"])
     m = int(ex.details["affine_dim"])
-    what = "sigma^2" if rec.name == "y-aware" else "tau_y"
+    what = rec.weighting.symbol
     return Boundary(f"tau R^2 = {what}", f"tau R^2 = {what}, R = {R:.6g} (labels on a sphere in "
                     f"an affine hull of dimension m = {m}): realizable in dim >= m + 1 = {m + 1} "
                     f"below, inconsistent above (N >= dim + m + 3)", {"R": R, "m": m}, m + 1,

@@ -31,6 +31,7 @@ from dgp.errors import (
     check_unit_interval,
     describe,
 )
+from dgp.objectives.registry import OBJECTIVES
 from dgp.records import Record
 from dgp.result import Classification
 
@@ -370,11 +371,12 @@ def recommend(
     problem = make_problem(objective, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol)
     pts = check_int(points, "points", minimum=5, maximum=10_000)
     given = {"tau": tau, "dim": dim, "eps": eps, "sigma": sigma, "label_tau": label_tau}
-    name = problem.name
     if question == "simplex":
-        if name != "soft-supcon" or problem.similarity != "cosine":
+        if (problem.rec is None or problem.rec.boundary != "simplex"
+                or problem.similarity != "cosine"):
+            takes = ", ".join(repr(o.name) for o in OBJECTIVES.values() if o.boundary == "simplex")
             raise ParameterError("want", f"'simplex' asks when Soft SupCon's target is the centred "
-                                 f"regular simplex; it applies to objective 'soft-supcon' with "
+                                 f"regular simplex; it applies to objective {takes} with "
                                  f"the cosine similarity, not {describe_input(problem)}")
         if (tau is None) == (eps is None):
             raise ParameterError("eps", "or tau: give exactly one for want='simplex' (the other is "
@@ -575,7 +577,8 @@ def _recommend_minority(problem: Problem, fixed: dict, x: float, minority, rng, 
     if sizes.min() < 2:
         raise ParameterError("labels", "have a singleton class, which has no prototype problem")
     idx = _minority_classes(sizes, minority)
-    eps = fixed.get("eps") if problem.name == "soft-supcon" else None
+    assert problem.rec is not None
+    eps = problem.rec.prototype_eps(fixed)
     dim = fixed.get("dim")
     sub = np.ix_(idx, idx)
 
@@ -612,7 +615,7 @@ def _recommend_minority(problem: Problem, fixed: dict, x: float, minority, rng, 
         reason = (f"the largest minority cosine exceeds {x:g} at every scanned tau in "
                   f"[{rng[0]:g}, {rng[1]:g}] (SupCon's small-tau limit is the simplex, cosine "
                   f"{-1.0 / (sizes.size - 1):.6g})")
-    if problem.name == "supcon" and value is not None:
+    if eps is None and value is not None:  # SupCon (no weight across classes)
         cert["first_order"] = _first_order_tau(sizes, idx, x)
     return Recommendation(problem.name, want, "tau", value, reason, cert, _given(fixed))
 

@@ -163,9 +163,9 @@ def classify_labels(
     """:func:`classify_objective` of validated labels and parameters."""
     dense = engine == "dense" or method == "sdp" or rec.structured is None
     explanation = None
-    if rec.labels == "continuous" and rec.name != "y-aware-colnorm":
+    if rec.labels == "continuous" and rec.intended is None:
         kernel = rec.kernel(lab, params)
-        width2 = params.get("label_tau", params.get("sigma", 1.0) ** 2)
+        width2 = rec.weighting.width2(params)
         explanation = gaussian_explanation(
             kernel.points, width2=width2, tau=tau, dim=dim, similarity=similarity,
             rtol=max(rtol, 4.0 * float(np.finfo(float).eps)), objective=rec.name,
@@ -193,7 +193,7 @@ def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, di
     if rec.labels == "class":
         if lab.classes.size > FLOOR_MAX_K:
             return None
-        cross = 0.0 if rec.name == "supcon" else params["eps"]
+        cross = rec.cross_weight(params)
 
         def by_blocks():
             from dgp.optimum import block_loss_floor
@@ -217,10 +217,10 @@ def _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, fl
     check_memory(16.0 * n * n, what=f"the dense {n} x {n} weighting of {rec.name}",
                  hint="use the structured engine (engine='auto') or fewer samples")
     suffix, notes = "", None
-    if rec.name == "y-aware-colnorm":
+    if rec.intended is not None:
         kernel = rec.kernel(lab, params)
         dist = distortion_of(kernel)
-        intended = classify_labels(registry.get("y-aware"), lab, params, similarity=similarity,
+        intended = classify_labels(registry.get(rec.intended), lab, params, similarity=similarity,
                                    tau=tau, dim=dim, rtol=rtol)
         dist["intended"] = {"verdict": intended.verdict, "rank": intended.rank,
                             "c_interval": intended.c_interval}
@@ -248,7 +248,7 @@ def _lowrank(rec, kernel, params, similarity, tau, dim, tol, explanation, embed,
     if n <= max_n:
         lse, H = row_statistics(t.U, t.C)
         bound = float(H.sum())
-        if rec.name == "x-clr":
+        if rec.weighting.row_normalised:
             # ell_ij = log w_ij + c_i with offsets of mean zero: the kernel minus mean(log Z)
             shift = -float(lse.mean())
             notes["offset_convention"] = "mean-zero offsets (as the dense engine)"
@@ -257,8 +257,9 @@ def _lowrank(rec, kernel, params, similarity, tau, dim, tol, explanation, embed,
             f"not computed: it needs all N^2 = {float(n) ** 2:.3g} pairs and N > "
             f"exact_sums_max_n = {max_n}"
         )
-        if rec.name == "x-clr":
-            shift = 1.0 / params["label_tau"]  # the kernel's own constant: ell = yh.yh / tau_y
+        if rec.weighting.row_normalised:
+            # the kernel's own constant: ell = yh.yh / tau_y
+            shift = 1.0 / rec.weighting.width2(params)
             notes["offset_convention"] = (
                 "offsets c_i = log Z_i (ell_ij = yh_i . yh_j / tau_y); the "
                 "dense engine's mean-zero convention would shift c by mean(log Z), not computed "

@@ -73,14 +73,16 @@ def gaussian_explanation(
     r"""The closed-form prediction of a Gaussian-kernel target on ``points`` (module docstring).
 
     ``width2`` is :math:`\sigma^2` (y-Aware, Euclidean–Euclidean) or :math:`\tau_y` (X-CLR, on
-    the normalised label embeddings).
+    the normalised label embeddings); ``objective`` is a registered label-kernel objective,
+    whose weighting says how texts write the width and whether the points are directions.
     """
     n = points.shape[0]
     fit = sphere_of(points, rtol=max(rtol, 1e-12))
     m = fit.affine_dim
     details: dict[str, Any] = {"affine_dim": m, "sphere": fit.to_dict()}
-    name = "tau_y" if objective == "x-clr" else "sigma^2"
-    if objective == "x-clr":
+    weighting = registry.get(objective).weighting
+    name = weighting.symbol
+    if weighting.directions:
         details["note"] = (
             "X-CLR's target is the Gaussian target of the normalised embeddings with "
             "sigma^2 = tau_y (R = 1 when they span R^p)"

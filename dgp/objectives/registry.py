@@ -7,6 +7,15 @@ which parameters (validated here, once), and how to build its weighting: dense l
 structure, the class blocks or the low-rank label kernel the structured engine decides without
 an :math:`N \times N` matrix.
 
+Whatever the rest of dgp needs to know about an objective is a field or a method of its record
+(its weighting object: :class:`ClassWeighting`, :class:`GaussianWeighting` and its
+:class:`SoftmaxWeighting` and :class:`ColumnNormalisedWeighting` variants; its closed-form
+``boundary``; the objective a slip is ``intended`` as), never a comparison of its name, so
+adding an objective is adding one record. The weights of a batch
+(:meth:`Objective.batch_weights`, the torch losses' weighting) are one implementation for NumPy
+arrays and torch tensors (:mod:`dgp.objectives.backend`); torch is imported only when a tensor
+is given.
+
 Objectives (labels :math:`y`):
 
 - ``supcon`` (Khosla et al. 2020, :math:`L_{out}`): :math:`w_{ij} = 1[y_i = y_j]`;
@@ -22,7 +31,7 @@ Objectives (labels :math:`y`):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,14 +46,21 @@ from dgp.errors import (
     check_unit_interval,
     class_codes,
 )
+from dgp.objectives.backend import namespace
 
 __all__ = [
     "OBJECTIVES",
     "OBJECTIVE_NAMES",
     "PARAMETERS",
+    "ClassWeighting",
+    "ColumnNormalisedWeighting",
+    "GaussianWeighting",
     "Kernel",
     "Labels",
     "Objective",
+    "SoftmaxWeighting",
+    "Weighting",
+    "column_normalise",
     "get",
     "kernel_points",
 ]
@@ -152,42 +168,168 @@ def _directions(y: np.ndarray, name: str = "labels") -> np.ndarray:
     return y / norms[:, None]
 
 
-# -- dense log-weights (zero diagonal excluded: the engine ignores it) -------------------------
+# -- weightings: how an objective builds its weights, for the engine (dense log-weights, the
+# diagonal excluded: the engine ignores it) and for a batch (NumPy or torch, the same code) -----
 
 
-def _class_log_weights(lab: Labels, cross: float) -> np.ndarray:
-    same = lab.values[:, None] == lab.values[None, :]
-    return np.where(same, 0.0, cross)
+@dataclass(frozen=True)
+class ClassWeighting:
+    r"""Class labels: :math:`w_{ij} = 1` within a class and a constant across, zero
+    (``cross=None``) or the parameter named ``cross``.
+
+    Attributes
+    ----------
+    cross : str or None
+        The parameter that is the cross-class weight (``"eps"``); ``None``: the weight across
+        classes is 0.
+    """
+
+    cross: str | None = None
+
+    def cross_weight(self, params: Mapping[str, float]) -> float:
+        """The weight across classes (0 without a ``cross`` parameter)."""
+        return 0.0 if self.cross is None else float(params[self.cross])
+
+    def log_weights(self, lab: Labels, params: Mapping[str, float]) -> np.ndarray:
+        cross = -np.inf if self.cross is None else math.log(params[self.cross])
+        same = lab.values[:, None] == lab.values[None, :]
+        return np.where(same, 0.0, cross)
+
+    def block_log_weights(self, params: Mapping[str, float], K: int) -> tuple[np.ndarray, float]:
+        cross = -np.inf if self.cross is None else math.log(params[self.cross])
+        return np.zeros(K), cross
+
+    def batch(self, y: Any, params: Mapping[str, float]) -> Any:
+        """The weights of a batch of class labels ``y`` (``N,``; NumPy or torch), float64, the
+        diagonal not zeroed: exactly 1 within a class and the cross weight across."""
+        xp = namespace(y)
+        return xp.where(y[:, None] == y[None, :], 1.0, self.cross_weight(params))
 
 
-def _gaussian_log_weights(kernel: Kernel) -> np.ndarray:
-    L = squared_distances(kernel.x)
-    L *= -kernel.kappa
-    return L
+@dataclass(frozen=True)
+class GaussianWeighting:
+    r"""Continuous labels: the Gaussian kernel :math:`e^{-|p_i - p_j|^2 / 2w}` of the labels
+    (or, ``directions=True``, of their L2-normalised directions), with :math:`w` the parameter
+    ``width`` squared (``squared=True``, :math:`\sigma^2`) or the parameter itself.
+
+    Attributes
+    ----------
+    width : str
+        The parameter that sets the kernel width (``"sigma"``, ``"label_tau"``).
+    squared : bool
+        Whether the width :math:`w` is that parameter squared.
+    symbol : str
+        How texts write :math:`w` (``"sigma^2"``, ``"tau_y"``).
+    directions : bool
+        Whether the kernel is of the L2-normalised labels (X-CLR).
+    row_normalised : bool
+        Whether the weights are normalised along each row (a softmax: the engine's offsets
+        convention matters).
+    column_normalised : bool
+        Whether the weights are divided along columns (the public y-Aware slip).
+    """
+
+    width: str = "sigma"
+    squared: bool = True
+    symbol: str = "sigma^2"
+    directions: bool = False
+    row_normalised: bool = False
+    column_normalised: bool = False
+
+    def width2(self, params: Mapping[str, float]) -> float:
+        """The kernel width :math:`w` (``sigma^2`` or ``tau_y``)."""
+        v = params[self.width]
+        return v**2 if self.squared else v
+
+    def check_labels(self, y: np.ndarray, name: str) -> None:
+        """Refuse labels the kernel cannot be built of (zero directions)."""
+        if self.directions:
+            _directions(y, name)
+
+    def kernel(self, lab: Labels, params: Mapping[str, float]) -> Kernel:
+        """The scaled Gaussian kernel of the labels (:func:`kernel_points`)."""
+        points = _directions(lab.values) if self.directions else lab.values
+        return kernel_points(points, self.width2(params), self.width)
+
+    def normalise_log(self, L: np.ndarray) -> np.ndarray:
+        """The objective's log-weights from the kernel's (in place where it can)."""
+        return L
+
+    def log_weights(self, lab: Labels, params: Mapping[str, float]) -> np.ndarray:
+        kernel = self.kernel(lab, params)
+        L = squared_distances(kernel.x)
+        L *= -kernel.kappa
+        return self.normalise_log(L)
+
+    def batch_kernel(self, y: Any, width2: float) -> Any:
+        """The kernel of a batch ``y`` (``N x p``, NumPy or torch), diagonal included."""
+        xp = namespace(y)
+        sq = (y * y).sum(1)
+        D = xp.clamp_min(sq[:, None] + sq[None, :] - 2.0 * (y @ y.T), 0.0)
+        return xp.exp(-D / (2.0 * width2))
+
+    def batch(self, y: Any, params: Mapping[str, float]) -> Any:
+        """The weights of a batch of labels ``y`` (``N x p``; NumPy or torch, whose zero
+        directions the caller has refused), the diagonal not zeroed."""
+        return self.batch_kernel(y, self.width2(params))
 
 
-def _xclr_log_weights(kernel: Kernel) -> np.ndarray:
-    # <yh_i, yh_k> / tau_y = (1 - |yh_i - yh_k|^2 / 2) / tau_y, then a row log-softmax
-    # (the constant 1 / tau_y cancels in the log-softmax)
-    S = _gaussian_log_weights(kernel)  # -kappa |x_i - x_k|^2 = -|yh_i - yh_k|^2 / (2 tau_y)
-    np.fill_diagonal(S, -np.inf)
-    top = S.max(axis=1, keepdims=True)
-    S -= top + np.log(np.exp(S - top).sum(axis=1, keepdims=True))
-    return S
+@dataclass(frozen=True)
+class SoftmaxWeighting(GaussianWeighting):
+    r"""X-CLR: :math:`w_{ij} = \mathrm{softmax}_{k \ne i}(\langle\hat y_i, \hat y_k\rangle /
+    \tau_y)_j`, the row softmax of the Gaussian kernel of the directions :math:`\hat y`
+    (:math:`\langle\hat y_i, \hat y_k\rangle = 1 - |\hat y_i - \hat y_k|^2/2`, the constant
+    cancels)."""
+
+    width: str = "label_tau"
+    squared: bool = False
+    symbol: str = "tau_y"
+    directions: bool = True
+    row_normalised: bool = True
+
+    def normalise_log(self, L: np.ndarray) -> np.ndarray:
+        np.fill_diagonal(L, -np.inf)
+        top = L.max(axis=1, keepdims=True)
+        L -= top + np.log(np.exp(L - top).sum(axis=1, keepdims=True))
+        return L
+
+    def batch(self, y: Any, params: Mapping[str, float]) -> Any:
+        xp = namespace(y)
+        yh = y / xp.row_norms(y)[:, None]
+        return xp.off_diagonal_softmax((yh @ yh.T) / self.width2(params))
 
 
-def _colnorm_log_weights(kernel: Kernel) -> np.ndarray:
-    # log w_ij = log k_ij - log s_j, s_j = sum_k k_jk including k_jj = 1 (the broadcast slip)
-    L = _gaussian_log_weights(kernel)
-    top = L.max(axis=1)  # the diagonal 0 is the largest
-    log_s = top + np.log(np.exp(L - top[:, None]).sum(axis=1))
-    L -= log_s[None, :]
-    return L
+@dataclass(frozen=True)
+class ColumnNormalisedWeighting(GaussianWeighting):
+    r"""The Gaussian kernel divided as public y-Aware code does, ``W /= W.sum(1)``: the row sums
+    broadcast along the last axis, :math:`w_{ij} = k_{ij}/s_j`, :math:`s_j = \sum_k k_{jk}`
+    (:math:`k_{jj} = 1` included)."""
+
+    column_normalised: bool = True
+
+    def normalise_log(self, L: np.ndarray) -> np.ndarray:
+        top = L.max(axis=1)  # the diagonal 0 is the largest
+        log_s = top + np.log(np.exp(L - top[:, None]).sum(axis=1))
+        L -= log_s[None, :]
+        return L
+
+    def batch(self, y: Any, params: Mapping[str, float]) -> Any:
+        return column_normalise(super().batch(y, params))
+
+
+def column_normalise(W: Any) -> Any:
+    """``W / W.sum(1)`` exactly as public code writes it (entry ``(i, j)`` divided by the sum
+    of row ``j``), for a NumPy array or a torch tensor."""
+    return W / W.sum(1)
+
+
+Weighting = ClassWeighting | GaussianWeighting
 
 
 @dataclass(frozen=True)
 class Objective:
-    """One named objective.
+    r"""One named objective: everything the rest of dgp asks about it (no caller compares its
+    name).
 
     Attributes
     ----------
@@ -197,14 +339,22 @@ class Objective:
     labels : {"class", "continuous"}
     params : tuple of str
         The parameters it takes (``eps``, ``sigma``, ``label_tau``).
-    min_class_size : int
-        Class objectives: the smallest class it accepts.
-    structured : {"blocks", "lowrank", None}
-        Its structured path.
     summary : str
         One line for help texts.
-    torch_weights : str
-        ``module:function`` of its torch weight builder (imported only when asked for).
+    structured : {"blocks", "lowrank", None}
+        Its structured path.
+    weighting : ClassWeighting or GaussianWeighting
+        How its weights are built: dense log-weights for the engine, and the weights of a
+        batch (NumPy or torch, one implementation) for the losses.
+    min_class_size : int
+        Class objectives: the smallest class it accepts.
+    boundary : {"simplex", "sphere", None}
+        Its closed-form boundary in the cosine latent: ``"simplex"``, Soft SupCon's
+        :math:`\tau^*` (the target is the centred regular simplex there); ``"sphere"``,
+        :math:`\tau R^2 = w` for labels on a sphere (:math:`w` the kernel width); ``None``.
+    intended : str or None
+        The objective this one is a slip of (its weighting is the intended one's, column
+        normalised), ``None`` for an objective in its own right.
     """
 
     name: str
@@ -213,8 +363,10 @@ class Objective:
     params: tuple[str, ...]
     summary: str
     structured: str | None
-    torch_weights: str
+    weighting: Weighting
     min_class_size: int = 2
+    boundary: str | None = None
+    intended: str | None = None
 
     # -- validation (once, at the public boundary) ------------------------------------------
     def check_params(self, **given: Any) -> dict[str, float]:
@@ -240,6 +392,17 @@ class Objective:
             out[p] = check_unit_interval(v, p) if p == "eps" else check_positive(v, p)
         return out
 
+    def own_params(self, given: Mapping[str, Any]) -> dict[str, float]:
+        """:meth:`check_params` of the parameters it takes, picked from ``given`` (which may
+        hold others: a grid cell, another objective's values).
+
+        Raises
+        ------
+        ParameterError
+            If a parameter it needs is missing or out of range.
+        """
+        return self.check_params(**{p: given.get(p) for p in self.params})
+
     def check_labels(self, labels: object, name: str = "labels") -> Labels:
         """Validate labels for this objective (class codes, or ``N x p`` floats).
 
@@ -253,35 +416,33 @@ class Objective:
             codes, classes = class_codes(labels, name, min_count=self.min_class_size)
             return Labels("class", codes, classes, np.bincount(codes, minlength=classes.size))
         y = check_labels_continuous(labels, name)
-        if self.name == "x-clr":
-            _directions(y, name)
+        self.weighting.check_labels(y, name)
         return Labels("continuous", y)
+
+    # -- what callers ask -------------------------------------------------------------------
+    def cross_weight(self, params: Mapping[str, float]) -> float:
+        """Class objectives: the weight across classes (0 for SupCon, ``eps`` for Soft SupCon)."""
+        return self.weighting.cross_weight(params)
+
+    def prototype_eps(self, params: Mapping[str, Any]) -> float | None:
+        """Class objectives: the ``eps`` :func:`dgp.supcon_prototypes` takes, ``None`` when the
+        weight across classes is zero (SupCon)."""
+        cross = self.weighting.cross
+        return None if cross is None else params.get(cross)
 
     # -- builders (validated input) -----------------------------------------------------------
     def kernel(self, lab: Labels, params: dict[str, float]) -> Kernel:
         """The scaled Gaussian kernel of a label-kernel objective."""
-        if self.name == "x-clr":
-            return kernel_points(_directions(lab.values), params["label_tau"], "label_tau")
-        return kernel_points(lab.values, params["sigma"] ** 2, "sigma")
+        return self.weighting.kernel(lab, params)
 
     def log_weights(self, lab: Labels, params: dict[str, float]) -> np.ndarray:
         """Dense ``N x N`` log-weights (the diagonal is ignored by the engine)."""
-        if self.name == "supcon":
-            return _class_log_weights(lab, -np.inf)
-        if self.name == "soft-supcon":
-            return _class_log_weights(lab, math.log(params["eps"]))
-        kernel = self.kernel(lab, params)
-        if self.name == "x-clr":
-            return _xclr_log_weights(kernel)
-        if self.name == "y-aware-colnorm":
-            return _colnorm_log_weights(kernel)
-        return _gaussian_log_weights(kernel)
+        return self.weighting.log_weights(lab, params)
 
     def weights(self, lab: Labels, params: dict[str, float]) -> np.ndarray:
         """Dense ``N x N`` weights, zero diagonal (exact 1 and ``eps`` for class objectives)."""
         if self.labels == "class":
-            cross = 0.0 if self.name == "supcon" else params["eps"]
-            W = np.where(lab.values[:, None] == lab.values[None, :], 1.0, cross)
+            W = self.weighting.batch(lab.values, params)
         else:
             W = np.exp(self.log_weights(lab, params))
         np.fill_diagonal(W, 0.0)
@@ -289,37 +450,37 @@ class Objective:
 
     def block_log_weights(self, params: dict[str, float], K: int) -> tuple[np.ndarray, float]:
         """Class objectives: log-weights within each class (``K``) and the one across."""
-        cross = -np.inf if self.name == "supcon" else math.log(params["eps"])
-        return np.zeros(K), cross
+        return self.weighting.block_log_weights(params, K)
 
-    def torch_weight_function(self) -> Callable[..., Any]:
-        """The torch weight builder (needs the torch extra)."""
-        import importlib
+    def batch_weights(self, y: Any, params: Mapping[str, float]) -> Any:
+        """The weights of a batch (NumPy array or torch tensor of validated labels: class
+        codes ``N,``, or ``N x p`` floats without zero rows where the kernel is of
+        directions), diagonal not zeroed; the same code for both kinds of array."""
+        return self.weighting.batch(y, params)
 
-        module, _, attr = self.torch_weights.partition(":")
-        return getattr(importlib.import_module(module), attr)
 
+_Y_AWARE = GaussianWeighting()
 
 OBJECTIVES: dict[str, Objective] = {
     o.name: o
     for o in (
         Objective("supcon", "cosine", "class", (), "SupCon (L_out): weight 1 within a class",
-                  "blocks", "dgp.torch.losses:supcon_weights"),
+                  "blocks", ClassWeighting()),
         Objective("soft-supcon", "cosine", "class", ("eps",),
                   "Soft SupCon: 1 within a class, eps across", "blocks",
-                  "dgp.torch.losses:soft_supcon_weights", min_class_size=1),
+                  ClassWeighting(cross="eps"), min_class_size=1, boundary="simplex"),
         Objective("y-aware", "cosine", "continuous", ("sigma",),
-                  "y-Aware: Gaussian label kernel, cosine latent", "lowrank",
-                  "dgp.torch.losses:gaussian_weights"),
+                  "y-Aware: Gaussian label kernel, cosine latent", "lowrank", _Y_AWARE,
+                  boundary="sphere"),
         Objective("euclid-euclid", "euclidean", "continuous", ("sigma",),
                   "Euclidean-Euclidean: Gaussian label kernel, Euclidean latent", "lowrank",
-                  "dgp.torch.losses:gaussian_weights"),
+                  _Y_AWARE),
         Objective("x-clr", "cosine", "continuous", ("label_tau",),
-                  "X-CLR: softmax of label-embedding cosines", "lowrank",
-                  "dgp.torch.losses:xclr_weights"),
+                  "X-CLR: softmax of label-embedding cosines", "lowrank", SoftmaxWeighting(),
+                  boundary="sphere"),
         Objective("y-aware-colnorm", "cosine", "continuous", ("sigma",),
                   "y-Aware as public code computes it (column-normalised kernel)", None,
-                  "dgp.torch.losses:gaussian_weights"),
+                  ColumnNormalisedWeighting(), intended="y-aware"),
     )
 }
 #: the names, in registry order

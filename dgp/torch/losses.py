@@ -24,8 +24,9 @@ r"""Vectorised w-InfoNCE losses for PyTorch, called like pytorch-metric-learning
 The named losses (:class:`SupConLoss`, :class:`SoftSupConLoss`, :class:`YAwareLoss`,
 :class:`EuclidEuclidLoss`, :class:`XCLRLoss`, :class:`YAwareColnormLoss`) read the objective
 registry (:mod:`dgp.objectives.registry`): its record gives the latent similarity, the
-parameters (validated there, once) and the torch weight function; :func:`make_loss` builds the
-loss of any registered objective by name. One ``N x N`` similarity matrix and one log-softmax
+parameters (validated there, once) and the weighting, whose batch weights are one
+implementation for NumPy arrays and torch tensors; :func:`make_loss` builds the loss of any
+registered objective by name. One ``N x N`` similarity matrix and one log-softmax
 per call: no Python loop over anchors.
 """
 
@@ -59,6 +60,7 @@ __all__ = [
     "XCLRLoss",
     "YAwareColnormLoss",
     "YAwareLoss",
+    "batch_labels",
     "column_normalise",
     "gaussian_weights",
     "make_loss",
@@ -209,18 +211,39 @@ def _continuous_labels(labels: Tensor) -> Tensor:
     return y
 
 
+def _nonzero_rows(y: Tensor) -> Tensor:
+    norms = y.norm(dim=1)
+    if bool((norms == 0).any()):
+        i = int(torch.nonzero(norms == 0)[0, 0])
+        raise InputError(f"label embedding {i} is zero and cannot be L2-normalised for X-CLR")
+    return y
+
+
+def batch_labels(rec: registry.Objective, labels: Tensor) -> Tensor:
+    """A batch's labels validated for an objective's weighting: one column of class labels, or
+    an ``N x p`` float tensor (without zero rows where the kernel is of directions).
+
+    Raises
+    ------
+    InputError, InputTypeError
+        If the labels do not fit the objective.
+    """
+    if rec.labels == "class":
+        return _class_labels(labels)
+    y = _continuous_labels(labels)
+    return _nonzero_rows(y) if rec.weighting.directions else y
+
+
 def supcon_weights(labels: Tensor) -> Tensor:
     r"""SupCon: :math:`w_{ij} = 1[y_i = y_j]` (float64 tensor, diagonal not zeroed; the loss casts
     weights to the embeddings' dtype)."""
-    y = _class_labels(labels)
-    return (y[:, None] == y[None, :]).to(torch.float64)
+    return registry.get("supcon").batch_weights(_class_labels(labels), {})
 
 
 def soft_supcon_weights(labels: Tensor, *, eps: float) -> Tensor:
     r"""Soft SupCon: 1 within a class, :math:`\varepsilon` across classes."""
     eps = check_unit_interval(eps, "eps")
-    same = supcon_weights(labels)
-    return same + eps * (1.0 - same)
+    return registry.get("soft-supcon").batch_weights(_class_labels(labels), {"eps": eps})
 
 
 def gaussian_weights(labels: Tensor, *, sigma: float) -> Tensor:
@@ -229,10 +252,7 @@ def gaussian_weights(labels: Tensor, *, sigma: float) -> Tensor:
     Used by y-Aware (cosine latent) and Euclidean–Euclidean (Euclidean latent).
     """
     sigma = check_positive(sigma, "sigma")
-    y = _continuous_labels(labels)
-    sq = (y * y).sum(dim=1)
-    D = (sq[:, None] + sq[None, :] - 2.0 * (y @ y.T)).clamp_min(0.0)
-    return torch.exp(-D / (2.0 * sigma**2))
+    return registry.get("y-aware").batch_weights(_continuous_labels(labels), {"sigma": sigma})
 
 
 def xclr_weights(labels: Tensor, *, label_tau: float) -> Tensor:
@@ -244,15 +264,8 @@ def xclr_weights(labels: Tensor, *, label_tau: float) -> Tensor:
         If a label embedding is zero.
     """
     label_tau = check_positive(label_tau, "label_tau")
-    y = _continuous_labels(labels)
-    norms = y.norm(dim=1)
-    if bool((norms == 0).any()):
-        i = int(torch.nonzero(norms == 0)[0, 0])
-        raise InputError(f"label embedding {i} is zero and cannot be L2-normalised for X-CLR")
-    yh = y / norms[:, None]
-    S = (yh @ yh.T) / label_tau
-    eye = torch.eye(S.shape[0], dtype=torch.bool, device=S.device)
-    return torch.softmax(S.masked_fill(eye, float("-inf")), dim=1)
+    y = _nonzero_rows(_continuous_labels(labels))
+    return registry.get("x-clr").batch_weights(y, {"label_tau": label_tau})
 
 
 def column_normalise(weights: Tensor) -> Tensor:
@@ -263,8 +276,7 @@ def column_normalise(weights: Tensor) -> Tensor:
     This is a slip, not a normalisation of the rows; :class:`YAwareColnormLoss` reproduces it on
     purpose, so that its consequences can be trained and audited.
     """
-    W = torch.as_tensor(weights)
-    return W / W.sum(1)
+    return registry.column_normalise(torch.as_tensor(weights))
 
 
 def resolve_tau(tau: float | None, temperature: float | None) -> float:
@@ -433,8 +445,9 @@ class ObjectiveLoss(WInfoNCELoss):
     """The w-InfoNCE loss of a registered objective (:mod:`dgp.objectives.registry`).
 
     The record gives the latent similarity, the parameters (validated by the record: one it
-    does not take is refused, one it needs must be given) and the torch weight function
-    (``torch_weights``). The named subclasses fix ``objective``; :func:`make_loss` builds any.
+    does not take is refused, one it needs must be given) and the weighting
+    (:meth:`~dgp.objectives.registry.Objective.batch_weights`, the same code as for NumPy
+    arrays). The named subclasses fix ``objective``; :func:`make_loss` builds any.
 
     Parameters
     ----------
@@ -482,11 +495,10 @@ class ObjectiveLoss(WInfoNCELoss):
         self.params = checked
         for key, value in checked.items():
             setattr(self, key, value)
-        self._builder = rec.torch_weight_function()
         self.weight_fn = self._weights
 
     def _weights(self, labels: Tensor) -> Tensor:
-        return self._builder(labels, **self.params)
+        return self.record.batch_weights(batch_labels(self.record, labels), self.params)
 
     def _parameter_repr(self) -> list[str]:
         return [f"{k}={v:g}" for k, v in self.params.items()]
@@ -600,9 +612,6 @@ class YAwareColnormLoss(ObjectiveLoss):
                  empty_rows: str = "error") -> None:
         super().__init__(tau=tau, temperature=temperature, reduction=reduction,
                          empty_rows=empty_rows, sigma=sigma)
-
-    def _weights(self, labels: Tensor) -> Tensor:
-        return column_normalise(self._builder(labels, **self.params))
 
 
 def _named_losses() -> dict[str, type[ObjectiveLoss]]:

@@ -501,7 +501,7 @@ def _report(
                 f"{closest['error']:.3g}" + ("; raise --match-rtol to accept it"
                                               if closest["error"] < 1e-3 else ""))
     if match is not None and (match["form"] in ("columns", "columns-rows")
-                              or match["objective"] == "y-aware-colnorm"):
+                              or registry.get(match["objective"]).intended is not None):
         warnings.append(SLIP)
     logc = partition_log_weights(n, rows, fit.partition)
     S = fit.S.copy()

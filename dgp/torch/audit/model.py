@@ -231,7 +231,8 @@ def candidates(row_labels: np.ndarray | None, kind: str) -> list[Candidate]:
         except (ParameterError, ValueError, TypeError):
             continue  # e.g. singleton classes for SupCon, 1-D labels for X-CLR
         param = rec.params[0] if rec.params else None
-        forms = ("rows",) if rec.name == "y-aware-colnorm" else FORMS
+        # a column-normalised slip is already the columns form of the objective it slips from
+        forms = ("rows",) if rec.intended is not None else FORMS
         out += [Candidate(rec.name, f, param, lab) for f in forms]
     return out
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,8 +11,9 @@ import numpy as np
 
 from dgp.errors import InputError
 from dgp.metrics import entropic_gap, procrustes_r2, similarity_r2
+from dgp.objectives import registry
 from dgp.torch._compat import require_torch
-from dgp.weights import gaussian_kernel_weights, xclr_weights
+from dgp.weights import objective_weights
 
 torch = require_torch()
 
@@ -40,12 +40,7 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
     unit_rows,
 )
 from dgp.torch.experiments.statistics import decide, holm, plateau  # noqa: E402
-from dgp.torch.losses import (  # noqa: E402
-    EuclidEuclidLoss,
-    WInfoNCELoss,
-    XCLRLoss,
-    YAwareLoss,
-)
+from dgp.torch.losses import WInfoNCELoss, make_loss  # noqa: E402
 from dgp.torch.training import (  # noqa: E402
     progress_bar,
     resolve_device,
@@ -175,25 +170,6 @@ def probes(
     return lin_r2, float(r2_score(y_test, knn.predict(F_test)))
 
 
-CONTINUOUS_OBJECTIVES: dict[
-    str, tuple[str, Callable[..., WInfoNCELoss], Callable[..., np.ndarray]]
-] = {
-    "euclid-euclid": (
-        "euclidean",
-        lambda tau, sigma, label_tau: EuclidEuclidLoss(tau=tau, sigma=sigma),
-        lambda y, sigma, label_tau: gaussian_kernel_weights(y, sigma=sigma),
-    ),
-    "y-aware": (
-        "cosine",
-        lambda tau, sigma, label_tau: YAwareLoss(tau=tau, sigma=sigma),
-        lambda y, sigma, label_tau: gaussian_kernel_weights(y, sigma=sigma),
-    ),
-    "x-clr": (
-        "cosine",
-        lambda tau, sigma, label_tau: XCLRLoss(tau=tau, label_tau=label_tau),
-        lambda y, sigma, label_tau: xclr_weights(y, label_tau=label_tau),
-    ),
-}
 
 
 #: training and held-out samples of the conditions whose prediction is the best embedding in
@@ -246,18 +222,21 @@ def continuous_run(
     and ``comparisons["labels"]`` carries what :func:`~dgp.torch.experiments.statistics.decide`
     reads. Trained runs are shared through ``cache`` by what they depend on (``data_id``
     names the user's data set, or none)."""
-    sim, make_loss, make_w = CONTINUOUS_OBJECTIVES[objective]
-    W = make_w(cd.y, sigma, label_tau)
+    rec = registry.get(objective)
+    params = rec.own_params({"sigma": sigma, "label_tau": label_tau})
+    sim = rec.similarity
+    W = objective_weights(objective, cd.y, **params)
     U, info = continuous_prediction(W, similarity=sim, tau=tau, dim=budget.dim)
     Ut, info_t = continuous_prediction(
-        make_w(cd.y_test, sigma, label_tau), similarity=sim, tau=tau, dim=budget.dim
+        objective_weights(objective, cd.y_test, **params), similarity=sim, tau=tau,
+        dim=budget.dim
     )
     A, At = label_geometry(cd.y, sim), label_geometry(cd.y_test, sim)
     X, X_test = cd.X, cd.X_test
     if inputs == "noise":
         X = datasets.noise_like(X, seed=seed)
         X_test = datasets.noise_like(X_test, seed=seed + 7919)
-    loss_fn = make_loss(tau, sigma, label_tau)
+    loss_fn = make_loss(objective, tau=tau, **params)
     trained = inputs in ("images", "noise")
     if inputs == "pixels":
         flat, flat_t = X.reshape(X.shape[0], -1), X_test.reshape(X_test.shape[0], -1)
@@ -284,15 +263,15 @@ def continuous_run(
     probe, knn = probes(Z, cd.y, Zt, cd.y_test)
     r2_p, r2_a = procrustes_r2(Z, U), procrustes_r2(Z, A)
     conv = plateau(run.losses) if trained else None
-    rec = {
+    out = {
         "objective": objective,
         "condition": condition,
         "inputs": inputs,
         "seed": seed,
         "similarity": sim,
         "tau": tau,
-        "sigma": sigma if objective != "x-clr" else None,
-        "label_tau": label_tau if objective == "x-clr" else None,
+        "sigma": params.get("sigma"),
+        "label_tau": params.get("label_tau"),
         "label_geometry": "segment" if cd.y.shape[1] == 1 else "circle",
         "batch_size": budget.batch_size,
         "dim": budget.dim,
@@ -329,7 +308,7 @@ def continuous_run(
         "train_seconds": run.seconds,
     }
     art = RunArtifacts("continuous-labels", condition, Z, U, sim, cd.y)
-    return rec, art
+    return out, art
 
 
 def indexed_loss(loss_fn: WInfoNCELoss, W: np.ndarray) -> WInfoNCELoss:

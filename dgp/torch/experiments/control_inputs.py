@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dgp.objectives import registry
 from dgp.torch._compat import require_torch
 
 torch = require_torch()
@@ -89,16 +90,15 @@ def controls(
     seeds = seeds_for(seed, budget)
     runs: list[dict[str, Any]] = []
     arts: list[RunArtifacts] = []
-    settings: list[str] = []
-    if data is None or data.classes:
-        settings.append("supcon")
-    if data is None or not data.classes or data.images:
-        settings.append("euclid-euclid")
+    with_classes = data is None or bool(data.classes)
+    with_continuous = data is None or not data.classes or bool(data.images)
+    settings = [s for s, on in (("supcon", with_classes), ("euclid-euclid", with_continuous))
+                if on]
     bar = progress_bar(
         len(settings) * len(_CONTROL_INPUTS) * len(seeds), desc="controls", enabled=progress
     )
     config: dict[str, Any] = {"budget": budget.to_dict()}
-    if "supcon" in settings:
+    if with_classes:
         src = class_source(budget, data)
         split = class_split(src.y, budget)
         pred = supcon_prediction(
@@ -123,7 +123,7 @@ def controls(
                 )
                 if bar is not None:
                     bar.update(1)
-    if "euclid-euclid" in settings:
+    if with_continuous:
         n_train, n_test = CONTINUOUS_SAMPLES.get(budget.name, CONTINUOUS_SAMPLES["full"])
         for s in seeds:
             cd = continuous_data(budget, data, s, n_train, n_test)
@@ -152,7 +152,7 @@ def controls(
 def _score(setting: str, run: dict[str, Any]) -> float:
     """Held-out score of a run (higher is better): the prediction's null-corrected advantage over
     the simplex (supcon), the k-NN R^2 of the held-out label (euclid-euclid)."""
-    if setting == "supcon":
+    if registry.get(setting).labels == "class":
         return run["comparisons"]["simplex"]["heldout"]["advantage"]
     return run["knn_r2"]
 
