@@ -14,7 +14,7 @@ import numbers
 import os
 import re
 
-from dgp.errors import DgpError, InputError, InputTypeError, describe
+from dgp.errors import InputError, InputTypeError, describe
 
 __all__ = [
     "DEFAULT_MEMORY_FRACTION",
@@ -36,7 +36,7 @@ _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
-class MemoryLimitError(DgpError, ValueError):
+class MemoryLimitError(InputError):
     """An allocation would exceed dgp's memory budget (bad input: the command line exits 2).
 
     Attributes

@@ -64,3 +64,24 @@ def test_burer_monteiro_starts_are_guarded_by_the_time_budget(capsys):
     with pytest.raises(dgp.errors.ParameterError, match="starts"):
         dgp.optimum.optimum(W, tau=0.5, dim=2, starts=10**9)
     assert math.isfinite(dgp.optimum.optimum(W, tau=0.5, dim=2, starts=3).loss)
+
+
+@pytest.mark.parametrize(("objective", "flag", "value"), [
+    ("y-aware", "--sigma", "1e200"), ("y-aware", "--sigma", "1e-200"),
+    ("x-clr", "--label-tau", "1e-320"),
+])
+def test_label_widths_beyond_float64_are_refused_naming_the_flag(tmp_path, capsys, objective,
+                                                                 flag, value):
+    y = tmp_path / "y.csv"
+    np.savetxt(y, np.random.default_rng(0).standard_normal((20, 2)), delimiter=",")
+    code, _, err = _run(capsys, "classify", "--objective", objective, "--labels", str(y), flag,
+                        value, "--tau", "0.5", "--dim", "2")
+    assert code == 2 and err.startswith(f"error: {flag} ") and err.count("\n") == 1
+
+
+def test_memory_refusals_are_the_users_exit_2(capsys, monkeypatch):
+    monkeypatch.setenv("DGP_MEMORY_LIMIT", "1M")
+    code, _, err = _run(capsys, "floors", "--objective", "supcon", "--sizes", "1000000,5",
+                        "--tau", "0.1")
+    assert code == 2 and "memory budget" in err and "internal error" not in err
+    assert issubclass(dgp.resources.MemoryLimitError, dgp.errors.InputError)

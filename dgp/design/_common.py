@@ -30,6 +30,7 @@ from dgp.objectives import registry
 from dgp.objectives.classify import classify_labels
 from dgp.objectives.registry import Labels, Objective
 from dgp.records import Record
+from dgp.resources import check_memory
 from dgp.result import Classification
 
 __all__ = [
@@ -284,6 +285,8 @@ def make_problem(
                              "(class labels, or the class sizes n_1..n_K)")
     if sizes is not None:
         n = check_sizes(sizes, min_size=rec.min_class_size)
+        check_memory(3 * 8.0 * float(n.sum()), what=f"the labels of {int(n.sum())} samples",
+                     hint="give smaller class sizes (the geometry depends on their ratios)")
         lab = Labels("class", np.repeat(np.arange(n.size), n), np.arange(n.size), n)
     else:
         lab = rec.check_labels(labels)

@@ -138,7 +138,8 @@ def kernel_points(points: np.ndarray, width2: float, name: str) -> Kernel:
         return Kernel(x, 0.0, 0.0, points)
     k = int(np.frexp(s)[1])  # scale by a power of two: exact
     x = np.ldexp(x, -k)
-    log_kappa = 2.0 * k * math.log(2.0) - math.log(2.0) - math.log(width2)
+    log_w = math.log(width2) if width2 > 0 else -math.inf  # a width below float64: too small
+    log_kappa = 2.0 * k * math.log(2.0) - math.log(2.0) - log_w
     if log_kappa > math.log(1e150):
         raise ParameterError(
             name, f"is too small for labels of scale {s:.3g}: the log-weights "
@@ -239,7 +240,7 @@ class GaussianWeighting:
     def width2(self, params: Mapping[str, float]) -> float:
         """The kernel width :math:`w` (``sigma^2`` or ``tau_y``)."""
         v = params[self.width]
-        return v**2 if self.squared else v
+        return v * v if self.squared else v  # inf beyond float64 (v**2 raises), refused later
 
     def check_labels(self, y: np.ndarray, name: str) -> None:
         """Refuse labels the kernel cannot be built of (zero directions)."""
