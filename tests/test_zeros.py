@@ -317,7 +317,7 @@ def test_undecided_patterns_say_so():
     assert cert["evidence"] < 1e-6  # 0 and 1 collapse, 2 far: approached
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(W=ds.weights_with_zeros(n=(3, 7), symmetric=False), dim=st.integers(1, 4),
        tau=ds.temperatures(0.05, 2.0))
 def test_every_zero_pattern_gets_a_verdict(W, dim, tau):
