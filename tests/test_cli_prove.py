@@ -11,6 +11,12 @@ from dgp.proofs._theorem import METHODS
 # which must not leak into this test session
 
 
+@pytest.fixture(scope="module")
+def entropic_bound_json(cli):
+    """`dgp prove --only entropic-bound --json`, run once for the tests that read it."""
+    return cli.process("prove", "--only", "entropic-bound", "--json")
+
+
 def test_every_module_has_consistent_metadata():
     mods = discover()
     assert len(mods) >= 12
@@ -26,8 +32,8 @@ def test_every_module_has_consistent_metadata():
         assert expected[(sym, prop)] == thm.method, m.__name__
 
 
-def test_prove_json_one_theorem(cli):
-    out = cli.process("prove", "--only", "entropic-bound", "--json")
+def test_prove_json_one_theorem(entropic_bound_json):
+    out = entropic_bound_json
     assert out.code == 0, out.err
     data = out.json
     assert list(data) == ["theorems"]
@@ -89,9 +95,9 @@ def test_bad_arguments_exit_2(argv, cli):
     assert r.err.startswith("error:")
 
 
-def test_prove_progress_on_stderr_quiet_with_json(cli):
+def test_prove_progress_on_stderr_quiet_with_json(cli, entropic_bound_json):
     proc = cli.process("prove", "--only", "entropic-bound")
     assert proc.code == 0
     assert proc.err.startswith("[1/1] entropic-bound: verified")
-    proc = cli.process("prove", "--only", "entropic-bound", "--json")
+    proc = entropic_bound_json
     assert proc.code == 0 and proc.err == ""
