@@ -111,7 +111,7 @@ def _dense_dual(G: np.ndarray, W: np.ndarray, tau: float) -> np.ndarray:
     return g - np.diag(y)
 
 
-@property_settings(max_examples=100)
+@property_settings()
 @given(data=twin_weightings(), tau=ds.temperatures(0.2, 2))
 def test_property_lifted_dual_spectrum_and_collapse(data, tau):
     """The explicit N x N dual at the lifted optimum has the spectrum the quotient predicts, and

@@ -112,7 +112,7 @@ def test_property_bounds_never_exceed_the_convex_optimum(W, tau, d, seed):
         <= 1e-9 * max(1.0, cert.gradient_scale)
 
 
-@property_settings(max_examples=100)
+@property_settings()
 @given(W=weightings(), tau=ds.temperatures(0.2, 1.0), d=st.integers(1, 3))
 def test_property_rank_d_optimum_is_certified_when_the_dual_is_psd(W, tau, d):
     """The package's rank-d point lies above the convex optimum, its lower bound below it, and it

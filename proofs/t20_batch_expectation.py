@@ -142,7 +142,7 @@ def test_property_class_balanced_expectation_over_every_draw(sizes, B, tau, seed
     assert abs(prob.loss(M)[0] - brute) <= 1e-9 * max(1.0, abs(brute))
 
 
-@property_settings(max_examples=100)
+@property_settings()
 @given(K=st.integers(2, 4), n=st.integers(2, 4), data=st.data(), tau=ds.temperatures(0.1, 1.0))
 def test_property_class_symmetric_samplers_give_the_simplex(K, n, data, tau):
     """Balanced uniform batches at any B, and two classes of any sizes at any B."""

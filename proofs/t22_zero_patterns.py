@@ -207,7 +207,7 @@ def _gap(Z: np.ndarray, W: np.ndarray, tau: float) -> float:
 # --- properties -----------------------------------------------------------------------------
 
 
-@property_settings(max_examples=100)
+@property_settings()
 @given(W=symmetric_patterns(), tau=ds.temperatures(0.1, 2.0), dim=st.integers(1, 3))
 def test_property_families_recheck(W, tau, dim):
     """A degenerate verdict's family, rebuilt from the certificate alone, has unit positive
@@ -272,7 +272,7 @@ def _bfs_sizes(G: nx.Graph, v: int, h: int) -> int:
     return len(nx.single_source_shortest_path_length(G, v, cutoff=h))
 
 
-@property_settings(max_examples=100)
+@property_settings()
 @given(W=symmetric_patterns(n=(4, 8)), tau=ds.temperatures(0.1, 2.0), dim=st.integers(1, 3))
 def test_property_obstructions_recheck(W, tau, dim):
     """Every geometric obstruction is re-derived from W with independent code."""
@@ -330,7 +330,7 @@ def test_property_obstructions_recheck(W, tau, dim):
         raise AssertionError(kind)
 
 
-@property_settings(max_examples=100)
+@property_settings()
 @given(W=ds.weights_with_zeros(n=(3, 6), symmetric=False), tau=ds.temperatures(0.1, 2.0),
        dim=st.integers(1, 3))
 def test_property_cycles_and_scale_orders_recheck(W, tau, dim):
@@ -389,7 +389,7 @@ def _core(W: np.ndarray) -> np.ndarray:
         alive[src[0]] = False
 
 
-@property_settings(max_examples=100)
+@property_settings()
 @given(case=patterns_with_sources(), tau=ds.temperatures(0.1, 2.0), dim=st.integers(1, 3))
 def test_property_pure_sources(case, tau, dim):
     """Pure sources: a degenerate verdict's family (sources included) is rebuilt from the
@@ -422,7 +422,7 @@ def test_property_pure_sources(case, tau, dim):
         assert cert["kind"] == "zero_undecided" and cert["decided"] is False
 
 
-@property_settings(max_examples=100)
+@property_settings()
 @given(W=symmetric_patterns(n=(3, 8)), tau=ds.temperatures(0.1, 2.0))
 def test_property_line_rule(W, tau):
     """dim = 1: degenerate iff every component of the positive graph is a path or a complete
@@ -443,7 +443,7 @@ def test_property_line_rule(W, tau):
     assert res.to_dict()["certificate"].get("decided", True)
 
 
-@property_settings(max_examples=100)
+@property_settings()
 @given(W=symmetric_patterns(n=(3, 6)), tau=ds.temperatures(0.1, 2.0), dim=st.integers(2, 3))
 def test_property_small_components_are_approached(W, tau, dim):
     """Components of at most dim + 1 samples are always approached (or, complete, decided by

@@ -11,7 +11,6 @@ import textwrap
 
 import pytest
 
-from dgp.cli import main
 from dgp.cli.audit import UserCodeError, load_callable
 
 pytest.importorskip("torch")
@@ -60,29 +59,30 @@ def modules(tmp_path_factory):
     return d
 
 
-def _dgp(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "dgp", "audit", *args], capture_output=True,
-                          text=True, timeout=120, cwd=cwd)
+# `dgp audit` in a child process (cli.process): the current directory it is started in, and
+# its own child, are what these tests are about
 
 
-def test_current_directory_only_with_path_and_prints_off_json_stdout(modules):
-    proc = _dgp("audit_losses:chatty", "--labels", "classes", cwd=modules)
-    assert proc.returncode == 2
-    assert proc.stderr.startswith("error: cannot import module 'audit_losses'")
-    assert proc.stderr.count("\n") == 1 and "--path" in proc.stderr
-    ok = _dgp("audit_losses:chatty", "--labels", "classes", "--json", "--path", ".",
-              cwd=modules)
-    assert ok.returncode == 0, ok.stderr
-    out = json.loads(ok.stdout)  # one object: the loss's print went to stderr
+def test_current_directory_only_with_path_and_prints_off_json_stdout(modules, cli):
+    proc = cli.process("audit", "audit_losses:chatty", "--labels", "classes", cwd=modules,
+                       timeout=120)
+    assert proc.code == 2
+    assert proc.err.startswith("error: cannot import module 'audit_losses'")
+    assert proc.err.count("\n") == 1 and "--path" in proc.err
+    ok = cli.process("audit", "audit_losses:chatty", "--labels", "classes", "--json", "--path",
+                     ".", cwd=modules, timeout=120)
+    assert ok.code == 0, ok.err
+    out = ok.json  # one object: the loss's print went to stderr
     assert out["match"]["objective"] == "supcon" and out["labels"] == "classes"
-    assert "hello from the loss" in ok.stderr
+    assert "hello from the loss" in ok.err
 
 
-def test_timeout_stops_a_loss_that_never_returns(modules):
-    proc = _dgp("plain_mod:hang", "--timeout", "2", "--path", str(modules))
-    assert proc.returncode == 1
-    assert proc.stderr.count("\n") == 1 and "--timeout" in proc.stderr
-    assert proc.stderr.startswith("error: the audit of plain_mod:hang did not finish")
+def test_timeout_stops_a_loss_that_never_returns(modules, cli):
+    proc = cli.process("audit", "plain_mod:hang", "--timeout", "2", "--path", modules,
+                       timeout=120)
+    assert proc.code == 1
+    assert proc.err.count("\n") == 1 and "--timeout" in proc.err
+    assert proc.err.startswith("error: the audit of plain_mod:hang did not finish")
 
 
 @pytest.mark.parametrize(
@@ -93,13 +93,13 @@ def test_timeout_stops_a_loss_that_never_returns(modules):
         ("no_such_module_xyz:loss", 2, "cannot import module"),
     ],
 )
-def test_failures_are_one_error_line(modules, target, status, match):
-    proc = _dgp(target, "--labels", "continuous", "--call", "embeddings", "--path",
-                str(modules))
-    assert proc.returncode == status, proc.stderr
-    err = proc.stderr.strip().splitlines()
+def test_failures_are_one_error_line(modules, target, status, match, cli):
+    proc = cli.process("audit", target, "--labels", "continuous", "--call", "embeddings",
+                       "--path", modules, timeout=120)
+    assert proc.code == status, proc.err
+    err = proc.err.strip().splitlines()
     assert err[-1].startswith("error:") and match in err[-1]
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in proc.err
 
 
 @pytest.mark.parametrize(
@@ -129,30 +129,28 @@ def test_load_callable_tells_user_failures_from_bad_input(modules, monkeypatch, 
         (["bad target"], "MODULE:CALLABLE"),
     ],
 )
-def test_bad_input_is_refused_before_running_anything(argv, match, capsys, monkeypatch):
+def test_bad_input_is_refused_before_running_anything(argv, match, cli, monkeypatch):
     monkeypatch.setenv("DGP_MEMORY_LIMIT", "1G")
     target, argv = (argv[0], []) if argv == ["bad target"] else ("audit_losses:chatty", argv)
-    assert main(["audit", target, *argv]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error:") and err.count("\n") == 1 and match in err
+    r = cli("audit", target, *argv)
+    assert r.code == 2
+    assert r.err.startswith("error:") and r.err.count("\n") == 1 and match in r.err
 
 
-def test_probe_memory_is_refused_before_the_module_runs(modules):
+def test_probe_memory_is_refused_before_the_module_runs(modules, cli):
     """`--n 100000` was a MemoryError traceback: now one line saying what fits, and the
     module (which would print) is never imported."""
-    env = dict(os.environ, DGP_MEMORY_LIMIT="1G")
-    proc = subprocess.run([sys.executable, "-m", "dgp", "audit", "audit_losses:chatty", "--n",
-                           "100000", "--path", str(modules)], capture_output=True, text=True,
-                          timeout=120, env=env)
-    assert proc.returncode == 2
-    assert proc.stderr.startswith("error: the audit probes at N = 100000")
-    assert "samples fit" in proc.stderr and proc.stderr.count("\n") == 1
+    proc = cli.process("audit", "audit_losses:chatty", "--n", "100000", "--path", modules,
+                       env={"DGP_MEMORY_LIMIT": "1G"}, timeout=120)
+    assert proc.code == 2
+    assert proc.err.startswith("error: the audit probes at N = 100000")
+    assert "samples fit" in proc.err and proc.err.count("\n") == 1
 
 
-def test_help_says_it_runs_the_code(capsys):
-    with pytest.raises(SystemExit):
-        main(["audit", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
+def test_help_says_it_runs_the_code(cli):
+    r = cli("audit", "--help")
+    assert r.code == 0
+    text = " ".join(r.out.split())
     assert "IMPORTS AND RUNS the named module" in text and "--timeout" in text
 
 

@@ -1,22 +1,20 @@
 """`dgp prove`: JSON shape, exit status, example counts, and failure reporting."""
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from dgp.cli import main
 from dgp.proofs import checks, discover, run_theorems
 from dgp.proofs._theorem import METHODS
 
+# `dgp prove` runs in a child process (cli.process): it loads its own hypothesis profile,
+# which must not leak into this test session
 
-def _dgp(*args):
-    # a subprocess: `dgp prove` loads its own hypothesis profile, which must not leak here
-    return subprocess.run(
-        [sys.executable, "-m", "dgp", *args], capture_output=True, text=True, check=False
-    )
+
+@pytest.fixture(scope="module")
+def entropic_bound_json(cli):
+    """`dgp prove --only entropic-bound --json`, run once for the tests that read it."""
+    return cli.process("prove", "--only", "entropic-bound", "--json")
 
 
 def test_every_module_has_consistent_metadata():
@@ -34,10 +32,10 @@ def test_every_module_has_consistent_metadata():
         assert expected[(sym, prop)] == thm.method, m.__name__
 
 
-def test_prove_json_one_theorem():
-    out = _dgp("prove", "--only", "entropic-bound", "--json")
-    assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
+def test_prove_json_one_theorem(entropic_bound_json):
+    out = entropic_bound_json
+    assert out.code == 0, out.err
+    data = out.json
     assert list(data) == ["theorems"]
     (thm,) = data["theorems"]
     assert list(thm) == ["id", "statement", "status", "method", "examples"]
@@ -45,15 +43,15 @@ def test_prove_json_one_theorem():
     assert thm["method"] == "both" and thm["examples"] >= 100
 
 
-def test_prove_table_and_unknown_id():
-    out = _dgp("prove", "--only", "metrics-invariances")
-    assert out.returncode == 0, out.stderr
-    assert "metrics-invariances" in out.stdout and "verified" in out.stdout
-    assert "1/1" in out.stdout
-    bad = _dgp("prove", "--only", "no-such-theorem")
-    assert bad.returncode == 2 and bad.stdout == ""
-    assert bad.stderr.startswith("error:") and "no-such-theorem" in bad.stderr
-    assert len(bad.stderr.strip().splitlines()) == 1
+def test_prove_table_and_unknown_id(cli):
+    out = cli.process("prove", "--only", "metrics-invariances")
+    assert out.code == 0, out.err
+    assert "metrics-invariances" in out.out and "verified" in out.out
+    assert "1/1" in out.out
+    bad = cli.process("prove", "--only", "no-such-theorem")
+    assert bad.code == 2 and bad.out == ""
+    assert bad.err.startswith("error:") and "no-such-theorem" in bad.err
+    assert len(bad.err.strip().splitlines()) == 1
 
 
 def test_failed_theorem_is_reported(tmp_path, monkeypatch):
@@ -91,18 +89,15 @@ def test_failed_theorem_is_reported(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("argv", [["prove", "--bogus"]])
-def test_bad_arguments_exit_2(argv, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    assert capsys.readouterr().err.startswith("error:")
+def test_bad_arguments_exit_2(argv, cli):
+    r = cli(*argv)  # refused by the parser, before any profile is loaded
+    assert r.code == 2
+    assert r.err.startswith("error:")
 
 
-def test_prove_progress_on_stderr_quiet_with_json():
-    proc = subprocess.run([sys.executable, "-m", "dgp", "prove", "--only", "entropic-bound"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0
-    assert proc.stderr.startswith("[1/1] entropic-bound: verified")
-    proc = subprocess.run([sys.executable, "-m", "dgp", "prove", "--only", "entropic-bound",
-                           "--json"], capture_output=True, text=True)
-    assert proc.returncode == 0 and proc.stderr == ""
+def test_prove_progress_on_stderr_quiet_with_json(cli, entropic_bound_json):
+    proc = cli.process("prove", "--only", "entropic-bound")
+    assert proc.code == 0
+    assert proc.err.startswith("[1/1] entropic-bound: verified")
+    proc = entropic_bound_json
+    assert proc.code == 0 and proc.err == ""

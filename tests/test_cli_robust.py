@@ -12,23 +12,6 @@ import numpy as np
 import pytest
 
 import dgp
-from dgp.cli import main
-
-
-def run(argv, **kw):
-    proc = subprocess.run([sys.executable, "-m", "dgp", *argv], capture_output=True, text=True,
-                          **kw)
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def run_here(argv, capsys):
-    """Run the command line in this process (no interpreter start-up)."""
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def one_error(err):
@@ -45,11 +28,10 @@ def weights(tmp_path):
     return str(f)
 
 
-def test_version(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["--version"])
-    assert exc.value.code == 0
-    assert capsys.readouterr().out.strip() == f"dgp {dgp.__version__}"
+def test_version(cli):
+    r = cli("--version")
+    assert r.code == 0
+    assert r.out.strip() == f"dgp {dgp.__version__}"
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
@@ -84,51 +66,46 @@ def test_a_closed_pipe_is_not_an_error(weights):
     ("typed", "meant"),
     [("--temperature", "--tau"), ("--simlarity", "--similarity"), ("--dimension", "--dim")],
 )
-def test_mistyped_flags_name_the_fix(weights, typed, meant, capsys):
+def test_mistyped_flags_name_the_fix(weights, typed, meant, cli):
     argv = ["classify", weights, "--tau", "0.5", "--dim", "2"]
     argv = [typed if a == {"--temperature": "--tau", "--dimension": "--dim"}.get(typed) else a
             for a in argv]
     if typed == "--simlarity":
         argv += [typed, "cosine"]
-    code, out, err = run_here(argv, capsys)
-    assert code == 2 and out == ""
-    line = one_error(err)
+    r = cli(*argv)
+    assert r.code == 2 and r.out == ""
+    line = one_error(r.err)
     assert f"did you mean {meant}?" in line and "dgp classify --help" in line
 
 
-def test_flags_that_do_not_apply_are_refused_before_reading_files(tmp_path, capsys):
-    missing = str(tmp_path / "nope.csv")
-    code, _, err = run_here(["classify", "--objective", "supcon", "--labels", missing,
-                             "--sigma", "-5", "--eps", "7", "--tau", "1", "--dim", "2"], capsys)
-    assert code == 2 and "--sigma does not apply to objective 'supcon'" in one_error(err)
-    code, _, err = run_here(["classify", "--objective", "y-aware", "--labels", missing,
-                             "--tau", "1", "--dim", "2"], capsys)
-    assert code == 2 and "--sigma is missing" in one_error(err)
-    code, _, err = run_here(["classify", missing, "--sigma", "1", "--tau", "1", "--dim", "2"],
-                            capsys)
-    assert code == 2 and "--sigma needs --objective" in one_error(err)
+def test_flags_that_do_not_apply_are_refused_before_reading_files(tmp_path, cli):
+    missing = tmp_path / "nope.csv"
+    r = cli("classify", "--objective", "supcon", "--labels", missing, "--sigma", "-5",
+            "--eps", "7", "--tau", "1", "--dim", "2")
+    assert r.code == 2 and "--sigma does not apply to objective 'supcon'" in one_error(r.err)
+    r = cli("classify", "--objective", "y-aware", "--labels", missing, "--tau", "1", "--dim", "2")
+    assert r.code == 2 and "--sigma is missing" in one_error(r.err)
+    r = cli("classify", missing, "--sigma", "1", "--tau", "1", "--dim", "2")
+    assert r.code == 2 and "--sigma needs --objective" in one_error(r.err)
 
 
-def test_parameter_errors_name_flags_not_python(weights, capsys):
-    code, _, err = run_here(["classify", weights, "--tau", "-1", "--dim", "2"], capsys)
-    line = one_error(err)
-    assert code == 2 and line.startswith("error: --tau must be") and "tau=" not in line
-    code, _, err = run_here(["classify", weights, "--tau", "1.8e308", "--dim", "2"], capsys)
-    assert code == 2 and "--tau must be a finite number" in one_error(err)
+def test_parameter_errors_name_flags_not_python(weights, cli):
+    r = cli("classify", weights, "--tau", "-1", "--dim", "2")
+    line = one_error(r.err)
+    assert r.code == 2 and line.startswith("error: --tau must be") and "tau=" not in line
+    r = cli("classify", weights, "--tau", "1.8e308", "--dim", "2")
+    assert r.code == 2 and "--tau must be a finite number" in one_error(r.err)
 
 
-def test_plot_paths_are_checked_before_any_work(weights, tmp_path, capsys):
-    code, _, err = run_here(["classify", weights, "--tau", "0.5", "--dim", "2", "--plot",
-                        str(tmp_path / "missing" / "f.png")], capsys)
-    assert code == 2 and "does not exist" in one_error(err)
-    code, _, err = run_here(["classify", weights, "--tau", "0.5", "--dim", "2", "--plot",
-                        str(tmp_path)], capsys)
-    assert code == 2 and "is a directory" in one_error(err)
-    code, _, err = run_here(["classify", weights, "--tau", "0.5", "--dim", "2", "--plot",
-                        str(tmp_path / "f.jpeg2000")], capsys)
-    assert code == 2 and "unknown figure format" in one_error(err)
+def test_plot_paths_are_checked_before_any_work(weights, tmp_path, cli):
+    base = ("classify", weights, "--tau", "0.5", "--dim", "2", "--plot")
+    r = cli(*base, tmp_path / "missing" / "f.png")
+    assert r.code == 2 and "does not exist" in one_error(r.err)
+    r = cli(*base, tmp_path)
+    assert r.code == 2 and "is a directory" in one_error(r.err)
+    r = cli(*base, tmp_path / "f.jpeg2000")
+    assert r.code == 2 and "unknown figure format" in one_error(r.err)
     pytest.importorskip("matplotlib")
-    code, out, err = run_here(["classify", weights, "--tau", "0.5", "--dim", "2", "--plot",
-                          str(tmp_path / "fig")], capsys)
-    assert code == 0, err
-    assert (tmp_path / "fig.png").exists() and str(tmp_path / "fig.png") in out
+    r = cli(*base, tmp_path / "fig")
+    assert r.code == 0, r.err
+    assert (tmp_path / "fig.png").exists() and str(tmp_path / "fig.png") in r.out

@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from dgp.cli import main
 from dgp.weights import gaussian_kernel_weights, supcon_weights
 
 CONTRACT = ("objective", "sizes", "tau", "eps", "gram", "loss", "method", "kkt_residual")
 
 
-def run_json(capsys, argv):
-    rc = main(argv)
-    out = capsys.readouterr()
-    assert rc == 0 and out.err == ""
-    return json.loads(out.out)
+def ok(r):
+    """The JSON of a run that exited 0 with nothing on stderr."""
+    assert r.code == 0 and r.err == "", r.err
+    return r.json
 
 
-def test_supcon_json_numeric(capsys):
-    d = run_json(capsys, ["supcon", "--sizes", "2,5,20", "--tau", "0.1", "--json"])
+def test_supcon_json_numeric(cli):
+    d = ok(cli("supcon", "--sizes", "2,5,20", "--tau", "0.1", "--json"))
     assert set(CONTRACT) <= set(d)
     assert d["objective"] == "supcon" and d["sizes"] == [2, 5, 20] and d["eps"] is None
     assert d["method"] == "numeric" and d["kkt_residual"] <= 1e-8
@@ -33,80 +28,85 @@ def test_supcon_json_numeric(capsys):
     assert d["rank"] == 2 and d["unique"] is True and d["certificate"]["strictly_complementary"]
 
 
-def test_supcon_json_closed_forms_and_first_order(capsys):
-    d = run_json(capsys, ["supcon", "--sizes", "4,4,4", "--tau", "0.2", "--json"])
+def test_supcon_json_closed_forms_and_first_order(cli):
+    d = ok(cli("supcon", "--sizes", "4,4,4", "--tau", "0.2", "--json"))
     assert d["method"] == "closed-form" and d["kkt_residual"] is None
     np.testing.assert_allclose(np.array(d["gram"])[0, 1], -0.5)
-    d = run_json(capsys, ["supcon", "--sizes", "2,9", "--tau", "0.2", "--eps", "0.3", "--json"])
+    d = ok(cli("supcon", "--sizes", "2,9", "--tau", "0.2", "--eps", "0.3", "--json"))
     assert d["objective"] == "soft-supcon" and d["method"] == "closed-form"
-    d = run_json(capsys, ["supcon", "--sizes", "5000,500,50", "--tau", "0.1", "--method",
-                          "first-order", "--json"])
+    d = ok(cli("supcon", "--sizes", "5000,500,50", "--tau", "0.1", "--method",
+               "first-order", "--json"))
     assert d["method"] == "first-order" and d["kkt_residual"] is None
     a = d["approximation"]
     assert a["psd_defect"] == pytest.approx(0.0068, abs=5e-5) and a["converged"]
     assert np.linalg.eigvalsh(np.array(a["projected_gram"]))[0] >= -1e-12
 
 
-def test_first_order_text_never_claims_the_bound(capsys):
-    assert main(["supcon", "--sizes", "5000,500,50", "--tau", "0.001", "--method",
-                 "first-order"]) == 0
-    out = capsys.readouterr().out
+def test_first_order_text_never_claims_the_bound(cli):
+    r = cli("supcon", "--sizes", "5000,500,50", "--tau", "0.001", "--method", "first-order")
+    assert r.code == 0
+    out = r.out
     assert "approximation" in out and "PSD defect" in out and "<=" in out
     assert " 0 nats" not in out and "e-6" in out  # an excess of about 1e-650, not zero
-    assert main(["supcon", "--sizes", "5000,500,50", "--tau", "0.001"]) == 0
-    out = capsys.readouterr().out
+    r = cli("supcon", "--sizes", "5000,500,50", "--tau", "0.001")
+    assert r.code == 0
+    out = r.out
     assert "certified" in out and " 0 nats" not in out
 
 
-def test_supcon_batch_flags(capsys):
-    d = run_json(capsys, ["supcon", "--sizes", "2,5,20", "--tau", "0.2", "--batch-size", "8",
-                          "--json"])
+def test_supcon_batch_flags(cli):
+    d = ok(cli("supcon", "--sizes", "2,5,20", "--tau", "0.2", "--batch-size", "8",
+               "--json"))
     b = d["batch"]
     assert b["batch_size"] == 8 and b["sampler"] == "uniform" and b["expectation"] == "exact"
     assert b["shift_from_full_batch"] > 0.01 and len(b["positive_pair_probability"]) == 3
-    d = run_json(capsys, ["supcon", "--sizes", "6,4,5", "--tau", "0.2", "--batch-size", "6",
-                          "--sampler", "m-per-class", "--samples-per-class", "2", "--json"])
+    d = ok(cli("supcon", "--sizes", "6,4,5", "--tau", "0.2", "--batch-size", "6",
+               "--sampler", "m-per-class", "--samples-per-class", "2", "--json"))
     np.testing.assert_allclose(np.array(d["gram"])[0, 1], -0.5, atol=1e-12)
-    assert main(["supcon", "--sizes", "2,5,20", "--tau", "0.2", "--batch-size", "8",
-                 "--reduction", "sum"]) == 0
-    out = capsys.readouterr().out
+    r = cli("supcon", "--sizes", "2,5,20", "--tau", "0.2", "--batch-size", "8", "--reduction",
+            "sum")
+    assert r.code == 0
+    out = r.out
     assert "B = 8" in out and "reduction" in out and "positive pair" in out
-    d = run_json(capsys, ["supcon", "--sizes", "2,5,20", "--tau", "0.5", "--tolerance", "0.05",
-                          "--json"])
+    d = ok(cli("supcon", "--sizes", "2,5,20", "--tau", "0.5", "--tolerance", "0.05",
+               "--json"))
     t = d["batch_size_for_tolerance"]
     assert t["batch_size"] is not None and t["table"][-1]["batch_size"] == 27
-    assert main(["supcon", "--sizes", "2,5,20", "--tau", "0.5", "--tolerance", "0.05"]) == 0
-    assert "within 0.05" in capsys.readouterr().out
+    r = cli("supcon", "--sizes", "2,5,20", "--tau", "0.5", "--tolerance", "0.05")
+    assert r.code == 0 and "within 0.05" in r.out
 
 
-def test_supcon_human_and_latex(capsys):
-    assert main(["supcon", "--sizes", "2,5,20", "--tau", "0.1"]) == 0
-    out = capsys.readouterr().out
+def test_supcon_human_and_latex(cli):
+    r = cli("supcon", "--sizes", "2,5,20", "--tau", "0.1")
+    assert r.code == 0
+    out = r.out
     assert "prototype Gram" in out and "KKT residual" in out
     assert all(len(line) <= 100 for line in out.splitlines())
-    assert main(["supcon", "--sizes", "2,5,20", "--tau", "0.1", "--latex"]) == 0
-    out = capsys.readouterr().out
+    r = cli("supcon", "--sizes", "2,5,20", "--tau", "0.1", "--latex")
+    assert r.code == 0
+    out = r.out
     assert r"\tau^*" in out and r"\begin{pmatrix}" in out
-    d = run_json(capsys, ["supcon", "--sizes", "2,3", "--tau", "0.1", "--latex", "--json"])
+    d = ok(cli("supcon", "--sizes", "2,3", "--tau", "0.1", "--latex", "--json"))
     assert any(r"\tau^*" in item["latex"] for item in d["latex"])
 
 
-def test_large_k_is_a_summary_unless_asked(capsys):
+def test_large_k_is_a_summary_unless_asked(cli):
     sizes = ",".join(["3"] * 600)
-    assert main(["supcon", "--sizes", sizes, "--tau", "0.1"]) == 0
-    out = capsys.readouterr().out
+    r = cli("supcon", "--sizes", sizes, "--tau", "0.1")
+    assert r.code == 0
+    out = r.out
     assert len(out.splitlines()) < 20 and "--gram" in out
-    d = run_json(capsys, ["supcon", "--sizes", sizes, "--tau", "0.1", "--json"])
+    d = ok(cli("supcon", "--sizes", sizes, "--tau", "0.1", "--json"))
     assert d["gram"] is None and "--gram" in d["gram_omitted"] and d["equiangular"] < 0
-    d = run_json(capsys, ["supcon", "--sizes", sizes, "--tau", "0.1", "--json", "--gram"])
+    d = ok(cli("supcon", "--sizes", sizes, "--tau", "0.1", "--json", "--gram"))
     assert np.array(d["gram"]).shape == (600, 600)
 
 
 @pytest.mark.parametrize("ext", [".npy", ".csv"])
-def test_supcon_exports(capsys, tmp_path, ext):
+def test_supcon_exports(cli, tmp_path, ext):
     g, e = tmp_path / f"g{ext}", tmp_path / f"e{ext}"
-    d = run_json(capsys, ["supcon", "--sizes", "2,5,20", "--tau", "0.1", "--json", "--embedding",
-                          "--save-gram", str(g), "--save-embedding", str(e)])
+    d = ok(cli("supcon", "--sizes", "2,5,20", "--tau", "0.1", "--json", "--embedding",
+               "--save-gram", g, "--save-embedding", e))
     load = np.load if ext == ".npy" else (lambda p: np.loadtxt(p, delimiter=","))
     G, Z = load(g), load(e)
     np.testing.assert_array_equal(G, np.array(d["gram"]))
@@ -143,27 +143,20 @@ def test_supcon_exports(capsys, tmp_path, ext):
         ["supcon", "--sizes", ",".join(["3"] * 4000) + ",4", "--tau", "0.1"],
     ],
 )
-def test_supcon_bad_input_exit_2(capsys, argv):
-    with pytest.raises(SystemExit) as exc:
-        raise SystemExit(main(argv))
-    assert exc.value.code == 2
-    out = capsys.readouterr()
-    lines = out.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), out.err
-    assert "Traceback" not in out.err and out.out == ""
+def test_supcon_bad_input_exit_2(cli, argv):
+    r = cli(*argv)
+    assert r.code == 2
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), r.err
+    assert "Traceback" not in r.err and r.out == ""
 
 
-def test_supcon_bad_input_subprocess():
-    proc = subprocess.run(
-        [sys.executable, "-m", "dgp", "supcon", "--sizes", "1,4", "--tau", "0.1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
+def test_supcon_bad_input_subprocess(cli):
+    proc = cli.process("supcon", "--sizes", "1,4", "--tau", "0.1", timeout=120)
+    assert proc.code == 2
+    lines = proc.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "sizes" in lines[0]
-    assert proc.stdout == ""
+    assert proc.out == ""
 
 
 @pytest.fixture
@@ -173,34 +166,35 @@ def supcon_npy(tmp_path):
     return path
 
 
-def test_optimum_json_and_human(capsys, supcon_npy, tmp_path):
-    d = run_json(capsys, ["optimum", str(supcon_npy), "--tau", "0.5", "--json"])
+def test_optimum_json_and_human(cli, supcon_npy, tmp_path):
+    d = ok(cli("optimum", supcon_npy, "--tau", "0.5", "--json"))
     assert d["rank"] == 1 and d["unique"] is True and d["n"] == 5 and d["certified_global"]
     G = np.array(d["gram"])
     assert G[0, 1] >= 1 - 1e-12 and G[0, 2] <= -1 + 1e-12
     csv = tmp_path / "w.csv"
     np.savetxt(csv, supcon_weights([0, 0, 1, 1, 1]), delimiter=",")
-    assert main(["optimum", str(csv), "--tau", "0.5"]) == 0
-    out = capsys.readouterr().out
+    r = cli("optimum", csv, "--tau", "0.5")
+    assert r.code == 0
+    out = r.out
     assert "gap to the convex lower bound" in out and "rank" in out and "unique" in out
 
 
-def test_optimum_dim_batch_and_exports(capsys, tmp_path):
+def test_optimum_dim_batch_and_exports(cli, tmp_path):
     y = np.random.default_rng(0).standard_normal((9, 2))
     path = tmp_path / "w.npy"
     np.save(path, gaussian_kernel_weights(y, sigma=0.5))
     g, e = tmp_path / "g.csv", tmp_path / "e.npy"
-    d = run_json(capsys, ["optimum", str(path), "--tau", "0.3", "--dim", "2", "--json",
-                          "--embedding", "--save-gram", str(g), "--save-embedding", str(e)])
+    d = ok(cli("optimum", path, "--tau", "0.3", "--dim", "2", "--json",
+               "--embedding", "--save-gram", g, "--save-embedding", e))
     assert d["dim"] == 2 and d["rank"] <= 2 and d["lower_bound"] <= d["loss"]
     Z = np.load(e)
     np.testing.assert_allclose(Z @ Z.T, np.loadtxt(g, delimiter=","), atol=1e-12)
     np.testing.assert_allclose(np.array(d["embedding"]), Z, atol=1e-15)
-    d = run_json(capsys, ["optimum", str(path), "--tau", "0.3", "--batch-size", "4", "--json"])
+    d = ok(cli("optimum", path, "--tau", "0.3", "--batch-size", "4", "--json"))
     assert d["batch"]["expectation"] == "exact" and d["batch"]["compositions"] == 126
 
 
-def test_optimum_bad_files_and_guards(capsys, tmp_path):
+def test_optimum_bad_files_and_guards(cli, tmp_path):
     garbage = tmp_path / "g.csv"
     garbage.write_text("1,2\nfoo,3\n")
     pickled = tmp_path / "p.npy"
@@ -221,31 +215,31 @@ def test_optimum_bad_files_and_guards(capsys, tmp_path):
         (big, []),  # 600 distinct samples: free dimension refused, says to use --dim
         (garbage, ["--save-gram", str(tmp_path / "x.png")]),
     ]:
-        rc = main(["optimum", str(path), "--tau", "0.5", *extra])
-        err = capsys.readouterr().err.strip().splitlines()
-        assert rc == 2 and len(err) == 1 and err[0].startswith("error:"), (path, err)
+        r = cli("optimum", path, "--tau", "0.5", *extra)
+        err = r.err.strip().splitlines()
+        assert r.code == 2 and len(err) == 1 and err[0].startswith("error:"), (path, err)
         if path == big:
             assert "--dim" in err[0]
     good = tmp_path / "ok.csv"
     good.write_text("0,1\n1,0\n")
-    assert main(["optimum", str(good), "--tau", "-1"]) == 2
-    assert capsys.readouterr().err.startswith("error:")
+    r = cli("optimum", good, "--tau", "-1")
+    assert r.code == 2 and r.err.startswith("error:")
 
 
-def test_supcon_json_identifiability_shrinks_with_tau(capsys):
+def test_supcon_json_identifiability_shrinks_with_tau(cli):
     """`dgp supcon --json` says how far the loss separates the prediction from the simplex: on
     tenfold-imbalanced sizes far less at tau = 0.1 than at 0.5 (the geometry claim is hardly
     testable at the temperature people train with); batched, the full-batch gap too."""
     sizes = "400,250,150,90,40"
     gaps = {}
     for tau in ("0.5", "0.1"):
-        rep = run_json(capsys, ["supcon", "--sizes", sizes, "--tau", tau, "--json"])
+        rep = ok(cli("supcon", "--sizes", sizes, "--tau", tau, "--json"))
         ident = rep["identifiability"]
         assert ident["units"] == "nats per anchor" and ident["anchors"] == 930
         gaps[tau] = ident["simplex_gap"]
     assert gaps["0.5"] > 1e-2 and gaps["0.1"] < 1e-4 and gaps["0.5"] > 100 * gaps["0.1"]
-    rep = run_json(capsys, ["supcon", "--sizes", sizes, "--tau", "0.5", "--batch-size", "32",
-                          "--json"])
+    rep = ok(cli("supcon", "--sizes", sizes, "--tau", "0.5", "--batch-size", "32",
+                 "--json"))
     assert 0 <= rep["identifiability"]["full_batch_gap"] < rep["identifiability"]["simplex_gap"]
-    balanced = run_json(capsys, ["supcon", "--sizes", "20,20,20", "--tau", "0.1", "--json"])
+    balanced = ok(cli("supcon", "--sizes", "20,20,20", "--tau", "0.1", "--json"))
     assert balanced["identifiability"]["simplex_gap"] == 0.0

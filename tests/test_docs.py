@@ -22,7 +22,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import doctest
 import importlib
 import importlib.util
@@ -84,24 +83,14 @@ def blocks(text: str) -> list[Block]:
     return out
 
 
-def run_cli(command: str) -> tuple[int, str]:
-    """Run one ``dgp ...`` command line in-process; return (exit status, stdout + stderr)."""
+def _dgp_argv(command: str) -> list[str]:
+    """The arguments after ``dgp`` (or ``python -m dgp``) of one command line of a page."""
     argv = shlex.split(command, comments=True)  # a shell drops trailing comments
     if argv[:3] == ["python", "-m", "dgp"]:
-        argv = argv[3:]
-    elif argv[:1] == ["dgp"]:
-        argv = argv[1:]
-    else:
-        raise AssertionError(f"not a dgp command: {command!r}")
-    from dgp.cli import main
-
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-        try:
-            rc = main(argv)
-        except SystemExit as exc:  # argparse usage errors and --help
-            rc = exc.code if isinstance(exc.code, int) else 1
-    return int(rc or 0), buf.getvalue()
+        return argv[3:]
+    if argv[:1] == ["dgp"]:
+        return argv[1:]
+    raise AssertionError(f"not a dgp command: {command!r}")
 
 
 def _commands(code: str) -> list[str]:
@@ -116,7 +105,7 @@ def _expect_exit(mark: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _run_shell(block: Block, where: str) -> None:
+def _run_shell(block: Block, where: str, cli) -> None:
     for cmd in _commands(block.code):
         if cmd.startswith(NOT_RUN):
             continue
@@ -124,11 +113,11 @@ def _run_shell(block: Block, where: str) -> None:
             f"{where}: the docs test runs only dgp commands; mark this block "
             f"<!-- docs-test: skip --> or change it: {cmd!r}"
         )
-        rc, out = run_cli(cmd)
-        assert rc == _expect_exit(block.mark), f"{where}: `{cmd}` exited {rc}:\n{out}"
+        r = cli(*_dgp_argv(cmd))
+        assert r.code == _expect_exit(block.mark), f"{where}: `{cmd}` exited {r.code}:\n{r.output}"
 
 
-def _run_console(block: Block, where: str) -> None:
+def _run_console(block: Block, where: str, cli) -> None:
     checker = doctest.OutputChecker()
     items: list[tuple[str, list[str]]] = []
     for ln in block.code.splitlines():
@@ -138,8 +127,9 @@ def _run_console(block: Block, where: str) -> None:
             items[-1][1].append(ln)
     assert items, f"{where}: a console block needs `$ ` command lines"
     for cmd, expected in items:
-        rc, out = run_cli(cmd)
-        assert rc == _expect_exit(block.mark), f"{where}: `{cmd}` exited {rc}:\n{out}"
+        r = cli(*_dgp_argv(cmd))
+        out = r.output  # stdout and stderr, as a terminal shows them
+        assert r.code == _expect_exit(block.mark), f"{where}: `{cmd}` exited {r.code}:\n{out}"
         want = "\n".join(expected).strip("\n") + "\n"
         got = "\n".join(ln.rstrip() for ln in out.splitlines()).strip("\n") + "\n"
         assert checker.check_output(want, got, FLAGS), (
@@ -168,7 +158,9 @@ def _missing(module: str) -> bool:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_page_examples(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_examples(
+    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
     text = page.read_text(encoding="utf-8")
     for mod in _requires(text):
         if _missing(mod):
@@ -185,9 +177,9 @@ def test_page_examples(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
         elif block.lang == "pycon":
             _run_pycon(block, where, ns)
         elif block.lang in ("bash", "sh", "shell"):
-            _run_shell(block, where)
+            _run_shell(block, where, cli)
         elif block.lang == "console":
-            _run_console(block, where)
+            _run_console(block, where, cli)
 
 
 def test_fence_parser() -> None:

@@ -57,7 +57,7 @@ def test_plateau_decides_from_the_loss_alone():
 
 
 @given(st.floats(0.5, 50.0), st.integers(0, 2**31 - 1))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 def test_plateau_is_scale_invariant(scale, seed):
     s = _stats()
     rng = np.random.default_rng(seed)
@@ -239,7 +239,7 @@ def test_the_distance_allows_a_common_pull_of_the_cosines_towards_one():
 
 
 @given(st.permutations(range(5)))
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=20)
 def test_the_distance_is_invariant_under_relabelling(perm):
     s = _stats()
     P, A = _imbalanced_gram(), _simplex(5)

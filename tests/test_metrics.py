@@ -4,7 +4,6 @@ Procrustes, numpy correlations, 60-digit KL sums)."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 
@@ -18,7 +17,6 @@ from hypothesis import strategies as st
 
 from dgp import metrics as dm
 from dgp import strategies as ds
-from dgp.cli import main
 from dgp.errors import DgpWarning
 from dgp.metrics import entropic_gap, procrustes_r2, similarity_r2
 from dgp.weights import gaussian_kernel_weights, supcon_weights
@@ -146,48 +144,35 @@ def test_bad_arguments_named():
         procrustes_r2([["a", "b"], ["c", "d"]], np.eye(2))
 
 
-def test_cli_metrics_json(tmp_path, capsys, rng):
+def test_cli_metrics_json(tmp_path, cli, rng):
     y = rng.standard_normal((8, 2))
     tau, sigma = 0.5, 1.0
     np.save(tmp_path / "z.npy", np.sqrt(tau) / sigma * y + 1.0)
     np.save(tmp_path / "ref.npy", np.sqrt(tau) / sigma * y)
     np.save(tmp_path / "w.npy", gaussian_kernel_weights(y, sigma=sigma))
-    rc = main(
-        [
-            "metrics",
-            "--embeddings",
-            str(tmp_path / "z.npy"),
-            "--reference",
-            str(tmp_path / "ref.npy"),
-            "--weights",
-            str(tmp_path / "w.npy"),
-            "--tau",
-            str(tau),
-            "--similarity",
-            "euclidean",
-            "--json",
-        ]
-    )
-    assert rc == 0
-    out = json.loads(capsys.readouterr().out)
+    r = cli("metrics", "--embeddings", tmp_path / "z.npy", "--reference", tmp_path / "ref.npy",
+            "--weights", tmp_path / "w.npy", "--tau", str(tau), "--similarity", "euclidean",
+            "--json")
+    assert r.code == 0
+    out = r.json
     assert out["procrustes_r2"] == pytest.approx(1.0)
     assert out["similarity_r2"] == pytest.approx(1.0)
     assert out["entropic_gap"] == pytest.approx(0.0, abs=1e-9)
 
 
-def test_cli_metrics_table_and_errors(tmp_path, capsys):
+def test_cli_metrics_table_and_errors(tmp_path, cli):
     np.save(tmp_path / "z.npy", np.eye(4))
     np.save(tmp_path / "r.npy", np.eye(3))
-    args = ["metrics", "--embeddings", str(tmp_path / "z.npy"), "--reference"]
-    assert main([*args, str(tmp_path / "z.npy")]) == 0
-    assert "procrustes_r2" in capsys.readouterr().out
-    assert main([*args, str(tmp_path / "r.npy")]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error:") and err.count("\n") == 1 and "Zref" in err
-    assert main([*args, str(tmp_path / "z.npy"), "--weights", str(tmp_path / "z.npy")]) == 2
-    assert "--tau" in capsys.readouterr().err
-    assert main([*args, str(tmp_path / "missing.npy")]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    args = ["metrics", "--embeddings", tmp_path / "z.npy", "--reference"]
+    r = cli(*args, tmp_path / "z.npy")
+    assert r.code == 0 and "procrustes_r2" in r.out
+    r = cli(*args, tmp_path / "r.npy")
+    assert r.code == 2
+    assert r.err.startswith("error:") and r.err.count("\n") == 1 and "Zref" in r.err
+    r = cli(*args, tmp_path / "z.npy", "--weights", tmp_path / "z.npy")
+    assert r.code == 2 and "--tau" in r.err
+    r = cli(*args, tmp_path / "missing.npy")
+    assert r.code == 2 and "does not exist" in r.err
 
 
 # ----------------------------------------------------------------------------------------------
@@ -483,34 +468,25 @@ def test_memory_budget_guards_the_gap(monkeypatch):
         entropic_gap(np.eye(400), np.ones((400, 400)), tau=1.0)
 
 
-def test_cli_metrics_sparse_weights_and_hostile_files(tmp_path, capsys):
+def test_cli_metrics_sparse_weights_and_hostile_files(tmp_path, cli):
     rng = np.random.default_rng(13)
     y = rng.standard_normal((8, 2))
     W = supcon_weights([0, 0, 0, 1, 1, 1, 2, 2])
     np.save(tmp_path / "z.npy", 1e200 * y)  # huge embeddings: the metrics hold
     np.save(tmp_path / "r.npy", y)
     sp.save_npz(tmp_path / "w.npz", sp.csr_array(W))
-    base = ["metrics", "--embeddings", str(tmp_path / "z.npy"), "--reference"]
-    rc = main(
-        [
-            *base,
-            str(tmp_path / "r.npy"),
-            "--weights",
-            str(tmp_path / "w.npz"),
-            "--tau",
-            "0.5",
-            "--json",
-        ]
-    )
-    assert rc == 0
-    out = json.loads(capsys.readouterr().out)
+    base = ["metrics", "--embeddings", tmp_path / "z.npy", "--reference"]
+    r = cli(*base, tmp_path / "r.npy", "--weights", tmp_path / "w.npz", "--tau", "0.5", "--json")
+    assert r.code == 0
+    out = r.json
     assert out["similarity_r2"] == pytest.approx(1.0)
     assert out["entropic_gap"] == pytest.approx(entropic_gap(y, W, tau=0.5), rel=1e-12)
     np.save(tmp_path / "c.npy", y + 1j)
     os.mkfifo(tmp_path / "fifo.npy")
     for path, words in ((tmp_path / "c.npy", "complex"), (tmp_path / "fifo.npy", "FIFO")):
-        assert main([*base, str(path)]) == 2
-        err = capsys.readouterr().err
+        r = cli(*base, path)
+        assert r.code == 2
+        err = r.err
         assert err.startswith("error: reference file") or err.startswith("error: reference path")
         assert words in err and err.count("\n") == 1
 

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgp import cli
 from dgp.classification import classify
 from dgp.cli._output import jsonable
 from dgp.objectives import classify_objective, colnorm_distortion
@@ -238,20 +237,14 @@ def test_large_n_is_fast_and_exact():
 # ------------------------------------------------------------------------------------------
 
 
-def run_cli(argv, capsys):
-    code = cli.main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_cli_y_aware_json(tmp_path, capsys):
+def test_cli_y_aware_json(tmp_path, cli):
     rng = np.random.default_rng(2)
     f = tmp_path / "y.npy"
     np.save(f, sphere_points(rng, 500, 2, np.array([1.0, 1.0]), 2.0))
-    argv = ["classify", "--objective", "y-aware", "--labels", str(f), "--sigma", "1"]
-    code, out, err = run_cli([*argv, "--tau", "0.25", "--dim", "2", "--json"], capsys)
-    assert code == 0 and err == ""
-    res = json.loads(out)
+    r = cli("classify", "--objective", "y-aware", "--labels", f, "--sigma", "1", "--tau", "0.25",
+            "--dim", "2", "--json")
+    assert r.code == 0 and r.err == ""
+    res = r.json
     assert (res["verdict"], res["rank"], res["method"]) == ("realizable", 2, "structured")
     assert res["certificate"]["conditions"]["sphere"]["radius"] == pytest.approx(2.0)
 
@@ -271,7 +264,7 @@ def test_cli_y_aware_json(tmp_path, capsys):
         ("single", ["--objective", "supcon"]),
     ],
 )
-def test_cli_bad_labels(tmp_path, capsys, content, args):
+def test_cli_bad_labels(tmp_path, cli, content, args):
     y = np.random.default_rng(0).standard_normal((6, 2))
     if content == "nan":
         y[3, 1] = np.nan
@@ -293,11 +286,9 @@ def test_cli_bad_labels(tmp_path, capsys, content, args):
     else:
         f = tmp_path / "y.npy"
         np.save(f, y)
-    code, out, err = run_cli(
-        ["classify", "--labels", str(f), "--tau", "0.5", "--dim", "2", *args], capsys
-    )
-    assert code == 2
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), err
-    assert "Traceback" not in err
+    r = cli("classify", "--labels", f, "--tau", "0.5", "--dim", "2", *args)
+    assert r.code == 2
+    assert r.out == ""
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), r.err
+    assert "Traceback" not in r.err

@@ -284,12 +284,11 @@ def test_joblib_workers_give_identical_json():
     assert json.dumps(serial.to_dict()) == json.dumps(parallel.to_dict())
 
 
-def test_dask_cluster_gives_identical_json(capsys):
+def test_dask_cluster_gives_identical_json(cli):
     """The LocalCluster of ``scheduler="local"`` (loopback, two workers, stopped on exit),
     reached through its address from Python and from the command line."""
     pytest.importorskip("distributed")
     pytest.importorskip("joblib")
-    from dgp.cli import main
     from dgp.design import dask_local_cluster
 
     serial = json.dumps(phase("soft-supcon", sizes=[2, 5, 3], grid=_GRID, dim=3).to_dict())
@@ -297,13 +296,11 @@ def test_dask_cluster_gives_identical_json(capsys):
         assert address.startswith("tcp://127.0.0.1:")
         on_dask = phase("soft-supcon", sizes=[2, 5, 3], grid=_GRID, dim=3, scheduler=address)
         assert json.dumps(on_dask.to_dict()) == serial
-        capsys.readouterr()
-        rc = main(["phase", "--objective", "soft-supcon", "--sizes", "2,5,3", "--dim", "3",
-                   "--grid", "tau=0.1:2:8:log", "eps=0.01:0.5:5:log", "--scheduler", address,
-                   "--json"])
-        out = capsys.readouterr()
-        assert rc == 0
-        assert json.dumps(json.loads(out.out)) == serial
+        r = cli("phase", "--objective", "soft-supcon", "--sizes", "2,5,3", "--dim", "3",
+                "--grid", "tau=0.1:2:8:log", "eps=0.01:0.5:5:log", "--scheduler", address,
+                "--json")
+        assert r.code == 0
+        assert json.dumps(r.json) == serial
     with pytest.raises(ParameterError, match="scheduler"):  # stopped: nothing listens there
         phase("soft-supcon", sizes=[2, 2], grid={"tau": [0.5]}, eps=0.1, dim=2,
               scheduler=address)

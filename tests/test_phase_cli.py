@@ -11,22 +11,14 @@ import numpy as np
 import pytest
 
 import dgp
-from dgp.cli import main
 from dgp.cli.phase import parse_axis
 
 
-def run(capsys, argv):
-    rc = main(argv)
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
-def test_phase_json_contract(capsys):
-    rc, out, err = run(capsys, ["phase", "--objective", "soft-supcon", "--sizes", "3,5,4",
-                                "--dim", "3", "--grid", "tau=0.2:1.4:7", "eps=0.05,0.2",
-                                "--json"])
-    assert rc == 0 and err == ""
-    d = json.loads(out)
+def test_phase_json_contract(cli):
+    r = cli("phase", "--objective", "soft-supcon", "--sizes", "3,5,4", "--dim", "3", "--grid",
+            "tau=0.2:1.4:7", "eps=0.05,0.2", "--json")
+    assert r.code == 0 and r.err == ""
+    d = r.json
     assert d["objective"] == "soft-supcon" and d["params"] == ["tau", "eps"]
     assert len(d["cells"]) == 14
     for c in d["cells"]:
@@ -39,16 +31,16 @@ def test_phase_json_contract(capsys):
     assert d == json.loads(json.dumps(pm.to_dict()))
 
 
-def test_phase_labels_csv_plot_and_text(tmp_path, capsys):
+def test_phase_labels_csv_plot_and_text(tmp_path, cli):
     pytest.importorskip("matplotlib")
     t = np.linspace(0, 2 * np.pi, 21)[:-1]
     labels = tmp_path / "y.csv"
     np.savetxt(labels, np.c_[np.cos(t), np.sin(t)] * 1.5, delimiter=",")
     table, fig = tmp_path / "map.csv", tmp_path / "map.png"
-    rc, out, err = run(capsys, ["phase", "--objective", "y-aware", "--labels", str(labels),
-                                "--dim", "3", "--grid", "tau=0.1:2:6:log", "sigma=0.5:2:4:log",
-                                "--csv", str(table), "--plot", str(fig)])
-    assert rc == 0 and err == ""
+    r = cli("phase", "--objective", "y-aware", "--labels", labels, "--dim", "3", "--grid",
+            "tau=0.1:2:6:log", "sigma=0.5:2:4:log", "--csv", table, "--plot", fig)
+    assert r.code == 0 and r.err == ""
+    out = r.out
     assert "tau R^2 = sigma^2" in out and "0 disagree" in out
     shown = [line for line in out.splitlines() if not line.startswith(("table", "figure"))]
     assert max(len(line) for line in shown) <= 80  # all but the file names
@@ -57,26 +49,24 @@ def test_phase_labels_csv_plot_and_text(tmp_path, capsys):
     assert fig.stat().st_size > 10_000
 
 
-def test_phase_weights_over_tau_and_dim(tmp_path, capsys):
+def test_phase_weights_over_tau_and_dim(tmp_path, cli):
     W = dgp.weights.soft_supcon_weights([0, 0, 1, 1, 2, 2], eps=0.1)
     path = tmp_path / "W.npy"
     np.save(path, W)
-    rc, out, _ = run(capsys, ["phase", str(path), "--grid", "tau=0.2,0.5,1.0", "dim=1:4:4",
-                              "--json"])
-    assert rc == 0
-    d = json.loads(out)
+    r = cli("phase", path, "--grid", "tau=0.2,0.5,1.0", "dim=1:4:4", "--json")
+    assert r.code == 0
+    d = r.json
     assert d["objective"] == "weights" and d["params"] == ["tau", "dim"]
     for c in d["cells"]:
         ref = dgp.classify(W, tau=c["tau"], dim=c["dim"])
         assert (c["verdict"], c["rank"]) == (ref.verdict, ref.rank)
 
 
-def test_phase_imbalance_sweep(capsys):
-    rc, out, _ = run(capsys, ["phase", "--objective", "supcon", "--classes", "4", "--majority",
-                              "20", "--dim", "3", "--grid", "tau=0.1,0.5", "imbalance=1:10:3",
-                              "--json"])
-    assert rc == 0
-    cells = json.loads(out)["cells"]
+def test_phase_imbalance_sweep(cli):
+    r = cli("phase", "--objective", "supcon", "--classes", "4", "--majority", "20", "--dim", "3",
+            "--grid", "tau=0.1,0.5", "imbalance=1:10:3", "--json")
+    assert r.code == 0
+    cells = r.json["cells"]
     assert all(c["verdict"] == "inconsistent" and c["excess_loss"] > 0 for c in cells)
     by_tau = {}
     for c in cells:
@@ -85,33 +75,33 @@ def test_phase_imbalance_sweep(capsys):
         assert values[0] == pytest.approx(-1 / 3) and values[-1] > values[0]
 
 
-def test_recommend_json(capsys):
-    rc, out, err = run(capsys, ["recommend", "--objective", "soft-supcon", "--sizes", "4,6,8",
-                                "--eps", "0.1", "--want", "simplex", "--json"])
-    assert rc == 0 and err == ""
-    d = json.loads(out)
+def test_recommend_json(cli):
+    r = cli("recommend", "--objective", "soft-supcon", "--sizes", "4,6,8", "--eps", "0.1",
+            "--want", "simplex", "--json")
+    assert r.code == 0 and r.err == ""
+    d = r.json
     assert set(d) >= {"objective", "want", "tau", "certificate"}
     tau_star = 3 / (2 * -math.log(0.1))
     assert abs(d["tau"] - tau_star) <= 1e-10 * tau_star
-    rc, out, _ = run(capsys, ["recommend", "--objective", "supcon", "--sizes", "40,10,5,5",
-                              "--want", "minority-cosine<=0", "--search", "0.01:5", "--json"])
-    assert rc == 0 and json.loads(out)["tau"] > 0
-    rc, out, _ = run(capsys, ["recommend", "--objective", "soft-supcon", "--sizes", "4,6,8",
-                              "--eps", "0.1", "--tau", "0.3", "--want", "min-dim"])
-    assert rc == 0 and "dim" in out and "3" in out
+    r = cli("recommend", "--objective", "supcon", "--sizes", "40,10,5,5", "--want",
+            "minority-cosine<=0", "--search", "0.01:5", "--json")
+    assert r.code == 0 and r.json["tau"] > 0
+    r = cli("recommend", "--objective", "soft-supcon", "--sizes", "4,6,8", "--eps", "0.1",
+            "--tau", "0.3", "--want", "min-dim")
+    assert r.code == 0 and "dim" in r.out and "3" in r.out
 
 
-def test_floors_json_and_text(capsys):
-    rc, out, err = run(capsys, ["floors", "--objective", "supcon", "--sizes", "8,8,8",
-                                "--tau", "0.1", "--dim", "32", "--json"])
-    assert rc == 0 and err == ""
-    d = json.loads(out)
+def test_floors_json_and_text(cli):
+    r = cli("floors", "--objective", "supcon", "--sizes", "8,8,8", "--tau", "0.1", "--dim", "32",
+            "--json")
+    assert r.code == 0 and r.err == ""
+    d = r.json
     pml = d["conventions"]["pml"]
     assert pml["collapsed"] == pytest.approx(math.log(23))
     assert pml["optimal"] < pml["collapsed"] < pml["random"]
-    rc, out, _ = run(capsys, ["floors", "--objective", "supcon", "--sizes", "8,8,8",
-                              "--tau", "0.1", "--base-temperature", "0.1"])
-    assert rc == 0 and "SupContrast (base 0.1)" in out and "needs dim" in out
+    r = cli("floors", "--objective", "supcon", "--sizes", "8,8,8", "--tau", "0.1",
+            "--base-temperature", "0.1")
+    assert r.code == 0 and "SupContrast (base 0.1)" in r.out and "needs dim" in r.out
 
 
 @pytest.mark.parametrize(
@@ -137,10 +127,10 @@ def test_floors_json_and_text(capsys):
         (["floors", "--objective", "supcon", "--sizes", "3,x", "--tau", "0.1"], "--sizes"),
     ],
 )
-def test_bad_input_is_one_error_line(argv, needle, capsys):
-    rc, out, err = run(capsys, argv)
-    assert rc == 2 and out == ""
-    assert err.startswith("error:") and err.count("\n") == 1 and needle in err, err
+def test_bad_input_is_one_error_line(argv, needle, cli):
+    r = cli(*argv)
+    assert r.code == 2 and r.out == ""
+    assert r.err.startswith("error:") and r.err.count("\n") == 1 and needle in r.err, r.err
 
 
 def test_parse_axis():

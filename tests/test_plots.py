@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import dgp
-from dgp.cli import main
 
 pytest.importorskip("matplotlib")
 
@@ -85,65 +84,37 @@ def test_bad_arguments(soft):
         plots.gram_heatmaps(np.eye(3), np.eye(4))
 
 
-def test_cli_plot_writes_file(soft, tmp_path, capsys):
+def test_cli_plot_writes_file(soft, tmp_path, cli):
     np.save(tmp_path / "W.npy", soft)
     out = tmp_path / "v.png"
-    code = main(
-        ["classify", str(tmp_path / "W.npy"), "--tau", "0.5", "--dim", "3", "--plot", str(out)]
-    )
-    assert code == 0 and out.stat().st_size > 1000
-    assert f"figure       {out}" in capsys.readouterr().out
+    r = cli("classify", tmp_path / "W.npy", "--tau", "0.5", "--dim", "3", "--plot", out)
+    assert r.code == 0 and out.stat().st_size > 1000
+    assert f"figure       {out}" in r.out
     out2 = tmp_path / "j.png"
-    code = main(
-        [
-            "classify",
-            str(tmp_path / "W.npy"),
-            "--tau",
-            "0.5",
-            "--dim",
-            "3",
-            "--json",
-            "--plot",
-            str(out2),
-        ]
-    )
-    import json
-
-    assert code == 0 and json.loads(capsys.readouterr().out)["verdict"] == "realizable"
+    r = cli("classify", tmp_path / "W.npy", "--tau", "0.5", "--dim", "3", "--json", "--plot", out2)
+    assert r.code == 0 and r.json["verdict"] == "realizable"
     assert out2.exists()
 
 
-def test_missing_matplotlib_names_the_extra(soft, tmp_path, monkeypatch, capsys):
+def test_missing_matplotlib_names_the_extra(soft, tmp_path, monkeypatch, cli):
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ImportError, match=r"dgp-contrastive\[plot\]"):
         plots.c_family_spectrum(soft, tau=0.5)
     np.save(tmp_path / "W.npy", soft)
-    code = main(
-        [
-            "classify",
-            str(tmp_path / "W.npy"),
-            "--tau",
-            "0.5",
-            "--dim",
-            "3",
-            "--plot",
-            str(tmp_path / "x.png"),
-        ]
-    )
-    err = capsys.readouterr().err
-    assert code == 2 and err.startswith("error:") and "dgp-contrastive[plot]" in err
+    r = cli("classify", tmp_path / "W.npy", "--tau", "0.5", "--dim", "3", "--plot",
+            tmp_path / "x.png")
+    assert r.code == 2 and r.err.startswith("error:") and "dgp-contrastive[plot]" in r.err
     assert not (tmp_path / "x.png").exists()
 
 
-def test_supcon_plot_writes_the_prototype_figure(tmp_path, capsys):
-    from dgp.cli import main
-
+def test_supcon_plot_writes_the_prototype_figure(tmp_path, cli):
     out = tmp_path / "protos.png"
-    assert main(["supcon", "--sizes", "50,10,10", "--tau", "0.2", "--plot", str(out)]) == 0
+    r = cli("supcon", "--sizes", "50,10,10", "--tau", "0.2", "--plot", out)
+    assert r.code == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
-    assert "prototype Gram" in capsys.readouterr().out
+    assert "prototype Gram" in r.out
 
 
 # ---------------------------------------------------------------------------------------------

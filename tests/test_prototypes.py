@@ -177,7 +177,7 @@ def test_soft_supcon_tau_star_is_centred_simplex_and_flip():
 # ---------------------------------------------------------------------------- certified solver
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=6)
 @given(sizes=sizes_st, tau=st.floats(0.5, 1.0))
 def test_certified_agrees_with_cvxpy_moderate_tau(sizes, tau):
     res = supcon_prototypes(sizes, tau=tau, method="numeric")
@@ -189,7 +189,7 @@ def test_certified_agrees_with_cvxpy_moderate_tau(sizes, tau):
     assert kkt["min_eig_S"] >= -1e-8 and kkt["GS"] <= 1e-8
 
 
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=4)
 @given(sizes=st.lists(st.integers(2, 30), min_size=3, max_size=4), tau=st.floats(0.3, 1.0))
 def test_soft_supcon_unrealizable_agrees_with_cvxpy(sizes, tau):
     eps = 0.05
@@ -284,7 +284,7 @@ def test_first_order_error_shrinks_as_tau_squared():
     np.testing.assert_array_equal(fo.gram, first_order_gram(sizes, tau=0.05))
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=8)
 @given(sizes=sizes_st, tau=st.floats(0.02, 0.1))
 def test_first_order_agrees_at_small_tau(sizes, tau):
     G = supcon_prototypes(sizes, tau=tau, method="numeric").gram

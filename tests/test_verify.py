@@ -9,10 +9,7 @@ loss cannot tell the prediction from the simplex is called uninformative.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
-import json
 import os
 import types
 
@@ -23,20 +20,12 @@ pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
 from dgp import supcon_prototypes
-from dgp.cli import main
 from dgp.torch import data as datasets
 from dgp.torch import experiments as E
 from dgp.torch.experiments import continuous as C
 from dgp.torch.experiments import imbalance as IMB
 
 pytestmark = pytest.mark.torch
-
-
-def _cli(argv):
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main(argv)
-    return rc, buf.getvalue()
 
 
 def _by(report, key="condition"):
@@ -209,16 +198,14 @@ def test_batch_size_identifiability_matches_the_exact_expectation():
     assert per["supports"] in ("expected-batch", "full-batch", "undecided", "uninformative")
 
 
-def test_out_is_checked_before_training(tmp_path, capsys):
+def test_out_is_checked_before_training(tmp_path, cli):
     target = tmp_path / "file"
     target.write_text("x")
-    rc = main(["verify", "supcon-imbalance", "--quick", "--out", str(target)])
-    err = capsys.readouterr().err
-    assert rc == 2 and err.startswith("error: --out") and err.count("\n") == 1
+    r = cli("verify", "supcon-imbalance", "--quick", "--out", target)
+    assert r.code == 2 and r.err.startswith("error: --out") and r.err.count("\n") == 1
     # a folder that cannot be created (its parent is a file): refused at once, nothing trained
-    rc = main(["verify", "supcon-imbalance", "--quick", "--out", str(target / "sub")])
-    err = capsys.readouterr().err
-    assert rc == 2 and "not writable" in err and err.count("\n") == 1
+    r = cli("verify", "supcon-imbalance", "--quick", "--out", target / "sub")
+    assert r.code == 2 and "not writable" in r.err and r.err.count("\n") == 1
 
 
 @pytest.mark.parametrize(
@@ -233,29 +220,27 @@ def test_out_is_checked_before_training(tmp_path, capsys):
         (["verify", "supcon-imbalance", "--quick", "--mode", "full"], "contradict"),
     ],
 )
-def test_verify_bad_input(argv, match, capsys):
-    with contextlib.suppress(SystemExit):
-        rc = main(argv)
-        assert rc == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error:") and err.count("\n") == 1 and match in err
+def test_verify_bad_input(argv, match, cli):
+    r = cli(*argv)
+    assert r.code == 2
+    assert r.err.startswith("error:") and r.err.count("\n") == 1 and match in r.err
 
 
-def test_verify_data_that_do_not_fit(tmp_path, capsys):
+def test_verify_data_that_do_not_fit(tmp_path, cli):
     p = tmp_path / "cont.npz"
     np.savez(p, features=np.zeros((20, 3)), y=np.linspace(0, 1, 20))
-    assert main(["verify", "supcon-imbalance", "--quick", "--data", str(p)]) == 2
-    assert "integer class labels" in capsys.readouterr().err
+    r = cli("verify", "supcon-imbalance", "--quick", "--data", p)
+    assert r.code == 2 and "integer class labels" in r.err
 
 
-def test_verify_cuda_unavailable(capsys):
+def test_verify_cuda_unavailable(cli):
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("CUDA is available here")
-    assert main(["verify", "continuous-labels", "--quick", "--device", "cuda"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error:") and "cuda" in err
+    r = cli("verify", "continuous-labels", "--quick", "--device", "cuda")
+    assert r.code == 2
+    assert r.err.startswith("error:") and "cuda" in r.err
 
 
 def test_cli_lists_every_experiment_and_mode():
@@ -279,16 +264,16 @@ def test_summary_table_fits_80_columns():
 
 
 @pytest.mark.slow
-def test_all_json_unconverged_runs_are_shown_and_the_results_page(monkeypatch, tmp_path):
+def test_all_json_unconverged_runs_are_shown_and_the_results_page(monkeypatch, tmp_path, cli):
     # 5 steps: too few to tell whether a loss stopped decreasing, so no run converged; every
     # run is still scored and shown, and the verdicts over converged runs have none
     tiny = dataclasses.replace(E.QUICK, seeds=2, steps=5, steps_continuous=5, mc_batches=4)
     monkeypatch.setitem(E.MODES, "quick", tiny)
     monkeypatch.setitem(C.OPTIMUM_SAMPLES, "quick", (24, 12))
-    rc, out = _cli(["verify", "all", "--quick", "--device", "cpu", "--json", "--out",
-                    str(tmp_path), "--taus", "0.5,1,1.5"])
-    assert rc == 0
-    rep = json.loads(out)
+    r = cli("verify", "all", "--quick", "--device", "cpu", "--json", "--out", tmp_path,
+            "--taus", "0.5,1,1.5")
+    assert r.code == 0
+    rep = r.json
     names = [r["experiment"] for r in rep["experiments"]]
     assert set(names) | set(rep["skipped"]) == set(E.EXPERIMENTS)
     assert rep["experiment"] == "all" and rep["device"] == "cpu" and rep["mode"] == "quick"
@@ -327,7 +312,7 @@ def test_all_json_unconverged_runs_are_shown_and_the_results_page(monkeypatch, t
     mod = importlib.util.module_from_spec(spec)
     sys.modules["write_results"] = mod
     spec.loader.exec_module(mod)
-    (tmp_path / "all.json").write_text(out)
+    (tmp_path / "all.json").write_text(r.out)
     mod.main([str(tmp_path / "all.json"), "--mnist-cpu", str(tmp_path / "all.json"),
               "--out", str(tmp_path / "results.md")])
     page = (tmp_path / "results.md").read_text()

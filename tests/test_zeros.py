@@ -8,7 +8,6 @@ neighbourhoods and cycles from the weight matrix.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 
 import networkx as nx
@@ -20,7 +19,6 @@ from hypothesis import strategies as st
 
 import dgp
 from dgp import strategies as ds
-from dgp.cli import main
 from dgp.engine.blocks import classify_blocks
 from dgp.weights import knn_weights
 
@@ -317,7 +315,7 @@ def test_undecided_patterns_say_so():
     assert cert["evidence"] < 1e-6  # 0 and 1 collapse, 2 far: approached
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(W=ds.weights_with_zeros(n=(3, 7), symmetric=False), dim=st.integers(1, 4),
        tau=ds.temperatures(0.05, 2.0))
 def test_every_zero_pattern_gets_a_verdict(W, dim, tau):
@@ -415,28 +413,28 @@ def structured(labels, within, cross, dim):
 # --- the CLI -----------------------------------------------------------------------------------
 
 
-def test_cli_edge_lists(tmp_path, capsys):
+def test_cli_edge_lists(tmp_path, cli):
     f = tmp_path / "star.edges"
     f.write_text("# a star\n0 1 1\n0 2 1\n0 3 2.5\n")
-    assert main(["classify", str(f), "--similarity", "euclidean", "--tau", "1", "--dim", "1",
-                 "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    r = cli("classify", f, "--similarity", "euclidean", "--tau", "1", "--dim", "1", "--json")
+    assert r.code == 0
+    out = r.json
     assert out["verdict"] == "inconsistent" and out["certificate"]["obstruction"] == "line"
     g = tmp_path / "g.csv"
     g.write_text("source,target\na,b\nb,c\n")
-    assert main(["classify", "--edges", str(g), "--similarity", "euclidean", "--tau", "1",
-                 "--dim", "1", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["verdict"] == "degenerate"
-    assert main(["classify", "--edges", str(g), "--directed", "--similarity", "euclidean",
-                 "--tau", "1", "--dim", "1"]) == 2
-    assert capsys.readouterr().err.startswith("error:")
-    assert main(["classify", str(f), "--edges", str(g), "--tau", "1", "--dim", "1"]) == 2
-    assert main(["classify", "--edges", str(g), "--log-weights", "--tau", "1", "--dim", "1"]) == 2
-    assert main(["classify", "--edges", str(g), "--tau", "1", "--dim", "1"]) == 0  # cosine
-    assert "zero" in capsys.readouterr().out
+    r = cli("classify", "--edges", g, "--similarity", "euclidean", "--tau", "1", "--dim", "1",
+            "--json")
+    assert r.code == 0 and r.json["verdict"] == "degenerate"
+    r = cli("classify", "--edges", g, "--directed", "--similarity", "euclidean", "--tau", "1",
+            "--dim", "1")
+    assert r.code == 2 and r.err.startswith("error:")
+    assert cli("classify", f, "--edges", g, "--tau", "1", "--dim", "1").code == 2
+    assert cli("classify", "--edges", g, "--log-weights", "--tau", "1", "--dim", "1").code == 2
+    r = cli("classify", "--edges", g, "--tau", "1", "--dim", "1")  # cosine
+    assert r.code == 0 and "zero" in r.out
 
 
-def test_cli_never_fails_on_a_zero_pattern(tmp_path, capsys):
+def test_cli_never_fails_on_a_zero_pattern(tmp_path, cli):
     rng = np.random.default_rng(6)
     for _ in range(5):
         A = rng.random((6, 6)) < 0.4
@@ -445,10 +443,10 @@ def test_cli_never_fails_on_a_zero_pattern(tmp_path, capsys):
         f = tmp_path / "W.csv"
         np.savetxt(f, A.astype(float), delimiter=",")
         for dim in ("1", "2"):
-            assert main(["classify", str(f), "--similarity", "euclidean", "--tau", "0.5",
-                         "--dim", dim, "--json"]) == 0
-            assert json.loads(capsys.readouterr().out)["verdict"] in ("degenerate",
-                                                                       "inconsistent")
+            r = cli("classify", f, "--similarity", "euclidean", "--tau", "0.5", "--dim", dim,
+                    "--json")
+            assert r.code == 0
+            assert r.json["verdict"] in ("degenerate", "inconsistent")
 
 
 # --- knn_weights -------------------------------------------------------------------------------

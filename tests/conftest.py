@@ -1,0 +1,138 @@
+"""Fixtures shared by the tests: ``cli``, the one way a test runs the ``dgp`` command line.
+
+In this process (no interpreter start-up), with stdout and stderr captured apart::
+
+    def test_classify_json(cli, tmp_path):
+        np.save(tmp_path / "W.npy", W)
+        r = cli("classify", tmp_path / "W.npy", "--tau", "0.5", "--dim", "2", "--json")
+        assert r.code == 0 and r.err == ""
+        assert r.json["verdict"] == "realizable"  # stdout parsed on first use
+
+    def test_bad_tau(cli, tmp_path):
+        r = cli("classify", tmp_path / "W.npy", "--tau", "-1", "--dim", "2")
+        assert r.code == 2 and r.out == "" and r.err.startswith("error: --tau")
+
+In a child process ``python -m dgp ...``, for what only a real process shows (the console
+entry's exit and flush, a closed or full stdout, a hypothesis profile that ``dgp prove`` loads
+and that must not leak into the test session, the current directory of ``dgp audit``)::
+
+    r = cli.process("prove", "--only", "entropic-bound", "--json")
+    r = cli.process("audit", "mod:loss", cwd=tmp_path, env={"DGP_MEMORY_LIMIT": "1G"})
+
+Both return a :class:`CliRun`. The fixture is session-scoped and keeps no state, so it may be
+used from module-scoped fixtures and from hypothesis tests. Arguments may be ``str`` or paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dgp
+from dgp.cli import main
+
+# the folder that holds the dgp package this process imported: a child process is given it
+# first on its path, so that it runs the same dgp whatever its current directory
+_DGP_ROOT = str(Path(dgp.__file__).resolve().parents[1])
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """What one command line did.
+
+    Attributes
+    ----------
+    code : int
+        The exit status a shell would see: what :func:`dgp.cli.main` returned, or the status of
+        the ``SystemExit`` it raised (argparse usage errors and ``--help``, ``--version``).
+    out, err : str
+        Everything written to stdout and to stderr.
+    output : str
+        Both streams as a terminal shows them: interleaved in write order in this process;
+        from a child process (captured apart) stdout followed by stderr.
+    """
+
+    code: int
+    out: str
+    err: str
+    output: str = field(repr=False)
+
+    @cached_property
+    def json(self) -> Any:
+        """stdout parsed as JSON (on first use)."""
+        return json.loads(self.out)
+
+
+class _Tee(io.StringIO):
+    """One captured stream that also writes into the shared, interleaved one."""
+
+    def __init__(self, both: io.StringIO) -> None:
+        super().__init__()
+        self._both = both
+
+    def write(self, s: str) -> int:
+        self._both.write(s)
+        return super().write(s)
+
+
+class Cli:
+    """The runner the ``cli`` fixture returns (see the module docstring)."""
+
+    def __call__(self, *argv: str | os.PathLike) -> CliRun:
+        """Run ``dgp *argv`` through :func:`dgp.cli.main` in this process."""
+        both = io.StringIO()
+        out, err = _Tee(both), _Tee(both)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([os.fspath(a) for a in argv])
+            except SystemExit as exc:  # argparse usage errors, --help, --version
+                code = exc.code
+            if code is None:
+                code = 0
+            elif not isinstance(code, int):  # as the interpreter does with a message
+                print(code, file=sys.stderr)
+                code = 1
+        return CliRun(code, out.getvalue(), err.getvalue(), both.getvalue())
+
+    def process(
+        self,
+        *argv: str | os.PathLike,
+        cwd: str | os.PathLike | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 600,
+    ) -> CliRun:
+        """Run ``python -m dgp *argv`` in a child process.
+
+        ``env`` holds variables added to this process's environment; ``timeout`` (seconds)
+        only guards against a hang (:class:`subprocess.TimeoutExpired`).
+        """
+        child_env = {**os.environ, **(env or {})}
+        child_env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (_DGP_ROOT, child_env.get("PYTHONPATH")) if p
+        )
+        proc = subprocess.run(
+            [sys.executable, "-m", "dgp", *(os.fspath(a) for a in argv)],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env=child_env,
+            timeout=timeout,
+            check=False,
+        )
+        return CliRun(proc.returncode, proc.stdout, proc.stderr, proc.stdout + proc.stderr)
+
+
+@pytest.fixture(scope="session")
+def cli() -> Cli:
+    """Run the ``dgp`` command line: ``cli(*argv)`` here, ``cli.process(*argv)`` in a child."""
+    return Cli()
