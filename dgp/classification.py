@@ -11,8 +11,9 @@ Given :math:`W`, a similarity, :math:`\tau` and a dimension :math:`d`:
   bounded cosine similarity).
 
 The data path is a straight line: :func:`classify` validates its arguments once
-(:func:`dgp.engine.target.log_weights`), and :func:`dgp.engine.pipeline.classify_weights` builds
-the target, its family and the verdict (:mod:`dgp.engine.rules`) with its certificate.
+(:func:`dgp.engine.target.log_weights`, the one validator of every kind of weighting), and
+:func:`dgp.engine.pipeline.classify_weights` builds the target, its family and the verdict
+(:mod:`dgp.engine.rules`) with its certificate.
 """
 
 from __future__ import annotations
@@ -53,12 +54,14 @@ def classify(
 
     Parameters
     ----------
-    W : array_like, scipy.sparse matrix or networkx graph, shape (N, N), optional
+    W : array_like, scipy.sparse matrix, networkx graph or LogWeights, shape (N, N), optional
         Weights, non-negative off the diagonal (the diagonal is ignored), every row with
         positive mass. Give ``W`` or ``log_weights``. A sparse matrix or a graph (edge
         attribute ``weight``, default 1; missing edges are zero weights; a ``DiGraph`` is an
         asymmetric weighting) with zero weights is decided on its graph, without an N x N
-        array.
+        array. A :class:`dgp.engine.target.LogWeights` (what
+        :func:`dgp.engine.target.log_weights` made of any of these) is used as it is, not
+        validated again, and left unchanged.
     log_weights : array_like, shape (N, N), optional
         :math:`\log w_{ij}` instead (``-inf`` for a zero weight): kernels whose weights would
         underflow to zero keep their information.
@@ -112,15 +115,17 @@ def classify(
     Tolerance.make(rtol)
     if not isinstance(floor, bool):
         raise ParameterTypeError("floor", f"must be True or False, got {floor!r}")
-    if log_weights is None:  # a sparse matrix or a graph with zero weights: decided on the graph
+    # the one validation; a sparse matrix or a graph with zero weights stays sparse (its pairs)
+    # and is decided on its graph, unless it is small enough for the loss floor
+    weights = target.log_weights(
+        W, log_weights=log_weights,
+        sparse_above=FLOOR_MAX_N if floor and similarity == "cosine" else 1,
+    )
+    if weights.pairs is not None:
         from dgp.engine.zeros import classify_sparse
 
-        res = classify_sparse(W, similarity=similarity, tau=tau, dim=dim, tol_rtol=rtol,
-                              method=method,
-                              dense_up_to=FLOOR_MAX_N if floor and similarity == "cosine" else 1)
-        if res is not None:
-            return res
-    weights = target.log_weights(W, log_weights=log_weights)
+        return classify_sparse(weights, similarity=similarity, tau=tau, dim=dim, tol_rtol=rtol,
+                               method=method)
     tol = Tolerance.make(rtol, n=weights.n, unit_roundoff=weights.unit_roundoff)
     compute_floor = floor
     floor = None

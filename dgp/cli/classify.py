@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
         res = classify_objective(
             args.objective, data, tau=args.tau, dim=args.dim, sigma=args.sigma, eps=args.eps,
             label_tau=args.label_tau, similarity=args.similarity, rtol=args.rtol,
-            method=args.method, embed=want_embedding, floor=not args.no_floor,
+            method=args.method, embed=want_embedding or plot is not None,
+            floor=not args.no_floor,
         )
     if plot is not None:
         _plot(args, res, data, plot)
@@ -181,9 +182,9 @@ def _column(text: str | None) -> str | int | None:
 
 
 def _plot(args: argparse.Namespace, res, data, path: str) -> None:
-    """Save the figure of ``--plot FILE`` (the c family and, when realizable, the target)."""
-    import numpy as np
-
+    """Save the figure of ``--plot FILE`` (the c family and, when realizable, the target),
+    drawn from the result and the validated log-weights (no second classification)."""
+    from dgp.engine.target import log_weights
     from dgp.plots import MAX_PLOT_N, classification_figure
     from dgp.weights import objective_log_weights
 
@@ -191,16 +192,8 @@ def _plot(args: argparse.Namespace, res, data, path: str) -> None:
         raise InputError(f"--plot draws N x N matrices; N = {res.n} is above {MAX_PLOT_N} "
                          "(drop --plot)")
     if args.objective is None:
-        from dgp.engine.target import graph_weights, is_graph
-
-        if is_graph(data):
-            W = graph_weights(data).toarray()
-        else:
-            W = np.exp(data) if args.log_weights else data
+        weights = log_weights(log_weights=data) if args.log_weights else log_weights(data)
     else:
-        W = np.exp(objective_log_weights(args.objective, data, sigma=args.sigma, eps=args.eps,
-                                         label_tau=args.label_tau))
-    if res.embedding is None and res.verdict == "realizable":
-        res = classify(W, similarity=res.similarity, tau=res.tau, dim=res.dim,
-                       rtol=res.tolerance["rtol"])
-    classification_figure(W, res).savefig(path, dpi=100)
+        weights = log_weights(log_weights=objective_log_weights(
+            args.objective, data, sigma=args.sigma, eps=args.eps, label_tau=args.label_tau))
+    classification_figure(weights, res).savefig(path, dpi=100)
