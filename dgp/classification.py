@@ -27,7 +27,7 @@ from dgp.errors import ParameterTypeError, check_choice, check_dim, check_positi
 from dgp.infonce import SIMILARITIES
 from dgp.result import Classification
 
-__all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify"]
+__all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify", "weighting"]
 
 METHODS = ("spectral", "sdp")
 #: largest N for which an inconsistent cosine verdict comes with its loss floor in R^d
@@ -115,12 +115,7 @@ def classify(
     Tolerance.make(rtol)
     if not isinstance(floor, bool):
         raise ParameterTypeError("floor", f"must be True or False, got {floor!r}")
-    # the one validation; a sparse matrix or a graph with zero weights stays sparse (its pairs)
-    # and is decided on its graph, unless it is small enough for the loss floor
-    weights = target.log_weights(
-        W, log_weights=log_weights,
-        sparse_above=FLOOR_MAX_N if floor and similarity == "cosine" else 1,
-    )
+    weights = weighting(W, log_weights=log_weights, similarity=similarity, floor=floor)
     if weights.pairs is not None:
         from dgp.engine.zeros import classify_sparse
 
@@ -133,6 +128,23 @@ def classify(
         floor = _floor(np.exp(weights.L), tau, dim)  # a copy: the engine consumes weights.L
     return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
                             method=method, floor=floor)
+
+
+def weighting(W: object = None, *, log_weights: object = None, similarity: str = "cosine",
+              floor: bool = False) -> target.LogWeights:
+    """The validated weighting :func:`classify` works on, made once
+    (:func:`dgp.engine.target.log_weights`): pass it to :func:`classify` (not validated again)
+    and to the figures of :mod:`dgp.plots`. A sparse matrix or a graph with zero weights is kept
+    as its positive pairs (decided on its graph), unless ``floor`` asks for the cosine loss
+    floor and it has at most :data:`FLOOR_MAX_N` samples.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`dgp.engine.target.log_weights`.
+    """
+    return target.log_weights(W, log_weights=log_weights,
+                              sparse_above=FLOOR_MAX_N if floor and similarity == "cosine" else 1)
 
 
 def _floor(W: np.ndarray, tau: float, dim: int):

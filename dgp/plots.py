@@ -894,6 +894,8 @@ def classification_figure(W: object, result: Any, *, labels: object | None = Non
     head = result.verdict + (f" (rank {result.rank})" if result.rank is not None else "")
     cert = result.to_dict()["certificate"]
     kind = cert["kind"]
+    if weights.pairs is not None:  # a sparse weighting with zero weights, drawn as a matrix
+        weights = weights.dense()
     has_family = not weights.has_zeros and kind != "cycle"
     emb = getattr(result, "embedding", None)
     show_emb = has_family and emb is not None and result.rank is not None and result.rank >= 1

@@ -380,3 +380,59 @@ def test_log_weights_type_is_what_every_caller_receives():
     assert isinstance(log_weights(_kernel(4)), LogWeights)
     L = np.array([[-np.inf, 0.0], [0.0, -np.inf]])
     assert isinstance(log_weights(LogWeights(L, 0.0, True, 0, None, EPS)), LogWeights)
+
+
+def _count_validations(monkeypatch):
+    """The calls of the one validator that validate (a LogWeights passed on is not one)."""
+    seen = []
+    real = target.log_weights
+
+    def counting(W=None, **kwargs):
+        if not isinstance(W if W is not None else kwargs.get("log_weights"), LogWeights):
+            seen.append(type(W).__name__)
+        return real(W, **kwargs)
+
+    monkeypatch.setattr(target, "log_weights", counting)
+    return seen
+
+
+@pytest.mark.parametrize("similarity", ["euclidean", "cosine"])
+def test_the_cli_plot_path_validates_an_edge_list_once_and_decides_it_as_without(
+        tmp_path, capsys, monkeypatch, similarity):
+    """A graph with zero weights: decided on its graph with or without --plot (same output),
+    validated once, drawn from its pairs."""
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "g.edges"
+    W = _with_zeros(9)
+    path.write_text("".join(f"{i} {j} {W[i, j]}\n" for i, j in zip(*np.nonzero(np.triu(W, 1)),
+                                                                   strict=True)))
+    argv = ["classify", "--edges", str(path), "--tau", "0.5", "--dim", "2", "--similarity",
+            similarity, "--no-floor"]
+    assert main(argv) == 0
+    plain = capsys.readouterr().out
+    seen = _count_validations(monkeypatch)
+    calls = _count_classifications(monkeypatch)
+    assert main([*argv, "--plot", str(tmp_path / "f.png")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(plain) and "figure" in out[len(plain):]
+    assert seen == ["Graph"] and calls == ["classify"]
+    assert (tmp_path / "f.png").stat().st_size > 0
+
+
+def test_a_sparse_weighting_is_drawn_from_its_pairs():
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    W = _with_zeros(6)
+    kept = dgp.classification.weighting(sp.csr_matrix(W))
+    assert kept.pairs is not None
+    res = dgp.classify(kept, similarity="euclidean", tau=0.5, dim=2)
+    assert res.to_dict() == dgp.classify(sp.csr_matrix(W), similarity="euclidean", tau=0.5,
+                                         dim=2).to_dict()
+    fig = dgp.plots.classification_figure(kept, res)
+    shown = np.asarray(fig.axes[0].images[0].get_array())
+    pos = W > 0
+    np.testing.assert_allclose(shown[pos], np.log(W[pos]), rtol=0, atol=1e-15)
+    dense = kept.dense()
+    assert dense.pairs is None and np.array_equal(np.isfinite(dense.L), pos)
+    plt.close(fig)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dgp.classification import METHODS, classify
+from dgp.classification import METHODS, classify, weighting
 from dgp.cli._output import array_path, emit_json, plot_path, save_array
 from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import InputError
@@ -117,8 +117,12 @@ def run(args: argparse.Namespace) -> int:
             data = load_weights(args.weights, name="WEIGHTS")
             _note_long(data.shape[0], args)
         kwargs = {"log_weights": data} if args.log_weights else {"W": data}
-        res = classify(similarity=args.similarity or "cosine", tau=args.tau, dim=args.dim,
-                       rtol=args.rtol, method=args.method, floor=not args.no_floor, **kwargs)
+        similarity = args.similarity or "cosine"
+        if plot is not None:  # validated once, for the classification and the figure
+            data = weighting(**kwargs, similarity=similarity, floor=not args.no_floor)
+            kwargs = {"W": data}
+        res = classify(similarity=similarity, tau=args.tau, dim=args.dim, rtol=args.rtol,
+                       method=args.method, floor=not args.no_floor, **kwargs)
     else:
         if args.labels is None:
             raise InputError(f"--objective {args.objective} needs --labels LABELS")
@@ -192,7 +196,7 @@ def _plot(args: argparse.Namespace, res, data, path: str) -> None:
         raise InputError(f"--plot draws N x N matrices; N = {res.n} is above {MAX_PLOT_N} "
                          "(drop --plot)")
     if args.objective is None:
-        weights = log_weights(log_weights=data) if args.log_weights else log_weights(data)
+        weights = data  # the weighting classify was given
     else:
         weights = log_weights(log_weights=objective_log_weights(
             args.objective, data, sigma=args.sigma, eps=args.eps, label_tau=args.label_tau))

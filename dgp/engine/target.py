@@ -184,6 +184,18 @@ class LogWeights(CanonicalShift):
         np.fill_diagonal(mask, False)
         return mask
 
+    def dense(self) -> LogWeights:
+        """The dense form: a :meth:`copy` of a dense one, the ``N x N`` matrix of a sparse one
+        (``-inf`` where it holds no pair)."""
+        if self.pairs is None:
+            return self.copy()
+        p = self.pairs
+        check_memory(8.0 * p.n * p.n, what=f"the {p.n} x {p.n} log-weights",
+                     hint="keep the weighting sparse (a structured objective, or fewer samples)")
+        L = np.full((p.n, p.n), -np.inf)
+        L[p.rows, p.cols] = p.logw
+        return replace(self, L=L, pairs=None)
+
     def copy(self) -> LogWeights:
         """A copy whose ``L`` the engine may consume while this one stays as it is."""
         return replace(self, L=None if self.L is None else self.L.copy())
