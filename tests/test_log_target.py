@@ -436,3 +436,16 @@ def test_a_sparse_weighting_is_drawn_from_its_pairs():
     dense = kept.dense()
     assert dense.pairs is None and np.array_equal(np.isfinite(dense.L), pos)
     plt.close(fig)
+
+
+@pytest.mark.parametrize(("value", "match"), [
+    (np.nan, r"^W\[1, 3\] is nan; all weights must be finite$"),
+    (-2.0, r"^W\[1, 3\] = -2 is negative; weights must be >= 0$"),
+])
+def test_a_bad_edge_weight_is_named_as_a_dense_entry(value, match):
+    G = _graph(_bad(value))  # the edge 1 - 3 carries the bad weight both ways
+    for call in (lambda: log_weights(G), lambda: log_weights(G, sparse_above=1),
+                 lambda: dgp.classify(G, tau=0.5, dim=2), lambda: entropic_gap(np.eye(5), G,
+                                                                               tau=0.5)):
+        with pytest.raises(dgp.errors.ParameterError, match=match):
+            call()
