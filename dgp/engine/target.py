@@ -109,8 +109,11 @@ class Pairs:
     ----------
     n : int
         Number of samples.
-    rows, cols : ndarray of int64
-        The pairs ``(i, j)`` with :math:`w_{ij} > 0`, sorted by row then column, no duplicates.
+    rows : ndarray of int64
+        The rows ``i`` of the pairs ``(i, j)`` with :math:`w_{ij} > 0`, sorted by row then
+        column, no duplicates.
+    cols : ndarray of int64
+        Their columns ``j``.
     logw : ndarray
         Their canonical log-weights :math:`\log w_{ij} - \mathrm{shift}` (the largest is 0).
     """
