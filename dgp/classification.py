@@ -11,8 +11,9 @@ Given :math:`W`, a similarity, :math:`\tau` and a dimension :math:`d`:
   bounded cosine similarity).
 
 The data path is a straight line: :func:`classify` validates its arguments once
-(:func:`dgp.engine.target.log_weights`), and :func:`dgp.engine.pipeline.classify_weights` builds
-the target, its family and the verdict (:mod:`dgp.engine.rules`) with its certificate.
+(:func:`dgp.engine.target.log_weights`, the one validator of every kind of weighting), and
+:func:`dgp.engine.pipeline.classify_weights` builds the target, its family and the verdict
+(:mod:`dgp.engine.rules`) with its certificate.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dgp.errors import ParameterTypeError, check_choice, check_dim, check_positi
 from dgp.infonce import SIMILARITIES
 from dgp.result import Classification
 
-__all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify"]
+__all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify", "weighting"]
 
 METHODS = ("spectral", "sdp")
 #: largest N for which an inconsistent cosine verdict comes with its loss floor in R^d
@@ -53,12 +54,14 @@ def classify(
 
     Parameters
     ----------
-    W : array_like, scipy.sparse matrix or networkx graph, shape (N, N), optional
+    W : array_like, scipy.sparse matrix, networkx graph or LogWeights, shape (N, N), optional
         Weights, non-negative off the diagonal (the diagonal is ignored), every row with
         positive mass. Give ``W`` or ``log_weights``. A sparse matrix or a graph (edge
         attribute ``weight``, default 1; missing edges are zero weights; a ``DiGraph`` is an
         asymmetric weighting) with zero weights is decided on its graph, without an N x N
-        array.
+        array. A :class:`dgp.engine.target.LogWeights` (what
+        :func:`dgp.engine.target.log_weights` made of any of these) is used as it is, not
+        validated again, and left unchanged.
     log_weights : array_like, shape (N, N), optional
         :math:`\log w_{ij}` instead (``-inf`` for a zero weight): kernels whose weights would
         underflow to zero keep their information.
@@ -112,15 +115,12 @@ def classify(
     Tolerance.make(rtol)
     if not isinstance(floor, bool):
         raise ParameterTypeError("floor", f"must be True or False, got {floor!r}")
-    if log_weights is None:  # a sparse matrix or a graph with zero weights: decided on the graph
+    weights = weighting(W, log_weights=log_weights, similarity=similarity, floor=floor)
+    if weights.pairs is not None:
         from dgp.engine.zeros import classify_sparse
 
-        res = classify_sparse(W, similarity=similarity, tau=tau, dim=dim, tol_rtol=rtol,
-                              method=method,
-                              dense_up_to=FLOOR_MAX_N if floor and similarity == "cosine" else 1)
-        if res is not None:
-            return res
-    weights = target.log_weights(W, log_weights=log_weights)
+        return classify_sparse(weights, similarity=similarity, tau=tau, dim=dim, tol_rtol=rtol,
+                               method=method)
     tol = Tolerance.make(rtol, n=weights.n, unit_roundoff=weights.unit_roundoff)
     compute_floor = floor
     floor = None
@@ -128,6 +128,23 @@ def classify(
         floor = _floor(np.exp(weights.L), tau, dim)  # a copy: the engine consumes weights.L
     return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
                             method=method, floor=floor)
+
+
+def weighting(W: object = None, *, log_weights: object = None, similarity: str = "cosine",
+              floor: bool = False) -> target.LogWeights:
+    """The validated weighting :func:`classify` works on, made once
+    (:func:`dgp.engine.target.log_weights`): pass it to :func:`classify` (not validated again)
+    and to the figures of :mod:`dgp.plots`. A sparse matrix or a graph with zero weights is kept
+    as its positive pairs (decided on its graph), unless ``floor`` asks for the cosine loss
+    floor and it has at most :data:`FLOOR_MAX_N` samples.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`dgp.engine.target.log_weights`.
+    """
+    return target.log_weights(W, log_weights=log_weights,
+                              sparse_above=FLOOR_MAX_N if floor and similarity == "cosine" else 1)
 
 
 def _floor(W: np.ndarray, tau: float, dim: int):

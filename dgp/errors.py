@@ -29,7 +29,6 @@ __all__ = [
     "check_rtol",
     "check_sizes",
     "check_unit_interval",
-    "check_weights",
     "class_codes",
     "describe",
     "install_hint",
@@ -188,26 +187,6 @@ def check_choice(value: object, choices: tuple[str, ...], name: str) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ParameterError(name, f"must be one of {', '.join(choices)}; got {describe(value)}")
     return value
-
-
-def check_weights(W: object, name: str = "W") -> np.ndarray:
-    """Return ``W`` as a validated float ``N x N`` weight matrix (a copy, zero diagonal).
-
-    The validation is that of :func:`dgp.engine.target.log_weights` (one place decides what a
-    weighting is): off the diagonal the weights must be finite and non-negative, and every row
-    needs positive mass; the diagonal is ignored.
-
-    Raises
-    ------
-    ParameterError
-        As :func:`dgp.engine.target.log_weights`.
-    """
-    from dgp.engine.target import log_weights  # the engine imports this module
-
-    log_weights(W, name=name)
-    arr = np.array(W.toarray() if hasattr(W, "toarray") else W, dtype=float, copy=True)
-    np.fill_diagonal(arr, 0.0)
-    return arr
 
 
 def _real_array(labels: object, name: str) -> np.ndarray:

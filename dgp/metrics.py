@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse
 from scipy.special import logsumexp
 
-from dgp.errors import InputError, InputTypeError, check_choice, check_positive, check_weights
+from dgp.errors import InputError, InputTypeError, check_choice, check_positive
 from dgp.infonce import SIMILARITIES
 from dgp.resources import check_memory
 
@@ -424,7 +424,7 @@ def entropic_gap(Z: object, W: object, *, tau: float, similarity: str = "cosine"
     Z : array_like, shape (N, d)
         Embeddings (rows are normalised for the cosine similarity).
     W : array_like, shape (N, N), or networkx graph
-        Dense weighting; the diagonal is ignored; see :func:`dgp.errors.check_weights`. A
+        Dense weighting; the diagonal is ignored; see :func:`dgp.engine.target.log_weights`. A
         networkx graph is its weight matrix (edge attribute ``weight``, default 1; missing
         edges are zero weights; a ``DiGraph`` is asymmetric).
     tau : float
@@ -466,10 +466,10 @@ def entropic_gap(Z: object, W: object, *, tau: float, similarity: str = "cosine"
 
 
 def _log_weights(W: object) -> np.ndarray:
-    r"""``log w_ij - log 2**e_i`` of a validated weighting (each row scaled by a power of two
-    so that its largest weight lies in ``[0.5, 1)``: exact, and it leaves ``p_i`` unchanged),
+    r"""The canonical log-weights :math:`\log w_{ij} - \log w_{\max}` of the one validator
+    (:func:`dgp.engine.target.log_weights`; the shift leaves every ``p_i`` unchanged),
     ``-inf`` for zero weights and on the diagonal."""
-    from dgp.engine.target import graph_weights, is_graph
+    from dgp.engine.target import graph_weights, is_graph, log_weights
 
     if is_graph(W):  # a networkx graph: its weight matrix (the one conversion of the engine)
         n = W.number_of_nodes()
@@ -484,13 +484,7 @@ def _log_weights(W: object) -> np.ndarray:
             what=f"the entropic gap of a {n} x {n} weighting (one float64 copy of W)",
             hint="compute the gap on a subsample of the rows",
         )
-    with np.errstate(over="ignore"):  # row masses of weights near 1e308 may overflow: still > 0
-        L = check_weights(arr)  # a validated copy with a zero diagonal
-    L = np.ldexp(L, -np.frexp(L.max(axis=1))[1][:, None], out=L)
-    with np.errstate(divide="ignore"):
-        np.log(L, out=L)
-    np.fill_diagonal(L, -np.inf)
-    return L
+    return log_weights(arr).L
 
 
 def _kl_gap(log_w: np.ndarray, sims: _Similarities, tau: float) -> float:

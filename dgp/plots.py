@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from dgp.engine.tolerance import DEFAULT_RTOL
-from dgp.errors import InputError, check_choice, check_positive, check_weights, install_hint
+from dgp.errors import InputError, check_choice, check_positive, install_hint
 from dgp.infonce import SIMILARITIES
 
 __all__ = [
@@ -141,6 +141,9 @@ def c_family_grid(
     :math:`D(c)_{ij} = -2\tau(\ell_{ij} + c)`. A member is admissible when its smallest
     eigenvalue is at least ``-rtol`` times its spectral norm. For large ``N`` the grid is
     coarsened to about ``3e10 / N**3`` points (at least 25), so that a figure stays quick.
+    ``W`` is validated once (:func:`dgp.engine.target.log_weights`; a
+    :class:`~dgp.engine.target.LogWeights` is used as it is) and the grid is built from its
+    log-weights, so huge or tiny weights lose nothing.
 
     Returns
     -------
@@ -159,34 +162,47 @@ def c_family_grid(
     True
     """
     from dgp.classification import classify
-    from dgp.engine.scan import family_grid
     from dgp.engine.target import log_weights
-    from dgp.engine.tolerance import Tolerance
 
     tau = check_positive(tau, "tau")
     check_choice(similarity, SIMILARITIES, "similarity")
-    A = check_weights(W)
-    if A.shape[0] > MAX_PLOT_N:
-        raise InputError(f"N = {A.shape[0]} is above {MAX_PLOT_N}: too large to draw the family")
+    weights = log_weights(W)
+    if weights.n > MAX_PLOT_N:
+        raise InputError(f"N = {weights.n} is above {MAX_PLOT_N}: too large to draw the family")
+    num = _grid_size(num, weights.n)
+    res = classify(weights, similarity=similarity, tau=tau, dim=weights.n, rtol=rtol)
+    grid = _family_grid(weights, tau=tau, similarity=similarity, c_interval=res.c_interval,
+                        c_range=c_range, num=num, rtol=rtol)
+    grid["verdict_any_dim"] = res.verdict
+    return grid
+
+
+def _grid_size(num: object, n: int) -> int:
+    """The number of grid points: ``num``, coarsened for large ``N``."""
     num = int(num)
     if num < 2:
         raise InputError(f"num must be >= 2, got {num}")
-    num = min(num, max(25, int(_GRID_FLOPS / A.shape[0] ** 3)))
-    res = classify(A, similarity=similarity, tau=tau, dim=A.shape[0], rtol=rtol)
-    interval = res.c_interval
-    c_max = interval[1] if interval is not None else None
-    grid = family_grid(log_weights(A), tau=tau, similarity=similarity,
-                       tol=Tolerance.make(rtol, n=A.shape[0]), c_range=c_range, num=num,
+    return min(num, max(25, int(_GRID_FLOPS / n**3)))
+
+
+def _family_grid(weights: Any, *, tau: float, similarity: str, c_interval: Any,
+                 c_range: tuple[float, float] | None, num: int, rtol: float) -> dict[str, Any]:
+    """The grid of :func:`c_family_grid` from validated log-weights (consumed) and the
+    engine's interval (no classification here)."""
+    from dgp.engine.scan import family_grid
+    from dgp.engine.tolerance import Tolerance
+
+    c_max = c_interval[1] if c_interval is not None else None
+    grid = family_grid(weights, tau=tau, similarity=similarity,
+                       tol=Tolerance.make(rtol, n=weights.n), c_range=c_range, num=num,
                        c_max=c_max)
-    cs, lam, admissible = grid.c, grid.eigenvalues, grid.admissible
     return {
-        "c": cs,
-        "eigenvalues": lam,
-        "admissible": admissible,
-        "c_interval": interval,
+        "c": grid.c,
+        "eigenvalues": grid.eigenvalues,
+        "admissible": grid.admissible,
+        "c_interval": c_interval,
         "similarity": similarity,
         "tau": tau,
-        "verdict_any_dim": res.verdict,
     }
 
 
@@ -547,8 +563,9 @@ def c_family_spectrum(
 
     Parameters
     ----------
-    W : array_like, shape (N, N)
-        Positive weights satisfying the cycle condition (otherwise there is no family).
+    W : array_like, shape (N, N), or LogWeights
+        Positive weights satisfying the cycle condition (otherwise there is no family), or
+        their :class:`~dgp.engine.target.LogWeights` (validated once, not again).
     tau : float
         Temperature.
     similarity : {"cosine", "euclidean"}
@@ -568,8 +585,12 @@ def c_family_spectrum(
     -------
     matplotlib.figure.Figure
     """
-    n = check_weights(W).shape[0]
-    grid = c_family_grid(W, tau=tau, similarity=similarity, c_range=c_range, num=num, rtol=rtol)
+    from dgp.engine.target import log_weights
+
+    weights = log_weights(W)  # validated once: c_family_grid takes it as it is
+    grid = c_family_grid(weights, tau=tau, similarity=similarity, c_range=c_range, num=num,
+                         rtol=rtol)
+    n = weights.n
     if ax is None:
         fig = _figure(6.4, 3.9)
         ax = fig.add_subplot(1, 1, 1)
@@ -780,18 +801,18 @@ def _draw_embedding(fig, spec, Z: np.ndarray, *, rank: int, c: float, labels, un
     ax.set_title(head, fontsize=9)
 
 
-def _draw_weights(fig, ax, A: np.ndarray, cert: dict[str, Any]) -> None:
-    """The weight matrix when it has no target family: zero weights (which ask for
-    ``s = -inf``) in their own colour, the certificate's entry or cycle outlined."""
+def _draw_weights(fig, ax, weights: Any, cert: dict[str, Any]) -> None:
+    """The weight matrix when it has no target family, drawn from its log-weights (nothing
+    overflows or underflows): zero weights (which ask for ``s = -inf``) in their own colour,
+    the certificate's entry or cycle outlined."""
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch, Rectangle
 
-    n = A.shape[0]
-    off = ~np.eye(n, dtype=bool)
-    zero = off & (A == 0)
-    positive = off & (A > 0)
-    with np.errstate(divide="ignore"):
-        L = np.where(positive, np.log(np.where(positive, A, 1.0)), np.nan)
+    n = weights.n
+    zero = weights.zero_mask()
+    positive = ~zero
+    np.fill_diagonal(positive, False)
+    L = np.where(positive, weights.to_user_log_weights(weights.L), np.nan)
     values = L[positive]
     varies = values.size > 0 and float(np.ptp(values)) > 1e-12 * max(1.0, np.abs(values).max())
     handles = []
@@ -801,7 +822,9 @@ def _draw_weights(fig, ax, A: np.ndarray, cert: dict[str, Any]) -> None:
     else:  # one positive value: a colour bar would only show a meaningless ±0.1 range
         ax.imshow(np.where(positive, 1.0, np.nan), cmap=ListedColormap([_POSITIVE]))
         if values.size:
-            w = _num(float(np.exp(values[0])))
+            with np.errstate(over="ignore", under="ignore"):
+                w = float(np.exp(values[0]))
+            w = _num(w) if 0.0 < w < np.inf else f"$e^{{{_num(float(values[0]))}}}$"
             handles.append(Patch(facecolor=_POSITIVE, label=f"$w_{{ij}}$ = {w}"))
     zmask = np.where(zero, 1.0, np.nan)
     ax.imshow(zmask, cmap=ListedColormap([_ZERO]), interpolation="nearest")
@@ -845,10 +868,12 @@ def classification_figure(W: object, result: Any, *, labels: object | None = Non
 
     Parameters
     ----------
-    W : array_like, shape (N, N)
-        The weighting that was classified.
+    W : array_like, shape (N, N), or LogWeights
+        The weighting that was classified, or its :class:`~dgp.engine.target.LogWeights`
+        (``dgp classify --plot`` passes these: huge or tiny log-weights are drawn as they are).
     result : dgp.Classification
-        The verdict on ``W``.
+        The verdict on ``W``: the figure draws its interval, ranks and embedding (``W`` is not
+        classified again).
     labels : array_like, shape (N,), optional
         Class labels of the samples: the embedding is coloured by class, the classes named by
         their label values in sorted order.
@@ -857,22 +882,28 @@ def classification_figure(W: object, result: Any, *, labels: object | None = Non
     -------
     matplotlib.figure.Figure
     """
-    A = check_weights(W)
-    if A.shape[0] > MAX_PLOT_N:
+    from dgp.engine.target import log_weights
+
+    weights = log_weights(W)
+    n = weights.n
+    if n > MAX_PLOT_N:
         raise InputError(
-            f"--plot draws N x N matrices; N = {A.shape[0]} is above {MAX_PLOT_N} (drop --plot)"
+            f"--plot draws N x N matrices; N = {n} is above {MAX_PLOT_N} (drop --plot)"
         )
     colour = _VERDICT_COLOURS.get(result.verdict, "k")
     head = result.verdict + (f" (rank {result.rank})" if result.rank is not None else "")
-    off = ~np.eye(A.shape[0], dtype=bool)
     cert = result.to_dict()["certificate"]
     kind = cert["kind"]
-    has_family = bool((A[off] > 0).all()) and kind != "cycle"
+    if weights.pairs is not None:  # a sparse weighting with zero weights, drawn as a matrix
+        weights = weights.dense()
+    has_family = not weights.has_zeros and kind != "cycle"
     emb = getattr(result, "embedding", None)
     show_emb = has_family and emb is not None and result.rank is not None and result.rank >= 1
     if has_family:
-        rtol = result.tolerance["rtol"]
-        grid = c_family_grid(A, tau=result.tau, similarity=result.similarity, rtol=rtol)
+        # the family of the weights and the interval of the result: no second classification
+        grid = _family_grid(weights, tau=result.tau, similarity=result.similarity,
+                            c_interval=result.c_interval, c_range=None,
+                            num=_grid_size(241, n), rtol=result.tolerance["rtol"])
         ranks = cert.get("ranks") if isinstance(cert.get("ranks"), dict) else None
         interval = grid["c_interval"]
         strip = interval is not None and ranks is not None  # the rank of the targets vs d
@@ -885,7 +916,7 @@ def classification_figure(W: object, result: Any, *, labels: object | None = Non
         ax = fig.add_subplot(left[0, 0])
         fits = None if interval is None else result.verdict != "inconsistent"
         chosen = result.c if result.verdict == "realizable" else None
-        _draw_spectrum(ax, grid, n=A.shape[0], k=4, fits=fits, chosen=chosen)
+        _draw_spectrum(ax, grid, n=n, k=4, fits=fits, chosen=chosen)
         if strip:
             ax.set_xlabel("")
             ax.tick_params(labelbottom=False)
@@ -900,7 +931,7 @@ def classification_figure(W: object, result: Any, *, labels: object | None = Non
             )
     else:
         fig = _figure(6.4, 6.0)
-        _draw_weights(fig, fig.add_subplot(1, 1, 1), A, cert)
+        _draw_weights(fig, fig.add_subplot(1, 1, 1), weights, cert)
     width = fig.get_figwidth()
     fig.suptitle(_wrap(f"{head}: {result.reason}", int(12.5 * width)), fontsize=9, color=colour)
     return fig

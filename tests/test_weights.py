@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dgp.errors import check_weights
+from dgp.engine.target import check_weights
 from dgp.weights import (
     column_normalised_y_aware_weights,
     gaussian_kernel_weights,

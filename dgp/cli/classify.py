@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dgp.classification import METHODS, classify
+from dgp.classification import METHODS, classify, weighting
 from dgp.cli._output import FileArg, atomic_output, emit_json, save_array
 from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import InputError
@@ -115,10 +115,15 @@ def run(args: argparse.Namespace) -> int:
             data = load_edge_list(edges, directed=args.directed, name="--edges")
         else:
             data = load_weights(args.weights, name="WEIGHTS")
-            _note_long(data.shape[0], args)
+            if hasattr(data, "ndim") and not hasattr(data, "tocsr"):  # dense: one N^3 reduction
+                _note_long(data.shape[0], args)
         kwargs = {"log_weights": data} if args.log_weights else {"W": data}
-        res = classify(similarity=args.similarity or "cosine", tau=args.tau, dim=args.dim,
-                       rtol=args.rtol, method=args.method, floor=not args.no_floor, **kwargs)
+        similarity = args.similarity or "cosine"
+        if plot is not None:  # validated once, for the classification and the figure
+            data = weighting(**kwargs, similarity=similarity, floor=not args.no_floor)
+            kwargs = {"W": data}
+        res = classify(similarity=similarity, tau=args.tau, dim=args.dim, rtol=args.rtol,
+                       method=args.method, floor=not args.no_floor, **kwargs)
     else:
         if args.labels is None:
             raise InputError(f"--objective {args.objective} needs --labels LABELS")
@@ -133,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
         res = classify_objective(
             args.objective, data, tau=args.tau, dim=args.dim, sigma=args.sigma, eps=args.eps,
             label_tau=args.label_tau, similarity=args.similarity, rtol=args.rtol,
-            method=args.method, embed=want_embedding, floor=not args.no_floor,
+            method=args.method, embed=want_embedding or plot is not None,
+            floor=not args.no_floor,
         )
     if plot is not None:
         _plot(args, res, data, plot)
@@ -181,9 +187,9 @@ def _column(text: str | None) -> str | int | None:
 
 
 def _plot(args: argparse.Namespace, res, data, path: str) -> None:
-    """Save the figure of ``--plot FILE`` (the c family and, when realizable, the target)."""
-    import numpy as np
-
+    """Save the figure of ``--plot FILE`` (the c family and, when realizable, the target),
+    drawn from the result and the validated log-weights (no second classification)."""
+    from dgp.engine.target import log_weights
     from dgp.plots import MAX_PLOT_N, classification_figure
     from dgp.weights import objective_log_weights
 
@@ -191,17 +197,9 @@ def _plot(args: argparse.Namespace, res, data, path: str) -> None:
         raise InputError(f"--plot draws N x N matrices; N = {res.n} is above {MAX_PLOT_N} "
                          "(drop --plot)")
     if args.objective is None:
-        from dgp.engine.target import graph_weights, is_graph
-
-        if is_graph(data):
-            W = graph_weights(data).toarray()
-        else:
-            W = np.exp(data) if args.log_weights else data
+        weights = data  # the weighting classify was given
     else:
-        W = np.exp(objective_log_weights(args.objective, data, sigma=args.sigma, eps=args.eps,
-                                         label_tau=args.label_tau))
-    if res.embedding is None and res.verdict == "realizable":
-        res = classify(W, similarity=res.similarity, tau=res.tau, dim=res.dim,
-                       rtol=res.tolerance["rtol"])
+        weights = log_weights(log_weights=objective_log_weights(
+            args.objective, data, sigma=args.sigma, eps=args.eps, label_tau=args.label_tau))
     with atomic_output(path) as tmp:
-        classification_figure(W, res).savefig(tmp, dpi=100)
+        classification_figure(weights, res).savefig(tmp, dpi=100)

@@ -46,6 +46,7 @@ from dgp.engine.family import (
 )
 from dgp.engine.groups import GROUPED_MIN_K, classify_grouped
 from dgp.engine.rules import Context, Explanation
+from dgp.engine.target import Shift
 from dgp.engine.tolerance import Tolerance
 from dgp.result import Classification
 
@@ -628,7 +629,7 @@ def _complete_blocks(bw, used, comp, n_comp, first, n_zero, ctx) -> Classificati
         fam = euclidean_family(BlockEuclideanSpectrum(tgt, None), tau=ctx.tau, tol=tol)
         end = fam.hi
         ok = end.rank <= ctx.dim
-        entry.update(c_max=end.c - shift, rank=end.rank, ok=ok)
+        entry.update(c_max=Shift(shift).to_user_c(end.c), rank=end.rank, ok=ok)
         margins.extend(fam.margins)
         if not ok:
             failing = failing or (pos_b, f"needs dimension {end.rank} > dim = {ctx.dim}")

@@ -36,6 +36,7 @@ from dgp.engine.certificates import (
     ZeroWeightCertificate,
 )
 from dgp.engine.family import End, Family
+from dgp.engine.target import CanonicalShift
 from dgp.engine.tolerance import Margin, Tolerance
 from dgp.result import Classification, format_c
 
@@ -86,7 +87,7 @@ class Explanation:
 
 
 @dataclass(frozen=True)
-class Context:
+class Context(CanonicalShift):
     """Everything a verdict needs besides the family.
 
     Attributes
@@ -103,7 +104,8 @@ class Context:
     method : str
     entropic_bound : float or None
     shift : float
-        Canonical constant ``c`` minus the user's ``c`` (see :mod:`dgp.engine.target`).
+        Canonical constant ``c`` minus the user's ``c`` (see :mod:`dgp.engine.target`); its
+        inverse is :meth:`~dgp.engine.target.CanonicalShift.to_user_c`.
     objective : str or None
     warnings : tuple of str
     structure : dict or None
@@ -243,10 +245,6 @@ def _explained(ctx: Context, verdict: str, rank: int | None, reason: str) -> str
     return f"{reason} ({ex.summary})" if ex.summary else reason
 
 
-def _user_c(ctx: Context, c: float | None) -> float | None:
-    return None if c is None else float(c) - ctx.shift
-
-
 def _resolution(ctx: Context, fam: Family) -> float:
     """How close to zero a reported ``c`` is indistinguishable from zero."""
     atol = max((e.atol for e in fam.ends), default=fam.best_atol)
@@ -271,7 +269,7 @@ def verdict(fam: Family, ctx: Context) -> Classification:
 
 
 def _empty(fam: Family, ctx: Context, near: bool, common: dict) -> Classification:
-    c0 = _user_c(ctx, fam.best_c)
+    c0 = ctx.to_user_c(fam.best_c)
     reason = (
         "no constant c makes G(c) = tau (log w_ij + c) (unit diagonal) positive semidefinite: "
         f"the smallest eigenvalue of G(c) is at most {fam.best_value:.3g} < 0 (reached at c = "
@@ -292,7 +290,7 @@ def _empty(fam: Family, ctx: Context, near: bool, common: dict) -> Classificatio
             statement=NearestTargetCertificate.TEXT,
             solver_status=str(near_t.get("solver_status", "")),
             distance=float(near_t.get("distance", float("nan"))),
-            c_nearest=float(_user_c(ctx, near_t.get("c_nearest", float("nan")))),
+            c_nearest=float(ctx.to_user_c(near_t.get("c_nearest", float("nan")))),
             nearest_target=near_t.get("nearest_target"), **common,
         )
     return _decided(ctx, "inconsistent", reason,
@@ -309,11 +307,11 @@ def _spectrum_cert(fam: Family, ctx: Context, common: dict) -> SpectrumCertifica
             "least one at each end, then the next one), so each end's rank is N minus that "
             "count; strictly inside, every member has rank N"
         ),
-        c_interval=(_user_c(ctx, lo.c), _user_c(ctx, hi.c)),
+        c_interval=(ctx.to_user_c(lo.c), ctx.to_user_c(hi.c)),
         ranks={"lo": lo.rank, "hi": hi.rank, "interior": fam.interior_rank},
         zeros={"lo": lo.zeros, "hi": hi.zeros},
         eigenvalues_lo=lo.low, eigenvalues_hi=hi.low, atol_lo=lo.atol, atol_hi=hi.atol,
-        max_min_eigenvalue=fam.best_value, c_at_max=_user_c(ctx, fam.best_c),
+        max_min_eigenvalue=fam.best_value, c_at_max=ctx.to_user_c(fam.best_c),
         prototypes=fam.prototypes, **common,
     )
 
@@ -327,10 +325,10 @@ def _embedding(fam: Family, ctx: Context, end: End) -> np.ndarray | None:
 def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> Classification:
     d, n = ctx.dim, ctx.n
     cert = _spectrum_cert(fam, ctx, common)
-    fc = lambda c: format_c(_user_c(ctx, c), res)  # noqa: E731
+    fc = lambda c: format_c(ctx.to_user_c(c), res)  # noqa: E731
     if fam.status == "point":
         end = fam.hi
-        c0 = _user_c(ctx, end.c)
+        c0 = ctx.to_user_c(end.c)
         if end.rank <= d:
             reason = (f"only c = {fc(end.c)} makes G(c) PSD; its target has rank {end.rank} <= "
                       f"dim = {d}, unique up to rotation")
@@ -344,7 +342,7 @@ def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> 
                       certificate=cert, c_interval=(c0, c0), min_dim=max(1, end.rank),
                       near=near, c_resolution=res)
     lo, hi = fam.lo, fam.hi
-    interval = (_user_c(ctx, lo.c), _user_c(ctx, hi.c))
+    interval = (ctx.to_user_c(lo.c), ctx.to_user_c(hi.c))
     span = f"[{fc(lo.c)}, {fc(hi.c)}]"
     min_dim = max(1, min(lo.rank, hi.rank))
     if n <= d:
@@ -366,7 +364,7 @@ def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> 
         reason = (f"the end point c = {fc(end.c)} of {span} gives the only optimal target in "
                   f"dim = {d}: rank {end.rank} (the other end needs {other.rank}, the interior "
                   f"{n}), unique up to rotation")
-        c0 = _user_c(ctx, end.c)
+        c0 = ctx.to_user_c(end.c)
         return _decided(ctx, "realizable", reason,
                       certificate=cert, rank=end.rank, c_interval=interval, c=c0,
                       min_dim=min_dim, near=near, embedding=_embedding(fam, ctx, end),
@@ -381,7 +379,7 @@ def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> 
 def _euclidean(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> Classification:
     d, n = ctx.dim, ctx.n
     end = fam.hi
-    c_max = _user_c(ctx, end.c)
+    c_max = ctx.to_user_c(end.c)
     cert = SchoenbergCertificate(
         statement=(
             "D(c)_ij = -2 tau (log w_ij + c) is a Euclidean distance matrix exactly for "
@@ -526,7 +524,7 @@ def zero_obstructed(ctx: Context, *, component: Any, n_zero: int) -> Classificat
     detail = {k: v for k, v in info.items()
               if k not in ("members", "obstruction", "vertices", "reason", "X0", "Y")}
     if "c_max" in detail:
-        detail["c_max"] = float(detail["c_max"]) - ctx.shift
+        detail["c_max"] = ctx.to_user_c(detail["c_max"])
     near = any(m.near for m in component.margins)
     vs = tuple(int(v) for v in component.vertices)
     shown = ", ".join(str(v) for v in vs[:8]) + (", ..." if len(vs) > 8 else "")
@@ -580,7 +578,7 @@ def zero_approached(
         e = dict(c.info)
         for key in ("c_max", "c"):
             if key in e:
-                e[key] = float(e[key]) - ctx.shift
+                e[key] = ctx.to_user_c(e[key])
         e["family"] = "X0 / t + t Y" if c.kind == "scaled" else "X0 (fixed)"
         entries.append(e)
         margins.extend(c.margins)

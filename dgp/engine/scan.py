@@ -59,13 +59,13 @@ def _matrices(weights: LogWeights, tau: float, similarity: str, tol: Tolerance):
     ell = tgt.ell
     n = ell.shape[0]
     off = ~np.eye(n, dtype=bool)
-    rng = (float(ell[off].min()) - weights.shift, float(ell[off].max()) - weights.shift)
+    rng = (weights.to_user_c(ell[off].min()), weights.to_user_c(ell[off].max()))
     if similarity == "cosine":
         B = tau * ell
         np.fill_diagonal(B, 1.0)
-        return B, tau * off.astype(float), rng, weights.shift
+        return B, tau * off.astype(float), rng
     V = np.linalg.qr(np.c_[np.ones(n), np.eye(n)[:, : n - 1]])[0][:, 1:]
-    return tau * (V.T @ ell @ V), -tau * np.eye(n - 1), rng, weights.shift
+    return tau * (V.T @ ell @ V), -tau * np.eye(n - 1), rng
 
 
 def default_c_range(ell_range: tuple[float, float], tau: float, similarity: str,
@@ -101,12 +101,12 @@ def family_grid(
         If the weighting has zero weights or breaks the cycle condition (no family), or
         ``c_range`` is not two finite numbers ``lo < hi``.
     """
-    B, E, rng, shift = _matrices(weights, tau, similarity, tol)
+    B, E, rng = _matrices(weights, tau, similarity, tol)
     lo, hi = c_range if c_range is not None else default_c_range(rng, tau, similarity, c_max)
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ParameterError("c_range", f"must be two finite numbers lo < hi, got {(lo, hi)}")
     cs = np.linspace(float(lo), float(hi), int(num))
-    lam = np.array([np.linalg.eigvalsh(B + (c + shift) * E) for c in cs])
+    lam = np.array([np.linalg.eigvalsh(B + weights.to_canonical_c(c) * E) for c in cs])
     scale = np.maximum(np.abs(lam).max(axis=1), 1.0)
     admissible = lam[:, 0] >= -np.array([tol.atol(s) for s in scale])
     return FamilyGrid(cs, lam, admissible, similarity, tau, rng)

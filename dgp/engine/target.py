@@ -1,12 +1,15 @@
 r"""Canonical log-weights, the cycle condition and the symmetric log-target.
 
-A weighting enters the engine once, as :class:`LogWeights`: the matrix
+A weighting enters dgp once, through :func:`log_weights` (the one validator of dense arrays,
+``scipy.sparse`` matrices, networkx graphs and log-weights), as :class:`LogWeights`: the matrix
 :math:`L_{ij} = \log w_{ij} - \log w_{\max}` off the diagonal (:math:`-\infty` at zero weights
 and on the ignored diagonal), computed from the mantissa and exponent of each weight
 (:func:`numpy.frexp`), so that nothing underflows or overflows and :math:`W` and
 :math:`\alpha W` give the same matrix up to rounding of the last bit, for every
-:math:`\alpha > 0`. The shift :math:`\log w_{\max}` is kept: a constant ``c`` of the canonical
-target is ``c - shift`` in the user's convention :math:`s^*_{ij} = \log w_{ij} + c`.
+:math:`\alpha > 0`; a sparse weighting with zero weights keeps only its positive pairs
+(:class:`Pairs`), never an ``N x N`` array. The shift :math:`\log w_{\max}` is recorded once:
+a constant ``c`` of the canonical target is ``c - shift`` in the user's convention
+:math:`s^*_{ij} = \log w_{ij} + c` (:meth:`CanonicalShift.to_user_c`, the one inverse).
 
 Gibbs' inequality gives :math:`L(Z) \ge \sum_i H(p_i)` with equality iff
 :math:`s_{ij} = \log w_{ij} + c_i` for all :math:`j \ne i`. Since :math:`s` is symmetric this
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,9 +35,13 @@ from dgp.errors import DgpWarning, InputError, ParameterError, ParameterTypeErro
 from dgp.resources import check_memory
 
 __all__ = [
+    "CanonicalShift",
     "LogTarget",
     "LogWeights",
+    "Pairs",
+    "Shift",
     "canonical",
+    "check_weights",
     "entropic_bound",
     "graph_weights",
     "is_graph",
@@ -44,6 +51,7 @@ __all__ = [
     "row_blocks",
     "row_entropies",
     "row_log_distribution",
+    "sparse_log_weights",
     "target_edm",
     "target_gram",
 ]
@@ -60,17 +68,76 @@ def row_blocks(n: int, width: int | None = None):
         yield slice(s, min(n, s + step))
 
 
+class CanonicalShift:
+    r"""The inverse of the canonical shift, for whatever records ``shift``.
+
+    Canonical log-weights are :math:`L_{ij} = \log w_{ij} - \mathrm{shift}` (``shift`` the
+    largest log-weight), so the target :math:`s_{ij} = L_{ij} + c` of a canonical constant ``c``
+    is :math:`\log w_{ij} + (c - \mathrm{shift})`: every conversion between the two conventions
+    goes through these methods (defined here only).
+    """
+
+    __slots__ = ()
+    shift: float
+
+    def to_user_c(self, c: float | None) -> float | None:
+        r"""A constant of the canonical target in the user's convention :math:`s^* = \log w + c`
+        (``c - shift``); ``None`` stays ``None``."""
+        return None if c is None else float(c) - self.shift
+
+    def to_canonical_c(self, c: float) -> float:
+        """The user's constant ``c`` in the canonical convention (``c + shift``)."""
+        return float(c) + self.shift
+
+    def to_user_log_weights(self, L: np.ndarray) -> np.ndarray:
+        r"""The user's log-weights :math:`\log w_{ij}` from canonical ones (a new array)."""
+        return L + self.shift
+
+
+@dataclass(frozen=True)
+class Shift(CanonicalShift):
+    """A canonical shift on its own (a sub-problem's, whose constants are reported)."""
+
+    shift: float
+
+
 @dataclass(frozen=True, eq=False)
-class LogWeights:
-    """A validated weighting as canonical log-weights.
+class Pairs:
+    r"""The positive weights of a sparse weighting, off the diagonal, in row-major order.
 
     Attributes
     ----------
-    L : ndarray, shape (N, N)
-        :math:`\\log w_{ij} - \\mathrm{shift}` off the diagonal, :math:`-\\infty` at zero weights
-        and on the diagonal. Owned by the engine, which may overwrite it while it classifies.
+    n : int
+        Number of samples.
+    rows : ndarray of int64
+        The rows ``i`` of the pairs ``(i, j)`` with :math:`w_{ij} > 0`, sorted by row then
+        column, no duplicates.
+    cols : ndarray of int64
+        Their columns ``j``.
+    logw : ndarray
+        Their canonical log-weights :math:`\log w_{ij} - \mathrm{shift}` (the largest is 0).
+    """
+
+    n: int
+    rows: np.ndarray
+    cols: np.ndarray
+    logw: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class LogWeights(CanonicalShift):
+    r"""A validated weighting as canonical log-weights: what :func:`log_weights` makes from any
+    accepted input, and what every caller (classification, metrics, plots, the CLI) receives.
+
+    Attributes
+    ----------
+    L : ndarray, shape (N, N), or None
+        :math:`\log w_{ij} - \mathrm{shift}` off the diagonal, :math:`-\infty` at zero weights
+        and on the diagonal. Owned by the engine, which may overwrite it while it classifies
+        (:meth:`copy` first to keep it). ``None`` when the weighting is kept as its ``pairs``.
     shift : float
-        :math:`\\log w_{\\max}` (the largest log-weight off the diagonal).
+        :math:`\log w_{\max}` (the largest log-weight off the diagonal); its inverse is
+        :meth:`~CanonicalShift.to_user_c`.
     symmetric : bool
         Whether :math:`w_{ij} = w_{ji}` for all pairs.
     n_zero : int
@@ -81,25 +148,60 @@ class LogWeights:
         Unit roundoff of the input (float32 input carries fewer digits).
     warnings : tuple of str
         What looked suspicious in the input (also issued as :class:`dgp.errors.DgpWarning`).
+    pairs : Pairs or None
+        The positive pairs of a sparse weighting with zero weights, kept without an ``N x N``
+        array (``L`` is then ``None``); ``None`` for the dense form.
     """
 
-    L: np.ndarray
+    L: np.ndarray | None
     shift: float
     symmetric: bool
     n_zero: int
     first_zero: tuple[int, int] | None
     unit_roundoff: float
     warnings: tuple[str, ...] = ()
+    pairs: Pairs | None = None
 
     @property
     def n(self) -> int:
         """Number of samples."""
-        return int(self.L.shape[0])
+        return int(self.L.shape[0]) if self.L is not None else self.pairs.n
 
     @property
     def has_zeros(self) -> bool:
         """Whether some weight off the diagonal is zero."""
         return self.n_zero > 0
+
+    def zero_mask(self) -> np.ndarray:
+        """The zero weights off the diagonal, as an ``N x N`` boolean array (dense form).
+
+        Raises
+        ------
+        InputError
+            For the sparse form (its zeros are the pairs it does not hold).
+        """
+        if self.L is None:
+            raise InputError("a sparse weighting holds its positive pairs, not an N x N mask "
+                             "of its zero weights")
+        mask = self.L == -np.inf
+        np.fill_diagonal(mask, False)
+        return mask
+
+    def dense(self) -> LogWeights:
+        """The dense form: a :meth:`copy` of a dense one, the ``N x N`` matrix of a sparse one
+        (``-inf`` where it holds no pair)."""
+        if self.pairs is None:
+            return self.copy()
+        p = self.pairs
+        check_memory(8.0 * p.n * p.n, what=f"the {p.n} x {p.n} log-weights",
+                     hint="keep the weighting sparse (a structured objective, or fewer samples)")
+        L = np.full((p.n, p.n), -np.inf)
+        L[p.rows, p.cols] = p.logw
+        return replace(self, L=L, pairs=None)
+
+    def copy(self) -> LogWeights:
+        """A copy whose ``L`` the engine may consume while this one stays as it is."""
+        return replace(self, L=None if self.L is None else self.L.copy())
 
 
 def is_graph(M: object) -> bool:
@@ -197,15 +299,20 @@ def _first_bad(mask: np.ndarray, offset: int) -> tuple[int, int]:
     return i + offset, j
 
 
-def log_weights(W: object = None, *, log_weights: object = None, name: str = "W") -> LogWeights:
-    r"""Validate a weighting (weights, or log-weights) and canonicalise it.
+def log_weights(W: object = None, *, log_weights: object = None, name: str = "W",
+                sparse_above: int | None = None) -> LogWeights:
+    r"""Validate a weighting (weights, or log-weights) and canonicalise it: the one validator.
 
     Exactly one of ``W`` (weights :math:`w_{ij} \ge 0`) and ``log_weights``
     (:math:`\log w_{ij}`, :math:`-\infty` for a zero weight) must be given. The diagonal is
     ignored, whatever it holds. Every row needs a positive weight (a finite log-weight) off the
     diagonal. Accepts numpy arrays of any real dtype, ``scipy.sparse`` matrices (missing
-    entries are zero weights) and networkx graphs (:func:`graph_weights`: edge attribute
-    ``weight``, missing edges are zero weights, a ``DiGraph`` is an asymmetric weighting).
+    entries are zero weights), networkx graphs (:func:`graph_weights`: edge attribute
+    ``weight``, missing edges are zero weights, a ``DiGraph`` is an asymmetric weighting) and
+    :class:`LogWeights` already made here (returned as a :meth:`~LogWeights.copy`, not
+    validated again). A sparse matrix or graph with zero weights and more than ``sparse_above``
+    samples is kept as its positive pairs (:func:`sparse_log_weights`, no ``N x N`` array); by
+    default (``None``) every weighting is dense.
     Warns (:class:`dgp.errors.DgpWarning`) when zeros sit beside weights near the smallest
     positive float (underflowed kernel values, pass log-weights instead) and for float32 input
     (its tolerances are those of float32).
@@ -228,8 +335,15 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
             name, "or log_weights: give exactly one (the weights, or their logarithms)"
         )
     is_log = log_weights is not None
+    given = log_weights if is_log else W
+    if isinstance(given, LogWeights):
+        return given.copy()
+    if not is_log and sparse_above is not None and _size(W) > sparse_above:
+        kept = sparse_log_weights(W, name)
+        if kept is not None:
+            return kept
     label = "log_weights" if is_log else name
-    src, u = _as_matrix(log_weights if is_log else W, label)
+    src, u = _as_matrix(given, label)
     n = src.shape[0]
     notes: list[str] = []
     if src.dtype.kind == "f" and src.dtype.itemsize < 8:
@@ -331,6 +445,128 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     for note in notes:
         warnings.warn(note, DgpWarning, stacklevel=3)
     return LogWeights(L, float(shift), symmetric, n_zero, first_zero, u, tuple(notes))
+
+
+def _size(W: object) -> int:
+    """The number of samples of a sparse matrix or graph (0 when ``W`` is neither)."""
+    if is_graph(W):
+        return int(W.number_of_nodes())
+    import scipy.sparse as sp
+
+    return int(W.shape[0]) if sp.issparse(W) and len(W.shape) == 2 else 0
+
+
+def sparse_log_weights(W: object, name: str = "W") -> LogWeights | None:
+    r"""The sparse branch of :func:`log_weights`: a ``scipy.sparse`` matrix or networkx graph,
+    validated and canonicalised without an ``N x N`` array.
+
+    Returns the :class:`LogWeights` with its positive :class:`Pairs` (``L`` is ``None``) when
+    ``W`` has zero weights off the diagonal; ``None`` when ``W`` is not sparse or has no zero
+    weight (:func:`log_weights` then builds the dense form).
+    The checks are those of the dense form (missing and explicit zeros are zero weights, the
+    diagonal is ignored, logarithms from mantissa and exponent), the bad entry the first in
+    row-major order.
+
+    Raises
+    ------
+    ParameterError
+        If the matrix is not square with at least 2 rows, an entry off the diagonal is not
+        finite or is negative, or a row has no positive weight off the diagonal.
+    """
+    import scipy.sparse as sp
+
+    if is_graph(W):
+        W = graph_weights(W, name)
+    if not sp.issparse(W):
+        return None
+    shape = W.shape
+    if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 2:
+        raise ParameterError(name, f"must be a square N x N matrix with N >= 2, got shape "
+                             f"{shape}")
+    coo = sp.coo_matrix(W)
+    if coo.dtype.kind not in "biuf":
+        raise ParameterTypeError(name, f"must hold real numbers, got dtype {coo.dtype}")
+    n = int(shape[0])
+    r, c = coo.row.astype(np.int64), coo.col.astype(np.int64)
+    v = coo.data.astype(np.float64)
+    off = r != c
+    r, c, v = r[off], c[off], v[off]
+
+    def first(bad: np.ndarray) -> int:  # the first bad entry in row-major order
+        k = np.flatnonzero(bad)
+        return int(k[np.argmin(r[k] * n + c[k])])
+
+    bad = ~np.isfinite(v)
+    if bad.any():
+        k = first(bad)
+        raise ParameterError(name, f"[{r[k]}, {c[k]}] is {v[k]}; all weights must be finite")
+    if (v < 0).any():
+        k = first(v < 0)
+        raise ParameterError(name, f"[{r[k]}, {c[k]}] = {v[k]:g} is negative; weights must be "
+                             ">= 0")
+    pos = v > 0
+    r, c, v = r[pos], c[pos], v[pos]
+    key = r * n + c
+    if np.unique(key).size != key.size:  # duplicate entries of a COO matrix add up
+        csr = sp.csr_matrix((v, (r, c)), shape=(n, n))
+        csr.sum_duplicates()
+        coo2 = csr.tocoo()
+        r, c, v = coo2.row.astype(np.int64), coo2.col.astype(np.int64), coo2.data
+    counts = np.bincount(r, minlength=n)
+    if (counts == 0).any():
+        i = int(np.flatnonzero(counts == 0)[0])
+        raise ParameterError(name, f"row {i} has no positive weight off the diagonal; every "
+                             "anchor needs at least one positive weight")
+    notes: list[str] = []
+    u = float(np.finfo(float).eps)
+    if coo.dtype.kind == "f" and coo.dtype.itemsize < 8:
+        u = float(np.finfo(coo.dtype).eps)
+        notes.append(f"{name} is {coo.dtype}: its tolerances are those of {coo.dtype} (unit "
+                     f"roundoff {u:.2g})")
+    if r.size == n * (n - 1):  # no zero weight: the dense form decides it
+        return None
+    top = float(v.max())
+    m_max, e_max = np.frexp(np.float64(top))
+    m, e = np.frexp(v)
+    logw = np.log(m) - math.log(float(m_max)) + (e - int(e_max)) * math.log(2.0)
+    shift = math.log(float(m_max)) + int(e_max) * math.log(2.0)
+    order = np.lexsort((c, r))
+    r, c, logw = r[order], c[order], logw[order]
+    key = r * n + c
+    n_zero = n * (n - 1) - int(r.size)
+    first_zero = (0, 0)
+    for i in range(n):  # the first row with a zero, then its first zero column
+        lo, hi = np.searchsorted(key, [i * n, (i + 1) * n])
+        if hi - lo < n - 1:
+            present = set(c[lo:hi].tolist()) | {i}
+            first_zero = (i, next(j for j in range(n) if j not in present))
+            break
+    back = np.lexsort((r, c))  # the transposed pairs in row-major order
+    symmetric = bool(np.array_equal(key, c[back] * n + r[back])
+                     and np.array_equal(logw, logw[back]))
+    for note in notes:
+        warnings.warn(note, DgpWarning, stacklevel=3)
+    return LogWeights(None, float(shift), symmetric, n_zero, first_zero, u, tuple(notes),
+                      Pairs(n, r, c, logw))
+
+
+def check_weights(W: object, name: str = "W") -> np.ndarray:
+    """Return ``W`` as a validated float ``N x N`` weight matrix (a copy, zero diagonal), for
+    the callers that need the weights themselves rather than their :class:`LogWeights`.
+
+    The validation is that of :func:`log_weights` (one place decides what a weighting is): off
+    the diagonal the weights must be finite and non-negative, and every row needs positive
+    mass; the diagonal is ignored.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`log_weights`.
+    """
+    log_weights(W, name=name)
+    arr = np.array(W.toarray() if hasattr(W, "toarray") else W, dtype=float, copy=True)
+    np.fill_diagonal(arr, 0.0)
+    return arr
 
 
 def canonical(L: np.ndarray) -> LogWeights:
@@ -543,7 +779,7 @@ def _user_target(W: object, log_w: object, tau: object) -> tuple[np.ndarray, flo
     if not tgt.consistent:
         raise ParameterError("W", f"breaks the cycle condition around {tgt.cycle} (log-ratio "
                              f"{tgt.cycle_log_ratio:.3g}); no symmetric target exists")
-    return tgt.ell + lw.shift, tau
+    return lw.to_user_log_weights(tgt.ell), tau
 
 
 def target_gram(W: object = None, *, log_weights: object = None, tau: float,

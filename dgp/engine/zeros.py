@@ -65,7 +65,13 @@ from dgp.engine import rules
 from dgp.engine.dense import DenseEuclideanSpectrum
 from dgp.engine.family import euclidean_family
 from dgp.engine.rules import Context
-from dgp.engine.target import LogWeights, canonical, log_target, row_blocks
+from dgp.engine.target import (
+    LogWeights,
+    canonical,
+    log_target,
+    row_blocks,
+    sparse_log_weights,
+)
 from dgp.engine.tolerance import NEAR, Margin, Tolerance
 from dgp.result import Classification
 
@@ -591,7 +597,7 @@ def _clique(pattern, members, sel, *, dim, tau, tol, base,
     tgt = log_target(sub, stol)
     fam = euclidean_family(DenseEuclideanSpectrum(tgt), tau=tau, tol=stol)
     end = fam.hi
-    info = dict(base, c_max=end.c - sub.shift, rank=end.rank)
+    info = dict(base, c_max=sub.to_user_c(end.c), rank=end.rank)
     if end.rank > dim:
         info.update(reason=f"a complete block: its targets D(c), c <= c_max, have rank at least "
                     f"{end.rank} > dim = {dim}")
@@ -599,7 +605,7 @@ def _clique(pattern, members, sel, *, dim, tau, tol, base,
                                  margins=tuple(fam.margins), vertices=tuple(members.tolist()))
     if opened:
         X = fam.embed(end.c - 1.0, n_c - 1)
-        info.update(c=end.c - 1.0 - sub.shift, rank=n_c - 1)
+        info.update(c=sub.to_user_c(end.c - 1.0), rank=n_c - 1)
     else:
         X = fam.embed(end.c, end.rank) if end.rank else np.zeros((n_c, 0))
     X0 = np.zeros((n_c, dim))
@@ -1273,7 +1279,7 @@ def classify_pattern(pattern: ZeroPattern, ctx: Context, *, seed: int = 0) -> Cl
                                       n_zero=pattern.n_zero)
     comps = dec.components
     if dec.kind == "blocks":
-        blocks = tuple({"members": c.info["members"], "c_max": c.info["c_max"] - ctx.shift,
+        blocks = tuple({"members": c.info["members"], "c_max": ctx.to_user_c(c.info["c_max"]),
                         "rank": c.info["rank"], "ok": True} for c in comps)
         margins = tuple(m for c in comps for m in c.margins)
         return rules.blocks_verdict(ctx, n_blocks=len(comps), failing=None, blocks=blocks,
@@ -1335,7 +1341,7 @@ def _blocks_failure(pattern, comps, ctx) -> Classification:
             c = _clique(pattern, idx, sel, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol,
                         base={"members": idx.tolist()})
         ok = c.kind == "fixed"
-        blocks.append({"members": idx.tolist(), "c_max": c.info["c_max"] - ctx.shift,
+        blocks.append({"members": idx.tolist(), "c_max": ctx.to_user_c(c.info["c_max"]),
                        "rank": c.info["rank"], "ok": ok})
         margins.extend(c.margins)
         if not ok and failing is None:
@@ -1359,14 +1365,13 @@ def classify_zeros(weights: LogWeights, ctx: Context) -> Classification:
 
 def sparse_pattern(W: object, name: str = "W") -> tuple[ZeroPattern, float, float,
                                                          tuple[str, ...]] | None:
-    r"""A sparse weighting (``scipy.sparse`` or a networkx graph) with zero weights, validated
-    and canonicalised without an ``N x N`` array: ``(pattern, entropic bound, shift,
-    warnings)``; ``None`` when ``W`` is not sparse or has no zero weight off the diagonal (the
-    dense path then decides it).
+    r"""A sparse weighting (``scipy.sparse``, a networkx graph, or :class:`LogWeights` kept as
+    its pairs) with zero weights, without an ``N x N`` array: ``(pattern, entropic bound,
+    shift, warnings)``; ``None`` when ``W`` is not sparse or has no zero weight off the diagonal
+    (the dense path then decides it).
 
-    The checks and the canonical log-weights are those of
-    :func:`dgp.engine.target.log_weights` (missing and explicit zeros are zero weights, the
-    diagonal is ignored, logarithms from mantissa and exponent).
+    The validation is :func:`dgp.engine.target.sparse_log_weights` (the sparse branch of the one
+    validator, :func:`dgp.engine.target.log_weights`).
 
     Raises
     ------
@@ -1374,61 +1379,13 @@ def sparse_pattern(W: object, name: str = "W") -> tuple[ZeroPattern, float, floa
         If the matrix is not square with at least 2 rows, an entry off the diagonal is not
         finite or is negative, or a row has no positive weight off the diagonal.
     """
-    from dgp.engine.target import graph_weights, is_graph
-    from dgp.errors import ParameterError, ParameterTypeError
-
-    if is_graph(W):
-        W = graph_weights(W, name)
-    if not sp.issparse(W):
+    weights = W if isinstance(W, LogWeights) else sparse_log_weights(W, name)
+    if weights is None or weights.pairs is None:
         return None
-    shape = W.shape
-    if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 2:
-        raise ParameterError(name, f"must be a square N x N matrix with N >= 2, got shape "
-                             f"{shape}")
-    coo = sp.coo_matrix(W)
-    if coo.dtype.kind not in "biuf":
-        raise ParameterTypeError(name, f"must hold real numbers, got dtype {coo.dtype}")
-    n = int(shape[0])
-    r, c = coo.row.astype(np.int64), coo.col.astype(np.int64)
-    v = coo.data.astype(np.float64)
-    off = r != c
-    r, c, v = r[off], c[off], v[off]
-    bad = ~np.isfinite(v)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise ParameterError(name, f"[{r[k]}, {c[k]}] is {v[k]}; all weights must be finite")
-    if (v < 0).any():
-        k = int(np.flatnonzero(v < 0)[0])
-        raise ParameterError(name, f"[{r[k]}, {c[k]}] = {v[k]:g} is negative; weights must be "
-                             ">= 0")
-    pos = v > 0
-    r, c, v = r[pos], c[pos], v[pos]
-    key = r * n + c
-    if np.unique(key).size != key.size:  # duplicate entries of a COO matrix add up
-        csr = sp.csr_matrix((v, (r, c)), shape=(n, n))
-        csr.sum_duplicates()
-        coo2 = csr.tocoo()
-        r, c, v = coo2.row.astype(np.int64), coo2.col.astype(np.int64), coo2.data
-    counts = np.bincount(r, minlength=n)
-    if (counts == 0).any():
-        i = int(np.flatnonzero(counts == 0)[0])
-        raise ParameterError(name, f"row {i} has no positive weight off the diagonal; every "
-                             "anchor needs at least one positive weight")
-    if r.size == n * (n - 1):
-        return None
-    notes: list[str] = []
-    u = float(np.finfo(float).eps)
-    if coo.dtype.kind == "f" and coo.dtype.itemsize < 8:
-        u = float(np.finfo(coo.dtype).eps)
-        notes.append(f"{name} is {coo.dtype}: its tolerances are those of {coo.dtype} (unit "
-                     f"roundoff {u:.2g})")
-    top = float(v.max())
-    m_max, e_max = np.frexp(np.float64(top))
-    m, e = np.frexp(v)
-    logw = np.log(m) - math.log(float(m_max)) + (e - int(e_max)) * math.log(2.0)
-    shift = math.log(float(m_max)) + int(e_max) * math.log(2.0)
-    pattern = ZeroPattern.from_pairs(n, r, c, logw, unit_roundoff=u)
-    return pattern, _pattern_bound(pattern), shift, tuple(notes)
+    p = weights.pairs
+    pattern = ZeroPattern.from_pairs(p.n, p.rows, p.cols, p.logw,
+                                     unit_roundoff=weights.unit_roundoff)
+    return pattern, _pattern_bound(pattern), weights.shift, weights.warnings
 
 
 def _pattern_bound(pattern: ZeroPattern) -> float:
@@ -1447,21 +1404,15 @@ def classify_sparse(W: object, *, similarity: str, tau: float, dim: int, tol_rto
     """Classify a sparse weighting with zero weights on its graph (no ``N x N`` array);
     ``None`` when it is not one (see :func:`sparse_pattern`) or has at most ``dense_up_to``
     samples (the dense path then decides it, with what it adds for small N)."""
-    import warnings
-
-    from dgp.errors import DgpWarning
-
     shape = getattr(W, "shape", None)
     if shape is not None and len(shape) == 2 and shape[0] <= dense_up_to:
         return None
     if hasattr(W, "number_of_nodes") and W.number_of_nodes() <= dense_up_to:
         return None
-    found = sparse_pattern(W)
+    found = sparse_pattern(W)  # its validation warns about what looks suspicious
     if found is None:
         return None
     pattern, bound, shift, notes = found
-    for note in notes:
-        warnings.warn(note, DgpWarning, stacklevel=3)
     tol = Tolerance.make(tol_rtol, n=pattern.n, unit_roundoff=pattern.unit_roundoff)
     ctx = Context(similarity=similarity, tau=tau, dim=dim, n=pattern.n, tol=tol,
                   method=method, entropic_bound=bound, shift=shift, warnings=notes)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp._linalg import simplex_gram
+from dgp.engine.target import check_weights
 from dgp.errors import (
     ParameterError,
     SolverError,
@@ -36,7 +37,6 @@ from dgp.errors import (
     check_positive,
     check_sizes,
     check_unit_interval,
-    check_weights,
 )
 from dgp.optimum._batch import batch_prediction
 from dgp.optimum._rank import rank_d_solve, spectral_start, truncate
@@ -271,7 +271,7 @@ def optimum(
     Parameters
     ----------
     W : array_like, shape (N, N)
-        Weights, validated as :func:`dgp.errors.check_weights` (diagonal ignored).
+        Weights, validated as :func:`dgp.engine.target.check_weights` (diagonal ignored).
     tau : float
         Temperature ``> 0``.
     dim : int, optional

@@ -176,7 +176,7 @@ def symmetric_part(W: np.ndarray) -> np.ndarray:
     Raises
     ------
     ValueError
-        As :func:`dgp.errors.check_weights`.
+        As :func:`dgp.engine.target.check_weights`.
     """
     from dgp.weights import row_distribution
 
