@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from dgp.engine.tolerance import DEFAULT_RTOL
+from dgp.tolerance import DEFAULT_RTOL
 from dgp.errors import InputError, check_choice, check_positive, check_weights, install_hint
 from dgp.infonce import SIMILARITIES
 
@@ -161,7 +161,7 @@ def c_family_grid(
     from dgp.classification import classify
     from dgp.engine.scan import family_grid
     from dgp.engine.target import log_weights
-    from dgp.engine.tolerance import Tolerance
+    from dgp.tolerance import Tolerance
 
     tau = check_positive(tau, "tau")
     check_choice(similarity, SIMILARITIES, "similarity")

@@ -7,7 +7,7 @@ import sys
 
 from dgp.classification import METHODS, classify
 from dgp.cli._output import array_path, emit_json, plot_path, save_array
-from dgp.engine.tolerance import DEFAULT_RTOL
+from dgp.tolerance import DEFAULT_RTOL
 from dgp.errors import InputError
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_edge_list, load_labels, load_weights

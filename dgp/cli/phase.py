@@ -13,7 +13,7 @@ import numpy as np
 
 from dgp.cli._output import array_path, emit_json, plot_path
 from dgp.design import GRID_PARAMETERS, PROFILES, phase
-from dgp.engine.tolerance import DEFAULT_RTOL
+from dgp.tolerance import DEFAULT_RTOL
 from dgp.errors import InputError, ParameterError
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_labels, load_weights

@@ -14,7 +14,7 @@ import numpy as np
 from dgp.engine.pipeline import classify_weights
 from dgp.engine.target import LogWeights
 from dgp.engine.target import log_weights as canonical_log_weights
-from dgp.engine.tolerance import Tolerance
+from dgp.tolerance import Tolerance
 from dgp.errors import (
     ParameterError,
     check_choice,

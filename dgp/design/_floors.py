@@ -22,7 +22,7 @@ from dgp.design._common import (
     optimum_takes_dim,
     prototype_rank,
 )
-from dgp.engine.tolerance import DEFAULT_RTOL
+from dgp.tolerance import DEFAULT_RTOL
 from dgp.errors import (
     check_choice,
     check_dim,

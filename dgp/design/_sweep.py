@@ -33,7 +33,7 @@ from dgp.design._common import (
     prototype_rank,
 )
 from dgp.display import format_rows, html_rows
-from dgp.engine.tolerance import DEFAULT_RTOL
+from dgp.tolerance import DEFAULT_RTOL
 from dgp.errors import (
     ParameterError,
     ParameterTypeError,

@@ -30,7 +30,7 @@ from dgp.engine.family import (
     farkas_offset,
 )
 from dgp.engine.target import LogTarget, offdiag_range
-from dgp.engine.tolerance import Tolerance
+from dgp.tolerance import Tolerance
 from dgp.engine.tridiag import (
     Tridiagonal,
     ones_reflector_apply,

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from dgp.engine.tolerance import Margin, Tolerance
+from dgp.tolerance import Margin, Tolerance
 
 __all__ = [
     "CosineSpectrum",

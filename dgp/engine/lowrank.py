@@ -38,7 +38,7 @@ from dgp.engine.family import (
     farkas_offset,
 )
 from dgp.engine.rules import Context, Explanation
-from dgp.engine.tolerance import Tolerance
+from dgp.tolerance import Tolerance
 from dgp.engine.tridiag import ones_reflector_vectors
 from dgp.result import Classification
 

@@ -11,7 +11,7 @@ from dgp.engine import rules
 from dgp.engine.dense import dense_family
 from dgp.engine.rules import Context, Explanation
 from dgp.engine.target import LogWeights, entropic_bound, log_target
-from dgp.engine.tolerance import Tolerance
+from dgp.tolerance import Tolerance
 from dgp.engine.zeros import classify_zeros
 from dgp.result import Classification
 

@@ -36,7 +36,7 @@ from dgp.engine.certificates import (
     ZeroWeightCertificate,
 )
 from dgp.engine.family import End, Family
-from dgp.engine.tolerance import Margin, Tolerance
+from dgp.tolerance import Margin, Tolerance
 from dgp.result import Classification, format_c
 
 __all__ = [

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgp.engine.tolerance import Margin, Tolerance
+from dgp.tolerance import Margin, Tolerance
 from dgp.errors import DgpWarning, InputError, ParameterError, ParameterTypeError
 from dgp.resources import check_memory
 
@@ -530,7 +530,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
 
 
 def _user_target(W: object, log_w: object, tau: object) -> tuple[np.ndarray, float]:
-    from dgp.engine.tolerance import DEFAULT_RTOL
+    from dgp.tolerance import DEFAULT_RTOL
     from dgp.errors import check_positive
 
     tau = check_positive(tau, "tau")

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp._linalg import tall_r
-from dgp.errors import check_labels_continuous, check_rtol
+from dgp.errors import check_labels_continuous
+from dgp.tolerance import check_rtol
 
 __all__ = ["SphereFit", "fit_sphere", "sphere_of"]
 

@@ -1,0 +1,103 @@
+"""The named numerical constants of dgp, in one place, each with what it is and why its value.
+
+A threshold that decides something about the data (the rank of a Gram, whether a matrix is PSD,
+whether a solver's answer is accepted) is applied by the policy :class:`dgp.tolerance.Tolerance`,
+relative to the data's scale; the constants it reads are here. The rest are the inner settings
+of the numerical algorithms (line searches, stopping rules, rank guesses of the polish steps),
+floors that keep a division defined, search ranges, and display resolutions. This module is
+on the ground floor: it imports nothing, so every floor (the solver included) may read it.
+"""
+
+from __future__ import annotations
+
+# ----------------------------------------------------------------------------------------------
+# the tolerance policy (read by dgp.tolerance)
+# ----------------------------------------------------------------------------------------------
+
+#: default relative tolerance per sample of a classification: about 4.5 units of float64
+#: roundoff, so a verdict is exact wherever floating point can resolve it
+DEFAULT_RTOL = 1e-15
+#: a decisive number within NEAR * atol of its threshold is reported as near the threshold
+NEAR = 100.0
+#: eigenvalues of a solver's Gram below this fraction of the largest count as zero: the
+#: certified solver stops at KKT residuals near 1e-10, so its Grams are resolved to about 1e-9
+#: of their scale (one rule for every Gram rank: certificates, prototypes, figures, scoring)
+GRAM_RANK_RTOL = 1e-9
+#: a certified solve is accepted when its KKT residual is at most
+#: ``max(ACCEPT_FACTOR * tol, ACCEPT_FLOOR)`` for the solver's target ``tol``: three digits of
+#: slack for the last polish step, never asking for less than the floor
+ACCEPT_FACTOR = 1e3
+#: the largest KKT residual an accepted solve may have, whatever its target
+ACCEPT_FLOOR = 1e-6
+#: the default target KKT residual of the certified solver (relative to the gradient scale):
+#: two orders above the rounding floor of the loss, reached in a few polish steps
+SOLVER_TOL = 1e-10
+
+# ----------------------------------------------------------------------------------------------
+# floating point
+# ----------------------------------------------------------------------------------------------
+
+#: a relative change at the rounding level of float64 (about 4.5 u): a step, width or decrease
+#: below this fraction of its scale is noise
+ROUNDOFF_RTOL = 1e-15
+#: the smallest scale a quantity is divided by: keeps 0/0 at 0 for an all-zero input without a
+#: warning, far below any scale a float64 computation of dgp reaches
+SCALE_FLOOR = 1e-300
+#: below this x, ``log1p(x) / x`` is evaluated by its series ``1 - x/2`` (exact to x^2 / 3,
+#: under float64 roundoff), above it by ``log1p``
+LOG1P_SERIES_BELOW = 1e-8
+#: the rows of a target distribution must sum to 1 within this (rounding of a normalised row)
+PROBABILITY_ATOL = 1e-12
+
+# ----------------------------------------------------------------------------------------------
+# the certified solver (dgp.solver)
+# ----------------------------------------------------------------------------------------------
+
+#: Armijo sufficient-decrease constant of the L-BFGS and Newton line searches (the usual 1e-4)
+ARMIJO = 1e-4
+#: the L-BFGS line search gives up halving below this step (the direction is at the rounding
+#: floor)
+LINE_SEARCH_MIN_STEP = 1e-12
+#: an L-BFGS pair (s, y) is stored only when s.y exceeds this fraction of |s||y|: positive
+#: curvature beyond rounding, so the inverse-Hessian estimate stays positive definite
+CURVATURE_FLOOR = 1e-16
+#: Burer-Monteiro L-BFGS stops when the gradient falls to this fraction of the first one
+BM_GTOL = 1e-13
+#: L-BFGS gradient tolerance of the linear (Frank-Wolfe) subproblem, whose answer only has to
+#: be a good direction
+LINEAR_GTOL = 1e-10
+#: size of the deterministic perturbation (relative to the unit columns) that lifts a rank-
+#: deficient start to full rank
+START_PERTURBATION = 1e-3
+#: truncated CG treats curvature below this fraction of the first direction's as rounding (a
+#: symmetry direction of the factor, not negative curvature)
+TCG_CURVATURE_FLOOR = 1e-8
+#: the trust region stops when the Riemannian gradient is this fraction of the gradient's parts
+RTR_GTOL = 1e-12
+#: after a few Newton steps the residual must have fallen by this factor, else the start is not
+#: in Newton's quadratic regime (a wrong rank guess)
+NEWTON_QUADRATIC_DROP = 1e-3
+#: Newton on the reduced KKT system stops at a residual this fraction of ``1 + |delta|``
+NEWTON_RTOL = 1e-14
+#: singular values below this fraction of the largest are cut in the least-squares Newton step
+NEWTON_LSTSQ_RCOND = 1e-13
+#: the Newton line search gives up below this step length
+NEWTON_MIN_STEP = 1e-4
+#: candidate dual ranks of the Newton polish: eigenvalues of S above these fractions of the top
+DUAL_RANK_CUTS = (1e-2, 1e-5)
+#: candidate primal ranks of the trust-region polish: eigenvalues of G above these fractions
+PRIMAL_RANK_CUTS = (1e-3, 1e-6, 1e-9)
+#: the largest spectral gap is looked for among eigenvalues above this fraction of the top
+#: (dual spectrum of the Newton polish, scaled by the gradient)
+DUAL_GAP_CUT = 1e-4
+#: the largest spectral gap is looked for among eigenvalues above this fraction of the top
+#: (primal spectrum of the trust-region polish)
+PRIMAL_GAP_CUT = 1e-10
+#: a dual matrix whose top eigenvalue (scaled by the gradient) is below this is zero: an
+#: interior optimum, S = 0
+INTERIOR_DUAL = 1e-10
+#: the margin of a lifted class within which it sits at its collapse threshold: ``1e3`` times
+#: the quotient's KKT residual, clipped to this range
+COLLAPSE_TOL_RANGE = (1e-8, 1e-4)
+#: the face test calls uniqueness undecided within this fraction (times N) of ``s = 1``
+FACE_UNIQUENESS_TOL = 1e-8
