@@ -101,3 +101,24 @@ INTERIOR_DUAL = 1e-10
 COLLAPSE_TOL_RANGE = (1e-8, 1e-4)
 #: the face test calls uniqueness undecided within this fraction (times N) of ``s = 1``
 FACE_UNIQUENESS_TOL = 1e-8
+
+# ----------------------------------------------------------------------------------------------
+# prototypes and optimum
+# ----------------------------------------------------------------------------------------------
+
+#: ``rho = 1 + tau log eps`` counts as the simplex cosine ``-1/(K-1)`` (Soft SupCon at tau*)
+#: within this: the rounding of ``tau log eps`` (a few 1e-16) with four digits of room
+EQUIANGULAR_ATOL = 1e-12
+#: default largest entrywise difference between the batch and the full-batch prototype Grams
+#: that ``batch_size_for_tolerance`` accepts (two decimals of a cosine)
+BATCH_GRAM_TOL = 1e-2
+#: the nearest-elliptope projection (Dykstra) stops when a sweep moves the point by less than
+#: this, relative: far below the accuracy a start or a figure needs, reached in few sweeps
+NEAREST_ELLIPTOPE_TOL = 1e-12
+#: a deterministic perturbation of the spectral start of the rank-d optimum, so that no column
+#: is zero (small enough not to move the start's geometry)
+SPECTRAL_START_PERTURBATION = 1e-6
+#: gradient tolerance of the rank-d polish of the optimum in R^d (relative, as ``bm_lbfgs``)
+RANK_D_GTOL = 1e-9
+#: a screened rank-d start more than this fraction of the best loss behind is not polished
+SCREEN_SLACK = 1e-2
