@@ -21,10 +21,10 @@ import numpy as np
 
 from dgp.engine import target
 from dgp.engine.pipeline import classify_weights
-from dgp.tolerance import DEFAULT_RTOL, Tolerance
 from dgp.errors import ParameterTypeError, check_choice, check_dim, check_positive
 from dgp.infonce import SIMILARITIES
 from dgp.result import Classification
+from dgp.tolerance import DEFAULT_RTOL, Tolerance
 
 __all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify"]
 

@@ -122,3 +122,30 @@ SPECTRAL_START_PERTURBATION = 1e-6
 RANK_D_GTOL = 1e-9
 #: a screened rank-d start more than this fraction of the best loss behind is not polished
 SCREEN_SLACK = 1e-2
+
+# ----------------------------------------------------------------------------------------------
+# parameter searches (dgp.design)
+# ----------------------------------------------------------------------------------------------
+
+#: default range of tau searched by ``recommend`` for a realizable or attainable verdict
+TAU_SEARCH = (1e-4, 1e4)
+#: default range of tau searched for a minority cosine (prototype solves, slower below 0.01)
+MINORITY_TAU_SEARCH = (0.01, 10.0)
+#: default range of eps searched: every eps in (0, 1) float64 resolves away from 1
+EPS_SEARCH = (1e-300, 1.0 - 1e-12)
+#: a verdict-flip search in t = log tau stops at this width (classification is exact, so it
+#: goes to the rounding of t)
+TAU_T_TOL = 1e-13
+#: the same in t = log(-log eps)
+EPS_T_TOL = 1e-14
+#: the same for a minority cosine, whose solves are resolved to about the solver tolerance
+PROTOTYPE_T_TOL = 1e-11
+#: absolute step of a root search in t, relative to ``max(1, |t|)``: below the float64
+#: spacing, so that the search stops at its relative tolerance (4 eps)
+ROOT_XTOL = 1e-16
+#: a cell within this relative distance of a closed form's critical tau gets no prediction
+#: from it: the verdict flips there, and the closed form's constants carry rounding
+CLOSED_FORM_BOUNDARY_RTOL = 1e-9
+#: a grid of values is geometric (drawn on a log axis) when its log-steps agree to this
+#: relative tolerance (a grid typed in decimals, e.g. 0.1, 0.2, 0.4, has more)
+GEOMETRIC_GRID_RTOL = 1e-6

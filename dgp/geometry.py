@@ -15,8 +15,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from dgp._linalg import embedding_from_eigh, fix_signs
-from dgp.tolerance import DEFAULT_RTOL, Tolerance
 from dgp.errors import InputError
+from dgp.tolerance import DEFAULT_RTOL, Tolerance
 
 __all__ = [
     "edm_to_gram",

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from dgp.tolerance import DEFAULT_RTOL
 from dgp.errors import InputError, check_choice, check_positive, check_weights, install_hint
 from dgp.infonce import SIMILARITIES
+from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = [
     "INSTALL_HINT",

@@ -33,7 +33,6 @@ from dgp.design._common import (
     prototype_rank,
 )
 from dgp.display import format_rows, html_rows
-from dgp.tolerance import DEFAULT_RTOL
 from dgp.errors import (
     ParameterError,
     ParameterTypeError,
@@ -41,6 +40,7 @@ from dgp.errors import (
     check_int,
     describe,
 )
+from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = [
     "PhaseMap",

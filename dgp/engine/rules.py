@@ -36,8 +36,8 @@ from dgp.engine.certificates import (
     ZeroWeightCertificate,
 )
 from dgp.engine.family import End, Family
-from dgp.tolerance import Margin, Tolerance
 from dgp.result import Classification, format_c
+from dgp.tolerance import Margin, Tolerance
 
 __all__ = [
     "Context",

@@ -28,8 +28,8 @@ import numpy as np
 from dgp._linalg import embedding_from_eigh
 from dgp.engine.family import End, Family, listed
 from dgp.engine.target import LogTarget
-from dgp.tolerance import Tolerance
 from dgp.errors import ParameterError, SolverError
+from dgp.tolerance import Tolerance
 
 __all__ = ["SDP_ACCURACY", "SDP_MAX_N", "nearest_target", "sdp_family"]
 
