@@ -149,3 +149,17 @@ CLOSED_FORM_BOUNDARY_RTOL = 1e-9
 #: a grid of values is geometric (drawn on a log axis) when its log-steps agree to this
 #: relative tolerance (a grid typed in decimals, e.g. 0.1, 0.2, 0.4, has more)
 GEOMETRIC_GRID_RTOL = 1e-6
+
+# ----------------------------------------------------------------------------------------------
+# display (figures and tables)
+# ----------------------------------------------------------------------------------------------
+
+#: a number within this fraction of the plotted range is drawn as 0 (rounding noise next to
+#: the range), and an interval this narrow relative to its end is drawn as a point
+PLOT_ZERO_RTOL = 1e-9
+#: the smallest half-height of an eigenvalue axis, relative to the largest eigenvalue drawn
+PLOT_MIN_SPAN = 1e-6
+#: log-weights whose spread is below this fraction of their size are drawn as constant
+PLOT_VARIES_RTOL = 1e-12
+#: an embedding whose row norms are 1 within this is drawn on the unit circle or sphere
+UNIT_NORM_ATOL = 1e-6
