@@ -40,8 +40,10 @@ SOLVER_TOL = 1e-10
 #: a relative change at the rounding level of float64 (about 4.5 u): a step, width or decrease
 #: below this fraction of its scale is noise
 ROUNDOFF_RTOL = 1e-15
-#: the smallest scale a quantity is divided by: keeps 0/0 at 0 for an all-zero input without a
-#: warning, far below any scale a float64 computation of dgp reaches
+#: the smallest positive scale dgp uses, far below any scale a float64 computation of dgp
+#: reaches: the floor under a divisor (keeps 0/0 at 0 for an all-zero input without a warning),
+#: the absolute tolerance of a root search meant to stop at its relative tolerance only, and the
+#: low end of a range of positive numbers
 SCALE_FLOOR = 1e-300
 #: below this x, ``log1p(x) / x`` is evaluated by its series ``1 - x/2`` (exact to x^2 / 3,
 #: under float64 roundoff), above it by ``log1p``
@@ -163,3 +165,23 @@ PLOT_MIN_SPAN = 1e-6
 PLOT_VARIES_RTOL = 1e-12
 #: an embedding whose row norms are 1 within this is drawn on the unit circle or sphere
 UNIT_NORM_ATOL = 1e-6
+
+# ----------------------------------------------------------------------------------------------
+# the engine (decisions along a family)
+# ----------------------------------------------------------------------------------------------
+
+#: two eigenvector slopes (in [-1, N - 1]) closer than this are one: the Farkas combination of
+#: the two sides is then taken from the flatter one
+SLOPE_GAP = 1e-12
+#: the two bottom eigenvectors of a Farkas certificate are taken at most this far (relative to
+#: ``max(1, |mu*|)``) on each side of the maximiser
+FARKAS_OFFSET_RTOL = 1e-7
+#: a floor under the smallest slope of a vanishing eigenvalue when widening the end-point
+#: window by the noise it amplifies
+SLOPE_FLOOR = 1e-8
+#: the window of near-zero eigenvalues fitted at an end point is at most this fraction of the
+#: member's scale
+CLUSTER_WINDOW_RTOL = 1e-6
+#: the concave search of the maximiser stops at this fraction of the tolerance at scale 1, far
+#: inside the band the verdict tolerates
+SEARCH_RESOLUTION = 1e-2
