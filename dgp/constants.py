@@ -185,3 +185,37 @@ CLUSTER_WINDOW_RTOL = 1e-6
 #: the concave search of the maximiser stops at this fraction of the tolerance at scale 1, far
 #: inside the band the verdict tolerates
 SEARCH_RESOLUTION = 1e-2
+
+# ----------------------------------------------------------------------------------------------
+# the loss audit (dgp.torch.audit)
+# ----------------------------------------------------------------------------------------------
+
+#: default relative tolerance of the audit's gradient model and of a match with a registered
+#: objective (``--match-rtol``)
+MATCH_RTOL = 1e-6
+#: the relative accuracy of the audit's float64 probes: an asymmetry, a similarity residual or
+#: an anchor spread above it is a property of the loss, not rounding
+PROBE_RTOL = 1e-6
+#: a fit or objective error below this is close: the report suggests a larger --match-rtol
+NEAR_MATCH = 1e-3
+#: a fitted weight below this fraction of the largest is zero (the fits are least squares of
+#: float64 gradients, exact to about 1e-13 of their scale)
+FIT_ZERO_RTOL = 1e-9
+#: the least relative residual a fit of the audit is credited with (float64 least squares)
+FIT_RESIDUAL_FLOOR = 1e-13
+#: gradient tolerance of the minimisation of the predicted geometry (N x d embeddings)
+GEOMETRY_GTOL = 1e-10
+#: gradient tolerance of torch's L-BFGS on the K x K prototype problem of the audit
+TORCH_LBFGS_GTOL = 1e-13
+#: torch's L-BFGS stops when a step changes the loss by less: below float64 resolution, so
+#: that the gradient test decides
+LBFGS_CHANGE_TOL = 1e-16
+#: a learned and a predicted geometry equal up to a common shift within this fraction of
+#: their size count as identical (R^2 = 1)
+GEOMETRY_MATCH_RTOL = 1e-9
+#: range of eps searched when fitting an audited loss to Soft SupCon
+EPS_FIT_RANGE = (1e-6, 1.0 - 1e-9)
+#: range of a label temperature searched when fitting an audited loss
+LABEL_TAU_FIT_RANGE = (1e-2, 1e2)
+#: absolute tolerance (in the log of the parameter) of the fit of an objective's parameter
+PARAM_FIT_XATOL = 1e-11
