@@ -219,3 +219,24 @@ EPS_FIT_RANGE = (1e-6, 1.0 - 1e-9)
 LABEL_TAU_FIT_RANGE = (1e-2, 1e2)
 #: absolute tolerance (in the log of the parameter) of the fit of an objective's parameter
 PARAM_FIT_XATOL = 1e-11
+
+# ----------------------------------------------------------------------------------------------
+# shared numerics, objectives and experiments
+# ----------------------------------------------------------------------------------------------
+
+#: the sign of an eigenvector is fixed by its largest entry, "largest" within this relative
+#: slack, so that rounding between two equal-magnitude entries of opposite sign cannot flip it
+SIGN_FIX_SLACK = 1e-6
+#: accuracy asked of SCS, the fallback of the reference SDP engine (Clarabel failed)
+SCS_EPS = 1e-10
+#: default relative tolerance of ``fit_sphere`` (points on a sphere or an affine subspace)
+SPHERE_FIT_RTOL = 1e-10
+#: the sphere fit behind a label condition is never asked for more than this (float64 least
+#: squares on squared coordinates resolve no further)
+SPHERE_FIT_RTOL_FLOOR = 1e-12
+#: labels lie on a sphere when the fit's residual is at most ``sqrt(max(rtol, this))``: the
+#: residual of exact spherical labels is float64 noise of order 1e-8
+SPHERE_RESIDUAL_RTOL_FLOOR = 1e-16
+#: a Gram given to the experiments' scoring is symmetric within this (learned embeddings are
+#: float32 products)
+SYMMETRY_ATOL = 1e-8

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp._linalg import tall_r
+from dgp.constants import SPHERE_FIT_RTOL
 from dgp.errors import check_labels_continuous
 from dgp.tolerance import check_rtol
 
@@ -67,7 +68,7 @@ class SphereFit:
         }
 
 
-def fit_sphere(points: object, *, rtol: float = 1e-10) -> SphereFit:
+def fit_sphere(points: object, *, rtol: float = SPHERE_FIT_RTOL) -> SphereFit:
     r"""Fit a sphere to points within their affine hull.
 
     Parameters
