@@ -240,3 +240,16 @@ SPHERE_RESIDUAL_RTOL_FLOOR = 1e-16
 #: a Gram given to the experiments' scoring is symmetric within this (learned embeddings are
 #: float32 products)
 SYMMETRY_ATOL = 1e-8
+
+# ----------------------------------------------------------------------------------------------
+# property-testing strategies (dgp.strategies)
+# ----------------------------------------------------------------------------------------------
+
+#: the near-critical strategies draw a relative distance ``|delta|`` to the critical value of
+#: at least this (or exactly 0): closer, a test's closed form rounds as much as the engine
+NEAR_CRITICAL_MIN_REL = 1e-3
+#: labels "on no sphere" leave a least-squares residual of at least this fraction of
+#: ``| |y|^2 |`` in the sphere fit
+OFF_SPHERE_MIN_RESIDUAL = 1e-2
+#: range of eps drawn for Soft SupCon near its critical temperature
+SOFT_SUPCON_EPS_RANGE = (1e-3, 0.9)
