@@ -100,8 +100,10 @@ class Tolerance:
         Number of samples.
     gram_rtol : float
         Relative rank threshold of a Gram computed by the solver (:meth:`rank`).
-    accept_factor, accept_floor : float
-        The acceptance rule of a certified solve (:meth:`accepts`).
+    accept_factor : float
+        Slack of the acceptance rule of a certified solve over its target (:meth:`accepts`).
+    accept_floor : float
+        The largest KKT residual :meth:`accepts` accepts, whatever the target.
     """
 
     rtol: float
