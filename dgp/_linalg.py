@@ -12,6 +12,8 @@ from contextlib import contextmanager
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from dgp.constants import SIGN_FIX_SLACK
+
 __all__ = [
     "centre_points",
     "deterministic_blas",
@@ -46,7 +48,7 @@ def fix_signs(U: np.ndarray) -> np.ndarray:
         return U
     mag = np.abs(U)
     top = mag.max(axis=0)
-    idx = np.argmax(mag >= (1.0 - 1e-6) * top, axis=0)
+    idx = np.argmax(mag >= (1.0 - SIGN_FIX_SLACK) * top, axis=0)
     signs = np.sign(U[idx, np.arange(U.shape[1])])
     signs[signs == 0] = 1.0
     return U * signs

@@ -22,10 +22,10 @@ import numpy as np
 
 from dgp.engine import target
 from dgp.engine.pipeline import classify_weights
-from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
 from dgp.errors import ParameterTypeError, check_choice, check_dim, check_positive
 from dgp.infonce import SIMILARITIES
 from dgp.result import Classification
+from dgp.tolerance import DEFAULT_RTOL, Tolerance
 
 __all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify", "weighting"]
 
@@ -73,7 +73,7 @@ def classify(
         Embedding dimension ``d >= 1``.
     rtol : float
         Relative tolerance per sample of every decision (eigenvalue signs and ranks, the cycle
-        condition): ``atol = max(rtol, 4 u) * N * scale`` (see :mod:`dgp.engine.tolerance`);
+        condition): ``atol = max(rtol, 4 u) * N * scale`` (see :mod:`dgp.tolerance`);
         reported in the result. The default sits at float64 rounding noise.
     method : {"spectral", "sdp"}
         One tridiagonalisation (fast, exact; default) or semidefinite programs with cvxpy

@@ -11,6 +11,8 @@ import textwrap
 
 import numpy as np
 
+from dgp.constants import SCALE_FLOOR
+
 __all__ = ["format_nats", "format_rows", "format_summary", "html_rows", "html_summary"]
 
 
@@ -22,7 +24,7 @@ def format_nats(value: float, log_value: float | None = None) -> str:
     >>> format_nats(0.0, -math.inf), format_nats(0.25), format_nats(0.0, -2e300)
     ('0', '0.25', 'exp(-2e+300)')
     """
-    if value > 1e-300 or log_value is None or (value == 0 and log_value == -math.inf):
+    if value > SCALE_FLOOR or log_value is None or (value == 0 and log_value == -math.inf):
         return "0" if value == 0 else f"{value:.4g}"
     e10 = log_value / math.log(10.0)
     if abs(e10) > 1e15:  # a power of ten whose exponent float64 cannot print digit by digit

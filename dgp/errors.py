@@ -26,7 +26,6 @@ __all__ = [
     "check_labels_class",
     "check_labels_continuous",
     "check_positive",
-    "check_rtol",
     "check_sizes",
     "check_unit_interval",
     "class_codes",
@@ -322,14 +321,3 @@ def check_sizes(sizes: object, name: str = "sizes", *, min_size: int = 2) -> np.
             + (" (a singleton has no positive pair)" if min_size == 2 else "")
         )
     return arr
-
-
-def check_rtol(value: object, name: str = "rtol") -> float:
-    """Return a relative tolerance in ``(0, 1)``.
-
-    Raises
-    ------
-    ParameterTypeError, ParameterError
-        As :func:`check_unit_interval`.
-    """
-    return check_unit_interval(value, name)

@@ -6,7 +6,7 @@ Conventions: a Gram matrix :math:`G = ZZ^\top`; a (squared) Euclidean distance m
 (Schoenberg 1935), and then :math:`B` is the Gram matrix of the centred points.
 
 Ranks and PSD-ness are decided from eigenvalues with the engine's tolerance policy
-(:mod:`dgp.engine.tolerance`): ``atol = max(rtol, 4 u) * N * max|eigenvalue|``.
+(:mod:`dgp.tolerance`): ``atol = max(rtol, 4 u) * N * max|eigenvalue|``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from dgp._linalg import embedding_from_eigh, fix_signs
-from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
 from dgp.errors import InputError
+from dgp.tolerance import DEFAULT_RTOL, Tolerance
 
 __all__ = [
     "edm_to_gram",
@@ -72,7 +72,7 @@ def edm_to_gram(D: object) -> np.ndarray:
 
 
 def eigen_tolerance(eigenvalues: np.ndarray, rtol: float = DEFAULT_RTOL) -> float:
-    """Absolute tolerance deciding ranks and PSD-ness: the policy of :mod:`dgp.engine.tolerance`
+    """Absolute tolerance deciding ranks and PSD-ness: the policy of :mod:`dgp.tolerance`
     with ``N = len(eigenvalues)`` and the spectral norm as scale."""
     lam = np.asarray(eigenvalues, dtype=float)
     scale = float(np.max(np.abs(lam))) if lam.size else 0.0

@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from dgp.engine.tolerance import DEFAULT_RTOL
+from dgp.constants import PLOT_MIN_SPAN, PLOT_VARIES_RTOL, PLOT_ZERO_RTOL, UNIT_NORM_ATOL
 from dgp.errors import InputError, check_choice, check_positive, install_hint
 from dgp.infonce import SIMILARITIES
+from dgp.tolerance import DEFAULT_POLICY, DEFAULT_RTOL
 
 __all__ = [
     "INSTALL_HINT",
@@ -190,7 +191,7 @@ def _family_grid(weights: Any, *, tau: float, similarity: str, c_interval: Any,
     """The grid of :func:`c_family_grid` from validated log-weights (consumed) and the
     engine's interval (no classification here)."""
     from dgp.engine.scan import family_grid
-    from dgp.engine.tolerance import Tolerance
+    from dgp.tolerance import Tolerance
 
     c_max = c_interval[1] if c_interval is not None else None
     grid = family_grid(weights, tau=tau, similarity=similarity,
@@ -235,7 +236,7 @@ def _num(x: float | None, span: float = 0.0) -> str:
     (rounding noise next to the plotted range), a true minus sign otherwise."""
     if x is None:
         return _MINUS_INF
-    if abs(x) <= 1e-9 * span:
+    if abs(x) <= PLOT_ZERO_RTOL * span:
         return "0"
     return f"{x:.4g}".replace("-", "\N{MINUS SIGN}")
 
@@ -338,8 +339,7 @@ def prototype_geometry(
     """
     G = np.asarray(gram, dtype=float)
     X3, lam = mds(G, 3)
-    scale = max(float(lam[0]), 1e-300)
-    rank = int((lam > 1e-9 * scale).sum())
+    rank = DEFAULT_POLICY.rank(lam)
     dim = (2 if rank <= 2 else 3) if dim is None else int(dim)
     if dim not in (2, 3):
         raise InputError(f"dim must be 2 or 3, got {dim}")
@@ -468,7 +468,7 @@ def _spectrum_limits(lam: np.ndarray, k: int) -> tuple[float, float]:
     peak = float(lam0.max())
     spread = float(np.percentile(lam[:, k - 1] - lam0, 90)) if k > 1 else 0.0
     scale = float(np.abs(lam).max()) or 1.0
-    ref = max(abs(peak), 0.25 * spread, 1e-6 * scale)
+    ref = max(abs(peak), 0.25 * spread, PLOT_MIN_SPAN * scale)
     return min(peak, 0.0) - 1.6 * ref, max(peak, 0.0) + 1.1 * ref
 
 
@@ -504,7 +504,7 @@ def _draw_spectrum(
         ends = [_num(e, span) for e in interval]
         if grid["similarity"] == "euclidean":
             what = f"{text['band']}: $c \\leq$ {ends[1]}"
-        elif b - a <= 1e-9 * max(1.0, abs(a)):
+        elif b - a <= PLOT_ZERO_RTOL * max(1.0, abs(a)):
             what = f"{text['band']} only at $c$ = {ends[0]}"
         else:
             what = f"{text['band']}: $c \\in$ [{ends[0]}, {ends[1]}]"
@@ -515,7 +515,7 @@ def _draw_spectrum(
         )
         if fits is False:
             what += ", rank above $d$"
-        if b - a <= 1e-9 * max(1.0, abs(a)):
+        if b - a <= PLOT_ZERO_RTOL * max(1.0, abs(a)):
             ax.axvline(a, color="tab:green" if fits is not False else "0.5", lw=2, label=what)
         else:
             ax.axvspan(a, b, label=what, **style)
@@ -814,7 +814,8 @@ def _draw_weights(fig, ax, weights: Any, cert: dict[str, Any]) -> None:
     np.fill_diagonal(positive, False)
     L = np.where(positive, weights.to_user_log_weights(weights.L), np.nan)
     values = L[positive]
-    varies = values.size > 0 and float(np.ptp(values)) > 1e-12 * max(1.0, np.abs(values).max())
+    size = max(1.0, np.abs(values).max()) if values.size else 1.0
+    varies = values.size > 0 and float(np.ptp(values)) > PLOT_VARIES_RTOL * size
     handles = []
     if varies:
         im = ax.imshow(L, cmap="viridis", interpolation="nearest")
@@ -925,7 +926,8 @@ def classification_figure(W: object, result: Any, *, labels: object | None = Non
             axr.set_xlabel(r"$c$   (target similarities $s^*_{ij} = \log w_{ij} + c$)", fontsize=9)
         if show_emb:
             norms = np.linalg.norm(np.asarray(emb, dtype=float), axis=1)
-            unit = result.similarity == "cosine" and bool(np.allclose(norms, 1.0, atol=1e-6))
+            unit_rows = bool(np.allclose(norms, 1.0, atol=UNIT_NORM_ATOL))
+            unit = result.similarity == "cosine" and unit_rows
             _draw_embedding(
                 fig, outer[0, 1], emb, rank=int(result.rank), c=result.c, labels=labels, unit=unit
             )

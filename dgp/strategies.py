@@ -40,6 +40,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from dgp.constants import NEAR_CRITICAL_MIN_REL, OFF_SPHERE_MIN_RESIDUAL, SOFT_SUPCON_EPS_RANGE
 from dgp.errors import InputError
 
 __all__ = [
@@ -363,7 +364,7 @@ def off_sphere_labels(
         sq = np.einsum("ij,ij->i", Y, Y)
         A = np.c_[Y, np.ones(m)]
         resid = sq - A @ np.linalg.lstsq(A, sq, rcond=None)[0]
-        if np.linalg.norm(resid) >= 1e-2 * np.linalg.norm(sq):
+        if np.linalg.norm(resid) >= OFF_SPHERE_MIN_RESIDUAL * np.linalg.norm(sq):
             return Y
     raise AssertionError("could not draw labels off every sphere")  # pragma: no cover
 
@@ -391,7 +392,7 @@ def temperatures(min_value: float = 0.05, max_value: float = 2.0) -> st.SearchSt
 
 
 def temperatures_near(
-    critical: float, *, rel: float = 0.05, min_rel: float = 1e-3
+    critical: float, *, rel: float = 0.05, min_rel: float = NEAR_CRITICAL_MIN_REL
 ) -> st.SearchStrategy[float]:
     r"""Temperatures :math:`\tau^*(1 + \delta)`: exactly :math:`\tau^*` (``delta = 0``) or with
     :math:`\min_{rel} \le |\delta| \le rel` on either side.
@@ -437,11 +438,15 @@ def _delta(rel: float, min_rel: float) -> st.SearchStrategy[float]:
 
 @st.composite
 def soft_supcon_near_critical(
-    draw, sizes: st.SearchStrategy | None = None, *, rel: float = 0.1, min_rel: float = 1e-3
+    draw,
+    sizes: st.SearchStrategy | None = None,
+    *,
+    rel: float = 0.1,
+    min_rel: float = NEAR_CRITICAL_MIN_REL,
 ) -> CriticalCase:
     r"""Soft SupCon near :math:`\tau^* = K/((K-1)(-\log\varepsilon))` (independent of sizes)."""
     n_per = draw(sizes if sizes is not None else class_sizes(max_classes=4, max_size=5))
-    eps = draw(st.floats(1e-3, 0.9))
+    eps = draw(st.floats(*SOFT_SUPCON_EPS_RANGE))
     K = len(n_per)
     tau_star = K / ((K - 1) * (-math.log(eps)))
     d = draw(_delta(rel, min_rel))
@@ -456,7 +461,7 @@ def y_aware_near_critical(
     dim: IntLike = (2, 3),
     centred: bool = True,
     rel: float = 0.1,
-    min_rel: float = 1e-3,
+    min_rel: float = NEAR_CRITICAL_MIN_REL,
 ) -> CriticalCase:
     r"""y-Aware with labels on a sphere of radius ``R``, near :math:`\tau R^2 = \sigma^2`.
 
@@ -479,7 +484,7 @@ def xclr_near_critical(
     dim: IntLike = (2, 3),
     centred: bool = True,
     rel: float = 0.1,
-    min_rel: float = 1e-3,
+    min_rel: float = NEAR_CRITICAL_MIN_REL,
 ) -> CriticalCase:
     r"""X-CLR near :math:`\tau = \tau_y`; labels are arbitrary non-zero vectors (normalised by
     X-CLR), centred directions when ``centred``."""

@@ -23,9 +23,9 @@ from hypothesis import given
 from dgp import strategies as ds
 from dgp.classification import classify
 from dgp.engine.target import log_target, log_weights
-from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
 from dgp.proofs import _reference as ref
 from dgp.proofs._theorem import Theorem, property_settings
+from dgp.tolerance import DEFAULT_RTOL, Tolerance
 
 THEOREM = Theorem(
     id="cycle-condition",

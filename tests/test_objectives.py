@@ -194,7 +194,7 @@ def test_colnorm_is_classified_and_its_distortion_reported():
     assert "rank-2 distortion" in res.reason
     # the distortion is exactly the difference of the two targets
     from dgp.engine.target import log_target, log_weights
-    from dgp.engine.tolerance import Tolerance
+    from dgp.tolerance import Tolerance
 
     lw = log_weights(W)
     Lc = log_target(lw, Tolerance.make(1e-15, n=12)).ell + lw.shift

@@ -15,7 +15,7 @@ from dgp.engine import blocks, lowrank
 from dgp.engine.lowrank import gaussian_target
 from dgp.engine.lowrank import row_statistics as kernel_row_statistics
 from dgp.engine.target import log_weights, row_entropies
-from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
+from dgp.tolerance import DEFAULT_RTOL, Tolerance
 from dgp.weights import gaussian_kernel_weights
 
 

@@ -403,7 +403,7 @@ def test_class_block_path_matches_dense():
 def structured(labels, within, cross, dim):
     """The class-block engine on labels and per-class weights."""
     from dgp.engine.blocks import block_weights
-    from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
+    from dgp.tolerance import DEFAULT_RTOL, Tolerance
 
     bw = block_weights(labels, within=within, cross=cross)
     return classify_blocks(bw, similarity="euclidean", tau=EUC["tau"], dim=dim,

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dgp.cli._output import emit_json, jsonable, table
+from dgp.constants import MATCH_RTOL
 from dgp.errors import InputError
 
 __all__ = ["DEFAULT_TIMEOUT", "UserCodeError", "load_callable", "register", "run", "worker"]
@@ -74,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--similarity", choices=("auto", "cosine", "euclidean"), default="auto",
                    help="latent similarity (default: detected from the gradient)")
     p.add_argument("--dim", type=int, help="embedding dimension for the verdict (default N)")
-    p.add_argument("--match-rtol", type=float, default=1e-6,
+    p.add_argument("--match-rtol", type=float, default=MATCH_RTOL,
                    help="relative tolerance of the gradient model and of a match (default "
                    "1e-6; SupContrast's +1e-9 inside the log needs 1e-5 at tau = 0.1)")
     p.add_argument("--probes", type=int, default=3, help="probe points (default 3)")

@@ -7,11 +7,11 @@ import sys
 
 from dgp.classification import METHODS, classify, weighting
 from dgp.cli._output import FileArg, atomic_output, emit_json, save_array
-from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import InputError
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_edge_list, load_labels, load_weights
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES, classify_objective
+from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = ["register", "run"]
 

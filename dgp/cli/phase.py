@@ -13,11 +13,11 @@ import numpy as np
 
 from dgp.cli._output import FileArg, atomic_output, emit_json
 from dgp.design import GRID_PARAMETERS, MAX_CELLS, PROFILES, phase
-from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import InputError, ParameterError
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_labels, load_weights
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
+from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = ["add_input_arguments", "add_parameter_arguments", "input_kwargs", "parse_axis",
            "register", "run"]

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import CLOSED_FORM_BOUNDARY_RTOL
 from dgp.engine.pipeline import classify_weights
 from dgp.engine.target import LogWeights
 from dgp.engine.target import log_weights as canonical_log_weights
-from dgp.engine.tolerance import Tolerance
 from dgp.errors import (
     ParameterError,
     check_choice,
@@ -32,6 +32,7 @@ from dgp.objectives.registry import Labels, Objective
 from dgp.records import Record
 from dgp.resources import check_memory
 from dgp.result import Classification
+from dgp.tolerance import DEFAULT_POLICY, Tolerance
 
 __all__ = [
     "CONVENTIONS",
@@ -355,10 +356,10 @@ def optimum_takes_dim() -> bool:
 
 
 def prototype_rank(G: np.ndarray) -> int:
-    """Numerical rank of a prototype Gram (eigenvalues above 1e-9 of the largest, as the KKT
-    certificate of :mod:`dgp.prototypes` counts them)."""
-    lam = np.linalg.eigvalsh(0.5 * (G + G.T))
-    return int(np.sum(lam > 1e-9 * max(1.0, float(lam[-1]))))
+    """Numerical rank of a prototype Gram, by the one rank rule of the tolerance policy
+    (:meth:`dgp.tolerance.Tolerance.rank`, as the KKT certificate of :mod:`dgp.prototypes`
+    counts them)."""
+    return DEFAULT_POLICY.rank(np.linalg.eigvalsh(0.5 * (G + G.T)))
 
 
 def cell_prototypes(problem: Problem, params: Mapping[str, Any]):
@@ -490,7 +491,7 @@ class Boundary(Record):
         if self.name != "tau*" and self.n < params["dim"] + self.constants["m"] + 3:
             return None
         ratio = params["tau"] / self.tau_c(params)
-        if abs(ratio - 1.0) <= 1e-9:
+        if abs(ratio - 1.0) <= CLOSED_FORM_BOUNDARY_RTOL:
             return None
         if ratio > 1.0:
             return False

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dgp.constants import GEOMETRIC_GRID_RTOL
 from dgp.design._common import (
     Boundary,
 )
@@ -29,9 +30,9 @@ def _geometric(values: np.ndarray) -> bool:
     if values.size < 3 or (values <= 0).any():
         return False
     r = np.diff(np.log(values))
-    return bool(np.allclose(r, r[0], rtol=1e-6) and not np.allclose(np.diff(values),
+    return bool(np.allclose(r, r[0], rtol=GEOMETRIC_GRID_RTOL) and not np.allclose(np.diff(values),
                                                                      np.diff(values)[0],
-                                                                     rtol=1e-6))
+                                                                     rtol=GEOMETRIC_GRID_RTOL))
 
 
 def _edges(values: np.ndarray) -> np.ndarray:

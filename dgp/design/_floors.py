@@ -21,7 +21,6 @@ from dgp.design._common import (
     optimum_takes_dim,
     prototype_rank,
 )
-from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import (
     check_choice,
     check_dim,
@@ -30,6 +29,7 @@ from dgp.errors import (
 )
 from dgp.records import Record
 from dgp.result import Classification
+from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = [
     "LossFloors",

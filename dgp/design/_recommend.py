@@ -9,6 +9,16 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import (
+    EPS_SEARCH,
+    EPS_T_TOL,
+    MINORITY_TAU_SEARCH,
+    PROTOTYPE_T_TOL,
+    ROOT_XTOL,
+    ROUNDOFF_RTOL,
+    TAU_SEARCH,
+    TAU_T_TOL,
+)
 from dgp.design._common import (
     OBJECTIVE_PARAMETERS,
     Problem,
@@ -21,7 +31,6 @@ from dgp.design._common import (
     prototype_rank,
 )
 from dgp.display import format_rows, html_rows
-from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import (
     ParameterError,
     ParameterTypeError,
@@ -34,6 +43,7 @@ from dgp.errors import (
 from dgp.objectives.registry import OBJECTIVES
 from dgp.records import Record
 from dgp.result import Classification
+from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = [
     "Recommendation",
@@ -246,19 +256,19 @@ def _refine(margin: Callable[[float], float | None], axis: _Axis, a: float, b: f
         v = margin(axis.from_t(t))
         return float("nan") if v is None else v
 
-    width = max(b - a, 1e-15 * max(1.0, abs(a)))
+    width = max(b - a, ROUNDOFF_RTOL * max(1.0, abs(a)))
     lo, hi = a, b
     m_lo, m_hi = m(lo), m(hi)
     while not m_lo > 0 and lo > t_lo:  # the tolerance band may reach past the root
         lo, width = max(t_lo, lo - width), 4.0 * width
         m_lo = m(lo)
-    width = max(b - a, 1e-15 * max(1.0, abs(b)))
+    width = max(b - a, ROUNDOFF_RTOL * max(1.0, abs(b)))
     while not m_hi < 0 and hi < t_hi:
         hi, width = min(t_hi, hi + width), 4.0 * width
         m_hi = m(hi)
     if not (m_lo > 0 > m_hi):
         return None
-    t = brentq(m, lo, hi, xtol=1e-16 * max(1.0, abs(lo)), rtol=4 * np.finfo(float).eps,
+    t = brentq(m, lo, hi, xtol=ROOT_XTOL * max(1.0, abs(lo)), rtol=4 * np.finfo(float).eps,
                maxiter=200)
     return {"quantity": "max over c of the smallest eigenvalue of G(c) (continuous, zero at "
             "the boundary)", "root": axis.from_t(t), "margin_below": m_lo,
@@ -394,7 +404,7 @@ def recommend(
         if tau is not None:
             raise ParameterError("tau", "is what want='realizable' finds; do not give it")
         fixed = fixed_parameters(problem, given, ("tau",), needed_parameters(problem))
-        return _recommend_realizable(problem, fixed, _check_range(search, (1e-4, 1e4), "tau"),
+        return _recommend_realizable(problem, fixed, _check_range(search, TAU_SEARCH, "tau"),
                                      pts, want)
     if not problem.is_class:
         raise ParameterError("want", f"'minority-cosine' compares class prototypes; it applies to "
@@ -407,7 +417,7 @@ def recommend(
         fixed["dim"] = check_dim(dim)
     assert threshold is not None
     return _recommend_minority(problem, fixed, threshold, minority,
-                               _check_range(search, (0.01, 10.0), "tau"), pts, want)
+                               _check_range(search, MINORITY_TAU_SEARCH, "tau"), pts, want)
 
 
 def _recommend_realizable(problem: Problem, fixed: dict, rng: tuple[float, float], pts: int,
@@ -419,7 +429,7 @@ def _recommend_realizable(problem: Problem, fixed: dict, rng: tuple[float, float
     def margin(t: float) -> float | None:
         return _psd_margin(problem.classify({**fixed, "tau": t}))
 
-    out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=1e-13,
+    out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=TAU_T_TOL,
                   margin=margin if problem.similarity == "cosine" else None)
     value = out.pop("value", None)
     d = fixed["dim"]
@@ -471,7 +481,7 @@ def _recommend_simplex(problem: Problem, tau, eps, search, pts) -> Recommendatio
     singletons = bool(problem.labels.sizes.min() < 2)
     if eps is not None:
         e = check_unit_interval(eps, "eps")
-        rng = _check_range(search, (1e-4, 1e4), "tau")
+        rng = _check_range(search, TAU_SEARCH, "tau")
 
         def holds(t: float) -> tuple[bool, dict]:
             res = problem.classify({"tau": t, "dim": K, "eps": e})
@@ -480,13 +490,13 @@ def _recommend_simplex(problem: Problem, tau, eps, search, pts) -> Recommendatio
         def margin(t: float) -> float | None:
             return _psd_margin(problem.classify({"tau": t, "dim": K, "eps": e}))
 
-        out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=1e-13, margin=margin)
+        out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=TAU_T_TOL, margin=margin)
         parameter, given = "tau", {"eps": e}
         cf_value = K / ((K - 1.0) * -math.log(e))
         formula = "tau* = K / ((K - 1)(-log eps))"
     else:
         t = check_positive(tau, "tau")
-        rng = _check_range(search, (1e-300, 1.0 - 1e-12), "eps")
+        rng = _check_range(search, EPS_SEARCH, "eps")
 
         def holds(e: float) -> tuple[bool, dict]:
             res = problem.classify({"tau": t, "dim": K, "eps": e})
@@ -496,7 +506,7 @@ def _recommend_simplex(problem: Problem, tau, eps, search, pts) -> Recommendatio
         def margin(e: float) -> float | None:
             return _psd_margin(problem.classify({"tau": t, "dim": K, "eps": e}))
 
-        out = _search(holds, _EPS_AXIS, *rng, num=pts, t_tol=1e-14, margin=margin)
+        out = _search(holds, _EPS_AXIS, *rng, num=pts, t_tol=EPS_T_TOL, margin=margin)
         parameter, given = "eps", {"tau": t}
         cf_value = math.exp(-K / ((K - 1.0) * t))
         formula = "eps* = exp(-K / ((K - 1) tau))"
@@ -592,7 +602,7 @@ def _recommend_minority(problem: Problem, fixed: dict, x: float, minority, rng, 
                 "rank": prototype_rank(p.gram)}
         return float(M[a, b]) <= x, info
 
-    out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=1e-11)
+    out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=PROTOTYPE_T_TOL)
     value = out.pop("value", None)
     cert: dict[str, Any] = {
         "method": "geometric scan of tau, then bisection on the largest optimal prototype "

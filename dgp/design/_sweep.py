@@ -33,7 +33,6 @@ from dgp.design._common import (
     prototype_rank,
 )
 from dgp.display import format_rows, html_rows
-from dgp.engine.tolerance import DEFAULT_RTOL
 from dgp.errors import (
     ParameterError,
     ParameterTypeError,
@@ -42,6 +41,7 @@ from dgp.errors import (
     describe,
 )
 from dgp.records import Record
+from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = [
     "PhaseMap",

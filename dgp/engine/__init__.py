@@ -1,7 +1,7 @@
-"""The classification engine: canonical log-weights, the target family, the one tolerance
-policy, the verdict rules and typed certificates.
+"""The classification engine: canonical log-weights, the target family, the verdict rules and
+typed certificates, deciding with the one tolerance policy of :mod:`dgp.tolerance`.
 
-Modules: :mod:`~dgp.engine.target` (log-weights, cycle condition), :mod:`~dgp.engine.tolerance`,
+Modules: :mod:`~dgp.engine.target` (log-weights, cycle condition),
 :mod:`~dgp.engine.family` (the decisions along a family), :mod:`~dgp.engine.rules` (the only
 place a :class:`~dgp.result.Classification` is built), :mod:`~dgp.engine.certificates`, the
 spectra of :mod:`~dgp.engine.dense`, :mod:`~dgp.engine.blocks`, :mod:`~dgp.engine.lowrank` and

@@ -47,8 +47,8 @@ from dgp.engine.family import (
 from dgp.engine.groups import GROUPED_MIN_K, classify_grouped
 from dgp.engine.rules import Context, Explanation
 from dgp.engine.target import Shift
-from dgp.engine.tolerance import Tolerance
 from dgp.result import Classification
+from dgp.tolerance import Tolerance
 
 __all__ = ["BlockSpectrum", "BlockTarget", "BlockWeights", "block_weights", "classify_blocks"]
 

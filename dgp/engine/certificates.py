@@ -3,7 +3,7 @@ r"""Typed, frozen certificates: what a user re-checks to trust a verdict.
 Every engine (dense, structured, SDP) returns the same certificate class for the same kind of
 verdict, with ``to_dict()`` giving plain JSON values. Each certificate states in ``statement``
 how it is checked. Fields common to all: ``margins`` (the decisive comparisons and their
-tolerances, see :class:`dgp.engine.tolerance.Margin`), ``structure`` (what a structured engine
+tolerances, see :class:`dgp.tolerance.Margin`), ``structure`` (what a structured engine
 reduced the problem to), ``conditions`` (the closed-form conditions of a named objective) and
 ``notes`` (anything else worth saying, e.g. why a number was not computed).
 """
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from dgp.engine.tolerance import NEAR, Margin
 from dgp.records import CertificateProtocol, omit_none
+from dgp.tolerance import NEAR, Margin
 
 __all__ = [
     "BlocksCertificate",

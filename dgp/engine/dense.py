@@ -30,7 +30,6 @@ from dgp.engine.family import (
     farkas_offset,
 )
 from dgp.engine.target import LogTarget, offdiag_range
-from dgp.engine.tolerance import Tolerance
 from dgp.engine.tridiag import (
     Tridiagonal,
     ones_reflector_apply,
@@ -39,6 +38,7 @@ from dgp.engine.tridiag import (
     tridiagonal_eigh,
     tridiagonal_eigvals,
 )
+from dgp.tolerance import Tolerance
 
 __all__ = ["DenseCosineSpectrum", "DenseEuclideanSpectrum", "dense_family"]
 

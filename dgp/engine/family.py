@@ -27,7 +27,15 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from dgp.engine.tolerance import Margin, Tolerance
+from dgp.constants import (
+    CLUSTER_WINDOW_RTOL,
+    FARKAS_OFFSET_RTOL,
+    SCALE_FLOOR,
+    SEARCH_RESOLUTION,
+    SLOPE_FLOOR,
+    SLOPE_GAP,
+)
+from dgp.tolerance import Margin, Tolerance
 
 __all__ = [
     "CosineSpectrum",
@@ -106,7 +114,7 @@ def combine_farkas(
     :math:`x_\pm x_\pm^\top` with zero slope is :math:`Y` (``note`` explains unlisted vectors).
     """
     (x1, s1, a1), (x2, s2, a2) = sides
-    if s1 - s2 > 1e-12 and s1 >= 0 >= s2:
+    if s1 - s2 > SLOPE_GAP and s1 >= 0 >= s2:
         alpha = -s2 / (s1 - s2)
     else:  # one smooth eigenvector already has (near) zero slope
         alpha = 1.0 if abs(s1) <= abs(s2) else 0.0
@@ -122,7 +130,7 @@ def combine_farkas(
 
 def farkas_offset(mu_star: float, phi_star: float, n: int) -> float:
     """How far on each side of the maximiser the two bottom eigenvectors are taken."""
-    return min(1e-7, abs(phi_star) / (8.0 * n)) * max(1.0, abs(mu_star))
+    return min(FARKAS_OFFSET_RTOL, abs(phi_star) / (8.0 * n)) * max(1.0, abs(mu_star))
 
 
 @dataclass(frozen=True, eq=False)
@@ -332,7 +340,7 @@ def _infeasible_end(lam_min: Callable[[float], float], mu_star: float, x: float)
 
 def _root(lam_min: Callable[[float], float], a: float, b: float) -> float:
     """The root of ``lam_min`` between ``a`` and ``b``, to machine precision."""
-    return float(brentq(lam_min, a, b, xtol=1e-300, rtol=4.0 * _EPS, maxiter=400))
+    return float(brentq(lam_min, a, b, xtol=SCALE_FLOOR, rtol=4.0 * _EPS, maxiter=400))
 
 
 def _cosine_scale(spec: CosineSpectrum, mu: float, tau: float) -> float:
@@ -355,8 +363,8 @@ def _cosine_end(spec: CosineSpectrum, mu: float, tau: float, tol: Tolerance, whi
     atol = tol.atol(_cosine_scale(spec, mu, tau))
     _, s0 = spec.smallest_slopes(mu, 1)
     # every vanishing eigenvalue is within |s| * (noise / |s_min|) of zero, |s| <= N - 1
-    loose = min(atol * (1.0 + (n - 1) / max(abs(float(s0[0])), 1e-8)),
-                1e-6 * _cosine_scale(spec, mu, tau))
+    loose = min(atol * (1.0 + (n - 1) / max(abs(float(s0[0])), SLOPE_FLOOR)),
+                CLUSTER_WINDOW_RTOL * _cosine_scale(spec, mu, tau))
     # a few of the cluster suffice for the fit (they all vanish at the same end point)
     k = min(n, max(1, spec.count_at_most(mu, loose)) + 1, LISTED + 1)
     lam, slopes = spec.smallest_slopes(mu, k)
@@ -384,7 +392,7 @@ def cosine_family(spec: CosineSpectrum, *, tau: float, tol: Tolerance) -> Family
     """The admissible interval of :math:`G(c)` and the ranks along it (module docstring)."""
     n = spec.n
     a, b = spec.box()
-    gap = 1e-2 * tol.atol(1.0)  # every member has spectral norm >= 1 (unit diagonal)
+    gap = SEARCH_RESOLUTION * tol.atol(1.0)  # every member has spectral norm >= 1 (unit diagonal)
     mu_star = argmax_concave(spec.lam_min_slope, a, b, gap)
     phi = spec.lam_min(mu_star)
     atol = tol.atol(_cosine_scale(spec, mu_star, tau))

@@ -38,9 +38,9 @@ from dgp.engine.family import (
     farkas_offset,
 )
 from dgp.engine.rules import Context, Explanation
-from dgp.engine.tolerance import Tolerance
 from dgp.engine.tridiag import ones_reflector_vectors
 from dgp.result import Classification
+from dgp.tolerance import Tolerance
 
 __all__ = [
     "COMPLEMENT_EMBED_MAX_N",

@@ -11,9 +11,9 @@ from dgp.engine import rules
 from dgp.engine.dense import dense_family
 from dgp.engine.rules import Context, Explanation
 from dgp.engine.target import LogWeights, entropic_bound, log_target
-from dgp.engine.tolerance import Tolerance
 from dgp.engine.zeros import classify_zeros
 from dgp.result import Classification
+from dgp.tolerance import Tolerance
 
 __all__ = ["classify_weights"]
 

@@ -37,8 +37,8 @@ from dgp.engine.certificates import (
 )
 from dgp.engine.family import End, Family
 from dgp.engine.target import CanonicalShift
-from dgp.engine.tolerance import Margin, Tolerance
 from dgp.result import Classification, format_c
+from dgp.tolerance import Margin, Tolerance
 
 __all__ = [
     "Context",

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp.engine.target import LogWeights, log_target
-from dgp.engine.tolerance import Tolerance
 from dgp.errors import ParameterError
+from dgp.tolerance import Tolerance
 
 __all__ = ["FamilyGrid", "default_c_range", "family_grid"]
 

@@ -26,10 +26,11 @@ import cvxpy as cp
 import numpy as np
 
 from dgp._linalg import embedding_from_eigh
+from dgp.constants import SCS_EPS
 from dgp.engine.family import End, Family, listed
 from dgp.engine.target import LogTarget
-from dgp.engine.tolerance import Tolerance
 from dgp.errors import ParameterError, SolverError
+from dgp.tolerance import Tolerance
 
 __all__ = ["SDP_ACCURACY", "SDP_MAX_N", "nearest_target", "sdp_family"]
 
@@ -48,7 +49,7 @@ def _solve(problem: cp.Problem) -> str:
             problem.solve(solver=cp.CLARABEL, **_SOLVER_OPTS)
         except cp.error.SolverError:
             try:
-                problem.solve(solver=cp.SCS, eps=1e-10, max_iters=200000)
+                problem.solve(solver=cp.SCS, eps=SCS_EPS, max_iters=200000)
             except cp.error.SolverError as exc:
                 raise SolverError(
                     f"no semidefinite solver could solve the program: {exc}"

@@ -30,9 +30,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dgp.engine.tolerance import Margin, Tolerance
 from dgp.errors import DgpWarning, InputError, ParameterError, ParameterTypeError
 from dgp.resources import check_memory
+from dgp.tolerance import Margin, Tolerance
 
 __all__ = [
     "CanonicalShift",
@@ -766,8 +766,8 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
 
 
 def _user_target(W: object, log_w: object, tau: object) -> tuple[np.ndarray, float]:
-    from dgp.engine.tolerance import DEFAULT_RTOL
     from dgp.errors import check_positive
+    from dgp.tolerance import DEFAULT_RTOL
 
     tau = check_positive(tau, "tau")
     lw = log_weights(W, log_weights=log_w)

@@ -22,7 +22,6 @@ from dgp.engine.blocks import BlockWeights, classify_blocks
 from dgp.engine.lowrank import classify_lowrank, gaussian_target, row_statistics
 from dgp.engine.pipeline import classify_weights
 from dgp.engine.target import canonical
-from dgp.engine.tolerance import DEFAULT_RTOL, Tolerance
 from dgp.errors import ParameterError, check_choice, check_dim, check_int, check_positive
 from dgp.infonce import SIMILARITIES
 from dgp.objectives import registry
@@ -30,6 +29,7 @@ from dgp.objectives.conditions import distortion_of, gaussian_explanation
 from dgp.objectives.registry import Labels, Objective
 from dgp.resources import check_memory
 from dgp.result import Classification
+from dgp.tolerance import DEFAULT_RTOL, Tolerance
 
 __all__ = ["ENGINES", "EXACT_SUMS_MAX_N", "METHODS", "classify_objective"]
 

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from dgp._linalg import centre_points, squared_distances
+from dgp.constants import SCALE_FLOOR
 from dgp.errors import (
     ParameterError,
     check_choice,
@@ -146,7 +147,7 @@ def kernel_points(points: np.ndarray, width2: float, name: str) -> Kernel:
             f"-|y_i - y_j|^2 / (2 {name}^2) reach about -{math.exp(min(log_kappa, 700)):.3g}, "
             f"beyond floating point; use {name} >= {s * 1e-75:.3g} or rescale the labels"
         )
-    half = 0.5 / width2 if width2 > 1e-300 else math.inf
+    half = 0.5 / width2 if width2 > SCALE_FLOOR else math.inf
     kappa = float(np.ldexp(half, 2 * k)) if math.isfinite(half) and half > 0 else math.exp(
         log_kappa)
     if not (math.isfinite(kappa) and kappa > 0):

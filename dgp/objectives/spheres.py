@@ -20,8 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp._linalg import tall_r
-from dgp.errors import check_labels_continuous, check_rtol
+from dgp.constants import SPHERE_FIT_RTOL
+from dgp.errors import check_labels_continuous
 from dgp.records import Record
+from dgp.tolerance import check_rtol
 
 __all__ = ["SphereFit", "fit_sphere", "sphere_of"]
 
@@ -62,7 +64,7 @@ class SphereFit(Record):
         yield "method", "algebraic least squares (Kasa) within the affine hull"
 
 
-def fit_sphere(points: object, *, rtol: float = 1e-10) -> SphereFit:
+def fit_sphere(points: object, *, rtol: float = SPHERE_FIT_RTOL) -> SphereFit:
     r"""Fit a sphere to points within their affine hull.
 
     Parameters

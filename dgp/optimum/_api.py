@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp._linalg import simplex_gram
+from dgp.constants import SOLVER_TOL
 from dgp.engine.target import check_weights
 from dgp.errors import (
     ParameterError,
@@ -48,7 +49,6 @@ from dgp.solver import (
     REDUCTIONS,
     BatchSpec,
     RowProblem,
-    accepted,
     batch_rows,
     block_problem,
     check_batch,
@@ -61,6 +61,7 @@ from dgp.solver import (
     single_threaded,
     solve_rows,
 )
+from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["FREE_MAX_K", "block_loss_floor", "loss_floor", "optimum"]
 
@@ -112,7 +113,7 @@ def _guard(K: int, N: int, dim: int | None, rows: int, starts: int) -> None:
 
 def _free(prob: RowProblem, starts: list[np.ndarray], tol: float) -> _Solved:
     res = solve_rows(prob, starts=starts, tol=tol)
-    if not accepted(res.certificate.kkt_residual, tol):
+    if not DEFAULT_POLICY.accepts(res.certificate.kkt_residual, tol):
         raise SolverError(
             f"the certified solver did not converge: KKT residual "
             f"{res.certificate.kkt_residual:.2g} ({res.stop_reason}); please report it"
@@ -264,7 +265,7 @@ def optimum(
     seed: int = 0,
     exact_max: int = 20_000,
     starts: int = 4,
-    tol: float = 1e-10,
+    tol: float = SOLVER_TOL,
 ) -> Optimum:
     r"""The minimiser of the cosine w-InfoNCE loss of weighting ``W`` (module docstring).
 
@@ -485,7 +486,7 @@ def block_loss_floor(
     try:
         with single_threaded():
             out = _solve(q, tau=tau, dim=dim, spec=None, samples=2, replicates=0, seed=seed,
-                         exact_max=1, starts=_check_int(starts, "starts", 0), tol=1e-10)
+                         exact_max=1, starts=_check_int(starts, "starts", 0), tol=SOLVER_TOL)
     except _NoCollapse:
         raise ParameterError(
             "within",

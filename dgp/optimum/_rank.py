@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dgp.constants import RANK_D_GTOL, SCALE_FLOOR, SCREEN_SLACK, SPECTRAL_START_PERTURBATION
 from dgp.solver import RowProblem, bm_lbfgs, factor, rtr
 
 __all__ = ["rank_d_solve", "spectral_start", "truncate"]
@@ -28,10 +29,11 @@ __all__ = ["rank_d_solve", "spectral_start", "truncate"]
 def spectral_start(weights: np.ndarray, dim: int) -> np.ndarray:
     """``dim x K`` unit columns from the top eigenvectors of the symmetrised row-normalised
     weights (similar samples start close)."""
-    P = weights / np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
+    P = weights / np.maximum(weights.sum(axis=1, keepdims=True), SCALE_FLOOR)
     lam, U = np.linalg.eigh(0.5 * (P + P.T))
     V = U[:, ::-1][:, :dim].T * np.sqrt(np.abs(lam[::-1][:dim]))[:, None]
-    V = V + 1e-6 * (np.arange(V.size).reshape(V.shape) % 7 - 3)  # no zero column
+    # a deterministic perturbation: no zero column
+    V = V + SPECTRAL_START_PERTURBATION * (np.arange(V.size).reshape(V.shape) % 7 - 3)
     return V / np.linalg.norm(V, axis=0)
 
 
@@ -44,7 +46,7 @@ def rank_d_solve(
     seed: int,
     screen_iters: int = 40,
     keep: int = 2,
-    gtol: float = 1e-9,
+    gtol: float = RANK_D_GTOL,
 ) -> tuple[np.ndarray, int, str]:
     """Best rank-``dim`` Gram over the given starts (``dim x K`` factors) and ``n_random`` seeded
     random starts. Returns the Gram, the number of starts and why it stopped."""
@@ -63,7 +65,7 @@ def rank_d_solve(
     best_f, best = np.inf, None
     lead = screened[0][0]
     for f0, _, X in screened[:keep]:
-        if f0 > lead + 1e-2 * abs(lead):
+        if f0 > lead + SCREEN_SLACK * abs(lead):
             continue  # clearly behind after screening: not worth running further
         X, _ = bm_lbfgs(prob, X, maxiter=200, gtol=gtol)
         f = prob.value(prob.state(X.T @ X))

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import BATCH_GRAM_TOL, EQUIANGULAR_ATOL, LOG1P_SERIES_BELOW, SOLVER_TOL
 from dgp.errors import (
     ParameterError,
     SolverError,
@@ -57,7 +58,6 @@ from dgp.solver import (
     BatchSpec,
     KKTCertificate,
     RowProblem,
-    accepted,
     batch_rows,
     block_problem,
     check_batch,
@@ -72,6 +72,7 @@ from dgp.solver import (
     single_threaded,
     solve_rows,
 )
+from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = [
     "BatchTolerance",
@@ -166,7 +167,7 @@ def _balanced_supcon_loss(n0: int, K: int, tau: float) -> tuple[float, float, fl
     log_x = math.log(n0 * (K - 1.0) / (n0 - 1.0)) - kappa / tau
     x = math.exp(log_x) if log_x > -745 else 0.0
     l1p = math.log1p(x) if x > 0 else 0.0
-    log_l1p = log_x + math.log(l1p / x) if x > 1e-8 else log_x + math.log1p(-0.5 * x)
+    log_l1p = log_x + math.log(l1p / x) if x > LOG1P_SERIES_BELOW else log_x + math.log1p(-0.5 * x)
     excess = N * l1p
     return N * math.log(n0 - 1.0) + excess, excess, math.log(N) + log_l1p
 
@@ -220,7 +221,7 @@ BLOCK_ROUNDS = (5, 30, 400, 4000)
 
 def _solve_block(prob: RowProblem, starts: list[np.ndarray], tol: float):
     res = solve_rows(prob, starts=starts, tol=tol, rounds=BLOCK_ROUNDS)
-    if not accepted(res.certificate.kkt_residual, tol):
+    if not DEFAULT_POLICY.accepts(res.certificate.kkt_residual, tol):
         raise SolverError(
             f"the certified solver did not converge: KKT residual "
             f"{res.certificate.kkt_residual:.2g} ({res.stop_reason}); please report it"
@@ -294,7 +295,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         )
     if method == "auto" and eps is not None:
         rho = 1.0 + tau * math.log(eps)
-        if rho < simplex - 1e-12 and (n == n[0]).all():
+        if rho < simplex - EQUIANGULAR_ATOL and (n == n[0]).all():
             loss = _balanced_soft_supcon_simplex_loss(int(n[0]), K, tau, eps)
             excess = max(0.0, loss - bound)
             return Prototypes(
@@ -305,8 +306,8 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
                 equiangular=simplex,
                 identifiability=_full_identifiability(n, tau, eps, None),
             )
-        if rho >= simplex - 1e-12:
-            at_star = abs(rho - simplex) <= 1e-12
+        if rho >= simplex - EQUIANGULAR_ATOL:
+            at_star = abs(rho - simplex) <= EQUIANGULAR_ATOL
             unique: bool | None = False
             if at_star:
                 unique = (
@@ -394,7 +395,7 @@ def _first_order(n: np.ndarray, tau: float, common: dict[str, Any], bound: float
     prob.set_scale(P)
     loss, excess, log_excess = prob.loss(P)
     lam = np.linalg.eigvalsh(P)
-    rank = int(np.sum(lam > 1e-9 * max(1.0, float(lam[-1]))))
+    rank = DEFAULT_POLICY.rank(lam)
     return Prototypes(
         **common, method="first-order", loss=loss, entropic_bound=bound, excess_loss=excess,
         log_excess_loss=log_excess, kkt_residual=None, certificate=None, collapse=None,
@@ -447,7 +448,7 @@ def _batched(
     else:
         res = solve_rows(prob, starts=[G_full, simplex], tol=tol)
         G, cert, reason = res.gram, res.certificate, res.stop_reason
-        if not accepted(cert.kkt_residual, tol):
+        if not DEFAULT_POLICY.accepts(cert.kkt_residual, tol):
             raise SolverError(
                 f"the certified solver did not converge on the batch problem: KKT residual "
                 f"{cert.kkt_residual:.2g} ({reason}); please report it"
@@ -522,7 +523,7 @@ def supcon_prototypes(
     replicates: int = 3,
     seed: int = 0,
     exact_max: int = 20_000,
-    tol: float = 1e-10,
+    tol: float = SOLVER_TOL,
 ) -> Prototypes:
     r"""Optimal class-prototype Gram of SupCon (``eps=None``) or Soft SupCon, for full-batch
     training or for the expected loss of mini-batches.
@@ -660,7 +661,7 @@ def batch_size_for_tolerance(
     sizes: object,
     *,
     tau: float,
-    tol: float = 1e-2,
+    tol: float = BATCH_GRAM_TOL,
     eps: float | None = None,
     sampler: str = "uniform",
     samples_per_class: int | None = None,

@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 
+from dgp.constants import NEAREST_ELLIPTOPE_TOL, SCALE_FLOOR
 from dgp.errors import ParameterError, check_positive, check_sizes, check_unit_interval
 
 __all__ = [
@@ -160,7 +161,7 @@ def _psd_part(A: np.ndarray) -> np.ndarray:
 
 
 def nearest_elliptope(
-    A: object, *, tol: float = 1e-12, maxiter: int = 1000
+    A: object, *, tol: float = NEAREST_ELLIPTOPE_TOL, maxiter: int = 1000
 ) -> tuple[np.ndarray, bool, int]:
     r"""The nearest point of the elliptope :math:`\{G \succeq 0, \operatorname{diag}G = 1\}` to a
     symmetric ``A`` in the Frobenius norm (the nearest correlation matrix).
@@ -209,6 +210,6 @@ def nearest_elliptope(
             converged = True
             break
     G = _psd_part(Y)
-    d = np.sqrt(np.clip(np.diag(G), 1e-300, None))
+    d = np.sqrt(np.clip(np.diag(G), SCALE_FLOOR, None))
     G = G / np.outer(d, d)
     return 0.5 * (G + G.T), converged, it

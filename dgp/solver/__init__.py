@@ -11,8 +11,10 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
   uniqueness of the collapsed configuration);
 * :mod:`~dgp.solver._batch`: the compositions of mini-batches of a sampler and the rows of the
   expected batch loss;
-* :mod:`~dgp.solver._guards`: the time budget of a solve;
-* :func:`accepted`: the one acceptance rule of a certified solution.
+* :mod:`~dgp.solver._guards`: the time budget of a solve.
+
+A solve is accepted by the one rule of the tolerance policy,
+:meth:`dgp.tolerance.Tolerance.accepts`.
 """
 
 from dgp.solver._batch import (
@@ -33,10 +35,7 @@ from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
 from dgp.solver._program import BlockForm, RowProblem, block_problem, scaled_softplus
 from dgp.solver._solve import (
-    ACCEPT_FACTOR,
-    ACCEPT_FLOOR,
     SolveResult,
-    accepted,
     bm_lbfgs,
     bm_lbfgs_linear,
     factor,
@@ -48,8 +47,6 @@ from dgp.solver._solve import (
 )
 
 __all__ = [
-    "ACCEPT_FACTOR",
-    "ACCEPT_FLOOR",
     "NO_POSITIVE",
     "REDUCTIONS",
     "SAMPLERS",
@@ -61,7 +58,6 @@ __all__ = [
     "LiftCertificate",
     "RowProblem",
     "SolveResult",
-    "accepted",
     "batch_rows",
     "block_problem",
     "bm_lbfgs",

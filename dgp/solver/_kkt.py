@@ -27,6 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from dgp.constants import GRAM_RANK_RTOL, SCALE_FLOOR
 from dgp.records import CertificateProtocol
 from dgp.solver._program import RowProblem
 
@@ -154,7 +155,7 @@ def row_certificate(prob: RowProblem, gram: np.ndarray) -> KKTCertificate:
     S = g - np.diag(y)
     lam_S = np.linalg.eigvalsh(S)
     lam_G = np.linalg.eigvalsh(G)
-    nu = max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), 1e-300)
+    nu = max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), SCALE_FLOOR)
     g_norm = max(float(lam_G[-1]), 1.0)
     r_primal = max(float(np.max(np.abs(np.diag(G) - 1.0))), max(0.0, -float(lam_G[0])))
     r_dual = max(0.0, -float(lam_S[0])) / nu
@@ -166,7 +167,8 @@ def row_certificate(prob: RowProblem, gram: np.ndarray) -> KKTCertificate:
         gap = math.exp(log_gap) if log_gap > -745 else 0.0
     else:
         log_gap, gap = -math.inf, 0.0
-    rel = max(1e-9, 1e3 * max(r_primal, r_comp))  # stationarity sets the rank, not the dual
+    # stationarity sets the rank, not the dual
+    rel = max(GRAM_RANK_RTOL, 1e3 * max(r_primal, r_comp))
     rank_tol = rel * g_norm
     rank, gram_gap = _split(lam_G[::-1], rank_tol)
     dual_rank, dual_gap = _split(lam_S[::-1] / nu, rel)

@@ -44,6 +44,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from dgp.constants import COLLAPSE_TOL_RANGE, FACE_UNIQUENESS_TOL
 from dgp.records import CertificateProtocol
 from dgp.solver._kkt import KKTCertificate
 from dgp.solver._program import RowProblem
@@ -105,7 +106,7 @@ class LiftCertificate(CertificateProtocol):
 
 
 def face_uniqueness(
-    M: np.ndarray, sizes: np.ndarray, *, rank: int, tol: float = 1e-8
+    M: np.ndarray, sizes: np.ndarray, *, rank: int, tol: float = FACE_UNIQUENESS_TOL
 ) -> tuple[bool | None, int, float, str]:
     """Uniqueness of the ``N x N`` minimiser ``E M E^T`` from the face test (module docstring).
 
@@ -165,7 +166,8 @@ def lift_certificate(
     accuracy the quotient was solved to."""
     n = np.asarray(sizes, dtype=float)
     if collapse_tol is None:
-        collapse_tol = max(1e-8, min(1e3 * cert.kkt_residual, 1e-4))
+        lo, hi = COLLAPSE_TOL_RANGE
+        collapse_tol = max(lo, min(1e3 * cert.kkt_residual, hi))
     st = prob.state(M)
     h = prob.within_gradient(st)
     y = np.asarray(cert.multipliers)

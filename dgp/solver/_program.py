@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sps
 
+from dgp.constants import LOG1P_SERIES_BELOW, PROBABILITY_ATOL
 from dgp.errors import SolverError, check_positive
 
 __all__ = ["BlockForm", "RowProblem", "RowState", "block_problem", "scaled_softplus"]
@@ -61,7 +62,8 @@ def scaled_softplus(Y: np.ndarray, log_t: float) -> np.ndarray:
     Y = np.asarray(Y, dtype=float)
     neg = Y <= 0
     x = np.exp(np.where(neg, Y, 0.0))
-    phi = np.where(x > 1e-8, np.log1p(x) / np.where(x > 1e-8, x, 1.0), 1.0 - 0.5 * x)
+    big = x > LOG1P_SERIES_BELOW
+    phi = np.where(big, np.log1p(x) / np.where(big, x, 1.0), 1.0 - 0.5 * x)
     small = np.exp(np.where(neg, Y - log_t, -np.inf)) * phi
     with np.errstate(over="ignore"):
         large = np.exp(np.log(np.logaddexp(0.0, np.where(neg, 1.0, Y))) - log_t)
@@ -142,7 +144,7 @@ class RowProblem:
         R, K = log_mu.shape
         if K < 2 or R < 1 or (anchor < 0).any() or (anchor >= K).any():
             raise ValueError(f"need K >= 2 points and anchors in [0, {K}), got K = {K}")
-        if (P < 0).any() or not np.allclose(P.sum(axis=1), 1.0, rtol=0, atol=1e-12):
+        if (P < 0).any() or not np.allclose(P.sum(axis=1), 1.0, rtol=0, atol=PROBABILITY_ATOL):
             raise ValueError("target rows must be non-negative and sum to 1")
         if (P[np.isneginf(log_mu)] > 0).any():
             raise ValueError("target puts mass on a point the row has no candidate of")

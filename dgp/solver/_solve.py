@@ -28,14 +28,33 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from dgp.constants import (
+    ARMIJO,
+    BM_GTOL,
+    CURVATURE_FLOOR,
+    DUAL_GAP_CUT,
+    DUAL_RANK_CUTS,
+    INTERIOR_DUAL,
+    LINE_SEARCH_MIN_STEP,
+    LINEAR_GTOL,
+    NEWTON_LSTSQ_RCOND,
+    NEWTON_MIN_STEP,
+    NEWTON_QUADRATIC_DROP,
+    NEWTON_RTOL,
+    PRIMAL_GAP_CUT,
+    PRIMAL_RANK_CUTS,
+    ROUNDOFF_RTOL,
+    RTR_GTOL,
+    SCALE_FLOOR,
+    SOLVER_TOL,
+    START_PERTURBATION,
+    TCG_CURVATURE_FLOOR,
+)
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._program import RowProblem
 
 __all__ = [
-    "ACCEPT_FACTOR",
-    "ACCEPT_FLOOR",
     "SolveResult",
-    "accepted",
     "bm_lbfgs",
     "bm_lbfgs_linear",
     "factor",
@@ -82,23 +101,6 @@ def single_threaded():
     times slower on a loaded one (measured 2x to 100x on the shared 2-core machines dgp is
     tested on). The libraries are found once per process."""
     return _controller().limit(limits=1)
-
-
-#: a certified solution is accepted when its KKT residual is at most
-#: ``max(ACCEPT_FACTOR * tol, ACCEPT_FLOOR)`` for the solver's target ``tol``
-ACCEPT_FACTOR = 1e3
-ACCEPT_FLOOR = 1e-6
-
-
-def accepted(kkt_residual: float, tol: float) -> bool:
-    """The one acceptance rule of a certified solve: the KKT residual reached, within a factor
-    :data:`ACCEPT_FACTOR` of the target ``tol`` (never asking for less than
-    :data:`ACCEPT_FLOOR`).
-
-    >>> accepted(1e-9, 1e-10), accepted(1e-5, 1e-10)
-    (True, False)
-    """
-    return kkt_residual <= max(ACCEPT_FACTOR * tol, ACCEPT_FLOOR)
 
 
 def factor(G: np.ndarray, r: int) -> np.ndarray:
@@ -155,17 +157,18 @@ def lbfgs(
         while True:
             x_new = x + step * d
             f_new, g_new = fun(x_new)
-            if f_new <= f + 1e-4 * step * slope or step < 1e-12:
+            if f_new <= f + ARMIJO * step * slope or step < LINE_SEARCH_MIN_STEP:
                 break
             step *= 0.5
         s_k, y_k = x_new - x, g_new - g
-        if float(s_k @ y_k) > 1e-16 * float(np.linalg.norm(s_k)) * float(np.linalg.norm(y_k)):
+        s_y = float(np.linalg.norm(s_k)) * float(np.linalg.norm(y_k))
+        if float(s_k @ y_k) > CURVATURE_FLOOR * s_y:
             s_hist.append(s_k)
             y_hist.append(y_k)
             if len(s_hist) > memory:
                 s_hist.pop(0)
                 y_hist.pop(0)
-        stall = stall + 1 if f - f_new <= 1e-15 * max(1.0, abs(f)) else 0
+        stall = stall + 1 if f - f_new <= ROUNDOFF_RTOL * max(1.0, abs(f)) else 0
         x, f, g = x_new, f_new, g_new
         if stall >= 5:
             break
@@ -177,7 +180,7 @@ def _normalise(V: np.ndarray) -> np.ndarray:
 
 
 def bm_lbfgs(
-    prob: RowProblem, X0: np.ndarray, *, maxiter: int, gtol: float = 1e-13
+    prob: RowProblem, X0: np.ndarray, *, maxiter: int, gtol: float = BM_GTOL
 ) -> tuple[np.ndarray, int]:
     """L-BFGS on the product of spheres at the rank of ``X0`` (``r x K``, unit columns); returns
     the final factor (unit columns) and the iteration count. ``gtol`` is relative to the first
@@ -195,7 +198,7 @@ def bm_lbfgs(
         return prob.value(st), ((Gam - X * dots) / norms).ravel()
 
     g0 = float(np.max(np.abs(fun(X0.ravel())[1])))
-    v, its = lbfgs(fun, X0.ravel(), maxiter=maxiter, gtol=max(gtol * g0, 1e-300))
+    v, its = lbfgs(fun, X0.ravel(), maxiter=maxiter, gtol=max(gtol * g0, SCALE_FLOOR))
     return _normalise(v.reshape(r, K)), its
 
 
@@ -206,7 +209,7 @@ def bm_lbfgs_linear(C: np.ndarray, *, rank: int, maxiter: int) -> np.ndarray:
     r = min(rank, K)
     V0 = np.cos(np.outer(np.arange(1, r + 1), np.arange(K)) * 0.7 + 0.3)
     V0 /= np.linalg.norm(V0, axis=0)
-    scale = max(float(np.abs(C).max()), 1e-300)
+    scale = max(float(np.abs(C).max()), SCALE_FLOOR)
     Cs = C / scale
 
     def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
@@ -217,7 +220,7 @@ def bm_lbfgs_linear(C: np.ndarray, *, rank: int, maxiter: int) -> np.ndarray:
         dots = np.sum(X * Gam, axis=0)
         return float(np.sum(X * (X @ Cs))), ((Gam - X * dots) / norms).ravel()
 
-    v, _ = lbfgs(fun, V0.ravel(), maxiter=maxiter, gtol=1e-10)
+    v, _ = lbfgs(fun, V0.ravel(), maxiter=maxiter, gtol=LINEAR_GTOL)
     X = _normalise(v.reshape(r, K))
     return X.T @ X
 
@@ -252,12 +255,12 @@ def frank_wolfe_bound(prob: RowProblem, gram: np.ndarray, *, maxiter: int = 300)
 def _full_rank_start(X: np.ndarray) -> np.ndarray:
     """A factor with no zero row: gradient steps never leave the row space of the factor, so a
     start of lower rank than the optimum would be a trap; a small deterministic perturbation
-    (1e-3 of the column norm) frees it."""
+    (:data:`~dgp.constants.START_PERTURBATION` of the column norm) frees it."""
     r, K = X.shape
     if np.linalg.matrix_rank(X) >= r:
         return X
     pattern = np.cos(np.outer(np.arange(1, r + 1), np.arange(K)) * 1.3 + 0.7)
-    return _normalise(X + 1e-3 * pattern)
+    return _normalise(X + START_PERTURBATION * pattern)
 
 
 def _proj(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
@@ -282,7 +285,7 @@ def _tcg(
         Hd = hess(delta)
         dHd = float(np.sum(delta * Hd))
         if j == 0:
-            floor = 1e-8 * abs(dHd) / d_d
+            floor = TCG_CURVATURE_FLOOR * abs(dHd) / d_d
         elif abs(dHd) <= floor * d_d:
             # curvature at rounding level: a symmetry direction (rotations of the factor), not
             # negative curvature; stepping to the boundary along it would only add noise
@@ -297,7 +300,7 @@ def _tcg(
         e_e = e_e_new
         r = r + alpha * Hd
         rr_new = float(np.sum(r * r))
-        if math.sqrt(rr_new) <= max(norm_r0 * min(norm_r0 / scale, 0.1), 1e-15 * scale):
+        if math.sqrt(rr_new) <= max(norm_r0 * min(norm_r0 / scale, 0.1), ROUNDOFF_RTOL * scale):
             break
         beta = rr_new / rr
         rr = rr_new
@@ -312,7 +315,7 @@ def rtr(
     X: np.ndarray,
     *,
     maxiter: int = 60,
-    gtol: float = 1e-12,
+    gtol: float = RTR_GTOL,
     maxinner: int = 300,
 ) -> tuple[np.ndarray, int]:
     """Riemannian trust region on the product of spheres at the rank of ``X``.
@@ -332,7 +335,7 @@ def rtr(
 
     f, grad, st, g, y = at(X)
     ge, gl = prob.gradient_parts(st)
-    scale = max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), 1e-300)
+    scale = max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), SCALE_FLOOR)
     radius_max = math.pi * math.sqrt(K)
     radius = radius_max / 8
     maxinner = min(max(r * K - K, 1), maxinner)
@@ -372,7 +375,7 @@ def rtr(
             X, f, grad, st, g, y = X_new, f_new, grad_new, st_new, g_new, y_new
             if stalled >= 3:
                 break
-        if radius < 1e-15:
+        if radius < ROUNDOFF_RTOL:
             break
     return X, it
 
@@ -484,9 +487,9 @@ def _newton_polish(prob: _Dual, G: np.ndarray, *, q: int, maxiter: int = 30) -> 
         return G
     norm_R = norm_0 = float(np.linalg.norm(R))
     for it in range(maxiter):
-        if it == 8 and norm_R > 1e-3 * norm_0:
+        if it == 8 and norm_R > NEWTON_QUADRATIC_DROP * norm_0:
             break  # not in Newton's quadratic regime: wrong rank guess or a poor start
-        if norm_R < 1e-14 * (1.0 + float(np.linalg.norm(delta))):
+        if norm_R < NEWTON_RTOL * (1.0 + float(np.linalg.norm(delta))):
             break
         J = _jacobian(prob, delta, U)
         try:
@@ -494,13 +497,13 @@ def _newton_polish(prob: _Dual, G: np.ndarray, *, q: int, maxiter: int = 30) -> 
         except np.linalg.LinAlgError:
             step = None
         if step is None or not np.isfinite(step).all():
-            step = np.linalg.lstsq(J, -R, rcond=1e-13)[0]
+            step = np.linalg.lstsq(J, -R, rcond=NEWTON_LSTSQ_RCOND)[0]
         a = 1.0
-        while a > 1e-4:
+        while a > NEWTON_MIN_STEP:
             d_new = delta + a * step[: prob.K]
             U_new = U + a * step[prob.K :].reshape(U.shape)
             R_new = _residual(prob, d_new, U_new)
-            if R_new is not None and np.linalg.norm(R_new) < (1 - 1e-4 * a) * norm_R:
+            if R_new is not None and np.linalg.norm(R_new) < (1 - ARMIJO * a) * norm_R:
                 break
             a *= 0.5
         else:
@@ -517,14 +520,14 @@ def _dual_ranks(prob: _Dual, G: np.ndarray) -> list[int]:
     g, AE = prob.grad(G)
     y = np.einsum("ij,ji->i", G, g)
     lam = np.linalg.eigvalsh(g - np.diag(y))[::-1]
-    scale = max(0.5 * float(np.linalg.norm(AE)), 1e-300)
-    pos = np.clip(lam / scale, 1e-300, None)
+    scale = max(0.5 * float(np.linalg.norm(AE)), SCALE_FLOOR)
+    pos = np.clip(lam / scale, SCALE_FLOOR, None)
     top = float(pos[0])
-    cands = [int(np.sum(pos > 1e-2 * top)), int(np.sum(pos > 1e-5 * top))]
-    big = int(np.sum(pos > 1e-4 * top))
+    cands = [int(np.sum(pos > f * top)) for f in DUAL_RANK_CUTS]
+    big = int(np.sum(pos > DUAL_GAP_CUT * top))
     if 1 <= big < prob.K:
         cands.append(int(np.argmax(pos[:big] / pos[1 : big + 1])) + 1)
-    if top <= 1e-10:  # interior optimum: S = 0
+    if top <= INTERIOR_DUAL:  # interior optimum: S = 0
         cands = [0]
     return sorted(q for q in set(cands) if 0 <= q < prob.K and prob.K * (q + 1) <= 4000)
 
@@ -533,10 +536,10 @@ def _primal_ranks(G: np.ndarray, cap: int) -> list[int]:
     """Candidate ranks of the optimum from the spectrum of an approximate one, smallest first."""
     lam = np.clip(np.linalg.eigvalsh(G)[::-1], 0.0, None)
     top = float(lam[0])
-    cands = {int(np.sum(lam > f * top)) for f in (1e-3, 1e-6, 1e-9)}
-    big = int(np.sum(lam > 1e-10 * top))
+    cands = {int(np.sum(lam > f * top)) for f in PRIMAL_RANK_CUTS}
+    big = int(np.sum(lam > PRIMAL_GAP_CUT * top))
     if 1 <= big < lam.size:
-        ratios = lam[:big] / np.maximum(lam[1 : big + 1], 1e-300)
+        ratios = lam[:big] / np.maximum(lam[1 : big + 1], SCALE_FLOOR)
         cands.add(int(np.argmax(ratios)) + 1)
     return sorted(r for r in cands if 1 <= r <= cap)
 
@@ -545,7 +548,7 @@ def solve_rows(
     prob: RowProblem,
     *,
     starts: list[np.ndarray],
-    tol: float = 1e-10,
+    tol: float = SOLVER_TOL,
     rank: int | None = None,
     rounds: tuple[int, ...] = (60, 400, 4000),
 ) -> SolveResult:

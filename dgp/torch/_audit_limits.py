@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from dgp.errors import check_int, check_rtol
+from dgp.errors import check_int
+from dgp.tolerance import check_rtol
 
 __all__ = ["GEOMETRY_MAX_N", "MAX_N", "check_arguments", "check_probe_memory", "probe_memory"]
 

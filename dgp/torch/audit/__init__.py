@@ -64,6 +64,14 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import (
+    FIT_RESIDUAL_FLOOR,
+    FIT_ZERO_RTOL,
+    MATCH_RTOL,
+    NEAR_MATCH,
+    PROBE_RTOL,
+    SCALE_FLOOR,
+)
 from dgp.errors import InputError, check_choice, check_int, check_positive
 from dgp.torch._audit_limits import (
     GEOMETRY_MAX_N,
@@ -216,8 +224,8 @@ def _equality_only(state: dict[str, Any]) -> bool:
     codes = equality_codes(rows)
     same = codes[:, None] == codes[None, :]
     off = ~np.eye(len(codes), dtype=bool)
-    scale = max(float(np.abs(fit.S).max()), 1e-300)
-    return bool(np.abs(fit.S[off & ~same]).max() <= 1e-9 * scale) if (off & ~same).any() \
+    scale = max(float(np.abs(fit.S).max()), SCALE_FLOOR)
+    return bool(np.abs(fit.S[off & ~same]).max() <= FIT_ZERO_RTOL * scale) if (off & ~same).any() \
         else True
 
 
@@ -231,7 +239,7 @@ def audit_loss(
     call: str = "auto",
     dim: int | None = None,
     name: str = "loss",
-    match_rtol: float = 1e-6,
+    match_rtol: float = MATCH_RTOL,
     probes: int = 3,
     intended: Intended | None = None,
     geometry: bool = True,
@@ -421,12 +429,12 @@ def _report(
     similarity = chosen["similarity"]
     n = pr.T.shape[1]
     warnings: list[str] = []
-    if pr.asymmetry > 1e-6:
+    if pr.asymmetry > PROBE_RTOL:
         warnings.append(f"the recovered pair sensitivities are not symmetric (relative "
                         f"{pr.asymmetry:.2g}): the loss is not a function of the similarity "
                         "matrix alone")
     res_sim = pr.cosine_residual if similarity == "cosine" else pr.euclidean_residual
-    if res_sim > 1e-6:
+    if res_sim > PROBE_RTOL:
         warnings.append(
             f"the gradient is not that of a {similarity} loss (relative {res_sim:.2g}): "
             + ("not tangent to the sphere, so the loss does not normalise its embeddings"
@@ -449,7 +457,7 @@ def _report(
             f"{fit.residual:.2g}, partition {fit.partition}); its weights depend on the "
             "embeddings (as in SupCon's L_in, which is L_out only to first order), or each "
             "positive pair has its own denominator"
-            + ("; a larger --match-rtol accepts it as that w-InfoNCE" if fit.residual < 1e-3
+            + ("; a larger --match-rtol accepts it as that w-InfoNCE" if fit.residual < NEAR_MATCH
                else "")
         )
         return AuditReport(identified=False, fit=fit, anchor_weights=None,
@@ -463,7 +471,7 @@ def _report(
         warnings.append("some recovered anchor weights are not positive: the temperature is "
                         "probably wrong")
     spread = float(anchors.max() / anchors.min()) if (anchors > 0).all() else math.inf
-    if spread - 1.0 > max(1e-6, 10 * match_rtol):
+    if spread - 1.0 > max(PROBE_RTOL, 10 * match_rtol):
         warnings.append(f"anchors weigh unequally (largest / smallest {spread:.4g}): the loss "
                         "is a w-InfoNCE with per-anchor weights")
     cands = candidates(rows, "continuous" if chosen["kind"] in ("continuous", "given")
@@ -499,13 +507,13 @@ def _report(
                 f"no registered objective matches within match_rtol = {match_rtol:g}; the "
                 f"closest is {closest['objective']} ({closest['form']}) with error "
                 f"{closest['error']:.3g}" + ("; raise --match-rtol to accept it"
-                                              if closest["error"] < 1e-3 else ""))
+                                              if closest["error"] < NEAR_MATCH else ""))
     if match is not None and (match["form"] in ("columns", "columns-rows")
                               or registry.get(match["objective"]).intended is not None):
         warnings.append(SLIP)
     logc = partition_log_weights(n, rows, fit.partition)
     S = fit.S.copy()
-    atol = 10.0 * max(fit.residual, 1e-13) * float(np.abs(S).max())
+    atol = 10.0 * max(fit.residual, FIT_RESIDUAL_FLOOR) * float(np.abs(S).max())
     S[np.abs(S) <= atol] = 0.0  # zero weights are recovered up to rounding
     R, residual = effective_weights(S, fit.m, logc)
     if (S < 0).any():
@@ -513,7 +521,7 @@ def _report(
                         "probably wrong, or the loss rewards pushing some pairs apart")
     classification = None
     d = n if dim is None else check_int(dim, "dim", minimum=1)
-    if R is not None and residual <= max(1e-6, 10.0 * match_rtol):
+    if R is not None and residual <= max(PROBE_RTOL, 10.0 * match_rtol):
         classification = classify(R, similarity=similarity, tau=tau, dim=d).to_dict()
         classification["classified"] = "effective weighting R"
     elif R is None:

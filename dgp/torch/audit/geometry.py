@@ -9,6 +9,15 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares, minimize
 
+from dgp.constants import (
+    FIT_RESIDUAL_FLOOR,
+    GEOMETRY_GTOL,
+    GEOMETRY_MATCH_RTOL,
+    LBFGS_CHANGE_TOL,
+    ROUNDOFF_RTOL,
+    SCALE_FLOOR,
+    TORCH_LBFGS_GTOL,
+)
 from dgp.torch._compat import require_torch
 
 torch = require_torch()
@@ -25,7 +34,7 @@ from dgp.torch.audit.model import (  # noqa: E402
 
 
 def effective_weights(
-    S: np.ndarray, m: np.ndarray, logc: np.ndarray, *, tol: float = 1e-13
+    S: np.ndarray, m: np.ndarray, logc: np.ndarray, *, tol: float = FIT_RESIDUAL_FLOOR
 ) -> tuple[np.ndarray | None, float]:
     r"""The symmetric weighting ``R`` whose entropic bound the loss ``(m, S, c)`` can attain.
 
@@ -82,7 +91,7 @@ def effective_weights(
     rho = (c * R).sum(axis=1)
     P = c * R / rho[:, None]
     back = m[:, None] * P + (m[:, None] * P).T
-    residual = float(np.linalg.norm(back - A) / max(np.linalg.norm(A), 1e-300))
+    residual = float(np.linalg.norm(back - A) / max(np.linalg.norm(A), SCALE_FLOOR))
     R = (R + R.T) / 2.0
     return R / R.max(), residual
 
@@ -146,7 +155,7 @@ def model_minimiser(
     for _ in range(starts):
         x0 = rng.standard_normal(n * d) * (1.0 if similarity == "cosine" else math.sqrt(tau))
         res = minimize(value_grad, x0, jac=True, method="L-BFGS-B",
-                       options={"maxiter": 5000, "gtol": 1e-10, "ftol": 1e-15})
+                       options={"maxiter": 5000, "gtol": GEOMETRY_GTOL, "ftol": ROUNDOFF_RTOL})
         if best is None or res.fun < best.fun:
             best = res
     Z = best.x.reshape(n, d)
@@ -228,8 +237,8 @@ def prototype_minimiser(
     best = None
     for _ in range(2):
         X = torch.randn(K, K, dtype=torch.float64, generator=gen).requires_grad_(True)
-        opt = torch.optim.LBFGS([X], lr=1.0, max_iter=2000, tolerance_grad=1e-13,
-                                tolerance_change=1e-16, history_size=50,
+        opt = torch.optim.LBFGS([X], lr=1.0, max_iter=2000, tolerance_grad=TORCH_LBFGS_GTOL,
+                                tolerance_change=LBFGS_CHANGE_TOL, history_size=50,
                                 line_search_fn="strong_wolfe")
 
         def closure(X: Any = X, opt: Any = opt) -> Any:
@@ -314,12 +323,12 @@ def geometry_gap(pred: dict[str, Any], ref: dict[str, Any], similarity: str) -> 
     if a.std() > 0 and b.std() > 0:
         r2 = float(np.corrcoef(a, b)[0, 1] ** 2)
     else:
-        r2 = 1.0 if np.ptp(a - b) <= 1e-9 * max(np.abs(b).max(), 1.0) else 0.0
+        r2 = 1.0 if np.ptp(a - b) <= GEOMETRY_MATCH_RTOL * max(np.abs(b).max(), 1.0) else 0.0
     gap = float(np.ptp(a - b) / 2.0)
     if similarity == "cosine":
         what = "largest difference of cosines, up to a common shift"
     else:
-        gap /= max(float(np.abs(b).max()), 1e-300)
+        gap /= max(float(np.abs(b).max()), SCALE_FLOOR)
         what = "largest difference of squared distances up to a common shift, relative"
     return {"similarity_r2": r2, "max_gap": gap, "gap_measure": what}
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from dgp.constants import EPS_FIT_RANGE, LABEL_TAU_FIT_RANGE, PARAM_FIT_XATOL, SCALE_FLOOR
 from dgp.errors import InputError, check_choice
 from dgp.torch._compat import require_torch
 
@@ -120,7 +121,7 @@ def fit_model(
     g = np.einsum("pkj,pkj->k", E, D)
     m, *_ = np.linalg.lstsq(H, g, rcond=None)
     lam = np.abs(np.linalg.eigvalsh((H + H.T) / 2.0))
-    condition = float(lam.max() / max(lam.min(), 1e-300))
+    condition = float(lam.max() / max(lam.min(), SCALE_FLOOR))
     S = m[:, None] * Qb + m[None, :] * Qb.T - Tb
     np.fill_diagonal(S, 0.0)
     pred = m[None, :, None] * Q + m[None, None, :] * Q.transpose(0, 2, 1) - S[None]
@@ -131,7 +132,7 @@ def fit_model(
         for Zp in probes.points
     ])
     diff = probes.values - model_values
-    spread = float(np.ptp(diff) / max(np.abs(probes.values).max(), 1e-300))
+    spread = float(np.ptp(diff) / max(np.abs(probes.values).max(), SCALE_FLOOR))
     return ModelFit(partition, m, S, resid, spread, float(diff.mean()), condition)
 
 
@@ -239,19 +240,19 @@ def candidates(row_labels: np.ndarray | None, kind: str) -> list[Candidate]:
 
 def param_bounds(cand: Candidate) -> tuple[float, float]:
     if cand.param == "eps":
-        return math.log(1e-6), math.log(1 - 1e-9)
+        return math.log(EPS_FIT_RANGE[0]), math.log(EPS_FIT_RANGE[1])
     if cand.param == "sigma":
         y = np.asarray(cand.labels.values, dtype=float).reshape(cand.labels.n, -1)
         d = np.sqrt(((y[:, None, :] - y[None, :, :]) ** 2).sum(-1))
         pos = d[d > 0]
         return math.log(pos.min() / 2), math.log(pos.max() * 10)
-    return math.log(1e-2), math.log(1e2)
+    return math.log(LABEL_TAU_FIT_RANGE[0]), math.log(LABEL_TAU_FIT_RANGE[1])
 
 
 def match_error(m: np.ndarray, S: np.ndarray, mc: np.ndarray, Sc: np.ndarray) -> float:
     kappa = m.sum() / mc.sum()
-    e_s = np.linalg.norm(kappa * Sc - S) / max(np.linalg.norm(S), 1e-300)
-    e_m = np.linalg.norm(kappa * mc - m) / max(np.linalg.norm(m), 1e-300)
+    e_s = np.linalg.norm(kappa * Sc - S) / max(np.linalg.norm(S), SCALE_FLOOR)
+    e_m = np.linalg.norm(kappa * mc - m) / max(np.linalg.norm(m), SCALE_FLOOR)
     return float(max(e_s, e_m))
 
 
@@ -279,7 +280,7 @@ def fit_candidate(fit: ModelFit, cand: Candidate) -> tuple[float, float | None]:
             return math.inf, None
         a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
         res = minimize_scalar(lambda g: err(math.exp(g)), bounds=(a, b), method="bounded",
-                              options={"xatol": 1e-11})
+                              options={"xatol": PARAM_FIT_XATOL})
     if res.fun <= errs[k]:
         return float(res.fun), math.exp(float(res.x))
     return float(errs[k]), math.exp(float(grid[k]))

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import SCALE_FLOOR
 from dgp.errors import DgpError, InputError, check_choice, check_int, check_positive
 from dgp.torch._audit_limits import (
     MAX_N,
@@ -239,7 +240,7 @@ def probe(
         if not np.isfinite(C).all():
             raise LossCallError(f"the loss's gradient is not finite {what}")
         off = ~np.eye(n, dtype=bool)
-        scale = max(float(np.abs(C[off]).max()), 1e-300)
+        scale = max(float(np.abs(C[off]).max()), SCALE_FLOOR)
         asym.append(float(np.abs(C - C.T)[off].max() / scale))
         G = Zp @ Zp.T
         cos_r.append(float(np.abs((C * G).sum(axis=1)).max() / scale))

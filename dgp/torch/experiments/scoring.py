@@ -10,8 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import SYMMETRY_ATOL
 from dgp.errors import InputError
 from dgp.metrics import entropic_gap, procrustes_r2, similarity_r2
+from dgp.tolerance import DEFAULT_POLICY
 from dgp.torch._compat import require_torch
 
 torch = require_torch()
@@ -50,14 +52,14 @@ def gram_embedding(G: np.ndarray) -> np.ndarray:
         If ``G`` is not a square symmetric matrix.
     """
     G = np.asarray(G, dtype=float)
-    if G.ndim != 2 or G.shape[0] != G.shape[1] or not np.allclose(G, G.T, atol=1e-8):
+    if G.ndim != 2 or G.shape[0] != G.shape[1] or not np.allclose(G, G.T, atol=SYMMETRY_ATOL):
         raise InputError(f"G must be a symmetric square matrix, got shape {G.shape}")
     lam, V = np.linalg.eigh((G + G.T) / 2.0)
     lam, V = lam[::-1], V[:, ::-1]  # principal axes first
-    keep = lam > 1e-10 * max(1.0, float(lam[0]))
-    V = V[:, keep]
+    keep = DEFAULT_POLICY.rank(lam)  # a prefix: lam is sorted down
+    V = V[:, :keep]
     V = V * np.sign(V[np.argmax(np.abs(V), axis=0), np.arange(V.shape[1])])  # fixed signs
-    return V * np.sqrt(np.clip(lam[keep], 0.0, None))
+    return V * np.sqrt(np.clip(lam[:keep], 0.0, None))
 
 
 def regular_simplex(k: int) -> np.ndarray:

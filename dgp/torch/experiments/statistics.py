@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import SCALE_FLOOR
 from dgp.errors import InputError
 from dgp.records import Record
 
@@ -255,7 +256,7 @@ def identifiability(delta: Sequence[float], delta_se: Sequence[float],
     ex_se = (float(np.median(learned_excess_se)) if learned_excess_se is not None
              and len(learned_excess_se) else float("nan"))
     median = float(np.median(ex)) if ex.size else float("nan")
-    beaten = bool(math.isfinite(ex_se) and median < -3.0 * max(ex_se, 1e-300))
+    beaten = bool(math.isfinite(ex_se) and median < -3.0 * max(ex_se, SCALE_FLOOR))
     return {
         "delta": mean,
         "delta_se": se,
@@ -458,7 +459,7 @@ def decide(runs: Sequence[dict[str, Any]], alternative: str, names: tuple[str, s
     elif not ident["informative"]:
         supports = "uninformative"
     elif dp and len(dp) == len(da) and all(
-        abs(a - b) <= TIE_DISTANCE * max(a, b, 1e-300) for a, b in zip(dp, da, strict=True)
+        abs(a - b) <= TIE_DISTANCE * max(a, b, SCALE_FLOOR) for a, b in zip(dp, da, strict=True)
     ):
         supports = "tie"
         why = ("both references are at the same distance from every held-out Gram after a "

@@ -1,0 +1,255 @@
+"""The named numerical constants of dgp, in one place, each with what it is and why its value.
+
+A threshold that decides something about the data (the rank of a Gram, whether a matrix is PSD,
+whether a solver's answer is accepted) is applied by the policy :class:`dgp.tolerance.Tolerance`,
+relative to the data's scale; the constants it reads are here. The rest are the inner settings
+of the numerical algorithms (line searches, stopping rules, rank guesses of the polish steps),
+floors that keep a division defined, search ranges, and display resolutions. This module is
+on the ground floor: it imports nothing, so every floor (the solver included) may read it.
+"""
+
+from __future__ import annotations
+
+# ----------------------------------------------------------------------------------------------
+# the tolerance policy (read by dgp.tolerance)
+# ----------------------------------------------------------------------------------------------
+
+#: default relative tolerance per sample of a classification: about 4.5 units of float64
+#: roundoff, so a verdict is exact wherever floating point can resolve it
+DEFAULT_RTOL = 1e-15
+#: a decisive number within NEAR * atol of its threshold is reported as near the threshold
+NEAR = 100.0
+#: eigenvalues of a solver's Gram below this fraction of the largest count as zero: the
+#: certified solver stops at KKT residuals near 1e-10, so its Grams are resolved to about 1e-9
+#: of their scale (one rule for every Gram rank: certificates, prototypes, figures, scoring)
+GRAM_RANK_RTOL = 1e-9
+#: a certified solve is accepted when its KKT residual is at most
+#: ``max(ACCEPT_FACTOR * tol, ACCEPT_FLOOR)`` for the solver's target ``tol``: three digits of
+#: slack for the last polish step, never asking for less than the floor
+ACCEPT_FACTOR = 1e3
+#: the largest KKT residual an accepted solve may have, whatever its target
+ACCEPT_FLOOR = 1e-6
+#: the default target KKT residual of the certified solver (relative to the gradient scale):
+#: two orders above the rounding floor of the loss, reached in a few polish steps
+SOLVER_TOL = 1e-10
+
+# ----------------------------------------------------------------------------------------------
+# floating point
+# ----------------------------------------------------------------------------------------------
+
+#: a relative change at the rounding level of float64 (about 4.5 u): a step, width or decrease
+#: below this fraction of its scale is noise
+ROUNDOFF_RTOL = 1e-15
+#: the smallest positive scale dgp uses, far below any scale a float64 computation of dgp
+#: reaches: the floor under a divisor (keeps 0/0 at 0 for an all-zero input without a warning),
+#: the absolute tolerance of a root search meant to stop at its relative tolerance only, and the
+#: low end of a range of positive numbers
+SCALE_FLOOR = 1e-300
+#: below this x, ``log1p(x) / x`` is evaluated by its series ``1 - x/2`` (exact to x^2 / 3,
+#: under float64 roundoff), above it by ``log1p``
+LOG1P_SERIES_BELOW = 1e-8
+#: the rows of a target distribution must sum to 1 within this (rounding of a normalised row)
+PROBABILITY_ATOL = 1e-12
+
+# ----------------------------------------------------------------------------------------------
+# the certified solver (dgp.solver)
+# ----------------------------------------------------------------------------------------------
+
+#: Armijo sufficient-decrease constant of the L-BFGS and Newton line searches (the usual 1e-4)
+ARMIJO = 1e-4
+#: the L-BFGS line search gives up halving below this step (the direction is at the rounding
+#: floor)
+LINE_SEARCH_MIN_STEP = 1e-12
+#: an L-BFGS pair (s, y) is stored only when s.y exceeds this fraction of |s||y|: positive
+#: curvature beyond rounding, so the inverse-Hessian estimate stays positive definite
+CURVATURE_FLOOR = 1e-16
+#: Burer-Monteiro L-BFGS stops when the gradient falls to this fraction of the first one
+BM_GTOL = 1e-13
+#: L-BFGS gradient tolerance of the linear (Frank-Wolfe) subproblem, whose answer only has to
+#: be a good direction
+LINEAR_GTOL = 1e-10
+#: size of the deterministic perturbation (relative to the unit columns) that lifts a rank-
+#: deficient start to full rank
+START_PERTURBATION = 1e-3
+#: truncated CG treats curvature below this fraction of the first direction's as rounding (a
+#: symmetry direction of the factor, not negative curvature)
+TCG_CURVATURE_FLOOR = 1e-8
+#: the trust region stops when the Riemannian gradient is this fraction of the gradient's parts
+RTR_GTOL = 1e-12
+#: after a few Newton steps the residual must have fallen by this factor, else the start is not
+#: in Newton's quadratic regime (a wrong rank guess)
+NEWTON_QUADRATIC_DROP = 1e-3
+#: Newton on the reduced KKT system stops at a residual this fraction of ``1 + |delta|``
+NEWTON_RTOL = 1e-14
+#: singular values below this fraction of the largest are cut in the least-squares Newton step
+NEWTON_LSTSQ_RCOND = 1e-13
+#: the Newton line search gives up below this step length
+NEWTON_MIN_STEP = 1e-4
+#: candidate dual ranks of the Newton polish: eigenvalues of S above these fractions of the top
+DUAL_RANK_CUTS = (1e-2, 1e-5)
+#: candidate primal ranks of the trust-region polish: eigenvalues of G above these fractions
+PRIMAL_RANK_CUTS = (1e-3, 1e-6, 1e-9)
+#: the largest spectral gap is looked for among eigenvalues above this fraction of the top
+#: (dual spectrum of the Newton polish, scaled by the gradient)
+DUAL_GAP_CUT = 1e-4
+#: the largest spectral gap is looked for among eigenvalues above this fraction of the top
+#: (primal spectrum of the trust-region polish)
+PRIMAL_GAP_CUT = 1e-10
+#: a dual matrix whose top eigenvalue (scaled by the gradient) is below this is zero: an
+#: interior optimum, S = 0
+INTERIOR_DUAL = 1e-10
+#: the margin of a lifted class within which it sits at its collapse threshold: ``1e3`` times
+#: the quotient's KKT residual, clipped to this range
+COLLAPSE_TOL_RANGE = (1e-8, 1e-4)
+#: the face test calls uniqueness undecided within this fraction (times N) of ``s = 1``
+FACE_UNIQUENESS_TOL = 1e-8
+
+# ----------------------------------------------------------------------------------------------
+# prototypes and optimum
+# ----------------------------------------------------------------------------------------------
+
+#: ``rho = 1 + tau log eps`` counts as the simplex cosine ``-1/(K-1)`` (Soft SupCon at tau*)
+#: within this: the rounding of ``tau log eps`` (a few 1e-16) with four digits of room
+EQUIANGULAR_ATOL = 1e-12
+#: default largest entrywise difference between the batch and the full-batch prototype Grams
+#: that ``batch_size_for_tolerance`` accepts (two decimals of a cosine)
+BATCH_GRAM_TOL = 1e-2
+#: the nearest-elliptope projection (Dykstra) stops when a sweep moves the point by less than
+#: this, relative: far below the accuracy a start or a figure needs, reached in few sweeps
+NEAREST_ELLIPTOPE_TOL = 1e-12
+#: a deterministic perturbation of the spectral start of the rank-d optimum, so that no column
+#: is zero (small enough not to move the start's geometry)
+SPECTRAL_START_PERTURBATION = 1e-6
+#: gradient tolerance of the rank-d polish of the optimum in R^d (relative, as ``bm_lbfgs``)
+RANK_D_GTOL = 1e-9
+#: a screened rank-d start more than this fraction of the best loss behind is not polished
+SCREEN_SLACK = 1e-2
+
+# ----------------------------------------------------------------------------------------------
+# parameter searches (dgp.design)
+# ----------------------------------------------------------------------------------------------
+
+#: default range of tau searched by ``recommend`` for a realizable or attainable verdict
+TAU_SEARCH = (1e-4, 1e4)
+#: default range of tau searched for a minority cosine (prototype solves, slower below 0.01)
+MINORITY_TAU_SEARCH = (0.01, 10.0)
+#: default range of eps searched: every eps in (0, 1) float64 resolves away from 1
+EPS_SEARCH = (1e-300, 1.0 - 1e-12)
+#: a verdict-flip search in t = log tau stops at this width (classification is exact, so it
+#: goes to the rounding of t)
+TAU_T_TOL = 1e-13
+#: the same in t = log(-log eps)
+EPS_T_TOL = 1e-14
+#: the same for a minority cosine, whose solves are resolved to about the solver tolerance
+PROTOTYPE_T_TOL = 1e-11
+#: absolute step of a root search in t, relative to ``max(1, |t|)``: below the float64
+#: spacing, so that the search stops at its relative tolerance (4 eps)
+ROOT_XTOL = 1e-16
+#: a cell within this relative distance of a closed form's critical tau gets no prediction
+#: from it: the verdict flips there, and the closed form's constants carry rounding
+CLOSED_FORM_BOUNDARY_RTOL = 1e-9
+#: a grid of values is geometric (drawn on a log axis) when its log-steps agree to this
+#: relative tolerance (a grid typed in decimals, e.g. 0.1, 0.2, 0.4, has more)
+GEOMETRIC_GRID_RTOL = 1e-6
+
+# ----------------------------------------------------------------------------------------------
+# display (figures and tables)
+# ----------------------------------------------------------------------------------------------
+
+#: a number within this fraction of the plotted range is drawn as 0 (rounding noise next to
+#: the range), and an interval this narrow relative to its end is drawn as a point
+PLOT_ZERO_RTOL = 1e-9
+#: the smallest half-height of an eigenvalue axis, relative to the largest eigenvalue drawn
+PLOT_MIN_SPAN = 1e-6
+#: log-weights whose spread is below this fraction of their size are drawn as constant
+PLOT_VARIES_RTOL = 1e-12
+#: an embedding whose row norms are 1 within this is drawn on the unit circle or sphere
+UNIT_NORM_ATOL = 1e-6
+
+# ----------------------------------------------------------------------------------------------
+# the engine (decisions along a family)
+# ----------------------------------------------------------------------------------------------
+
+#: two eigenvector slopes (in [-1, N - 1]) closer than this are one: the Farkas combination of
+#: the two sides is then taken from the flatter one
+SLOPE_GAP = 1e-12
+#: the two bottom eigenvectors of a Farkas certificate are taken at most this far (relative to
+#: ``max(1, |mu*|)``) on each side of the maximiser
+FARKAS_OFFSET_RTOL = 1e-7
+#: a floor under the smallest slope of a vanishing eigenvalue when widening the end-point
+#: window by the noise it amplifies
+SLOPE_FLOOR = 1e-8
+#: the window of near-zero eigenvalues fitted at an end point is at most this fraction of the
+#: member's scale
+CLUSTER_WINDOW_RTOL = 1e-6
+#: the concave search of the maximiser stops at this fraction of the tolerance at scale 1, far
+#: inside the band the verdict tolerates
+SEARCH_RESOLUTION = 1e-2
+
+# ----------------------------------------------------------------------------------------------
+# the loss audit (dgp.torch.audit)
+# ----------------------------------------------------------------------------------------------
+
+#: default relative tolerance of the audit's gradient model and of a match with a registered
+#: objective (``--match-rtol``)
+MATCH_RTOL = 1e-6
+#: the relative accuracy of the audit's float64 probes: an asymmetry, a similarity residual or
+#: an anchor spread above it is a property of the loss, not rounding
+PROBE_RTOL = 1e-6
+#: a fit or objective error below this is close: the report suggests a larger --match-rtol
+NEAR_MATCH = 1e-3
+#: a fitted weight below this fraction of the largest is zero (the fits are least squares of
+#: float64 gradients, exact to about 1e-13 of their scale)
+FIT_ZERO_RTOL = 1e-9
+#: the least relative residual a fit of the audit is credited with (float64 least squares)
+FIT_RESIDUAL_FLOOR = 1e-13
+#: gradient tolerance of the minimisation of the predicted geometry (N x d embeddings)
+GEOMETRY_GTOL = 1e-10
+#: gradient tolerance of torch's L-BFGS on the K x K prototype problem of the audit
+TORCH_LBFGS_GTOL = 1e-13
+#: torch's L-BFGS stops when a step changes the loss by less: below float64 resolution, so
+#: that the gradient test decides
+LBFGS_CHANGE_TOL = 1e-16
+#: a learned and a predicted geometry equal up to a common shift within this fraction of
+#: their size count as identical (R^2 = 1)
+GEOMETRY_MATCH_RTOL = 1e-9
+#: range of eps searched when fitting an audited loss to Soft SupCon
+EPS_FIT_RANGE = (1e-6, 1.0 - 1e-9)
+#: range of a label temperature searched when fitting an audited loss
+LABEL_TAU_FIT_RANGE = (1e-2, 1e2)
+#: absolute tolerance (in the log of the parameter) of the fit of an objective's parameter
+PARAM_FIT_XATOL = 1e-11
+
+# ----------------------------------------------------------------------------------------------
+# shared numerics, objectives and experiments
+# ----------------------------------------------------------------------------------------------
+
+#: the sign of an eigenvector is fixed by its largest entry, "largest" within this relative
+#: slack, so that rounding between two equal-magnitude entries of opposite sign cannot flip it
+SIGN_FIX_SLACK = 1e-6
+#: accuracy asked of SCS, the fallback of the reference SDP engine (Clarabel failed)
+SCS_EPS = 1e-10
+#: default relative tolerance of ``fit_sphere`` (points on a sphere or an affine subspace)
+SPHERE_FIT_RTOL = 1e-10
+#: the sphere fit behind a label condition is never asked for more than this (float64 least
+#: squares on squared coordinates resolve no further)
+SPHERE_FIT_RTOL_FLOOR = 1e-12
+#: labels lie on a sphere when the fit's residual is at most ``sqrt(max(rtol, this))``: the
+#: residual of exact spherical labels is float64 noise of order 1e-8
+SPHERE_RESIDUAL_RTOL_FLOOR = 1e-16
+#: a Gram given to the experiments' scoring is symmetric within this (learned embeddings are
+#: float32 products)
+SYMMETRY_ATOL = 1e-8
+
+# ----------------------------------------------------------------------------------------------
+# property-testing strategies (dgp.strategies)
+# ----------------------------------------------------------------------------------------------
+
+#: the near-critical strategies draw a relative distance ``|delta|`` to the critical value of
+#: at least this (or exactly 0): closer, a test's closed form rounds as much as the engine
+NEAR_CRITICAL_MIN_REL = 1e-3
+#: labels "on no sphere" leave a least-squares residual of at least this fraction of
+#: ``| |y|^2 |`` in the sphere fit
+OFF_SPHERE_MIN_RESIDUAL = 1e-2
+#: range of eps drawn for Soft SupCon near its critical temperature
+SOFT_SUPCON_EPS_RANGE = (1e-3, 0.9)

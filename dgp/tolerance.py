@@ -1,0 +1,188 @@
+r"""The one tolerance policy of the engine: relative, scale-invariant, reported.
+
+Every decision of the engine compares a computed number with zero: the smallest eigenvalue of a
+target (is it PSD?), the eigenvalues at an end point (its rank), the log-ratio around a cycle (is
+the cycle condition met?). Each comparison uses an absolute tolerance
+
+.. math:: \mathrm{atol} = r\,n\,s, \qquad r = \max(\mathrm{rtol},\ 4u),
+
+where :math:`n` is the number of samples, :math:`s` the scale of the quantity (the spectral norm
+of the member for eigenvalues, the spread of the log-weights for log-ratios) and :math:`u` the
+unit roundoff of the input (``2.2e-16`` for float64, ``1.2e-7`` for float32). Rescaling
+:math:`W \to \alpha W` changes neither :math:`s` nor the decision (the log-weights are
+canonicalised first, see :mod:`dgp.engine.target`). The default ``rtol`` sits at the rounding
+noise of float64, so a verdict is exact wherever floating point can resolve it; larger values
+widen the band treated as "at the critical value".
+
+A decisive number within ``NEAR`` tolerances of its threshold makes the verdict *near the
+threshold*: it is reported (``near_threshold``, with the margins in the certificate), never
+flipped silently.
+
+The same policy carries the thresholds on solver output, also relative to the data: the rank of
+a Gram (:meth:`Tolerance.rank`, eigenvalues above ``gram_rtol`` of the largest) and the
+acceptance of a certified solve (:meth:`Tolerance.accepts`). :data:`DEFAULT_POLICY` is the
+policy at the default ``rtol`` for callers that classify nothing (the prototype and optimum
+solvers); it imports no engine, so the solver floor may use it. Its constants live in
+:mod:`dgp.constants`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dgp.constants import ACCEPT_FACTOR, ACCEPT_FLOOR, DEFAULT_RTOL, GRAM_RANK_RTOL, NEAR
+from dgp.errors import ParameterError, describe
+from dgp.records import Record
+
+__all__ = ["DEFAULT_POLICY", "DEFAULT_RTOL", "NEAR", "Margin", "Tolerance", "check_rtol"]
+
+_FLOAT64_U = float(np.finfo(np.float64).eps)
+
+
+def check_rtol(value: object, name: str = "rtol") -> float:
+    """The one validator of a relative tolerance: a real number in ``(0, 1)``.
+
+    Raises
+    ------
+    ParameterError
+        If ``value`` is not a number in ``(0, 1)`` (``name`` is the argument it was given as).
+
+    >>> check_rtol(1e-6)
+    1e-06
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
+        raise ParameterError(name, f"must be a number in (0, 1), got {describe(value)}")
+    r = float(value)
+    if not 0.0 < r < 1.0:
+        raise ParameterError(name, f"must be a number in (0, 1), got {describe(value)}")
+    return r
+
+
+@dataclass(frozen=True)
+class Margin(Record):
+    """One decisive comparison: ``value`` against its threshold with tolerance ``atol``.
+
+    Attributes
+    ----------
+    quantity : str
+        What was compared, in words (e.g. ``"max over c of lambda_min(G(c))"``).
+    value : float
+        The computed number (its threshold is zero).
+    atol : float
+        The absolute tolerance of the comparison.
+    near : bool
+        Whether the decision lies within ``NEAR * atol`` of flipping.
+    """
+
+    quantity: str
+    value: float
+    atol: float
+    near: bool
+
+
+
+@dataclass(frozen=True)
+class Tolerance(Record):
+    """The tolerance policy of one classification.
+
+    Attributes
+    ----------
+    rtol : float
+        Relative tolerance per sample (the user's parameter).
+    unit_roundoff : float
+        Unit roundoff of the input (float64 unless the input had fewer bits).
+    n : int
+        Number of samples.
+    gram_rtol : float
+        Relative rank threshold of a Gram computed by the solver (:meth:`rank`).
+    accept_factor : float
+        Slack of the acceptance rule of a certified solve over its target (:meth:`accepts`).
+    accept_floor : float
+        The largest KKT residual :meth:`accepts` accepts, whatever the target.
+    """
+
+    rtol: float
+    unit_roundoff: float = _FLOAT64_U
+    n: int = 1
+    gram_rtol: float = GRAM_RANK_RTOL
+    accept_factor: float = ACCEPT_FACTOR
+    accept_floor: float = ACCEPT_FLOOR
+
+    @classmethod
+    def make(cls, rtol: object, *, n: int = 1, unit_roundoff: float = _FLOAT64_U) -> Tolerance:
+        """Validate ``rtol`` (a number in ``(0, 1)``) and build the policy.
+
+        Raises
+        ------
+        ParameterError
+            If ``rtol`` is not a number in ``(0, 1)``.
+        """
+        return cls(check_rtol(rtol), float(unit_roundoff), int(n))
+
+    @property
+    def relative(self) -> float:
+        """The effective relative tolerance per sample, :math:`\\max(\\mathrm{rtol}, 4u)`."""
+        return max(self.rtol, 4.0 * self.unit_roundoff)
+
+    def atol(self, scale: float) -> float:
+        """Absolute tolerance for a quantity of the given scale: ``relative * n * scale``."""
+        return self.relative * self.n * float(scale)
+
+    def log_atol(self, spread: float) -> float:
+        """Absolute tolerance on a sum of a few log-weights whose spread is ``spread`` nats."""
+        return 16.0 * self.relative * max(1.0, float(spread))
+
+    def rank(self, eigenvalues: object) -> int:
+        """Numerical rank of a PSD matrix from its eigenvalues: those above ``gram_rtol`` times
+        the largest (relative, so the rank of ``s G`` is that of ``G`` for every ``s > 0``).
+
+        >>> DEFAULT_POLICY.rank([2.0, 1e-12, 0.0]), DEFAULT_POLICY.rank([2e-20, 1e-32, 0.0])
+        (1, 1)
+        """
+        lam = np.asarray(eigenvalues, dtype=float)
+        if lam.size == 0:
+            return 0
+        top = max(float(np.max(lam)), 0.0)
+        return int(np.count_nonzero(lam > self.gram_rtol * top))
+
+    def accepts(self, kkt_residual: float, target: float) -> bool:
+        """The one acceptance rule of a certified solve run to the KKT target ``target``: its
+        residual is at most ``max(accept_factor * target, accept_floor)``.
+
+        >>> DEFAULT_POLICY.accepts(1e-9, 1e-10), DEFAULT_POLICY.accepts(1e-5, 1e-10)
+        (True, False)
+        """
+        return float(kkt_residual) <= max(self.accept_factor * float(target), self.accept_floor)
+
+    def margin(self, quantity: str, value: float, atol: float, *, zero_is_near: bool) -> Margin:
+        """A :class:`Margin` for ``value`` against zero.
+
+        ``zero_is_near``: a value at the threshold itself (``|value| <= atol``) counts as near (a
+        critical parameter value); otherwise only values in ``(atol, NEAR * atol]`` do (a value
+        far below ``atol`` is rounding noise around an exact zero).
+        """
+        v, a = float(value), float(atol)
+        if zero_is_near:
+            near = abs(v) <= NEAR * a
+        else:
+            near = a < abs(v) <= NEAR * a
+        return Margin(quantity, v, a, bool(near))
+
+    def json_items(self, options):
+        """The fields, the effective ``relative`` tolerance and the policy in words."""
+        yield from (("rtol", self.rtol), ("unit_roundoff", self.unit_roundoff),
+                    ("relative", self.relative), ("n", self.n), ("gram_rtol", self.gram_rtol),
+                    ("accept", [self.accept_factor, self.accept_floor]))
+        yield "policy", (
+            "atol = max(rtol, 4 u) * n * scale; scale = spectral norm of the member "
+            "(cosine), max(eigenvalue spread, 1 + log-weight spread) (Euclidean), "
+            "cycle log-ratios: 16 max(rtol, 4 u) max(1, log-weight spread), independent of n; "
+            "Gram rank: eigenvalues > gram_rtol * largest; a solve is accepted when its KKT "
+            "residual <= max(accept[0] * target, accept[1])"
+        )
+
+
+#: the policy at the default ``rtol`` (one sample), for thresholds on solver output
+DEFAULT_POLICY = Tolerance(DEFAULT_RTOL)
