@@ -17,6 +17,13 @@ widen the band treated as "at the critical value".
 A decisive number within ``NEAR`` tolerances of its threshold makes the verdict *near the
 threshold*: it is reported (``near_threshold``, with the margins in the certificate), never
 flipped silently.
+
+Zero-weight patterns (:mod:`dgp.engine.zeros`) add the tolerances of their leading-order
+problem, solved in float64 at unit scale: the edges and slack of a constructed configuration,
+the residual of its rigidity system (which follows ``rtol`` through the log-ratio terms, like the
+cycle condition) and the level at which a family's gap reads as zero (relative to its number of
+rows and the size of its similarities). They are reported in ``to_dict()["zero_patterns"]`` and,
+where they depend on the data, as margins of the certificate.
 """
 
 from __future__ import annotations
@@ -27,13 +34,50 @@ import numpy as np
 
 from dgp.errors import ParameterError, describe
 
-__all__ = ["DEFAULT_RTOL", "NEAR", "Margin", "Tolerance"]
+__all__ = [
+    "DEFAULT_RTOL",
+    "NEAR",
+    "ZERO_EDGE_RTOL",
+    "ZERO_EVIDENCE",
+    "ZERO_GAP",
+    "ZERO_GAP_DECAY",
+    "ZERO_RESIDUAL_RTOL",
+    "ZERO_SLACK",
+    "Margin",
+    "Tolerance",
+]
 
 #: default relative tolerance per sample: about 4.5 units of float64 roundoff
 DEFAULT_RTOL = 1e-15
 #: a decisive number within NEAR * atol of its threshold is reported as near the threshold
 NEAR = 100.0
 _FLOAT64_U = float(np.finfo(np.float64).eps)
+
+# ---- zero-weight patterns (dgp.engine.zeros) -------------------------------------------------
+# The leading-order problem of a zero pattern is solved in float64 on a configuration X0 whose
+# positive pairs are at unit distance (its limit is defined up to scale), whatever the input's
+# precision: the tolerances of that computation are relative to its unit scale (edges, slack)
+# or to its size (a family's gap: the number of rows and the size of the similarities), with
+# float64's roundoff. The data enter through the log-ratio terms delta = -2 tau ell, whose
+# tolerance follows rtol and the input's roundoff (Tolerance.delta_atol, residual_atol).
+#: accepted residual of the unit-length equations |x_i - x_j|^2 = 1 of a constructed X0
+ZERO_EDGE_RTOL = 1e-12
+#: least slack (squared distance minus 1) of the non-positive pairs of a strict X0
+ZERO_SLACK = 1e-6
+#: relative residual to which the rigidity system 2<x_i - x_j, y_i - y_j> = delta_ij is solved
+ZERO_RESIDUAL_RTOL = 1e-9
+#: a family's entropic gap below this reads as zero (float64 log-softmax rows of moderate size,
+#: measured ~1e-14), and it is known to this relative accuracy
+ZERO_GAP = 1e-9
+#: relative accuracy of one float64 operation of the construction (4 units of roundoff)
+ZERO_ARITH = 4.0 * _FLOAT64_U
+#: a vanishing family's gap falls by at least this factor from the first listed t to the last
+ZERO_GAP_DECAY = 1e-3
+#: an undecided component reads as approached when a loss minimisation reaches a gap below this
+#: (nats per sample, unchanged by W -> alpha W): minimisations of approached patterns with
+#: nested scales stall near 1e-5, the loss floors of patterns that are not approached seen on
+#: small supports are above 4e-2
+ZERO_EVIDENCE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -124,6 +168,64 @@ class Tolerance:
             near = a < abs(v) <= NEAR * a
         return Margin(quantity, v, a, bool(near))
 
+    # ---- zero-weight patterns (dgp.engine.zeros) ---------------------------------------------
+
+    def edge_atol(self) -> float:
+        """Accepted residual of the unit-length equations of a constructed configuration
+        :math:`X_0` (its positive pairs at unit distance; a float64 computation)."""
+        return ZERO_EDGE_RTOL
+
+    def slack_atol(self) -> float:
+        """Least slack (squared distance minus 1) of the non-positive pairs of a strict
+        :math:`X_0` (a million times its edge accuracy)."""
+        return ZERO_SLACK
+
+    def delta_atol(self, delta: np.ndarray, tau: float, terms: int = 1) -> float:
+        r"""Uncertainty of a sum of ``terms`` log-ratio terms :math:`\delta = -2\tau\ell` of a
+        component (each :math:`2\tau` ``log_atol`` of the spread of ``delta / 2 tau``): the
+        planar wheel rule compares its 12-term defect with it."""
+        spread = float(np.ptp(delta)) / (2 * tau) if np.size(delta) else 0.0
+        return 2.0 * tau * float(terms) * self.log_atol(spread)
+
+    def residual_atol(self, delta: np.ndarray, tau: float) -> float:
+        r"""Accepted residual of the rigidity system :math:`2\langle x_i - x_j, y_i - y_j\rangle =
+        \delta_{ij}`: the float64 solve, ``ZERO_RESIDUAL_RTOL * (1 + max|delta|)``, or the
+        uncertainty of one term, :meth:`delta_atol`, whichever is larger. A self-stress with
+        unit coefficients on ``k`` pairs leaves a residual of ``defect / k``, so this accepts
+        what the planar wheel rule (a 12-term defect within ``delta_atol(delta, tau, 12)``)
+        accepts."""
+        top = float(np.abs(np.asarray(delta, dtype=float)).max(initial=0.0))
+        return max(ZERO_RESIDUAL_RTOL * (1.0 + top), self.delta_atol(delta, tau))
+
+    def gap_atol(self, n: int, scale: float) -> float:
+        """A family's entropic gap (``n`` float64 log-softmax rows whose similarities reach
+        ``scale``) at or below this reads as zero: ``max(ZERO_GAP, 4 u n scale)`` with ``u``
+        float64's roundoff (the rounding of a row grows with its largest similarity)."""
+        return max(ZERO_GAP, ZERO_ARITH * int(n) * float(scale))
+
+    @property
+    def evidence_threshold(self) -> float:
+        """Gap per sample (nats) below which a loss minimisation reads as approached (undecided
+        components only, reported as evidence)."""
+        return ZERO_EVIDENCE
+
+    def zero_patterns(self) -> dict:
+        """The zero-pattern part of the policy, plain JSON-ready fields (the data-dependent
+        ones, the rigidity residual and the family gap, are reported with each certificate)."""
+        return {
+            "edge_atol": self.edge_atol(),
+            "slack_atol": self.slack_atol(),
+            "residual_rtol": ZERO_RESIDUAL_RTOL,
+            "gap_zero": ZERO_GAP,
+            "gap_decay": ZERO_GAP_DECAY,
+            "evidence_threshold": self.evidence_threshold,
+            "policy": "unit-scale leading-order problem in float64: edges within edge_atol, "
+            "other pairs beyond slack_atol; rigidity residual below max(residual_rtol (1 + "
+            "max|delta|), 2 tau log_atol(spread of delta / 2 tau)); a family's gap is zero "
+            "below max(gap_zero, 4 u64 n / (2 tau t^2)) at its last t, and vanishes when the "
+            "last is below gap_decay times the first plus gap zero / gap_decay",
+        }
+
     def to_dict(self) -> dict:
         """Plain JSON-ready fields."""
         return {
@@ -134,4 +236,5 @@ class Tolerance:
             "policy": "atol = max(rtol, 4 u) * n * scale; scale = spectral norm of the member "
             "(cosine), max(eigenvalue spread, 1 + log-weight spread) (Euclidean), "
             "cycle log-ratios: 16 max(rtol, 4 u) max(1, log-weight spread), independent of n",
+            "zero_patterns": self.zero_patterns(),
         }

@@ -3,6 +3,8 @@ class-block paths)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
@@ -13,7 +15,7 @@ from dgp.engine.zeros._components import clique
 from dgp.engine.zeros._decide import decide_pattern
 from dgp.engine.zeros._families import diverging_family, source_of, vanishing
 from dgp.engine.zeros._pattern import ZeroPattern, mutual_pairs
-from dgp.engine.zeros._search import EVIDENCE_THRESHOLD, undecided_component
+from dgp.engine.zeros._search import undecided_component
 from dgp.result import Classification
 
 
@@ -46,21 +48,24 @@ def classify_pattern(pattern: ZeroPattern, ctx: Context, *, seed: int = 0) -> Cl
     undecided = [c for c in comps if c.status == "undecided"]
     if undecided:
         return rules.zero_undecided(ctx, component=undecided[0], n_zero=pattern.n_zero,
-                                    threshold=EVIDENCE_THRESHOLD)
+                                    threshold=ctx.tol.evidence_threshold)
     ts, gaps, offset, sources, failed = diverging_family(pattern, comps, ctx.dim, ctx.tau,
-                                                         dec.peeled)
-    if sources and gaps and not vanishing(gaps):  # the placement's own check, never silent
-        sources, failed = None, (*source_of(dec.peeled, sources[-1]["sample"]),
-                                 "the family's gap does not vanish at the listed t")
+                                                         ctx.tol, dec.peeled)
+    if sources and gaps:  # the placement's own check, never silent
+        ok, margin = vanishing(gaps, ts, n=pattern.n, tau=ctx.tau, tol=ctx.tol)
+        ctx = replace(ctx, margins=(*ctx.margins, margin))
+        if not ok:
+            sources, failed = None, (*source_of(dec.peeled, sources[-1]["sample"]),
+                                     "the family's gap does not vanish at the listed t")
     if sources is None:
         i, j, pe, *why = failed
         why = why[0] if why else f"no direction found in which {j} is exposed"
         tried = [*pe.base["tried"], f"pure source {i} placed beyond its positive {j}: {why}"]
         base = {k: v for k, v in pe.base.items() if k != "tried"}
         comp = undecided_component(pattern, pe.members, pe.sel, base, tried, dim=ctx.dim,
-                                   tau=ctx.tau)
+                                   tau=ctx.tau, tol=ctx.tol)
         return rules.zero_undecided(ctx, component=comp, n_zero=pattern.n_zero,
-                                    threshold=EVIDENCE_THRESHOLD)
+                                    threshold=ctx.tol.evidence_threshold)
     return rules.zero_approached(ctx, components=comps, t=ts, gaps=gaps, offset=offset,
                                  n_zero=pattern.n_zero, sources=tuple(sources))
 

@@ -71,10 +71,10 @@ def symmetric_component(pattern, members, sel, psi, *, dim, tau, tol, rng,
         order = nx.shortest_path(G, ends[0], ends[1])
         X0 = np.zeros((n_c, 1))
         X0[order, 0] = np.arange(n_c, dtype=float)
-        return scaled_family(base, "path", X0, E, delta, tol)
+        return scaled_family(base, "path", X0, E, delta, tol, tau)
     if n_c <= dim + 1:
         X0 = simplex_start(E, n_c, dim)
-        return scaled_family(base, "simplex", X0, E, delta, tol)
+        return scaled_family(base, "simplex", X0, E, delta, tol, tau)
     obs = find_obstruction(G, E, delta, dim=dim, tau=tau, tol=tol)
     if obs is not None:
         name, vs, detail, margins = obs
@@ -82,12 +82,13 @@ def symmetric_component(pattern, members, sel, psi, *, dim, tau, tol, rng,
     tried = ["line/simplex rules", "clique, kissing, planar neighbourhood, wheel, common "
              "neighbours and packing obstructions"]
     if n_c <= CONSTRUCT_MAX_N:
-        found = construct(E, n_c, dim, delta, rng)
+        found = construct(E, n_c, dim, delta, rng, tol=tol, tau=tau)
         if found is not None:
-            return scaled_family(base, "construction", found, E, delta, tol)
+            return scaled_family(base, "construction", found, E, delta, tol, tau)
         tried.append("numerical search for X0 (unit positive pairs, every other pair > 1, "
                      "log-ratios in the image of the rigidity map)")
-    return undecided_component(pattern, members, sel, base, tried, dim=dim, tau=tau)
+    return undecided_component(pattern, members, sel, base, tried, dim=dim, tau=tau,
+                                tol=tol)
 
 
 def clique(pattern, members, sel, *, dim, tau, tol, base,
@@ -177,7 +178,8 @@ def asymmetric_component(pattern, members, sel, mutual, psi, *, dim, tau, tol, r
         if sources:
             tried.append(f"peeled {len(sources)} pure sources (samples no other sample "
                          "weights); the rest still has one-way weights")
-        return [undecided_component(pattern, members, sel, base, tried, dim=dim, tau=tau)], None
+        return [undecided_component(pattern, members, sel, base, tried, dim=dim, tau=tau,
+                                    tol=tol)], None
     n_core = core.size
     loc = np.full(pattern.n, -1, dtype=np.int64)
     loc[core] = np.arange(n_core)
@@ -201,6 +203,7 @@ def asymmetric_component(pattern, members, sel, mutual, psi, *, dim, tau, tol, r
                         "source with several positives is not implemented)" if multi else "")
                      + (f", but more than {SOURCES_MAX} sources" if len(sources) > SOURCES_MAX
                         else ""))
-        return [undecided_component(pattern, members, sel, base, tried, dim=dim, tau=tau)], None
+        return [undecided_component(pattern, members, sel, base, tried, dim=dim, tau=tau,
+                                    tol=tol)], None
     pairs = tuple((i, int(t[0])) for i, t in sources)
     return decs, Peeled(members, sel, dict(base, tried=tried), pairs)

@@ -9,12 +9,16 @@ import math
 import numpy as np
 
 from dgp.engine.target import row_blocks
+from dgp.engine.tolerance import NEAR, ZERO_GAP, ZERO_GAP_DECAY, Margin, Tolerance
 from dgp.engine.zeros._pattern import ComponentDecision, Peeled, ZeroPattern
 
 #: largest N whose family gaps are evaluated (an O(N^2) pass per t)
 GAP_MAX_N = 20000
-#: a family's gap below this counts as zero (rounding of log-softmax rows, measured ~1e-14)
-GAP_ZERO = 1e-9
+#: a candidate direction of a pure source counts when its norm is above this times the scale
+#: of the coefficients (else it is the rounding of a difference of equal ones)
+DIRECTION_RTOL = 1e-12
+#: a projection on a direction is nonzero (not a tie) above this times the coefficient scale
+TIE_RTOL = 1e-9
 
 
 def pattern_gap(pattern: ZeroPattern, Z: np.ndarray, tau: float) -> float:
@@ -89,11 +93,11 @@ def _exposing_direction(C: np.ndarray, placed: np.ndarray, j: int, hint: list[np
         cands += [e, -e]
     for q in range(C.shape[1]):
         v = C[j, q] - C[placed, q].mean(axis=0)
-        if np.linalg.norm(v) > 1e-12 * scale:
+        if np.linalg.norm(v) > DIRECTION_RTOL * scale:
             cands.append(v / np.linalg.norm(v))
     for u in cands:
         proj = diff @ u  # (l, power)
-        nz = np.abs(proj) > 1e-9 * scale
+        nz = np.abs(proj) > TIE_RTOL * scale
         if not nz.any(axis=1).all():
             continue  # some l ties with j at every power
         lead = proj[np.arange(proj.shape[0]), nz.argmax(axis=1)]
@@ -126,11 +130,23 @@ def _place_sources(pattern, comps, peeled, dim: int, offset: float):
     return out, None
 
 
-def vanishing(gaps: list[float]) -> bool:
-    """Gaps that decrease along the listed t until they are (numerically) zero: below
-    ``GAP_ZERO``, rounding of the log-softmax dominates."""
-    return gaps[-1] <= 1e-6 + 1e-3 * gaps[0] and all(
-        b <= a * (1 + 1e-9) or b <= GAP_ZERO for a, b in itertools.pairwise(gaps))
+def vanishing(gaps: list[float], ts: list[float], *, n: int, tau: float,
+              tol: Tolerance) -> tuple[bool, Margin]:
+    """Whether the gaps decrease along the listed t until they are (numerically) zero, and the
+    margin of the last one.
+
+    Zero is :meth:`Tolerance.gap_atol` of the ``n`` rows at the family's largest similarity,
+    ``1 / (2 tau t^2)`` at the last ``t`` (the rounding of a log-softmax row grows with it);
+    the last gap must fall below ``ZERO_GAP_DECAY`` times the first, up to ``1 / ZERO_GAP_DECAY``
+    zero levels."""
+    atol = tol.gap_atol(n, 1.0 / (2.0 * tau * ts[-1] ** 2))
+    level = ZERO_GAP_DECAY * gaps[0] + atol / ZERO_GAP_DECAY
+    margin = Margin("entropic gap of the family at the last listed t (accepted below atol, "
+                    "decreasing along t down to its zero level)", gaps[-1], level,
+                    bool(gaps[-1] > level / NEAR))
+    ok = gaps[-1] <= level and all(b <= a * (1 + ZERO_GAP) or b <= atol
+                                   for a, b in itertools.pairwise(gaps))
+    return ok, margin
 
 
 def source_of(peeled: tuple[Peeled, ...], i: int) -> tuple[int, int, Peeled]:
@@ -140,9 +156,10 @@ def source_of(peeled: tuple[Peeled, ...], i: int) -> tuple[int, int, Peeled]:
 
 
 def diverging_family(pattern: ZeroPattern, comps: tuple[ComponentDecision, ...], dim: int,
-                     tau: float, peeled: tuple[Peeled, ...] = ()):
+                     tau: float, tol: Tolerance, peeled: tuple[Peeled, ...] = ()):
     """The whole family Z(t) and its gaps at a few t; ``sources`` is ``None`` when a pure
-    source cannot be placed (then ``failed`` names it)."""
+    source cannot be placed (then ``failed`` names it). The scaled components' slack enters
+    the listed t, floored at :meth:`Tolerance.slack_atol`."""
     diam = 1.0
     for c in comps:
         if c.X0 is not None and c.X0.size:
@@ -151,7 +168,7 @@ def diverging_family(pattern: ZeroPattern, comps: tuple[ComponentDecision, ...],
             diam = max(diam, float(np.ptp(c.Y, axis=0).max()))
     offset = 4.0 * (diam + 1.0)
     slack = min([c.info.get("min_slack", 1.0) for c in comps if c.kind == "scaled"] + [1.0])
-    slack = min(max(slack, 1e-6), 1.0)
+    slack = min(max(slack, tol.slack_atol()), 1.0)
     # t halves: the leakage onto the zero weights, ~exp(-slack / (2 tau t^2)), goes exp(-2),
     # exp(-8), exp(-32), ...; the O(t^2) error of the positive pairs costs O(t^4) in the gap
     ts = [math.sqrt(slack / (4.0 * tau)) / 2.0**k for k in range(5)]

@@ -13,6 +13,8 @@ from dgp.engine.zeros._pattern import ComponentDecision
 #: the kissing numbers known exactly (the most unit vectors pairwise at least 60 degrees apart):
 #: Newton/Schütte–van der Waerden (3), Musin (4), Odlyzko–Sloane and Levenshtein (8, 24)
 KISSING_NUMBERS = {1: 2, 2: 6, 3: 12, 4: 24, 8: 240, 24: 196560}
+#: relative rounding allowed for in a cap count (scipy's incomplete beta is accurate to ~1e-15)
+CAP_ROUNDING = 1e-12
 
 
 def kissing_bound(d: int) -> tuple[int, str]:
@@ -33,7 +35,7 @@ def kissing_bound(d: int) -> tuple[int, str]:
     from scipy.special import betainc
 
     frac = 0.5 * float(betainc(0.5 * (d - 1), 0.5, 0.25))
-    return math.floor(1.0 / frac * (1 + 1e-12)), "cap bound"
+    return _cap_count(frac), "cap bound"
 
 
 def _circle_code_bound(d: int) -> int:
@@ -45,7 +47,13 @@ def _circle_code_bound(d: int) -> int:
     from scipy.special import betainc
 
     frac = 0.5 * float(betainc(0.5 * (d - 2), 0.5, 1.0 / 3.0))
-    return math.floor(1.0 / frac * (1 + 1e-12))
+    return _cap_count(frac)
+
+
+def _cap_count(frac: float) -> int:
+    """Most disjoint caps of area fraction ``frac`` (the floor of its inverse, kept from falling
+    one short by the rounding of the incomplete beta function)."""
+    return math.floor(1.0 / frac * (1 + CAP_ROUNDING))
 
 
 def obstructed(base, name, vertices, detail, margins=()) -> ComponentDecision:
@@ -133,7 +141,7 @@ def _planar_neighbourhoods(G, E, delta, *, tau, tol):
         if len(nb) == 6 and all(dg == 2 for _, dg in H.degree()) and nx.is_connected(H):
             rim = list(H.edges())
             s = sum(dl[e] for e in rim) - sum(dl[(v, u)] for u in nb)
-            atol = 2.0 * tau * 12.0 * tol.log_atol(max(1.0, float(np.ptp(delta)) / (2 * tau)))
+            atol = tol.delta_atol(delta, tau, terms=12)
             mg = tol.margin("hexagon angle defect: sum of rim minus spoke log-ratio terms", s,
                             atol, zero_is_near=False)
             if abs(s) > atol:

@@ -11,10 +11,11 @@ import scipy.sparse as sp
 from dgp.engine.tolerance import NEAR, Margin
 from dgp.engine.zeros._pattern import LIST_MAX_N, ComponentDecision
 
-#: a constructed X0 is accepted when every non-positive pair has squared distance above 1 + this
-SLACK_MIN = 1e-6
-#: ... and the rigidity system is solved to this relative residual
-RESIDUAL_RTOL = 1e-9
+#: ridge of the sparse least-norm solve, relative to the largest entry of R R^T
+RIDGE_RTOL = 1e-13
+#: the polish of the unit-length equations stops at this residual (float64 rounding of a unit
+#: squared length, about 4.5 units of roundoff)
+POLISH_FLOOR = 1e-15
 
 
 def rigidity_map(X: np.ndarray, E: np.ndarray) -> sp.csr_matrix:
@@ -38,7 +39,7 @@ def least_norm(R: sp.csr_matrix, b: np.ndarray) -> np.ndarray:
     from scipy.sparse.linalg import splu
 
     RRt = (R @ R.T).tocsc()
-    lam = 1e-13 * float(abs(RRt).max())
+    lam = RIDGE_RTOL * float(abs(RRt).max())
     lu = splu((RRt + lam * sp.identity(RRt.shape[0], format="csc")).tocsc())
     y = R.T @ lu.solve(b)
     r = b - R @ y
@@ -54,7 +55,7 @@ def polish(X: np.ndarray, E: np.ndarray, steps: int = 12) -> np.ndarray:
         dx = X[E[:, 0]] - X[E[:, 1]]
         res = (dx * dx).sum(axis=1) - 1.0
         top = float(np.abs(res).max())
-        if top <= 1e-15 or top > 0.5 * prev:
+        if top <= POLISH_FLOOR or top > 0.5 * prev:
             break
         prev = top
         step = least_norm(rigidity_map(X, E), -res)
@@ -85,7 +86,7 @@ def non_edge_slack(X: np.ndarray, E: np.ndarray) -> tuple[float, tuple[int, int]
     return float(dd[k] - 1.0), (int(pairs[k, 0]), int(pairs[k, 1]))
 
 
-def scaled_family(base, how, X0, E, delta, tol) -> ComponentDecision:
+def scaled_family(base, how, X0, E, delta, tol, tau) -> ComponentDecision:
     """The family X0 / t + t Y of a strict configuration X0 (unit positive pairs)."""
     R = rigidity_map(X0, E)
     rhs = delta - float(delta.mean()) if delta.size else delta
@@ -99,10 +100,11 @@ def scaled_family(base, how, X0, E, delta, tol) -> ComponentDecision:
                 delta_constant=float(delta.mean()) if delta.size else 0.0)
     if X0.shape[0] <= LIST_MAX_N:
         info.update(X0=X0.tolist(), Y=Y.tolist())
-    atol = RESIDUAL_RTOL * (1.0 + float(np.abs(delta).max(initial=0.0)))
+    atol = tol.residual_atol(delta, tau)
+    smin = tol.slack_atol()
     margins = (
         Margin("smallest squared distance minus 1 of a non-positive pair at X0 (accepted above "
-               "atol)", slack, SLACK_MIN, bool(slack <= NEAR * SLACK_MIN)),
+               "atol)", slack, smin, bool(slack <= NEAR * smin)),
         Margin("residual of the rigidity system 2<x_i - x_j, y_i - y_j> = delta_ij - mean "
                "(accepted below atol)", resid, atol, bool(resid > atol / NEAR)),
     )

@@ -8,10 +8,9 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from dgp.engine.tolerance import Tolerance
 from dgp.engine.zeros._pattern import ComponentDecision, ZeroPattern
 from dgp.engine.zeros._rigidity import (
-    RESIDUAL_RTOL,
-    SLACK_MIN,
     least_norm,
     non_edge_slack,
     polish,
@@ -20,16 +19,26 @@ from dgp.engine.zeros._rigidity import (
 
 #: largest component for which the numerical evidence (a loss minimisation) is computed
 EVIDENCE_MAX_N = 24
-#: a numerical gap below this (nats per sample) reads as approached (undecided components
-#: only): minimisations of approached patterns with nested scales stall near 1e-5, the loss
-#: floors of patterns that are not approached seen on small supports are above 4e-2
-EVIDENCE_THRESHOLD = 1e-3
+#: ... its minimisations stop early once a gap below this fraction of the threshold is reached
+EVIDENCE_STOP = 1e-3
+#: L-BFGS options of the evidence minimisations
+EVIDENCE_LBFGS = {"maxiter": 2000, "gtol": 1e-14, "ftol": 1e-16}
+#: L-BFGS tolerances of the search for X0 (run to the floor of float64)
+CONSTRUCT_LBFGS = {"gtol": 1e-12, "ftol": 1e-15}
+#: each start of the search for X0 is jittered by this (unit-distance scale)
+JITTER = 1e-3
+#: a large search is abandoned when after 40 iterations its loss per positive pair exceeds this
+STALL_PER_PAIR = 1e-3
+#: the Gauss-Newton polish starts only from unit lengths within this (else the start is dropped)
+POLISH_FROM = 1e-3
 
 
-def construct(E: np.ndarray, n: int, dim: int, delta: np.ndarray,
-               rng: np.random.Generator) -> np.ndarray | None:
+def construct(E: np.ndarray, n: int, dim: int, delta: np.ndarray, rng: np.random.Generator,
+              *, tol: Tolerance, tau: float) -> np.ndarray | None:
     """Search for X0: unit positive pairs, every other pair at squared distance > 1, and the
-    log-ratios in the image of its rigidity map. ``None`` when not found (nothing is proven)."""
+    log-ratios in the image of its rigidity map. ``None`` when not found (nothing is proven).
+    Accepted within :meth:`Tolerance.edge_atol`, above :meth:`Tolerance.slack_atol` and within
+    :meth:`Tolerance.residual_atol`, the margins :func:`scaled_family` reports."""
     from scipy.optimize import minimize
     from scipy.sparse.csgraph import shortest_path
 
@@ -95,42 +104,44 @@ def construct(E: np.ndarray, n: int, dim: int, delta: np.ndarray,
     rhs = delta - float(delta.mean())
     for k, X0 in enumerate(starts):
         mu = 0.3 if k % 2 == 0 else 0.05
-        X0 = X0 + 1e-3 * rng.standard_normal(X0.shape)
+        X0 = X0 + JITTER * rng.standard_normal(X0.shape)
         seen = {"it": 0, "x": X0.ravel()}
 
         def stall(xk, seen=seen, mu=mu):
             # large searches stop when they are not heading to zero (nothing is claimed then)
             seen["it"] += 1
             seen["x"] = xk
-            if n > 400 and seen["it"] == 40 and fg(xk, mu, None)[0] > 1e-3 * E.shape[0]:
+            if n > 400 and seen["it"] == 40 and fg(xk, mu, None)[0] > STALL_PER_PAIR * E.shape[0]:
                 raise StopIteration
 
         res = minimize(fg, X0.ravel(), args=(mu, NE if dense_pairs else None), jac=True,
                        method="L-BFGS-B", callback=stall,
-                       options={"maxiter": maxiter, "gtol": 1e-12, "ftol": 1e-15})
+                       options={"maxiter": maxiter, **CONSTRUCT_LBFGS})
         X = np.asarray(res.x if res.x is not None else seen["x"]).reshape(n, dim)
         dx = X[E[:, 0]] - X[E[:, 1]]
-        if np.abs((dx * dx).sum(axis=1) - 1.0).max() > 1e-3:
+        if np.abs((dx * dx).sum(axis=1) - 1.0).max() > POLISH_FROM:
             continue  # not near a configuration with unit positive pairs: no polishing
         X = polish(X, E)
         dx = X[E[:, 0]] - X[E[:, 1]]
-        if np.abs((dx * dx).sum(axis=1) - 1.0).max() > 1e-12:
+        if np.abs((dx * dx).sum(axis=1) - 1.0).max() > tol.edge_atol():
             continue
         slack, _ = non_edge_slack(X, E)
-        if not slack > SLACK_MIN:
+        if not slack > tol.slack_atol():
             continue
         R = rigidity_map(X, E)
         Y = least_norm(R, rhs)
-        atol = RESIDUAL_RTOL * (1.0 + float(np.abs(delta).max(initial=0.0)))
+        atol = tol.residual_atol(delta, tau)
         if np.abs(R @ Y - rhs).max() <= atol:
             return X
     return None
 
 
-def undecided_component(pattern, members, sel, base, tried, *, dim, tau) -> ComponentDecision:
+def undecided_component(pattern, members, sel, base, tried, *, dim, tau,
+                        tol: Tolerance) -> ComponentDecision:
     evidence = None
     if members.size <= EVIDENCE_MAX_N:
-        evidence = _numerical_evidence(pattern, members, sel, dim=dim, tau=tau)
+        evidence = _numerical_evidence(pattern, members, sel, dim=dim, tau=tau,
+                                       stop=EVIDENCE_STOP * tol.evidence_threshold)
         tried = [*tried, "numerical minimisation of the loss (evidence only)"]
     info = dict(base, tried=list(tried), evidence=evidence)
     return ComponentDecision(members, "undecided", "undecided", info, evidence=evidence,
@@ -138,8 +149,9 @@ def undecided_component(pattern, members, sel, base, tried, *, dim, tau) -> Comp
 
 
 def _numerical_evidence(pattern: ZeroPattern, members: np.ndarray, sel: np.ndarray, *,
-                        dim: int, tau: float) -> float:
-    """The smallest entropic gap (per sample) a few L-BFGS runs reach on the component alone."""
+                        dim: int, tau: float, stop: float) -> float:
+    """The smallest entropic gap (per sample) a few L-BFGS runs reach on the component alone
+    (they stop once one is below ``stop``)."""
     from scipy.optimize import minimize
     from scipy.special import logsumexp
 
@@ -175,8 +187,8 @@ def _numerical_evidence(pattern: ZeroPattern, members: np.ndarray, sel: np.ndarr
             x0 *= np.exp(rng.uniform(0.0, 4.0, size=(n, 1)))
         x0 = x0.ravel()
         res = minimize(fg, x0, jac=True, method="L-BFGS-B",
-                       options={"maxiter": 2000, "gtol": 1e-14, "ftol": 1e-16})
+                       options=EVIDENCE_LBFGS)
         best = min(best, max(0.0, float(res.fun)) / n)
-        if best < 1e-3 * EVIDENCE_THRESHOLD:
+        if best < stop:
             break
     return best
