@@ -210,8 +210,9 @@ class Tolerance:
         return ZERO_EVIDENCE
 
     def zero_patterns(self) -> dict:
-        """The zero-pattern part of the policy, plain JSON-ready fields (the data-dependent
-        ones, the rigidity residual and the family gap, are reported with each certificate)."""
+        """The zero-pattern part of the policy, plain JSON-ready fields. The data-dependent
+        ones are margins of the certificate: the rigidity residual of each scaled component,
+        the family's gap where it decides the placement of pure sources."""
         return {
             "edge_atol": self.edge_atol(),
             "slack_atol": self.slack_atol(),

@@ -135,8 +135,8 @@ def vanishing(gaps: list[float], ts: list[float], *, n: int, tau: float,
     """Whether the gaps decrease along the listed t until they are (numerically) zero, and the
     margin of the last one.
 
-    Zero is :meth:`Tolerance.gap_atol` of the ``n`` rows at the family's largest similarity,
-    ``1 / (2 tau t^2)`` at the last ``t`` (the rounding of a log-softmax row grows with it);
+    Zero is :meth:`Tolerance.gap_atol` of the ``n`` rows at the size of the positive-pair
+    similarities, ``1 / (2 tau t^2)`` at the last ``t`` (the rounding of a row grows with it);
     the last gap must fall below ``ZERO_GAP_DECAY`` times the first, up to ``1 / ZERO_GAP_DECAY``
     zero levels."""
     atol = tol.gap_atol(n, 1.0 / (2.0 * tau * ts[-1] ** 2))
