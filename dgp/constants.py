@@ -253,3 +253,28 @@ NEAR_CRITICAL_MIN_REL = 1e-3
 OFF_SPHERE_MIN_RESIDUAL = 1e-2
 #: range of eps drawn for Soft SupCon near its critical temperature
 SOFT_SUPCON_EPS_RANGE = (1e-3, 0.9)
+
+# ---- zero-weight patterns (dgp.engine.zeros) ----------------------------------------------
+# The leading-order problem of a zero pattern is solved in float64 on a configuration X0 whose
+# positive pairs are at unit distance (its limit is defined up to scale), whatever the input's
+# precision: the tolerances of that computation are relative to its unit scale (edges, slack)
+# or to its size (a family's gap), with float64's roundoff. The data enter through the
+# log-ratio terms delta = -2 tau ell, whose tolerance follows rtol (Tolerance.delta_atol).
+#: accepted residual of the unit-length equations |x_i - x_j|^2 = 1 of a constructed X0
+ZERO_EDGE_RTOL = 1e-12
+#: least slack (squared distance minus 1) of the non-positive pairs of a strict X0
+ZERO_SLACK = 1e-6
+#: relative residual to which the rigidity system 2<x_i - x_j, y_i - y_j> = delta_ij is solved
+ZERO_RESIDUAL_RTOL = 1e-9
+#: a family's entropic gap below this reads as zero (float64 log-softmax rows of moderate size,
+#: measured ~1e-14), and it is known to this relative accuracy
+ZERO_GAP = 1e-9
+#: relative accuracy of one float64 operation of the construction (4 units of roundoff)
+ZERO_ARITH = 4.0 * 2.0**-52
+#: a vanishing family's gap falls by at least this factor from the first listed t to the last
+ZERO_GAP_DECAY = 1e-3
+#: an undecided component reads as approached when a loss minimisation reaches a gap below this
+#: (nats per sample, unchanged by W -> alpha W): minimisations of approached patterns with
+#: nested scales stall near 1e-5, the loss floors of patterns that are not approached seen on
+#: small supports are above 4e-2
+ZERO_EVIDENCE = 1e-3

@@ -24,6 +24,13 @@ acceptance of a certified solve (:meth:`Tolerance.accepts`). :data:`DEFAULT_POLI
 policy at the default ``rtol`` for callers that classify nothing (the prototype and optimum
 solvers); it imports no engine, so the solver floor may use it. Its constants live in
 :mod:`dgp.constants`.
+
+Zero-weight patterns (:mod:`dgp.engine.zeros`) add the tolerances of their leading-order
+problem, solved in float64 at unit scale: the edges and slack of a constructed configuration,
+the residual of its rigidity system (which follows ``rtol`` through the log-ratio terms, like the
+cycle condition) and the level at which a family's gap reads as zero (relative to its number of
+rows and the size of its similarities). They are reported in ``to_dict()["zero_patterns"]`` and,
+where they depend on the data, as margins of the certificate.
 """
 
 from __future__ import annotations
@@ -32,7 +39,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgp.constants import ACCEPT_FACTOR, ACCEPT_FLOOR, DEFAULT_RTOL, GRAM_RANK_RTOL, NEAR
+from dgp.constants import (
+    ACCEPT_FACTOR,
+    ACCEPT_FLOOR,
+    DEFAULT_RTOL,
+    GRAM_RANK_RTOL,
+    NEAR,
+    ZERO_ARITH,
+    ZERO_EDGE_RTOL,
+    ZERO_EVIDENCE,
+    ZERO_GAP,
+    ZERO_GAP_DECAY,
+    ZERO_RESIDUAL_RTOL,
+    ZERO_SLACK,
+)
 from dgp.errors import ParameterError, describe
 from dgp.records import Record
 
@@ -170,11 +190,71 @@ class Tolerance(Record):
             near = a < abs(v) <= NEAR * a
         return Margin(quantity, v, a, bool(near))
 
+    # ---- zero-weight patterns (dgp.engine.zeros) ---------------------------------------------
+
+    def edge_atol(self) -> float:
+        """Accepted residual of the unit-length equations of a constructed configuration
+        :math:`X_0` (its positive pairs at unit distance; a float64 computation)."""
+        return ZERO_EDGE_RTOL
+
+    def slack_atol(self) -> float:
+        """Least slack (squared distance minus 1) of the non-positive pairs of a strict
+        :math:`X_0` (a million times its edge accuracy)."""
+        return ZERO_SLACK
+
+    def delta_atol(self, delta: np.ndarray, tau: float, terms: int = 1) -> float:
+        r"""Uncertainty of a sum of ``terms`` log-ratio terms :math:`\delta = -2\tau\ell` of a
+        component (each :math:`2\tau` ``log_atol`` of the spread of ``delta / 2 tau``): the
+        planar wheel rule compares its 12-term defect with it."""
+        spread = float(np.ptp(delta)) / (2 * tau) if np.size(delta) else 0.0
+        return 2.0 * tau * float(terms) * self.log_atol(spread)
+
+    def residual_atol(self, delta: np.ndarray, tau: float) -> float:
+        r"""Accepted residual of the rigidity system :math:`2\langle x_i - x_j, y_i - y_j\rangle =
+        \delta_{ij}`: the float64 solve, ``ZERO_RESIDUAL_RTOL * (1 + max|delta|)``, or the
+        uncertainty of one term, :meth:`delta_atol`, whichever is larger. A self-stress with
+        unit coefficients on ``k`` pairs leaves a residual of ``defect / k``, so this accepts
+        what the planar wheel rule (a 12-term defect within ``delta_atol(delta, tau, 12)``)
+        accepts."""
+        top = float(np.abs(np.asarray(delta, dtype=float)).max(initial=0.0))
+        return max(ZERO_RESIDUAL_RTOL * (1.0 + top), self.delta_atol(delta, tau))
+
+    def gap_atol(self, n: int, scale: float) -> float:
+        """A family's entropic gap (``n`` float64 log-softmax rows whose similarities reach
+        ``scale``) at or below this reads as zero: ``max(ZERO_GAP, 4 u n scale)`` with ``u``
+        float64's roundoff (the rounding of a row grows with its largest similarity)."""
+        return max(ZERO_GAP, ZERO_ARITH * int(n) * float(scale))
+
+    @property
+    def evidence_threshold(self) -> float:
+        """Gap per sample (nats) below which a loss minimisation reads as approached (undecided
+        components only, reported as evidence)."""
+        return ZERO_EVIDENCE
+
+    def zero_patterns(self) -> dict:
+        """The zero-pattern part of the policy, plain JSON-ready fields. The data-dependent
+        ones are margins of the certificate: the rigidity residual of each scaled component,
+        the family's gap where it decides the placement of pure sources."""
+        return {
+            "edge_atol": self.edge_atol(),
+            "slack_atol": self.slack_atol(),
+            "residual_rtol": ZERO_RESIDUAL_RTOL,
+            "gap_zero": ZERO_GAP,
+            "gap_decay": ZERO_GAP_DECAY,
+            "evidence_threshold": self.evidence_threshold,
+            "policy": "unit-scale leading-order problem in float64: edges within edge_atol, "
+            "other pairs beyond slack_atol; rigidity residual below max(residual_rtol (1 + "
+            "max|delta|), 2 tau log_atol(spread of delta / 2 tau)); a family's gap is zero "
+            "below max(gap_zero, 4 u64 n / (2 tau t^2)) at its last t, and vanishes when the "
+            "last is below gap_decay times the first plus gap zero / gap_decay",
+        }
+
     def json_items(self, options):
         """The fields, the effective ``relative`` tolerance and the policy in words."""
         yield from (("rtol", self.rtol), ("unit_roundoff", self.unit_roundoff),
                     ("relative", self.relative), ("n", self.n), ("gram_rtol", self.gram_rtol),
-                    ("accept", [self.accept_factor, self.accept_floor]))
+                    ("accept", [self.accept_factor, self.accept_floor]),
+                    ("zero_patterns", self.zero_patterns()))
         yield "policy", (
             "atol = max(rtol, 4 u) * n * scale; scale = spectral norm of the member "
             "(cosine), max(eigenvalue spread, 1 + log-weight spread) (Euclidean), "

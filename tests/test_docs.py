@@ -265,8 +265,6 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 NOT_IN_API = {
     "dgp.cli": "the CLI reference (docs/cli.md, generated from --help)",
     "dgp.proofs": "the theorems page (docs/theorems.md)",
-    "dgp.engine.tolerance": "the old path of dgp.tolerance (documented there), kept until the "
-    "zero-pattern engine imports the new one",
 }
 
 

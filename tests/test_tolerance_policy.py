@@ -105,10 +105,11 @@ def test_policy_is_reported_and_scale_free():
     assert (a.verdict, a.rank) == (b.verdict, b.rank)
 
 
-def test_old_path_is_the_same_policy():
-    from dgp.engine import tolerance as old
+def test_one_home_of_the_policy():
+    import importlib
 
-    assert old.Tolerance is Tolerance and old.DEFAULT_RTOL == dgp.constants.DEFAULT_RTOL
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("dgp.engine.tolerance")
 
 
 def test_every_constant_is_named_with_a_comment():

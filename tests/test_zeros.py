@@ -281,7 +281,7 @@ def test_pure_sources_are_placed_beyond_their_positive():
 def test_a_placement_whose_gap_does_not_vanish_is_not_reported(monkeypatch):
     """The placement of pure sources is checked by its own gaps: if they stayed at 0.5 nats the
     engine would report the pattern undecided, never a family."""
-    import dgp.engine.zeros as zeros
+    import dgp.engine.zeros._families as zeros
 
     W = np.array([[0, 1, 0], [1, 0, 0], [1, 0, 0.0]])
     assert dgp.classify(W, dim=1, **EUC).to_dict()["certificate"]["kind"] == "diverging_family"

@@ -1,0 +1,116 @@
+"""The verdict on a zero pattern: the decision turned into a classification (dense and
+class-block paths)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from scipy.sparse.csgraph import connected_components
+
+from dgp.engine import rules
+from dgp.engine.rules import Context
+from dgp.engine.target import LogWeights
+from dgp.engine.zeros._components import clique
+from dgp.engine.zeros._decide import decide_pattern
+from dgp.engine.zeros._families import diverging_family, source_of, vanishing
+from dgp.engine.zeros._pattern import ZeroPattern, mutual_pairs
+from dgp.engine.zeros._search import undecided_component
+from dgp.result import Classification
+
+
+def classify_pattern(pattern: ZeroPattern, ctx: Context, *, seed: int = 0) -> Classification:
+    """The verdict on a zero pattern (module docstring); the dense and the class-block paths
+    both come here."""
+    if ctx.similarity == "cosine":
+        return rules.zero_weight_cosine(ctx, entry=pattern.first_zero, n_zero=pattern.n_zero)
+    dec = decide_pattern(pattern, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol, seed=seed)
+    if dec.kind == "cycle":
+        return rules.zero_cycle_broken(ctx, cycle=dec.cycle, log_ratio=dec.log_ratio,
+                                       margin=dec.margin, n_zero=pattern.n_zero)
+    if dec.kind == "order":
+        return rules.zero_scale_order(ctx, cycle=dec.cycle, steps=dec.steps,
+                                      n_zero=pattern.n_zero)
+    comps = dec.components
+    if dec.kind == "blocks":
+        blocks = tuple({"members": c.info["members"], "c_max": ctx.to_user_c(c.info["c_max"]),
+                        "rank": c.info["rank"], "ok": True} for c in comps)
+        margins = tuple(m for c in comps for m in c.margins)
+        return rules.blocks_verdict(ctx, n_blocks=len(comps), failing=None, blocks=blocks,
+                                    n_zero=pattern.n_zero, margins=margins)
+    failing = next((c for c in comps if c.status == "obstructed"), None)
+    if failing is not None:
+        if failing.kind == "clique_rank" and all(c.kind in ("fixed", "clique_rank")
+                                                 for c in comps) and \
+                _all_cliques(pattern):
+            return _blocks_failure(pattern, comps, ctx)
+        return rules.zero_obstructed(ctx, component=failing, n_zero=pattern.n_zero)
+    undecided = [c for c in comps if c.status == "undecided"]
+    if undecided:
+        return rules.zero_undecided(ctx, component=undecided[0], n_zero=pattern.n_zero,
+                                    threshold=ctx.tol.evidence_threshold)
+    ts, gaps, offset, sources, failed = diverging_family(pattern, comps, ctx.dim, ctx.tau,
+                                                         ctx.tol, dec.peeled)
+    if sources and gaps:  # the placement's own check, never silent
+        ok, margin = vanishing(gaps, ts, n=pattern.n, tau=ctx.tau, tol=ctx.tol)
+        ctx = replace(ctx, margins=(*ctx.margins, margin))
+        if not ok:
+            sources, failed = None, (*source_of(dec.peeled, sources[-1]["sample"]),
+                                     "the family's gap does not vanish at the listed t")
+    if sources is None:
+        i, j, pe, *why = failed
+        why = why[0] if why else f"no direction found in which {j} is exposed"
+        tried = [*pe.base["tried"], f"pure source {i} placed beyond its positive {j}: {why}"]
+        base = {k: v for k, v in pe.base.items() if k != "tried"}
+        comp = undecided_component(pattern, pe.members, pe.sel, base, tried, dim=ctx.dim,
+                                   tau=ctx.tau, tol=ctx.tol)
+        return rules.zero_undecided(ctx, component=comp, n_zero=pattern.n_zero,
+                                    threshold=ctx.tol.evidence_threshold)
+    return rules.zero_approached(ctx, components=comps, t=ts, gaps=gaps, offset=offset,
+                                 n_zero=pattern.n_zero, sources=tuple(sources))
+
+
+def _all_cliques(pattern: ZeroPattern) -> bool:
+    """Whether the support is a union of complete blocks (symmetric)."""
+    mutual, _, _ = mutual_pairs(pattern)
+    if not mutual.all():
+        return False
+    _n_comp, comp = connected_components(pattern.support(), directed=False)
+    sizes = np.bincount(comp)
+    per_row = np.bincount(pattern.rows, minlength=pattern.n)
+    return bool((per_row == sizes[comp] - 1).all())
+
+
+def _blocks_failure(pattern, comps, ctx) -> Classification:
+    """Complete blocks with a block whose own target does not fit (as before)."""
+    n_comp, comp = connected_components(pattern.support(), directed=False)
+    by_vertex = np.argsort(comp, kind="stable")
+    v_bounds = np.searchsorted(comp[by_vertex], np.arange(n_comp + 1))
+    comp_rows = comp[pattern.rows]
+    by_pair = np.argsort(comp_rows, kind="stable")
+    p_bounds = np.searchsorted(comp_rows[by_pair], np.arange(n_comp + 1))
+    order = sorted(range(n_comp), key=lambda k: int(by_vertex[v_bounds[k]]))
+    done = {int(c.members[0]): c for c in comps}
+    blocks, failing, margins = [], None, []
+    for b, k in enumerate(order):
+        idx = np.sort(by_vertex[v_bounds[k]:v_bounds[k + 1]])
+        c = done.get(int(idx[0]))
+        if c is None:  # not examined (after the first failing block): decide it now
+            sel = np.sort(by_pair[p_bounds[k]:p_bounds[k + 1]])
+            c = clique(pattern, idx, sel, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol,
+                        base={"members": idx.tolist()})
+        ok = c.kind == "fixed"
+        blocks.append({"members": idx.tolist(), "c_max": ctx.to_user_c(c.info["c_max"]),
+                       "rank": c.info["rank"], "ok": ok})
+        margins.extend(c.margins)
+        if not ok and failing is None:
+            failing = (b, f"needs dimension {c.info['rank']} > dim = {ctx.dim}")
+    return rules.blocks_verdict(ctx, n_blocks=n_comp, failing=failing, blocks=tuple(blocks),
+                                n_zero=pattern.n_zero, margins=tuple(margins))
+
+
+def classify_zeros(weights: LogWeights, ctx: Context) -> Classification:
+    """The verdict on a dense weighting with zero weights (see :func:`classify_pattern`)."""
+    if ctx.similarity == "cosine":
+        return rules.zero_weight_cosine(ctx, entry=weights.first_zero, n_zero=weights.n_zero)
+    return classify_pattern(ZeroPattern.from_log_weights(weights), ctx)

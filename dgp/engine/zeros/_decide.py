@@ -1,0 +1,62 @@
+"""The decision on a whole pattern: the cycle condition, the scale order, then each support
+component."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse.csgraph import connected_components
+
+from dgp.engine.zeros._components import asymmetric_component, symmetric_component
+from dgp.engine.zeros._order import potentials, scale_order
+from dgp.engine.zeros._pattern import (
+    ComponentDecision,
+    PatternDecision,
+    Peeled,
+    ZeroPattern,
+    mutual_pairs,
+)
+from dgp.tolerance import Tolerance
+
+
+def decide_pattern(pattern: ZeroPattern, *, dim: int, tau: float, tol: Tolerance,
+                   seed: int = 0) -> PatternDecision:
+    """Decide a zero pattern under the Euclidean similarity (module docstring)."""
+    mutual, rev, _ = mutual_pairs(pattern)
+    psi, cycle, log_ratio, margin, label = potentials(pattern, mutual, rev, tol)
+    if cycle:
+        return PatternDecision("cycle", cycle=cycle, log_ratio=log_ratio, margin=margin)
+    bad, _height = scale_order(pattern, mutual, label)
+    if bad is not None:
+        return PatternDecision("order", cycle=bad[0], steps=bad[1])
+    U = pattern.support()
+    n_comp, comp = connected_components(U, directed=False)
+    # members and positive pairs of each component, by one sort (no pass per component)
+    by_vertex = np.argsort(comp, kind="stable")
+    v_bounds = np.searchsorted(comp[by_vertex], np.arange(n_comp + 1))
+    comp_rows = comp[pattern.rows]
+    by_pair = np.argsort(comp_rows, kind="stable")
+    p_bounds = np.searchsorted(comp_rows[by_pair], np.arange(n_comp + 1))
+    first = [int(by_vertex[v_bounds[k]]) for k in range(n_comp)]
+    rng = np.random.default_rng(seed)
+    out: list[ComponentDecision] = []
+    peeled: list[Peeled] = []
+    for k in sorted(range(n_comp), key=lambda k: first[k]):
+        members = np.sort(by_vertex[v_bounds[k]:v_bounds[k + 1]])
+        sel = np.sort(by_pair[p_bounds[k]:p_bounds[k + 1]])
+        one_way = bool((~mutual[sel]).any())
+        if one_way:
+            decs, peel = asymmetric_component(pattern, members, sel, mutual, psi, dim=dim,
+                                               tau=tau, tol=tol, rng=rng)
+            if peel is not None:
+                peeled.append(peel)
+        else:
+            decs = [symmetric_component(pattern, members, sel, psi, dim=dim, tau=tau, tol=tol,
+                                         rng=rng)]
+        out.extend(decs)
+        if decs[-1].status == "obstructed":
+            break
+    kinds = {d.kind for d in out}
+    if all(d.status == "approached" for d in out) and kinds <= {"fixed"} and \
+            not (~mutual).any():
+        return PatternDecision("blocks", components=tuple(out))
+    return PatternDecision("components", components=tuple(out), peeled=tuple(peeled))

@@ -1,0 +1,194 @@
+"""The pattern of a weighting with zero weights: its positive weights as a sparse graph,
+and the decisions built on it (the data types every other module of the package shares)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from dgp.engine.target import LogWeights, row_blocks
+from dgp.tolerance import Margin
+
+#: largest component listed sample by sample (X0, Y) in a certificate
+LIST_MAX_N = 2000
+
+
+def sub_weights(weights: LogWeights, idx: np.ndarray) -> LogWeights:
+    """The canonical log-weights of the samples ``idx`` (a copy, re-canonicalised)."""
+    L = weights.L[np.ix_(idx, idx)]
+    np.fill_diagonal(L, -np.inf)
+    top = float(L.max())
+    L -= top
+    finite = np.isfinite(L)
+    n_zero = int((~finite).sum()) - idx.size
+    first = None
+    if n_zero:
+        off = ~finite
+        np.fill_diagonal(off, False)
+        first = tuple(int(k) for k in np.argwhere(off)[0])
+    return LogWeights(L, weights.shift + top, bool(np.array_equal(L, L.T)), n_zero, first,
+                      weights.unit_roundoff, ())
+
+
+@dataclass(frozen=True, eq=False)
+class ZeroPattern:
+    r"""The positive weights of a weighting with zero weights, as a sparse directed graph.
+
+    Attributes
+    ----------
+    n : int
+        Number of samples.
+    rows : ndarray of int
+        Row ``i`` of each positive pair :math:`w_{ij} > 0`, :math:`i \ne j` (pairs sorted by
+        ``(i, j)``).
+    cols : ndarray of int
+        Column ``j`` of each positive pair.
+    logw : ndarray
+        Their canonical log-weights :math:`L_{ij}` (finite).
+    n_zero : int
+        Number of zero weights off the diagonal.
+    first_zero : tuple of int
+        The first zero weight in row-major order.
+    unit_roundoff : float
+        Unit roundoff of the input.
+    """
+
+    n: int
+    rows: np.ndarray
+    cols: np.ndarray
+    logw: np.ndarray
+    n_zero: int
+    first_zero: tuple[int, int]
+    unit_roundoff: float
+
+    @classmethod
+    def from_log_weights(cls, weights: LogWeights) -> ZeroPattern:
+        """The pattern of dense canonical log-weights (blocks of rows, no second N x N)."""
+        rows, cols, vals = [], [], []
+        for sl in row_blocks(weights.n):
+            blk = weights.L[sl]
+            r, c = np.nonzero(np.isfinite(blk))
+            keep = r + sl.start != c
+            rows.append(r[keep] + sl.start)
+            cols.append(c[keep])
+            vals.append(blk[r[keep], c[keep]])
+        first = weights.first_zero if weights.first_zero is not None else (0, 0)
+        return cls(weights.n, np.concatenate(rows), np.concatenate(cols), np.concatenate(vals),
+                   weights.n_zero, first, weights.unit_roundoff)
+
+    @classmethod
+    def from_pairs(cls, n: int, rows: np.ndarray, cols: np.ndarray, logw: np.ndarray, *,
+                   unit_roundoff: float = float(np.finfo(float).eps)) -> ZeroPattern:
+        """A pattern from positive pairs and their log-weights (shifted so the largest is 0)."""
+        order = np.lexsort((cols, rows))
+        rows, cols = np.asarray(rows)[order], np.asarray(cols)[order]
+        logw = np.asarray(logw, dtype=float)[order]
+        logw = logw - float(logw.max())
+        n_zero = n * (n - 1) - rows.size
+        first = (0, 0)
+        if n_zero:
+            key = rows.astype(np.int64) * n + cols
+            for i in range(n):  # first row with a zero, then its first zero column
+                lo, hi = np.searchsorted(key, [i * n, (i + 1) * n])
+                if hi - lo < n - 1:
+                    present = set(cols[lo:hi].tolist()) | {i}
+                    first = (i, next(j for j in range(n) if j not in present))
+                    break
+        return cls(n, rows, cols, logw, n_zero, first, unit_roundoff)
+
+    def support(self) -> sp.csr_matrix:
+        """The boolean support :math:`w_{ij} > 0` (CSR)."""
+        ones = np.ones(self.rows.size, dtype=np.int8)
+        return sp.csr_matrix((ones, (self.rows, self.cols)), shape=(self.n, self.n))
+
+    def lookup(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """:math:`L_{ij}` for pairs known to be positive."""
+        key = self.rows.astype(np.int64) * self.n + self.cols
+        pos = np.searchsorted(key, np.asarray(i, dtype=np.int64) * self.n + np.asarray(j))
+        return self.logw[pos]
+
+    def spread(self) -> float:
+        """Max minus min of the positive log-weights."""
+        return float(self.logw.max() - self.logw.min()) if self.logw.size else 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class ComponentDecision:
+    """The decision on one support component.
+
+    Attributes
+    ----------
+    members : ndarray of int
+        Its samples (sorted).
+    status : {"approached", "obstructed", "undecided"}
+    kind : str
+        How: ``"fixed"`` (a complete block whose target fits), ``"scaled"`` (a family
+        :math:`X_0/t + tY`), an obstruction name, or ``"undecided"``.
+    info : dict
+        The certificate entry (plain values; arrays listed below ``LIST_MAX_N``).
+    X0 : ndarray or None
+        The configuration :math:`X_0` of a ``"scaled"`` family, or the fixed configuration of a
+        ``"fixed"`` block.
+    Y : ndarray or None
+        The first-order term :math:`Y` of a ``"scaled"`` family.
+    margins : tuple of Margin
+        The decisive comparisons (slack and residual of a family, ranks of a block).
+    evidence : float or None
+        For undecided components, the smallest gap the numerical minimisation reached.
+    vertices : tuple of int
+        The samples an obstruction is about.
+    tried : tuple of str
+        For undecided components, what was attempted.
+    """
+
+    members: np.ndarray
+    status: str
+    kind: str
+    info: dict[str, Any]
+    X0: np.ndarray | None = None
+    Y: np.ndarray | None = None
+    margins: tuple[Margin, ...] = ()
+    evidence: float | None = None
+    vertices: tuple[int, ...] = ()
+    tried: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, eq=False)
+class PatternDecision:
+    """The decision on a whole pattern: a combinatorial obstruction, or one per component."""
+
+    kind: str  # "cycle" | "order" | "components" | "blocks"
+    cycle: tuple[int, ...] = ()
+    steps: tuple[str, ...] = ()
+    log_ratio: float = 0.0
+    margin: Margin | None = None
+    components: tuple[ComponentDecision, ...] = ()
+    peeled: tuple[Peeled, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Peeled:
+    """A support component reduced by peeling its pure sources: ``sources`` are ``(i, j)``
+    (sample ``i``, given positive weight by no other sample, and its one positive ``j``) in
+    peel order; ``members``, ``sel`` and ``base`` describe the whole component (for the
+    undecided report when a source cannot be placed)."""
+
+    members: np.ndarray
+    sel: np.ndarray
+    base: dict[str, Any]
+    sources: tuple[tuple[int, int], ...]
+
+
+def mutual_pairs(pattern: ZeroPattern) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mask of the positive pairs whose reverse is positive, and the reverse log-weights."""
+    n = pattern.n
+    key = pattern.rows.astype(np.int64) * n + pattern.cols
+    rkey = pattern.cols.astype(np.int64) * n + pattern.rows
+    pos = np.searchsorted(key, rkey)
+    pos = np.minimum(pos, key.size - 1)
+    mutual = key[pos] == rkey
+    rev = np.where(mutual, pattern.logw[pos], np.nan)
+    return mutual, rev, pos

@@ -1,0 +1,68 @@
+"""Sparse input: a weighting with zero weights decided on its graph, never densified."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dgp.engine.rules import Context
+from dgp.engine.target import LogWeights, sparse_log_weights
+from dgp.engine.zeros._classify import classify_pattern
+from dgp.engine.zeros._pattern import ZeroPattern
+from dgp.result import Classification
+from dgp.tolerance import Tolerance
+
+
+def sparse_pattern(W: object, name: str = "W") -> tuple[ZeroPattern, float, float,
+                                                         tuple[str, ...]] | None:
+    r"""A sparse weighting (``scipy.sparse``, a networkx graph, or :class:`LogWeights` kept as
+    its pairs) with zero weights, without an ``N x N`` array: ``(pattern, entropic bound,
+    shift, warnings)``; ``None`` when ``W`` is not sparse or has no zero weight off the diagonal
+    (the dense path then decides it).
+
+    The validation is :func:`dgp.engine.target.sparse_log_weights` (the sparse branch of the one
+    validator, :func:`dgp.engine.target.log_weights`).
+
+    Raises
+    ------
+    ParameterError
+        If the matrix is not square with at least 2 rows, an entry off the diagonal is not
+        finite or is negative, or a row has no positive weight off the diagonal.
+    """
+    weights = W if isinstance(W, LogWeights) else sparse_log_weights(W, name)
+    if weights is None or weights.pairs is None:
+        return None
+    p = weights.pairs
+    pattern = ZeroPattern.from_pairs(p.n, p.rows, p.cols, p.logw,
+                                     unit_roundoff=weights.unit_roundoff)
+    return pattern, _pattern_bound(pattern), weights.shift, weights.warnings
+
+
+def _pattern_bound(pattern: ZeroPattern) -> float:
+    r""":math:`\sum_i H(p_i)` of a pattern, in log space (segment reductions over rows)."""
+    starts = np.searchsorted(pattern.rows, np.arange(pattern.n + 1))
+    seg = np.maximum.reduceat(pattern.logw, starts[:-1])
+    x = pattern.logw - seg[pattern.rows]
+    e = np.exp(x)
+    tot = np.add.reduceat(e, starts[:-1])
+    H = np.log(tot) - np.add.reduceat(e * x, starts[:-1]) / tot
+    return float(H.sum())
+
+
+def classify_sparse(W: object, *, similarity: str, tau: float, dim: int, tol_rtol: float,
+                    method: str, dense_up_to: int = 1) -> Classification | None:
+    """Classify a sparse weighting with zero weights on its graph (no ``N x N`` array);
+    ``None`` when it is not one (see :func:`sparse_pattern`) or has at most ``dense_up_to``
+    samples (the dense path then decides it, with what it adds for small N)."""
+    shape = getattr(W, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[0] <= dense_up_to:
+        return None
+    if hasattr(W, "number_of_nodes") and W.number_of_nodes() <= dense_up_to:
+        return None
+    found = sparse_pattern(W)  # its validation warns about what looks suspicious
+    if found is None:
+        return None
+    pattern, bound, shift, notes = found
+    tol = Tolerance.make(tol_rtol, n=pattern.n, unit_roundoff=pattern.unit_roundoff)
+    ctx = Context(similarity=similarity, tau=tau, dim=dim, n=pattern.n, tol=tol,
+                  method=method, entropic_bound=bound, shift=shift, warnings=notes)
+    return classify_pattern(pattern, ctx)
