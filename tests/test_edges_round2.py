@@ -85,3 +85,19 @@ def test_memory_refusals_are_the_users_exit_2(capsys, monkeypatch):
                         "--tau", "0.1")
     assert code == 2 and "memory budget" in err and "internal error" not in err
     assert issubclass(dgp.resources.MemoryLimitError, dgp.errors.InputError)
+
+
+@pytest.mark.torch
+def test_verify_data_refuses_an_archive_that_unpacks_beyond_the_budget(tmp_path, capsys,
+                                                                       monkeypatch):
+    pytest.importorskip("torch")
+    bomb = tmp_path / "bomb.npz"
+    np.savez_compressed(bomb, X=np.zeros((2**21, 16)), y=np.zeros(2**21, dtype=np.int64))
+    assert bomb.stat().st_size < 2**20  # under a MiB on disk, 272 MiB unpacked
+    monkeypatch.setenv("DGP_MEMORY_LIMIT", "64M")
+    code, _, err = _run(capsys, "verify", "supcon-imbalance", "--quick", "--data", str(bomb))
+    assert code == 2 and "memory budget" in err and "unpacked" in err
+    trunc = tmp_path / "trunc.npz"
+    trunc.write_bytes(bomb.read_bytes()[: bomb.stat().st_size // 2])
+    code, _, err = _run(capsys, "verify", "supcon-imbalance", "--quick", "--data", str(trunc))
+    assert code == 2 and err.startswith("error: data: cannot read")

@@ -183,10 +183,20 @@ def load_npz(path: str) -> Dataset:
         If the file cannot be read, a key is missing, or the arrays are malformed (the message
         names the key and the shape).
     """
+    import zipfile
+
+    from dgp.resources import check_memory
+
     try:
+        with zipfile.ZipFile(path) as zf:  # sizes first: a small archive may unpack to GiBs
+            unpacked = sum(i.file_size for i in zf.infolist())
+        check_memory(2.0 * unpacked, what=f"the arrays of {os.path.basename(str(path))!r} "
+                     f"({unpacked / 2**20:.0f} MiB unpacked)", hint="use a smaller data set")
         with np.load(path, allow_pickle=False) as z:
             files = dict(z.items())
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, InputError):
+            raise
         raise InputError(f"data: cannot read {path!r} as an .npz file ({exc})") from None
     xk = next((k for k in _X_KEYS if k in files), None)
     yk = next((k for k in _Y_KEYS if k in files), None)
