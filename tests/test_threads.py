@@ -136,6 +136,24 @@ def test_decisions_do_not_depend_on_the_thread_count(name):
         assert a["entropic_bound"] == pytest.approx(b["entropic_bound"], rel=1e-12)
 
 
+def test_rank_at_a_kink_does_not_follow_the_rounding():
+    """At tau* Soft SupCon's family is one point where N - K eigenvalues of slope -1 and one of
+    slope near N - 1 vanish together: the end point must be located by the steep one, or that
+    eigenvalue reads |slope| times the location error and the rank (4 or 5 here, so the verdict
+    in dim 4) follows the rounding: the thread count and the order of the samples."""
+    n = 600
+    W = soft_supcon_weights(np.arange(n) % K, eps=EPS)
+    rng = np.random.default_rng(1)
+    seen = set()
+    for trial in range(3):
+        p = rng.permutation(n) if trial else np.arange(n)
+        for t in THREADS:
+            with threadpool_limits(limits=t, user_api="blas"):
+                res = dgp.classify(W[p][:, p], tau=TAU_STAR, dim=K - 1)
+            seen.add((res.verdict, res.rank, res.near_threshold))
+    assert seen == {("realizable", K - 1, True)}
+
+
 @pytest.mark.parametrize("name", ["soft-supcon-realizable", "soft-supcon-at-tau-star",
                                   "cosine-realizable-rank-3", "euclidean-realizable"])
 def test_embedding_does_not_depend_on_the_thread_count(name):

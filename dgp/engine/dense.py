@@ -92,6 +92,10 @@ class DenseCosineSpectrum(CosineSpectrum):
         lam, x = tridiagonal_eigh(self._diag(mu), self.e, 0, k - 1)
         return lam, self.n * x[0] ** 2 - 1.0
 
+    def slopes_between(self, mu: float, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        lam, x = tridiagonal_eigh(self._diag(mu), self.e, lo, hi - 1)
+        return lam, self.n * x[0] ** 2 - 1.0
+
     def count_at_most(self, mu: float, x: float) -> int:
         return tridiagonal_count_below(self._diag(mu), self.e, np.nextafter(x, np.inf))
 
