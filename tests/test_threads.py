@@ -19,7 +19,7 @@ from dgp._linalg import fix_embedding, soft_supcon_tau_star
 from dgp.cli import main
 from dgp.errors import InputError
 from dgp.resources import DETERMINISTIC_ENV, deterministic_requested
-from dgp.weights import gaussian_kernel_weights, soft_supcon_weights
+from dgp.weights import gaussian_kernel_weights, soft_supcon_weights, supcon_weights
 
 N = 300
 K = 5
@@ -82,6 +82,11 @@ CASES = {
                                                        "similarity": "euclidean"}, "inconsistent"),
     "euclidean-degenerate": (lambda: _kernel(1), {"tau": 0.5, "dim": N - 1,
                                                    "similarity": "euclidean"}, "degenerate"),
+    "supcon-zero-weights-cosine": (lambda: supcon_weights(LABELS), {"tau": 0.1, "dim": K},
+                                   "inconsistent"),
+    "supcon-zero-weights-euclidean": (lambda: supcon_weights(LABELS),
+                                      {"tau": 0.1, "dim": 1, "similarity": "euclidean"},
+                                      "degenerate"),
 }
 
 
