@@ -1,6 +1,8 @@
 """Run every benchmark module and write ``docs/benchmarks.md``.
 
-Usage: ``python -m benchmarks [--quick] [--json] [--only NAME ...] [--no-write]``.
+Usage: ``python -m benchmarks [--quick] [--json] [--only NAME ...] [--no-write]``. With
+``--only``, only those sections of ``docs/benchmarks.md`` are rewritten (each saying so, with
+its own machine line); the rest of the page stays as it was measured.
 Exit status 3 when a benchmark misses its target (an exception exits 1), so that CI can tell a
 slow, noisy run from a broken benchmark.
 """
@@ -36,6 +38,8 @@ def _machine() -> dict:
         "scipy": scipy.__version__,
         "dgp": dgp.__version__,
     }
+    if hasattr(os, "getloadavg"):  # other work on the machine slows every row
+        info["load average (1 min)"] = f"{os.getloadavg()[0]:.2f}"
     try:
         import cvxpy
 
@@ -67,30 +71,59 @@ def _markdown(machine: dict, results: dict[str, list[dict]], quick: bool, second
         "hand. Each row is a ratio against a named baseline measured in the same process "
         "(these machines are noisy, absolute times are not comparable across runs).",
         "",
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()) + ".",
+        "Machine: " + _machine_line(machine) + ".",
         f"Total time: {seconds:.0f} s.",
         "",
     ]
     for module, rows in results.items():
-        lines += [f"## {module}", ""]
-        lines += ["| benchmark | baseline | ratio | target | ok |", "|---|---|---|---|---|"]
-        for r in rows:
-            ratio = _fmt(r.get("ratio"))
-            if "ratio_meaning" in r:
-                ratio += f" ({r['ratio_meaning']})"
-            lines.append(
-                f"| {r['name']} | {r.get('baseline', '')} | {ratio} | {r.get('target', '')} | "
-                f"{_fmt(r.get('ok', ''))} |"
-            )
-        for r in rows:
-            if "table" in r:
-                keys = list(r["table"][0])
-                lines += ["", f"{r['name']}:", "", "| " + " | ".join(keys) + " |",
-                          "|" + "---|" * len(keys)]
-                for row in r["table"]:
-                    lines.append("| " + " | ".join(_fmt(row[k]) for k in keys) + " |")
-        lines.append("")
+        lines += _section(module, rows)
     return "\n".join(lines)
+
+
+def _machine_line(machine: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in machine.items())
+
+
+def _merged(old: str, machine: dict, results: dict[str, list[dict]], quick: bool,
+            seconds: float) -> str:
+    """``old`` (the page) with the sections of ``results`` replaced (or added, in the order of
+    MODULES), each saying that it was regenerated alone and on what machine; the other sections
+    and the page's machine line are kept as they were measured."""
+    head, *parts = old.split("\n## ")
+    sections = {part.split("\n", 1)[0].strip(): "## " + part.rstrip("\n") + "\n"
+                for part in parts}
+    command = "python -m benchmarks" + (" --quick" if quick else "") + " --only " + " ".join(
+        results)
+    for module, rows in results.items():
+        note = (f"Regenerated alone by `{command}` ({seconds:.0f} s), apart from the rest of "
+                f"this page. Machine: {_machine_line(machine)}.")
+        sections[module] = "\n".join(_section(module, rows, note=note))
+    order = [m for m in MODULES if m in sections] + [m for m in sections if m not in MODULES]
+    return head.rstrip("\n") + "\n\n" + "\n".join(sections[m] for m in order)
+
+
+def _section(module: str, rows: list[dict], note: str | None = None) -> list[str]:
+    lines = [f"## {module}", ""]
+    if note:
+        lines += [note, ""]
+    lines += ["| benchmark | baseline | ratio | target | ok |", "|---|---|---|---|---|"]
+    for r in rows:
+        ratio = _fmt(r.get("ratio"))
+        if "ratio_meaning" in r:
+            ratio += f" ({r['ratio_meaning']})"
+        lines.append(
+            f"| {r['name']} | {r.get('baseline', '')} | {ratio} | {r.get('target', '')} | "
+            f"{_fmt(r.get('ok', ''))} |"
+        )
+    for r in rows:
+        if "table" in r:
+            keys = list(r["table"][0])
+            lines += ["", f"{r['name']}:", "", "| " + " | ".join(keys) + " |",
+                      "|" + "---|" * len(keys)]
+            for row in r["table"]:
+                lines.append("| " + " | ".join(_fmt(row[k]) for k in keys) + " |")
+    lines.append("")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,8 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     machine = _machine()
     if not args.no_write:
         os.makedirs(os.path.dirname(DOC), exist_ok=True)
+        page = _markdown(machine, results, args.quick, seconds)
+        if args.only and os.path.exists(DOC):  # replace only the sections that were run
+            with open(DOC, encoding="utf-8") as fh:
+                page = _merged(fh.read(), machine, results, args.quick, seconds)
         with open(DOC, "w", encoding="utf-8") as fh:
-            fh.write(_markdown(machine, results, args.quick, seconds))
+            fh.write(page)
     failed = [r["name"] for rows in results.values() for r in rows if r.get("ok") is False]
     if args.json:
         json.dump({"machine": machine, "quick": args.quick, "seconds": seconds,

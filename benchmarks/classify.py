@@ -1,9 +1,14 @@
-"""Dense classification against one ``numpy.linalg.eigvalsh`` (the floor) and a generic SDP."""
+"""Dense classification against one ``numpy.linalg.eigvalsh`` (the floor) and a generic SDP.
+
+Both sides run as a user would run them: on the default BLAS threads (every core), nothing
+pinned. The engine's one :math:`O(N^3)` step is a multi-threaded LAPACK ``dsytrd``;
+``eigvalsh`` is ``dsyevd``, whose reduction is the same ``dsytrd`` plus its own copies.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info
 
 import dgp
 from benchmarks import best_time, growth_table, interleaved
@@ -19,7 +24,12 @@ def _kernel(n: int) -> np.ndarray:
     return gaussian_kernel_weights(y, sigma=1.5)
 
 
-def vs_eigvalsh(n: int, repeat: int) -> list[dict]:
+def _blas_threads() -> str:
+    counts = sorted({m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"})
+    return "/".join(str(c) for c in counts)
+
+
+def vs_eigvalsh(n: int, repeat: int, *, limit: float, target: str) -> list[dict]:
     out = []
     for name, W, sim in (
         ("soft-supcon (realizable)", _soft_supcon(n), "cosine"),
@@ -27,23 +37,22 @@ def vs_eigvalsh(n: int, repeat: int) -> list[dict]:
         ("gaussian kernel (euclidean)", _kernel(n), "euclidean"),
     ):
         dgp.classify(W, similarity=sim, tau=0.5, dim=20)  # warm-up
-        with threadpool_limits(limits=1, user_api="blas"):  # the engine runs BLAS on 1 thread
-            ours, base = interleaved(
-                lambda W=W, sim=sim: dgp.classify(W, similarity=sim, tau=0.5, dim=20),
-                lambda W=W: np.linalg.eigvalsh(W),
-                repeat=repeat,
-            )
+        ours, base = interleaved(  # both on the default threads, as a user runs them
+            lambda W=W, sim=sim: dgp.classify(W, similarity=sim, tau=0.5, dim=20),
+            lambda W=W: np.linalg.eigvalsh(W),
+            repeat=repeat,
+        )
         ratio = ours / base
         out.append(
             {
                 "name": f"dense classify N={n}, {name}",
-                "baseline": f"one numpy.linalg.eigvalsh of the same {n}x{n} matrix (BLAS on one "
-                "thread, as the engine)",
+                "baseline": f"one numpy.linalg.eigvalsh of the same {n}x{n} matrix (default "
+                f"BLAS threads: {_blas_threads()}, as dgp)",
                 "ours_s": ours,
                 "baseline_s": base,
                 "ratio": ratio,
-                "target": "<= 2 (goal 1.3)",
-                "ok": ratio <= 2.0,
+                "target": target,
+                "ok": ratio <= limit,
             }
         )
     return out
@@ -113,8 +122,10 @@ def growth(sizes: list[int]) -> list[dict]:
 
 
 def run(quick: bool) -> list[dict]:
-    n = 2000  # the size of the requirement; smaller sizes weigh O(N^2) overheads more
-    rows = vs_eigvalsh(n, repeat=3 if quick else 5)
+    # N = 3000 is the size of issue 26's requirement (<= 1.0x eigvalsh); smaller sizes weigh
+    # O(N^2) overheads more
+    rows = [] if quick else vs_eigvalsh(2000, repeat=5, limit=2.0, target="<= 2 (goal 1.3)")
+    rows += vs_eigvalsh(3000, repeat=2 if quick else 5, limit=1.0, target="<= 1.0")
     for m in ([4000] if quick else [4000, 10_000]):
         rows += peak_memory(m)
     rows += vs_sdp(40 if quick else 120)

@@ -18,6 +18,7 @@ _EXPORTS = {
     "Classification": "dgp.result",
     "classify": "dgp.classification",
     "classify_objective": "dgp.objectives",
+    "deterministic": "dgp.resources",
     "entropic_bound": "dgp.infonce",
     "winfonce_loss": "dgp.infonce",
     "objective_weights": "dgp.weights",

@@ -15,9 +15,11 @@ from threadpoolctl import threadpool_limits
 from dgp.constants import SIGN_FIX_SLACK
 
 __all__ = [
+    "CLUSTER_RTOL",
     "centre_points",
     "deterministic_blas",
     "embedding_from_eigh",
+    "fix_embedding",
     "fix_signs",
     "helmert",
     "simplex_gram",
@@ -52,6 +54,49 @@ def fix_signs(U: np.ndarray) -> np.ndarray:
     signs = np.sign(U[idx, np.arange(U.shape[1])])
     signs[signs == 0] = 1.0
     return U * signs
+
+
+#: eigenvalues of an embedding closer than this, relative to the largest, form one cluster in
+#: :func:`fix_embedding` (one eigenspace, whose basis rounding would otherwise choose)
+CLUSTER_RTOL = 1e-6
+#: seed of the fixed directions that :func:`fix_embedding` projects onto a cluster
+BASIS_SEED = 20260
+
+
+def fix_embedding(X: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    r"""The columns of an embedding ``X`` (``N x r``, column ``k`` an eigenvector scaled by
+    :math:`\sqrt{\lambda_k}`, ``lam`` descending) in a form that depends on its Gram matrix
+    only, not on how rounding chose the eigenvectors.
+
+    A simple eigenvalue fixes its column up to sign: :func:`fix_signs` chooses it. A repeated
+    eigenvalue (a cluster of eigenvalues within :data:`CLUSTER_RTOL` times the largest) fixes
+    only the span: LAPACK returns some orthonormal basis of it, which changes with the last bits
+    of the input and with the number of BLAS threads. The cluster's columns :math:`X_c` are
+    replaced by :math:`X_c Q`, with :math:`Q` the orthogonal factor (positive diagonal ``R``) of
+    the QR decomposition of :math:`X_c^\top g` for fixed seeded Gaussian directions ``g``: for
+    any orthogonal :math:`O`, :math:`X_cO` gives the same :math:`X_cOQ'`, so the result depends
+    on :math:`X_cX_c^\top` alone, and the Gram matrix of ``X`` is unchanged.
+    """
+    X = np.array(X, dtype=float, copy=True)
+    lam = np.asarray(lam, dtype=float)
+    r = X.shape[1]
+    if r == 0:
+        return X
+    width = CLUSTER_RTOL * max(float(np.abs(lam).max()), np.finfo(float).tiny)
+    start = 0
+    for k in range(1, r + 1):
+        if k < r and lam[k - 1] - lam[k] <= width:
+            continue
+        if k - start == 1:
+            X[:, start:k] = fix_signs(X[:, start:k])
+        else:
+            g = np.random.default_rng(BASIS_SEED).standard_normal((X.shape[0], k - start))
+            Q, R = np.linalg.qr(X[:, start:k].T @ g)
+            signs = np.sign(np.diag(R))
+            signs[signs == 0] = 1.0
+            X[:, start:k] = X[:, start:k] @ (Q * signs)
+        start = k
+    return X
 
 
 def embedding_from_eigh(lam: np.ndarray, U: np.ndarray, r: int) -> np.ndarray:

@@ -5,6 +5,14 @@
 line, exit status 2) that says what would fit and what to do instead. The budget is half of the
 memory this process may use (the smallest of physical memory, the cgroup limit and the
 address-space limit), or the value of the environment variable ``DGP_MEMORY_LIMIT``.
+
+Threads: the engine's :math:`O(N^3)` work (one tridiagonalisation) runs on the BLAS threads the
+caller gives it, by default every core. Multi-threaded reductions round differently with the
+thread count, so floats may differ in the last bits between machines; verdicts, ranks, ``c``
+interval decisions and certificates do not (the tolerance policy decides them, not the last
+bits). Inside :func:`deterministic`, or with the environment variable ``DGP_DETERMINISTIC=1``
+(the command line's ``--deterministic``), BLAS runs on one thread and the output is
+bit-identical whatever the number of cores.
 """
 
 from __future__ import annotations
@@ -13,14 +21,23 @@ import math
 import numbers
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from threadpoolctl import threadpool_limits
 
 from dgp.errors import InputError, InputTypeError, describe
 
 __all__ = [
     "DEFAULT_MEMORY_FRACTION",
+    "DETERMINISTIC_ENV",
     "MEMORY_LIMIT_ENV",
     "MemoryLimitError",
+    "blas_threads",
     "check_memory",
+    "deterministic",
+    "deterministic_requested",
     "format_bytes",
     "memory_budget",
 ]
@@ -194,3 +211,87 @@ def check_memory(nbytes: float, *, what: str, hint: str | None = None) -> None:
         message += f"; {hint}"
     message += f"; to allow more, set {MEMORY_LIMIT_ENV} (e.g. {MEMORY_LIMIT_ENV}=32G)"
     raise MemoryLimitError(message, nbytes=int(min(nbytes, 2**63)), budget=budget, what=what)
+
+
+# ----------------------------------------------------------------------------------------------
+# threads
+# ----------------------------------------------------------------------------------------------
+
+#: environment variable that asks for bit-identical output (``1``; ``0`` or unset: all threads)
+DETERMINISTIC_ENV = "DGP_DETERMINISTIC"
+_ON, _OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+# inside deterministic(): BLAS is already pinned for the whole block
+_PINNED: ContextVar[bool] = ContextVar("dgp_deterministic", default=False)
+
+
+def _env_deterministic() -> bool:
+    raw = os.environ.get(DETERMINISTIC_ENV)
+    if raw is None or raw.strip().lower() in _OFF:
+        return False
+    if raw.strip().lower() in _ON:
+        return True
+    raise InputError(
+        f"{DETERMINISTIC_ENV}={raw!r} is not a switch; use {DETERMINISTIC_ENV}=1 for "
+        f"bit-identical output on one BLAS thread, or {DETERMINISTIC_ENV}=0 (or unset it) for "
+        "all threads"
+    )
+
+
+def deterministic_requested() -> bool:
+    """Whether bit-identical output is asked for: inside :func:`deterministic`, or with
+    ``DGP_DETERMINISTIC=1`` in the environment.
+
+    Raises
+    ------
+    InputError
+        If ``DGP_DETERMINISTIC`` is set to something other than ``0``/``1`` (or ``true``/
+        ``false``, ``yes``/``no``, ``on``/``off``).
+    """
+    return _PINNED.get() or _env_deterministic()
+
+
+@contextmanager
+def deterministic() -> Iterator[None]:
+    """Bit-identical output whatever the number of cores: inside the block, BLAS (numpy's and
+    scipy's) runs on one thread.
+
+    By default dgp runs its :math:`O(N^3)` work on every BLAS thread; floats then differ in the
+    last bits between thread counts (verdicts, ranks and certificates never do). Use this when
+    the floats themselves must be reproducible across machines, at the price of one core. The
+    environment variable ``DGP_DETERMINISTIC=1`` does the same for every classification, and
+    the command line's ``--deterministic`` for the whole command.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dgp
+    >>> W = dgp.weights.soft_supcon_weights([0, 0, 1, 1], eps=0.3)
+    >>> with dgp.deterministic():
+    ...     res = dgp.classify(W, tau=0.5, dim=2)
+    >>> res.verdict
+    'realizable'
+    """
+    token = _PINNED.set(True)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            yield
+    finally:
+        _PINNED.reset(token)
+
+
+@contextmanager
+def blas_threads() -> Iterator[None]:
+    """The BLAS threads of the engine's heavy work (a context manager): those the caller gives
+    (by default every core), or one when :func:`deterministic_requested` (already one inside
+    :func:`deterministic`; this pins it for ``DGP_DETERMINISTIC=1``).
+
+    Raises
+    ------
+    InputError
+        If ``DGP_DETERMINISTIC`` is malformed.
+    """
+    if _PINNED.get() or not _env_deterministic():
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

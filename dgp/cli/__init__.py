@@ -34,6 +34,7 @@ from dgp.errors import (
     SolverError,
     join_param,
 )
+from dgp.resources import DETERMINISTIC_ENV, deterministic, deterministic_requested
 
 __all__ = ["build_parser", "flag_for", "main"]
 
@@ -81,6 +82,13 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+_DETERMINISTIC_HELP = (
+    f"BLAS on one thread, for output bit-identical whatever the number of cores (also "
+    f"{DETERMINISTIC_ENV}=1); by default dgp uses every core, and floats may differ in the last "
+    "digits between thread counts (verdicts, ranks and certificates do not)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand."""
     from dgp import __version__
@@ -91,10 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
         "a weighted InfoNCE objective gives your embeddings, before you train.",
     )
     parser.add_argument("--version", action="version", version=f"dgp {__version__}")
+    parser.add_argument("--deterministic", action="store_true", help=_DETERMINISTIC_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in _COMMANDS:
         importlib.import_module(f"dgp.cli.{name}").register(sub)
+    for p in sub.choices.values():  # a global flag, also accepted after the command
+        p.add_argument("--deterministic", action="store_true", default=argparse.SUPPRESS,
+                       help=_DETERMINISTIC_HELP)
     parser.set_defaults(subcommands=sub.choices)
     return parser
 
@@ -123,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         from dgp.cli._output import check_files
 
         check_files(args.subcommands[args.command], args)  # before any work
-        return int(args.func(args) or 0)
+        return _run(args)
     except SolverError as exc:  # dgp's own failure, not the user's
         sys.stderr.write(f"error: {exc}\n")
         return 1
@@ -201,6 +213,23 @@ def _on_sigterm():
         raise _Terminated
 
     return signal.signal(signal.SIGTERM, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the command, on one BLAS thread under ``--deterministic`` or ``DGP_DETERMINISTIC=1``
+    (the variable is set for the command's child processes too)."""
+    if not (args.deterministic or deterministic_requested()):
+        return int(args.func(args) or 0)
+    previous = os.environ.get(DETERMINISTIC_ENV)
+    os.environ[DETERMINISTIC_ENV] = "1"
+    try:
+        with deterministic():
+            return int(args.func(args) or 0)
+    finally:
+        if previous is None:
+            del os.environ[DETERMINISTIC_ENV]
+        else:
+            os.environ[DETERMINISTIC_ENV] = previous
 
 
 def _quiet_stdout() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dgp._linalg import fix_signs
+from dgp._linalg import fix_embedding, fix_signs
 from dgp.engine.family import (
     CosineSpectrum,
     EuclideanSpectrum,
@@ -92,6 +92,10 @@ class DenseCosineSpectrum(CosineSpectrum):
         lam, x = tridiagonal_eigh(self._diag(mu), self.e, 0, k - 1)
         return lam, self.n * x[0] ** 2 - 1.0
 
+    def slopes_between(self, mu: float, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        lam, x = tridiagonal_eigh(self._diag(mu), self.e, lo, hi - 1)
+        return lam, self.n * x[0] ** 2 - 1.0
+
     def count_at_most(self, mu: float, x: float) -> int:
         return tridiagonal_count_below(self._diag(mu), self.e, np.nextafter(x, np.inf))
 
@@ -101,7 +105,7 @@ class DenseCosineSpectrum(CosineSpectrum):
             return np.zeros((n, 0))
         lam, Y = tridiagonal_eigh(self._diag(mu), self.e, n - r, n - 1)
         X = ones_reflector_vectors(self.tri.apply_q(Y))[:, ::-1]
-        return fix_signs(X) * np.sqrt(np.clip(lam[::-1], 0.0, None))
+        return fix_embedding(X * np.sqrt(np.clip(lam[::-1], 0.0, None)), lam[::-1])
 
     def farkas(self, mu_star: float, phi_star: float) -> FarkasData:
         r"""A dual certificate :math:`Y \succeq 0` with :math:`\langle Y, 11^\top - I\rangle = 0`
@@ -162,7 +166,7 @@ class DenseEuclideanSpectrum(EuclideanSpectrum):
         lam, Y = tridiagonal_eigh(self.d - c, self.e, m - r, m - 1)
         full = np.vstack([np.zeros((1, r)), Y])
         X = ones_reflector_vectors(self.tri.apply_q(full))[:, ::-1]
-        return fix_signs(X) * np.sqrt(tau * np.clip(lam[::-1], 0.0, None))
+        return fix_embedding(X * np.sqrt(tau * np.clip(lam[::-1], 0.0, None)), lam[::-1])
 
 
 def dense_family(target: LogTarget, *, similarity: str, tau: float, tol: Tolerance) -> Any:

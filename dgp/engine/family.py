@@ -20,6 +20,7 @@ margins of every comparison) are made here, once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -226,6 +227,12 @@ class CosineSpectrum:
         :math:`(1^\top x)^2 - 1` for each (orthonormal) eigenvector :math:`x`."""
         raise NotImplementedError
 
+    def slopes_between(self, mu: float, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """The eigenvalues of index ``lo`` to ``hi - 1`` (ascending) and their derivatives in
+        :math:`\\mu`, as :meth:`smallest_slopes` gives them."""
+        lam, slopes = self.smallest_slopes(mu, hi)
+        return lam[lo:], slopes[lo:]
+
     def count_at_most(self, mu: float, x: float) -> int:
         """The number of eigenvalues ``<= x``."""
         raise NotImplementedError
@@ -376,6 +383,8 @@ def _cosine_end(spec: CosineSpectrum, mu: float, tau: float, tol: Tolerance, whi
         if mu_e != mu and spec.lam_min(mu_e) >= -tol.atol(_cosine_scale(spec, mu_e, tau)):
             mu = mu_e
             atol = tol.atol(_cosine_scale(spec, mu, tau))
+    if denom > 0.0:
+        mu, atol = _steep_refit(spec, mu, tau, tol, atol, atol / math.sqrt(denom))
     # an end point is a root of lambda_min: at least one eigenvalue is zero there
     zeros = min(n, max(1, spec.count_at_most(mu, atol)))
     low = list(spec.smallest(mu, min(zeros, LISTED)))
@@ -386,6 +395,40 @@ def _cosine_end(spec: CosineSpectrum, mu: float, tau: float, tol: Tolerance, whi
         margin = tol.margin(f"smallest non-zero eigenvalue of G(c) at {which}", nxt, atol,
                             zero_is_near=False)
     return End(mu / tau, n - zeros, tuple(float(v) for v in low), atol, margin, zeros)
+
+
+def _steep_refit(spec: CosineSpectrum, mu: float, tau: float, tol: Tolerance, atol: float,
+                 error: float) -> tuple[float, float]:
+    r"""The end point refined once more with the steep eigenvalues that may vanish there.
+
+    The fit of :func:`_cosine_end` uses the few smallest eigenvalues; when many vanish together
+    (a kink: Soft SupCon at :math:`\tau^*` has :math:`N - K` within-class eigenvalues of slope
+    :math:`-1` and one of slope near :math:`N - 1` vanishing at one :math:`c`), those are the
+    shallow ones, the end point is known to ``error`` only, and a steep vanishing eigenvalue
+    reads :math:`|s_j|` times that: whether it counts as zero would follow the rounding (the
+    thread count, the order of the samples). Eigenvalues above ``atol`` that may vanish within
+    ``error`` (:math:`\lambda_j \le \mathrm{atol} + |s_j|\,\mathrm{error}`) join the fit,
+    which they dominate; the refined point is kept if the target stays PSD there within the
+    tolerance (a steep eigenvalue that does not vanish pulls the others below it).
+    """
+    n = spec.n
+    z0 = spec.count_at_most(mu, atol)
+    z1 = min(n, spec.count_at_most(mu, atol + (n - 1) * error), z0 + LISTED + 1)
+    if z1 <= z0:
+        return mu, atol
+    lam, slopes = spec.slopes_between(mu, z0, z1)
+    steep = lam <= atol + np.abs(slopes) * error
+    if not steep.any():
+        return mu, atol
+    lam0, s0 = spec.smallest_slopes(mu, max(1, min(z0, LISTED + 1)))
+    lam = np.concatenate([lam0, lam[steep]])
+    slopes = np.concatenate([s0, slopes[steep]])
+    denom = float(slopes @ slopes)
+    mu_e = mu - float(slopes @ lam) / denom
+    atol_e = tol.atol(_cosine_scale(spec, mu_e, tau))
+    if mu_e != mu and spec.lam_min(mu_e) >= -atol_e:
+        return mu_e, atol_e
+    return mu, atol
 
 
 def cosine_family(spec: CosineSpectrum, *, tau: float, tol: Tolerance) -> Family:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dgp._linalg import deterministic_blas
 from dgp.engine import rules
 from dgp.engine.dense import dense_family
 from dgp.engine.rules import Context, Explanation
 from dgp.engine.target import LogWeights, entropic_bound, log_target
 from dgp.engine.zeros import classify_zeros
+from dgp.resources import blas_threads
 from dgp.result import Classification
 from dgp.tolerance import Tolerance
 
@@ -34,8 +34,10 @@ def classify_weights(
 ) -> Classification:
     """Classify validated log-weights (``weights`` is consumed: its matrix is overwritten).
     ``floor`` computes the loss floor of an inconsistent cosine verdict (see
-    :class:`~dgp.engine.rules.Context`)."""
-    with deterministic_blas():
+    :class:`~dgp.engine.rules.Context`). BLAS runs on the caller's threads
+    (:func:`dgp.resources.blas_threads`): floats may differ in the last bits with the thread
+    count, the decisions do not."""
+    with blas_threads():  # every core, unless bit-identical output is asked for
         return _classify(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
                          method=method, objective=objective, explanation=explanation,
                          suffix=suffix, notes=notes, floor=floor)

@@ -5,6 +5,11 @@ then reduces the matrix to tridiagonal form :math:`T` while keeping :math:`e_1` 
 member of the target families is a diagonal shift of :math:`T` (plus a change of its first
 entry), so each eigenvalue question along the family costs :math:`O(N)` after one
 :math:`O(N^3)` reduction, cheaper than one full ``eigvalsh``.
+
+The reduction runs on the caller's BLAS threads (every core by default: blocked ``dsytrd`` is
+multi-threaded ``dsyr2k`` and ``dsymv``), so ``T`` may differ in the last bits with the thread
+count; the engine's decisions go through the tolerance policy and do not
+(:func:`dgp.resources.deterministic` pins one thread for bit-identical output).
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from dgp._linalg import deterministic_blas
 from dgp.engine.blocks import BlockWeights, classify_blocks
 from dgp.engine.lowrank import classify_lowrank, gaussian_target, row_statistics
 from dgp.engine.pipeline import classify_weights
@@ -27,7 +26,7 @@ from dgp.infonce import SIMILARITIES
 from dgp.objectives import registry
 from dgp.objectives.conditions import distortion_of, gaussian_explanation
 from dgp.objectives.registry import Labels, Objective
-from dgp.resources import check_memory
+from dgp.resources import blas_threads, check_memory
 from dgp.result import Classification
 from dgp.tolerance import DEFAULT_RTOL, Tolerance
 
@@ -139,7 +138,7 @@ def classify_objective(
     if not isinstance(floor, bool):
         raise ParameterError("floor", f"must be True or False, got {floor!r}")
     lab = rec.check_labels(labels)
-    with deterministic_blas():
+    with blas_threads():
         return classify_labels(rec, lab, params, similarity=sim, tau=tau, dim=dim, rtol=rtol,
                                method=method, engine=engine, embed=embed, max_n=max_n,
                                floor=floor)
