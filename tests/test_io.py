@@ -28,7 +28,7 @@ from dgp.io import (
     LABEL_FORMATS,
     MEMORY_LIMIT_ENV,
     WEIGHT_FORMATS,
-    Labels,
+    LabelFile,
     MemoryLimitError,
     check_memory,
     format_bytes,
@@ -456,7 +456,7 @@ def test_text_matrix_above_the_budget_is_refused_before_parsing(tmp_path, monkey
 # ----------------------------------------------------------------------------------------------
 
 
-def _labels(tmp_path, text, name="y.csv", **kw) -> Labels:
+def _labels(tmp_path, text, name="y.csv", **kw) -> LabelFile:
     f = tmp_path / name
     f.write_text(text)
     return load_labels(f, **kw)
