@@ -101,3 +101,9 @@ def test_verify_data_refuses_an_archive_that_unpacks_beyond_the_budget(tmp_path,
     trunc.write_bytes(bomb.read_bytes()[: bomb.stat().st_size // 2])
     code, _, err = _run(capsys, "verify", "supcon-imbalance", "--quick", "--data", str(trunc))
     assert code == 2 and err.startswith("error: data: cannot read")
+
+
+def test_floors_samples_are_guarded_before_drawing(capsys):
+    code, _, err = _run(capsys, "floors", "--objective", "supcon", "--sizes", "10,5", "--tau",
+                        "0.1", "--dim", "3", "--samples", "1000000000000")
+    assert code == 2 and "Monte Carlo draws" in err and "internal error" not in err

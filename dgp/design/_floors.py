@@ -28,7 +28,9 @@ from dgp.errors import (
     check_positive,
 )
 from dgp.records import Record
+from dgp.resources import check_memory
 from dgp.result import Classification
+from dgp.solver import check_time
 from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = [
@@ -307,6 +309,9 @@ def loss_floors(
         reps = int(min(4000, max(50, 4_000_000 // max(1, n - 1))))
     else:
         reps = check_int(samples, "samples", minimum=2)
+        check_memory(8.0 * reps, what=f"{reps} Monte Carlo draws", hint="ask for fewer samples")
+        check_time(20.0 * reps * max(1, n - 1), what=f"{reps} Monte Carlo draws of {n - 1} "
+                   "cosines", instead="ask for fewer samples", param="samples")
     t = fixed["tau"]
     res = problem.classify({**fixed, "dim": fixed.get("dim", n)})
     bound = res.entropic_bound
