@@ -274,7 +274,7 @@ def test_all_json_unconverged_runs_are_shown_and_the_results_page(monkeypatch, t
             "--taus", "0.5,1,1.5")
     assert r.code == 0
     rep = r.json
-    names = [r["experiment"] for r in rep["experiments"]]
+    names = [e["experiment"] for e in rep["experiments"]]
     assert set(names) | set(rep["skipped"]) == set(E.EXPERIMENTS)
     assert rep["experiment"] == "all" and rep["device"] == "cpu" and rep["mode"] == "quick"
     assert all("experiment" in r and "seed" in r and "converged" in r for r in rep["runs"])
@@ -301,8 +301,8 @@ def test_all_json_unconverged_runs_are_shown_and_the_results_page(monkeypatch, t
                 assert "identifiability" in d or d["supports"] == "boundary"
     from dgp.cli.verify import format_report
 
-    for r in rep["experiments"]:
-        assert max(len(line) for line in format_report(r).splitlines()) <= 80
+    for report in rep["experiments"]:
+        assert max(len(line) for line in format_report(report).splitlines()) <= 80
     import importlib.util
     import sys
 
