@@ -270,10 +270,10 @@ def test_all_json_unconverged_runs_are_shown_and_the_results_page(monkeypatch, t
     tiny = dataclasses.replace(E.QUICK, seeds=2, steps=5, steps_continuous=5, mc_batches=4)
     monkeypatch.setitem(E.MODES, "quick", tiny)
     monkeypatch.setitem(C.OPTIMUM_SAMPLES, "quick", (24, 12))
-    r = cli("verify", "all", "--quick", "--device", "cpu", "--json", "--out", tmp_path,
-            "--taus", "0.5,1,1.5")
-    assert r.code == 0
-    rep = r.json
+    run = cli("verify", "all", "--quick", "--device", "cpu", "--json", "--out", tmp_path,
+              "--taus", "0.5,1,1.5")
+    assert run.code == 0
+    rep = run.json
     names = [e["experiment"] for e in rep["experiments"]]
     assert set(names) | set(rep["skipped"]) == set(E.EXPERIMENTS)
     assert rep["experiment"] == "all" and rep["device"] == "cpu" and rep["mode"] == "quick"
@@ -312,7 +312,7 @@ def test_all_json_unconverged_runs_are_shown_and_the_results_page(monkeypatch, t
     mod = importlib.util.module_from_spec(spec)
     sys.modules["write_results"] = mod
     spec.loader.exec_module(mod)
-    (tmp_path / "all.json").write_text(r.out)
+    (tmp_path / "all.json").write_text(run.out)
     mod.main([str(tmp_path / "all.json"), "--mnist-cpu", str(tmp_path / "all.json"),
               "--out", str(tmp_path / "results.md")])
     page = (tmp_path / "results.md").read_text()
