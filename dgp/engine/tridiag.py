@@ -97,7 +97,9 @@ class Tridiagonal:
         n = self.n
         if n > 1 and Y.shape[1] > 0:
             c, tau = self._c, self._tau
-            lwork = max(1, 64 * Y.shape[1])
+            # blocked dormqr needs k * nb + (nb + 1) * nb of workspace (nb = 64); less and
+            # LAPACK falls back to its unblocked, level-2 code
+            lwork = 64 * Y.shape[1] + 65 * 64
             starts = list(range(0, n - 1, CHUNK))
             for i0 in reversed(starts):
                 i1 = min(n - 1, i0 + CHUNK)
