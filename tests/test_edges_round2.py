@@ -107,3 +107,15 @@ def test_floors_samples_are_guarded_before_drawing(capsys):
     code, _, err = _run(capsys, "floors", "--objective", "supcon", "--sizes", "10,5", "--tau",
                         "0.1", "--dim", "3", "--samples", "1000000000000")
     assert code == 2 and "Monte Carlo draws" in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("spec", ["dim=1:1e20:3", "dim=1,inf", "tau=0.1,nan"])
+def test_grid_values_beyond_numbers_are_one_line_without_numpy_warnings(capsys, spec):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numpy RuntimeWarning would fail the test
+        code, _, err = _run(capsys, "phase", "--objective", "soft-supcon", "--sizes", "30,20",
+                            "--eps", "0.1", "--tau", "0.5", "--grid", spec)
+    assert code == 2 and err.count("\n") == 1 and "warning" not in err
+    assert "-9223372036854775808" not in err and "nan" not in err.split(":")[-1]

@@ -118,7 +118,11 @@ def parse_axis(text: str) -> tuple[str, np.ndarray]:
         if str(exc).startswith("--grid"):
             raise
         raise InputError(f"--grid {text!r}: {syntax}") from None
+    if not np.isfinite(values).all():
+        raise InputError(f"--grid {text!r}: every value must be a finite number")
     if integer:
+        if np.abs(values).max() > 2**53:  # beyond exact integers in float64 (and any dimension)
+            raise InputError(f"--grid {text!r}: dim values must be integers below 2**53")
         if not np.all(values == np.round(values)):
             raise InputError(f"--grid {text!r}: dim takes integers; LO:HI:N gives "
                              f"{np.round(values[:4], 3).tolist()}... (use dim=1:16:16, or list "
