@@ -8,7 +8,6 @@ import os
 import numpy as np
 import pytest
 
-from dgp.cli import main
 from dgp.cli._output import atomic_output, save_array
 
 
@@ -20,12 +19,6 @@ def files(tmp_path, monkeypatch):
     W = np.exp(rng.standard_normal((5, 5)))
     np.save("W.npy", 0.5 * (W + W.T))
     return tmp_path
-
-
-def _run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _unchanged(path, before):
@@ -48,30 +41,30 @@ def _bytes(path):
     ("phase", "--objective", "y-aware", "--labels", "y.csv", "--sigma", "1", "--grid",
      "tau=0.5,1", "--csv", "y.csv"),
 ])
-def test_an_output_that_is_an_input_is_refused_before_any_work(files, capsys, argv):
+def test_an_output_that_is_an_input_is_refused_before_any_work(files, cli, argv):
     os.symlink("W.npy", "link.npy")
     before = {p: _bytes(p) for p in ("W.npy", "y.csv")}
-    code, out, err = _run(capsys, *argv)
-    assert code == 2, err
-    assert err.startswith("error: ") and "would destroy the input" in err
-    assert err.count("\n") == 1 and out == ""
+    r = cli(*argv)
+    assert r.code == 2, r.err
+    assert r.err.startswith("error: ") and "would destroy the input" in r.err
+    assert r.err.count("\n") == 1 and r.out == ""
     assert all(_unchanged(p, b) for p, b in before.items())
 
 
-def test_two_outputs_naming_one_file_are_refused(files, capsys):
-    code, _, err = _run(capsys, "classify", "W.npy", "--tau", "0.5", "--dim", "3",
-                        "--save-embedding", "Z.npy", "--save-gram", "./Z.npy")
-    assert code == 2 and "are the same file" in err
+def test_two_outputs_naming_one_file_are_refused(files, cli):
+    r = cli("classify", "W.npy", "--tau", "0.5", "--dim", "3", "--save-embedding", "Z.npy",
+            "--save-gram", "./Z.npy")
+    assert r.code == 2 and "are the same file" in r.err
     assert not os.path.exists("Z.npy")
 
 
-def test_distinct_outputs_are_written(files, capsys):
+def test_distinct_outputs_are_written(files, cli):
     X = np.random.default_rng(1).standard_normal((6, 2))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     np.save("R.npy", np.exp((X @ X.T) / 0.5))
-    code, _, err = _run(capsys, "classify", "R.npy", "--tau", "0.5", "--dim", "3",
-                        "--save-embedding", "Z.npy", "--save-gram", "G.csv")
-    assert code == 0, err
+    r = cli("classify", "R.npy", "--tau", "0.5", "--dim", "3", "--save-embedding", "Z.npy",
+            "--save-gram", "G.csv")
+    assert r.code == 0, r.err
     Z, G = np.load("Z.npy"), np.loadtxt("G.csv", delimiter=",")
     assert np.allclose(Z @ Z.T, G) and np.allclose(G, X @ X.T, atol=1e-8)
     assert sorted(p for p in os.listdir(".") if p.startswith(".")) == []  # no temporary left
@@ -97,6 +90,6 @@ def test_save_array_replaces_the_file_whole(tmp_path):
     assert os.listdir(tmp_path) == ["a.csv"]
 
 
-def test_verify_out_must_be_a_folder(files, capsys):
-    code, _, err = _run(capsys, "verify", "supcon-imbalance", "--out", "W.npy")
-    assert code == 2 and "is not a directory" in err
+def test_verify_out_must_be_a_folder(files, cli):
+    r = cli("verify", "supcon-imbalance", "--out", "W.npy")
+    assert r.code == 2 and "is not a directory" in r.err

@@ -4,7 +4,6 @@ at once (not as a timeout)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -43,15 +42,10 @@ def test_a_signal_ends_a_parallel_sweep_with_one_line_and_no_worker_left(sig, co
     assert _alive_in_group(proc.pid) == []
 
 
-def test_repeated_grid_flags_add_axes(capsys):
-    import json
-
-    from dgp.cli import main
-
-    code = main(["phase", "--objective", "soft-supcon", "--sizes", "30,20,10", "--grid",
-                 "tau=0.1,0.5", "--grid", "eps=0.1,0.2", "--dim", "3", "--json"])
-    out = json.loads(capsys.readouterr().out)
-    assert code == 0 and out["params"] == ["tau", "eps"] and len(out["cells"]) == 4
+def test_repeated_grid_flags_add_axes(cli):
+    r = cli("phase", "--objective", "soft-supcon", "--sizes", "30,20,10", "--grid",
+            "tau=0.1,0.5", "--grid", "eps=0.1,0.2", "--dim", "3", "--json")
+    assert r.code == 0 and r.json["params"] == ["tau", "eps"] and len(r.json["cells"]) == 4
 
 
 def test_workers_never_exceed_the_cells(monkeypatch):
@@ -83,14 +77,13 @@ raise RuntimeError("after forking")
 
 
 @pytest.mark.torch
-def test_an_audited_module_that_forks_then_raises_is_its_error_at_once(tmp_path):
+def test_an_audited_module_that_forks_then_raises_is_its_error_at_once(tmp_path, cli):
     pytest.importorskip("torch")
     (tmp_path / "forker.py").write_text(FORK_THEN_RAISE)
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "dgp", "audit", "forker:loss", "--path",
-                           str(tmp_path), "--timeout", "25"], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    r = cli.process("audit", "forker:loss", "--path", tmp_path, "--timeout", "25", timeout=60,
+                    env={"PYTHONDONTWRITEBYTECODE": "1"})
     assert time.monotonic() - t0 < 20
-    assert proc.returncode == 1
-    assert "RuntimeError: after forking" in proc.stderr
-    assert proc.stderr.count("\n") == 1
+    assert r.code == 1
+    assert "RuntimeError: after forking" in r.err
+    assert r.err.count("\n") == 1

@@ -16,7 +16,6 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 import dgp
 from dgp._linalg import fix_embedding, soft_supcon_tau_star
-from dgp.cli import main
 from dgp.errors import InputError
 from dgp.resources import DETERMINISTIC_ENV, deterministic_requested
 from dgp.weights import gaussian_kernel_weights, soft_supcon_weights, supcon_weights
@@ -277,15 +276,6 @@ def test_malformed_environment_variable_is_bad_input(monkeypatch):
 # ------------------------------------------------------------------------------------------
 
 
-def _run(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.fixture
 def weights_file(tmp_path):
     path = tmp_path / "W.npy"
@@ -293,39 +283,40 @@ def weights_file(tmp_path):
     return str(path)
 
 
-@pytest.mark.parametrize("where", ["global", "command"])
-def test_cli_deterministic_is_bit_identical(where, weights_file, capsys):
-    cmd = ["classify", weights_file, "--tau", "0.5", "--dim", str(K), "--json", "--embedding"]
-    argv = ["--deterministic", *cmd] if where == "global" else [*cmd, "--deterministic"]
+def _outputs_on_every_thread_count(cli, argv) -> list[str]:
+    """stdout of the command at each of :data:`THREADS`, each run successful and silent."""
     outs = []
     for t in THREADS:
         with threadpool_limits(limits=t, user_api="blas"):
-            code, out, err = _run(argv, capsys)
-        assert code == 0 and err == ""
-        outs.append(out)
+            r = cli(*argv)
+        assert r.code == 0 and r.err == ""
+        outs.append(r.out)
+    return outs
+
+
+@pytest.mark.parametrize("where", ["global", "command"])
+def test_cli_deterministic_is_bit_identical(where, weights_file, cli):
+    cmd = ["classify", weights_file, "--tau", "0.5", "--dim", str(K), "--json", "--embedding"]
+    argv = ["--deterministic", *cmd] if where == "global" else [*cmd, "--deterministic"]
+    outs = _outputs_on_every_thread_count(cli, argv)
     assert all(o == outs[0] for o in outs[1:])
     data = json.loads(outs[0])
     assert data["verdict"] == "realizable" and data["rank"] == K
     assert os.environ.get(DETERMINISTIC_ENV) is None  # set for the command only
 
 
-def test_cli_environment_variable(weights_file, capsys, monkeypatch):
+def test_cli_environment_variable(weights_file, cli, monkeypatch):
     monkeypatch.setenv(DETERMINISTIC_ENV, "1")
     argv = ["classify", weights_file, "--tau", "0.5", "--dim", str(K), "--json"]
-    outs = []
-    for t in THREADS:
-        with threadpool_limits(limits=t, user_api="blas"):
-            code, out, err = _run(argv, capsys)
-        assert code == 0 and err == ""
-        outs.append(out)
+    outs = _outputs_on_every_thread_count(cli, argv)
     assert all(o == outs[0] for o in outs[1:])
     monkeypatch.setenv(DETERMINISTIC_ENV, "sometimes")
-    code, out, err = _run(argv, capsys)
-    assert code == 2 and out == ""
-    assert err.startswith("error: DGP_DETERMINISTIC='sometimes'") and err.count("\n") == 1
+    r = cli(*argv)
+    assert r.code == 2 and r.out == ""
+    assert r.err.startswith("error: DGP_DETERMINISTIC='sometimes'") and r.err.count("\n") == 1
 
 
-def test_cli_deterministic_flag_on_every_command(capsys):
+def test_cli_deterministic_flag_on_every_command():
     from dgp.cli import build_parser
 
     parser = build_parser()
@@ -336,7 +327,6 @@ def test_cli_deterministic_flag_on_every_command(capsys):
     assert parser.parse_args(["tour", "--deterministic"]).deterministic is True
 
 
-def test_cli_deterministic_takes_no_value(weights_file, capsys):
-    code, out, err = _run(["classify", weights_file, "--tau", "0.5", "--dim", "3",
-                           "--deterministic=yes"], capsys)
-    assert code == 2 and out == "" and err.startswith("error:")
+def test_cli_deterministic_takes_no_value(weights_file, cli):
+    r = cli("classify", weights_file, "--tau", "0.5", "--dim", "3", "--deterministic=yes")
+    assert r.code == 2 and r.out == "" and r.err.startswith("error:")
