@@ -12,9 +12,6 @@ results...) and every certificate derives from :class:`Record`, so they all beha
   ``JSON_OPTIONS`` (name -> default); an unknown option is a :class:`~dgp.errors.ParameterError`,
   and each nested record receives the options it declares (``gram=True`` on a ``Prototypes``
   reaches its batch and approximation records).
-* ``str`` and ``_repr_html_`` come from :meth:`Record.summary` (a title and ``(name, value)``
-  rows) where a class gives one.
-
 Certificates add the :class:`CertificateProtocol`: a ``kind``, a ``statement`` (how to check
 it, in words), its decisive ``margins`` and :meth:`CertificateProtocol.check`, which re-derives
 what the certificate claims from the numbers it carries and returns the claims that fail
@@ -31,7 +28,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dgp.display import format_summary, html_summary
 from dgp.errors import ParameterError
 
 __all__ = [
@@ -125,21 +121,6 @@ class Record:
             if how == "omit_none" and value is None:
                 continue
             yield f.name, value
-
-    # -- display ---------------------------------------------------------------------------
-
-    def summary(self) -> tuple[str, list[tuple[str, str]]] | None:
-        """A title and ``(name, value)`` rows for ``str`` and notebooks (``None``: the dataclass
-        repr)."""
-        return None
-
-    def __str__(self) -> str:
-        s = self.summary()
-        return repr(self) if s is None else format_summary(*s)
-
-    def _repr_html_(self) -> str:
-        s = self.summary()
-        return html_summary(*s) if s is not None else f"<pre>{self!r}</pre>"
 
 
 @dataclass(frozen=True)

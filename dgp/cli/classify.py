@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+import numpy as np
+
 from dgp.classification import METHODS, classify, weighting
 from dgp.cli._output import FileArg, atomic_output, emit_json, save_array
 from dgp.errors import InputError
@@ -115,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             data = load_edge_list(edges, directed=args.directed, name="--edges")
         else:
             data = load_weights(args.weights, name="WEIGHTS")
-            if hasattr(data, "ndim") and not hasattr(data, "tocsr"):  # dense: one N^3 reduction
+            if isinstance(data, np.ndarray):  # dense: one N^3 reduction (sparse: its graph)
                 _note_long(data.shape[0], args)
         kwargs = {"log_weights": data} if args.log_weights else {"W": data}
         similarity = args.similarity or "cosine"

@@ -187,16 +187,18 @@ def load_npz(path: str) -> Dataset:
 
     from dgp.resources import check_memory
 
+    unreadable = (OSError, ValueError, EOFError, zipfile.BadZipFile)
     try:
         with zipfile.ZipFile(path) as zf:  # sizes first: a small archive may unpack to GiBs
             unpacked = sum(i.file_size for i in zf.infolist())
-        check_memory(2.0 * unpacked, what=f"the arrays of {os.path.basename(str(path))!r} "
-                     f"({unpacked / 2**20:.0f} MiB unpacked)", hint="use a smaller data set")
+    except unreadable as exc:
+        raise InputError(f"data: cannot read {path!r} as an .npz file ({exc})") from None
+    check_memory(2.0 * unpacked, what=f"the arrays of {os.path.basename(str(path))!r} "
+                 f"({unpacked / 2**20:.0f} MiB unpacked)", hint="use a smaller data set")
+    try:
         with np.load(path, allow_pickle=False) as z:
             files = dict(z.items())
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        if isinstance(exc, InputError):
-            raise
+    except unreadable as exc:
         raise InputError(f"data: cannot read {path!r} as an .npz file ({exc})") from None
     xk = next((k for k in _X_KEYS if k in files), None)
     yk = next((k for k in _Y_KEYS if k in files), None)
