@@ -1,4 +1,4 @@
-"""dgp.optimum: the rank-d optimum, the structure-aware (twin quotient) optimum, each against a
+"""dgp.optima: the rank-d optimum, the structure-aware (twin quotient) optimum, each against a
 named baseline in the same process.
 
 Rows follow ``benchmarks/__init__.py``: ``name``, ``baseline``, ``ratio`` (with
@@ -16,7 +16,7 @@ from scipy.special import logsumexp
 
 from benchmarks import best_time
 from dgp.infonce import winfonce_loss
-from dgp.optimum import optimum
+from dgp.optima import optimum
 from dgp.weights import gaussian_kernel_weights, supcon_weights
 
 

@@ -25,11 +25,14 @@ _EXPORTS = {
     "loss_floors": "dgp.design",
     "phase": "dgp.design",
     "recommend": "dgp.design",
+    "Optimum": "dgp.optima",
+    "optimum": "dgp.optima",
     "Prototypes": "dgp.prototypes",
     "supcon_prototypes": "dgp.prototypes",
 }
-# ``dgp.optimum`` is the module (its function is ``dgp.optimum.optimum``): a package attribute
-# named like a submodule is overwritten by the import system as soon as the submodule loads.
+# ``dgp.optimum`` is the function, like ``dgp.classify``; the subpackage that implements it is
+# ``dgp.optima`` (a package attribute named like a submodule would be overwritten by the import
+# system as soon as the submodule loads, so no public name shares a submodule's name).
 _SUBMODULES = (
     "design",
     "engine",
@@ -38,7 +41,7 @@ _SUBMODULES = (
     "io",
     "metrics",
     "objectives",
-    "optimum",
+    "optima",
     "plots",
     "strategies",
     "symbolic",

@@ -151,7 +151,7 @@ def _floor(W: np.ndarray, tau: float, dim: int):
     """The loss floor in ``R^dim`` of the (canonical) weights ``W``, computed when asked."""
 
     def compute():
-        from dgp.optimum import loss_floor
+        from dgp.optima import loss_floor
 
         return loss_floor(W, tau=tau, dim=dim)
 

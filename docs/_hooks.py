@@ -29,7 +29,7 @@ from mkdocs.structure.files import File, Files
 OPTIONAL_PAGES = {"results.md", "theorems.md", "benchmarks.md"}
 CLI_MARKER = "<!-- cli-help -->"
 #: modules written elsewhere that the API reference documents once their file exists
-OPTIONAL_MODULES = {"dgp.prototypes", "dgp.optimum", "dgp.symbolic", "dgp.torch.experiments"}
+OPTIONAL_MODULES = {"dgp.prototypes", "dgp.optima", "dgp.symbolic", "dgp.torch.experiments"}
 ROOT = Path(__file__).resolve().parents[1]
 HELP_COLUMNS = "96"
 #: where the site serves MathJax from (mkdocs.yml's extra_javascript points into it)

@@ -33,7 +33,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dgp import strategies as ds
-from dgp.optimum import optimum
+from dgp.optima import optimum
 from dgp.proofs import _reference as ref
 from dgp.proofs._theorem import Theorem, property_settings
 from dgp.solver import block_problem, frank_wolfe_bound, row_certificate

@@ -55,8 +55,8 @@ def test_burer_monteiro_starts_are_guarded_by_the_time_budget():
     W = np.exp(np.random.default_rng(0).standard_normal((5, 5)))
     W = 0.5 * (W + W.T)
     with pytest.raises(dgp.errors.ParameterError, match="starts"):
-        dgp.optimum.optimum(W, tau=0.5, dim=2, starts=10**9)
-    assert math.isfinite(dgp.optimum.optimum(W, tau=0.5, dim=2, starts=3).loss)
+        dgp.optimum(W, tau=0.5, dim=2, starts=10**9)
+    assert math.isfinite(dgp.optimum(W, tau=0.5, dim=2, starts=3).loss)
 
 
 @pytest.mark.parametrize(("objective", "flag", "value"), [

@@ -206,7 +206,7 @@ ENTRY_POINTS = {
     "check_weights": check_weights,
     "entropic_gap": lambda W: entropic_gap(np.eye(5), W, tau=0.5),
     "c_family_grid": lambda W: dgp.plots.c_family_grid(W, tau=0.5),
-    "optimum": lambda W: dgp.optimum.optimum(W, tau=0.5),
+    "optimum": lambda W: dgp.optimum(W, tau=0.5),
 }
 
 

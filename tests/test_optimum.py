@@ -1,4 +1,4 @@
-"""dgp.optimum: the minimiser of a cosine w-InfoNCE, free or in dimension d, full batch or batched.
+"""dgp.optimum (in dgp.optima): the minimiser of a cosine w-InfoNCE, free or in dimension d, full batch or batched.
 
 Independent references: the certified prototype solver (structured weightings), a generic
 exponential-cone program (cvxpy + Clarabel, accurate to about 1e-5 in G at moderate tau), a
@@ -17,7 +17,7 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 from dgp.infonce import entropic_bound, winfonce_loss
-from dgp.optimum import (
+from dgp.optima import (
     FREE_MAX_K,
     block_loss_floor,
     loss_floor,
@@ -357,3 +357,17 @@ def test_display_and_to_dict():
     text = str(opt)
     assert "twin classes" in text and "optimal Gram" in text and "unique" in text
     assert "<table>" in opt._repr_html_()
+
+
+def test_dgp_optimum_is_the_function_like_dgp_classify():
+    """``dgp.optimum(W, ...)`` is the function (CONTRACT v3) and stays callable after the
+    implementing subpackage ``dgp.optima`` is imported; its answer is the subpackage's."""
+    import importlib
+
+    import dgp
+
+    importlib.import_module("dgp.optima._api")
+    assert callable(dgp.optimum) and callable(dgp.classify)
+    W = np.array([[1.0, 0.5, 0.2], [0.5, 1.0, 0.3], [0.2, 0.3, 1.0]])
+    assert dgp.optimum(W, tau=0.5).loss == optimum(W, tau=0.5).loss
+    assert isinstance(dgp.optimum(W, tau=0.5), dgp.Optimum)

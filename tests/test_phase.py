@@ -206,7 +206,7 @@ def test_general_weighting_excess_is_not_reported_without_a_certified_optimum():
     low, high = pm.cells
     assert low["excess_source"] == "attained"
     assert high["verdict"] == "inconsistent"
-    if high["excess_source"] == "optimum":  # dgp.optimum.optimum accepts dim
+    if high["excess_source"] == "optimum":  # dgp.optimum accepts dim
         brute = brute_force_min(W, tau=1.0, dim=3) - entropic_bound(W)
         assert high["excess_loss"] == pytest.approx(brute, rel=1e-5)
     else:

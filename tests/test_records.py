@@ -127,7 +127,7 @@ def test_one_embedding_accessor_on_every_result():
     cls = dgp.classify(np.exp((X @ X.T) / 0.5), tau=0.5, dim=3)
     assert cls.verdict == "realizable"
     W = np.array([[3, 2, 1], [2, 3, 1], [1, 1, 3.0]])
-    opt = dgp.optimum.optimum(W, tau=0.5)
+    opt = dgp.optimum(W, tau=0.5)
     pro = dgp.supcon_prototypes([5, 3, 2], tau=0.5)
     for Z, G in ((cls.embedding, X @ X.T), (opt.embedding, opt.gram), (pro.embedding, pro.gram)):
         assert isinstance(Z, np.ndarray)
@@ -138,7 +138,7 @@ def test_one_embedding_accessor_on_every_result():
 def test_convergence_block_has_the_same_fields_everywhere():
     W = np.array([[3, 2, 1], [2, 3, 1], [1, 1, 3.0]])
     names = [f.name for f in dataclasses.fields(Convergence)]
-    for res in (dgp.optimum.optimum(W, tau=0.5), dgp.supcon_prototypes([5, 3, 2], tau=0.5),
+    for res in (dgp.optimum(W, tau=0.5), dgp.supcon_prototypes([5, 3, 2], tau=0.5),
                 dgp.supcon_prototypes([30, 10, 5], tau=0.5, method="numeric")):
         conv = res.convergence
         assert conv.success and conv.certified

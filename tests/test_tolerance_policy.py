@@ -72,12 +72,12 @@ def test_acceptance_rule(target):
 
 
 def test_solvers_have_no_acceptance_rule_of_their_own():
-    import dgp.optimum._api
+    import dgp.optima._api
     import dgp.prototypes._api
     import dgp.solver
 
     assert not hasattr(dgp.solver, "accepted")
-    for mod in (dgp.prototypes._api, dgp.optimum._api):
+    for mod in (dgp.prototypes._api, dgp.optima._api):
         assert "DEFAULT_POLICY.accepts(" in inspect.getsource(mod)
 
 

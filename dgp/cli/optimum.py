@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dgp.optimum import optimum
+    from dgp.optima import optimum
 
     W = load_array(args.weights, name="WEIGHTS")
     batch = {}

@@ -37,7 +37,7 @@ The closed-form boundaries:
 Excess loss of the optimum, where the bound is not attained in :math:`\mathbb R^d`
 (:data:`EXCESS_SOURCES`): for SupCon and Soft SupCon, from the certified class prototypes of
 :func:`dgp.supcon_prototypes` whenever their rank fits in :math:`d`; for other cosine weightings
-from ``dgp.optimum.optimum(W, tau=..., dim=...)`` once it accepts a dimension; otherwise the cell
+from ``dgp.optimum(W, tau=..., dim=...)`` once it accepts a dimension; otherwise the cell
 says it is not computed and why, rather than reporting a number that may be wrong.
 """
 

@@ -72,7 +72,7 @@ WANTS = ("realizable", "simplex", "minority-cosine<=X", "min-dim")
 CONVENTIONS = ("sum", "pml", "supcontrast")
 #: largest number of cells of one map
 MAX_CELLS = 1_000_000
-#: largest N for which the general optimum (``dgp.optimum.optimum``) is asked for
+#: largest N for which the general optimum (``dgp.optimum``) is asked for
 GENERAL_OPTIMUM_MAX_N = 300
 #: ``dgp.supcon_prototypes`` documents that its certified solver refuses ``tau < 0.004``
 PROTOTYPES_TAU_MIN = 4e-3
@@ -84,10 +84,10 @@ EXCESS_SOURCES = {
     "attained": "the entropic bound is attained (or approached) in R^dim: the excess is 0",
     "prototypes": "loss of the optimal class prototypes (dgp.supcon_prototypes: closed form or "
     "certified solver) minus the bound; their rank fits in dim",
-    "optimum": "dgp.optimum.optimum(W, tau, dim): the optimum in R^dim minus the bound",
+    "optimum": "dgp.optimum(W, tau, dim): the optimum in R^dim minus the bound",
     "not-computed-dim": "the free optimum (class prototypes) has rank above dim; the optimum in "
     "R^dim is not computed",
-    "not-computed-solver": "not computed: this version of dgp.optimum.optimum has no dim "
+    "not-computed-solver": "not computed: this version of dgp.optimum has no dim "
     "argument, so no certified optimum in R^dim is available for this weighting",
     "not-computed-euclidean": "not computed: there is no optimum solver for the Euclidean latent",
     "not-computed-size": f"not computed: N > {GENERAL_OPTIMUM_MAX_N} for the general optimum",
@@ -348,9 +348,9 @@ def needed_parameters(problem: Problem) -> tuple[str, ...]:
 
 
 def optimum_takes_dim() -> bool:
-    """Whether ``dgp.optimum.optimum`` accepts ``dim`` (the optimum in R^d, not only the free
+    """Whether ``dgp.optimum`` accepts ``dim`` (the optimum in R^d, not only the free
     one); until it does, excess losses of general weightings are not computed."""
-    from dgp.optimum import optimum
+    from dgp.optima import optimum
 
     return "dim" in inspect.signature(optimum).parameters
 

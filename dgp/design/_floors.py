@@ -256,7 +256,7 @@ def loss_floors(
     embedding at one point) and cannot go below the optimum. The optimum is the entropic bound
     when it is attained; else, for SupCon and Soft SupCon, the loss of the optimal class
     prototypes (:func:`dgp.supcon_prototypes`, valid in ``dim`` when their rank fits); for other
-    cosine weightings, ``dgp.optimum.optimum`` once it accepts a dimension.
+    cosine weightings, ``dgp.optimum`` once it accepts a dimension.
 
     Parameters
     ----------
@@ -354,8 +354,8 @@ def _optimal_loss(problem: Problem, fixed: dict, res: Classification) -> tuple[f
         return None, EXCESS_SOURCES["not-computed-size"]
     if not optimum_takes_dim():
         return None, EXCESS_SOURCES["not-computed-solver"]
-    from dgp.optimum import optimum
+    from dgp.optima import optimum
 
     opt = optimum(problem.dense_weights(fixed), tau=fixed["tau"], dim=fixed.get("dim"))
-    return float(opt.loss), f"dgp.optimum.optimum in {where}"
+    return float(opt.loss), f"dgp.optimum in {where}"
 

@@ -84,7 +84,7 @@ def _evaluate(problem: Problem, params: Mapping[str, Any], excess: bool) -> dict
         elif not optimum_takes_dim():
             source = "not-computed-solver"
         else:
-            from dgp.optimum import optimum
+            from dgp.optima import optimum
 
             opt = optimum(problem.dense_weights(params), tau=params["tau"], dim=params["dim"])
             value, source = float(opt.loss - opt.entropic_bound), "optimum"

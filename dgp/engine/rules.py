@@ -117,7 +117,7 @@ class Context(CanonicalShift):
     margins : tuple of Margin
         Decisions made before the family (the cycle condition), reported with its own.
     floor : callable or None
-        Computes the loss floor in dimension ``dim`` (a :class:`dgp.optimum.LossFloor`) for an
+        Computes the loss floor in dimension ``dim`` (a :class:`dgp.optima.LossFloor`) for an
         inconsistent cosine verdict; called only then.
     suffix : str
         Appended to the reason (e.g. the column-normalisation diagnosis).
@@ -200,7 +200,7 @@ def _loss_floor(ctx: Context) -> tuple[float | None, Any]:
     from dgp.errors import ParameterError, SolverError
 
     if ctx.floor is None:
-        return None, "not computed for this size (use dgp.optimum.loss_floor or dgp optimum)"
+        return None, "not computed for this size (use dgp.optima.loss_floor or dgp optimum)"
     try:
         lf = ctx.floor()
     except (ParameterError, SolverError) as exc:

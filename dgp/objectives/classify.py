@@ -195,7 +195,7 @@ def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, di
         cross = rec.cross_weight(params)
 
         def by_blocks():
-            from dgp.optimum import block_loss_floor
+            from dgp.optima import block_loss_floor
 
             return block_loss_floor(lab.sizes, within=1.0, cross=cross, tau=tau, dim=dim)
 
@@ -204,7 +204,7 @@ def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, di
         return None
 
     def dense():
-        from dgp.optimum import loss_floor
+        from dgp.optima import loss_floor
 
         return loss_floor(rec.weights(lab, params), tau=tau, dim=dim)
 

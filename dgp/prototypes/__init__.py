@@ -11,7 +11,7 @@ holds
   under imbalance and the nearest point of the elliptope;
 * the prototype problem handed to the solver floor, :mod:`dgp.solver` (the convex program in
   log space, its certified solver, KKT and lift certificates, and the batch compositions of
-  uniform, class-balanced and m-per-class samplers), which :mod:`dgp.optimum` uses too.
+  uniform, class-balanced and m-per-class samplers), which :mod:`dgp.optima` uses too.
 """
 
 from dgp.prototypes._api import (

@@ -1,5 +1,5 @@
 r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
-:mod:`dgp.optimum`, which stand side by side on it and do not import each other.
+:mod:`dgp.optima`, which stand side by side on it and do not import each other.
 
 * :mod:`~dgp.solver._program`: the convex program of every solver in dgp, a weighted sum of
   log-sum-exp rows over a Gram matrix, scaled by its leading exponential (log space);

@@ -136,7 +136,7 @@ def continuous_prediction(
     W: np.ndarray, *, similarity: str, tau: float, dim: int
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """The predicted embedding in ``R^dim``: the bound-attaining target of :func:`dgp.classify`
-    when it is realizable there, else the best embedding in ``R^dim`` (:func:`dgp.optimum.optimum`
+    when it is realizable there, else the best embedding in ``R^dim`` (:func:`dgp.optimum`
     with ``dim``)."""
     from dgp import classify
 
@@ -147,10 +147,10 @@ def continuous_prediction(
         return np.asarray(res.embedding, dtype=float), info
     if similarity != "cosine":
         raise InputError(f"no prediction for a {res.verdict} Euclidean weighting: {res.reason}")
-    from dgp.optimum import optimum
+    from dgp.optima import optimum
 
     opt = optimum(W, tau=tau, dim=dim)
-    info["prediction"] = f"dgp.optimum.optimum(dim={dim})"
+    info["prediction"] = f"dgp.optimum(dim={dim})"
     info["optimum_excess_loss"] = float(opt.loss - opt.entropic_bound)
     return np.asarray(opt.embedding, dtype=float), info
 
@@ -181,7 +181,7 @@ CONTINUOUS_SAMPLES = {"quick": (600, 300), "mnist-cpu": (800, 300), "full": (150
 
 def continuous_conditions(tau: float) -> list[tuple[str, str, float, str, bool, str]]:
     """(condition, objective, label_tau, inputs, whether it trains on the smaller subset whose
-    prediction needs :func:`dgp.optimum.optimum`, label geometry)."""
+    prediction needs :func:`dgp.optimum`, label geometry)."""
     return [
         ("euclid-euclid", "euclid-euclid", tau, "images", False, "circle"),
         ("y-aware", "y-aware", tau, "images", False, "circle"),
@@ -341,7 +341,7 @@ def continuous_labels(
     :math:`\theta \in [0, \pi)` itself as a one-dimensional label (a segment):
     ``euclid-euclid-off-sphere`` (still realizable: the labels scaled by
     :math:`\sqrt\tau/\sigma`) and ``y-aware-off-sphere`` (inconsistent: no embedding attains
-    the bound; the prediction is :func:`dgp.optimum.optimum` with ``dim``).
+    the bound; the prediction is :func:`dgp.optimum` with ``dim``).
 
     Each run is scored against its prediction and against the labels' own geometry
     (:func:`label_geometry`), on training and on held-out images (the held-out prediction is

@@ -13,11 +13,11 @@ is convex in :math:`G` (log-sum-exp of linear maps), so
 :math:`\min L(G)` s.t. :math:`G \succeq 0`, :math:`\operatorname{diag} G = 1` is a convex
 program; a minimiser of rank ``r`` is optimal in every dimension ``d >= r``. Samples with
 identical rows and columns of ``W`` (twins) are first merged into classes with multiplicities
-(:mod:`dgp.optimum._structure`), and the quotient is solved by the certified log-space solver of
+(:mod:`dgp.optima._structure`), and the quotient is solved by the certified log-space solver of
 :mod:`dgp.prototypes`; the collapse of every class, the rank (strict complementarity) and the
 uniqueness of the ``N x N`` minimiser are certified from the solution
 (:mod:`dgp.solver._lift`), never from a solver status or a face width. In a fixed dimension
-the problem is solved by Burer–Monteiro at rank ``d`` (:mod:`dgp.optimum._rank`).
+the problem is solved by Burer–Monteiro at rank ``d`` (:mod:`dgp.optima._rank`).
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from dgp.errors import (
     check_sizes,
     check_unit_interval,
 )
-from dgp.optimum._batch import batch_prediction
-from dgp.optimum._rank import rank_d_solve, spectral_start, truncate
-from dgp.optimum._result import LossFloor, Optimum
-from dgp.optimum._structure import Quotient, quotient, trivial_quotient
+from dgp.optima._batch import batch_prediction
+from dgp.optima._rank import rank_d_solve, spectral_start, truncate
+from dgp.optima._result import LossFloor, Optimum
+from dgp.optima._structure import Quotient, quotient, trivial_quotient
 from dgp.resources import check_memory
 from dgp.solver import (
     NO_POSITIVE,

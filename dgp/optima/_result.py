@@ -1,4 +1,4 @@
-"""Result classes of :mod:`dgp.optimum`: the optimum and the loss floor, with readable display."""
+"""Result classes of :mod:`dgp.optima`: the optimum and the loss floor, with readable display."""
 
 from __future__ import annotations
 

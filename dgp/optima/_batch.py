@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from dgp.optimum._structure import Quotient
+from dgp.optima._structure import Quotient
 from dgp.solver import (
     BatchPrediction,
     BatchSpec,
