@@ -278,3 +278,21 @@ ZERO_GAP_DECAY = 1e-3
 #: nested scales stall near 1e-5, the loss floors of patterns that are not approached seen on
 #: small supports are above 4e-2
 ZERO_EVIDENCE = 1e-3
+
+# ----------------------------------------------------------------------------------------------
+# class prototypes in a fixed dimension (dgp.solver._rank, dgp.prototypes)
+# ----------------------------------------------------------------------------------------------
+
+#: a rank-d point is second-order critical when the smallest eigenvalue of its Riemannian
+#: Hessian is at least minus this fraction of the largest: the rotations of the factor give
+#: exact zeros, computed to about 1e-9 of the largest eigenvalue (HESSIAN_EIG_RTOL and the
+#: stationarity of the point), so this leaves three digits of room
+RANK_D_HESSIAN_RTOL = 1e-6
+#: relative accuracy asked of the Lanczos estimates of the Riemannian Hessian's extreme
+#: eigenvalues (both computed as largest eigenvalues, away from zero)
+HESSIAN_EIG_RTOL = 1e-9
+#: largest tangent dimension ``d K`` whose Riemannian Hessian is formed densely (exact
+#: eigenvalues); above it Lanczos on the Hessian-vector product
+HESSIAN_DENSE_MAX = 1200
+#: Lanczos iterations allowed per extreme eigenvalue of the Riemannian Hessian (ARPACK restarts)
+HESSIAN_EIG_MAXITER = 60

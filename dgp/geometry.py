@@ -19,6 +19,7 @@ from dgp.errors import InputError
 from dgp.tolerance import DEFAULT_RTOL, Tolerance
 
 __all__ = [
+    "canonical_frame",
     "edm_to_gram",
     "eigen_tolerance",
     "embedding_from_edm",
@@ -136,6 +137,34 @@ def embedding_from_gram(
     """
     A = _square(G, "G")
     return _top_embedding(0.5 * (A + A.T), rank, rtol, float(psd_atol))
+
+
+def canonical_frame(Z: object) -> np.ndarray:
+    """The points ``Z`` (``K x d``) in a canonical orientation that depends on their Gram alone:
+    ``Z Q`` for the orthogonal ``Q`` of the QR factorisation ``Z^T = Q R`` with ``diag R >= 0``,
+    i.e. ``R^T``, lower trapezoidal: the first point lies on the first axis, the second in the
+    first coordinate plane with a non-negative second coordinate, and so on (the Cholesky
+    factor of the Gram, padded with zero columns). Two configurations with the same Gram give
+    the same array, up to rounding, wherever the first ``d`` points span their space.
+
+    Raises
+    ------
+    ValueError
+        If ``Z`` is not a finite two-dimensional array.
+
+    >>> Z = canonical_frame([[0.0, 1.0], [1.0, 0.0], [-0.6, -0.8]])
+    >>> Z.round(6).tolist()
+    [[1.0, 0.0], [0.0, 1.0], [-0.8, -0.6]]
+    """
+    A = np.asarray(Z, dtype=float)
+    if A.ndim != 2 or not np.isfinite(A).all():
+        raise InputError(f"Z must be a finite K x d array, got shape {A.shape}")
+    K, d = A.shape
+    R = np.linalg.qr(A.T, mode="r")  # min(d, K) x K
+    signs = np.where(np.diag(R) < 0, -1.0, 1.0)
+    out = np.zeros((K, d))
+    out[:, : R.shape[0]] = (signs[:, None] * R).T
+    return out + 0.0  # no negative zeros
 
 
 def embedding_from_edm(

@@ -9,6 +9,7 @@ import numpy as np
 
 from dgp.cli._output import FileArg, atomic_output, emit_json, save_array, table
 from dgp.errors import InputError
+from dgp.io import load_labels
 from dgp.prototypes import (
     METHODS,
     NO_POSITIVE,
@@ -54,11 +55,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         "KKT residual. With --batch-size, the prediction for mini-batch training: the minimiser "
         "of the expected batch loss of the sampler.",
     )
-    p.add_argument("--sizes", required=True, help="class sizes n1,n2,...,nK (each >= 2)")
+    p.add_argument("--sizes", help="class sizes n1,n2,...,nK (each >= 2)")
+    p.add_argument("--labels", metavar="FILE", type=FileArg("input"),
+                   help="count the class sizes from a labels file instead (.npy, .csv, .txt: "
+                   "integers or class names, one per sample); the class names are kept")
+    p.add_argument("--label-column", metavar="NAME|K",
+                   help="the column of --labels to use: a header name, or a 0-based position")
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
     p.add_argument("--eps", type=float, help="Soft SupCon cross-class weight in (0, 1)")
     p.add_argument("--method", choices=METHODS, default="auto",
                    help="auto (default), numeric, or first-order (an O(tau^2) approximation)")
+    d = p.add_argument_group("fixed dimension")
+    d.add_argument("--dim", type=int, metavar="D",
+                   help="prototypes on the unit sphere of R^D, any number of classes (K > D + 1 "
+                   "included): rank-D Burer-Monteiro from many seeded starts, first- and "
+                   "second-order certificates and a lower bound")
+    d.add_argument("--starts", type=int,
+                   help="random starts of the rank-D solve (default 16; seeded by --seed)")
     b = p.add_argument_group("mini-batches")
     b.add_argument("--batch-size", type=int, metavar="B", help="predict for batches of B samples")
     b.add_argument("--sampler", choices=SAMPLERS, default="uniform", help="default: uniform")
@@ -83,6 +96,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="write the Gram to FILE (.npy, .csv or .txt)")
     o.add_argument("--save-embedding", metavar="FILE", type=FileArg("output", "array"),
                    help="write the prototype vectors (K x rank) to FILE (.npy, .csv or .txt)")
+    o.add_argument("--save-prototypes", metavar="FILE", type=FileArg("output", "array"),
+                   help="write fixed targets to FILE: K x D unit rows (K x rank without --dim) "
+                   "in a canonical orientation (class 0 on the first axis, class 1 in the first "
+                   "plane, ...), rows in class order")
     o.add_argument("--latex", action="store_true", help="print the symbolic formulas in LaTeX")
     o.add_argument(
         "--plot", metavar="FILE", type=FileArg("output", "figure"),
@@ -108,8 +125,25 @@ def _gram_table(res) -> str:
     return table(rows, head)
 
 
+def _class_sizes(args: argparse.Namespace) -> tuple[list[int], list[str] | None]:
+    """The class sizes of ``--sizes`` or counted from ``--labels`` (then with the class names,
+    in the order of the labels file's classes)."""
+    if (args.sizes is None) == (args.labels is None):
+        raise InputError("give the class sizes either as --sizes n1,n2,... or as --labels FILE "
+                         "(one label per sample), not both" if args.sizes is not None else
+                         "give the class sizes: --sizes n1,n2,... or --labels FILE")
+    if args.labels is None:
+        if args.label_column is not None:
+            raise InputError("--label-column chooses a column of --labels FILE; add --labels")
+        return parse_sizes(args.sizes), None
+    lab = load_labels(args.labels, name="--labels", column=args.label_column, kind="class")
+    codes, counts = np.unique(lab.values, return_counts=True)
+    names = [lab.class_name(int(c)) for c in codes]
+    return [int(v) for v in counts], names
+
+
 def run(args: argparse.Namespace) -> int:
-    sizes = parse_sizes(args.sizes)
+    sizes, names = _class_sizes(args)
     if args.plot is not None:
         from dgp.plots import require_matplotlib
 
@@ -120,13 +154,21 @@ def run(args: argparse.Namespace) -> int:
             "batch_size": args.batch_size, "sampler": args.sampler,
             "samples_per_class": args.samples_per_class, "reduction": args.reduction,
             "anchors_without_positives": args.anchors_without_positives,
-            "samples": args.samples, "seed": args.seed,
+            "samples": args.samples,
         }
     elif (args.samples_per_class is not None or args.sampler != "uniform") and (
             args.tolerance is None):
         raise InputError("--sampler and --samples-per-class apply to mini-batches: add "
                          "--batch-size B or --tolerance TOL")
-    res = supcon_prototypes(sizes, tau=args.tau, eps=args.eps, method=args.method, **batch)
+    if args.dim is None and args.starts is not None:
+        raise InputError("--starts applies to a fixed dimension: add --dim D")
+    fixed = {} if args.dim is None else {"dim": args.dim}
+    if args.dim is not None or batch:
+        fixed["seed"] = args.seed
+    if args.starts is not None:
+        fixed["starts"] = args.starts
+    res = supcon_prototypes(sizes, tau=args.tau, eps=args.eps, method=args.method, **batch,
+                            **fixed)
     within = None
     if args.tolerance is not None:
         within = batch_size_for_tolerance(
@@ -138,12 +180,17 @@ def run(args: argparse.Namespace) -> int:
         save_array(args.save_gram, res.gram)
     if args.save_embedding is not None:
         save_array(args.save_embedding, res.embedding)
+    if args.save_prototypes is not None:
+        save_array(args.save_prototypes, res.prototypes)
     if args.plot is not None:
         _plot(res, args.plot)
     K = len(res.sizes)
     latex = _latex_pairs(K) if args.latex else None
     if args.json:
         out = res.to_dict(gram=True if args.gram else None, embedding=args.embedding)
+        if names is not None:
+            out["classes"] = names
+            out["labels"] = args.labels
         if latex is not None:
             out["latex"] = [{"title": t, "latex": s} for t, s in latex]
         if within is not None:
@@ -157,6 +204,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"% computed prototype Gram ({res.method})\n{_latex_matrix(res.gram)}")
         return 0
     print(str(res).split("\n  prototype Gram:")[0])
+    if names is not None:
+        shown = ", ".join(f"c{k} = {name} (n={n})" for k, (name, n) in
+                          enumerate(zip(names, sizes, strict=True)))
+        print(f"\nclasses counted from {args.labels}: {shown}")
     if K <= _MAX_TABLE or args.gram:
         label = "first-order Gram (as derived)" if res.method == "first-order" else (
             "prototype Gram (cosines between class prototypes)")
@@ -172,7 +223,8 @@ def run(args: argparse.Namespace) -> int:
         rows = [[str(b), f"{sh:.3g}", "-" if se is None else f"{se:.2g}"]
                 for b, sh, se in within.table]
         print(table(rows, ["B", "max |G_B - G_full|", "sampling error"]))
-    for flag, path in (("gram", args.save_gram), ("embedding", args.save_embedding)):
+    for flag, path in (("gram", args.save_gram), ("embedding", args.save_embedding),
+                       ("prototypes", args.save_prototypes)):
         if path is not None:
             print(f"wrote {flag} to {path}")
     return 0

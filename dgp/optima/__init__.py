@@ -5,7 +5,7 @@ mini-batches, with certificates computed from the solution.
   with identical rows and columns) merged into a quotient with multiplicities
   (:mod:`~dgp.optima._structure`), the convex program solved by the certified log-space solver
   of :mod:`dgp.prototypes`, the rank-``d`` optimum by Burer–Monteiro
-  (:mod:`~dgp.optima._rank`), the expected loss of uniform mini-batches
+  (:mod:`dgp.solver._rank`), the expected loss of uniform mini-batches
   (:mod:`~dgp.optima._batch`);
 * :func:`loss_floor`, :func:`block_loss_floor` — the certified loss floor (excess over the
   entropic bound) in dimension ``d`` of a dense weighting, or of a class-block weighting given
@@ -14,9 +14,9 @@ mini-batches, with certificates computed from the solution.
 
 from dgp.optima._api import FREE_MAX_K, block_loss_floor, loss_floor, optimum
 from dgp.optima._batch import batch_prediction, positive_pair_probability_from
-from dgp.optima._rank import rank_d_solve, spectral_start, truncate
 from dgp.optima._result import GRAM_JSON_MAX_N, LossFloor, Optimum
 from dgp.optima._structure import Quotient, quotient, trivial_quotient
+from dgp.solver import rank_d_solve, spectral_start, truncate
 
 __all__ = [
     "FREE_MAX_K",

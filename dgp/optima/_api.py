@@ -17,7 +17,7 @@ identical rows and columns of ``W`` (twins) are first merged into classes with m
 :mod:`dgp.prototypes`; the collapse of every class, the rank (strict complementarity) and the
 uniqueness of the ``N x N`` minimiser are certified from the solution
 (:mod:`dgp.solver._lift`), never from a solver status or a face width. In a fixed dimension
-the problem is solved by Burer–Monteiro at rank ``d`` (:mod:`dgp.optima._rank`).
+the problem is solved by Burer–Monteiro at rank ``d`` (:mod:`dgp.solver._rank`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from dgp.errors import (
     check_unit_interval,
 )
 from dgp.optima._batch import batch_prediction
-from dgp.optima._rank import rank_d_solve, spectral_start, truncate
 from dgp.optima._result import LossFloor, Optimum
 from dgp.optima._structure import Quotient, quotient, trivial_quotient
 from dgp.resources import check_memory
@@ -56,10 +55,13 @@ from dgp.solver import (
     compositions,
     frank_wolfe_bound,
     lift_certificate,
+    rank_d_solve,
     row_budget_samples,
     row_certificate,
     single_threaded,
     solve_rows,
+    spectral_start,
+    truncate,
 )
 from dgp.tolerance import DEFAULT_POLICY
 

@@ -22,6 +22,7 @@ with :math:`\beta_c = 0` for SupCon and, for Soft SupCon (weight 1 within a clas
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
@@ -29,7 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from dgp.constants import BATCH_GRAM_TOL, EQUIANGULAR_ATOL, LOG1P_SERIES_BELOW, SOLVER_TOL
+from dgp.constants import (
+    BATCH_GRAM_TOL,
+    EQUIANGULAR_ATOL,
+    LOG1P_SERIES_BELOW,
+    SCREEN_SLACK,
+    SOLVER_TOL,
+)
 from dgp.errors import (
     ParameterError,
     SolverError,
@@ -57,6 +64,7 @@ from dgp.solver import (
     BatchPrediction,
     BatchSpec,
     KKTCertificate,
+    RankDCertificate,
     RowProblem,
     batch_rows,
     block_problem,
@@ -67,6 +75,8 @@ from dgp.solver import (
     factor,
     lift_certificate,
     positive_pair_probability,
+    rank_d_certificate,
+    rank_d_search,
     row_budget_samples,
     row_certificate,
     single_threaded,
@@ -404,6 +414,114 @@ def _first_order(n: np.ndarray, tau: float, common: dict[str, Any], bound: float
     )
 
 
+#: L-BFGS steps of each kept start of a rank-d solve and of each further round
+DIM_RUN_ITERS = 500
+#: rounds of L-BFGS and trust region a rank-d solve may take to reach its stationarity target
+DIM_ROUNDS = 4
+#: screening steps of each rank-d start
+DIM_SCREEN_ITERS = 40
+#: starts run to the end after screening, above the budget of :data:`DIM_FULL_RUN_SIZE`
+DIM_KEEP = 2
+#: basin-hopping steps after the starts of a small rank-d problem (``K * dim`` up to
+#: :data:`DIM_FULL_RUN_SIZE`), whose landscape has many close local minima
+DIM_HOPS = 60
+#: up to this ``K * dim`` every screened start is run to the end (small problems are cheap, and
+#: their landscapes have many local minima)
+DIM_FULL_RUN_SIZE = 400
+
+
+def _guard_dim(K: int, dim: int, starts: int, rows: int) -> None:
+    """Refuse a rank-``dim`` solve that would not fit in memory or in the time budget, with the
+    estimate, before any work."""
+    instead = "use fewer classes, a smaller dim or fewer starts"
+    check_memory(12 * 8.0 * rows * K, what=f"the rank-{dim} prototypes of K = {K} classes",
+                 hint=instead)
+    # one evaluation (value, gradient and the factor products) measured 55 ms on one loaded
+    # core at K = 1000, dim = 128, i.e. ~5.5e7 operations at the guard's 1e9 per second; a solve
+    # takes the screening, two kept runs and ~1000 evaluations of trust region and Lanczos
+    per_eval = 3.0 * rows * K + 0.4 * dim * K * K
+    evals = (starts + 1) * DIM_SCREEN_ITERS + 2 * DIM_RUN_ITERS + 1000
+    check_time(per_eval * evals, what=f"the rank-{dim} prototypes of K = {K} classes "
+               f"({starts} random starts)", instead=instead, param="dim")
+
+
+def _check_starts(starts: object) -> int:
+    return _check_int(starts, "starts", 0)
+
+
+def _free_lower(free: Prototypes) -> float:
+    """A certified lower bound (nats) on the free-dimension optimum from its result: the loss
+    itself for closed forms, the loss less the KKT gap bound for certified solves."""
+    if free.method == "closed-form" or free.certificate is None:
+        return free.loss
+    return free.loss - free.certificate.gap_bound
+
+
+def _rank_d_point(prob: RowProblem, dim: int, given: list[np.ndarray], *, starts: int,
+                  seed: int, tol: float):
+    """The best rank-``dim`` factor of ``prob`` from ``given`` factors and ``starts`` seeded
+    random ones, with its certificate; raises :class:`SolverError` if it is not stationary."""
+    K = prob.K
+    small = K * dim <= DIM_FULL_RUN_SIZE
+    keep = starts + len(given) if small else DIM_KEEP
+    target = max(DEFAULT_POLICY.accept_factor * tol, DEFAULT_POLICY.accept_floor)
+    found = rank_d_search(prob, dim, starts=given, n_random=starts, seed=seed,
+                          screen_iters=DIM_SCREEN_ITERS, keep=keep, run_iters=DIM_RUN_ITERS,
+                          polish_iters=20, polish_inner=200, target=target, rounds=DIM_ROUNDS,
+                          slack=math.inf if small else SCREEN_SLACK,
+                          hops=DIM_HOPS if small else 0)
+    X = found.factor
+    prob.set_scale(X.T @ X)
+    cert = rank_d_certificate(prob, X, tol=tol, seed=seed)
+    if not cert.first_order:
+        raise SolverError(
+            f"the rank-{dim} solver did not reach a stationary point: Riemannian gradient "
+            f"{cert.gradient_norm:.2g} of the gradient scale, above {cert.first_order_tol:.2g} "
+            f"({found.reason}); please report it"
+        )
+    return X, cert, found
+
+
+def _in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, starts: int,
+            seed: int, tol: float, given: list[np.ndarray] | None = None) -> Prototypes:
+    r"""The full-batch prototypes constrained to unit vectors of :math:`\mathbb R^{dim}`: the
+    free optimum when its rank fits, else the best rank-``dim`` point of many seeded starts,
+    with the free optimum's certified loss as the lower bound."""
+    K = n.size
+    free_low = _free_lower(free)
+    if free.rank <= dim:
+        return dataclasses.replace(free, dim=dim, lower_bound=free_low)
+    _guard_dim(K, dim, starts, prob.R)
+    pool = [] if given is None else list(given)
+    if free.matrix is not None or K <= PROJECT_MAX_K:
+        pool.append(factor(free.gram, dim))
+    X, rcert, found = _rank_d_point(prob, dim, pool, starts=starts, seed=seed, tol=tol)
+    G = X.T @ X
+    prob.set_scale(G)
+    cert = row_certificate(prob, G)
+    loss, excess, log_excess = prob.loss(G)
+    lower = min(max(prob.entropy, free_low, loss - cert.gap_bound), loss)
+    return Prototypes(
+        objective=free.objective, sizes=free.sizes, tau=free.tau, eps=free.eps,
+        method="numeric", loss=loss, entropic_bound=prob.entropy, excess_loss=excess,
+        log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=cert,
+        collapse=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
+        stop_reason=found.reason, matrix=G,
+        identifiability=_dim_identifiability(prob, G, dim),
+        dim=dim, lower_bound=lower, rank_d=rcert,
+    )
+
+
+def _dim_identifiability(prob: RowProblem, G: np.ndarray, dim: int) -> Identifiability | None:
+    """The simplex gap in dimension ``dim``: the simplex fits only when ``K <= dim + 1``; above,
+    the gap is undefined (``nan``: no configuration of ``R^dim`` is the simplex)."""
+    K = G.shape[0]
+    if K <= dim + 1:
+        gap, log_gap = _excess_gap(prob, equiangular_gram(K, -1.0 / (K - 1)), G)
+        return Identifiability(gap, None, None, None, prob.alpha_total, log_gap)
+    return Identifiability(math.nan, None, None, None, prob.alpha_total, math.nan)
+
+
 def _check_int(value: object, name: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
         raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
@@ -421,10 +539,14 @@ def _composition_losses(prob: RowProblem, G: np.ndarray, comp_index: np.ndarray,
 
 def _batched(
     n: np.ndarray, tau: float, eps: float | None, method: str, tol: float, spec: BatchSpec,
-    *, samples: int, replicates: int, seed: int, exact_max: int,
+    *, samples: int, replicates: int, seed: int, exact_max: int, dim: int | None = None,
+    starts: int = 0,
 ) -> Prototypes:
     K = n.size
     full = _full_batch(n, tau, eps, "auto" if method == "auto" else "numeric", tol)
+    if dim is not None:  # the full-batch reference in the same dimension
+        full = _in_dim(full, block_problem(n, block_weights(K, eps), tau=tau), n, dim,
+                       starts=starts, seed=seed, tol=tol)
     check_memory(
         24 * 8.0 * K * K, what=f"a batch prediction for K = {K} classes",
         hint=f"up to about K = {_fits(24 * 8.0)} classes fit; use fewer classes",
@@ -454,6 +576,22 @@ def _batched(
                 f"{cert.kkt_residual:.2g} ({reason}); please report it"
             )
         meth, kkt = "numeric", cert.kkt_residual
+    rcert, lower = None, None
+    if dim is not None and cert.rank > dim:
+        prob.set_scale(G)
+        free_low = prob.loss(G)[0] - cert.gap_bound
+        _guard_dim(K, dim, starts, prob.R)
+        X, rcert, found = _rank_d_point(prob, dim, [factor(G_full, dim), factor(G, dim)],
+                                        starts=starts, seed=seed, tol=tol)
+        G = X.T @ X
+        prob.set_scale(G)
+        cert = row_certificate(prob, G)
+        meth, kkt, reason = "numeric", rcert.gradient_norm, found.reason
+        loss = prob.loss(G)[0]
+        lower = min(max(prob.entropy, free_low, loss - cert.gap_bound), loss)
+    elif dim is not None:
+        prob.set_scale(G)
+        lower = prob.loss(G)[0] - cert.gap_bound
     loss, excess, log_excess = prob.loss(G)
     loss_se = gram_se = None
     reps = 0
@@ -462,7 +600,7 @@ def _batched(
         mean = float(comps.prob @ per)
         var = float(comps.prob @ (per - mean) ** 2) * comps.drawn / max(comps.drawn - 1, 1)
         loss_se = math.sqrt(var / comps.drawn)
-        if meth == "numeric" and replicates > 0:
+        if meth == "numeric" and replicates > 0 and rcert is None:
             grams = [G]
             for r in range(1, replicates + 1):
                 _, prob_r, _ = build(seed + r)
@@ -471,8 +609,12 @@ def _batched(
             reps = replicates
         elif meth == "closed-form":
             gram_se = 0.0
-    lift = lift_certificate(prob, G, n, cert)
+    # the lift certifies the collapse of a free-dimension optimum; a rank-d point has none
+    lift = lift_certificate(prob, G, n, cert) if rcert is None else None
     ident = _batch_identifiability(prob, comps, ci, simplex, G_full, G)
+    if dim is not None and K > dim + 1:  # no simplex in R^dim
+        ident = dataclasses.replace(ident, simplex_gap=math.nan, simplex_gap_se=None,
+                                    log_simplex_gap=math.nan)
     batch = BatchPrediction(
         spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
         drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=reps,
@@ -483,8 +625,11 @@ def _batched(
         objective="supcon" if eps is None else "soft-supcon",
         sizes=tuple(int(v) for v in n), tau=tau, eps=eps, method=meth, loss=loss,
         entropic_bound=prob.entropy, excess_loss=excess, log_excess_loss=log_excess,
-        kkt_residual=kkt, certificate=cert, collapse=lift, rank=cert.rank, unique=lift.unique,
+        kkt_residual=kkt, certificate=cert, collapse=lift,
+        rank=cert.rank if rcert is None else DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)),
+        unique=None if lift is None else lift.unique,
         stop_reason=reason, matrix=G, batch=batch, identifiability=ident,
+        dim=dim, lower_bound=lower, rank_d=rcert,
     )
 
 
@@ -524,6 +669,8 @@ def supcon_prototypes(
     seed: int = 0,
     exact_max: int = 20_000,
     tol: float = SOLVER_TOL,
+    dim: int | None = None,
+    starts: int = 16,
 ) -> Prototypes:
     r"""Optimal class-prototype Gram of SupCon (``eps=None``) or Soft SupCon, for full-batch
     training or for the expected loss of mini-batches.
@@ -563,11 +710,23 @@ def supcon_prototypes(
         Independent samples of compositions solved again to estimate the prediction's sampling
         error (``gram_se``).
     seed : int
-        Seed of the composition samples.
+        Seed of the composition samples and of the random starts of a rank-``dim`` solve.
     exact_max : int
         Largest number of compositions whose expectation is computed exactly.
     tol : float
         Target ``kkt_residual`` of the certified solver (reported, not assumed).
+    dim : int, optional
+        Constrain the prototypes to unit vectors of :math:`\mathbb R^{dim}` (the sphere
+        :math:`S^{dim-1}`), for any number of classes, ``K > dim + 1`` included. When the free
+        optimum's rank fits, it is returned (certified globally optimal). Otherwise the
+        rank-``dim`` Burer–Monteiro problem (non-convex) is solved from the free optimum's
+        top-``dim`` factor and ``starts`` seeded random starts (seed ``seed``); the result
+        carries :attr:`Prototypes.rank_d` (Riemannian gradient and Hessian: first- and
+        second-order certificates), :attr:`Prototypes.lower_bound` (the free-dimension
+        optimum's certified loss, or better) and ``kkt_residual`` is the Riemannian gradient
+        norm. ``None``: free dimension.
+    starts : int
+        Random starts of a rank-``dim`` solve (``>= 0``; with ``dim`` only).
 
     Returns
     -------
@@ -578,8 +737,9 @@ def supcon_prototypes(
     ValueError, TypeError
         On invalid sizes, ``tau <= 0``, ``eps`` outside ``(0, 1)``, an unknown option,
         ``first-order`` with ``eps`` or a batch size, invalid batch arguments (see
-        :func:`dgp.prototypes.check_batch`), or a problem too large for memory or time (the
-        message says what fits and what to use instead).
+        :func:`dgp.prototypes.check_batch`), ``dim`` not a positive integer or given with
+        ``first-order``, or a problem too large for memory or time (the message says what fits,
+        how long it would take and what to use instead).
     dgp.errors.SolverError
         If the certified solver does not converge.
 
@@ -601,6 +761,16 @@ def supcon_prototypes(
         eps = check_unit_interval(eps, "eps")
     check_choice(method, METHODS, "method")
     tol = check_unit_interval(tol, "tol")
+    starts = _check_starts(starts)
+    if dim is not None:
+        dim = check_dim(dim, "dim")
+        if method == "first-order":
+            raise ParameterError(
+                "method", f"first-order is the free-dimension formula; drop it with dim={dim} "
+                "(use method auto or numeric)"
+            )
+        if n.size > dim + 1:  # a rank-dim solve will be needed: refuse it now, before any work
+            _guard_dim(n.size, dim, starts, n.size)
     if batch_size is None:
         for name, value, default in (
             ("sampler", sampler, "uniform"), ("samples_per_class", samples_per_class, None),
@@ -611,7 +781,11 @@ def supcon_prototypes(
                 raise ParameterError(name, f"applies to mini-batch predictions only; give "
                                            f"batch_size as well (got {name}={value!r})")
         with single_threaded():
-            return _full_batch(n, tau, eps, method, tol)
+            free = _full_batch(n, tau, eps, method, tol)
+            if dim is None:
+                return free
+            prob = block_problem(n, block_weights(n.size, eps), tau=tau)
+            return _in_dim(free, prob, n, dim, starts=starts, seed=seed, tol=tol)
     if method == "first-order":
         raise ParameterError(
             "method", "first-order has no mini-batch version; use method auto or numeric"
@@ -625,6 +799,8 @@ def supcon_prototypes(
         "replicates": _check_int(replicates, "replicates", 0),
         "seed": _check_int(seed, "seed", 0),
         "exact_max": _check_int(exact_max, "exact_max", 1),
+        "dim": dim,
+        "starts": starts,
     }
     with single_threaded():
         return _batched(n, tau, eps, method, tol, spec, **kwargs)

@@ -9,12 +9,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dgp.constants import SCALE_FLOOR
 from dgp.display import format_nats, format_summary, html_summary
-from dgp.geometry import embedding_from_gram
+from dgp.geometry import canonical_frame, embedding_from_gram
 from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.records import Convergence, Record
 from dgp.resources import check_memory
-from dgp.solver import BatchPrediction, KKTCertificate, LiftCertificate
+from dgp.solver import BatchPrediction, KKTCertificate, LiftCertificate, RankDCertificate
 
 __all__ = [
     "GRAM_JSON_MAX_K",
@@ -96,7 +97,8 @@ class Identifiability(Record):
     ----------
     simplex_gap : float
         Loss of the regular simplex minus that of the prediction, per anchor (nats; 0 where the
-        prediction is the simplex). Full batch: the loss over all ``N`` anchors divided by
+        prediction is the simplex; ``nan``, JSON ``null``, in a dimension ``d`` with
+        ``K > d + 1``, where no simplex fits). Full batch: the loss over all ``N`` anchors divided by
         ``N``; with a batch size: the expected batch loss per expected anchor.
     simplex_gap_se : float or None
         Its sampling standard error (sample averages over compositions only).
@@ -124,6 +126,11 @@ class Identifiability(Record):
 
     def summary_pairs(self) -> list[tuple[str, str]]:
         """The lines of the text and HTML summaries (each fits 80 columns)."""
+        if math.isnan(self.simplex_gap):
+            pairs = [("identifiable", "no simplex gap: the simplex does not fit in this dim")]
+            if self.full_batch_gap is not None:
+                pairs.append(("", f"to the full-batch prediction {self.full_batch_gap:.3g}"))
+            return pairs
         if self.simplex_gap == 0 and not math.isfinite(self.log_simplex_gap):
             return [("identifiable", "the prediction is the simplex: nothing to tell apart")]
         gap = format_nats(self.simplex_gap, self.log_simplex_gap)
@@ -183,6 +190,15 @@ class Prototypes(Record):
     identifiability : Identifiability or None
         The loss gaps to the simplex (and, for batches, to the full-batch prediction) per
         anchor; ``None`` above ``K = 1500`` classes and for ``first-order``.
+    dim : int or None
+        The dimension the prototypes are constrained to (``None``: free dimension).
+    lower_bound : float or None
+        With ``dim``: a certified lower bound (nats, same units as ``loss``) on the optimum in
+        ``R^dim``: the largest of the entropic bound, the free-dimension optimum's certified
+        loss and the convex (dual) bound at the point itself; ``loss - lower_bound`` is the gap.
+    rank_d : RankDCertificate or None
+        With ``dim`` below the free optimum's rank: first- and second-order certificates of
+        the rank-``dim`` point (:func:`dgp.solver.rank_d_certificate`).
     """
 
     objective: str
@@ -205,6 +221,9 @@ class Prototypes(Record):
     approximation: FirstOrderApproximation | None = None
     batch: BatchPrediction | None = None
     identifiability: Identifiability | None = None
+    dim: int | None = None
+    lower_bound: float | None = None
+    rank_d: RankDCertificate | None = None
 
     @property
     def K(self) -> int:
@@ -248,10 +267,32 @@ class Prototypes(Record):
         slack = 0.0 if self.certificate is None else self.certificate.primal_residual
         return embedding_from_gram(G, rank=self.rank, psd_atol=slack)
 
+    @cached_property
+    def prototypes(self) -> np.ndarray:
+        """The prototypes as fixed targets: ``K x dim`` unit rows (``K x rank`` without ``dim``)
+        with Gram :attr:`gram`, in the canonical orientation of
+        :func:`dgp.geometry.canonical_frame` (class 0 on the first axis, class 1 in the first
+        coordinate plane, ...: the same array for the same Gram).
+
+        Raises
+        ------
+        ValueError
+            As :attr:`gram`.
+        """
+        d = self.rank if self.dim is None else self.dim
+        Z = self.embedding
+        if Z.shape[1] < d:
+            Z = np.hstack([Z, np.zeros((Z.shape[0], d - Z.shape[1]))])
+        Z = canonical_frame(Z[:, :d])
+        return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
     def _summary_pairs(self) -> list[tuple[str, str]]:
         N = sum(self.sizes)
         pairs = []
-        if self.method == "numeric" and self.certificate is not None:
+        if self.rank_d is not None:
+            how = (f"numeric in R^{self.dim} (rank-{self.dim} Burer-Monteiro, best of many "
+                   "seeded starts; non-convex)")
+        elif self.method == "numeric" and self.certificate is not None:
             how = f"numeric (certified: KKT residual {self.kkt_residual:.1e})"
         elif self.method == "first-order":
             how = "first-order (an O(tau^2) approximation, not certified)"
@@ -284,6 +325,17 @@ class Prototypes(Record):
         if self.batch is not None and self.batch.loss_se is not None:
             loss += f", standard error {self.batch.loss_se:.2g}"
         pairs.append(("loss", loss))
+        if self.dim is not None and self.lower_bound is not None:
+            gap = max(0.0, self.loss - self.lower_bound)
+            pairs.append(("in R^d", f"dim = {self.dim}; lower bound {self.lower_bound:.10g}, gap "
+                          f"{gap:.3g} nats ({gap / max(abs(self.loss), SCALE_FLOOR):.2%})"))
+            if self.rank_d is not None:
+                r = self.rank_d
+                pairs.append(("certified", f"Riemannian gradient {r.gradient_norm:.1e}, Hessian "
+                              f"min eig {r.hessian_min_eig:+.1e} ("
+                              + ("second-order critical" if r.second_order else
+                                 "NOT second-order critical")
+                              + ("; globally optimal)" if r.global_optimal else ")")))
         ex = format_nats(self.excess_loss, self.log_excess_loss)
         excess = f"{bound_word} {ex} nats above the entropic bound {self.entropic_bound:.10g}"
         if self.certificate is not None:
@@ -379,7 +431,12 @@ class Prototypes(Record):
         include = self.K <= GRAM_JSON_MAX_K if options["gram"] is None else bool(options["gram"])
         yield from (("objective", self.objective), ("sizes", self.sizes), ("tau", self.tau),
                     ("eps", self.eps), ("gram", self.gram if include else None),
-                    ("loss", self.loss), ("method", self.method),
+                    ("loss", self.loss))
+        if self.dim is not None:
+            yield from (("lower_bound", self.lower_bound), ("dim", self.dim),
+                        ("gap", None if self.lower_bound is None
+                         else max(0.0, self.loss - self.lower_bound)))
+        yield from (("method", self.method),
                     ("kkt_residual", self.kkt_residual), ("entropic_bound", self.entropic_bound),
                     ("excess_loss", self.excess_loss), ("log_excess_loss", self.log_excess_loss),
                     ("rank", self.rank), ("unique", self.unique),
@@ -403,6 +460,8 @@ class Prototypes(Record):
         if self.batch is not None:
             yield "batch", self.batch.to_dict(gram=include)
         yield "identifiability", self.identifiability
+        if self.rank_d is not None:
+            yield "rank_d", self.rank_d
         yield "convergence", self.convergence
         if options["embedding"]:
             yield "embedding", self.embedding

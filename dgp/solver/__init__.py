@@ -11,6 +11,8 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
   uniqueness of the collapsed configuration);
 * :mod:`~dgp.solver._batch`: the compositions of mini-batches of a sampler and the rows of the
   expected batch loss;
+* :mod:`~dgp.solver._rank`: Burer–Monteiro at a fixed rank ``d`` (many seeded starts) and its
+  first- and second-order certificates (Riemannian gradient and Hessian);
 * :mod:`~dgp.solver._guards`: the time budget of a solve.
 
 A solve is accepted by the one rule of the tolerance policy,
@@ -34,6 +36,16 @@ from dgp.solver._guards import check_time, time_budget
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
 from dgp.solver._program import BlockForm, RowProblem, block_problem, scaled_softplus
+from dgp.solver._rank import (
+    RankDCertificate,
+    RankDSearch,
+    rank_d_certificate,
+    rank_d_search,
+    rank_d_solve,
+    spectral_start,
+    stationarity,
+    truncate,
+)
 from dgp.solver._solve import (
     SolveResult,
     bm_lbfgs,
@@ -41,6 +53,7 @@ from dgp.solver._solve import (
     factor,
     frank_wolfe_bound,
     lbfgs,
+    oblique_hessian,
     rtr,
     single_threaded,
     solve_rows,
@@ -56,6 +69,8 @@ __all__ = [
     "Compositions",
     "KKTCertificate",
     "LiftCertificate",
+    "RankDCertificate",
+    "RankDSearch",
     "RowProblem",
     "SolveResult",
     "batch_rows",
@@ -70,12 +85,19 @@ __all__ = [
     "frank_wolfe_bound",
     "lbfgs",
     "lift_certificate",
+    "oblique_hessian",
     "positive_pair_probability",
+    "rank_d_certificate",
+    "rank_d_search",
+    "rank_d_solve",
     "row_budget_samples",
     "row_certificate",
     "rtr",
     "scaled_softplus",
     "single_threaded",
     "solve_rows",
+    "spectral_start",
+    "stationarity",
     "time_budget",
+    "truncate",
 ]

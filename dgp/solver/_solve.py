@@ -60,6 +60,7 @@ __all__ = [
     "factor",
     "frank_wolfe_bound",
     "lbfgs",
+    "oblique_hessian",
     "rtr",
     "single_threaded",
     "solve_rows",
@@ -267,6 +268,23 @@ def _proj(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
     return Z - X * np.sum(X * Z, axis=0)
 
 
+def oblique_hessian(prob: RowProblem, X: np.ndarray, st, g: np.ndarray, y: np.ndarray):
+    r"""The Riemannian Hessian of :math:`X \mapsto \hat F(X^\top X)` on the product of spheres at
+    ``X`` (``r x K``, unit columns), as a map of tangent vectors ``xi`` (``r x K``, each column
+    orthogonal to that of ``X``): :math:`\operatorname{Proj}_X\big(2\,\xi(g -
+    \operatorname{Diag} y) + 2X\,\nabla^2\hat F[\xi^\top X + X^\top\xi]\big)` with ``st``,
+    ``g`` the state and scaled gradient at :math:`X^\top X` and :math:`y = \operatorname{diag}
+    (X^\top X g)`."""
+
+    def hess(xi: np.ndarray) -> np.ndarray:
+        Gd = xi.T @ X
+        Gd = Gd + Gd.T
+        np.fill_diagonal(Gd, 0.0)
+        return _proj(X, 2.0 * (xi @ g - xi * y) + 2.0 * (X @ prob.hvp(st, Gd)))
+
+    return hess
+
+
 def _tcg(
     grad, hess, radius: float, maxinner: int, scale: float
 ) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -344,12 +362,7 @@ def rtr(
         if float(np.linalg.norm(grad)) <= gtol * scale:
             break
 
-        def hess(xi, X=X, st=st, g=g, y=y):
-            Gd = xi.T @ X
-            Gd = Gd + Gd.T
-            np.fill_diagonal(Gd, 0.0)
-            return _proj(X, 2.0 * (xi @ g - xi * y) + 2.0 * (X @ prob.hvp(st, Gd)))
-
+        hess = oblique_hessian(prob, X, st, g, y)
         eta, Heta, hit = _tcg(grad, hess, radius, maxinner, scale)
         X_new = _normalise(X + eta)
         f_new, grad_new, st_new, g_new, y_new = at(X_new)

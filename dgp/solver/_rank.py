@@ -1,0 +1,346 @@
+r"""The optimum in a fixed dimension ``d``: Burer–Monteiro at rank ``d`` on the product of spheres
+(the oblique manifold).
+
+.. math::
+
+    \min_{X \in \mathbb R^{d \times K},\ \|x_c\| = 1} F(X^\top X)
+
+is non-convex. It is solved from several seeded starts (random unit vectors, the top-``d``
+factor of the free-dimension optimum when one is known, a spectral embedding of the weights):
+each is screened by a short L-BFGS run, the best ones (those within 1% of the first) are run
+further and the best is polished by the Riemannian trust region. The certificate of the
+best point comes from its dual matrix
+:math:`S = \nabla F - \operatorname{Diag}(\operatorname{diag}(G\nabla F))`: if :math:`S \succeq 0`
+the point is globally optimal for the convex problem over all Gram matrices (so for every
+dimension); otherwise :math:`F(G) - K\max(0, -\lambda_{\min}(S))` (with the scaling undone) is a
+lower bound on the convex optimum, and the reported gap is the distance to the best lower bound
+known (theorem ``rank-d-certificate``).
+
+:func:`rank_d_certificate` adds the local certificates of the factorised problem itself: the
+norm of the Riemannian gradient (first order) and the smallest eigenvalue of the Riemannian
+Hessian (second order; the rotations of the factor are exact zeros), computed densely for small
+problems and by Lanczos on the Hessian-vector product otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse.linalg as spla
+
+from dgp.constants import (
+    HESSIAN_DENSE_MAX,
+    HESSIAN_EIG_MAXITER,
+    HESSIAN_EIG_RTOL,
+    RANK_D_GTOL,
+    RANK_D_HESSIAN_RTOL,
+    SCALE_FLOOR,
+    SCREEN_SLACK,
+    SPECTRAL_START_PERTURBATION,
+)
+from dgp.records import CertificateProtocol
+from dgp.solver._kkt import row_certificate
+from dgp.solver._program import RowProblem
+from dgp.solver._solve import bm_lbfgs, factor, oblique_hessian, rtr
+from dgp.tolerance import DEFAULT_POLICY, Margin
+
+__all__ = [
+    "RankDCertificate",
+    "RankDSearch",
+    "rank_d_certificate",
+    "rank_d_search",
+    "rank_d_solve",
+    "spectral_start",
+    "stationarity",
+    "truncate",
+]
+
+
+def spectral_start(weights: np.ndarray, dim: int) -> np.ndarray:
+    """``dim x K`` unit columns from the top eigenvectors of the symmetrised row-normalised
+    weights (similar samples start close)."""
+    P = weights / np.maximum(weights.sum(axis=1, keepdims=True), SCALE_FLOOR)
+    lam, U = np.linalg.eigh(0.5 * (P + P.T))
+    V = U[:, ::-1][:, :dim].T * np.sqrt(np.abs(lam[::-1][:dim]))[:, None]
+    # a deterministic perturbation: no zero column
+    V = V + SPECTRAL_START_PERTURBATION * (np.arange(V.size).reshape(V.shape) % 7 - 3)
+    return V / np.linalg.norm(V, axis=0)
+
+
+@dataclass(frozen=True, eq=False)
+class RankDSearch:
+    """Outcome of :func:`rank_d_search`.
+
+    Attributes
+    ----------
+    factor : ndarray, shape (dim, K)
+        The best factor found (unit columns); its Gram is ``factor.T @ factor``.
+    starts : int
+        Number of starts screened.
+    start_values : tuple of float
+        The scaled objective of every start after screening, in the order of the pool (given
+        starts first, then the seeded random ones).
+    stationarity : float
+        :func:`stationarity` of ``factor``.
+    reason : str
+        How the point was found.
+    """
+
+    factor: np.ndarray
+    starts: int
+    start_values: tuple[float, ...]
+    stationarity: float
+    reason: str
+
+
+def stationarity(prob: RowProblem, X: np.ndarray) -> float:
+    r"""The first-order residual of a factor: the norm of the Riemannian gradient
+    :math:`2(Xg - X\operatorname{Diag}y)` over the size :math:`\nu` of the scaled gradient's
+    parts (the scale of :func:`~dgp.solver.rtr`'s stopping rule; dimensionless)."""
+    st = prob.state(X.T @ X)
+    ge, gl = prob.gradient_parts(st)
+    g = ge - gl
+    XG = X @ g
+    grad = 2.0 * (XG - X * np.sum(X * XG, axis=0))
+    nu = max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), SCALE_FLOOR)
+    return float(np.linalg.norm(grad)) / nu
+
+
+def rank_d_search(
+    prob: RowProblem,
+    dim: int,
+    *,
+    starts: list[np.ndarray],
+    n_random: int,
+    seed: int,
+    screen_iters: int = 40,
+    keep: int = 2,
+    gtol: float = RANK_D_GTOL,
+    run_iters: int = 200,
+    polish_iters: int = 10,
+    polish_inner: int = 60,
+    target: float | None = None,
+    rounds: int = 1,
+    slack: float = SCREEN_SLACK,
+    hops: int = 0,
+    hop_size: float = 0.5,
+) -> RankDSearch:
+    """Best rank-``dim`` factor over the given starts (``dim x K`` factors) and ``n_random``
+    seeded random starts.
+
+    Every start is screened by ``screen_iters`` L-BFGS steps; the best ``keep`` (those within
+    ``slack`` of the lead, relative) run ``run_iters`` more, and the best is
+    polished by the trust region. ``hops`` basin-hopping steps follow (the best factor moved by
+    seeded Gaussian noise of ``hop_size`` per column, run again, kept when better). With a
+    ``target``, further rounds (up to ``rounds`` in all)
+    of L-BFGS and trust region follow until :func:`stationarity` is at most ``target``.
+    """
+    K = prob.K
+    rng = np.random.default_rng(seed)
+    pool = [np.asarray(X, dtype=float) for X in starts]
+    for _ in range(n_random):
+        X = rng.standard_normal((dim, K))
+        pool.append(X / np.linalg.norm(X, axis=0))
+    prob.set_scale(pool[0].T @ pool[0])
+    screened = []
+    for X0 in pool:
+        X, _ = bm_lbfgs(prob, X0, maxiter=screen_iters)
+        screened.append((prob.value(prob.state(X.T @ X)), len(screened), X))
+    values = tuple(item[0] for item in screened)
+    screened.sort(key=lambda item: (item[0], item[1]))
+    best_f, best = np.inf, None
+    lead = screened[0][0]
+    for f0, _, X in screened[:keep]:
+        if f0 > lead + slack * abs(lead):
+            continue  # clearly behind after screening: not worth running further
+        X, _ = bm_lbfgs(prob, X, maxiter=run_iters, gtol=gtol)
+        f = prob.value(prob.state(X.T @ X))
+        if f < best_f:
+            best_f, best = f, X
+    assert best is not None
+    for _ in range(hops):
+        X = best + hop_size * rng.standard_normal(best.shape) / math.sqrt(dim)
+        X, _ = bm_lbfgs(prob, X / np.linalg.norm(X, axis=0), maxiter=run_iters, gtol=gtol)
+        f = prob.value(prob.state(X.T @ X))
+        if f < best_f:
+            best_f, best = f, X
+    best, _ = rtr(prob, best, maxiter=polish_iters, gtol=gtol, maxinner=polish_inner)
+    res = stationarity(prob, best)
+    done = 1
+    while target is not None and res > target and done < rounds:
+        X, _ = bm_lbfgs(prob, best, maxiter=run_iters, gtol=gtol)
+        X, _ = rtr(prob, X, maxiter=polish_iters, gtol=gtol, maxinner=polish_inner)
+        r = stationarity(prob, X)
+        if prob.value(prob.state(X.T @ X)) <= prob.value(prob.state(best.T @ best)) or r < res:
+            best, res = X, r
+        done += 1
+    reason = (
+        f"best of {len(pool)} starts (each screened by {screen_iters} L-BFGS steps, the best "
+        f"{min(keep, len(pool))} run further, the best polished by the trust region"
+        + (f", {hops} basin hops" if hops else "")
+        + (f", {done} rounds" if done > 1 else "") + ")"
+    )
+    return RankDSearch(best, len(pool), values, res, reason)
+
+
+def rank_d_solve(
+    prob: RowProblem,
+    dim: int,
+    *,
+    starts: list[np.ndarray],
+    n_random: int,
+    seed: int,
+    screen_iters: int = 40,
+    keep: int = 2,
+    gtol: float = RANK_D_GTOL,
+) -> tuple[np.ndarray, int, str]:
+    """:func:`rank_d_search` with one polish round. Returns the Gram, the number of starts and
+    why it stopped."""
+    out = rank_d_search(prob, dim, starts=starts, n_random=n_random, seed=seed,
+                        screen_iters=screen_iters, keep=keep, gtol=gtol)
+    return out.factor.T @ out.factor, out.starts, out.reason
+
+
+@dataclass(frozen=True)
+class RankDCertificate(CertificateProtocol):
+    """Local (and, where the dual is PSD, global) certificate of a rank-``d`` point
+    :math:`G = X^\\top X` of :math:`\\min F` over unit vectors in :math:`\\mathbb R^d`.
+
+    Attributes
+    ----------
+    dim : int
+        The dimension ``d`` (rows of the factor).
+    gradient_norm : float
+        :func:`stationarity`: Riemannian gradient norm over the gradient scale.
+    first_order_tol : float
+        The largest ``gradient_norm`` accepted (:meth:`dgp.tolerance.Tolerance.accepts` of the
+        solver's target).
+    hessian_min_eig : float
+        Smallest eigenvalue of the Riemannian Hessian over its largest (``nan`` where the
+        Lanczos estimate did not converge).
+    hessian_max_eig : float
+        Largest eigenvalue of the Riemannian Hessian (scaled objective).
+    second_order_tol : float
+        ``hessian_min_eig >= -second_order_tol`` makes the point second-order critical.
+    hessian_method : str
+        ``"dense"`` (exact eigenvalues) or ``"lanczos"``.
+    first_order : bool
+    second_order : bool
+        Whether the two conditions hold (second order: also that the estimate converged).
+    dual_min_eig : float
+        :math:`\\lambda_{\\min}(S)/\\nu` of the KKT certificate: at least minus the acceptance
+        tolerance proves the point globally optimal in every dimension.
+    global_optimal : bool
+    """
+
+    dim: int
+    gradient_norm: float
+    first_order_tol: float
+    hessian_min_eig: float
+    hessian_max_eig: float
+    second_order_tol: float
+    hessian_method: str
+    first_order: bool
+    second_order: bool
+    dual_min_eig: float
+    global_optimal: bool
+
+    kind: ClassVar[str] = "rank-d"
+    statement: ClassVar[str] = (
+        "X (d x K, unit columns) is first-order critical for min F(X^T X) when the Riemannian "
+        "gradient 2 X (g - Diag(y)) is at most first_order_tol of the gradient scale, and "
+        "second-order critical when the Riemannian Hessian's smallest eigenvalue is at least "
+        "-second_order_tol of its largest (rotations of X give exact zeros); it is globally "
+        "optimal, in every dimension, when the dual S = g - Diag(diag(G g)) is PSD"
+    )
+
+    @property
+    def margins(self) -> tuple[Margin, ...]:
+        """The two decisive comparisons (each against zero)."""
+        return (
+            Margin("first_order_tol - gradient_norm", self.first_order_tol - self.gradient_norm,
+                   self.first_order_tol, False),
+            Margin("hessian_min_eig + second_order_tol",
+                   self.hessian_min_eig + self.second_order_tol, self.second_order_tol, False),
+        )
+
+    def claims(self) -> Iterator[tuple[str, bool]]:
+        yield ("first_order is gradient_norm <= first_order_tol",
+               self.first_order == (self.gradient_norm <= self.first_order_tol))
+        yield ("second_order is hessian_min_eig >= -second_order_tol",
+               self.second_order == (math.isfinite(self.hessian_min_eig)
+                                     and self.hessian_min_eig >= -self.second_order_tol))
+        yield ("global_optimal is dual_min_eig >= -first_order_tol",
+               self.global_optimal == (self.dual_min_eig >= -self.first_order_tol))
+
+
+def _hessian_extremes(prob: RowProblem, X: np.ndarray, seed: int) -> tuple[float, float, str]:
+    """Smallest and largest eigenvalue of the projected Riemannian Hessian ``P H P`` (the
+    normal directions add zeros, which the rotations of ``X`` give anyway)."""
+    r, K = X.shape
+    st = prob.state(X.T @ X)
+    g = prob.gradient(st)
+    y = np.sum(X * (X @ g), axis=0)
+    hess = oblique_hessian(prob, X, st, g, y)
+
+    def proj(Z: np.ndarray) -> np.ndarray:
+        return Z - X * np.sum(X * Z, axis=0)
+
+    def apply(v: np.ndarray) -> np.ndarray:
+        return hess(proj(v.reshape(r, K))).ravel()
+
+    n = r * K
+    if n <= HESSIAN_DENSE_MAX:
+        H = np.column_stack([apply(e) for e in np.eye(n)])
+        lam = np.linalg.eigvalsh(0.5 * (H + H.T))
+        return float(lam[0]), float(lam[-1]), "dense"
+    v0 = np.random.default_rng(seed).standard_normal(n)
+    op = spla.LinearOperator((n, n), matvec=apply, dtype=float)
+    top = _largest(op, v0)
+    if not math.isfinite(top):
+        return math.nan, math.nan, "lanczos"
+    shift = max(top, SCALE_FLOOR)
+    flipped = spla.LinearOperator((n, n), matvec=lambda v: shift * v - apply(v), dtype=float)
+    low = shift - _largest(flipped, v0)
+    return low, top, "lanczos"
+
+
+def _largest(op: spla.LinearOperator, v0: np.ndarray) -> float:
+    """Largest eigenvalue of a symmetric operator by Lanczos (``nan`` if it does not converge);
+    the value is away from zero in both uses, so the relative accuracy is meaningful."""
+    try:
+        lam = spla.eigsh(op, k=1, which="LA", v0=v0, tol=HESSIAN_EIG_RTOL,
+                         maxiter=HESSIAN_EIG_MAXITER * op.shape[0], ncv=min(op.shape[0], 24),
+                         return_eigenvectors=False)
+    except spla.ArpackNoConvergence as exc:
+        lam = exc.eigenvalues
+    return float(lam[0]) if len(lam) else math.nan
+
+
+def rank_d_certificate(prob: RowProblem, X: np.ndarray, *, tol: float,
+                       seed: int = 0) -> RankDCertificate:
+    """The :class:`RankDCertificate` of the factor ``X`` (``d x K``, unit columns) for ``prob``
+    at its current scale; ``tol`` is the solver's target (accepted as
+    :meth:`dgp.tolerance.Tolerance.accepts` does) and ``seed`` seeds the Lanczos start."""
+    X = X / np.linalg.norm(X, axis=0)
+    accept = max(DEFAULT_POLICY.accept_factor * tol, DEFAULT_POLICY.accept_floor)
+    grad = stationarity(prob, X)
+    low, top, how = _hessian_extremes(prob, X, seed)
+    rel = low / max(abs(top), SCALE_FLOOR) if math.isfinite(low) else math.nan
+    cert = row_certificate(prob, X.T @ X)
+    return RankDCertificate(
+        dim=int(X.shape[0]), gradient_norm=grad, first_order_tol=accept,
+        hessian_min_eig=rel, hessian_max_eig=top, second_order_tol=RANK_D_HESSIAN_RTOL,
+        hessian_method=how, first_order=grad <= accept,
+        second_order=bool(math.isfinite(rel) and rel >= -RANK_D_HESSIAN_RTOL),
+        dual_min_eig=cert.min_eig_dual, global_optimal=cert.min_eig_dual >= -accept,
+    )
+
+
+def truncate(G: np.ndarray, dim: int) -> np.ndarray:
+    """The top-``dim`` factor of a Gram, columns renormalised (a start at rank ``dim``)."""
+    return factor(G, dim)
