@@ -64,7 +64,6 @@ from dgp.solver import (
     BatchPrediction,
     BatchSpec,
     KKTCertificate,
-    RankDCertificate,
     RowProblem,
     batch_rows,
     block_problem,

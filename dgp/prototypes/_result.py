@@ -98,8 +98,8 @@ class Identifiability(Record):
     simplex_gap : float
         Loss of the regular simplex minus that of the prediction, per anchor (nats; 0 where the
         prediction is the simplex; ``nan``, JSON ``null``, in a dimension ``d`` with
-        ``K > d + 1``, where no simplex fits). Full batch: the loss over all ``N`` anchors divided by
-        ``N``; with a batch size: the expected batch loss per expected anchor.
+        ``K > d + 1``, where no simplex fits). Full batch: the loss over all ``N`` anchors
+        divided by ``N``; with a batch size: the expected batch loss per expected anchor.
     simplex_gap_se : float or None
         Its sampling standard error (sample averages over compositions only).
     full_batch_gap : float or None

@@ -135,7 +135,8 @@ def rank_d_search(
     Every start is screened by ``screen_iters`` L-BFGS steps; the best ``keep`` (those within
     ``slack`` of the lead, relative) run ``run_iters`` more, and the best is
     polished by the trust region. ``hops`` basin-hopping steps follow (the best factor moved by
-    seeded Gaussian noise of ``hop_size`` per column, run again, kept when better). With a
+    seeded Gaussian noise of ``hop_size`` per column, or two of its points exchanged,
+    alternately; run again, kept when better). With a
     ``target``, further rounds (up to ``rounds`` in all)
     of L-BFGS and trust region follow until :func:`stationarity` is at most ``target``.
     """
@@ -162,8 +163,13 @@ def rank_d_search(
         if f < best_f:
             best_f, best = f, X
     assert best is not None
-    for _ in range(hops):
-        X = best + hop_size * rng.standard_normal(best.shape) / math.sqrt(dim)
+    for h in range(hops):
+        if h % 2 and K > 2:  # exchange the places of two points (which class sits where)
+            i, j = rng.choice(K, size=2, replace=False)
+            X = best.copy()
+            X[:, [i, j]] = X[:, [j, i]]
+        else:
+            X = best + hop_size * rng.standard_normal(best.shape) / math.sqrt(dim)
         X, _ = bm_lbfgs(prob, X / np.linalg.norm(X, axis=0), maxiter=run_iters, gtol=gtol)
         f = prob.value(prob.state(X.T @ X))
         if f < best_f:
