@@ -296,3 +296,8 @@ HESSIAN_EIG_RTOL = 1e-9
 HESSIAN_DENSE_MAX = 1200
 #: Lanczos iterations allowed per extreme eigenvalue of the Riemannian Hessian (ARPACK restarts)
 HESSIAN_EIG_MAXITER = 60
+#: temperature of the log-sum-exp repulsion of ``uniform_sphere_points``: small enough that the
+#: energy is led by the closest pairs (a soft maximum of the cosines), large enough to be smooth
+REPULSION_TEMPERATURE = 0.05
+#: step of its Riemannian gradient descent, in radians of the largest move of a point
+REPULSION_STEP = 0.05

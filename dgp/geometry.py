@@ -15,7 +15,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from dgp._linalg import embedding_from_eigh, fix_signs
-from dgp.errors import InputError
+from dgp.constants import REPULSION_STEP, REPULSION_TEMPERATURE
+from dgp.errors import InputError, check_int
 from dgp.tolerance import DEFAULT_RTOL, Tolerance
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "gram_to_edm",
     "numerical_rank",
     "schoenberg_matrix",
+    "uniform_sphere_points",
 ]
 
 def _square(M: object, name: str) -> np.ndarray:
@@ -165,6 +167,46 @@ def canonical_frame(Z: object) -> np.ndarray:
     out = np.zeros((K, d))
     out[:, : R.shape[0]] = (signs[:, None] * R).T
     return out + 0.0  # no negative zeros
+
+
+def uniform_sphere_points(K: int, dim: int, *, seed: int = 0, steps: int = 500) -> np.ndarray:
+    r"""``K`` approximately uniform unit vectors of :math:`\mathbb R^{dim}` (rows): a seeded
+    repulsion that lowers a soft maximum of the pairwise cosines (log-sum-exp at temperature
+    :data:`~dgp.constants.REPULSION_TEMPERATURE`) by Riemannian gradient steps from Gaussian
+    points (the largest move per step :data:`~dgp.constants.REPULSION_STEP` radians, annealed
+    linearly to zero). These are the class-agnostic "uniform targets" of targeted supervised
+    contrastive learning, to compare with :attr:`dgp.prototypes.Prototypes.prototypes`.
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``K < 2``, ``dim < 1``, ``steps < 0`` or ``seed < 0`` is not an integer.
+
+    >>> U = uniform_sphere_points(4, 3)
+    >>> C = U @ U.T
+    >>> bool(abs(np.diag(C) - 1).max() < 1e-12), bool(C[~np.eye(4, dtype=bool)].max() < -0.3)
+    (True, True)
+    """
+    K = check_int(K, "K", minimum=2)
+    dim = check_int(dim, "dim", minimum=1)
+    steps = check_int(steps, "steps", minimum=0)
+    seed = check_int(seed, "seed", minimum=0)
+    U = np.random.default_rng(seed).standard_normal((K, dim))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    off = ~np.eye(K, dtype=bool)
+    for k in range(steps):
+        A = (U @ U.T) / REPULSION_TEMPERATURE
+        A[~off] = -np.inf
+        P = np.exp(A - A.max())
+        P /= P.sum()
+        g = (P + P.T) @ U  # gradient direction of the soft maximum
+        g -= U * np.sum(U * g, axis=1, keepdims=True)
+        top = float(np.linalg.norm(g, axis=1).max())
+        if top == 0.0:
+            break
+        U = U - (REPULSION_STEP * (1.0 - k / steps) / top) * g  # annealed step
+        U /= np.linalg.norm(U, axis=1, keepdims=True)
+    return U
 
 
 def embedding_from_edm(

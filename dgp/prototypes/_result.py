@@ -327,8 +327,9 @@ class Prototypes(Record):
         pairs.append(("loss", loss))
         if self.dim is not None and self.lower_bound is not None:
             gap = max(0.0, self.loss - self.lower_bound)
+            share = 100 * gap / max(abs(self.loss), SCALE_FLOOR)
             pairs.append(("in R^d", f"dim = {self.dim}; lower bound {self.lower_bound:.10g}, gap "
-                          f"{gap:.3g} nats ({gap / max(abs(self.loss), SCALE_FLOOR):.2%})"))
+                          f"{gap:.3g} nats ({share:.2g}% of the loss)"))
             if self.rank_d is not None:
                 r = self.rank_d
                 pairs.append(("certified", f"Riemannian gradient {r.gradient_norm:.1e}, Hessian "
