@@ -17,7 +17,7 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 from dgp.errors import ParameterError, ParameterTypeError
-from dgp.geometry import canonical_frame
+from dgp.geometry import canonical_frame, uniform_sphere_points
 from dgp.prototypes import block_weights, prototype_loss, supcon_prototypes
 from dgp.solver import block_problem, rank_d_certificate
 
@@ -266,3 +266,24 @@ def test_cli_bad_combinations_exit_2(cli, tmp_path, argv, needle):
     assert r.code == 2 and r.out == ""
     lines = r.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], r.err
+
+
+@pytest.mark.parametrize("K,dim,best", [(4, 3, -1 / 3), (6, 3, 0.0), (3, 2, -0.5)])
+def test_uniform_points_reach_the_known_spherical_codes(K, dim, best):
+    # tetrahedron, octahedron, triangle: the largest cosine of the best code of K points
+    U = uniform_sphere_points(K, dim, seed=2)
+    C = U @ U.T
+    np.testing.assert_allclose(np.diag(C), 1.0, atol=1e-12)
+    assert C[~np.eye(K, dtype=bool)].max() == pytest.approx(best, abs=2e-3)
+
+
+def test_canonical_frame_depends_on_the_gram_only():
+    rng = np.random.default_rng(4)
+    Z = rng.standard_normal((9, 4))
+    Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+    C = canonical_frame(Z)
+    np.testing.assert_allclose(C @ C.T, Z @ Z.T, atol=1e-12)
+    assert np.allclose(np.triu(C[:4], 1), 0.0) and (np.diag(C[:4]) >= 0).all()
+    for s in range(3):
+        Q = np.linalg.qr(np.random.default_rng(10 + s).standard_normal((4, 4)))[0]
+        np.testing.assert_allclose(canonical_frame(Z @ Q), C, atol=1e-12)
