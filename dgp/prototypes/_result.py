@@ -411,8 +411,14 @@ class Prototypes(Record):
     def convergence(self) -> Convergence:
         """How the solve ended (:class:`dgp.records.Convergence`): closed forms need none,
         numeric results are returned only when the acceptance rule holds, a first-order
-        approximation is not a solution."""
+        approximation is not a solution; a rank-``dim`` point is certified when it is first-
+        and second-order critical (:attr:`rank_d`)."""
         cert = self.certificate
+        if self.rank_d is not None:  # a rank-d point: certified first and second order
+            r = self.rank_d
+            return Convergence(success=r.first_order, status=self.stop_reason,
+                               residual=self.kkt_residual,
+                               certified=r.first_order and r.second_order and not r.check())
         return Convergence(
             success=self.method != "first-order",
             status=self.stop_reason,
