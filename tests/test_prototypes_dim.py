@@ -287,3 +287,15 @@ def test_canonical_frame_depends_on_the_gram_only():
     for s in range(3):
         Q = np.linalg.qr(np.random.default_rng(10 + s).standard_normal((4, 4)))[0]
         np.testing.assert_allclose(canonical_frame(Z @ Q), C, atol=1e-12)
+
+
+def test_cli_text_and_free_dimension_export(cli, tmp_path):
+    r = cli("supcon", "--sizes", "30,3,12,2,8", "--tau", "0.3", "--dim", "2", "--starts", "2")
+    assert r.code == 0 and "lower bound" in r.out and "second-order critical" in r.out
+    # without --dim the targets have the free optimum's rank, and reproduce its Gram
+    f = tmp_path / "free.npy"
+    d = cli("supcon", "--sizes", "30,3,12,2,8", "--tau", "0.3", "--json", "--save-prototypes",
+            f).json
+    Z = np.load(f, allow_pickle=False)
+    assert "lower_bound" not in d and Z.shape == (5, d["rank"])
+    np.testing.assert_allclose(Z @ Z.T, np.array(d["gram"]), atol=1e-8)
