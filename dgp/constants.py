@@ -294,8 +294,9 @@ HESSIAN_EIG_RTOL = 1e-9
 #: largest tangent dimension ``d K`` whose Riemannian Hessian is formed densely (exact
 #: eigenvalues); above it Lanczos on the Hessian-vector product
 HESSIAN_DENSE_MAX = 1200
-#: Lanczos iterations allowed per extreme eigenvalue of the Riemannian Hessian (ARPACK restarts)
-HESSIAN_EIG_MAXITER = 60
+#: Lanczos restarts allowed per extreme eigenvalue of the Riemannian Hessian (ARPACK, 24
+#: vectors each): beyond, the estimate is reported as not converged (second order unproven)
+HESSIAN_EIG_MAXITER = 30
 #: temperature of the log-sum-exp repulsion of ``uniform_sphere_points``: small enough that the
 #: energy is led by the closest pairs (a soft maximum of the cosines), large enough to be smooth
 REPULSION_TEMPERATURE = 0.05

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,7 @@ from dgp.constants import (
     SOLVER_TOL,
 )
 from dgp.errors import (
+    DgpWarning,
     ParameterError,
     SolverError,
     check_choice,
@@ -424,6 +426,9 @@ DIM_KEEP = 2
 #: basin-hopping steps after the starts of a small rank-d problem (``K * dim`` up to
 #: :data:`DIM_FULL_RUN_SIZE`), whose landscape has many close local minima
 DIM_HOPS = 60
+#: above this ``K * dim`` a rank-d solve takes two rounds of shorter trust-region polish (a
+#: K = 1000, dim = 128 solve then fits in minutes on one core; the gap is reported either way)
+DIM_LARGE_SIZE = 50_000
 #: up to this ``K * dim`` every screened start is run to the end (small problems are cheap, and
 #: their landscapes have many local minima)
 DIM_FULL_RUN_SIZE = 400
@@ -462,21 +467,26 @@ def _rank_d_point(prob: RowProblem, dim: int, given: list[np.ndarray], *, starts
     random ones, with its certificate; raises :class:`SolverError` if it is not stationary."""
     K = prob.K
     small = K * dim <= DIM_FULL_RUN_SIZE
+    large = K * dim > DIM_LARGE_SIZE
     keep = starts + len(given) if small else DIM_KEEP
     target = max(DEFAULT_POLICY.accept_factor * tol, DEFAULT_POLICY.accept_floor)
     found = rank_d_search(prob, dim, starts=given, n_random=starts, seed=seed,
                           screen_iters=DIM_SCREEN_ITERS, keep=keep, run_iters=DIM_RUN_ITERS,
-                          polish_iters=20, polish_inner=200, target=target, rounds=DIM_ROUNDS,
+                          polish_iters=20, polish_inner=60 if large else 200, target=target,
+                          rounds=2 if large else DIM_ROUNDS,
                           slack=math.inf if small else SCREEN_SLACK,
                           hops=DIM_HOPS if small else 0)
     X = found.factor
     prob.set_scale(X.T @ X)
     cert = rank_d_certificate(prob, X, tol=tol, seed=seed)
     if not cert.first_order:
-        raise SolverError(
-            f"the rank-{dim} solver did not reach a stationary point: Riemannian gradient "
+        # still a feasible point: its loss bounds the optimum in R^dim from above, and the
+        # lower bound (from the free optimum) holds whatever the point; the gap says it all
+        warnings.warn(
+            f"the rank-{dim} solver stopped before a stationary point: Riemannian gradient "
             f"{cert.gradient_norm:.2g} of the gradient scale, above {cert.first_order_tol:.2g} "
-            f"({found.reason}); please report it"
+            f"({found.reason}); the loss is an upper bound on the optimum in R^{dim}, within "
+            "the reported gap of the lower bound", DgpWarning, stacklevel=4,
         )
     return X, cert, found
 

@@ -320,7 +320,7 @@ def _largest(op: spla.LinearOperator, v0: np.ndarray) -> float:
     the value is away from zero in both uses, so the relative accuracy is meaningful."""
     try:
         lam = spla.eigsh(op, k=1, which="LA", v0=v0, tol=HESSIAN_EIG_RTOL,
-                         maxiter=HESSIAN_EIG_MAXITER * op.shape[0], ncv=min(op.shape[0], 24),
+                         maxiter=HESSIAN_EIG_MAXITER, ncv=min(op.shape[0], 24),
                          return_eigenvectors=False)
     except spla.ArpackNoConvergence as exc:
         lam = exc.eigenvalues
