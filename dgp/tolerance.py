@@ -10,7 +10,14 @@ where :math:`n` is the number of samples, :math:`s` the scale of the quantity (t
 of the member for eigenvalues, the spread of the log-weights for log-ratios) and :math:`u` the
 unit roundoff of the input (``2.2e-16`` for float64, ``1.2e-7`` for float32). Rescaling
 :math:`W \to \alpha W` changes neither :math:`s` nor the decision (the log-weights are
-canonicalised first, see :mod:`dgp.engine.target`). The default ``rtol`` sits at the rounding
+canonicalised first, see :mod:`dgp.engine.target`). Two inputs carry more rounding than their
+dtype says, and their :math:`u` is widened by it (:meth:`Tolerance.widened`, reported as the
+``unit_roundoff``): a row-rescaled ``W``, whose canonical log-weights are larger than the target
+they cancel down to (:attr:`dgp.engine.target.LogTarget.roundoff_factor`), and continuous labels
+far from the origin, known to a unit roundoff of their size rather than of their spread
+(:attr:`dgp.objectives.registry.Kernel.roundoff_factor`). So ``diag(a) W`` and labels
+translated by ``t`` are decided as ``W`` and the centred labels are (property-tested in
+``tests/test_extremes.py``). The default ``rtol`` sits at the rounding
 noise of float64, so a verdict is exact wherever floating point can resolve it; larger values
 widen the band treated as "at the critical value".
 
@@ -140,6 +147,20 @@ class Tolerance(Record):
             If ``rtol`` is not a number in ``(0, 1)``.
         """
         return cls(check_rtol(rtol), float(unit_roundoff), int(n))
+
+    def widened(self, factor: float) -> Tolerance:
+        """The policy for data whose representation amplifies the input's rounding by
+        ``factor`` (:attr:`dgp.engine.target.LogTarget.roundoff_factor`): the unit roundoff
+        times ``factor`` (``self`` when ``factor <= 1``); reported as such.
+
+        >>> DEFAULT_POLICY.widened(1e3).unit_roundoff / DEFAULT_POLICY.unit_roundoff
+        1000.0
+        """
+        f = float(factor)
+        if not f > 1.0:
+            return self
+        return Tolerance(self.rtol, self.unit_roundoff * f, self.n, self.gram_rtol,
+                         self.accept_factor, self.accept_floor)
 
     @property
     def relative(self) -> float:

@@ -671,6 +671,14 @@ class LogTarget:
         The cycle decision: the largest triangle log-ratio against its tolerance.
     spread : float
         :math:`\\max \\ell - \\min \\ell` off the diagonal (nats).
+    roundoff_factor : float
+        How much the representation of the weighting amplifies its rounding, ``>= 1``: the
+        canonical :math:`L_{ij}` carry an error of one unit roundoff of their size
+        :math:`\\max|L|`, which row offsets (a row-rescaled ``W``) may make much larger than
+        the target :math:`\\ell` they cancel down to; the factor is
+        :math:`\\max(1, \\max|L| / (1 + \\mathrm{spread}))` (1 for a symmetric ``W``), and
+        the eigenvalue decisions widen their tolerance by it (:meth:`Tolerance.widened`), so
+        that ``diag(a) W`` is decided as ``W`` is.
     """
 
     ell: np.ndarray
@@ -680,6 +688,7 @@ class LogTarget:
     cycle_log_ratio: float
     margin: Margin
     spread: float
+    roundoff_factor: float = 1.0
 
 
 def offdiag_range(M: np.ndarray) -> tuple[float, float]:
@@ -718,6 +727,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
                        tol.log_atol(hi - lo), zero_is_near=False)
         return LogTarget(L, np.zeros(n), True, None, 0.0, m, hi - lo)
     atol = tol.log_atol(hi - lo)
+    lo_in, hi_in = lo, hi
     # potentials along the root edges: c_j - c_0 = L_0j - L_j0
     c = L[0] - L[:, 0]
 
@@ -759,9 +769,11 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
             L[I, J] = X
             L[J, I] = X.T
     np.fill_diagonal(L, 0.0)
+    size = max(abs(lo_in), abs(hi_in))  # the largest |L_ij| before the offsets cancel
     lo, hi = offdiag_range(L)
     cycle = None if consistent else (0, int(worst[0]), int(worst[1]))
-    return LogTarget(L, c, consistent, cycle, worst_val, margin, hi - lo)
+    factor = max(1.0, size / (1.0 + (hi - lo)))
+    return LogTarget(L, c, consistent, cycle, worst_val, margin, hi - lo, factor)
 
 
 

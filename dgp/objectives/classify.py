@@ -162,17 +162,23 @@ def classify_labels(
     """:func:`classify_objective` of validated labels and parameters."""
     dense = engine == "dense" or method == "sdp" or rec.structured is None
     explanation = None
-    if rec.labels == "continuous" and rec.intended is None:
+    # continuous labels far from the origin are known to a unit roundoff of their size: the
+    # tolerance of the centred kernel is relative to its spread (translation-invariant)
+    u = float(np.finfo(float).eps)
+    if rec.labels == "continuous":
         kernel = rec.kernel(lab, params)
+        u = kernel.unit_roundoff
+    if rec.labels == "continuous" and rec.intended is None:
         width2 = rec.weighting.width2(params)
         explanation = gaussian_explanation(
             kernel.points, width2=width2, tau=tau, dim=dim, similarity=similarity,
-            rtol=max(rtol, 4.0 * float(np.finfo(float).eps)), objective=rec.name,
+            rtol=max(rtol, 4.0 * u), objective=rec.name,
         )
     floor = _floor(rec, lab, params, tau, dim) if floor else None
     if dense:
-        return _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor)
-    tol = Tolerance.make(rtol, n=lab.n)
+        return _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor,
+                      u)
+    tol = Tolerance.make(rtol, n=lab.n, unit_roundoff=u)
     if rec.structured == "blocks":
         within, cross = rec.block_log_weights(params, lab.classes.size)
         bw = BlockWeights(lab.sizes, within, None, lab.values, lab.classes, cross_value=cross)
@@ -211,14 +217,13 @@ def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, di
     return dense
 
 
-def _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor):
+def _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor, u):
     n = lab.n
     check_memory(16.0 * n * n, what=f"the dense {n} x {n} weighting of {rec.name}",
                  hint="use the structured engine (engine='auto') or fewer samples")
     suffix, notes = "", None
     if rec.intended is not None:
-        kernel = rec.kernel(lab, params)
-        dist = distortion_of(kernel)
+        dist = distortion_of(rec.kernel(lab, params))
         intended = classify_labels(registry.get(rec.intended), lab, params, similarity=similarity,
                                    tau=tau, dim=dim, rtol=rtol)
         dist["intended"] = {"verdict": intended.verdict, "rank": intended.rank,
@@ -232,7 +237,7 @@ def _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, fl
             + (f" (rank {intended.rank})" if intended.rank is not None else "") + "]"
         )
     weights = canonical(rec.log_weights(lab, params))
-    tol = Tolerance.make(rtol, n=n)
+    tol = Tolerance.make(rtol, n=n, unit_roundoff=u)
     return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
                             method=method, objective=rec.name, explanation=explanation,
                             suffix=suffix, notes=notes, floor=floor)
