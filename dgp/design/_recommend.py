@@ -176,9 +176,14 @@ _EPS_AXIS = _Axis("eps", lambda e: math.log(-math.log(e)), lambda t: math.exp(-m
 
 def _search(holds: Callable[[float], tuple[bool, dict]], axis: _Axis, lo: float, hi: float, *,
             num: int, t_tol: float,
-            margin: Callable[[float], float | None] | None = None) -> dict[str, Any]:
+            margin: Callable[[float], float | None] | None = None,
+            candidates: Sequence[float] = ()) -> dict[str, Any]:
     """Scan ``t`` on ``[t(lo), t(hi)]``, take the first stretch where ``holds`` (from the low
     end of ``t``), bisect its upper end to ``t_tol``.
+
+    ``candidates`` (parameter values, e.g. the objective's closed-form critical temperatures)
+    join the scan points: a request that holds at one isolated value (a stretch of one point,
+    which no scan step resolves) is found there, its upper end bisected like any other.
 
     Returns the last point that holds (``below``), the first that does not (``above``), the
     stretches seen on the scan and the number of evaluations. With ``margin`` (a continuous
@@ -186,7 +191,9 @@ def _search(holds: Callable[[float], tuple[bool, dict]], axis: _Axis, lo: float,
     margin (:func:`_refine`): the bisection on verdicts stops at the edge of the engine's
     tolerance band, the root does not."""
     t0, t1 = sorted((axis.to_t(lo), axis.to_t(hi)))
-    ts = np.linspace(t0, t1, num)
+    extra = sorted({axis.to_t(v) for v in candidates if lo <= v <= hi})
+    ts = np.union1d(np.linspace(t0, t1, num), extra) if extra else np.linspace(t0, t1, num)
+    num = int(ts.size)
     flags, infos = [], []
     for t in ts:
         ok, info = holds(axis.from_t(float(t)))
@@ -206,6 +213,8 @@ def _search(holds: Callable[[float], tuple[bool, dict]], axis: _Axis, lo: float,
     out: dict[str, Any] = {"scan": {"range": [lo, hi], "points": num,
                                     "stretches_holding": stretches},
                            "evaluations": num}
+    if extra:
+        out["scan"]["candidates"] = [axis.from_t(t) for t in extra]
     if not stretches:
         out["status"] = "never"
         return out
@@ -324,8 +333,12 @@ def recommend(
 
     * ``"realizable"`` — the largest :math:`\tau` at which the weighting stays realizable in
       :math:`\mathbb R^{d}` (``dim`` given): the upper end of the first stretch of realizable
-      temperatures found by a geometric scan of ``search`` (default ``1e-4 .. 1e4``), bisected
-      on the engine's verdict to a relative width of :math:`10^{-13}`;
+      temperatures found by a geometric scan of ``search`` (default ``1e-4 .. 1e4``) joined by
+      the objective's closed-form critical temperatures
+      (:meth:`~dgp.objectives.registry.Objective.critical_temperatures`: y-Aware's
+      :math:`\tau R^2 = \sigma^2`, X-CLR's :math:`\tau R^2 = \tau_y`, Soft SupCon's
+      :math:`\tau^*`, where the weighting may be realizable at that one temperature only),
+      bisected on the engine's verdict to a relative width of :math:`10^{-13}`;
     * ``"simplex"`` — Soft SupCon: the :math:`\tau` (``eps`` given) or the :math:`\varepsilon`
       (``tau`` given) at which the target is the centred regular simplex, i.e. the largest
       :math:`\tau` (smallest :math:`\varepsilon`) at which the bound is attained in :math:`K`
@@ -430,7 +443,8 @@ def _recommend_realizable(problem: Problem, fixed: dict, rng: tuple[float, float
         return _psd_margin(problem.classify({**fixed, "tau": t}))
 
     out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=TAU_T_TOL,
-                  margin=margin if problem.similarity == "cosine" else None)
+                  margin=margin if problem.similarity == "cosine" else None,
+                  candidates=_critical_temperatures(problem, fixed))
     value = out.pop("value", None)
     d = fixed["dim"]
     status = out["status"]
@@ -455,6 +469,17 @@ def _recommend_realizable(problem: Problem, fixed: dict, rng: tuple[float, float
         cf["relative_difference"] = abs(value - cf["value"]) / cf["value"]
         cert["closed_form"] = cf
     return Recommendation(problem.name, want, "tau", value, reason, cert, _given(fixed))
+
+
+def _critical_temperatures(problem: Problem, fixed: dict) -> tuple[float, ...]:
+    """The objective's closed-form critical temperatures (its registry record's
+    :meth:`~dgp.objectives.registry.Objective.critical_temperatures`; cosine latent only),
+    tried beside the scan: the weighting may be realizable at exactly one of them."""
+    if problem.rec is None or problem.similarity != "cosine":
+        return ()
+    params = {k: v for k, v in fixed.items() if k != "dim"}
+    return problem.rec.critical_temperatures(problem.labels_for(params),
+                                             problem.object_params(params))
 
 
 def _closed_form_realizable(problem: Problem, fixed: dict) -> dict | None:
