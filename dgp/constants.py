@@ -278,3 +278,14 @@ ZERO_GAP_DECAY = 1e-3
 #: nested scales stall near 1e-5, the loss floors of patterns that are not approached seen on
 #: small supports are above 4e-2
 ZERO_EVIDENCE = 1e-3
+#: the largest temperature the certified solver takes: above 2^53 (about 9.0e15), exp(G/tau) is
+#: 1 to double precision for every cosine G in [-1, 1] (2/tau is below the unit roundoff), so
+#: the loss is flat and no minimiser can be resolved
+SOLVER_TAU_MAX = 2.0**53
+#: the largest tau times the spread of the log-weights that the structured cosine engines (label
+#: kernels, class blocks) take: their family's constants (tau c, the box of c) reach that size,
+#: and float64 ends at 1.8e308
+COSINE_TAU_SPREAD_MAX = 1e300
+#: the smallest temperature of the mini-batch prototype prediction: its certified solver's scaled
+#: objective overflows below about 2.5e-3 (measured: sizes 5,3,2 and 30,30, batch sizes 4 and 8)
+BATCH_TAU_MIN = 4e-3

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from dgp.constants import CLOSED_FORM_BOUNDARY_RTOL
+from dgp.constants import CLOSED_FORM_BOUNDARY_RTOL, SOLVER_TAU_MAX
 from dgp.engine.pipeline import classify_weights
 from dgp.engine.target import LogWeights
 from dgp.engine.target import log_weights as canonical_log_weights
@@ -91,8 +91,8 @@ EXCESS_SOURCES = {
     "argument, so no certified optimum in R^dim is available for this weighting",
     "not-computed-euclidean": "not computed: there is no optimum solver for the Euclidean latent",
     "not-computed-size": f"not computed: N > {GENERAL_OPTIMUM_MAX_N} for the general optimum",
-    "not-computed-tau": f"not computed: tau < {PROTOTYPES_TAU_MIN}, below the range of the "
-    "certified prototype solver",
+    "not-computed-tau": f"not computed: tau < {PROTOTYPES_TAU_MIN} or tau > 2^53, outside "
+    "the range of the certified prototype solver (beyond 2^53 the loss is flat)",
     "not-computed-singletons": "not computed: a singleton class has no prototype problem",
     "skipped": "not asked for (excess=False)",
 }
@@ -377,6 +377,8 @@ def cell_prototypes(problem: Problem, params: Mapping[str, Any]):
     if eps is not None and balanced and 1.0 + tau * math.log(eps) < -1.0 / (sizes.size - 1):
         return balanced_soft_supcon_simplex(sizes, tau=tau, eps=eps), "prototypes"
     if tau < PROTOTYPES_TAU_MIN and not (eps is None and balanced):
+        return None, "not-computed-tau"
+    if tau > SOLVER_TAU_MAX and not (eps is None and sizes.size == 2):  # a flat loss (solver)
         return None, "not-computed-tau"
     return supcon_prototypes(sizes, tau=tau, eps=eps), "prototypes"
 

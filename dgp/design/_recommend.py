@@ -190,6 +190,7 @@ def _search(holds: Callable[[float], tuple[bool, dict]], axis: _Axis, lo: float,
     function, positive where ``holds``), the boundary is then located as the root of the
     margin (:func:`_refine`): the bisection on verdicts stops at the edge of the engine's
     tolerance band, the root does not."""
+    holds, margin = _in_search(holds, axis), None if margin is None else _in_search(margin, axis)
     t0, t1 = sorted((axis.to_t(lo), axis.to_t(hi)))
     extra = sorted({axis.to_t(v) for v in candidates if lo <= v <= hi})
     ts = np.union1d(np.linspace(t0, t1, num), extra) if extra else np.linspace(t0, t1, num)
@@ -249,6 +250,22 @@ def _search(holds: Callable[[float], tuple[bool, dict]], axis: _Axis, lo: float,
             out["value"] = root["root"]
             out["evaluations"] += root.pop("evaluations")
     return out
+
+
+def _in_search(f: Callable[[float], Any], axis: _Axis) -> Callable[[float], Any]:
+    """``f`` of a searched value, a refusal of that value (a temperature beyond floating
+    point) reported as one of the search range, the flag the user gave."""
+
+    def call(v: float) -> Any:
+        try:
+            return f(v)
+        except ParameterError as exc:
+            if exc.param != axis.name:
+                raise
+            raise ParameterError("search", f"reaches {axis.name} = {v:.3g}: {exc}; narrow "
+                                 "the search range") from None
+
+    return call
 
 
 def _refine(margin: Callable[[float], float | None], axis: _Axis, a: float, b: float,

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import SOLVER_TAU_MAX
 from dgp.design._common import (
     EXCESS_SOURCES,
     GENERAL_OPTIMUM_MAX_N,
@@ -83,6 +84,8 @@ def _evaluate(problem: Problem, params: Mapping[str, Any], excess: bool) -> dict
             source = "not-computed-size"
         elif not optimum_takes_dim():
             source = "not-computed-solver"
+        elif params["tau"] > SOLVER_TAU_MAX:  # the loss is flat (dgp.solver.check_solver_tau)
+            source = "not-computed-tau"
         else:
             from dgp.optima import optimum
 

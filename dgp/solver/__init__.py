@@ -11,7 +11,7 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
   uniqueness of the collapsed configuration);
 * :mod:`~dgp.solver._batch`: the compositions of mini-batches of a sampler and the rows of the
   expected batch loss;
-* :mod:`~dgp.solver._guards`: the time budget of a solve.
+* :mod:`~dgp.solver._guards`: the time budget of a solve, the largest temperature it resolves.
 
 A solve is accepted by the one rule of the tolerance policy,
 :meth:`dgp.tolerance.Tolerance.accepts`.
@@ -30,7 +30,7 @@ from dgp.solver._batch import (
     positive_pair_probability,
     row_budget_samples,
 )
-from dgp.solver._guards import check_time, time_budget
+from dgp.solver._guards import check_solver_tau, check_time, time_budget
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
 from dgp.solver._program import BlockForm, RowProblem, block_problem, scaled_softplus
@@ -63,6 +63,7 @@ __all__ = [
     "bm_lbfgs",
     "bm_lbfgs_linear",
     "check_batch",
+    "check_solver_tau",
     "check_time",
     "compositions",
     "face_uniqueness",
