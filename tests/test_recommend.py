@@ -267,3 +267,23 @@ def test_critical_temperatures_come_from_the_registry():
     rng = np.random.default_rng(3)
     off = rec.check_labels(rng.standard_normal((9, 2)))  # on no circle
     assert rec.critical_temperatures(off, {"sigma": 1.0}) == ()
+
+
+@settings(max_examples=8, deadline=None)
+@given(case=st.data())
+def test_single_point_y_aware_found_for_random_spheres(case):
+    """Labels on a random sphere (any centre, radius, affine dimension 1..2), sigma such that
+    tau R^2 = sigma^2 at a random tau_c: in dim = m the weighting is realizable at tau_c only,
+    and recommend finds it (the scan alone has measure zero of hitting it)."""
+    from dgp.strategies import y_aware_near_critical
+
+    c = case.draw(y_aware_near_critical(n=(8, 12), dim=(1, 2), rel=0.0, min_rel=0.0)
+                  .filter(lambda k: k.delta == 0.0))
+    y, sigma = c.params["labels"], c.params["sigma"]
+    m = y.shape[1]
+    at = dgp.classify_objective("y-aware", y, sigma=sigma, tau=c.tau_critical, dim=m)
+    assert (at.verdict, at.rank) == ("realizable", m)
+    r = recommend("y-aware", y, sigma=sigma, dim=m, want="realizable")
+    assert r.value == pytest.approx(c.tau_critical, rel=1e-9), r.reason
+    again = dgp.classify_objective("y-aware", y, sigma=sigma, tau=r.value, dim=m)
+    assert (again.verdict, again.rank) == ("realizable", m)
