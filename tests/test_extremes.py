@@ -234,3 +234,23 @@ def test_xclr_labels_near_the_float_limits(scale):
         assert (res.verdict, res.rank) == (ref.verdict, ref.rank)
     assert dgp.classify_objective("x-clr", y * scale, tau=1.0, dim=2,
                                   label_tau=1.0).verdict == "realizable"
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_random_row_scalings_up_to_1e100(data):
+    """diag(a) W has the row distributions of W: verdict and rank exactly those of W, the c
+    interval moved by the mean of -log a (offsets of mean zero), for rows scaled by up to
+    1e100 either way, both similarities."""
+    W, similarity, tau, dim = data.draw(_dense_problem())
+    n = W.shape[0]
+    log_a = np.asarray(data.draw(st.lists(st.floats(-100.0, 100.0), min_size=n, max_size=n)))
+    ref = dgp.classify(W, similarity=similarity, tau=tau, dim=dim)
+    res = dgp.classify(W * (10.0 ** log_a)[:, None], similarity=similarity, tau=tau, dim=dim)
+    assert (res.verdict, res.rank) == (ref.verdict, ref.rank)
+    if ref.c_interval is not None and res.c_interval is not None and ref.verdict != "inconsistent":
+        # the offsets absorb log a up to their mean; the target's constant moves by -mean
+        shift = -float(np.mean(log_a)) * math.log(10.0)
+        for a, b in zip(ref.c_interval, res.c_interval, strict=True):
+            if a is not None and b is not None:
+                assert b == pytest.approx(a + shift, abs=1e-9 * (1 + abs(a) + abs(shift)))
