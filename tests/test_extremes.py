@@ -254,3 +254,47 @@ def test_random_row_scalings_up_to_1e100(data):
         for a, b in zip(ref.c_interval, res.c_interval, strict=True):
             if a is not None and b is not None:
                 assert b == pytest.approx(a + shift, abs=1e-9 * (1 + abs(a) + abs(shift)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=y_aware_near_critical(n=(6, 15), dim=(1, 3), centred=False),
+       log_noise=st.floats(-7.0, -3.0), log_t=st.floats(3.0, 7.0), seed=seeds(),
+       data=st.data())
+def test_a_translation_never_flips_a_verdict_silently(case, log_noise, log_t, seed, data):
+    """Labels slightly off their sphere (relative noise 1e-7..1e-3): the decisive eigenvalue may
+    be below what labels at 1e7 resolve (the translated labels carry an error of u |t|). Then
+    the translated verdict may differ from the centred one, but never silently: it is flagged
+    near the threshold (the margin of the eigenvalue the widened tolerance reads as zero)."""
+    rng = np.random.default_rng(seed)
+    y = case.params["labels"]
+    y = y + rng.standard_normal(y.shape) * case.params["sphere"].radius * 10.0 ** log_noise
+    p = y.shape[1]
+    t = rng.standard_normal(p)
+    t *= 10.0 ** log_t / np.linalg.norm(t)
+    dim = data.draw(st.integers(p, p + 2))
+    for name in ("y-aware", "euclid-euclid"):
+        kw = dict(tau=case.tau, dim=dim, sigma=case.params["sigma"])
+        ref = dgp.classify_objective(name, y, **kw)
+        res = dgp.classify_objective(name, y + t, **kw)
+        if (res.verdict, res.rank) != (ref.verdict, ref.rank):
+            assert res.near_threshold, (ref.reason, res.reason)
+
+
+def test_a_signal_below_the_translated_accuracy_is_flagged():
+    """Two clusters of 1-D labels (a sphere in their hull, jittered by 1e-5 of the radius):
+    centred, the decisive eigenvalue (~5e-9) is resolved and the verdict is inconsistent in
+    dim 2; translated by 3.2e6 the labels carry an error of ~1e-9 of their spread, the widened
+    tolerance reads that eigenvalue as zero, and the verdict says it is near the threshold."""
+    y = np.array([0.19184923351498467, 0.6878168116884755, 0.6878132476922184,
+                  0.6878132022257235, 0.19185138217738112, 0.19184930536418435,
+                  0.19185273924191001, 0.19185203390121972, 0.6878149918943303,
+                  0.19185022095596765, 0.687817156980586, 0.6878144786140403,
+                  0.6878132780125117, 0.6878122120958821, 0.6878120324485691])[:, None]
+    kw = dict(sigma=0.1346247172186334, tau=0.2652518396632746, dim=2)
+    ref = dgp.classify_objective("y-aware", y, **kw)
+    assert (ref.verdict, ref.near_threshold) == ("inconsistent", False)
+    res = dgp.classify_objective("y-aware", y - 3228573.164434992, **kw)
+    assert res.near_threshold
+    assert res.tolerance["widening"] > 1e6
+    assert any("counted as zero" in m["quantity"] and m["near"]
+               for m in res.to_dict()["certificate"]["margins"])

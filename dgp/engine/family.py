@@ -417,6 +417,9 @@ def _cosine_end(spec: CosineSpectrum, mu: float, tau: float, tol: Tolerance, whi
         low.append(nxt)
         margin = tol.margin(f"smallest non-zero eigenvalue of G(c) at {which}", nxt, atol,
                             zero_is_near=False)
+    if zeros > 1:  # a rank that rests on a widened tolerance is near its threshold
+        margin = tol.read_as_zero(f"largest eigenvalue of G(c) counted as zero at {which}",
+                                  spec.kth(mu, zeros - 1), atol) or margin
     return End(mu / tau, n - zeros, tuple(float(v) for v in low), atol, margin, zeros)
 
 
@@ -513,6 +516,9 @@ def euclidean_family(spec: EuclideanSpectrum, *, tau: float, tol: Tolerance) -> 
         low.append(nxt)
         margin = tol.margin("smallest non-zero eigenvalue of B - c_max I", nxt, atol,
                             zero_is_near=False)
+    if zeros > 1:  # a rank that rests on a widened tolerance is near its threshold
+        margin = tol.read_as_zero("largest eigenvalue of B - c_max I counted as zero",
+                                  spec.kth(zeros - 1) - lam_min, atol) or margin
     end = End(lam_min, m - zeros, tuple(float(v) for v in low), atol, margin, zeros)
     return Family(
         similarity="euclidean", n=n, status="interval", lo=None, hi=end, interior_rank=m,
