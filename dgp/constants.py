@@ -278,3 +278,19 @@ ZERO_GAP_DECAY = 1e-3
 #: nested scales stall near 1e-5, the loss floors of patterns that are not approached seen on
 #: small supports are above 4e-2
 ZERO_EVIDENCE = 1e-3
+
+# ---- non-negative (ReLU-head) prototypes (dgp.prototypes._nonnegative, dgp.solver._nonnegative)
+
+#: entries of a non-negative factor at or below this are its zeros (the support polish and the
+#: first-order residual read the support from it); starts are lifted by it off exact zeros
+NONNEG_SUPPORT_TOL = 1e-8
+#: a rank-d inequality w^T M w >= 1/d (w on the simplex) violated by less than this over d is
+#: not added as a cut (it would not move the bound)
+NONNEG_CUT_VIOLATION = 1e-7
+#: gap and feasibility tolerances handed to Clarabel for the doubly non-negative relaxation (the
+#: bound is made rigorous afterwards, whatever the solver reached)
+DNN_SOLVER_TOL = 1e-10
+#: a non-negative prototype Gram is certified optimal when its loss exceeds the certified lower
+#: bound by at most this fraction of its excess over the entropic bound (the accuracy the
+#: semidefinite solver reaches on the scaled objective, with margin)
+NONNEG_GAP_RTOL = 1e-6
