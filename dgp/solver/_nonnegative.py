@@ -61,6 +61,8 @@ __all__ = [
 DNN_MAX_ROWS = 400
 #: rounds of cutting planes (valid inequalities of rank <= d) added to the relaxation
 CUT_ROUNDS = 3
+#: most partitions of the classes the bound branches on (Stirling numbers S(K, d))
+MAX_BRANCHES = 64
 
 
 def _grad_Z(prob: RowProblem, Z: np.ndarray) -> tuple[float, np.ndarray]:
@@ -190,6 +192,8 @@ class DNNBound(Record):
         ``excess`` when ``dim`` is ``None`` or ``>= K``.
     cuts : int
         Valid rank-``d`` inequalities :math:`w^\\top M w \\ge (1^\\top w)^2/d` in the relaxation.
+    branches : int
+        Partitions of the classes branched on (0: no branching).
     relaxation_gram : ndarray or None
         The solver's minimiser of the relaxation (``None`` when it was not solved as a
         nonlinear program).
@@ -200,6 +204,7 @@ class DNNBound(Record):
     excess: float
     dnn_excess: float
     cuts: int
+    branches: int
     relaxation_gram: np.ndarray | None
     relaxation: str
 
@@ -228,12 +233,14 @@ def _solve(problem) -> None:
                 ) from None
 
 
-def _relaxation(prob: RowProblem, cuts: list[np.ndarray], d: float | None) -> np.ndarray | None:
-    """Minimiser of the scaled objective over the DNN set with the cuts (exponential cones)."""
+def _relaxation(prob: RowProblem, cuts: list[np.ndarray], d: float | None,
+                lower: np.ndarray | None = None) -> np.ndarray | None:
+    """Minimiser of the scaled objective over the DNN set with the cuts and the entry lower
+    bounds ``lower`` (zero diagonal; ``None``: 0), by exponential cones."""
     cp = _cvxpy()
     K = prob.K
     M = cp.Variable((K, K), symmetric=True)
-    cons = [M >> 0, M >= 0, cp.diag(M) == 1]
+    cons = [M >> 0, M >= (0.0 if lower is None else lower), cp.diag(M) == 1]
     cons += [cp.sum(cp.multiply(np.outer(w, w), M)) >= float(w.sum()) ** 2 / d for w in cuts]
     terms = []
     inv_t = math.exp(-prob.log_t)
@@ -253,9 +260,13 @@ def _relaxation(prob: RowProblem, cuts: list[np.ndarray], d: float | None) -> np
     return G
 
 
-def _linear_bound(g: np.ndarray, cuts: list[np.ndarray], d: float | None) -> float:
-    r"""A rigorous lower bound on :math:`\min\langle g, H\rangle` over the DNN set with the cuts:
-    a dual point from the solver, made feasible (module docstring)."""
+def _linear_bound(g: np.ndarray, cuts: list[np.ndarray], d: float | None,
+                  lower: np.ndarray | None = None) -> float:
+    r"""A rigorous lower bound on :math:`\min\langle g, H\rangle` over the DNN set with the cuts
+    and :math:`H \ge L` (``lower``, zero diagonal): a dual point from the solver, made feasible
+    (module docstring; the multiplier ``N >= 0`` of :math:`H \ge L` adds
+    :math:`\langle N, L\rangle`)."""
+    L = np.zeros_like(g) if lower is None else lower
     cp = _cvxpy()
     K = g.shape[0]
     y = cp.Variable(K)
@@ -266,7 +277,7 @@ def _linear_bound(g: np.ndarray, cuts: list[np.ndarray], d: float | None) -> flo
     if cuts:
         S = S - sum(lam[k] * np.outer(w, w) for k, w in enumerate(cuts))
     cons = [S >> 0, N >= 0, cp.diag(N) == 0]
-    obj = cp.sum(y) + (b @ lam if cuts else 0.0)
+    obj = cp.sum(y) + (b @ lam if cuts else 0.0) + cp.sum(cp.multiply(L, N))
     _solve(cp.Problem(cp.Maximize(obj), cons))
     yv = np.zeros(K) if y.value is None else np.asarray(y.value, dtype=float)
     Nv = np.zeros((K, K)) if N.value is None else np.maximum(0.5 * (N.value + N.value.T), 0.0)
@@ -276,8 +287,8 @@ def _linear_bound(g: np.ndarray, cuts: list[np.ndarray], d: float | None) -> flo
     for k, w in enumerate(cuts):
         Sv = Sv - lv[k] * np.outer(w, w)
     shift = float(np.linalg.eigvalsh(0.5 * (Sv + Sv.T))[0])
-    return float(yv.sum()) + K * min(shift, 0.0) + float(b @ lv) if cuts else (
-        float(yv.sum()) + K * min(shift, 0.0))
+    return (float(yv.sum()) + K * min(shift, 0.0) + float(np.sum(Nv * L))
+            + (float(b @ lv) if cuts else 0.0))
 
 
 def _separate(G: np.ndarray, d: int, cuts: list[np.ndarray]) -> np.ndarray | None:
@@ -303,15 +314,53 @@ def _separate(G: np.ndarray, d: int, cuts: list[np.ndarray]) -> np.ndarray | Non
     return best_w
 
 
+def set_partitions(K: int, blocks: int):
+    """Every partition of ``range(K)`` into exactly ``blocks`` non-empty blocks, as block labels
+    (restricted growth strings: the first element of each block opens it)."""
+    labels = [0] * K
+
+    def rec(i: int, opened: int):
+        if K - i < blocks - opened:
+            return
+        if i == K:
+            if opened == blocks:
+                yield tuple(labels)
+            return
+        for b in range(min(opened + 1, blocks)):
+            labels[i] = b
+            yield from rec(i + 1, max(opened, b + 1))
+
+    if K >= 1:
+        labels[0] = 0
+        yield from rec(1, 1)
+
+
+def stirling2(K: int, blocks: int) -> int:
+    """Number of partitions of ``K`` elements into ``blocks`` non-empty blocks."""
+    S = [[0] * (blocks + 1) for _ in range(K + 1)]
+    S[0][0] = 1
+    for n in range(1, K + 1):
+        for k in range(1, blocks + 1):
+            S[n][k] = k * S[n - 1][k] + S[n - 1][k - 1]
+    return S[K][blocks]
+
+
 def dnn_lower_bound(
     prob: RowProblem, points: list[np.ndarray], *, dim: int | None
 ) -> DNNBound:
     r"""Certified lower bound on the excess loss of ``prob`` over non-negative Grams of rank
-    ``<= dim`` (``None``: any rank), from the DNN relaxation and, for ``dim < K``, rank cuts.
+    ``<= dim`` (``None``: any rank), from the DNN relaxation and, for ``dim < K``, rank cuts and
+    a branching on where each prototype's largest coordinate lies.
 
     The relaxation is solved (when it has at most :data:`DNN_MAX_ROWS` rows) and the bound is
-    the best linearisation at its minimiser and at ``points`` (module docstring). ``prob``'s
-    scale is left at the last point linearised.
+    the best linearisation at its minimiser and at ``points`` (module docstring).
+
+    Branching (``d < K``, at most :data:`MAX_BRANCHES` partitions): each unit
+    :math:`z_c \ge 0` has a coordinate :math:`k(c)` with :math:`z_{c,k(c)} \ge 1/\sqrt d`, so
+    :math:`G_{cc'} \ge 1/d` whenever :math:`k(c) = k(c')`. Every feasible Gram lies in one of
+    the relaxations with those entry bounds for a partition of the classes into ``d`` blocks
+    (a partition into fewer blocks only adds bounds), and the minimum of their bounds is a bound.
+    ``prob``'s scale is left at the last point linearised.
 
     Raises
     ------
@@ -321,20 +370,21 @@ def dnn_lower_bound(
     K = prob.K
     d = None if dim is None or dim >= K else int(dim)
 
-    def bound_at(M: np.ndarray, cuts: list[np.ndarray]) -> float:
+    def bound_at(M: np.ndarray, cuts: list[np.ndarray], lower=None) -> float:
         prob.set_scale(M)
         st = prob.state(M)
         g = prob.gradient(st)
         _, excess, _ = prob.loss(M)
-        lin = _linear_bound(g, cuts, d) - float(np.sum(g * M))
+        lin = _linear_bound(g, cuts, d, lower) - float(np.sum(g * M))
         return excess + lin * prob.alpha_total * math.exp(prob.log_t)
 
-    def solve_with(cuts: list[np.ndarray], rounds: int) -> tuple[float, np.ndarray | None]:
+    def solve_with(cuts: list[np.ndarray], rounds: int, lower=None
+                   ) -> tuple[float, np.ndarray | None]:
         G_rel = None
         if prob.R <= DNN_MAX_ROWS:
             for k in range(rounds + 1):
                 prob.set_scale(points[0])
-                G_rel = _relaxation(prob, cuts, d)
+                G_rel = _relaxation(prob, cuts, d, lower)
                 if G_rel is None or d is None or k == rounds:
                     break
                 w = _separate(G_rel, d, cuts)
@@ -342,16 +392,26 @@ def dnn_lower_bound(
                     break
                 cuts.append(w)
         cands = list(points) + ([G_rel] if G_rel is not None else [])
-        return max(bound_at(M, cuts) for M in cands), G_rel
+        return max(bound_at(M, cuts, lower) for M in cands), G_rel
 
     cuts: list[np.ndarray] = [np.ones(K)] if d is not None else []
     dnn, G_plain = solve_with([], 0)
     if d is None:
-        return DNNBound(max(dnn, 0.0), max(dnn, 0.0), 0, G_plain,
+        return DNNBound(max(dnn, 0.0), max(dnn, 0.0), 0, 0, G_plain,
                         "doubly non-negative relaxation (PSD, entrywise >= 0, unit diagonal)")
     best, G_cut = solve_with(cuts, CUT_ROUNDS)
     best = max(best, dnn, 0.0)
-    return DNNBound(
-        best, max(dnn, 0.0), len(cuts), G_cut,
-        f"doubly non-negative relaxation with {len(cuts)} rank-{d} cuts w^T M w >= (1^T w)^2/{d}",
-    )
+    what = f"doubly non-negative relaxation with {len(cuts)} rank-{d} cuts w^T M w >= (1^T w)^2/{d}"
+    branches = stirling2(K, d)
+    if prob.R <= DNN_MAX_ROWS and branches <= MAX_BRANCHES:
+        worst = math.inf
+        for labels in set_partitions(K, d):
+            lab = np.array(labels)
+            L = np.where(lab[:, None] == lab[None, :], 1.0 / d, 0.0)
+            np.fill_diagonal(L, 0.0)
+            worst = min(worst, solve_with(list(cuts), 0, L)[0])
+        best = max(best, worst)
+        what += f", branched on the {branches} partitions of the classes by largest coordinate"
+    else:
+        branches = 0
+    return DNNBound(best, max(dnn, 0.0), len(cuts), branches, G_cut, what)
