@@ -113,6 +113,8 @@ class NonnegativeCertificate(CertificateProtocol):
         0`` proves the orthogonal frame optimal.
     cuts : int
         Rank-``d`` inequalities in the relaxation.
+    branches : int
+        Partitions of the classes by largest coordinate the bound branched on (0: none).
     relaxation : str
         What the bound was computed from.
     margins : tuple of Margin
@@ -128,6 +130,7 @@ class NonnegativeCertificate(CertificateProtocol):
     primal_residual: float
     min_cross_gradient: float | None
     cuts: int
+    branches: int
     relaxation: str
     margins: tuple[Margin, ...]
 
@@ -235,8 +238,8 @@ def _primal_residual(G: np.ndarray) -> float:
 
 def _certificate(loss_excess: float, bound_excess: float, dnn_excess: float, *,
                  stationarity: float | None, G: np.ndarray, min_grad: float | None,
-                 grad_atol: float, cuts: int, relaxation: str, entropy: float
-                 ) -> NonnegativeCertificate:
+                 grad_atol: float, cuts: int, relaxation: str, entropy: float,
+                 branches: int = 0) -> NonnegativeCertificate:
     gap = max(0.0, loss_excess - bound_excess)
     atol = NONNEG_GAP_RTOL * loss_excess
     margins = [DEFAULT_POLICY.margin("loss minus its certified lower bound (nats; certified "
@@ -249,7 +252,8 @@ def _certificate(loss_excess: float, bound_excess: float, dnn_excess: float, *,
         lower_bound=entropy + bound_excess, dnn_bound=entropy + dnn_excess, gap_bound=gap,
         log_gap_bound=math.log(gap) if gap > 0 else -math.inf, gap_atol=atol,
         certified=gap <= atol, stationarity=stationarity, primal_residual=_primal_residual(G),
-        min_cross_gradient=min_grad, cuts=cuts, relaxation=relaxation, margins=tuple(margins),
+        min_cross_gradient=min_grad, cuts=cuts, branches=branches, relaxation=relaxation,
+        margins=tuple(margins),
     )
 
 
@@ -310,13 +314,16 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
     if K <= DNN_MAX_K:
         b = dnn_lower_bound(prob, [G], dim=dim)
         bound, dnn, cuts, relaxation = b.excess, b.dnn_excess, b.cuts, b.relaxation
+        branches = b.branches
     else:
         prob.set_scale(G)
         bound = dnn = max(0.0, frank_wolfe_bound(prob, G) - entropy)
+        branches = 0
         cuts, relaxation = 0, (f"the elliptope (no sign constraint): the doubly non-negative "
                                f"relaxation is not built above K = {DNN_MAX_K}")
     cert = _certificate(excess, bound, dnn, stationarity=stationarity, G=G, min_grad=None,
-                        grad_atol=0.0, cuts=cuts, relaxation=relaxation, entropy=entropy)
+                        grad_atol=0.0, cuts=cuts, relaxation=relaxation, entropy=entropy,
+                        branches=branches)
     return dict(method="numeric", kkt_residual=stationarity, loss=loss, excess_loss=excess,
                 log_excess_loss=log_excess,
                 certificate=cert, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
