@@ -101,7 +101,8 @@ class NonnegativeCertificate(CertificateProtocol):
     log_gap_bound : float
         Its natural log (``-inf`` at a zero gap).
     gap_atol : float
-        The gap accepted as zero: ``NONNEG_GAP_RTOL`` of the excess loss.
+        The gap accepted as zero: ``NONNEG_GAP_RTOL`` of the excess loss, or the rounding of
+        the loss (its size times the policy's relative tolerance), whichever is larger.
     certified : bool
         ``gap_bound <= gap_atol``: the result is optimal (within ``gap_atol``).
     stationarity : float or None
@@ -152,10 +153,11 @@ class NonnegativeCertificate(CertificateProtocol):
 
 @dataclass(frozen=True, eq=False)
 class NonnegativePrototypes(Prototypes):
-    """:class:`~dgp.prototypes.Prototypes` for a ReLU head: a completely positive Gram.
+    """:class:`~dgp.prototypes.Prototypes` for a ReLU head: a completely positive Gram, with
+    these attributes beside those of ``Prototypes``.
 
-    Further attributes
-    ------------------
+    Attributes
+    ----------
     dim : int or None
         The embedding dimension the factor lives in (``None``: free).
     lower_bound : float
@@ -241,7 +243,8 @@ def _certificate(loss_excess: float, bound_excess: float, dnn_excess: float, *,
                  grad_atol: float, cuts: int, relaxation: str, entropy: float,
                  branches: int = 0) -> NonnegativeCertificate:
     gap = max(0.0, loss_excess - bound_excess)
-    atol = NONNEG_GAP_RTOL * loss_excess
+    # the solver's accuracy on the excess, or the rounding of the loss itself
+    atol = max(NONNEG_GAP_RTOL * loss_excess, DEFAULT_POLICY.atol(entropy + loss_excess))
     margins = [DEFAULT_POLICY.margin("loss minus its certified lower bound (nats; certified "
                                      "at or below atol)", gap, atol, zero_is_near=False)]
     if min_grad is not None:
@@ -281,7 +284,7 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
                                 "for every H >= 0 with unit diagonal")
             return dict(method="closed-form", kkt_residual=None, loss=loss,
                         excess_loss=excess, log_excess_loss=log_excess, certificate=cert,
-                        rank=K, unique=True,
+                        rank=K, unique=min_grad > atol,
                         stop_reason="orthogonal frame: grad F(I) >= 0 off the diagonal",
                         equiangular=0.0, matrix=None, factor=_frame(K, K if dim is None else dim),
                         starts=0, hits=0)
@@ -293,12 +296,12 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
             if dim is not None:
                 Z = np.hstack([Z, np.zeros((K, dim - K - 1))])
             loss, excess, log_excess = _loss_parts(prob, G)
-            cert = _certificate(excess, excess, 0.0, stationarity=None, G=G, min_grad=None,
+            cert = _certificate(excess, 0.0, 0.0, stationarity=None, G=G, min_grad=None,
                                 grad_atol=0.0, cuts=0, entropy=entropy,
                                 relaxation="the entropic bound (Gibbs), attained")
             return dict(method="closed-form", kkt_residual=None, loss=loss,
                         excess_loss=excess, log_excess_loss=log_excess, certificate=cert,
-                        rank=K, unique=None,
+                        rank=K, unique=False,
                         stop_reason="equiangular rho = 1 + tau log eps >= 0: completely "
                         "positive, attains the entropic bound", equiangular=rho, matrix=None,
                         factor=Z, starts=0, hits=0)
