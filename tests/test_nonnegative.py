@@ -15,7 +15,10 @@ import math
 import numpy as np
 import pytest
 import scipy.optimize as so
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from dgp import strategies as ds
 from dgp.errors import ParameterError, ParameterTypeError
 from dgp.infonce import winfonce_loss
 from dgp.prototypes import NonnegativePrototypes, nonnegative_prototypes
@@ -292,3 +295,38 @@ def test_branched_bound_is_valid_balanced():
     c = p.certificate
     assert c.branches == math.comb(4, 2)
     assert c.dnn_bound < c.lower_bound <= best
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=ds.class_sizes(max_classes=6, max_size=30), tau=ds.temperatures(0.05, 2.0),
+       seed=ds.seeds())
+def test_property_frame_permutation_invariant(sizes, tau, seed):
+    """The frame and its loss (from the definition) for any sizes, invariant under a
+    permutation of the classes."""
+    K = len(sizes)
+    perm = np.random.default_rng(seed).permutation(K)
+    p = nonnegative_prototypes(sizes, tau)
+    q = nonnegative_prototypes([sizes[i] for i in perm], tau)
+    assert p.gram.tolist() == q.gram.tolist() == np.eye(K).tolist()
+    assert p.loss == pytest.approx(class_loss(np.eye(K), sizes, tau), rel=1e-12)
+    assert q.loss == pytest.approx(p.loss, rel=1e-13)
+
+
+@settings(max_examples=4, deadline=None)
+@given(sizes=st.lists(st.integers(2, 40), min_size=3, max_size=3), tau=ds.temperatures(0.1, 1.0),
+       seed=ds.seeds())
+def test_property_rank_two_factor_and_bound(sizes, tau, seed):
+    """Three classes in R^2: a non-negative unit factor whose loss (from the definition) is no
+    worse than random non-negative configurations and above its certified bound."""
+    p = nonnegative_prototypes(sizes, tau, dim=2, starts=6)
+    Z = p.embedding
+    assert Z.shape == (3, 2) and Z.min() >= 0
+    np.testing.assert_allclose(np.linalg.norm(Z, axis=1), 1.0, atol=1e-12)
+    assert p.loss == pytest.approx(class_loss(Z @ Z.T, sizes, tau), rel=1e-10)
+    assert p.lower_bound <= p.loss
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        X = np.abs(rng.standard_normal((3, 2)))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        L = class_loss(X @ X.T, sizes, tau)
+        assert L >= p.lower_bound and L >= p.loss - 1e-9 * p.loss
