@@ -278,3 +278,11 @@ ZERO_GAP_DECAY = 1e-3
 #: nested scales stall near 1e-5, the loss floors of patterns that are not approached seen on
 #: small supports are above 4e-2
 ZERO_EVIDENCE = 1e-3
+
+# ---- twin classes found in a dense weighting (dgp.engine.blocks.dense_blocks) ----------------
+#: the search stops (the dense engine runs) when the classes found so far average fewer samples
+TWIN_MIN_MEAN_SIZE = 8
+#: columns compared first, to screen the candidates of a class before comparing whole rows
+TWIN_SCREEN = 16
+#: the search stops once it has compared this many times N^2 entries
+TWIN_WORK_BUDGET = 6.0
