@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -149,6 +151,28 @@ def test_streaming_equals_one_shot(pred):
     for key, value in ref.items():
         assert a[key] == pytest.approx(value, rel=1e-10, abs=1e-13), key
     assert a["samples_seen"] == len(y) and a["classes_seen"] == 4
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), cuts=st.lists(st.integers(1, 59), max_size=6),
+       perm=st.permutations(range(4)))
+def test_batching_and_class_names_never_matter(pred, seed, cuts, perm):
+    """Any split into batches and any renaming of the classes (with the prediction renamed
+    alike) give the numbers of one batch, to rounding."""
+    rng = np.random.default_rng(seed)
+    y = np.concatenate([np.arange(4), rng.integers(0, 4, 56)])  # every class present
+    Z = rng.standard_normal((60, 5)) + rng.uniform(0, 3) * np.eye(4, 5)[y]
+    perm = np.asarray(perm)
+    inv = np.argsort(perm)
+    one = GeometryMonitor(pred.gram, sizes=SIZES)
+    one.update(torch.tensor(Z), torch.tensor(y))
+    renamed = GeometryMonitor(pred.gram[np.ix_(inv, inv)], sizes=[SIZES[i] for i in inv])
+    for Zb, yb in _batches(Z, perm[y], sorted(set(cuts))):
+        renamed.update(torch.tensor(Zb), torch.tensor(yb))
+    a, b = one.compute(), renamed.compute()
+    assert a.keys() == b.keys()
+    for key in a:
+        assert b[key] == pytest.approx(a[key], rel=1e-9, abs=1e-12), key
 
 
 def test_permuting_the_classes_permutes_nothing_else(pred):
