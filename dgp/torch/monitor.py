@@ -59,6 +59,7 @@ from dgp.errors import (
     describe,
 )
 from dgp.prototypes import Prototypes
+from dgp.resources import check_memory
 from dgp.torch._compat import require_torch
 
 torch = require_torch()
@@ -191,6 +192,10 @@ class GeometryMonitor:
 
     def _allocate(self, device: Any, d: int) -> None:
         dtype = torch.float32 if device.type == "mps" else torch.float64
+        # compute() holds the d x d moment, the scatters and an eigendecomposition on the host
+        check_memory(8.0 * (5 * d * d + 3 * self.K * d), what=f"the monitor of {d}-dimensional "
+                     "embeddings (d x d second moment and scatter matrices)",
+                     hint="monitor a lower-dimensional projection of the embeddings")
         self._counts = torch.zeros(self.K, dtype=dtype, device=device)
         self._sums = torch.zeros(self.K, d, dtype=dtype, device=device)
         self._second = torch.zeros(d, d, dtype=dtype, device=device)
@@ -262,9 +267,9 @@ class GeometryMonitor:
                 self.target[np.ix_(*groups)].mean())
         if self._counts is None:
             return out
-        n = self._counts.double().cpu().numpy()
-        S = self._sums.double().cpu().numpy()
-        S2 = self._second.double().cpu().numpy()
+        n = self._counts.cpu().double().numpy()
+        S = self._sums.cpu().double().numpy()
+        S2 = self._second.cpu().double().numpy()
         out["samples_seen"] = float(n.sum())
         out["classes_seen"] = float((n > 0).sum())
         if (n == 0).any():
