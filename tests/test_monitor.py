@@ -151,6 +151,10 @@ def test_streaming_equals_one_shot(pred):
     for key, value in ref.items():
         assert a[key] == pytest.approx(value, rel=1e-10, abs=1e-13), key
     assert a["samples_seen"] == len(y) and a["classes_seen"] == 4
+    H = Z / np.linalg.norm(Z, axis=1, keepdims=True)
+    U = np.stack([H[y == c].mean(axis=0) for c in range(4)])
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    np.testing.assert_allclose(many.learned_gram(), U @ U.T, rtol=0, atol=1e-13)
 
 
 @settings(max_examples=25, deadline=None)
@@ -249,8 +253,13 @@ def test_absent_classes_are_nan_and_counted(pred):
     assert (out["samples_seen"], out["classes_seen"]) == (6, 3)
     assert math.isnan(out["gram_rms"]) and math.isnan(out["cosine_minority_majority"])
     assert math.isfinite(out["predicted_cosine_minority_majority"])  # from the prediction alone
+    G = mon.learned_gram()
+    assert np.isnan(G[3]).all() and np.isnan(G[:, 3]).all() and np.isfinite(G[:3, :3]).all()
     mon.update(Z[:2], torch.tensor([3, 3]))
     assert all(math.isfinite(v) for v in mon.compute().values())
+    G = mon.learned_gram()
+    assert np.allclose(np.diag(G), 1.0) and np.allclose(G, G.T)
+    assert np.linalg.eigvalsh(G).min() > -1e-12  # a Gram of unit vectors
     mon.reset()
     assert mon.compute()["samples_seen"] == 0
 

@@ -10,8 +10,10 @@ tagged ``figure`` must have exactly one PNG output of a plausible size, the cell
 from __future__ import annotations
 
 import base64
+import json
 import os
 import struct
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -25,6 +27,7 @@ pytest.importorskip("ipykernel")
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "docs" / "notebooks" / "figures.ipynb"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+KERNEL = "dgp-tests-python"
 
 
 def execute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, backend: str | None,
@@ -36,11 +39,18 @@ def execute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, backend: str | N
         nb.cells.insert(0, nbformat.v4.new_code_cell(first))
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     monkeypatch.setenv("PYTHONPATH", path)
+    # a kernel of this interpreter, whatever kernels the user has installed as "python3"
+    spec = tmp_path / "jupyter" / "kernels" / KERNEL
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "dgp tests", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     if backend is None:
         monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel's own (inline) backend
     else:
         monkeypatch.setenv("MPLBACKEND", backend)
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name=KERNEL,
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     return nb

@@ -142,6 +142,8 @@ class GeometryMonitor:
     of the prediction's classes. The sums are kept on the device of the first batch in float64
     (float32 on Apple ``mps``, which has no float64).
 
+    ``learned_gram()`` gives the ``K x K`` Gram of the class means itself.
+
     ``compute()`` returns a ``dict[str, float]`` whose keys depend only on the constructor's
     arguments: ``samples_seen``, ``classes_seen``, ``zero_norm_samples`` (embeddings of norm 0,
     counted in their class but without a direction), ``gram_rms`` (to the prediction),
@@ -267,21 +269,15 @@ class GeometryMonitor:
                 self.target[np.ix_(*groups)].mean())
         if self._counts is None:
             return out
-        n = self._counts.cpu().double().numpy()
-        S = self._sums.cpu().double().numpy()
-        S2 = self._second.cpu().double().numpy()
+        n, means, S2 = self._host()
         out["samples_seen"] = float(n.sum())
         out["classes_seen"] = float((n > 0).sum())
         if (n == 0).any():
             return out
-        means = S / n[:, None]
-        norms = np.linalg.norm(means, axis=1)
         out["nc1"] = self._nc1(n, means, S2)
-        if (norms == 0).any():
+        G = self.learned_gram()
+        if not np.isfinite(G).all():
             return out
-        U = means / norms[:, None]
-        G = U @ U.T
-        np.fill_diagonal(G, 1.0)
         out["gram_rms"] = _gram_rms(G, self.target)
         out["gram_rms_simplex"] = _gram_rms(G, self.simplex)
         if self.uniform is not None:
@@ -289,6 +285,33 @@ class GeometryMonitor:
         if groups is not None:
             out["cosine_minority_majority"] = float(G[np.ix_(*groups)].mean())
         return out
+
+    def learned_gram(self) -> np.ndarray:
+        """The ``K x K`` cosines :math:`\\hat G` of the normalised class means seen so far (to
+        draw beside the prediction, e.g. with :func:`dgp.plots.gram_heatmaps`); the rows and
+        columns of a class not seen yet, or whose mean is the zero vector, are ``nan``.
+
+        >>> import torch
+        >>> mon = GeometryMonitor([[1.0, -0.5], [-0.5, 1.0]])
+        >>> mon.update(torch.tensor([[1.0, 0.0], [0.0, 2.0]]), torch.tensor([0, 1]))
+        >>> mon.learned_gram().tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+        """
+        if self._counts is None:
+            return np.full((self.K, self.K), math.nan)
+        n, means, _ = self._host()
+        norms = np.linalg.norm(means, axis=1)
+        ok = (n > 0) & (norms > 0)
+        U = np.where(ok[:, None], means, math.nan) / np.where(ok, norms, 1.0)[:, None]
+        G = U @ U.T
+        G[np.diag_indices(self.K)] = np.where(ok, 1.0, math.nan)
+        return G
+
+    def _host(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Counts, class means (0 for a class not seen) and the second moment, in float64."""
+        n = self._counts.cpu().double().numpy()
+        S = self._sums.cpu().double().numpy()
+        return n, S / np.maximum(n, 1.0)[:, None], self._second.cpu().double().numpy()
 
     def _minority_majority(self) -> tuple[np.ndarray, np.ndarray] | None:
         if self.sizes is None:
