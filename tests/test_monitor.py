@@ -328,3 +328,13 @@ def test_bad_input_is_named(pred):
         mon.update(torch.ones(3, 5), torch.tensor([0, 1, 2]))
     with pytest.raises(InputError, match="3 entries for 2"):
         mon.update(torch.ones(2, 4), torch.tensor([0, 1, 2]))
+
+
+def test_a_rejected_batch_leaves_no_trace(pred):
+    mon = GeometryMonitor(pred)
+    with pytest.raises(InputError):
+        mon.update(torch.ones(3, 4), torch.tensor([0, 1, 9]))
+    assert mon.compute()["samples_seen"] == 0
+    mon.update(torch.ones(2, 5), torch.tensor([0, 1]))  # its dimension was not fixed
+    assert (mon.compute()["samples_seen"], repr(mon)) == (
+        2, "GeometryMonitor(K=4, samples_seen=2, classes_seen=2)")

@@ -222,16 +222,13 @@ class GeometryMonitor:
             raise InputError("embeddings must be a B x d tensor, got shape "
                              f"{tuple(embeddings.shape)}")
         Z = embeddings.detach()
-        if self._counts is None:
-            self._allocate(Z.device, int(Z.shape[1]))
-        acc = self._sums
-        if Z.shape[1] != acc.shape[1]:
+        if self._sums is not None and Z.shape[1] != self._sums.shape[1]:
             raise InputError(f"embeddings have dimension {Z.shape[1]}, earlier batches had "
-                             f"{acc.shape[1]} (call reset() to start over)")
+                             f"{self._sums.shape[1]} (call reset() to start over)")
         y = labels.detach() if isinstance(labels, torch.Tensor) else torch.as_tensor(labels)
         if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
             raise InputTypeError(f"labels must be integer class indices, got dtype {y.dtype}")
-        y = y.reshape(-1).to(device=acc.device, dtype=torch.long)
+        y = y.reshape(-1)
         if y.shape[0] != Z.shape[0]:
             raise InputError(f"labels has {y.shape[0]} entries for {Z.shape[0]} embeddings")
         if y.numel() == 0:
@@ -241,9 +238,13 @@ class GeometryMonitor:
             bad = lo if lo < 0 else hi
             raise InputError(f"labels must be classes 0..{self.K - 1} (the prototypes' order), "
                              f"got {bad}")
-        H = Z.to(device=acc.device, dtype=acc.dtype)
-        if not bool(torch.isfinite(H).all().item()):
+        if not bool(torch.isfinite(Z).all().item()):
             raise InputError("embeddings hold NaN or infinite values")
+        if self._sums is None:  # the first batch that counts chooses the device and d
+            self._allocate(Z.device, int(Z.shape[1]))
+        acc = self._sums
+        y = y.to(device=acc.device, dtype=torch.long)
+        H = Z.to(device=acc.device, dtype=acc.dtype)
         norms = torch.linalg.vector_norm(H, dim=1)
         zero = norms == 0
         H = H / torch.where(zero, torch.ones_like(norms), norms)[:, None]
