@@ -124,6 +124,10 @@ SPECTRAL_START_PERTURBATION = 1e-6
 RANK_D_GTOL = 1e-9
 #: a screened rank-d start more than this fraction of the best loss behind is not polished
 SCREEN_SLACK = 1e-2
+#: a square ``prototypes`` array given to ``dgp.torch.GeometryMonitor`` is read as a Gram when it
+#: is symmetric with unit diagonal within this (the rounding of a Gram saved in float32, with
+#: room); otherwise its rows are read as prototype vectors
+MONITOR_GRAM_ATOL = 1e-6
 
 # ----------------------------------------------------------------------------------------------
 # parameter searches (dgp.design)
