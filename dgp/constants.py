@@ -124,6 +124,10 @@ SPECTRAL_START_PERTURBATION = 1e-6
 RANK_D_GTOL = 1e-9
 #: a screened rank-d start more than this fraction of the best loss behind is not polished
 SCREEN_SLACK = 1e-2
+#: a square ``prototypes`` array given to ``dgp.torch.GeometryMonitor`` is read as a Gram when it
+#: is symmetric with unit diagonal within this (the rounding of a Gram saved in float32, with
+#: room); otherwise its rows are read as prototype vectors
+MONITOR_GRAM_ATOL = 1e-6
 
 # ----------------------------------------------------------------------------------------------
 # parameter searches (dgp.design)
@@ -279,6 +283,13 @@ ZERO_GAP_DECAY = 1e-3
 #: small supports are above 4e-2
 ZERO_EVIDENCE = 1e-3
 
+# ---- twin classes found in a dense weighting (dgp.engine.blocks.dense_blocks) ----------------
+#: the search stops (the dense engine runs) when the classes found so far average fewer samples
+TWIN_MIN_MEAN_SIZE = 8
+#: columns compared first, to screen the candidates of a class before comparing whole rows
+TWIN_SCREEN = 16
+#: the search stops once it has compared this many times N^2 entries
+TWIN_WORK_BUDGET = 6.0
 # ---- non-negative (ReLU-head) prototypes (dgp.prototypes._nonnegative, dgp.solver._nonnegative)
 
 #: entries of a non-negative factor at or below this are its zeros (the support polish and the
