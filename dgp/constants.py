@@ -290,6 +290,7 @@ TWIN_MIN_MEAN_SIZE = 8
 TWIN_SCREEN = 16
 #: the search stops once it has compared this many times N^2 entries
 TWIN_WORK_BUDGET = 6.0
+
 # ---- non-negative (ReLU-head) prototypes (dgp.prototypes._nonnegative, dgp.solver._nonnegative)
 
 #: entries of a non-negative factor at or below this are its zeros (the support polish and the
