@@ -8,8 +8,17 @@ the completely positive Grams of a ReLU head — the identity :math:`G = I` is a
 the unique one for the full batch. Non-negative unit vectors with :math:`G = I` exist in
 :math:`\mathbb R^d` iff :math:`d \ge K` (an orthogonal frame), whatever the class sizes.
 
-Proof, as checked here. Each anchor term of class ``c`` in a batch with class counts ``m``
-(the full batch: ``m = n``) is
+The same holds before collapse, for the ``N x N`` problem over samples: the collapsed
+orthogonal frame (every sample of class ``c`` at :math:`e_c`) minimises the full-batch loss and
+the expected batch loss over all embeddings with non-negative coordinates. Averaging a Gram over
+the permutations within classes keeps it PSD and non-negative and, the loss being convex and
+invariant under them, does not raise it; collapsing the block-constant result (theorem
+``supcon-collapse``; for batches, raising a within-class cosine to 1 lowers every batch term
+that sees it) keeps it non-negative and lowers it; what is left is the class-level problem
+below. With batches other minimisers may exist (Kini et al.: batching can break the collapse).
+
+Proof of the class-level step, as checked here. Each anchor term of class ``c`` in a batch
+with class counts ``m`` (the full batch: ``m = n``) is
 
 .. math::
 
@@ -39,8 +48,9 @@ the frame is optimal iff :math:`\varepsilon \le e^{-1/\tau}`, i.e.
 :math:`\rho > 0` attains the entropic bound).
 
 Checked symbolically (the derivatives, their signs, the Soft SupCon identity) and by properties:
-random non-negative collapsed configurations never beat the frame (losses from the ``N x N``
-definition); :func:`dgp.prototypes.nonnegative_prototypes` returns it; the expected batch loss,
+random non-negative collapsed configurations, and random non-negative embeddings of the samples
+that are not collapsed, never beat the frame (losses from the ``N x N`` definition);
+:func:`dgp.prototypes.nonnegative_prototypes` returns it; the expected batch loss,
 enumerated over every batch of samples, is lowest at the frame; random non-negative Grams of
 rank ``d < K`` satisfy both rank-``d`` inequalities; Soft SupCon with
 :math:`\varepsilon > e^{-1/\tau}` is improved by a small common positive cosine.
@@ -63,11 +73,12 @@ from dgp.prototypes import nonnegative_prototypes
 
 THEOREM = Theorem(
     id="relu-orthogonal-frame",
-    statement="SupCon with collapsed classes, full batch or the expected loss of any batch "
-    "sampler and reduction, any class sizes >= 2 and tau: over Grams with non-negative entries "
-    "and unit diagonal (ReLU heads) G = I is a minimiser (unique for the full batch), realised "
-    "by an orthogonal frame iff d >= K; for d < K, w^T G w >= (1^T w)^2 / d for w >= 0. Soft "
-    "SupCon: the frame is optimal iff eps <= exp(-1/tau).",
+    statement="SupCon, full batch or the expected loss of any batch sampler and reduction, any "
+    "class sizes >= 2 and tau: over prototype Grams with non-negative entries and unit diagonal "
+    "(ReLU heads) G = I is a minimiser (unique for the full batch), realised by an orthogonal "
+    "frame iff d >= K, and the collapsed frame minimises the loss over all non-negative sample "
+    "embeddings; for d < K, w^T G w >= (1^T w)^2 / d for w >= 0. Soft SupCon: the frame is "
+    "optimal iff eps <= exp(-1/tau).",
     method="both",
 )
 
@@ -145,6 +156,30 @@ def test_property_frame_beats_nonnegative_configurations(sizes, seed, extra, tau
         assert L >= L_frame - 1e-12 * L_frame
         if (G - np.eye(K)).max() > 1e-6:
             assert L > L_frame
+
+
+@property_settings()
+@given(
+    sizes=ds.class_sizes(max_classes=4, max_size=5),
+    seed=ds.seeds(),
+    d=st.integers(1, 6),
+    tau=ds.temperatures(0.05, 2.0),
+)
+def test_property_frame_beats_uncollapsed_samples(sizes, seed, d, tau):
+    """Non-negative embeddings of the samples in any R^d, collapsed or not, never beat the
+    collapsed orthogonal frame (N x N losses from the definition)."""
+    K = len(sizes)
+    labels = np.repeat(np.arange(K), sizes)
+    W = ref.class_weights(labels)
+    frame = ref.loss_from_gram(np.eye(K)[np.ix_(labels, labels)], W, tau)
+    rng = np.random.default_rng(seed)
+    for spread in (0.0, 0.1, 1.0):  # around class directions, or anywhere
+        centres = _random_nonnegative(rng, K, d)[labels]
+        Z = np.abs(centres + spread * rng.standard_normal((labels.size, d)))
+        Z[np.linalg.norm(Z, axis=1) == 0, 0] = 1.0
+        Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+        L = ref.loss_from_gram(Z @ Z.T, W, tau)
+        assert L >= frame - 1e-12 * frame
 
 
 def _batch_loss(G: np.ndarray, labels: np.ndarray, tau: float, B: int, reduction: str) -> float:

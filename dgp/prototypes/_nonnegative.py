@@ -29,9 +29,11 @@ anchors, or the expected loss of a mini-batch sampler). What is known and how it
   does not (the non-convex rank constraint is what the relaxation loses) and the gap is stated.
 
 Everything is for collapsed classes (one prototype per class), the class-level model of
-:func:`dgp.supcon_prototypes`. With mini-batches, Kini et al. show that batching can break the
-orthogonal frame *at the sample level* (non-collapsed minimisers when the batches do not bind
-all classes); the class-level Gram predicted here is unaffected by that.
+:func:`dgp.supcon_prototypes`. For SupCon the collapsed frame is also a minimiser over every
+non-negative embedding of the samples, full batch or batched (theorem
+``relu-orthogonal-frame``); with mini-batches Kini et al. show that other, non-collapsed
+minimisers can exist when the batches do not bind all classes, which the class-level Gram
+predicted here does not see.
 """
 
 from __future__ import annotations
