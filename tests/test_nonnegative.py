@@ -330,3 +330,12 @@ def test_property_rank_two_factor_and_bound(sizes, tau, seed):
         X /= np.linalg.norm(X, axis=1, keepdims=True)
         L = class_loss(X @ X.T, sizes, tau)
         assert L >= p.lower_bound and L >= p.loss - 1e-9 * p.loss
+
+
+def test_one_dimension_is_certified():
+    """In R^1 the only non-negative unit vector is 1: every cosine is 1, and the bound (the
+    cut 1^T G 1 >= K^2 and the single partition into one block) proves it."""
+    p = nonnegative_prototypes([5, 3, 2], 0.3, dim=1, starts=4)
+    np.testing.assert_allclose(p.gram, np.ones((3, 3)), atol=1e-12)
+    assert p.loss == pytest.approx(class_loss(np.ones((3, 3)), [5, 3, 2], 0.3), rel=1e-12)
+    assert p.certified and p.convergence.certified and not p.certificate.check()
