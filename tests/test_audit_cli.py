@@ -47,6 +47,45 @@ for f in (chatty, hang, boom, deep, detached):
     f.tau = 0.2
 '''
 
+# the module forks; both copies raise (the fork's copy of the worker must not answer instead)
+FORK_RAISE = "import os\npid = os.fork()\nraise RuntimeError(f'raised by {os.getpid()}')\n"
+# the module forks a child that goes on sleeping; the module itself raises
+FORK_LINGER = (
+    "import os, time, pathlib\n"
+    "if os.fork() == 0:\n"
+    "    pathlib.Path(__file__).with_name('linger.pid').write_text(str(os.getpid()))\n"
+    "    time.sleep(120)\n"
+    "    os._exit(0)\n"
+    "raise RuntimeError('the module raised after forking')\n"
+)
+# a daemon: fork, setsid() (a new session and process group), fork again, the middle one exits
+DOUBLE_FORK = (
+    "import os, time, pathlib, torch\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        pathlib.Path(__file__).with_name('daemon.pid').write_text(str(os.getpid()))\n"
+    "        time.sleep(120)\n"
+    "    os._exit(0)\n"
+    "time.sleep(0.5)  # let the daemon start\n"
+    "def loss(z, y):\n"
+    "    zn = torch.nn.functional.normalize(z, dim=1)\n"
+    "    eye = torch.eye(len(z), dtype=torch.bool)\n"
+    "    s = (zn @ zn.T / 0.2).masked_fill(eye, float('-inf'))\n"
+    "    logq = torch.log_softmax(s, 1).masked_fill(eye, 0)\n"
+    "    same = (y[:, None] == y[None, :]).double() - torch.eye(len(z))\n"
+    "    return -((same / same.sum(1, keepdim=True)) * logq).sum()\n"
+    "loss.tau = 0.2\n"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
@@ -54,6 +93,9 @@ def modules(tmp_path_factory):
     (d / "audit_losses.py").write_text(LOSSES)
     (d / "broken_mod.py").write_text("raise RuntimeError('broken at import')\n")
     (d / "needs_dep.py").write_text("import some_missing_dependency_xyz\n")
+    (d / "fork_raise.py").write_text(FORK_RAISE)
+    (d / "fork_linger.py").write_text(FORK_LINGER)
+    (d / "double_fork.py").write_text(DOUBLE_FORK)
     (d / "plain_mod.py").write_text("x = 1\n\ndef hang(z, y):\n    while True:\n        pass\n"
                                     "\n\nhang.tau = 0.1\n")
     return d
@@ -163,3 +205,57 @@ def test_worker_is_not_given_the_current_directory(modules, monkeypatch):
     out = subprocess.run([sys.executable, "-c", probe_code, cfg], capture_output=True,
                          text=True, cwd=modules, timeout=60)
     assert out.stdout.strip() == "False", textwrap.shorten(out.stderr, 200)
+
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="the audit's subreaper and /proc walk are Linux's")
+
+
+@linux_only
+def test_a_daemonised_grandchild_does_not_outlive_the_audit(modules, cli):
+    """A double fork with setsid() leaves the worker's process group and session; the audit's
+    supervisor is a child subreaper, so the daemon is reparented to it and killed."""
+    proc = cli.process("audit", "double_fork:loss", "--labels", "classes", "--call",
+                       "embeddings", "--json", "--path", modules, timeout=120)
+    assert proc.code == 0, proc.err
+    assert proc.json["match"]["objective"] == "supcon"
+    pid = int((modules / "daemon.pid").read_text())
+    assert not _alive(pid), f"the daemonised grandchild {pid} still runs"
+
+
+@pytest.mark.parametrize(("target", "match", "pidfile"), [
+    ("fork_raise:loss", "RuntimeError: raised by ", None),
+    ("fork_linger:loss", "RuntimeError: the module raised after forking", "linger.pid"),
+])
+@linux_only
+def test_a_module_that_forks_then_raises_is_reported_as_its_error(modules, cli, target, match,
+                                                                  pidfile):
+    proc = cli.process("audit", target, "--timeout", "60", "--path", modules, timeout=120)
+    assert proc.code == 1
+    err = proc.err.strip().splitlines()
+    assert err[-1].startswith("error: importing module") and match in err[-1], proc.err
+    assert "did not finish" not in proc.err and "Traceback" not in proc.err
+    if pidfile is not None:
+        assert not _alive(int((modules / pidfile).read_text()))
+
+
+@linux_only
+def test_descendants_follow_the_parent_links():
+    """The /proc walk that the supervisor kills from finds a grandchild through its parent."""
+    from dgp.cli.audit import descendants
+
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import subprocess, sys, time; "
+                              "p = subprocess.Popen([sys.executable, '-c', "
+                              "'import time; time.sleep(60)']); "
+                              "print(p.pid, flush=True); time.sleep(60)"],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        grandchild = int(child.stdout.readline())
+        found = descendants(os.getpid())
+        assert child.pid in found and grandchild in found
+        assert descendants(grandchild) == []
+    finally:
+        for pid in (grandchild, child.pid):
+            os.kill(pid, 9)
+        child.wait()
