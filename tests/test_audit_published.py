@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 import pathlib  # noqa: E402
 
 from dgp.torch.audit import audit_loss  # noqa: E402
+from dgp.torch.audit.vocabulary import FIRST_VIEW_ANCHORS  # noqa: E402
 from dgp.torch.audit_examples import CASES, CaseUnavailable, run_case, table_row  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -39,8 +40,14 @@ def test_row(case):
         assert report.match["form"] == expect["form"]
     assert report.partition == expect["partition"]
     assert (report.anchor_spread > 1.01) == expect.get("unequal_anchors", False)
+    if "tau" in expect:  # no temperature given: estimated from the probes
+        assert report.tau_estimate == pytest.approx(expect["tau"], rel=1e-6)
+    assert (report.learned_temperature is not None) == expect.get("learned", False)
     if expect["partition"] == "negatives":
         assert report.verdict is None  # no entropic bound without the positives
+    elif expect["partition"] in FIRST_VIEW_ANCHORS:
+        assert report.verdict is None  # pairs within the second view are in no term
+        assert (report.anchor_weights[report.n // 2:] == 0).all()
     else:
         assert report.verdict in ("realizable", "degenerate", "inconsistent")
     assert report.geometry is not None and report.intended is not None

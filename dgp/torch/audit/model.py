@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from dgp.constants import EPS_FIT_RANGE, LABEL_TAU_FIT_RANGE, PARAM_FIT_XATOL, SCALE_FLOOR
+from dgp.constants import (
+    EPS_FIT_RANGE,
+    LABEL_TAU_FIT_RANGE,
+    PARAM_FIT_XATOL,
+    SCALE_FLOOR,
+    TAU_SEARCH_POINTS,
+    TAU_SEARCH_RANGE,
+)
 from dgp.errors import InputError, check_choice
 from dgp.torch._compat import require_torch
 
@@ -20,6 +27,8 @@ from dgp.torch.audit.probe import (  # noqa: E402
     similarities,
 )
 from dgp.torch.audit.vocabulary import (  # noqa: E402
+    CROSS_VIEW,
+    FIRST_VIEW_ANCHORS,
     FORMS,
     PARTITIONS,
 )
@@ -38,10 +47,15 @@ def partition_log_weights(n: int, row_labels: np.ndarray | None, partition: str)
         If ``partition`` is unknown, or needs labels that are not given.
     """
     check_choice(partition, PARTITIONS, "partition")
-    if partition != "all" and row_labels is None:
+    if partition in ("class-averaged", "negatives") and row_labels is None:
         raise InputError(f"partition {partition!r} needs class labels")
-    if partition == "all":
+    if partition in CROSS_VIEW + FIRST_VIEW_ANCHORS and n % 2:
+        raise InputError(f"partition {partition!r} needs two views (an even n), got n = {n}")
+    if partition in ("all", "one-view"):
         logc = np.zeros((n, n))
+    elif partition in CROSS_VIEW:
+        view = np.arange(n) >= n // 2
+        logc = np.where(view[:, None] == view[None, :], -np.inf, 0.0)
     else:
         y = equality_codes(row_labels)
         same = y[:, None] == y[None, :]
@@ -54,6 +68,15 @@ def partition_log_weights(n: int, row_labels: np.ndarray | None, partition: str)
                 logc = -np.log(cnt)
     np.fill_diagonal(logc, -np.inf)
     return logc
+
+
+def partition_anchors(n: int, partition: str) -> np.ndarray:
+    """Which of ``n`` rows are anchors of the loss under ``partition`` (bool mask): all, or the
+    first view's (rows ``0..n/2-1``) for :data:`FIRST_VIEW_ANCHORS`."""
+    check_choice(partition, PARTITIONS, "partition")
+    if partition in FIRST_VIEW_ANCHORS:
+        return np.arange(n) < n // 2
+    return np.ones(n, dtype=bool)
 
 
 def softmax_rows(logits: np.ndarray) -> np.ndarray:
@@ -99,7 +122,8 @@ class ModelFit:
 
 
 def fit_model(
-    probes: Probes, *, tau: float, similarity: str, logc: np.ndarray, partition: str = "all"
+    probes: Probes, *, tau: float, similarity: str, logc: np.ndarray, partition: str = "all",
+    anchors: np.ndarray | None = None,
 ) -> ModelFit:
     r"""Fit :math:`T^{(p)}_{ij} = m_i q^{(p)}_{ij} + m_j q^{(p)}_{ji} - S_{ij}` by least squares.
 
@@ -107,9 +131,11 @@ def fit_model(
     means over probes), leaving the ``N x N`` normal equations
     :math:`H m = g` with :math:`H_{kk} = \sum_{p,j} D_{kj}^2`,
     :math:`H_{kj} = \sum_p D_{kj} D_{jk}`, :math:`g_k = \sum_{p,j} E_{kj} D_{kj}`
-    (:math:`D = q - \bar q`, :math:`E = T - \bar T`).
+    (:math:`D = q - \bar q`, :math:`E = T - \bar T`). ``anchors`` (a bool mask) fixes
+    :math:`m_i = 0` off the anchors: the normal equations are solved on the anchors alone.
     """
     n = probes.T.shape[1]
+    a = np.ones(n, dtype=bool) if anchors is None else np.asarray(anchors, dtype=bool)
     Q = np.stack([
         softmax_rows(similarities(Zp, tau=tau, similarity=similarity) + logc)
         for Zp in probes.points
@@ -119,8 +145,9 @@ def fit_model(
     H = np.einsum("pkj,pjk->kj", D, D)
     H[np.diag_indices(n)] = np.einsum("pkj,pkj->k", D, D)
     g = np.einsum("pkj,pkj->k", E, D)
-    m, *_ = np.linalg.lstsq(H, g, rcond=None)
-    lam = np.abs(np.linalg.eigvalsh((H + H.T) / 2.0))
+    m = np.zeros(n)
+    m[a], *_ = np.linalg.lstsq(H[np.ix_(a, a)], g[a], rcond=None)
+    lam = np.abs(np.linalg.eigvalsh((H[np.ix_(a, a)] + H[np.ix_(a, a)].T) / 2.0))
     condition = float(lam.max() / max(lam.min(), SCALE_FLOOR))
     S = m[:, None] * Qb + m[None, :] * Qb.T - Tb
     np.fill_diagonal(S, 0.0)
@@ -136,6 +163,44 @@ def fit_model(
     return ModelFit(partition, m, S, resid, spread, float(diff.mean()), condition)
 
 
+def with_tau(probes: Probes, tau: float, probe_tau: float) -> Probes:
+    """The probes as if taken at temperature ``tau``: ``T`` was computed as
+    ``probe_tau * gradient``, so it scales by ``tau / probe_tau``."""
+    from dataclasses import replace
+
+    return replace(probes, T=probes.T * (tau / probe_tau))
+
+
+def estimate_tau(
+    probes: Probes, *, similarity: str, logc: np.ndarray, partition: str = "all",
+    anchors: np.ndarray | None = None,
+) -> tuple[float, ModelFit]:
+    r"""The temperature at which the gradient model fits the probes best, and that fit.
+
+    A wrong temperature scales ``T`` (absorbed by the scale of ``(m, S)``) but also moves every
+    softmax :math:`q^{(p)}` of the model, which no ``(m, S)`` absorbs once the probes differ:
+    the residual vanishes at the loss's temperature only. It is minimised over
+    :math:`\log\tau` on :data:`~dgp.constants.TAU_SEARCH_RANGE` (a grid, then Brent's method
+    on the squared residual, smooth at its zero). ``probes`` may be taken at any temperature.
+    """
+
+    def fit_at(log_tau: float) -> ModelFit:
+        return fit_model(probes, tau=math.exp(log_tau), similarity=similarity, logc=logc,
+                         partition=partition, anchors=anchors)
+
+    grid = np.linspace(math.log(TAU_SEARCH_RANGE[0]), math.log(TAU_SEARCH_RANGE[1]),
+                       TAU_SEARCH_POINTS)
+    with np.errstate(all="ignore"):
+        res = np.array([fit_at(g).residual for g in grid])
+        res[~np.isfinite(res)] = np.inf
+        k = int(np.argmin(res))
+        lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+        opt = minimize_scalar(lambda g: fit_at(g).residual ** 2, bounds=(lo, hi),
+                              method="bounded", options={"xatol": PARAM_FIT_XATOL})
+    best = float(opt.x) if opt.fun <= res[k] ** 2 else float(grid[k])
+    return math.exp(best), fit_at(best)
+
+
 def model_loss(s: np.ndarray, m: np.ndarray, S: np.ndarray, logc: np.ndarray) -> float:
     r""":math:`-\sum_{i<j} S_{ij}s_{ij} + \sum_i m_i \mathrm{LSE}_{k\ne i}(s_{ik} + \log c_{ik})`
     for a similarity matrix ``s`` (its diagonal unused)."""
@@ -147,13 +212,15 @@ def model_loss(s: np.ndarray, m: np.ndarray, S: np.ndarray, logc: np.ndarray) ->
 # candidates from the registry
 
 
-def candidate_terms(W: np.ndarray, form: str) -> tuple[np.ndarray, np.ndarray]:
+def candidate_terms(W: np.ndarray, form: str, anchors: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """Anchor weights ``m`` and symmetric part ``S`` of a loss that uses ``W`` in ``form``.
 
     ``"rows"``: the w-InfoNCE, ``p = W / W.sum(1, keepdims=True)``, ``m = 1``;
     ``"raw"``: :math:`-\\sum_{ij} w_{ij}\\log q_{ij}` with ``W`` as given, ``m = W.sum(1)``;
     ``"columns"``: the same after ``W /= W.sum(1)`` (the broadcast divides column ``j`` by
-    the sum of row ``j``); ``"columns-rows"``: that, then rows normalised.
+    the sum of row ``j``); ``"columns-rows"``: that, then rows normalised. ``anchors`` (a bool
+    mask) keeps the terms of those anchors only (a loss over the first view's anchors).
 
     Raises
     ------
@@ -165,9 +232,11 @@ def candidate_terms(W: np.ndarray, form: str) -> tuple[np.ndarray, np.ndarray]:
     np.fill_diagonal(A, 0.0)
     if form in ("columns", "columns-rows"):
         A = A / A.sum(axis=1)[None, :]
+    keep = np.ones(A.shape[0]) if anchors is None else np.asarray(anchors, dtype=float)
     if form in ("rows", "columns-rows"):
-        P = A / A.sum(axis=1, keepdims=True)
-        return np.ones(A.shape[0]), P + P.T
+        P = keep[:, None] * (A / A.sum(axis=1, keepdims=True))
+        return keep, P + P.T
+    A = keep[:, None] * A
     return A.sum(axis=1), A + A.T
 
 
@@ -259,10 +328,12 @@ def match_error(m: np.ndarray, S: np.ndarray, mc: np.ndarray, Sc: np.ndarray) ->
 def fit_candidate(fit: ModelFit, cand: Candidate) -> tuple[float, float | None]:
     from dgp.errors import ParameterError
 
+    anchors = partition_anchors(len(fit.m), fit.partition)
+
     def err(value: float | None) -> float:
         try:
             W = cand.weights(value)
-            mc, Sc = candidate_terms(W, cand.form)
+            mc, Sc = candidate_terms(W, cand.form, anchors)
         except (ParameterError, ValueError, FloatingPointError):
             return math.inf  # e.g. a kernel so narrow that a row has no mass
         if not (np.isfinite(Sc).all() and np.isfinite(mc).all() and mc.sum() > 0):
