@@ -47,6 +47,17 @@ for f in (chatty, hang, boom, deep, detached):
     f.tau = 0.2
 '''
 
+# a CLIP-style loss with no temperature attribute (tau = 0.07 inside)
+CLIP = (
+    "import torch\n"
+    "import torch.nn.functional as F\n"
+    "def clip(a, b):\n"
+    "    a, b = F.normalize(a, dim=1), F.normalize(b, dim=1)\n"
+    "    logits = a @ b.T / 0.07\n"
+    "    t = torch.arange(len(a))\n"
+    "    return (F.cross_entropy(logits, t) + F.cross_entropy(logits.T, t)) / 2\n"
+)
+
 # the module forks; both copies raise (the fork's copy of the worker must not answer instead)
 FORK_RAISE = "import os\npid = os.fork()\nraise RuntimeError(f'raised by {os.getpid()}')\n"
 # the module forks a child that goes on sleeping; the module itself raises
@@ -93,6 +104,7 @@ def modules(tmp_path_factory):
     (d / "audit_losses.py").write_text(LOSSES)
     (d / "broken_mod.py").write_text("raise RuntimeError('broken at import')\n")
     (d / "needs_dep.py").write_text("import some_missing_dependency_xyz\n")
+    (d / "clip_mod.py").write_text(CLIP)
     (d / "fork_raise.py").write_text(FORK_RAISE)
     (d / "fork_linger.py").write_text(FORK_LINGER)
     (d / "double_fork.py").write_text(DOUBLE_FORK)
@@ -259,3 +271,15 @@ def test_descendants_follow_the_parent_links():
         for pid in (grandchild, child.pid):
             os.kill(pid, 9)
         child.wait()
+
+
+def test_a_loss_without_temperature_is_audited_with_the_estimate(modules, cli):
+    """It exited 2 ("the temperature must be known; pass tau"); now the JSON has the estimate
+    and the cross-view partition (CONTRACT v3)."""
+    proc = cli.process("audit", "clip_mod:clip", "--json", "--path", modules, timeout=120)
+    assert proc.code == 0, proc.err
+    out = proc.json
+    assert out["model"]["partition"] == "cross-view" and out["identified"]
+    assert out["tau_source"] == "estimated" and out["tau_given"] is None
+    assert abs(out["tau_estimate"] - 0.07) < 1e-3 * 0.07 and out["tau_residual"] < 1e-8
+    assert {h["partition"] for h in out["hypotheses"]} >= {"all", "cross-view", "one-direction"}

@@ -76,13 +76,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="how to call the loss: loss(embeddings, labels), loss(features "
                    "[b, 2, d], labels) or loss(z1, z2, labels); default: try them in turn")
     p.add_argument("--tau", type=float,
-                   help="temperature (default: the loss's tau or temperature attribute)")
+                   help="temperature (default: the loss's tau or temperature attribute, else "
+                   "estimated from the probes; a given one that does not fit is replaced by "
+                   "the estimate, with a warning naming both)")
     p.add_argument("--similarity", choices=("auto", "cosine", "euclidean"), default="auto",
                    help="latent similarity (default: detected from the gradient)")
     p.add_argument("--dim", type=int, help="embedding dimension for the verdict (default N)")
     p.add_argument("--match-rtol", type=float, default=MATCH_RTOL,
                    help="relative tolerance of the gradient model and of a match (default "
-                   "1e-6; SupContrast's +1e-9 inside the log needs 1e-5 at tau = 0.1)")
+                   "1e-6; a loss that adds a small constant inside its log, or computes in "
+                   "float32, may need a larger one)")
     p.add_argument("--probes", type=int, default=3, help="probe points (default 3)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"stop the audit after this many seconds (default {DEFAULT_TIMEOUT:g})")
@@ -508,7 +511,11 @@ def _text(out: dict[str, Any]) -> str:
             "pair": "loss(z1, z2, labels)"}[out["call"]]
     kv.append(("called as", f"{call}, N = {out['n']}"))
     kv.append(("labels", f"{out['labels']}: {out['labels_note']}"))
-    kv.append(("temperature", f"{out['tau']:g} ({out['tau_source']})"))
+    tau_text = f"{out['tau']:.6g} ({out['tau_source']}"
+    if out["tau_given"] is not None and out["tau_source"] == "estimated":
+        tau_text += f"; the given {out['tau_given']:g} does not fit"
+    tau_text += f"; estimate {out['tau_estimate']:.6g}, residual {out['tau_residual']:.2g})"
+    kv.append(("temperature", tau_text))
     kv.append(("latent", f"{out['similarity']} ({out['similarity_source']})"))
     model = out["model"]
     if out["identified"]:
