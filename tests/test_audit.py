@@ -207,6 +207,49 @@ def test_supcon_in_is_told_apart_from_out():
     assert audit_loss(lout, labels="classes", call="embeddings", geometry=False).identified
 
 
+def _one_positive(tau):
+    """Each positive pair with its own denominator of the negatives (TF SupCon's
+    denominator_mode=ONE_POSITIVE), written here, no temperature attribute."""
+
+    def loss(z, y):
+        zn = torch.nn.functional.normalize(z, dim=1)
+        s = zn @ zn.T / tau
+        y = torch.as_tensor(y)
+        same = y[:, None] == y[None, :]
+        pos = same & ~torch.eye(len(y), dtype=torch.bool)
+        lse_neg = torch.logsumexp(s.masked_fill(same, float("-inf")), dim=1, keepdim=True)
+        per_pair = torch.logaddexp(s, lse_neg) - s
+        return (per_pair.masked_fill(~pos, 0).sum(1) / pos.sum(1)).mean()
+
+    return loss
+
+
+def test_named_non_infonce_forms_are_recognised_with_their_temperature():
+    """No partition fits them, but their own forms do, exactly, at their temperature."""
+    y = default_labels("classes", 12)
+    lin = audit_loss(ex.SoloLearnSupCon(0.1), labels=y, geometry=False)
+    assert not lin.identified and lin.named_form["form"] == "L_in"
+    assert lin.named_form["tau_estimate"] == pytest.approx(0.1, rel=1e-6)
+    assert lin.summary() == "not a w-InfoNCE: L_in"
+    one = audit_loss(_one_positive(0.3), labels=y, geometry=False)
+    assert not one.identified and one.named_form["form"] == "one-positive"
+    assert one.named_form["tau_estimate"] == pytest.approx(0.3, rel=1e-6)
+    assert one.named_form["residual"] < 1e-9
+    # a loss of neither form: DCLW-like weights of the positives from the embeddings
+    def vmf_weighted(z, y):
+        zn = torch.nn.functional.normalize(z, dim=1)
+        s = zn @ zn.T / 0.1
+        y = torch.as_tensor(y)
+        pos = (y[:, None] == y[None, :]) & ~torch.eye(len(y), dtype=torch.bool)
+        w = torch.softmax((zn @ zn.T / 0.5).masked_fill(~pos, float("-inf")), 1).detach()
+        logq = torch.log_softmax(s.masked_fill(torch.eye(len(y), dtype=torch.bool),
+                                               float("-inf")), 1)
+        return -(w * logq.masked_fill(~pos, 0)).sum(1).mean()
+
+    other = audit_loss(vmf_weighted, labels=y, geometry=False)
+    assert not other.identified and other.named_form is None
+
+
 def _clip(tau, both):
     """A CLIP-style loss written here, with no temperature attribute."""
 

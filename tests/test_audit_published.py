@@ -34,6 +34,10 @@ def test_row(case):
     assert report.identified == expect.get("identified", True), report.warnings
     if not report.identified:
         assert report.match is None and report.verdict is None
+        named = report.named_form and report.named_form["form"]
+        assert named == expect.get("named")
+        if named:  # the table's temperature, 0.1, recovered from the probes of its own form
+            assert report.tau_estimate == pytest.approx(0.1, rel=1e-6)
         return
     assert report.match is not None, report.warnings
     assert report.match["objective"] == expect["objective"]

@@ -468,7 +468,9 @@ class AuditCase:
         The objective the code means to implement.
     expect : dict
         What the audit must find (checked by the tests): ``objective``, ``form``,
-        ``partition``, ``identified``, ``unequal_anchors``.
+        ``partition``, ``identified``, ``unequal_anchors``, ``named`` (the named non-InfoNCE
+        form of a loss that is not identified), ``tau`` (the estimated temperature),
+        ``learned`` (a trainable temperature).
     dist : str or None
         The distribution it comes from (for the version in the table).
     """
@@ -518,7 +520,8 @@ CASES: tuple[AuditCase, ...] = (
     AuditCase(
         "NTXentLoss (classes)", _PML,
         lambda: _attr("pytorch_metric_learning.losses", "NTXentLoss", _PML)(temperature=0.1),
-        {"labels": "classes"}, _SUPCON, {"identified": False}, dist=_PML,
+        {"labels": "classes"}, _SUPCON, {"identified": False, "named": "one-positive"},
+        dist=_PML,
         notes=("each positive pair has its own denominator (the other positives left out)",)),
     AuditCase(
         "SelfSupervisedLoss(NTXentLoss), symmetric=True", _PML, lambda: _pml_self_supervised(True),
@@ -592,7 +595,7 @@ CASES: tuple[AuditCase, ...] = (
     AuditCase(
         "SupCon (solo-learn)", "vturrisi/solo-learn@e384184 (wrapper)",
         lambda: SoloLearnSupCon(0.1), {"labels": "classes", "call": "embeddings"}, _SUPCON,
-        {"identified": False},
+        {"identified": False, "named": "L_in"},
         notes=("L_in: the mean over positives inside the log",)),
     AuditCase(
         "BCL class-averaged", _DGP, lambda: bcl_loss(0.1),
@@ -625,6 +628,8 @@ _PARTITION_FLAG = {
 
 def _flag(case: AuditCase, report: Any) -> str:
     if not report.identified:
+        if report.named_form is not None:
+            return f"**not a w-InfoNCE**: {report.named_form['description']}"
         why = case.notes[0] if case.notes else "its weights depend on the embeddings"
         return f"**not a w-InfoNCE**: {why}"
     flags = []

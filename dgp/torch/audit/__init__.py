@@ -99,6 +99,7 @@ from dgp.torch.audit.model import (  # noqa: E402
     candidate_terms,
     candidates,
     equality_codes,
+    estimate_named_form,
     estimate_tau,
     fit_candidate,
     fit_model,
@@ -123,6 +124,7 @@ from dgp.torch.audit.vocabulary import (  # noqa: E402
     FORM_TEXT,
     FORMS,
     LABEL_KINDS,
+    NAMED_FORMS,
     PARTITION_TEXT,
     PARTITIONS,
     SIMILARITY_CHOICES,
@@ -258,15 +260,39 @@ def _identify(
                 "probes": scaled, "tau": tau_hat, "tau_estimate": tau_hat,
                 "tau_residual": hat.residual, "tau_changed": tau is not None}
     tau_hat, hat = min(estimates, key=lambda e: e[1].residual)
-    if tau is None:  # not identified: report the fit at the best estimate
+    tau_res = hat.residual
+    named = _named_form(pr, row_labels, similarity=similarity, match_rtol=match_rtol)
+    if named is not None:  # its own form fits: that is the loss's temperature
+        tau_hat, tau_res = named["tau_estimate"], named["residual"]
+    if tau is None:  # not identified: report the best partition's fit at the estimate
         scaled = with_tau(pr, tau_hat, probe_tau)
-        fit = _fit(scaled, row_labels, hat.partition, tau=tau_hat, similarity=similarity)
+        fit = min((_fit(scaled, row_labels, part, tau=tau_hat, similarity=similarity)
+                   for part in parts), key=lambda f: f.residual)
         return {"fit": fit, "hypotheses": list(hyps.values()), "identified": False,
                 "probes": scaled, "tau": tau_hat, "tau_estimate": tau_hat,
-                "tau_residual": hat.residual, "tau_changed": False}
+                "tau_residual": tau_res, "tau_changed": False, "named_form": named}
     return {"fit": min(given_fits, key=lambda f: f.residual), "hypotheses": list(hyps.values()),
             "identified": False, "probes": pr, "tau": tau, "tau_estimate": tau_hat,
-            "tau_residual": hat.residual, "tau_changed": False}
+            "tau_residual": tau_res, "tau_changed": False, "named_form": named}
+
+
+def _named_form(pr: Probes, row_labels: np.ndarray | None, *, similarity: str,
+                match_rtol: float) -> dict[str, Any] | None:
+    """The named non-InfoNCE form (:data:`NAMED_FORMS`) that fits, at its own temperature."""
+    n = pr.T.shape[1]
+    if not has_classes(row_labels) or n > GEOMETRY_MAX_N:
+        return None
+    codes = equality_codes(row_labels)
+    positives = (codes[:, None] == codes[None, :]) & ~np.eye(n, dtype=bool)
+    if not positives.any(axis=1).all():
+        return None  # an anchor without a positive: these forms are not defined for it
+    for form, text in NAMED_FORMS.items():
+        tau_hat, residual = estimate_named_form(pr, similarity=similarity, positives=positives,
+                                                form=form)
+        if residual <= match_rtol:
+            return {"form": form, "description": text, "tau_estimate": tau_hat,
+                    "residual": residual}
+    return None
 
 
 def _single_audit(
@@ -540,8 +566,13 @@ def _report(
                 probes=probes_info, attempts=tuple(attempts))
     if not chosen["identified"]:
         warnings.append(
-            f"not identified: no w-InfoNCE (with any of the partitions {', '.join(PARTITIONS)}) "
-            f"fits the gradients within match_rtol = {match_rtol:g} (best residual "
+            (f"not a w-InfoNCE: it is {chosen['named_form']['description']} (residual "
+             f"{chosen['named_form']['residual']:.2g} at tau = "
+             f"{chosen['named_form']['tau_estimate']:.4g}), whose weights of the positives "
+             "depend on the embeddings; " if chosen.get("named_form") else "")
+            + f"not identified: no w-InfoNCE (with any of the partitions "
+            f"{', '.join(PARTITIONS)}) fits the gradients within match_rtol = {match_rtol:g} "
+            f"(best residual "
             f"{fit.residual:.2g}, partition {fit.partition}, at any temperature: the best "
             f"is tau = {chosen['tau_estimate']:.4g}, residual {chosen['tau_residual']:.2g}); "
             "its weights depend on the embeddings (as in SupCon's L_in, which is L_out only to "
@@ -549,7 +580,8 @@ def _report(
             + ("; a larger --match-rtol accepts it as that w-InfoNCE" if fit.residual < NEAR_MATCH
                else "")
         )
-        return AuditReport(identified=False, fit=fit, anchor_weights=None,
+        return AuditReport(identified=False, named_form=chosen.get("named_form"),
+                           fit=fit, anchor_weights=None,
                            reduction_scale=None, symmetric_part=None, effective_weights=None,
                            representative_residual=None, candidates=(), match=None,
                            closest=None, classification=None, geometry=None, intended=None,
@@ -645,7 +677,7 @@ def _report(
                      "note": intended.note, **geometry_gap(geo, ref, similarity)}
     elif geometry:
         warnings.append(f"predicted geometry not computed for N > {GEOMETRY_MAX_N}")
-    return AuditReport(identified=True, fit=fit, anchor_weights=anchors,
+    return AuditReport(identified=True, named_form=None, fit=fit, anchor_weights=anchors,
                        reduction_scale=kappa, symmetric_part=fit.S / kappa,
                        effective_weights=R, representative_residual=residual,
                        candidates=tuple(results), match=match, closest=closest,

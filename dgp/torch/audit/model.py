@@ -30,6 +30,7 @@ from dgp.torch.audit.vocabulary import (  # noqa: E402
     CROSS_VIEW,
     FIRST_VIEW_ANCHORS,
     FORMS,
+    NAMED_FORMS,
     PARTITIONS,
 )
 
@@ -199,6 +200,77 @@ def estimate_tau(
                               method="bounded", options={"xatol": PARAM_FIT_XATOL})
     best = float(opt.x) if opt.fun <= res[k] ** 2 else float(grid[k])
     return math.exp(best), fit_at(best)
+
+
+def _named_sensitivities(s: np.ndarray, positives: np.ndarray, form: str) -> np.ndarray:
+    """``A[i, j] = d f_i / d s_ij`` of one anchor's term of a named non-InfoNCE form, at the
+    similarity matrix ``s`` (diagonal unused); ``positives`` is the bool matrix of positive
+    pairs (diagonal false)."""
+    n = len(s)
+    off = ~np.eye(n, dtype=bool)
+    logits = np.where(off, s, -np.inf)
+    q = softmax_rows(logits)
+    if form == "L_in":  # f_i = LSE_{k != i} s_ik - LSE_{p in P(i)} s_ip
+        r = softmax_rows(np.where(positives, s, -np.inf))
+        return q - r
+    # "one-positive": f_i = mean_p [-s_ip + log(e^{s_ip} + sum_{k in N(i)} e^{s_ik})]
+    negatives = off & ~positives
+    top = logits.max(axis=1, keepdims=True)
+    e = np.exp(logits - top)
+    D = (e * negatives).sum(axis=1, keepdims=True)
+    count = positives.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        denom = np.where(positives, e + D, np.inf)  # one denominator per positive pair
+        own = np.where(positives, e / denom, 0.0)  # sigma_ip
+        inv = np.where(positives, 1.0 / denom, 0.0).sum(axis=1, keepdims=True)
+    A = np.where(positives, own - 1.0, 0.0) + np.where(negatives, e * inv, 0.0)
+    return A / np.maximum(count, 1)
+
+
+def fit_named_form(
+    probes: Probes, *, tau: float, similarity: str, positives: np.ndarray, form: str
+) -> tuple[np.ndarray, float]:
+    r"""Fit a named non-InfoNCE form, :math:`T_{ij} = m_i A_{ij} + m_j A_{ji}` with the form's
+    own sensitivities ``A`` (:data:`NAMED_FORMS`), by least squares in the anchor weights
+    ``m`` alone; returns ``(m, relative residual)``."""
+    check_choice(form, tuple(NAMED_FORMS), "form")
+    n = probes.T.shape[1]
+    iu = np.triu_indices(n, 1)
+    rows, rhs = [], []
+    for Zp, T in zip(probes.points, probes.T, strict=True):
+        A = _named_sensitivities(similarities(Zp, tau=tau, similarity=similarity), positives,
+                                 form)
+        X = np.zeros((len(iu[0]), n))
+        X[np.arange(len(iu[0])), iu[0]] = A[iu]
+        X[np.arange(len(iu[0])), iu[1]] = A.T[iu]
+        rows.append(X)
+        rhs.append(T[iu])
+    X, y = np.vstack(rows), np.concatenate(rhs)
+    m, *_ = np.linalg.lstsq(X, y, rcond=None)
+    return m, float(np.linalg.norm(X @ m - y) / max(np.linalg.norm(y), SCALE_FLOOR))
+
+
+def estimate_named_form(
+    probes: Probes, *, similarity: str, positives: np.ndarray, form: str
+) -> tuple[float, float]:
+    """The temperature at which a named form fits best, and its residual (as
+    :func:`estimate_tau`)."""
+
+    def res(log_tau: float) -> float:
+        return fit_named_form(probes, tau=math.exp(log_tau), similarity=similarity,
+                              positives=positives, form=form)[1]
+
+    grid = np.linspace(math.log(TAU_SEARCH_RANGE[0]), math.log(TAU_SEARCH_RANGE[1]),
+                       TAU_SEARCH_POINTS)
+    with np.errstate(all="ignore"):
+        values = np.array([res(g) for g in grid])
+        values[~np.isfinite(values)] = np.inf
+        k = int(np.argmin(values))
+        lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+        opt = minimize_scalar(lambda g: res(g) ** 2, bounds=(lo, hi), method="bounded",
+                              options={"xatol": PARAM_FIT_XATOL})
+    best = float(opt.x) if opt.fun <= values[k] ** 2 else float(grid[k])
+    return math.exp(best), res(best)
 
 
 def model_loss(s: np.ndarray, m: np.ndarray, S: np.ndarray, logc: np.ndarray) -> float:

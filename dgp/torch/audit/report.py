@@ -59,6 +59,9 @@ class AuditReport(Record):
         The label of each embedding row (two-view calls repeat the sample labels).
     identified : bool
         Whether the loss is a w-InfoNCE (with one of :data:`PARTITIONS`) within ``match_rtol``.
+    named_form : dict or None
+        When it is not: the named non-InfoNCE form that fits (:data:`NAMED_FORMS`: ``form``,
+        ``description``, ``tau_estimate``, ``residual``), if one does.
     fit : ModelFit or None
         The fit of the best partition.
     hypotheses : tuple of dict
@@ -111,6 +114,7 @@ class AuditReport(Record):
     labels_note: str
     row_labels: np.ndarray | None
     identified: bool
+    named_form: dict[str, Any] | None
     fit: ModelFit | None
     hypotheses: tuple[dict[str, Any], ...]
     match_rtol: float
@@ -151,7 +155,8 @@ class AuditReport(Record):
     def summary(self) -> str:
         """One line: what the loss is, for tables."""
         if not self.identified:
-            return "not identified"
+            return ("not identified" if self.named_form is None
+                    else f"not a w-InfoNCE: {self.named_form['form']}")
         if self.match is None:
             return "w-InfoNCE of no registered objective"
         m = self.match
@@ -188,6 +193,7 @@ class AuditReport(Record):
             ("labels_note", self.labels_note),
             ("row_labels", self.row_labels),
             ("identified", self.identified),
+            ("named_form", self.named_form),
             ("model", fit),
             ("hypotheses", self.hypotheses),
             ("match_rtol", self.match_rtol),

@@ -14,6 +14,15 @@ PARTITIONS = ("all", "class-averaged", "negatives", "cross-view", "one-direction
 CROSS_VIEW = ("cross-view", "one-direction")
 #: partitions whose anchors are the first view's rows only
 FIRST_VIEW_ANCHORS = ("one-direction", "one-view")
+#: losses with class positives that are not a w-InfoNCE but have a known form, fitted when no
+#: partition fits (their weights of the positives depend on the embeddings)
+NAMED_FORMS = {
+    "L_in": "SupCon's L_in: the mean over positives inside the log (solo-learn's SupCon, TF "
+            "SupCon's summation_location=INSIDE)",
+    "one-positive": "each positive pair with its own denominator of the negatives (TF SupCon's "
+                    "denominator_mode=ONE_POSITIVE, pytorch-metric-learning's NTXentLoss with "
+                    "classes)",
+}
 #: how a loss may use a weighting W (see :func:`candidate_terms`)
 FORMS = ("rows", "raw", "columns", "columns-rows")
 
