@@ -283,3 +283,36 @@ def test_a_loss_without_temperature_is_audited_with_the_estimate(modules, cli):
     assert out["tau_source"] == "estimated" and out["tau_given"] is None
     assert abs(out["tau_estimate"] - 0.07) < 1e-3 * 0.07 and out["tau_residual"] < 1e-8
     assert {h["partition"] for h in out["hypotheses"]} >= {"all", "cross-view", "one-direction"}
+
+
+@linux_only
+def test_killing_dgp_itself_stops_the_audit(modules):
+    """dgp killed with SIGKILL cannot clean up: the supervisor sees its parent gone and kills
+    the worker and what it started."""
+    import signal
+    import time
+
+    from dgp.cli.audit import descendants
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)}
+    dgp = subprocess.Popen([sys.executable, "-m", "dgp", "audit", "plain_mod:hang", "--timeout",
+                            "120", "--path", str(modules)], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        below: list[int] = []
+        for _ in range(300):  # until the supervisor and its worker run
+            below = descendants(dgp.pid)
+            if len(below) >= 2:
+                break
+            time.sleep(0.1)
+        assert len(below) >= 2, "the audit did not start"
+        time.sleep(1.0)  # the worker imports the module and loops in the loss
+    finally:
+        dgp.send_signal(signal.SIGKILL)
+        dgp.wait()
+    for _ in range(100):
+        if not any(_alive(pid) for pid in below):
+            break
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in below), [p for p in below if _alive(p)]

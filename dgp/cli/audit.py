@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Any
 
 import numpy as np
@@ -245,6 +246,8 @@ def _write_atomically(path: str, text: str) -> None:
 _PR_SET_CHILD_SUBREAPER = 36
 #: seconds the parent waits for the supervisor to clean up after asking it to stop
 _SUPERVISOR_GRACE = 10.0
+#: seconds between the supervisor's checks that dgp (its parent) is still alive
+_PARENT_POLL = 0.2
 
 
 def _become_subreaper() -> bool:
@@ -327,6 +330,7 @@ def supervise() -> None:
     folder = sys.argv[2]
     with open(os.path.join(folder, "request.json"), encoding="utf-8") as fh:
         timeout = float(json.load(fh)["timeout"])
+    parent = os.getppid()
     subreaper = _become_subreaper()
     stop = {"signal": None}
 
@@ -346,10 +350,19 @@ def supervise() -> None:
             # without a subreaper, the worker's own group is what can be killed at the end
             start_new_session=not subreaper,
         )
-        try:
-            status["returncode"] = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            status["timed_out"] = True
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                status["returncode"] = proc.wait(
+                    timeout=max(0.0, min(_PARENT_POLL, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if os.getppid() != parent:  # dgp itself was killed: clean up, report to no one
+                    status["stopped"] = True
+                    break
+                if time.monotonic() >= deadline:
+                    status["timed_out"] = True
+                    break
     except KeyboardInterrupt:
         status["stopped"] = True
     finally:
