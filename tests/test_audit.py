@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -292,6 +294,42 @@ def test_clip_style_losses_are_cross_view_w_infonce_with_their_temperature(tau, 
     scaled = audit_loss(lambda a, b: 5.0 * _clip(tau, both)(a, b), geometry=False)
     assert scaled.tau_estimate == pytest.approx(report.tau_estimate, rel=1e-8)
     assert scaled.reduction_scale == pytest.approx(5.0 * report.reduction_scale, rel=1e-6)
+
+
+def test_cross_view_geometry_equals_brute_force_minimisation_of_the_clip_loss():
+    """Predicting what training does: minimise the CLIP-style loss itself over free
+    embeddings (torch L-BFGS, independent of the audit's model) and compare the Gram."""
+    tau = 0.5
+    loss = _clip(tau, True)
+    report = audit_loss(loss, n=8)
+    assert report.partition == "cross-view" and report.geometry is not None
+    b = report.n // 2
+    Z = torch.randn(2 * b, 2 * b, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(2), requires_grad=True)
+    opt = torch.optim.LBFGS([Z], max_iter=5000, tolerance_grad=1e-12, tolerance_change=1e-15,
+                            line_search_fn="strong_wolfe", history_size=50)
+
+    def closure():
+        opt.zero_grad()
+        value = loss(Z[:b], Z[b:])
+        value.backward()
+        return value
+
+    for _ in range(3):
+        opt.step(closure)
+    Zn = torch.nn.functional.normalize(Z.detach(), dim=1).numpy()
+    np.testing.assert_allclose(report.geometry["gram"], Zn @ Zn.T, atol=1e-5)
+    # the loss collapses the two views of a sample, and the samples form a regular simplex
+    np.testing.assert_allclose(np.diag(Zn[:b] @ Zn[b:].T), 1.0, atol=1e-5)
+
+
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(log_tau=st.floats(np.log(0.03), np.log(3.0)), both=st.booleans())
+def test_the_temperature_estimate_is_the_loss_temperature(log_tau, both):
+    tau = float(np.exp(log_tau))
+    report = audit_loss(_clip(tau, both), geometry=False, labels="none", call="pair")
+    assert report.identified
+    assert report.tau_estimate == pytest.approx(tau, rel=1e-6)
 
 
 def test_a_learned_temperature_is_flagged():

@@ -53,7 +53,19 @@ symmetric matrix whose bound the loss can attain, solving
 (for ``m = 1, c = 1``: the reversible representative of ``p + p^T``); its verdict by
 :func:`dgp.classify`; and the predicted geometry, the minimiser of the recovered loss
 (:func:`model_minimiser`), compared with the geometry of the objective the code meant to
-implement. The temperature must be known (``tau=`` or an attribute ``tau`` / ``temperature``).
+implement.
+
+**The temperature** is read from the probes: a wrong ``tau`` scales ``T`` (absorbed by the scale
+of ``(m, S)``) but also moves every softmax :math:`q^{(p)}`, which nothing absorbs, so the
+residual vanishes at the loss's own temperature only (:func:`estimate_tau`). A given ``tau``
+(argument, or a ``tau`` / ``temperature`` attribute) is checked against it; when it fits no
+partition and the estimate does, the estimate is used and the report says so.
+
+**Two views.** For the two-view calls the audit also fits denominators over the other view
+only (``cross-view``: CLIP's two cross-entropies) and anchor subsets (``one-direction``,
+``one-view``: the first view's rows as the only anchors). When no partition fits, the named
+non-InfoNCE forms of :data:`NAMED_FORMS` (SupCon's :math:`L_{in}`, one denominator per
+positive pair) are tried.
 """
 
 from __future__ import annotations
@@ -363,7 +375,9 @@ def audit_loss(
     n : int
         Number of embeddings (two-view calls: ``n // 2`` samples in two views).
     tau : float, optional
-        Temperature; default the loss's ``tau`` or ``temperature`` attribute.
+        Temperature; default the loss's ``tau`` or ``temperature`` attribute, else the
+        estimate from the probes (``report.tau_estimate``, always computed). A given one that
+        fits no partition is replaced by the estimate, with a warning.
     similarity : {"auto", "cosine", "euclidean"}
         ``"auto"`` detects it from the gradient.
     call : {"auto", "embeddings", "views", "pair"}
@@ -392,7 +406,7 @@ def audit_loss(
     LossCallError
         If the loss fails under every calling convention and label kind tried.
     TypeError, ValueError
-        If ``tau`` is unknown, an argument is invalid, or the probes would not fit in memory.
+        If an argument is invalid, or the probes would not fit in memory.
 
     Examples
     --------
