@@ -459,3 +459,18 @@ def test_probe_memory_is_checked_before_allocating(monkeypatch):
     monkeypatch.setenv("DGP_MEMORY_LIMIT", "64M")
     with pytest.raises(ValueError, match=r"N <= \d+ samples fit"):
         audit_loss(SupConLoss(tau=0.1), n=100000)
+
+
+@pytest.mark.parametrize(("loss", "objective", "tau", "value"), [
+    (EuclidEuclidLoss(tau=0.3, sigma=0.5), "euclid-euclid", 0.3, 0.5),
+    (YAwareLoss(tau=0.2, sigma=0.4), "y-aware", 0.2, 0.4),
+    (SoftSupConLoss(tau=0.15, eps=0.1), "soft-supcon", 0.15, 0.1),
+])
+def test_the_temperature_and_the_parameter_are_recovered_together(loss, objective, tau, value):
+    """Hidden behind a function (no attribute), each registered objective is matched with
+    its parameter at the estimated temperature, under either latent."""
+    report = audit_loss(lambda z, y: loss(z, y), geometry=False)
+    assert report.tau_source == "estimated"
+    assert report.tau_estimate == pytest.approx(tau, rel=1e-6)
+    assert report.match["objective"] == objective
+    assert report.match["value"] == pytest.approx(value, rel=1e-6)
