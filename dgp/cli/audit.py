@@ -537,6 +537,10 @@ def _text(out: dict[str, Any]) -> str:
     else:
         kv.append(("model", f"not identified (best residual {model['residual']:.2g}, partition "
                    f"{model['partition']})"))
+        named = out["named_form"]
+        if named is not None:
+            kv.append(("form", f"{named['form']}: {named['description']} (residual "
+                       f"{named['residual']:.2g} at tau = {named['tau_estimate']:.6g})"))
     match = out["match"]
     if match is not None:
         par = "" if match["parameter"] is None else f" {match['parameter']}={match['value']:.6g}"
