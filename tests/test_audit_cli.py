@@ -43,7 +43,15 @@ def deep(z, y):
 def detached(z, y):
     return torch.tensor(float(z.sum()))
 
-for f in (chatty, hang, boom, deep, detached):
+def suicide(z, y):
+    import os, signal
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def quits(z, y):
+    import os
+    os._exit(3)
+
+for f in (chatty, hang, boom, deep, detached, suicide, quits):
     f.tau = 0.2
 '''
 
@@ -143,6 +151,8 @@ def test_timeout_stops_a_loss_that_never_returns(modules, cli):
     ("target", "status", "match"),
     [
         ("audit_losses:boom", 1, "ZeroDivisionError: inside the loss"),
+        ("audit_losses:suicide", 1, "was killed by signal SIGKILL while running"),
+        ("audit_losses:quits", 1, "exited with status 3 while running"),
         ("broken_mod:loss", 1, "failed inside it: RuntimeError: broken at import"),
         ("no_such_module_xyz:loss", 2, "cannot import module"),
     ],
