@@ -295,11 +295,9 @@ def test_a_loss_without_temperature_is_audited_with_the_estimate(modules, cli):
     assert {h["partition"] for h in out["hypotheses"]} >= {"all", "cross-view", "one-direction"}
 
 
-@linux_only
-def test_killing_dgp_itself_stops_the_audit(modules):
-    """dgp killed with SIGKILL cannot clean up: the supervisor sees its parent gone and kills
-    the worker and what it started."""
-    import signal
+def _start_hanging_audit(modules):
+    """``dgp audit`` of a loss that never returns, once its supervisor and worker run: the
+    process and the pids below it."""
     import time
 
     from dgp.cli.audit import descendants
@@ -308,21 +306,49 @@ def test_killing_dgp_itself_stops_the_audit(modules):
         p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)}
     dgp = subprocess.Popen([sys.executable, "-m", "dgp", "audit", "plain_mod:hang", "--timeout",
                             "120", "--path", str(modules)], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        below: list[int] = []
-        for _ in range(300):  # until the supervisor and its worker run
-            below = descendants(dgp.pid)
-            if len(below) >= 2:
-                break
-            time.sleep(0.1)
-        assert len(below) >= 2, "the audit did not start"
-        time.sleep(1.0)  # the worker imports the module and loops in the loss
-    finally:
-        dgp.send_signal(signal.SIGKILL)
-        dgp.wait()
-    for _ in range(100):
-        if not any(_alive(pid) for pid in below):
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    below: list[int] = []
+    for _ in range(300):  # until the supervisor and its worker run
+        below = descendants(dgp.pid)
+        if len(below) >= 2:
             break
         time.sleep(0.1)
-    assert not any(_alive(pid) for pid in below), [p for p in below if _alive(p)]
+    time.sleep(1.0)  # the worker imports the module and loops in the loss
+    return dgp, below
+
+
+def _all_gone(pids: list[int]) -> bool:
+    import time
+
+    for _ in range(100):
+        if not any(_alive(pid) for pid in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize(("sig", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+@linux_only
+def test_an_interrupted_audit_exits_with_one_line_and_no_process_left(modules, sig, code):
+    import signal
+
+    dgp, below = _start_hanging_audit(modules)
+    assert len(below) >= 2, "the audit did not start"
+    dgp.send_signal(getattr(signal, sig))
+    _, err = dgp.communicate(timeout=60)
+    assert dgp.returncode == code, err
+    assert err.count("\n") == 1 and err.startswith("error:") and "Traceback" not in err
+    assert _all_gone(below), [p for p in below if _alive(p)]
+
+
+@linux_only
+def test_killing_dgp_itself_stops_the_audit(modules):
+    """dgp killed with SIGKILL cannot clean up: the supervisor sees its parent gone and kills
+    the worker and what it started."""
+    import signal
+
+    dgp, below = _start_hanging_audit(modules)
+    dgp.send_signal(signal.SIGKILL)
+    dgp.wait()
+    assert len(below) >= 2, "the audit did not start"
+    assert _all_gone(below), [p for p in below if _alive(p)]
