@@ -263,6 +263,8 @@ def _identify(
         if tau is None:
             hyps[part]["residual"] = hat.residual
         estimates.append((tau_hat, hat))
+        if hat.residual <= match_rtol and n > GEOMETRY_MAX_N:
+            break  # large probes: the first partition that fits is the answer, skip the rest
     ok = [(t, f) for t, f in estimates if f.residual <= match_rtol]
     if ok:
         tau_hat, hat = ok[0]
