@@ -223,6 +223,15 @@ EPS_FIT_RANGE = (1e-6, 1.0 - 1e-9)
 LABEL_TAU_FIT_RANGE = (1e-2, 1e2)
 #: absolute tolerance (in the log of the parameter) of the fit of an objective's parameter
 PARAM_FIT_XATOL = 1e-11
+#: temperatures searched when the audit estimates a loss's temperature from its probes
+TAU_SEARCH_RANGE = (1e-3, 1e2)
+#: grid points (log-spaced over TAU_SEARCH_RANGE) before the temperature is refined
+TAU_SEARCH_POINTS = 41
+#: temperature used to place the probes when the loss's own is not known (the probes' scale
+#: cancels: the temperature is estimated from them)
+AUDIT_PROBE_TAU = 0.1
+#: an estimated and a given temperature that differ by more than this fraction disagree
+TAU_AGREE_RTOL = 1e-4
 
 # ----------------------------------------------------------------------------------------------
 # shared numerics, objectives and experiments
