@@ -36,7 +36,7 @@ from dgp.errors import (
 )
 from dgp.resources import DETERMINISTIC_ENV, deterministic, deterministic_requested
 
-__all__ = ["build_parser", "flag_for", "main"]
+__all__ = ["build_parser", "cli_words", "command_flags", "flag_for", "main"]
 
 # Subcommand modules, in the order ``dgp --help`` lists them.
 _COMMANDS: tuple[str, ...] = (
@@ -62,6 +62,57 @@ def flag_for(param: str) -> str:
     return flag + sep + rest
 
 
+#: library keywords whose command-line equivalent is not a flag of the same name (a keyword
+#: that is neither here nor a flag of some command is left as it is)
+_KEYWORD_FLAGS = {"log_weights": "--log-weights", "column": "--label-column"}
+#: library keyword arguments that the command line has no flag for, and what to say instead
+_KEYWORD_PHRASES = {
+    "kind='continuous'": "--objective y-aware, euclid-euclid or x-clr",
+    "key=...": "save it alone with numpy.save",
+    "search=(lo, hi)": "--search LO:HI",
+}
+#: ``name=value`` in a library message: a keyword argument (``'text'``, ``...``, or a word or
+#: number that does not continue as a range like ``dim=1:16``); not inside quotes or a flag
+_KEYWORD = re.compile(
+    r"(?<![\w'\"=-])([a-z][a-z_]*)=('[^']*'|\.\.\.|\([^()]*\)|[A-Za-z0-9_.<>-]+(?!:\d|[\w.]))"
+)
+
+
+def cli_words(text: str, flags: frozenset[str] | set[str] = frozenset()) -> str:
+    """A library message in the words of the command line: every keyword argument it quotes
+    (``dim=D``, ``want='min-dim'``, ``log_weights=...``, ``kind='continuous'``) becomes the flag
+    that gives it (``--dim D``, ``--want min-dim``, ``--log-weights``) or, where the command
+    line has none, what to do there instead. ``flags`` are the flags the command line has
+    (``--`` names); the one mapping of :func:`flag_for` decides a keyword's flag.
+
+    >>> cli_words("give dim=D or want='min-dim' (got reduction='sum')", {"--dim", "--want",
+    ...           "--reduction"})
+    'give --dim D or --want min-dim (got --reduction sum)'
+    """
+
+    def sub(m: re.Match[str]) -> str:
+        name, value = m.group(1), m.group(2).strip("'")
+        if m.group(0) in _KEYWORD_PHRASES:
+            return _KEYWORD_PHRASES[m.group(0)]
+        flag = _KEYWORD_FLAGS.get(name) or flag_for(name)
+        if flag not in flags and name not in _KEYWORD_FLAGS or value in ("None", "True", "False"):
+            return m.group(0)
+        return flag if value == "..." else f"{flag} {value}"
+
+    return _KEYWORD.sub(sub, text)
+
+
+def command_flags(args: argparse.Namespace) -> set[str]:
+    """Every ``--`` flag of every subcommand, from a parsed command line (for
+    :func:`cli_words`)."""
+    return _all_flags(args.subcommands)
+
+
+def _all_flags(sub: dict[str, argparse.ArgumentParser]) -> set[str]:
+    return {o for p in sub.values() for a in p._actions for o in a.option_strings
+            if o.startswith("--")}
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one ``error:`` line naming the fix, exit 2."""
 
@@ -70,6 +121,12 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         known = [o for a in self._actions for o in a.option_strings]
         hint = ""
+        bad = _INVALID_CHOICE.match(message)
+        if bad is not None:  # a mistyped subcommand or choice: the closest one
+            close = difflib.get_close_matches(bad.group(1), re.findall(r"'([^']*)'",
+                                                                       bad.group(2)), n=1)
+            if close:
+                hint = f"; did you mean {close[0]}?"
         for arg in (a.split("=")[0] for a in _Parser.argv if a.startswith("--")):
             if arg in known:
                 continue
@@ -81,6 +138,8 @@ class _Parser(argparse.ArgumentParser):
         sys.stderr.write(f"error: {message}{hint} (see `{self.prog} --help`)\n")
         raise SystemExit(2)
 
+
+_INVALID_CHOICE = re.compile(r"argument [^:]+: invalid choice: '([^']*)' \(choose from (.*)\)$")
 
 _DETERMINISTIC_HELP = (
     f"BLAS on one thread, for output bit-identical whatever the number of cores (also "
@@ -111,10 +170,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    text = str(message).replace("\n", " ")
-    prefix = "warning: " if issubclass(category, DgpWarning) else f"warning: {category.__name__}: "
-    sys.stderr.write(prefix + text + "\n")
+def _warning_printer(flags: set[str]):
+    """``warnings.showwarning`` for a command: one ``warning:`` line in the command line's
+    words (:func:`cli_words`)."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = cli_words(str(message).replace("\n", " "), flags)
+        prefix = ("warning: " if issubclass(category, DgpWarning)
+                  else f"warning: {category.__name__}: ")
+        sys.stderr.write(prefix + text + "\n")
+
+    return show
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,14 +188,24 @@ def main(argv: list[str] | None = None) -> int:
     if sys.stdout is None:  # started with stdout closed
         sys.stderr.write("error: cannot write the output (stdout is closed)\n")
         return 1
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # without the engine (no scipy): answers at once
+        from dgp import __version__
+
+        sys.stdout.write(f"dgp {__version__}\n")
+        return 0
     parser = build_parser()
-    argv = _negative_values(parser, list(sys.argv[1:] if argv is None else argv))
+    if not argv:  # bare `dgp`: what it can do, as `dgp --help` says it (exit 0)
+        parser.print_help()
+        return 0
+    argv = _negative_values(parser, argv)
     _Parser.argv = tuple(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # reported by the subcommand's parser, which knows its own flags
         args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    flags = _all_flags(parser.get_default("subcommands") or {})
     previous = warnings.showwarning
-    warnings.showwarning = _show_warning
+    warnings.showwarning = _warning_printer(flags)
     previous_term = _on_sigterm()
     try:
         from dgp.cli._output import check_files
@@ -137,13 +213,14 @@ def main(argv: list[str] | None = None) -> int:
         check_files(args.subcommands[args.command], args)  # before any work
         return _run(args)
     except SolverError as exc:  # dgp's own failure, not the user's
-        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.write(f"error: {cli_words(str(exc), flags)}\n")
         return 1
     except (ParameterError, ParameterTypeError) as exc:
-        sys.stderr.write(f"error: {join_param(flag_for(exc.param), exc.detail)}\n")
+        text = join_param(flag_for(exc.param), exc.detail)
+        sys.stderr.write(f"error: {cli_words(text, flags)}\n")
         return 2
     except (InputError, InputTypeError) as exc:  # bad input beyond one argument's value
-        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.write(f"error: {cli_words(str(exc), flags)}\n")
         return 2
     except KeyboardInterrupt:  # Ctrl-C: workers and child processes are stopped on the way
         sys.stderr.write("error: interrupted\n")
