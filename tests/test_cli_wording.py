@@ -205,3 +205,19 @@ def test_phase_prints_one_excess_row(cli):
     assert len(rows) == 1
     text = _row(r.out, "excess loss")
     assert "nats above the bound" in text and "without a value" in text
+
+
+def test_inconsistent_reason_says_which_end_needs_which_dimension():
+    """The ranks at the two end points of the c interval, said apart (and once when equal)."""
+    import dgp
+    from dgp.cli.tour import tour_cases
+
+    case = next(c for c in tour_cases() if c.name == "circle, tau R^2 < sigma^2")
+    res = dgp.classify(case.W, similarity=case.similarity, tau=case.tau, dim=case.dim)
+    assert res.verdict == "inconsistent"
+    full = dgp.classify(case.W, similarity=case.similarity, tau=case.tau, dim=case.W.shape[0])
+    lo_rank = int(res.reason.split("dimensions: ")[1].split(" ")[0])
+    assert lo_rank > case.dim and full.verdict != "inconsistent"
+    assert "needs more than dim = 2 dimensions" in res.reason
+    assert "at the lower end point" in res.reason and "at the upper one" in res.reason
+    assert "and 3 at the end points" not in res.reason
