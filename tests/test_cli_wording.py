@@ -80,8 +80,13 @@ def test_version_does_not_import_the_engine():
     code = ("import sys; from dgp.cli import main; s = main(['--version']); "
             "print(s, 'scipy' in sys.modules, any(m.startswith('dgp.engine') for m in "
             "sys.modules))")
+    from pathlib import Path
+
+    import dgp
+
+    root = Path(dgp.__file__).resolve().parents[1]  # the dgp under test, whatever is installed
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split("\n")
+                         check=True, cwd=root).stdout.split("\n")
     assert out[0].startswith("dgp ")
     assert out[1] == "0 False False"
 
