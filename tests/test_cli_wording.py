@@ -226,3 +226,30 @@ def test_inconsistent_reason_says_which_end_needs_which_dimension():
     assert "needs more than dim = 2 dimensions" in res.reason
     assert "at the lower end point" in res.reason and "at the upper one" in res.reason
     assert "and 3 at the end points" not in res.reason
+
+
+def test_a_long_command_says_it_is_still_working(monkeypatch, capsys):
+    """The heartbeat: whole progress lines on stderr after PROGRESS_AFTER seconds, only on a
+    terminal; nothing for a command that ends sooner, or that reports its own progress."""
+    import argparse
+    import time
+
+    import dgp.cli as cli_mod
+
+    monkeypatch.setattr(cli_mod, "PROGRESS_AFTER", 0.05)
+    monkeypatch.setattr(cli_mod, "PROGRESS_EVERY", 0.05)
+    with cli_mod._Heartbeat("classify", enabled=True):
+        time.sleep(0.4)
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) >= 2 and all(ln.startswith("dgp classify: still working (") for ln in lines)
+    with cli_mod._Heartbeat("classify", enabled=True):
+        pass  # ends before PROGRESS_AFTER: silent
+    time.sleep(0.1)
+    assert capsys.readouterr().err == ""
+    args = argparse.Namespace(command="classify", quiet=False)
+    assert not cli_mod._heartbeat(args).enabled  # stderr is not a terminal under pytest
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert cli_mod._heartbeat(args).enabled
+    assert not cli_mod._heartbeat(argparse.Namespace(command="phase")).enabled
+    assert not cli_mod._heartbeat(argparse.Namespace(command="classify", quiet=True)).enabled

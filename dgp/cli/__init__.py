@@ -22,6 +22,8 @@ import os
 import re
 import signal
 import sys
+import threading
+import time
 import warnings
 from typing import ClassVar
 
@@ -281,8 +283,6 @@ class _Terminated(BaseException):
 def _on_sigterm():
     """Turn SIGTERM into :class:`_Terminated` while a command runs (main thread only); returns
     the previous handler, or ``None`` when none was installed."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return None
 
@@ -292,9 +292,60 @@ def _on_sigterm():
     return signal.signal(signal.SIGTERM, handler)
 
 
+#: seconds after which a command that is still running says so on stderr (a terminal only)
+PROGRESS_AFTER = 2.0
+#: ... and then every this many seconds
+PROGRESS_EVERY = 10.0
+#: commands that report their own progress (a bar or one line per step)
+_OWN_PROGRESS = frozenset({"phase", "prove", "verify"})
+
+
+class _Heartbeat:
+    """A progress line on stderr for a command still running after :data:`PROGRESS_AFTER`
+    seconds, then every :data:`PROGRESS_EVERY` seconds (whole lines, from a daemon thread; only
+    when stderr is a terminal, so that scripts and ``--json`` readers see nothing)."""
+
+    def __init__(self, command: str, enabled: bool) -> None:
+        self.command = command
+        self.enabled = enabled
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _beat(self) -> None:
+        start = time.monotonic()
+        wait = PROGRESS_AFTER
+        while not self.stop.wait(wait):
+            elapsed = time.monotonic() - start
+            sys.stderr.write(f"dgp {self.command}: still working ({elapsed:.0f} s; Ctrl-C stops "
+                             "it)\n")
+            sys.stderr.flush()
+            wait = PROGRESS_EVERY
+
+    def __enter__(self) -> _Heartbeat:
+        if self.enabled:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.enabled:
+            self.thread.join()
+
+
+def _heartbeat(args: argparse.Namespace) -> _Heartbeat:
+    quiet = getattr(args, "quiet", False) or args.command in _OWN_PROGRESS
+    return _Heartbeat(args.command, enabled=not quiet and sys.stderr.isatty())
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run the command, on one BLAS thread under ``--deterministic`` or ``DGP_DETERMINISTIC=1``
-    (the variable is set for the command's child processes too)."""
+    (the variable is set for the command's child processes too), with a progress line when it
+    runs long (:class:`_Heartbeat`)."""
+    with _heartbeat(args):
+        return _run_command(args)
+
+
+def _run_command(args: argparse.Namespace) -> int:
     if not (args.deterministic or deterministic_requested()):
         return int(args.func(args) or 0)
     previous = os.environ.get(DETERMINISTIC_ENV)
