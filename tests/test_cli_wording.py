@@ -253,3 +253,19 @@ def test_a_long_command_says_it_is_still_working(monkeypatch, capsys):
     assert cli_mod._heartbeat(args).enabled
     assert not cli_mod._heartbeat(argparse.Namespace(command="phase")).enabled
     assert not cli_mod._heartbeat(argparse.Namespace(command="classify", quiet=True)).enabled
+    assert not cli_mod._heartbeat(argparse.Namespace(command="optimum", json=True)).enabled
+
+
+def test_minority_reason_prints_its_two_temperatures_apart(cli, tmp_path):
+    (tmp_path / "n.csv").write_text("label\ncat\ncat\ncat\ncat\ndog\ndog\nbird\nbird\n")
+    r = cli("recommend", "--objective", "supcon", "--labels", tmp_path / "n.csv", "--want",
+            "minority-cosine<=0", "--minority", "0,2")
+    assert r.code == 0, r.err
+    reason = _row(r.out, "reason")
+    up_to = float(reason.split("up to tau = ")[1].split(" ")[0])
+    at = float(reason.split("at tau = ")[1].split(" ")[0])
+    assert up_to < at
+    js = cli("recommend", "--objective", "supcon", "--labels", tmp_path / "n.csv", "--want",
+             "minority-cosine<=0", "--minority", "0,2", "--json").json
+    assert js["certificate"]["bracket"]["below"]["max_cosine"] <= 0
+    assert js["certificate"]["bracket"]["above"]["max_cosine"] > 0

@@ -333,7 +333,8 @@ class _Heartbeat:
 
 
 def _heartbeat(args: argparse.Namespace) -> _Heartbeat:
-    quiet = getattr(args, "quiet", False) or args.command in _OWN_PROGRESS
+    quiet = (getattr(args, "quiet", False) or getattr(args, "json", False)
+             or args.command in _OWN_PROGRESS)
     return _Heartbeat(args.command, enabled=not quiet and sys.stderr.isatty())
 
 

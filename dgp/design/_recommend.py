@@ -645,9 +645,10 @@ def _recommend_minority(problem: Problem, fixed: dict, x: float, minority, rng, 
         "bracket": {"below": out.pop("below", None), "above": out.pop("above", None)}, **out}
     if out["status"] == "found":
         b = cert["bracket"]
+        k = distinct_digits(value, b["above"]["tau"], minimum=10)
         reason = (f"every minority pair keeps its prototype cosine <= {x:g} up to tau = "
-                  f"{value:.10g} (largest {b['below']['max_cosine']:.10g}); at tau = "
-                  f"{b['above']['tau']:.10g} classes {b['above']['pair']} reach "
+                  f"{value:.{k}g} (largest {b['below']['max_cosine']:.10g}); at tau = "
+                  f"{b['above']['tau']:.{k}g} classes {b['above']['pair']} reach "
                   f"{b['above']['max_cosine']:.10g}")
         if dim is not None and b["below"]["rank"] > dim:
             reason += (f"; caution: these prototypes have rank {b['below']['rank']} > dim = "
