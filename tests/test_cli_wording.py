@@ -269,3 +269,13 @@ def test_minority_reason_prints_its_two_temperatures_apart(cli, tmp_path):
              "minority-cosine<=0", "--minority", "0,2", "--json").json
     assert js["certificate"]["bracket"]["below"]["max_cosine"] <= 0
     assert js["certificate"]["bracket"]["above"]["max_cosine"] > 0
+
+
+def test_a_keyword_whose_flag_belongs_to_another_command_names_that_command(cli, tmp_path):
+    W = np.ones((3, 3))
+    W[2, :] = 0.0  # row 2 has no positive weight: the hint suggests log-weights
+    np.save(tmp_path / "w.npy", W)
+    r = cli("optimum", tmp_path / "w.npy", "--tau", "0.5")  # optimum has no --log-weights
+    assert r.code == 2 and "`dgp classify --log-weights`" in r.err
+    r = cli("classify", tmp_path / "w.npy", "--tau", "0.5", "--dim", "2")
+    assert r.code == 2 and "instead, --log-weights" in r.err and "`dgp" not in r.err

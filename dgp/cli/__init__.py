@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from dgp.errors import (
@@ -80,39 +81,56 @@ _KEYWORD = re.compile(
 )
 
 
-def cli_words(text: str, flags: frozenset[str] | set[str] = frozenset()) -> str:
+def cli_words(text: str, flags: Mapping[str, str | None] | Iterable[str] = ()) -> str:
     """A library message in the words of the command line: every keyword argument it quotes
     (``dim=D``, ``want='min-dim'``, ``log_weights=...``, ``kind='continuous'``) becomes the flag
     that gives it (``--dim D``, ``--want min-dim``, ``--log-weights``) or, where the command
-    line has none, what to do there instead. ``flags`` are the flags the command line has
-    (``--`` names); the one mapping of :func:`flag_for` decides a keyword's flag.
+    line has none, what to do there instead. ``flags`` maps each flag of the command line
+    (``--`` names) to ``None`` when the running command has it, or to a command that has it
+    (then the hint names that command); a plain collection of flags means they are all the
+    running command's. The one mapping of :func:`flag_for` decides a keyword's flag; a keyword
+    without a flag anywhere is left as it is.
 
     >>> cli_words("give dim=D or want='min-dim' (got reduction='sum')", {"--dim", "--want",
     ...           "--reduction"})
     'give --dim D or --want min-dim (got --reduction sum)'
+    >>> cli_words("pass log_weights=...", {"--tau": None, "--log-weights": "classify"})
+    'pass `dgp classify --log-weights`'
     """
+    homes = flags if isinstance(flags, Mapping) else dict.fromkeys(flags)
 
     def sub(m: re.Match[str]) -> str:
         name, value = m.group(1), m.group(2).strip("'")
         if m.group(0) in _KEYWORD_PHRASES:
             return _KEYWORD_PHRASES[m.group(0)]
         flag = _KEYWORD_FLAGS.get(name) or flag_for(name)
-        if flag not in flags and name not in _KEYWORD_FLAGS or value in ("None", "True", "False"):
+        if flag not in homes or value in ("None", "True", "False"):
             return m.group(0)
-        return flag if value == "..." else f"{flag} {value}"
+        said = flag if value == "..." else f"{flag} {value}"
+        return said if homes[flag] is None else f"`dgp {homes[flag]} {said}`"
 
     return _KEYWORD.sub(sub, text)
 
 
-def command_flags(args: argparse.Namespace) -> set[str]:
-    """Every ``--`` flag of every subcommand, from a parsed command line (for
-    :func:`cli_words`)."""
-    return _all_flags(args.subcommands)
+def command_flags(args: argparse.Namespace) -> dict[str, str | None]:
+    """The flags of the command line for :func:`cli_words`, from a parsed command line:
+    ``None`` for the running command's own, else a command that has the flag."""
+    return _flag_homes(args.subcommands, args.command)
 
 
-def _all_flags(sub: dict[str, argparse.ArgumentParser]) -> set[str]:
-    return {o for p in sub.values() for a in p._actions for o in a.option_strings
-            if o.startswith("--")}
+def _flags_of(p: argparse.ArgumentParser) -> list[str]:
+    return [o for a in p._actions for o in a.option_strings if o.startswith("--")]
+
+
+def _flag_homes(sub: dict[str, argparse.ArgumentParser], command: str | None,
+                ) -> dict[str, str | None]:
+    homes: dict[str, str | None] = {}
+    for name, p in sub.items():
+        for flag in _flags_of(p):
+            homes.setdefault(flag, name)
+    if command in sub:
+        homes.update(dict.fromkeys(_flags_of(sub[command])))
+    return homes
 
 
 class _Parser(argparse.ArgumentParser):
@@ -172,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _warning_printer(flags: set[str]):
+def _warning_printer(flags: Mapping[str, str | None]):
     """``warnings.showwarning`` for a command: one ``warning:`` line in the command line's
     words (:func:`cli_words`)."""
 
@@ -205,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:  # reported by the subcommand's parser, which knows its own flags
         args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
-    flags = _all_flags(parser.get_default("subcommands") or {})
+    flags = _flag_homes(parser.get_default("subcommands") or {}, args.command)
     previous = warnings.showwarning
     warnings.showwarning = _warning_printer(flags)
     previous_term = _on_sigterm()
