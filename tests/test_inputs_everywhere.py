@@ -160,3 +160,18 @@ def test_input_errors_name_the_flag_and_what_is_needed(cli, tmp_path):
     assert r.code == 2 and r.err.startswith("error: --directed applies to an edge list")
     r = cli("optimum", "--tau", "0.5")
     assert r.code == 2 and "WEIGHTS" in r.err and "--edges" in r.err
+
+
+def test_dense_weights_are_the_canonical_ones_and_refuse_an_underflowing_ratio():
+    from dgp.engine.target import check_weights, log_weights
+
+    W = np.array([[0.0, 6.0, 3.0], [2.0, 0.0, 1.5], [0.0, 4.0, 0.0]])
+    A = check_weights(sp.csr_matrix(W))
+    np.testing.assert_allclose(A, W / 6.0, rtol=1e-15, atol=0)  # w / w_max, zero diagonal
+    np.testing.assert_allclose(log_weights(W).weights(), A, rtol=1e-15, atol=0)
+    # row distributions are those of W: the optimum cannot tell W from A
+    assert dgp.optimum(A, tau=0.5).loss == pytest.approx(dgp.optimum(W, tau=0.5).loss,
+                                                           rel=1e-12)
+    tiny = np.array([[0.0, 1e300], [1e-30, 0.0]])  # 1e-330 of the largest: below any float
+    with pytest.raises(ParameterError, match=r"^W\[1, 0\] is a positive weight"):
+        check_weights(tiny)
