@@ -311,8 +311,11 @@ def check_value(name: str, value: object, label: str | None = None) -> float | i
 
 
 def fixed_parameters(problem: Problem, given: Mapping[str, object], swept: Sequence[str],
-           needed: Sequence[str]) -> dict[str, float | int]:
-    """The fixed parameters: every needed one given or swept, none both, none foreign."""
+           needed: Sequence[str], *, grid: bool = False) -> dict[str, float | int]:
+    """The fixed parameters: every needed one given or swept, none both, none foreign.
+
+    ``swept`` are the parameters the caller varies (a phase map's grid, with ``grid=True``) or
+    finds (``recommend``); a missing one is asked for in those words."""
     takes = set(needed)
     out: dict[str, float | int] = {}
     for name, value in given.items():
@@ -327,8 +330,8 @@ def fixed_parameters(problem: Problem, given: Mapping[str, object], swept: Seque
         out[name] = check_value(name, value)
     for name in needed:
         if name not in out and name not in swept:
-            raise ParameterError(name, f"is missing: {describe_input(problem)} needs it, fixed "
-                                 "or in the grid")
+            how = "fixed or in the grid" if grid else "give its value"
+            raise ParameterError(name, f"is missing: {describe_input(problem)} needs it ({how})")
     return out
 
 

@@ -30,7 +30,7 @@ from dgp.design._common import (
     needed_parameters,
     prototype_rank,
 )
-from dgp.display import format_rows, html_rows
+from dgp.display import distinct_digits, format_rows, html_rows
 from dgp.errors import (
     ParameterError,
     ParameterTypeError,
@@ -123,17 +123,33 @@ class Recommendation(Record):
         yield from (("objective", self.objective), ("want", self.want),
                     (self.parameter, self.value), ("certificate", self.certificate),
                     ("reason", self.reason), ("given", self.given))
+        if self.value is None:
+            yield "next", self.next_question
+
+    @property
+    def next_question(self) -> str | None:
+        """When nothing was found, the question to ask next (keyword arguments as
+        ``name=value``; the command line says them as flags); ``None`` otherwise."""
+        if self.value is not None:
+            return None
+        return _NEXT.get(self.want.partition("<=")[0], _NEXT["minority-cosine"])
 
     def _rows(self) -> list[tuple[str, str]]:
+        br = self.certificate.get("bracket") or {}
+        sides = [s for s in ("below", "above") if br.get(s)]
+        # enough digits that the two ends of the bracket (and the value) print differently
+        ends = [br[s][k] for s in sides for k in ("tau", "eps") if isinstance(br[s].get(k),
+                                                                              float)]
+        digits = distinct_digits(*ends, *([self.value] if isinstance(self.value, float)
+                                          else []), minimum=12)
         shown = "none" if self.value is None else (
-            str(self.value) if isinstance(self.value, int) else f"{self.value:.12g}")
+            str(self.value) if isinstance(self.value, int) else f"{self.value:.{digits}g}")
         rows = [("want", self.want), ("objective", self.objective),
                 (self.parameter, shown), ("reason", self.reason)]
-        br = self.certificate.get("bracket")
-        if br:
-            for side in ("below", "above"):
-                if br.get(side):
-                    rows.append((side, _describe_point(br[side])))
+        for side in sides:
+            rows.append((side, _describe_point(br[side], digits)))
+        if self.value is None:
+            rows.append(("next", self.next_question))
         cf = self.certificate.get("closed_form")
         if cf:
             rows.append(("closed form", f"{cf['formula']} = {cf['value']:.12g} (relative "
@@ -147,8 +163,25 @@ class Recommendation(Record):
         return html_rows(self._rows())
 
 
-def _describe_point(p: Mapping[str, Any]) -> str:
-    parts = [f"{k} = {p[k]:.12g}" if isinstance(p[k], float) else f"{k} = {p[k]}"
+#: what to ask when a question has no answer in the searched range (by ``want``)
+_NEXT = {
+    "realizable": "the bound is not attained in this dimension at any scanned tau: ask "
+    "want='min-dim' at one tau=T (the smallest dimension that attains it there), a larger "
+    "dim=D, or a wider search=(lo, hi)",
+    "min-dim": "the bound is attained in no dimension at this tau: ask want='realizable' with "
+    "dim=D (the temperatures at which it is attained, if any), or ask what training reaches "
+    "instead: the loss floor in your dimension (dgp floors, with dim=D) and the optimal "
+    "geometry (dgp optimum for a weight matrix, dgp supcon for class objectives)",
+    "simplex": "the target is not the simplex in the searched range: try a wider "
+    "search=(lo, hi), or ask want='realizable' with dim=D (where the bound is attained)",
+    "minority-cosine": "no tau in the searched range keeps the minority cosines below the "
+    "threshold: ask a larger threshold (want='minority-cosine<=X'), a wider search=(lo, hi), or "
+    "see the prototypes at one tau=T (dgp supcon)",
+}
+
+
+def _describe_point(p: Mapping[str, Any], digits: int = 12) -> str:
+    parts = [f"{k} = {p[k]:.{digits}g}" if isinstance(p[k], float) else f"{k} = {p[k]}"
              for k in ("tau", "eps", "dim") if k in p]
     if "verdict" in p:
         parts.append(p["verdict"] + (f" (rank {p['rank']})" if p.get("rank") is not None
@@ -466,8 +499,9 @@ def _recommend_realizable(problem: Problem, fixed: dict, rng: tuple[float, float
     d = fixed["dim"]
     status = out["status"]
     if status == "found":
-        reason = (f"realizable in dim = {d} up to tau = {value:.12g}; at tau = "
-                  f"{out['above']['tau']:.12g} (relative distance {out['relative_width']:.1e}) "
+        k = distinct_digits(value, out["above"]["tau"], minimum=12)
+        reason = (f"realizable in dim = {d} up to tau = {value:.{k}g}; at tau = "
+                  f"{out['above']['tau']:.{k}g} (relative distance {out['relative_width']:.1e}) "
                   f"it is {out['above']['verdict']}")
     elif status == "up-to-range-end":
         first = out["scan"]["stretches_holding"][0][0]
@@ -653,9 +687,10 @@ def _recommend_minority(problem: Problem, fixed: dict, x: float, minority, rng, 
         "bracket": {"below": out.pop("below", None), "above": out.pop("above", None)}, **out}
     if out["status"] == "found":
         b = cert["bracket"]
+        k = distinct_digits(value, b["above"]["tau"], minimum=10)
         reason = (f"every minority pair keeps its prototype cosine <= {x:g} up to tau = "
-                  f"{value:.10g} (largest {b['below']['max_cosine']:.10g}); at tau = "
-                  f"{b['above']['tau']:.10g} classes {b['above']['pair']} reach "
+                  f"{value:.{k}g} (largest {b['below']['max_cosine']:.10g}); at tau = "
+                  f"{b['above']['tau']:.{k}g} classes {b['above']['pair']} reach "
                   f"{b['above']['max_cosine']:.10g}")
         if dim is not None and b["below"]["rank"] > dim:
             reason += (f"; caution: these prototypes have rank {b['below']['rank']} > dim = "
