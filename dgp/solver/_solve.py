@@ -134,7 +134,7 @@ def lbfgs(
     y_hist: list[np.ndarray] = []
     stall = 0
     it = 0
-    for it in range(1, maxiter + 1):  # noqa: B007 - the count is returned
+    for it in range(1, maxiter + 1):
         if float(np.max(np.abs(g))) <= gtol:
             break
         d = -g
