@@ -49,7 +49,21 @@ import scipy.sparse as sps
 from dgp.constants import LOG1P_SERIES_BELOW, PROBABILITY_ATOL
 from dgp.errors import SolverError, check_positive
 
-__all__ = ["BlockForm", "RowProblem", "RowState", "block_problem", "scaled_softplus"]
+__all__ = [
+    "BlockForm",
+    "RowProblem",
+    "RowState",
+    "ScaleOverflow",
+    "block_problem",
+    "scaled_softplus",
+]
+
+
+class ScaleOverflow(SolverError):
+    """The objective, in the units of its scale :math:`t` (the excess at the point that set
+    it), does not fit a float at the point asked for: that point is astronomically worse than
+    the one that set the scale. A line search backtracks from it; anywhere else it is dgp's
+    failure."""
 
 
 def scaled_softplus(Y: np.ndarray, log_t: float) -> np.ndarray:
@@ -179,7 +193,9 @@ class RowProblem:
         self.const_minus_entropy = cme
         self.entropy = float(np.sum(alpha * (lref - cme)))  # sum_r alpha_r H_r
         self.excess_offset = float(np.sum(alpha * cme))
-        self.agg = sps.csr_matrix((self.alpha_hat, (anchor, rows)), shape=(K, R))
+        # rows -> anchors: a diagonal scaling when every row is its own anchor
+        self.agg = None if self._dense else sps.csr_matrix((self.alpha_hat, (anchor, rows)),
+                                                           shape=(K, R))
         self.log_t = 0.0
         self.Pex_s = Pex
 
@@ -199,12 +215,12 @@ class RowProblem:
         with np.errstate(divide="ignore"):
             Y = top + np.log(total)
         sp = np.logaddexp(0.0, Y)
-        with np.errstate(under="ignore", over="ignore"):
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):  # checked below
             Qs = E * np.exp(top - sp - self.log_t)[:, None]  # Q / t
             Q = E
             Q *= np.exp(top - sp)[:, None]  # softmax mass of each point but the reference
         if not np.isfinite(Qs).all():
-            raise SolverError(
+            raise ScaleOverflow(
                 "the scaled objective overflowed (a cosine moved far from the starting point at "
                 f"tau = {self.tau:g}); this is a failure of dgp's solver, please report it"
             )
@@ -234,6 +250,8 @@ class RowProblem:
         to the anchor class's own (within-class) cosine."""
         rowvals[self._rows, self.ref] = 0.0
         rowvals[self._rows, self.ref] = -rowvals.sum(axis=1)
+        if self.agg is None:
+            return self.alpha_hat[:, None] * rowvals
         return np.asarray(self.agg @ rowvals)
 
     def _aggregate(self, rowvals: np.ndarray) -> np.ndarray:
