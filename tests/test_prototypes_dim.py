@@ -299,3 +299,15 @@ def test_cli_text_and_free_dimension_export(cli, tmp_path):
     Z = np.load(f, allow_pickle=False)
     assert "lower_bound" not in d and Z.shape == (5, d["rank"])
     np.testing.assert_allclose(Z @ Z.T, np.array(d["gram"]), atol=1e-8)
+
+
+def test_certificate_of_a_point_that_is_not_stationary():
+    n = np.array([9, 4, 3, 2, 2])
+    prob = block_problem(n, block_weights(5, None), tau=0.2)
+    X = np.random.default_rng(8).standard_normal((2, 5))
+    X /= np.linalg.norm(X, axis=0)
+    prob.set_scale(X.T @ X)
+    c = rank_d_certificate(prob, X, tol=1e-10)
+    assert not c.first_order and not c.second_order and c.gradient_norm > 1e-3
+    assert c.hessian_method.startswith("skipped") and np.isnan(c.hessian_min_eig)
+    assert c.check() == ()

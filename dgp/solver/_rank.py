@@ -233,7 +233,8 @@ class RankDCertificate(CertificateProtocol):
     second_order_tol : float
         ``hessian_min_eig >= -second_order_tol`` makes the point second-order critical.
     hessian_method : str
-        ``"dense"`` (exact eigenvalues) or ``"lanczos"``.
+        ``"dense"`` (exact eigenvalues), ``"lanczos"``, or ``"skipped (not first-order
+        critical)"`` (then both eigenvalues are ``nan``).
     first_order : bool
     second_order : bool
         Whether the two conditions hold (second order: also that the estimate converged).
@@ -335,7 +336,10 @@ def rank_d_certificate(prob: RowProblem, X: np.ndarray, *, tol: float,
     X = X / np.linalg.norm(X, axis=0)
     accept = max(DEFAULT_POLICY.accept_factor * tol, DEFAULT_POLICY.accept_floor)
     grad = stationarity(prob, X)
-    low, top, how = _hessian_extremes(prob, X, seed)
+    if grad <= accept:
+        low, top, how = _hessian_extremes(prob, X, seed)
+    else:  # the Hessian says nothing about a point that is not stationary
+        low, top, how = math.nan, math.nan, "skipped (not first-order critical)"
     rel = low / max(abs(top), SCALE_FLOOR) if math.isfinite(low) else math.nan
     cert = row_certificate(prob, X.T @ X)
     return RankDCertificate(
