@@ -753,6 +753,14 @@ def supcon_prototypes(
     dgp.errors.SolverError
         If the certified solver does not converge.
 
+    Warns
+    -----
+    dgp.errors.DgpWarning
+        With ``dim``, when the rank-``dim`` point is not first-order critical within the
+        iteration budget (large ``K * dim`` at small ``tau``): it is still returned, a feasible
+        point whose loss bounds the optimum in ``R^dim`` from above, with
+        :attr:`Prototypes.lower_bound` below and ``rank_d.first_order`` false.
+
     Examples
     --------
     >>> p = supcon_prototypes([5, 5, 5], tau=0.1)
