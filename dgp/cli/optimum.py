@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from dgp.cli._output import FileArg, emit_json, save_array, table
-from dgp.io import load_array
+from dgp.io import load_weights
 from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 
 __all__ = ["register", "run"]
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dgp.optima import optimum
 
-    W = load_array(args.weights, name="WEIGHTS")
+    W = load_weights(args.weights, name="WEIGHTS")
     batch = {}
     if args.batch_size is not None:
         batch = {"batch_size": args.batch_size, "reduction": args.reduction,
