@@ -270,8 +270,9 @@ def loss_floors(
     starts near the random value, can stall at the collapsed value :math:`N\log(N-1)` (every
     embedding at one point) and cannot go below the optimum. The optimum is the entropic bound
     when it is attained; else, for SupCon and Soft SupCon, the loss of the optimal class
-    prototypes (:func:`dgp.supcon_prototypes`, valid in ``dim`` when their rank fits); for other
-    cosine weightings, ``dgp.optimum`` once it accepts a dimension.
+    prototypes (:func:`dgp.supcon_prototypes`) when their rank fits in ``dim``; otherwise, and
+    for other cosine weightings (up to 300 samples), :func:`dgp.optimum` in ``R^dim`` (under
+    its memory and time guards: a class weighting is solved on its K classes).
 
     Parameters
     ----------
@@ -361,8 +362,8 @@ def _optimal_loss(problem: Problem, fixed: dict, res: Classification) -> tuple[f
         if protos is None:
             return None, EXCESS_SOURCES[code]
         r = prototype_rank(protos.gram)
-        if "dim" in fixed and r > fixed["dim"]:
-            return None, EXCESS_SOURCES["not-computed-dim"]
+        if "dim" in fixed and r > fixed["dim"]:  # the free prototypes do not fit in R^dim
+            return _optimum_in(problem, fixed, where)
         how = "closed form" if protos.kkt_residual is None else (
             f"certified solver, KKT residual {protos.kkt_residual:.1e}")
         return float(protos.loss), (f"the optimal class prototypes (dgp.supcon_prototypes, "
@@ -372,10 +373,18 @@ def _optimal_loss(problem: Problem, fixed: dict, res: Classification) -> tuple[f
         return None, EXCESS_SOURCES["not-computed-euclidean"]
     if res.n > GENERAL_OPTIMUM_MAX_N:
         return None, EXCESS_SOURCES["not-computed-size"]
+    return _optimum_in(problem, fixed, where)
+
+
+def _optimum_in(problem: Problem, fixed: dict, where: str) -> tuple[float | None, str]:
+    """The loss of :func:`dgp.optimum` in ``R^dim`` (or free), under its memory and time
+    guards (a class weighting is reduced to its K classes there)."""
     if not optimum_takes_dim():
         return None, EXCESS_SOURCES["not-computed-solver"]
     from dgp.optima import optimum
 
     opt = optimum(problem.dense_weights(fixed), tau=fixed["tau"], dim=fixed.get("dim"))
-    return float(opt.loss), f"dgp.optimum in {where}"
+    how = "certified globally optimal" if opt.certified_global else "best of its starts, gap " \
+        f"{opt.duality_gap:.2g} nats to the convex lower bound"
+    return float(opt.loss), f"dgp.optimum in {where} (rank {opt.rank}, {how})"
 
