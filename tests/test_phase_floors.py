@@ -207,3 +207,15 @@ def test_floors_match_the_reference_losses_on_the_optimal_embedding(counts, tau)
     feats = torch.tensor(np.stack([prot[sample_labels]] * n_views, axis=1))
     ref = _supcontrast_reference(feats, torch.tensor(sample_labels), tau, 0.07).item()
     assert ref == pytest.approx(f.per_anchor("supcontrast")["optimal"], rel=1e-12)
+
+
+@pytest.mark.parametrize("kappa", [1e3, 1e10, 1e100, 1e300])
+def test_log_mgf_of_the_cosine_is_exact_for_huge_kappa(kappa):
+    # d = 3: the cosine is uniform on [-1, 1], E e^{k u} = sinh(k) / k, so the log is
+    # k - log(2 k) + log1p(-e^{-2k}) (the last term is 0 here); d = 1: log cosh k
+    assert log_mgf_cosine(kappa, 3) == pytest.approx(kappa - math.log(2.0 * kappa), rel=1e-15)
+    assert log_mgf_cosine(kappa, 1) == pytest.approx(kappa - math.log(2.0), rel=1e-15)
+    # a larger dimension concentrates the cosine nearer 0: a smaller value (where floats
+    # resolve the difference, about log kappa next to kappa)
+    if kappa <= 1e10:
+        assert log_mgf_cosine(kappa, 8) < log_mgf_cosine(kappa, 3) < log_mgf_cosine(kappa, 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,7 @@ from dgp.design._common import (
     prototype_rank,
 )
 from dgp.errors import (
+    ParameterError,
     check_choice,
     check_dim,
     check_int,
@@ -203,6 +205,11 @@ def log_mgf_cosine(kappa: float, d: int) -> float:
     v = float(ive(nu, kappa))
     if v > 0.0 and math.isfinite(v):
         return float(gammaln(d / 2.0)) + nu * math.log(2.0 / kappa) + math.log(v) + kappa
+    if kappa > 1e8 * (1.0 + nu * nu):  # beyond scipy's range, where the asymptotic series
+        # I_nu(k) e^-k = (2 pi k)^-1/2 (1 - (4nu^2-1)/(8k) + O(nu^4/k^2)) is exact in float64
+        return (float(gammaln(d / 2.0)) + nu * math.log(2.0 / kappa) + kappa
+                - 0.5 * (math.log(2.0 * math.pi) + math.log(kappa))
+                + math.log1p(-(4.0 * nu * nu - 1.0) / (8.0 * kappa)))
     # series 0F1(; d/2; kappa^2/4) = sum_k (kappa^2/4)^k / ((d/2)_k k!)
     a = kappa * kappa / 4.0
     kmax = int(8.0 * math.sqrt(a) + 60)
@@ -214,6 +221,9 @@ def log_mgf_cosine(kappa: float, d: int) -> float:
 #: float64 arrays of one block of draws alive at once in the Monte Carlo mean (the draws, their
 #: scaled copy and scipy's logsumexp temporaries): 7.1 measured with tracemalloc, 8 counted
 _MC_TEMPORARIES = 8
+
+
+_LOG_FLOAT_MAX = math.log(sys.float_info.max)
 
 
 def _mc_block(n: int) -> int:
@@ -240,7 +250,9 @@ def _random_loss(n: int, tau: float, d: int, samples: int, seed: int) -> tuple[f
         else:
             u = 2.0 * rng.beta((d - 1) / 2.0, (d - 1) / 2.0, size=(m, n - 1)) - 1.0
         vals[s:s + m] = logsumexp(u / tau, axis=1)
-    se = float(vals.std(ddof=1) / math.sqrt(samples)) if samples > 1 else float("nan")
+    scale = max(1.0, float(np.abs(vals).max()))  # values near 1/tau: no overflow in the squares
+    se = float((vals / scale).std(ddof=1) * scale / math.sqrt(samples)) if samples > 1 else \
+        float("nan")
     return float(vals.mean()), se
 
 
@@ -327,6 +339,11 @@ def loss_floors(
         reps = check_int(samples, "samples", minimum=2)
         check_time(20.0 * reps * max(1, n - 1), what=f"{reps} Monte Carlo draws of {n - 1} "
                    "cosines", instead="ask for fewer samples", param="samples")
+    if "dim" in fixed and math.log(2.0 * n) - math.log(fixed["tau"]) > _LOG_FLOAT_MAX:
+        raise ParameterError("tau", f"= {fixed['tau']:g} is too small for the random-embedding "
+                             f"loss: it is about N / tau = {n} / {fixed['tau']:g} nats summed, "
+                             "beyond the float range (about 1.8e308); use a larger tau, or "
+                             "leave out dim (no random value then)")
     if "dim" in fixed:  # beside the validated weighting, alive until the end
         kept = problem.weights.L.nbytes if problem.weights is not None and \
             problem.weights.L is not None else 0

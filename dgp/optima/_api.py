@@ -60,6 +60,7 @@ from dgp.solver import (
     row_certificate,
     single_threaded,
     solve_rows,
+    validated_tau,
 )
 from dgp.tolerance import DEFAULT_POLICY
 
@@ -337,7 +338,7 @@ def optimum(
     if q.K == 1:
         q = _split_single_class(q)
     structure = "quotient" if q.K < N else "dense"
-    with single_threaded():
+    with single_threaded(), validated_tau(tau):  # failures at extreme tau are the user's
         try:
             out = _solve(q, **kwargs)
         except _NoCollapse:

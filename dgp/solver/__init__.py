@@ -30,7 +30,7 @@ from dgp.solver._batch import (
     positive_pair_probability,
     row_budget_samples,
 )
-from dgp.solver._guards import check_time, time_budget
+from dgp.solver._guards import check_time, time_budget, validated_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
 from dgp.solver._program import BlockForm, RowProblem, block_problem, scaled_softplus
@@ -78,4 +78,5 @@ __all__ = [
     "single_threaded",
     "solve_rows",
     "time_budget",
+    "validated_tau",
 ]
