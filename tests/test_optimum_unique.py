@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.optimize import minimize
-from test_phase import _loss_grad
+from test_phase import loss_grad
 
 import dgp
 from dgp.solver import face_uniqueness
@@ -33,7 +33,7 @@ def _brute_force_grams(W: np.ndarray, tau: float, starts: int) -> list[np.ndarra
     rng = np.random.default_rng(7)
     out = []
     for _ in range(starts):
-        res = minimize(_loss_grad, rng.standard_normal(n * n), args=(P, tau, n, n), jac=True,
+        res = minimize(loss_grad, rng.standard_normal(n * n), args=(P, tau, n, n), jac=True,
                        method="L-BFGS-B",
                        options={"maxiter": 20000, "gtol": 1e-13, "ftol": 1e-16})
         X = res.x.reshape(n, n)
