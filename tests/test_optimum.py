@@ -1,4 +1,5 @@
-"""dgp.optimum (in dgp.optima): the minimiser of a cosine w-InfoNCE, free or in dimension d, full batch or batched.
+"""dgp.optimum (package dgp.optima): the minimiser of a cosine w-InfoNCE, free or in dimension d,
+full batch or batched.
 
 Independent references: the certified prototype solver (structured weightings), a generic
 exponential-cone program (cvxpy + Clarabel, accurate to about 1e-5 in G at moderate tau), a
@@ -355,7 +356,8 @@ def test_display_and_to_dict():
     assert d["unique"] is True and d["rank"] == 1 and np.array(d["gram"]).shape == (5, 5)
     assert "embedding" not in d and len(opt.to_dict(embedding=True)["embedding"]) == 5
     text = str(opt)
-    assert "twin classes" in text and "optimal Gram" in text and "unique" in text
+    assert "5 samples, 2 distinct (twins" in text and "optimal Gram" in text
+    assert "unique" in text
     assert "<table>" in opt._repr_html_()
 
 

@@ -11,7 +11,9 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
   uniqueness of the collapsed configuration);
 * :mod:`~dgp.solver._batch`: the compositions of mini-batches of a sampler and the rows of the
   expected batch loss;
-* :mod:`~dgp.solver._guards`: the time budget of a solve.
+* :mod:`~dgp.solver._nonnegative`: non-negative (ReLU-head) factors and the certified lower
+  bound of the doubly non-negative relaxation;
+* :mod:`~dgp.solver._guards`: the time budget of a solve, the largest temperature it resolves.
 
 A solve is accepted by the one rule of the tolerance policy,
 :meth:`dgp.tolerance.Tolerance.accepts`.
@@ -30,9 +32,16 @@ from dgp.solver._batch import (
     positive_pair_probability,
     row_budget_samples,
 )
-from dgp.solver._guards import check_time, time_budget, validated_tau
+from dgp.solver._guards import check_solver_tau, check_time, time_budget, validated_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
+from dgp.solver._nonnegative import (
+    DNNBound,
+    dnn_lower_bound,
+    nonnegative_factor,
+    nonnegative_starts,
+    nonnegative_stationarity,
+)
 from dgp.solver._program import BlockForm, RowProblem, block_problem, scaled_softplus
 from dgp.solver._solve import (
     SolveResult,
@@ -54,6 +63,7 @@ __all__ = [
     "BatchSpec",
     "BlockForm",
     "Compositions",
+    "DNNBound",
     "KKTCertificate",
     "LiftCertificate",
     "RowProblem",
@@ -63,13 +73,18 @@ __all__ = [
     "bm_lbfgs",
     "bm_lbfgs_linear",
     "check_batch",
+    "check_solver_tau",
     "check_time",
     "compositions",
+    "dnn_lower_bound",
     "face_uniqueness",
     "factor",
     "frank_wolfe_bound",
     "lbfgs",
     "lift_certificate",
+    "nonnegative_factor",
+    "nonnegative_starts",
+    "nonnegative_stationarity",
     "positive_pair_probability",
     "row_budget_samples",
     "row_certificate",

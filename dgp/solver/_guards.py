@@ -13,10 +13,10 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from dgp.constants import SOLVER_TAU_RANGE
+from dgp.constants import SOLVER_TAU_MAX, SOLVER_TAU_RANGE
 from dgp.errors import InputError, ParameterError, SolverError
 
-__all__ = ["check_time", "time_budget", "validated_tau"]
+__all__ = ["check_solver_tau", "check_time", "time_budget", "validated_tau"]
 
 _FLOPS = 1e9
 
@@ -82,3 +82,26 @@ that range
             param, f"= {tau:g} is outside [{lo:g}, {hi:g}], the temperatures dgp's certified "
             f"solver is validated on, and the solve {how} there; use a temperature in that range"
         ) from None
+
+
+def check_solver_tau(tau: float, param: str = "tau") -> float:
+    """Refuse a temperature above :data:`dgp.constants.SOLVER_TAU_MAX` (2^53): there the loss
+    is flat to double precision, ``exp(G/tau) = 1`` for every cosine ``G``, and no solver can
+    resolve its minimiser.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``param``, with the limit.
+
+    >>> check_solver_tau(1e6)
+    1000000.0
+    """
+    if tau > SOLVER_TAU_MAX:
+        raise ParameterError(
+            param, f"= {tau:.3g} is beyond what the loss resolves: above 2^53 = "
+            f"{SOLVER_TAU_MAX:.3g}, exp(G / tau) = 1 to double precision for every cosine G in "
+            f"[-1, 1], so the loss is flat and every Gram is optimal; use tau <= "
+            f"{SOLVER_TAU_MAX:.3g}"
+        )
+    return tau

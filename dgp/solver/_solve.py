@@ -50,6 +50,7 @@ from dgp.constants import (
     START_PERTURBATION,
     TCG_CURVATURE_FLOOR,
 )
+from dgp.solver._guards import check_solver_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._program import RowProblem
 
@@ -185,6 +186,7 @@ def bm_lbfgs(
     """L-BFGS on the product of spheres at the rank of ``X0`` (``r x K``, unit columns); returns
     the final factor (unit columns) and the iteration count. ``gtol`` is relative to the first
     gradient."""
+    check_solver_tau(prob.tau)  # above 2^53 the loss is flat: nothing to resolve
     r, K = X0.shape
 
     def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
@@ -559,6 +561,7 @@ def solve_rows(
     second-order stationarity of the factorised problem and the certificate's dual part tells
     whether the point is also globally optimal.
     """
+    check_solver_tau(prob.tau)  # above 2^53 the loss is flat: nothing to resolve
     prob.set_scale(starts[0])  # a common scale to compare the starts
     G0 = min(starts, key=lambda G: prob.value(prob.state(G)))
     prob.set_scale(G0)
