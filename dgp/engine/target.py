@@ -592,7 +592,8 @@ def check_weights(W: object, name: str = "W") -> np.ndarray:
     ``W`` may be anything it accepts: an array, a ``scipy.sparse`` matrix (e.g. a k-NN graph of
     :func:`sklearn.neighbors.kneighbors_graph`), a networkx graph, or :class:`LogWeights`. The
     weights returned are the canonical ones, :math:`w_{ij} / w_{\max}`
-    (:meth:`LogWeights.weights`): the row distributions :math:`p_i`, and so every loss, are those of ``W``.
+    (:meth:`LogWeights.weights`): the row distributions :math:`p_i`, and so every loss, are
+    those of ``W``.
 
     Raises
     ------
