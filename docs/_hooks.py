@@ -9,9 +9,11 @@
   serve`` and in the built site alike; nothing of MathJax is committed here.
 - ``on_page_content`` keeps an inline formula and the punctuation right after it on one line.
 - ``on_page_markdown`` replaces ``<!-- cli-help -->`` with the real ``--help`` text of every
-  registered ``dgp`` subcommand, so the CLI reference cannot drift from the parser, and drops
-  the ``::: module`` entries of the API reference listed in ``OPTIONAL_MODULES`` whose source
-  file has not landed yet.
+  registered ``dgp`` subcommand, so the CLI reference cannot drift from the parser, replaces
+  ``<!-- readme-quickstart -->`` with the first fenced block under the README's
+  ``## Quickstart`` (the block whose second line .ci/run runs), so the install and test lines
+  of the docs are the README's, and drops the ``::: module`` entries of the API reference
+  listed in ``OPTIONAL_MODULES`` whose source file has not landed yet.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from mkdocs.structure.files import File, Files
 #: pages produced by other parts of the project; listed in the nav only once they exist
 OPTIONAL_PAGES = {"results.md", "theorems.md", "benchmarks.md"}
 CLI_MARKER = "<!-- cli-help -->"
+QUICKSTART_MARKER = "<!-- readme-quickstart -->"
 #: modules written elsewhere that the API reference documents once their file exists
 OPTIONAL_MODULES = {"dgp.prototypes", "dgp.optima", "dgp.symbolic", "dgp.torch.experiments"}
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,7 +162,29 @@ def on_page_content(html: str, **kwargs: Any) -> str:
     return _MATH_PUNCT.sub(r'<span class="math-nowrap">\1\2</span>', html)
 
 
+def readme_quickstart() -> str:
+    """The first fenced block under ``## Quickstart`` in README.md, fences included.
+
+    The same block as .ci/run's ``awk`` reads (its second line is CI's test command).
+
+    Raises
+    ------
+    mkdocs.exceptions.PluginError
+        If the README has no such section or block.
+    """
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    try:
+        start = lines.index("## Quickstart")
+        first = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("```"))
+        last = next(i for i in range(first + 1, len(lines)) if lines[i].startswith("```"))
+    except (ValueError, StopIteration):
+        raise PluginError("README.md has no fenced block under '## Quickstart'") from None
+    return "\n".join(lines[first : last + 1])
+
+
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
+    if QUICKSTART_MARKER in markdown:
+        markdown = markdown.replace(QUICKSTART_MARKER, readme_quickstart())
     if CLI_MARKER in markdown:
         markdown = markdown.replace(CLI_MARKER, cli_help_markdown())
     if "\n::: " in markdown:
