@@ -13,7 +13,9 @@
   those sections, and ``on_page_markdown`` turns the lines of ``api.md`` itself into links with
   each module's one-line summary, so the index page stays short and every module has a page
   of its own.
-- ``on_page_content`` keeps an inline formula and the punctuation right after it on one line.
+- ``on_page_content`` keeps an inline formula and the punctuation right after it on one line,
+  and short inline code in a table cell on one line (``--want simplex`` is not split after its
+  dashes).
 - ``on_post_build`` rewrites the TeX of the search index (``search/search_index.json``) as
   plain text (``\\(s_{ij} = \\log w_{ij} + c\\)`` becomes ``s_ij = log w_ij + c``), so search
   previews show readable formulas instead of TeX source; the pages keep their TeX for MathJax.
@@ -302,8 +304,20 @@ def _drop_missing_modules(markdown: str) -> str:
 _MATH_PUNCT = re.compile(r'(<span class="arithmatex">[^<]*</span>)([,.;:!?)\]]+)')
 
 
+#: inline code in a table cell up to this many characters is kept on one line (a flag such as
+#: ``--objective`` is not split after its dashes); longer code still wraps at spaces
+TABLE_CODE_NOWRAP_CHARS = 40
+_TABLE = re.compile(r"<table>.*?</table>", re.S)
+_SHORT_CODE = re.compile(r"<code>([^<]{1,%d})</code>" % TABLE_CODE_NOWRAP_CHARS)
+
+
+def _table_code_nowrap(table: re.Match[str]) -> str:
+    return _SHORT_CODE.sub(r'<code class="table-nowrap">\1</code>', table.group(0))
+
+
 def on_page_content(html: str, **kwargs: Any) -> str:
-    return _MATH_PUNCT.sub(r'<span class="math-nowrap">\1\2</span>', html)
+    html = _MATH_PUNCT.sub(r'<span class="math-nowrap">\1\2</span>', html)
+    return _TABLE.sub(_table_code_nowrap, html)
 
 
 def readme_quickstart() -> str:

@@ -517,7 +517,7 @@ def test_the_browser_fetched_only_the_site(rendered: dict[str, Visit], served) -
 
 _HEADING = re.compile(r'<h\d id="(dgp(?:\.\w+)+)" class="doc doc-heading"')
 _ROW = re.compile(
-    r'<tr class="doc-section-item">\s*<td>\s*<code>(?:<span[^>]*>)?(\w+)(?:</span>)?</code>'
+    r'<tr class="doc-section-item">\s*<td>\s*<code[^>]*>(?:<span[^>]*>)?(\w+)(?:</span>)?</code>'
     r"(.*?)</tr>",
     re.S,
 )
@@ -634,7 +634,7 @@ API_PAGE_MAX_PX = 40_000
 API_PAGE_MAX_BYTES = 400_000
 #: pages with the figures of the site (three-panel ones among them) and with wide tables/code
 FIGURE_PAGES = ("getting-started/", "figures/", "tutorials/choose-tau/")
-TABLE_PAGES = ("theory/", "getting-started/", "api/", "figures/", "audit/")
+TABLE_PAGES = ("theory/", "getting-started/", "api/", "figures/", "audit/", "decide/")
 CODE_PAGES = ("cli/", "getting-started/", "audit/")
 
 
