@@ -308,7 +308,7 @@ _MATH_PUNCT = re.compile(r'(<span class="arithmatex">[^<]*</span>)([,.;:!?)\]]+)
 #: ``--objective`` is not split after its dashes); longer code still wraps at spaces
 TABLE_CODE_NOWRAP_CHARS = 40
 _TABLE = re.compile(r"<table>.*?</table>", re.S)
-_SHORT_CODE = re.compile(r"<code>([^<]{1,%d})</code>" % TABLE_CODE_NOWRAP_CHARS)
+_SHORT_CODE = re.compile(rf"<code>([^<]{{1,{TABLE_CODE_NOWRAP_CHARS}}})</code>")
 
 
 def _table_code_nowrap(table: re.Match[str]) -> str:
