@@ -369,4 +369,4 @@ def test_digits_walkthrough_training_check(tmp_path: Path, monkeypatch: pytest.M
     assert r.code == 0, r.output
     expected = _verify_verdicts("\n".join(shown))
     assert len(expected) >= 8 and "supports: prediction" in expected, expected
-    assert _verify_verdicts(r.stdout) == expected
+    assert _verify_verdicts(r.out) == expected, r.out
