@@ -124,6 +124,10 @@ SPECTRAL_START_PERTURBATION = 1e-6
 RANK_D_GTOL = 1e-9
 #: a screened rank-d start more than this fraction of the best loss behind is not polished
 SCREEN_SLACK = 1e-2
+#: a square ``prototypes`` array given to ``dgp.torch.GeometryMonitor`` is read as a Gram when it
+#: is symmetric with unit diagonal within this (the rounding of a Gram saved in float32, with
+#: room); otherwise its rows are read as prototype vectors
+MONITOR_GRAM_ATOL = 1e-6
 
 # ----------------------------------------------------------------------------------------------
 # parameter searches (dgp.design)
@@ -219,6 +223,15 @@ EPS_FIT_RANGE = (1e-6, 1.0 - 1e-9)
 LABEL_TAU_FIT_RANGE = (1e-2, 1e2)
 #: absolute tolerance (in the log of the parameter) of the fit of an objective's parameter
 PARAM_FIT_XATOL = 1e-11
+#: temperatures searched when the audit estimates a loss's temperature from its probes
+TAU_SEARCH_RANGE = (1e-3, 1e2)
+#: grid points (log-spaced over TAU_SEARCH_RANGE) before the temperature is refined
+TAU_SEARCH_POINTS = 41
+#: temperature used to place the probes when the loss's own is not known (the probes' scale
+#: cancels: the temperature is estimated from them)
+AUDIT_PROBE_TAU = 0.1
+#: an estimated and a given temperature that differ by more than this fraction disagree
+TAU_AGREE_RTOL = 1e-4
 
 # ----------------------------------------------------------------------------------------------
 # shared numerics, objectives and experiments
@@ -278,3 +291,27 @@ ZERO_GAP_DECAY = 1e-3
 #: nested scales stall near 1e-5, the loss floors of patterns that are not approached seen on
 #: small supports are above 4e-2
 ZERO_EVIDENCE = 1e-3
+
+# ---- twin classes found in a dense weighting (dgp.engine.blocks.dense_blocks) ----------------
+#: the search stops (the dense engine runs) when the classes found so far average fewer samples
+TWIN_MIN_MEAN_SIZE = 8
+#: columns compared first, to screen the candidates of a class before comparing whole rows
+TWIN_SCREEN = 16
+#: the search stops once it has compared this many times N^2 entries
+TWIN_WORK_BUDGET = 6.0
+
+# ---- non-negative (ReLU-head) prototypes (dgp.prototypes._nonnegative, dgp.solver._nonnegative)
+
+#: entries of a non-negative factor at or below this are its zeros (the support polish and the
+#: first-order residual read the support from it); starts are lifted by it off exact zeros
+NONNEG_SUPPORT_TOL = 1e-8
+#: a rank-d inequality w^T M w >= 1/d (w on the simplex) violated by less than this over d is
+#: not added as a cut (it would not move the bound)
+NONNEG_CUT_VIOLATION = 1e-7
+#: gap and feasibility tolerances handed to Clarabel for the doubly non-negative relaxation (the
+#: bound is made rigorous afterwards, whatever the solver reached)
+DNN_SOLVER_TOL = 1e-10
+#: a non-negative prototype Gram is certified optimal when its loss exceeds the certified lower
+#: bound by at most this fraction of its excess over the entropic bound (the accuracy the
+#: semidefinite solver reaches on the scaled objective, with margin)
+NONNEG_GAP_RTOL = 1e-6

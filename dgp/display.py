@@ -13,7 +13,13 @@ import numpy as np
 
 from dgp.constants import SCALE_FLOOR
 
-__all__ = ["format_nats", "format_rows", "format_summary", "html_rows", "html_summary"]
+__all__ = ["HTML_MONOSPACE", "format_nats", "format_rows", "format_summary", "html_pre",
+           "html_rows", "html_summary"]
+
+#: the font of ASCII drawings in HTML: monospace whatever the page's stylesheet (an nbconvert
+#: export or a docs theme may set ``pre`` in a proportional font), so that columns line up
+HTML_MONOSPACE = ("font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', "
+                  "'Liberation Mono', monospace")
 
 
 def format_nats(value: float, log_value: float | None = None) -> str:
@@ -79,6 +85,17 @@ def html_rows(rows: list[tuple[str, str]]) -> str:
         for k, v in rows
     )
     return f"<table>{body}</table>"
+
+
+def html_pre(text: str) -> str:
+    """Preformatted text (an ASCII map) as HTML in a monospace font, escaped, never wrapped.
+
+    >>> out = html_pre("a < b  o")
+    >>> out.startswith('<pre style="font-family: ui-monospace'), out.endswith(">a &lt; b  o</pre>")
+    (True, True)
+    """
+    return (f'<pre style="{HTML_MONOSPACE}; white-space: pre; line-height: 1.25">'
+            f"{html.escape(text, quote=False)}</pre>")
 
 
 def html_summary(

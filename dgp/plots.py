@@ -3,7 +3,9 @@ r"""Figures: prototype geometry, the spectrum along the ``c`` family, predicted 
 Needs the ``plot`` extra (``pip install -e ".[plot]"`` in a source checkout); matplotlib is
 imported only when a figure is drawn, and a missing matplotlib raises an :class:`ImportError`
 that names the extra. Every function returns a :class:`matplotlib.figure.Figure` built without
-``pyplot`` (no GUI backend, no global state): save it with ``fig.savefig("file.png")``.
+``pyplot`` (no GUI backend, no global state): save it with ``fig.savefig("file.png")``. It is a
+:class:`dgp.mplfigure.NotebookFigure`, so a notebook cell that ends with it shows the image,
+without ``%matplotlib inline``.
 
 - :func:`prototype_geometry`: classical MDS of a (prototype) Gram matrix in 2-D or 3-D, beside a
   heatmap of the Gram itself.
@@ -44,6 +46,7 @@ __all__ = [
     "classification_figure",
     "gram_heatmaps",
     "mds",
+    "new_figure",
     "prototype_geometry",
     "require_matplotlib",
 ]
@@ -69,16 +72,26 @@ def require_matplotlib() -> Any:
         from matplotlib.figure import Figure  # noqa: F401
     except ImportError as exc:  # pragma: no cover - exercised by a monkeypatched test
         raise ImportError(
-            f"figures need matplotlib, which is not installed: {INSTALL_HINT}"
+            f"figures need matplotlib, which is not installed: {INSTALL_HINT}",
+            name=exc.name,
         ) from exc
     return matplotlib
 
 
-def _figure(width: float, height: float):
-    require_matplotlib()
-    from matplotlib.figure import Figure
+def new_figure(width: float, height: float):
+    """An empty figure of ``width x height`` inches at 100 dpi, constrained layout: a
+    :class:`dgp.mplfigure.NotebookFigure`, which a notebook shows as an image without
+    ``%matplotlib inline``.
 
-    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+    Raises
+    ------
+    ImportError
+        If matplotlib is not installed (the ``plot`` extra).
+    """
+    require_matplotlib()
+    from dgp.mplfigure import NotebookFigure
+
+    return NotebookFigure(figsize=(width, height), dpi=100, layout="constrained")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -362,7 +375,7 @@ def prototype_geometry(
         Xr, _ = mds(R, 3)
         U, _, Vt = np.linalg.svd(Xr.T @ X3)  # rotate the reference onto the main configuration
         Xref = Xr @ (U @ Vt)
-    fig = _figure(9.5, 4.2)
+    fig = new_figure(9.5, 4.2)
     colours = [f"C{k % 10}" for k in range(K)]
     if dim == 2:
         ax = fig.add_subplot(1, 2, 1)
@@ -592,7 +605,7 @@ def c_family_spectrum(
                          rtol=rtol)
     n = weights.n
     if ax is None:
-        fig = _figure(6.4, 3.9)
+        fig = new_figure(6.4, 3.9)
         ax = fig.add_subplot(1, 1, 1)
     else:
         fig = ax.figure
@@ -637,7 +650,7 @@ def gram_heatmaps(
     a, b = P[off], L[off]
     spread = P.shape[0] > 2 and np.ptp(a) > 0 and np.ptp(b) > 0
     r = float(np.corrcoef(a, b)[0, 1]) if spread else float("nan")
-    fig = _figure(11.0, 3.6)
+    fig = new_figure(11.0, 3.6)
     annotate = P.shape[0] <= 6
     axes = [fig.add_subplot(1, 3, j + 1) for j in range(3)]
     _heatmap(fig, axes[0], P, title=titles[0], vmax=vmax, annotate=annotate)
@@ -908,7 +921,7 @@ def classification_figure(W: object, result: Any, *, labels: object | None = Non
         ranks = cert.get("ranks") if isinstance(cert.get("ranks"), dict) else None
         interval = grid["c_interval"]
         strip = interval is not None and ranks is not None  # the rank of the targets vs d
-        fig = _figure(11.5 if show_emb else 6.8, 4.8 if strip or show_emb else 4.0)
+        fig = new_figure(11.5 if show_emb else 6.8, 4.8 if strip or show_emb else 4.0)
         ratios = [1.25, 1] if show_emb else None
         outer = fig.add_gridspec(1, 2 if show_emb else 1, width_ratios=ratios)
         left = outer[0, 0].subgridspec(
@@ -932,7 +945,7 @@ def classification_figure(W: object, result: Any, *, labels: object | None = Non
                 fig, outer[0, 1], emb, rank=int(result.rank), c=result.c, labels=labels, unit=unit
             )
     else:
-        fig = _figure(6.4, 6.0)
+        fig = new_figure(6.4, 6.0)
         _draw_weights(fig, fig.add_subplot(1, 1, 1), weights, cert)
     width = fig.get_figwidth()
     fig.suptitle(_wrap(f"{head}: {result.reason}", int(12.5 * width)), fontsize=9, color=colour)

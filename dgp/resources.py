@@ -48,6 +48,9 @@ __all__ = [
 MEMORY_LIMIT_ENV = "DGP_MEMORY_LIMIT"
 #: share of the usable memory that dgp allows itself by default
 DEFAULT_MEMORY_FRACTION = 0.5
+#: allocations up to this size pass the default budget without reading the system's limits
+#: (any process that runs Python and NumPy may use more than twice this much)
+SMALL_ALLOCATION = 16 * 2**20
 _FALLBACK_MEMORY = 8 << 30  # assumed when the platform does not say how much memory there is
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
@@ -200,6 +203,8 @@ def check_memory(nbytes: float, *, what: str, hint: str | None = None) -> None:
         raise InputTypeError(f"nbytes must be a number of bytes, got {describe(nbytes)}")
     if math.isnan(float(nbytes)) or nbytes < 0:
         raise InputError(f"nbytes must be >= 0, got {describe(nbytes)}")
+    if nbytes <= SMALL_ALLOCATION and not os.environ.get(MEMORY_LIMIT_ENV, "").strip():
+        return  # below any default budget: the system's limits are not read for it
     budget, source = _budget()
     if budget is None or nbytes <= budget:
         return

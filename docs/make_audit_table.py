@@ -14,6 +14,8 @@ import pathlib
 import sys
 
 PAGE = pathlib.Path(__file__).with_name("audit.md")
+# the dgp of this checkout, not another one installed in the environment
+sys.path.insert(0, str(PAGE.resolve().parent.parent))
 START, END = "<!-- audit-table:start -->", "<!-- audit-table:end -->"
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -159,32 +161,190 @@ def test_default_labels_follow_what_the_loss_needs():
     assert report.match["objective"] == "supcon"
 
 
-def test_match_rtol_accepts_the_supcontrast_epsilon():
-    """The fix: SupContrast's +1e-9 inside the log misses SupCon at 1e-6 and matches at 1e-5."""
-    loss = ex.supcontrast_out(0.1)
-    strict = audit_loss(loss, labels="classes", call="views", geometry=False)
-    assert strict.match is None
-    assert strict.closest["objective"] == "supcon"
-    assert 1e-6 < strict.closest["error"] < 1e-5
-    assert any("match-rtol" in w for w in strict.warnings)
-    loose = audit_loss(loss, labels="classes", call="views", match_rtol=1e-5, geometry=False)
-    assert loose.match["objective"] == "supcon" and loose.match["form"] == "rows"
+def test_released_supcontrast_is_supcon_with_a_mean_over_anchors():
+    """HobbitLong's SupConLoss as released (views stacked view-major, features normalised by
+    the model) equals dgp's SupConLoss with a mean over anchors; the base temperature only
+    scales it; contrast_mode='one' keeps the first view's anchors, written out by hand."""
+    gen = torch.Generator().manual_seed(4)
+    b, tau = 5, 0.1
+    f = torch.randn(b, 2, 4, dtype=torch.float64, generator=gen)
+    y = torch.tensor([0, 0, 1, 1, 2])
+    z = torch.nn.functional.normalize(torch.cat(torch.unbind(f, dim=1)), dim=1)
+    ours = SupConLoss(temperature=tau, reduction="mean")(z, y.repeat(2))
+    assert ex.supcontrast_out(tau)(f, y).item() == pytest.approx(ours.item(), rel=1e-12)
+    scaled = ex.supcontrast_base_temperature(tau, 0.07)(f, y).item()
+    assert scaled == pytest.approx(ours.item() * tau / 0.07, rel=1e-12)
+    # contrast_mode='one': anchors f[:, 0], every other row of z in the denominator
+    s = (z @ z.T / tau).masked_fill(torch.eye(2 * b, dtype=torch.bool), float("-inf"))
+    logq = torch.log_softmax(s, dim=1)[:b]
+    pos = (y.repeat(2)[None, :] == y[:, None]) & ~torch.eye(b, 2 * b, dtype=torch.bool)
+    by_hand = -(logq.masked_fill(~pos, 0).sum(1) / pos.sum(1)).mean()
+    assert ex.supcontrast_one(tau)(f, y).item() == pytest.approx(by_hand.item(), rel=1e-12)
+
+
+def test_released_supcontrast_matches_supcon_at_the_default_tolerance():
+    """Nothing is added inside its log: it is SupCon to rounding, no --match-rtol needed."""
+    report = audit_loss(ex.supcontrast_out(0.1), labels="classes", call="views", geometry=False)
+    assert report.match["objective"] == "supcon" and report.match["form"] == "rows"
+    assert report.match["error"] < 1e-9 and report.partition == "all"
+    one = audit_loss(ex.supcontrast_one(0.1), labels="classes", call="views", geometry=False)
+    assert one.partition == "one-view" and one.match["objective"] == "supcon"
+    assert (one.anchor_weights[:6] == pytest.approx(1.0)) and (one.anchor_weights[6:] == 0).all()
+    assert not any("temperature" in w or "no registered" in w for w in one.warnings)
 
 
 def test_supcon_in_is_told_apart_from_out():
-    """The fix: L_in equals L_out to first order (identical sensitivities at orthonormal
-    embeddings), so one probe cannot tell them; several probes can."""
-    lin, lout = ex.supcontrast_in(0.1), ex.supcontrast_out(0.1)
-    y = default_labels("classes", 6)
-    p_in = probe(lin, y, tau=0.1, n=12, call="views")
-    p_out = probe(lout, y, tau=0.1, n=12, call="views")
-    np.testing.assert_allclose(p_in.T[0], p_out.T[0], atol=1e-6 * np.abs(p_out.T[0]).max())
+    """L_in equals L_out to first order (identical sensitivities at orthonormal embeddings), so
+    one probe cannot tell them; several probes can. solo-learn's SupCon is L_in."""
+    lin = ex.SoloLearnSupCon(0.1)
+    lout = SupConLoss(temperature=0.1, reduction="mean")
+    y = default_labels("classes", 12)
+    p_in = probe(lin, y, tau=0.1, n=12)
+    p_out = probe(lout, y, tau=0.1, n=12)
+    np.testing.assert_allclose(p_in.T[0], p_out.T[0], atol=1e-9 * np.abs(p_out.T[0]).max())
     assert np.abs(p_in.T[1] - p_out.T[1]).max() > 1e-2 * np.abs(p_out.T[1]).max()
-    report = audit_loss(lin, labels="classes", call="views", geometry=False)
+    report = audit_loss(lin, labels="classes", call="embeddings", geometry=False)
     assert not report.identified and report.match is None and report.verdict is None
     assert any("L_in" in w for w in report.warnings)
-    assert audit_loss(lout, labels="classes", call="views", match_rtol=1e-5,
-                      geometry=False).identified
+    assert audit_loss(lout, labels="classes", call="embeddings", geometry=False).identified
+
+
+def _one_positive(tau):
+    """Each positive pair with its own denominator of the negatives (TF SupCon's
+    denominator_mode=ONE_POSITIVE), written here, no temperature attribute."""
+
+    def loss(z, y):
+        zn = torch.nn.functional.normalize(z, dim=1)
+        s = zn @ zn.T / tau
+        y = torch.as_tensor(y)
+        same = y[:, None] == y[None, :]
+        pos = same & ~torch.eye(len(y), dtype=torch.bool)
+        lse_neg = torch.logsumexp(s.masked_fill(same, float("-inf")), dim=1, keepdim=True)
+        per_pair = torch.logaddexp(s, lse_neg) - s
+        return (per_pair.masked_fill(~pos, 0).sum(1) / pos.sum(1)).mean()
+
+    return loss
+
+
+def test_named_non_infonce_forms_are_recognised_with_their_temperature():
+    """No partition fits them, but their own forms do, exactly, at their temperature."""
+    y = default_labels("classes", 12)
+    lin = audit_loss(ex.SoloLearnSupCon(0.1), labels=y, geometry=False)
+    assert not lin.identified and lin.named_form["form"] == "L_in"
+    assert lin.named_form["tau_estimate"] == pytest.approx(0.1, rel=1e-6)
+    assert lin.summary() == "not a w-InfoNCE: L_in"
+    one = audit_loss(_one_positive(0.3), labels=y, geometry=False)
+    assert not one.identified and one.named_form["form"] == "one-positive"
+    assert one.named_form["tau_estimate"] == pytest.approx(0.3, rel=1e-6)
+    assert one.named_form["residual"] < 1e-9
+    # a loss of neither form: DCLW-like weights of the positives from the embeddings
+    def vmf_weighted(z, y):
+        zn = torch.nn.functional.normalize(z, dim=1)
+        s = zn @ zn.T / 0.1
+        y = torch.as_tensor(y)
+        pos = (y[:, None] == y[None, :]) & ~torch.eye(len(y), dtype=torch.bool)
+        w = torch.softmax((zn @ zn.T / 0.5).masked_fill(~pos, float("-inf")), 1).detach()
+        logq = torch.log_softmax(s.masked_fill(torch.eye(len(y), dtype=torch.bool),
+                                               float("-inf")), 1)
+        return -(w * logq.masked_fill(~pos, 0)).sum(1).mean()
+
+    other = audit_loss(vmf_weighted, labels=y, geometry=False)
+    assert not other.identified and other.named_form is None
+
+
+def _clip(tau, both):
+    """A CLIP-style loss written here, with no temperature attribute."""
+
+    def loss(a, b):
+        a = torch.nn.functional.normalize(a, dim=1)
+        b = torch.nn.functional.normalize(b, dim=1)
+        logits = a @ b.T / tau
+        t = torch.arange(len(a))
+        ce = torch.nn.functional.cross_entropy
+        return (ce(logits, t) + ce(logits.T, t)) / 2 if both else ce(logits, t)
+
+    return loss
+
+
+@pytest.mark.parametrize("tau", [0.05, 0.7])
+@pytest.mark.parametrize("both", [True, False])
+def test_clip_style_losses_are_cross_view_w_infonce_with_their_temperature(tau, both):
+    """No temperature given: it is estimated from the probes; the loss is a fixed-weight
+    InfoNCE whose denominator runs over the other view (both directions: every row an anchor
+    of weight 1/(2b); one direction: the first view's rows, weight 1/b)."""
+    report = audit_loss(_clip(tau, both), geometry=False)
+    assert report.call == "pair" and report.labels_kind == "none"
+    assert report.identified and report.tau_source == "estimated"
+    assert report.partition == ("cross-view" if both else "one-direction")
+    assert report.tau_estimate == pytest.approx(tau, rel=1e-3)
+    assert report.tau == pytest.approx(tau, rel=1e-6) and report.tau_residual < 1e-8
+    assert report.match["objective"] == "supcon" and report.match["form"] == "rows"
+    b = report.n // 2
+    m = report.anchor_weights * report.reduction_scale
+    np.testing.assert_allclose(m, np.r_[np.full(b, 1 / (2 * b) if both else 1 / b),
+                                        np.full(b, 1 / (2 * b) if both else 0.0)], rtol=1e-6,
+                               atol=1e-12)
+    S = report.symmetric_part * report.reduction_scale
+    np.testing.assert_allclose(S, np.kron([[0, 1], [1, 0]], np.eye(b)) / b, atol=1e-7 / b)
+    # every other partition fails at every temperature, but the one-direction loss is also the
+    # cross-view one with the second view's anchor weights zero (that is why it is tried first)
+    fits = {h["partition"] for h in report.hypotheses if h["tau_residual"] < 1e-8}
+    assert fits == ({"cross-view"} if both else {"one-direction", "cross-view"})
+    # the estimate does not depend on the loss's scale
+    scaled = audit_loss(lambda a, b: 5.0 * _clip(tau, both)(a, b), geometry=False)
+    assert scaled.tau_estimate == pytest.approx(report.tau_estimate, rel=1e-8)
+    assert scaled.reduction_scale == pytest.approx(5.0 * report.reduction_scale, rel=1e-6)
+
+
+def test_cross_view_geometry_equals_brute_force_minimisation_of_the_clip_loss():
+    """Predicting what training does: minimise the CLIP-style loss itself over free
+    embeddings (torch L-BFGS, independent of the audit's model) and compare the Gram."""
+    tau = 0.5
+    loss = _clip(tau, True)
+    report = audit_loss(loss, n=8)
+    assert report.partition == "cross-view" and report.geometry is not None
+    b = report.n // 2
+    Z = torch.randn(2 * b, 2 * b, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(2), requires_grad=True)
+    opt = torch.optim.LBFGS([Z], max_iter=5000, tolerance_grad=1e-12, tolerance_change=1e-15,
+                            line_search_fn="strong_wolfe", history_size=50)
+
+    def closure():
+        opt.zero_grad()
+        value = loss(Z[:b], Z[b:])
+        value.backward()
+        return value
+
+    for _ in range(3):
+        opt.step(closure)
+    Zn = torch.nn.functional.normalize(Z.detach(), dim=1).numpy()
+    np.testing.assert_allclose(report.geometry["gram"], Zn @ Zn.T, atol=1e-5)
+    # the loss collapses the two views of a sample, and the samples form a regular simplex
+    np.testing.assert_allclose(np.diag(Zn[:b] @ Zn[b:].T), 1.0, atol=1e-5)
+
+
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(log_tau=st.floats(np.log(0.03), np.log(3.0)), both=st.booleans())
+def test_the_temperature_estimate_is_the_loss_temperature(log_tau, both):
+    tau = float(np.exp(log_tau))
+    report = audit_loss(_clip(tau, both), geometry=False, labels="none", call="pair")
+    assert report.identified
+    assert report.tau_estimate == pytest.approx(tau, rel=1e-6)
+
+
+def test_a_learned_temperature_is_flagged():
+    class Clip(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.logit_scale = torch.nn.Parameter(torch.tensor(np.log(1 / 0.07)))
+
+        def forward(self, a, b):
+            return _clip(1.0 / float(self.logit_scale.detach().exp()), True)(a, b)
+
+    report = audit_loss(Clip(), geometry=False)
+    assert report.learned_temperature == "logit_scale"
+    assert report.tau_estimate == pytest.approx(0.07, rel=1e-6)
+    assert any("learned" in w for w in report.warnings)
 
 
 def test_two_view_pair_call():
@@ -253,15 +413,24 @@ def test_candidate_forms():
     np.testing.assert_allclose(S.sum(), 3.0 * 2)
 
 
-def test_tau_is_needed_and_a_wrong_tau_is_not_identified():
+def test_the_temperature_is_estimated_and_a_wrong_one_is_named():
     def bare(z, y):
         return SupConLoss(tau=0.2)(z, y)
 
     labels = default_labels("classes", 12)
-    with pytest.raises(ValueError, match="tau is needed"):
-        audit_loss(bare, labels=labels)
-    assert audit_loss(bare, labels=labels, tau=0.2, geometry=False).match["objective"] == "supcon"
-    assert not audit_loss(bare, labels=labels, tau=0.5, geometry=False).identified
+    found = audit_loss(bare, labels=labels, geometry=False)
+    assert found.tau_source == "estimated" and found.tau == pytest.approx(0.2, rel=1e-6)
+    assert found.match["objective"] == "supcon" and found.tau_given is None
+    right = audit_loss(bare, labels=labels, tau=0.2, geometry=False)
+    assert right.tau_source == "argument" and right.tau == 0.2
+    assert right.tau_estimate == pytest.approx(0.2, rel=1e-6)
+    assert not any("temperature" in w for w in right.warnings)
+    wrong = audit_loss(bare, labels=labels, tau=0.5, geometry=False)
+    assert wrong.identified and wrong.match["objective"] == "supcon"
+    assert wrong.tau_given == 0.5 and wrong.tau == pytest.approx(0.2, rel=1e-6)
+    assert any("the temperature is 0.2, not the given tau = 0.5" in w for w in wrong.warnings)
+    # the model at the given temperature does not fit: that is what the estimate corrects
+    assert all(h["residual"] > 1e-3 for h in wrong.hypotheses)
 
 
 @pytest.mark.parametrize(
@@ -290,3 +459,18 @@ def test_probe_memory_is_checked_before_allocating(monkeypatch):
     monkeypatch.setenv("DGP_MEMORY_LIMIT", "64M")
     with pytest.raises(ValueError, match=r"N <= \d+ samples fit"):
         audit_loss(SupConLoss(tau=0.1), n=100000)
+
+
+@pytest.mark.parametrize(("loss", "objective", "tau", "value"), [
+    (EuclidEuclidLoss(tau=0.3, sigma=0.5), "euclid-euclid", 0.3, 0.5),
+    (YAwareLoss(tau=0.2, sigma=0.4), "y-aware", 0.2, 0.4),
+    (SoftSupConLoss(tau=0.15, eps=0.1), "soft-supcon", 0.15, 0.1),
+])
+def test_the_temperature_and_the_parameter_are_recovered_together(loss, objective, tau, value):
+    """Hidden behind a function (no attribute), each registered objective is matched with
+    its parameter at the estimated temperature, under either latent."""
+    report = audit_loss(lambda z, y: loss(z, y), geometry=False)
+    assert report.tau_source == "estimated"
+    assert report.tau_estimate == pytest.approx(tau, rel=1e-6)
+    assert report.match["objective"] == objective
+    assert report.match["value"] == pytest.approx(value, rel=1e-6)

@@ -723,6 +723,27 @@ def test_default_budget_is_half_the_usable_memory(monkeypatch):
         check_memory(cap, what="x")
 
 
+def test_small_allocations_skip_reading_the_system_limits_but_not_the_variable(monkeypatch):
+    """Below SMALL_ALLOCATION the default budget is not computed (every phase-map cell asks):
+    the system is not read; a set DGP_MEMORY_LIMIT is still obeyed and validated."""
+    from dgp import resources
+
+    def unreadable():
+        raise AssertionError("the system's limits were read for a small allocation")
+
+    monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
+    monkeypatch.setattr(resources, "_usable_memory", unreadable)
+    check_memory(resources.SMALL_ALLOCATION, what="a small array")
+    with pytest.raises(AssertionError):
+        check_memory(resources.SMALL_ALLOCATION + 1, what="a larger array")
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "1K")
+    with pytest.raises(MemoryLimitError):
+        check_memory(4096, what="a small array under a tiny limit")
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "lots")
+    with pytest.raises(ValueError, match=MEMORY_LIMIT_ENV):
+        check_memory(16, what="anything")
+
+
 def test_check_memory_message_and_arguments(monkeypatch):
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "1G")
     check_memory(1 << 30, what="exactly the budget")

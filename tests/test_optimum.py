@@ -1,4 +1,5 @@
-"""dgp.optimum (in dgp.optima): the minimiser of a cosine w-InfoNCE, free or in dimension d, full batch or batched.
+"""dgp.optimum (package dgp.optima): the minimiser of a cosine w-InfoNCE, free or in dimension d,
+full batch or batched.
 
 Independent references: the certified prototype solver (structured weightings), a generic
 exponential-cone program (cvxpy + Clarabel, accurate to about 1e-5 in G at moderate tau), a

@@ -354,6 +354,17 @@ def test_str_fits_80_columns_and_shows_the_map():
     assert "<table>" in _small_map()._repr_html_()
 
 
+def test_html_sets_the_ascii_map_in_a_monospace_font():
+    import html
+    import re
+
+    pm = _small_map()
+    (style, body) = re.findall(r'<pre style="([^"]*)">(.*?)</pre>', pm._repr_html_(), re.S)[0]
+    font = next(p for p in style.split(";") if p.strip().startswith("font-family"))
+    assert font.strip().endswith("monospace") and "white-space: pre" in style
+    assert html.unescape(body) == pm.ascii_map()  # every line, every column kept
+
+
 def test_figure_saves(tmp_path):
     pytest.importorskip("matplotlib")
     fig = _small_map().figure()

@@ -248,3 +248,44 @@ def test_prototype_classes_are_numbered_from_one():
     assert {"cat", "dog", "eel"} <= set(_texts(named))
     with pytest.raises(ValueError, match="names"):
         plots.prototype_geometry(p.gram, names=["cat"])
+
+
+# ---------------------------------------------------------------------------------------------
+# notebooks: what dgp returns shows itself (tests/test_notebooks.py runs a real kernel)
+
+
+def _notebook_figures(soft):
+    res = dgp.classify(soft, similarity="cosine", tau=0.5, dim=3)
+    G = dgp.supcon_prototypes([100, 10, 10], tau=0.2).gram
+    pm = dgp.phase("soft-supcon", sizes=[3, 4, 5], grid={"tau": [0.3, 0.9], "eps": [0.1, 0.3]},
+                   dim=3)
+    Z = res.embedding
+    return {
+        "classification_figure": plots.classification_figure(soft, res),
+        "c_family_spectrum": plots.c_family_spectrum(soft, tau=0.5),
+        "prototype_geometry": plots.prototype_geometry(G, sizes=[100, 10, 10]),
+        "gram_heatmaps": plots.gram_heatmaps(Z @ Z.T, Z @ Z.T + 0.01),
+        "PhaseMap.figure": pm.figure(),
+    }
+
+
+def test_every_figure_has_an_image_for_ipython(soft):
+    import pickle
+    import struct
+
+    from matplotlib.figure import Figure
+
+    from dgp.mplfigure import NotebookFigure
+
+    formatters = pytest.importorskip("IPython.core.formatters")
+    png_formatter = formatters.PNGFormatter()
+    for name, fig in _notebook_figures(soft).items():
+        assert isinstance(fig, Figure) and isinstance(fig, NotebookFigure), name
+        png = png_formatter(fig)  # what IPython's display system calls, without any magic
+        assert png is not None and png[:8] == b"\x89PNG\r\n\x1a\n", name
+        width, height = struct.unpack(">II", png[16:24])
+        full_w, full_h = fig.get_size_inches() * fig.dpi
+        # cropped (or grown) to what is drawn, as the inline backend does: about the figure
+        assert 0.6 < width / full_w < 1.2 and 0.6 < height / full_h < 1.2, (name, width, height)
+        again = pickle.loads(pickle.dumps(fig))  # our own object: the class is importable
+        assert type(again) is NotebookFigure

@@ -4,7 +4,9 @@ and ``--deterministic`` pin one thread for bit-identical output.
 
 The matrices have a few hundred rows: below about 130 LAPACK's ``dsytrd`` runs unblocked and
 OpenBLAS keeps small level-2 calls on one thread, so smaller inputs would not exercise the
-threads at all.
+threads at all. The Soft SupCon matrices are class weightings, which the engine would decide
+through their twin classes without any tridiagonalisation (tests/test_dense_twins.py): here that
+search is switched off, so that every case runs the dense engine whose threads are tested.
 """
 
 import json
@@ -25,6 +27,14 @@ K = 5
 EPS = 0.3
 LABELS = np.arange(N) % K
 TAU_STAR = soft_supcon_tau_star(K, EPS)
+
+
+@pytest.fixture(autouse=True)
+def dense_engine(monkeypatch):
+    """Every case through the dense engine (no twin-class search)."""
+    import dgp.constants
+
+    monkeypatch.setattr(dgp.constants, "TWIN_MIN_MEAN_SIZE", 10**9)
 
 
 def _thread_counts() -> list[int]:

@@ -4,7 +4,11 @@
 with your permissions. The audit runs in a child process, so that a loss that never returns is
 stopped after ``--timeout`` seconds, its own prints go to stderr (``--json`` keeps stdout one
 JSON object), and a crash of the loss does not take dgp with it. The current directory is not
-put on the module search path unless asked (``--path .``).
+put on the module search path unless asked (``--path .``). Between dgp and that child sits a
+small supervisor, a child subreaper on Linux (``prctl(PR_SET_CHILD_SUBREAPER)``): whatever the
+audited code starts, daemons that double-fork out of the session included, is reparented to it
+and killed (found through ``/proc``) when the audit ends; elsewhere the child's process group is
+killed.
 
 The child probes the loss's gradient at several points and fits the w-InfoNCE model of
 :mod:`dgp.torch.audit`. Exit status: 0 whatever it finds; 2 for bad input (a malformed
@@ -24,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Any
 
 import numpy as np
@@ -32,7 +37,8 @@ from dgp.cli._output import emit_json, jsonable, table
 from dgp.constants import MATCH_RTOL
 from dgp.errors import InputError
 
-__all__ = ["DEFAULT_TIMEOUT", "UserCodeError", "load_callable", "register", "run", "worker"]
+__all__ = ["DEFAULT_TIMEOUT", "UserCodeError", "descendants", "load_callable", "register", "run",
+           "supervise", "worker"]
 
 #: seconds an audit may take, import of the module included, before it is stopped
 DEFAULT_TIMEOUT = 300.0
@@ -71,13 +77,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="how to call the loss: loss(embeddings, labels), loss(features "
                    "[b, 2, d], labels) or loss(z1, z2, labels); default: try them in turn")
     p.add_argument("--tau", type=float,
-                   help="temperature (default: the loss's tau or temperature attribute)")
+                   help="temperature (default: the loss's tau or temperature attribute, else "
+                   "estimated from the probes; a given one that does not fit is replaced by "
+                   "the estimate, with a warning naming both)")
     p.add_argument("--similarity", choices=("auto", "cosine", "euclidean"), default="auto",
                    help="latent similarity (default: detected from the gradient)")
     p.add_argument("--dim", type=int, help="embedding dimension for the verdict (default N)")
     p.add_argument("--match-rtol", type=float, default=MATCH_RTOL,
                    help="relative tolerance of the gradient model and of a match (default "
-                   "1e-6; SupContrast's +1e-9 inside the log needs 1e-5 at tau = 0.1)")
+                   "1e-6; a loss that adds a small constant inside its log, or computes in "
+                   "float32, may need a larger one)")
     p.add_argument("--probes", type=int, default=3, help="probe points (default 3)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"stop the audit after this many seconds (default {DEFAULT_TIMEOUT:g})")
@@ -181,10 +190,17 @@ def _work(req: dict[str, Any]) -> dict[str, Any]:
 
 
 def worker() -> None:
-    """Entry point of the child: read the request on stdin, write one JSON result on the
-    original stdout; the loss's own output goes to stderr."""
-    request = json.load(sys.stdin)
+    """Entry point of the worker: read the request file named on the command line, write one
+    JSON result file; the loss's own output goes to stderr.
+
+    Only the worker process itself writes the result, atomically (temp file + rename): a copy
+    of it that the audited module forks (``os.fork()`` then raise, or a forked child that goes
+    on) can neither overwrite the worker's answer nor leave half of one.
+    """
+    with open(sys.argv[2], encoding="utf-8") as fh:
+        request = json.load(fh)
     result_path = request.pop("result_path")
+    me = os.getpid()
     os.dup2(2, 1)  # prints of the audited code, Python or C level, go to stderr
     sys.stdout = sys.stderr
     from dgp.errors import ParameterError, ParameterTypeError, SolverError
@@ -204,23 +220,175 @@ def worker() -> None:
         result = {"error": "dgp", "message": str(exc)}
     except RecursionError:
         result = {"error": "user", "message": "the audited code recursed without end"}
+    except KeyboardInterrupt:
+        result = {"error": "user", "message": "the audited code raised KeyboardInterrupt"}
     except Exception as exc:  # the child's last line of defence: report, never a traceback
         result = {"error": "dgp", "message": f"internal error ({type(exc).__name__}: {exc}); "
                   "please report it"}
-    # a file, not a pipe: a process the loss forked cannot hold the parent waiting for EOF
-    with open(result_path, "w", encoding="utf-8") as out:
-        out.write(json.dumps(jsonable(result)))
+    if os.getpid() != me:  # a fork of the worker made by the audited code: not our answer
+        os._exit(0)
+    _write_atomically(result_path, json.dumps(jsonable(result)))
+
+
+def _write_atomically(path: str, text: str) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------------------------
+# the supervisor: a child subreaper between dgp and the worker, so that nothing the audited
+# code starts outlives the audit (a double fork with setsid() leaves the process group and the
+# session, but not the subreaper's subtree)
+
+#: prctl option making a process the reaper of its orphaned descendants (linux/prctl.h)
+_PR_SET_CHILD_SUBREAPER = 36
+#: seconds the parent waits for the supervisor to clean up after asking it to stop
+_SUPERVISOR_GRACE = 10.0
+#: seconds between the supervisor's checks that dgp (its parent) is still alive
+_PARENT_POLL = 0.2
+
+
+def _become_subreaper() -> bool:
+    """``prctl(PR_SET_CHILD_SUBREAPER, 1)``: orphans among our descendants are reparented to
+    us instead of init (Linux >= 3.4). False where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid``, read from the parent links of ``/proc`` (Linux;
+    an empty list elsewhere)."""
+    parents: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as fh:
+                stat = fh.read()
+        except OSError:  # it ended meanwhile
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) >= 2:
+            parents[int(entry)] = int(fields[1])
+    children: dict[int, list[int]] = {}
+    for child, parent in parents.items():
+        children.setdefault(parent, []).append(child)
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _kill_descendants() -> None:
+    """Kill and reap every descendant of this process (the subreaper): repeat until none is
+    left, so that a process forked during a pass is caught by the next."""
+    me = os.getpid()
+    while True:
+        found = descendants(me)
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        reaped = False
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:  # no child left at all
+                return
+            if pid == 0:
+                break
+            reaped = True
+        if not found and not reaped:
+            # children remain that /proc does not show (not Linux): wait for them
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                return
+
+
+def supervise() -> None:
+    """Entry point of the supervisor: run the worker under a deadline, then kill everything
+    the audited code left behind, and write the worker's status for the parent."""
+    folder = sys.argv[2]
+    with open(os.path.join(folder, "request.json"), encoding="utf-8") as fh:
+        timeout = float(json.load(fh)["timeout"])
+    parent = os.getppid()
+    subreaper = _become_subreaper()
+    stop = {"signal": None}
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop["signal"] = signum
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    status: dict[str, Any] = {"returncode": None, "timed_out": False, "stopped": False}
+    proc = None
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _BOOTSTRAP.replace("supervise", "worker"), sys.argv[1],
+             os.path.join(folder, "request.json")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            # without a subreaper, the worker's own group is what can be killed at the end
+            start_new_session=not subreaper,
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                status["returncode"] = proc.wait(
+                    timeout=max(0.0, min(_PARENT_POLL, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if os.getppid() != parent:  # dgp itself was killed: clean up, report to no one
+                    status["stopped"] = True
+                    break
+                if time.monotonic() >= deadline:
+                    status["timed_out"] = True
+                    break
+    except KeyboardInterrupt:
+        status["stopped"] = True
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if proc is not None and not subreaper:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _kill_descendants()
+        if proc is not None and status["returncode"] is None and proc.returncode is not None:
+            status["returncode"] = proc.returncode
+        status["subreaper"] = subreaper
+        _write_atomically(os.path.join(folder, "status.json"), json.dumps(status))
 
 
 _BOOTSTRAP = (
     "import sys, json; cfg = json.loads(sys.argv[1]); sys.path.pop(0); "
     "sys.path[:0] = cfg['path']; sys.path.append(cfg['dgp']); "
-    "from dgp.cli.audit import worker; worker()"
+    "from dgp.cli.audit import supervise; supervise()"
 )
 
 
 def _stop_group(proc: subprocess.Popen) -> None:
-    """Kill the child's process group (the child and what the audited code started in it)."""
+    """Kill the supervisor's process group (what is left of it once it has cleaned up)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:  # the group is already gone
@@ -235,40 +403,51 @@ def _run_child(req: dict[str, Any], *, paths: list[str], timeout: float) -> dict
     cfg = json.dumps({"path": [os.path.abspath(p) for p in paths], "dgp": dgp_root})
     with tempfile.TemporaryDirectory(prefix="dgp-audit-") as folder:
         result_path = os.path.join(folder, "result.json")
+        _write_atomically(os.path.join(folder, "request.json"),
+                          json.dumps({**req, "result_path": result_path, "timeout": timeout}))
         proc = subprocess.Popen(
-            [sys.executable, "-c", _BOOTSTRAP, cfg], stdin=subprocess.PIPE,
+            [sys.executable, "-c", _BOOTSTRAP, cfg, folder], stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, start_new_session=True,
         )
         try:
-            try:
-                with proc.stdin:
-                    proc.stdin.write(json.dumps({**req, "result_path": result_path}).encode())
-            except BrokenPipeError:  # the child ended at once: its status says how, below
-                pass
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+            proc.wait(timeout=timeout + _SUPERVISOR_GRACE)
+        except subprocess.TimeoutExpired:  # the supervisor itself is stuck: stop it all
             _stop_group(proc)
-            raise UserCodeError(f"the audit of {req['target']} did not finish within "
-                                f"{timeout:g} s (--timeout): the loss may never return") from None
-        except BaseException:  # an interrupt (Ctrl-C, SIGTERM) or a broken pipe: stop the child
+        except BaseException:  # an interrupt (Ctrl-C, SIGTERM): the supervisor cleans up
+            proc.terminate()
+            try:
+                proc.wait(timeout=_SUPERVISOR_GRACE)
+            except subprocess.TimeoutExpired:
+                pass
             _stop_group(proc)
             raise
-        _stop_group(proc)  # whatever the loss started and left behind in the child's group
+        _stop_group(proc)
+        status: dict[str, Any] = {}
         out = ""
-        if os.path.exists(result_path):
-            with open(result_path, encoding="utf-8") as fh:
-                out = fh.read()
-    if proc.returncode != 0 or not out.strip():
-        rc = proc.returncode
-        how = (f"was killed by signal {signal.Signals(-rc).name}" if rc < 0
-               else f"exited with status {rc}")
-        raise UserCodeError(f"the audit process {how} while running {req['target']} (the loss or "
-                         "its module ended the process)")
-    try:
-        return json.loads(out)
-    except json.JSONDecodeError:
-        raise UserCodeError(f"the audit process of {req['target']} wrote something that is not "
-                         "its result on its own output") from None
+        for name, into in (("status.json", "status"), ("result.json", "out")):
+            path = os.path.join(folder, name)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+                if into == "status":
+                    status = json.loads(text)
+                else:
+                    out = text
+    if out.strip():  # the worker's own answer, even if something it started lingered
+        try:
+            return json.loads(out)
+        except json.JSONDecodeError:
+            raise UserCodeError(f"the audit process of {req['target']} wrote something that "
+                                "is not its result") from None
+    if status.get("timed_out") or not status:
+        raise UserCodeError(f"the audit of {req['target']} did not finish within "
+                            f"{timeout:g} s (--timeout): the loss may never return")
+    rc = status.get("returncode")
+    how = ("ended without a status" if rc is None else
+           f"was killed by signal {signal.Signals(-rc).name}" if rc < 0
+           else f"exited with status {rc}")
+    raise UserCodeError(f"the audit process {how} while running {req['target']} (the loss or "
+                        "its module ended the process)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -345,7 +524,11 @@ def _text(out: dict[str, Any]) -> str:
             "pair": "loss(z1, z2, labels)"}[out["call"]]
     kv.append(("called as", f"{call}, N = {out['n']}"))
     kv.append(("labels", f"{out['labels']}: {out['labels_note']}"))
-    kv.append(("temperature", f"{out['tau']:g} ({out['tau_source']})"))
+    tau_text = f"{out['tau']:.6g} ({out['tau_source']}"
+    if out["tau_given"] is not None and out["tau_source"] == "estimated":
+        tau_text += f"; the given {out['tau_given']:g} does not fit"
+    tau_text += f"; estimate {out['tau_estimate']:.6g}, residual {out['tau_residual']:.2g})"
+    kv.append(("temperature", tau_text))
     kv.append(("latent", f"{out['similarity']} ({out['similarity_source']})"))
     model = out["model"]
     if out["identified"]:
@@ -354,6 +537,10 @@ def _text(out: dict[str, Any]) -> str:
     else:
         kv.append(("model", f"not identified (best residual {model['residual']:.2g}, partition "
                    f"{model['partition']})"))
+        named = out["named_form"]
+        if named is not None:
+            kv.append(("form", f"{named['form']}: {named['description']} (residual "
+                       f"{named['residual']:.2g} at tau = {named['tau_estimate']:.6g})"))
     match = out["match"]
     if match is not None:
         par = "" if match["parameter"] is None else f" {match['parameter']}={match['value']:.6g}"

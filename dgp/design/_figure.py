@@ -47,11 +47,10 @@ def _edges(values: np.ndarray) -> np.ndarray:
 
 
 def phase_figure(pm: PhaseMap):
-    from dgp.plots import require_matplotlib
+    from dgp.plots import new_figure, require_matplotlib
 
     require_matplotlib()
     from matplotlib import colors
-    from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
     arrays = pm.to_arrays()
@@ -67,7 +66,7 @@ def phase_figure(pm: PhaseMap):
         return np.asarray(values, dtype=float).reshape(nx, ny).T
 
     panels = ["verdict", "excess"] + (["cosine"] if "max_cosine" in arrays else [])
-    fig = Figure(figsize=(5.2 * len(panels), 4.4), dpi=100, layout="constrained")
+    fig = new_figure(5.2 * len(panels), 4.4)
     axs = fig.subplots(1, len(panels), squeeze=False)[0]
     code = {"realizable": 0, "degenerate": 1, "inconsistent": 2}
     V = grid_of([code[v] for v in arrays["verdict"]])

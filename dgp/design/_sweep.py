@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import html
 import itertools
 import math
 import sys
@@ -32,7 +31,7 @@ from dgp.design._common import (
     optimum_takes_dim,
     prototype_rank,
 )
-from dgp.display import format_rows, html_rows
+from dgp.display import format_rows, html_pre, html_rows
 from dgp.errors import (
     ParameterError,
     ParameterTypeError,
@@ -499,7 +498,7 @@ class PhaseMap(Record):
         return format_rows(self._summary_rows()) + "\n\n" + self.ascii_map()
 
     def _repr_html_(self) -> str:
-        return html_rows(self._summary_rows()) + f"<pre>{html.escape(self.ascii_map())}</pre>"
+        return html_rows(self._summary_rows()) + html_pre(self.ascii_map())
 
     # -- figure ------------------------------------------------------------------------------
     def figure(self):

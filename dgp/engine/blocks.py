@@ -50,7 +50,14 @@ from dgp.engine.target import Shift
 from dgp.result import Classification
 from dgp.tolerance import Tolerance
 
-__all__ = ["BlockSpectrum", "BlockTarget", "BlockWeights", "block_weights", "classify_blocks"]
+__all__ = [
+    "BlockSpectrum",
+    "BlockTarget",
+    "BlockWeights",
+    "block_weights",
+    "classify_blocks",
+    "dense_blocks",
+]
 
 #: largest N for which certificate vectors (Farkas) are listed sample by sample
 VECTORS_MAX_N = 2000
@@ -189,6 +196,61 @@ class BlockTarget:
         M = self.cross.copy()
         np.fill_diagonal(M, self.within)
         return M
+
+
+def dense_blocks(ell: np.ndarray, spread: float) -> tuple[BlockTarget, list[np.ndarray]] | None:
+    r"""The twin classes of a dense symmetric target ``ell`` (zero diagonal), as a block target,
+    or ``None`` when it has too little of that structure to be worth it.
+
+    Samples ``i`` and ``j`` are twins when :math:`\ell_{im} = \ell_{jm}` for every
+    :math:`m \notin \{i, j\}` (for a symmetric target: swapping them leaves it unchanged). Twinship
+    is an equivalence relation and its classes make ``ell`` block-constant (within class ``k``
+    every pair has one value :math:`\lambda_k`, across classes ``k, l`` one value
+    :math:`\Lambda_{kl}`), so each class is found by comparing the remaining samples with one
+    of its members, exactly (no hashing, no tolerance: equal floats or not). The search costs
+    :math:`O(N^2)` per class and stops as soon as the classes found average fewer than
+    :data:`~dgp.constants.TWIN_MIN_MEAN_SIZE` samples or the work exceeds
+    :data:`~dgp.constants.TWIN_WORK_BUDGET` :math:`N^2` comparisons: on a matrix without twins
+    it costs one pass.
+
+    The block target and the sample indices of each class (classes by first member) give the
+    same spectrum as ``ell`` (module docstring) in :math:`O(K^3)` per evaluation.
+    """
+    from dgp.constants import TWIN_MIN_MEAN_SIZE, TWIN_SCREEN, TWIN_WORK_BUDGET
+
+    n = ell.shape[0]
+    if n < 2 * TWIN_MIN_MEAN_SIZE:
+        return None
+    left = np.arange(n)
+    members: list[np.ndarray] = []
+    work, budget = 0, TWIN_WORK_BUDGET * float(n) * float(n)
+    step = max(1, (1 << 20) // n)
+    while left.size:
+        ref = int(left[0])
+        # a cheap screen on a few columns first (a sample in them is kept: its own column
+        # holds its diagonal), then the exact comparison of the candidates' whole rows
+        screen = np.array([j for j in range(min(n, TWIN_SCREEN + 1)) if j != ref][:TWIN_SCREEN])
+        cand = left[(ell[np.ix_(left, screen)] == ell[ref, screen]).all(axis=1)
+                    | np.isin(left, screen)]
+        twin = np.zeros(cand.size, dtype=bool)
+        for s in range(0, cand.size, step):
+            rows = cand[s : s + step]
+            differ = ell[rows] != ell[ref]
+            k = np.arange(rows.size)
+            # positions ref and i hold the diagonal of one row each: not compared
+            count = differ.sum(axis=1) - differ[k, ref] - differ[k, rows]
+            twin[s : s + step] = count == 0
+        work += cand.size * n + left.size * screen.size
+        members.append(cand[twin])
+        left = np.setdiff1d(left, cand[twin], assume_unique=True)
+        if (n - left.size) < TWIN_MIN_MEAN_SIZE * len(members) or (left.size and work > budget):
+            return None
+    reps = np.array([int(m[0]) for m in members])
+    sizes = np.array([m.size for m in members], dtype=np.int64)
+    within = np.array([float(ell[m[0], m[1]]) if m.size >= 2 else 0.0 for m in members])
+    cross = ell[np.ix_(reps, reps)].copy()
+    np.fill_diagonal(cross, 0.0)
+    return BlockTarget(sizes, within, cross, spread), members
 
 
 def block_entropic_bound(bw: BlockWeights) -> float:

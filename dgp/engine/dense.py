@@ -11,6 +11,11 @@ Euclidean: the same reflection gives :math:`B = V^\top\ell V` as the trailing bl
 :math:`H\ell H`; with the first row and column cleared, ``dsytrd`` tridiagonalises it in place.
 
 Everything happens in the memory of the canonical log-weights: no other ``N x N`` array.
+
+A target made of twin classes (a class weighting written out as a dense matrix) is found in
+:math:`O(N^2)` (:func:`dgp.engine.blocks.dense_blocks`) and handed to the block spectra, whose
+eigenvalues are the same: no :math:`O(N^3)` step. Their embedding is put in the canonical form
+of this module's (:func:`dgp._linalg.fix_embedding`), so the answer does not depend on the path.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from dgp._linalg import fix_embedding, fix_signs
+from dgp.engine.blocks import BlockEuclideanSpectrum, BlockSpectrum, dense_blocks
 from dgp.engine.family import (
     CosineSpectrum,
     EuclideanSpectrum,
@@ -169,8 +175,32 @@ class DenseEuclideanSpectrum(EuclideanSpectrum):
         return fix_embedding(X * np.sqrt(tau * np.clip(lam[::-1], 0.0, None)), lam[::-1])
 
 
+class TwinCosineSpectrum(BlockSpectrum):
+    """The block spectrum of twin classes found in a dense target, its embedding in the dense
+    engine's canonical form."""
+
+    def embedding(self, mu: float, r: int) -> np.ndarray:
+        Z = super().embedding(mu, r)
+        return fix_embedding(Z, (Z * Z).sum(axis=0))
+
+
+class TwinEuclideanSpectrum(BlockEuclideanSpectrum):
+    """:class:`TwinCosineSpectrum`'s Euclidean counterpart."""
+
+    def embedding(self, c: float, r: int, tau: float) -> np.ndarray:
+        Z = super().embedding(c, r, tau)
+        return fix_embedding(Z, (Z * Z).sum(axis=0))
+
+
 def dense_family(target: LogTarget, *, similarity: str, tau: float, tol: Tolerance) -> Any:
-    """The family of a dense log-target (overwrites ``target.ell``)."""
+    """The family of a dense log-target (overwrites ``target.ell`` unless it is made of twin
+    classes, which the block spectra decide without it)."""
+    twins = dense_blocks(target.ell, target.spread)
+    if twins is not None:
+        blocks, members = twins
+        if similarity == "cosine":
+            return cosine_family(TwinCosineSpectrum(blocks, tau, members), tau=tau, tol=tol)
+        return euclidean_family(TwinEuclideanSpectrum(blocks, members), tau=tau, tol=tol)
     if similarity == "cosine":
         return cosine_family(DenseCosineSpectrum(target, tau), tau=tau, tol=tol)
     return euclidean_family(DenseEuclideanSpectrum(target), tau=tau, tol=tol)

@@ -9,6 +9,9 @@ holds
   SupCon, Soft SupCon's equiangular :math:`\rho = 1 + \tau\log\varepsilon` below
   :math:`\tau^* = K/((K-1)(-\log\varepsilon))`, the first-order small-:math:`\tau` approximation
   under imbalance and the nearest point of the elliptope;
+* the prototypes of a ReLU head (:mod:`~dgp.prototypes._nonnegative`): non-negative
+  coordinates, the orthogonal frame where it is optimal, and a certified doubly non-negative
+  bound otherwise;
 * the prototype problem handed to the solver floor, :mod:`dgp.solver` (the convex program in
   log space, its certified solver, KKT and lift certificates, and the batch compositions of
   uniform, class-balanced and m-per-class samplers), which :mod:`dgp.optima` uses too.
@@ -30,6 +33,11 @@ from dgp.prototypes._closed_forms import (
     nearest_elliptope,
     soft_supcon_rho,
     soft_supcon_tau_star,
+)
+from dgp.prototypes._nonnegative import (
+    NonnegativeCertificate,
+    NonnegativePrototypes,
+    nonnegative_prototypes,
 )
 from dgp.prototypes._result import (
     GRAM_JSON_MAX_K,
@@ -64,6 +72,8 @@ __all__ = [
     "Identifiability",
     "KKTCertificate",
     "LiftCertificate",
+    "NonnegativeCertificate",
+    "NonnegativePrototypes",
     "Prototypes",
     "batch_size_for_tolerance",
     "block_weights",
@@ -73,6 +83,7 @@ __all__ = [
     "gram_summary",
     "kkt_certificate",
     "nearest_elliptope",
+    "nonnegative_prototypes",
     "prototype_loss",
     "soft_supcon_rho",
     "soft_supcon_tau_star",

@@ -11,6 +11,8 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
   uniqueness of the collapsed configuration);
 * :mod:`~dgp.solver._batch`: the compositions of mini-batches of a sampler and the rows of the
   expected batch loss;
+* :mod:`~dgp.solver._nonnegative`: non-negative (ReLU-head) factors and the certified lower
+  bound of the doubly non-negative relaxation;
 * :mod:`~dgp.solver._guards`: the time budget of a solve.
 
 A solve is accepted by the one rule of the tolerance policy,
@@ -33,6 +35,13 @@ from dgp.solver._batch import (
 from dgp.solver._guards import check_time, time_budget
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
+from dgp.solver._nonnegative import (
+    DNNBound,
+    dnn_lower_bound,
+    nonnegative_factor,
+    nonnegative_starts,
+    nonnegative_stationarity,
+)
 from dgp.solver._program import BlockForm, RowProblem, block_problem, scaled_softplus
 from dgp.solver._solve import (
     SolveResult,
@@ -54,6 +63,7 @@ __all__ = [
     "BatchSpec",
     "BlockForm",
     "Compositions",
+    "DNNBound",
     "KKTCertificate",
     "LiftCertificate",
     "RowProblem",
@@ -65,11 +75,15 @@ __all__ = [
     "check_batch",
     "check_time",
     "compositions",
+    "dnn_lower_bound",
     "face_uniqueness",
     "factor",
     "frank_wolfe_bound",
     "lbfgs",
     "lift_certificate",
+    "nonnegative_factor",
+    "nonnegative_starts",
+    "nonnegative_stationarity",
     "positive_pair_probability",
     "row_budget_samples",
     "row_certificate",

@@ -179,7 +179,9 @@ class RowProblem:
         self.const_minus_entropy = cme
         self.entropy = float(np.sum(alpha * (lref - cme)))  # sum_r alpha_r H_r
         self.excess_offset = float(np.sum(alpha * cme))
-        self.agg = sps.csr_matrix((self.alpha_hat, (anchor, rows)), shape=(K, R))
+        # rows -> anchors: a diagonal scaling when every row is its own anchor
+        self.agg = None if self._dense else sps.csr_matrix((self.alpha_hat, (anchor, rows)),
+                                                           shape=(K, R))
         self.log_t = 0.0
         self.Pex_s = Pex
 
@@ -234,6 +236,8 @@ class RowProblem:
         to the anchor class's own (within-class) cosine."""
         rowvals[self._rows, self.ref] = 0.0
         rowvals[self._rows, self.ref] = -rowvals.sum(axis=1)
+        if self.agg is None:
+            return self.alpha_hat[:, None] * rowvals
         return np.asarray(self.agg @ rowvals)
 
     def _aggregate(self, rowvals: np.ndarray) -> np.ndarray:

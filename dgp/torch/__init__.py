@@ -1,4 +1,5 @@
-"""Optional PyTorch backend: w-InfoNCE losses, small encoders, training, experiments, audit.
+"""Optional PyTorch backend: w-InfoNCE losses, small encoders, training, experiments, audit,
+and a geometry monitor for training loops (:class:`GeometryMonitor`).
 
 Install it with ``pip install "dgp-contrastive[torch]"``. ``import dgp.torch`` never imports
 torch; the names below are loaded on first use, and without torch that first use raises
@@ -40,6 +41,7 @@ _EXPORTS = {
     "AuditReport": "audit",
     "Intended": "audit",
     "LossCallError": "audit",
+    "GeometryMonitor": "monitor",
 }
 
 __all__ = ["TorchUnavailableError", "check_audit_arguments", "is_available", "require_torch",

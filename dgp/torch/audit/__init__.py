@@ -53,7 +53,19 @@ symmetric matrix whose bound the loss can attain, solving
 (for ``m = 1, c = 1``: the reversible representative of ``p + p^T``); its verdict by
 :func:`dgp.classify`; and the predicted geometry, the minimiser of the recovered loss
 (:func:`model_minimiser`), compared with the geometry of the objective the code meant to
-implement. The temperature must be known (``tau=`` or an attribute ``tau`` / ``temperature``).
+implement.
+
+**The temperature** is read from the probes: a wrong ``tau`` scales ``T`` (absorbed by the scale
+of ``(m, S)``) but also moves every softmax :math:`q^{(p)}`, which nothing absorbs, so the
+residual vanishes at the loss's own temperature only (:func:`estimate_tau`). A given ``tau``
+(argument, or a ``tau`` / ``temperature`` attribute) is checked against it; when it fits no
+partition and the estimate does, the estimate is used and the report says so.
+
+**Two views.** For the two-view calls the audit also fits denominators over the other view
+only (``cross-view``: CLIP's two cross-entropies) and anchor subsets (``one-direction``,
+``one-view``: the first view's rows as the only anchors). When no partition fits, the named
+non-InfoNCE forms of :data:`NAMED_FORMS` (SupCon's :math:`L_{in}`, one denominator per
+positive pair) are tried.
 """
 
 from __future__ import annotations
@@ -65,12 +77,14 @@ from typing import Any
 import numpy as np
 
 from dgp.constants import (
+    AUDIT_PROBE_TAU,
     FIT_RESIDUAL_FLOOR,
     FIT_ZERO_RTOL,
     MATCH_RTOL,
     NEAR_MATCH,
     PROBE_RTOL,
     SCALE_FLOOR,
+    TAU_AGREE_RTOL,
 )
 from dgp.errors import InputError, check_choice, check_int, check_positive
 from dgp.torch._audit_limits import (
@@ -97,12 +111,16 @@ from dgp.torch.audit.model import (  # noqa: E402
     candidate_terms,
     candidates,
     equality_codes,
+    estimate_named_form,
+    estimate_tau,
     fit_candidate,
     fit_model,
     has_classes,
     model_loss,
+    partition_anchors,
     partition_log_weights,
     symmetric_part,
+    with_tau,
 )
 from dgp.torch.audit.probe import (  # noqa: E402
     LossCallError,
@@ -118,6 +136,7 @@ from dgp.torch.audit.vocabulary import (  # noqa: E402
     FORM_TEXT,
     FORMS,
     LABEL_KINDS,
+    NAMED_FORMS,
     PARTITION_TEXT,
     PARTITIONS,
     SIMILARITY_CHOICES,
@@ -141,9 +160,11 @@ __all__ = [
     "check_arguments",
     "default_labels",
     "effective_weights",
+    "estimate_tau",
     "fit_model",
     "model_loss",
     "model_minimiser",
+    "partition_anchors",
     "partition_log_weights",
     "predicted_geometry",
     "probe",
@@ -179,39 +200,131 @@ def _rows_for(call: str, n: int) -> int:
     return n if call == "embeddings" else 2 * max(n // 2, 4)
 
 
-def _identify(
-    pr: Probes, row_labels: np.ndarray | None, *, tau: float, similarity: str,
-    match_rtol: float,
-) -> tuple[ModelFit, list[dict[str, Any]], bool]:
+def _learned_temperature(loss_fn: Any) -> str | None:
+    """The name of a trainable temperature of the loss (CLIP's ``logit_scale``), if any."""
+    if not isinstance(loss_fn, torch.nn.Module):
+        return None
+    for name, param in loss_fn.named_parameters():
+        leaf = name.rsplit(".", 1)[-1].lower()
+        if param.requires_grad and param.numel() == 1 and (
+                "scale" in leaf or "temp" in leaf or leaf in ("tau", "t")):
+            return name
+    return None
+
+
+def _partitions(call: str, row_labels: np.ndarray | None) -> list[str]:
+    """The partitions tried, the special cases first (a loss over the first view's anchors is
+    also fitted by the partition with every anchor, its other anchor weights zero)."""
+    parts = [] if call == "embeddings" else ["one-direction", "one-view", "cross-view"]
+    return parts + ["all"] + (["class-averaged", "negatives"] if has_classes(row_labels)
+                              else [])
+
+
+def _fit(pr: Probes, rows: np.ndarray | None, part: str, *, tau: float,
+         similarity: str) -> ModelFit:
     n = pr.T.shape[1]
-    parts = ["all"] + (["class-averaged", "negatives"] if has_classes(row_labels) else [])
-    fits = []
+    return fit_model(pr, tau=tau, similarity=similarity,
+                     logc=partition_log_weights(n, rows, part), partition=part,
+                     anchors=partition_anchors(n, part))
+
+
+def _identify(
+    pr: Probes, row_labels: np.ndarray | None, *, call: str, tau: float | None,
+    probe_tau: float, similarity: str, match_rtol: float,
+) -> dict[str, Any]:
+    """Fit every partition; with a known ``tau`` at that temperature first, then (or without
+    one) at the temperature each partition's fit estimates (:func:`estimate_tau`)."""
+    n = pr.T.shape[1]
+    parts = _partitions(call, row_labels)
+    hyps: dict[str, dict[str, Any]] = {
+        p: {"partition": p, "description": PARTITION_TEXT[p]} for p in parts}
+    given_fits: list[ModelFit] = []
+    if tau is not None:
+        for part in parts:
+            fit = _fit(pr, row_labels, part, tau=tau, similarity=similarity)
+            hyps[part]["residual"] = fit.residual
+            given_fits.append(fit)
+        ok = [f for f in given_fits if f.residual <= match_rtol]
+        if ok:
+            part = ok[0].partition
+            logc, anchors = partition_log_weights(n, row_labels, part), partition_anchors(n, part)
+            tau_hat, hat = estimate_tau(pr, similarity=similarity, logc=logc, partition=part,
+                                        anchors=anchors)
+            hyps[part].update(tau_estimate=tau_hat, tau_residual=hat.residual)
+            return {"fit": ok[0], "hypotheses": list(hyps.values()), "identified": True,
+                    "probes": pr, "tau": tau, "tau_estimate": tau_hat,
+                    "tau_residual": hat.residual, "tau_changed": False}
+    estimates = []
     for part in parts:
-        logc = partition_log_weights(n, row_labels, part)
-        fits.append(fit_model(pr, tau=tau, similarity=similarity, logc=logc, partition=part))
-    hyps = [{"partition": f.partition, "residual": f.residual,
-             "description": PARTITION_TEXT[f.partition]} for f in fits]
-    ok = [f for f in fits if f.residual <= match_rtol]
-    best = ok[0] if ok else min(fits, key=lambda f: f.residual)
-    return best, hyps, bool(ok)
+        logc, anchors = partition_log_weights(n, row_labels, part), partition_anchors(n, part)
+        tau_hat, hat = estimate_tau(pr, similarity=similarity, logc=logc, partition=part,
+                                    anchors=anchors)
+        hyps[part].update(tau_estimate=tau_hat, tau_residual=hat.residual)
+        if tau is None:
+            hyps[part]["residual"] = hat.residual
+        estimates.append((tau_hat, hat))
+        if hat.residual <= match_rtol and n > GEOMETRY_MAX_N:
+            break  # large probes: the first partition that fits is the answer, skip the rest
+    ok = [(t, f) for t, f in estimates if f.residual <= match_rtol]
+    if ok:
+        tau_hat, hat = ok[0]
+        scaled = with_tau(pr, tau_hat, probe_tau)
+        fit = _fit(scaled, row_labels, hat.partition, tau=tau_hat, similarity=similarity)
+        return {"fit": fit, "hypotheses": list(hyps.values()), "identified": True,
+                "probes": scaled, "tau": tau_hat, "tau_estimate": tau_hat,
+                "tau_residual": hat.residual, "tau_changed": tau is not None}
+    tau_hat, hat = min(estimates, key=lambda e: e[1].residual)
+    tau_res = hat.residual
+    named = _named_form(pr, row_labels, similarity=similarity, match_rtol=match_rtol)
+    if named is not None:  # its own form fits: that is the loss's temperature
+        tau_hat, tau_res = named["tau_estimate"], named["residual"]
+    if tau is None:  # not identified: report the best partition's fit at the estimate
+        scaled = with_tau(pr, tau_hat, probe_tau)
+        fit = min((_fit(scaled, row_labels, part, tau=tau_hat, similarity=similarity)
+                   for part in parts), key=lambda f: f.residual)
+        return {"fit": fit, "hypotheses": list(hyps.values()), "identified": False,
+                "probes": scaled, "tau": tau_hat, "tau_estimate": tau_hat,
+                "tau_residual": tau_res, "tau_changed": False, "named_form": named}
+    return {"fit": min(given_fits, key=lambda f: f.residual), "hypotheses": list(hyps.values()),
+            "identified": False, "probes": pr, "tau": tau, "tau_estimate": tau_hat,
+            "tau_residual": tau_res, "tau_changed": False, "named_form": named}
+
+
+def _named_form(pr: Probes, row_labels: np.ndarray | None, *, similarity: str,
+                match_rtol: float) -> dict[str, Any] | None:
+    """The named non-InfoNCE form (:data:`NAMED_FORMS`) that fits, at its own temperature."""
+    n = pr.T.shape[1]
+    if not has_classes(row_labels) or n > GEOMETRY_MAX_N:
+        return None
+    codes = equality_codes(row_labels)
+    positives = (codes[:, None] == codes[None, :]) & ~np.eye(n, dtype=bool)
+    if not positives.any(axis=1).all():
+        return None  # an anchor without a positive: these forms are not defined for it
+    for form, text in NAMED_FORMS.items():
+        tau_hat, residual = estimate_named_form(pr, similarity=similarity, positives=positives,
+                                                form=form)
+        if residual <= match_rtol:
+            return {"form": form, "description": text, "tau_estimate": tau_hat,
+                    "residual": residual}
+    return None
 
 
 def _single_audit(
     loss_fn: Callable[..., Any], labels: np.ndarray | None, *, kind: str, call: str, n: int,
-    tau: float, similarity: str, match_rtol: float, probes: int, seed: int,
+    tau: float | None, similarity: str, match_rtol: float, probes: int, seed: int,
 ) -> dict[str, Any]:
     """Probe and identify one (call, labels) combination; raises LossCallError."""
-    pr = probe(loss_fn, labels, tau=tau, n=n, call=call, probes=probes, seed=seed)
+    probe_tau = AUDIT_PROBE_TAU if tau is None else tau
+    pr = probe(loss_fn, labels, tau=probe_tau, n=n, call=call, probes=probes, seed=seed)
     rows = _row_labels(labels, call, n)
     sim_source = "argument"
     if similarity == "auto":
         sim_source = "detected"
         similarity = "cosine" if pr.cosine_residual <= pr.euclidean_residual else "euclidean"
-    fit, hyps, identified = _identify(pr, rows, tau=tau, similarity=similarity,
-                                      match_rtol=match_rtol)
-    return {"probes": pr, "rows": rows, "similarity": similarity, "sim_source": sim_source,
-            "fit": fit, "hypotheses": hyps, "identified": identified, "labels": labels,
-            "kind": kind, "call": call}
+    found = _identify(pr, rows, call=call, tau=tau, probe_tau=probe_tau, similarity=similarity,
+                      match_rtol=match_rtol)
+    return {**found, "rows": rows, "similarity": similarity, "sim_source": sim_source,
+            "labels": labels, "kind": kind, "call": call, "raw_probes": pr}
 
 
 def _equality_only(state: dict[str, Any]) -> bool:
@@ -264,7 +377,9 @@ def audit_loss(
     n : int
         Number of embeddings (two-view calls: ``n // 2`` samples in two views).
     tau : float, optional
-        Temperature; default the loss's ``tau`` or ``temperature`` attribute.
+        Temperature; default the loss's ``tau`` or ``temperature`` attribute, else the
+        estimate from the probes (``report.tau_estimate``, always computed). A given one that
+        fits no partition is replaced by the estimate, with a warning.
     similarity : {"auto", "cosine", "euclidean"}
         ``"auto"`` detects it from the gradient.
     call : {"auto", "embeddings", "views", "pair"}
@@ -293,7 +408,7 @@ def audit_loss(
     LossCallError
         If the loss fails under every calling convention and label kind tried.
     TypeError, ValueError
-        If ``tau`` is unknown, an argument is invalid, or the probes would not fit in memory.
+        If an argument is invalid, or the probes would not fit in memory.
 
     Examples
     --------
@@ -308,14 +423,9 @@ def audit_loss(
     source = "argument"
     if tau is None:
         tau = _find_tau(loss_fn)
-        source = "attribute"
-        if tau is None:
-            raise InputError(
-                "tau is needed: the gradient of a loss is linear in 1/tau only together with "
-                "its weights, so the temperature must be known; pass tau (--tau) or give the "
-                "loss a `tau` or `temperature` attribute"
-            )
-    tau = check_positive(tau, "tau")
+        source = "attribute" if tau is not None else "estimated"
+    if tau is not None:
+        tau = check_positive(tau, "tau")
     given = None
     if isinstance(labels, str):
         kinds = (("continuous", "classes", "pairs", "none") if labels == "auto"
@@ -425,10 +535,28 @@ def _report(
 
     pr: Probes = chosen["probes"]
     fit: ModelFit = chosen["fit"]
+    given_tau = tau
+    tau = chosen["tau"]
     rows = chosen["rows"]
     similarity = chosen["similarity"]
     n = pr.T.shape[1]
     warnings: list[str] = []
+    if chosen["tau_changed"]:
+        tau_source = "estimated"
+        warnings.append(
+            f"the temperature is {tau:.6g}, not the given tau = {given_tau:g}: the loss is a "
+            f"w-InfoNCE at {tau:.6g} (residual {fit.residual:.2g}) and at no partition with "
+            f"tau = {given_tau:g}; the audit uses the estimate")
+    elif (chosen["identified"] and given_tau is not None
+          and abs(chosen["tau_estimate"] / given_tau - 1.0) > TAU_AGREE_RTOL):
+        warnings.append(f"the temperature estimated from the probes, {chosen['tau_estimate']:.6g}"
+                        f", differs from tau = {given_tau:g}, at which the model also fits")
+    learned = _learned_temperature(loss_fn)
+    if learned is not None:
+        warnings.append(
+            f"the temperature is learned (the trainable parameter `{learned}`): the audit "
+            f"reads its current value, tau = {chosen['tau_estimate']:.6g}; training moves it, "
+            "and with it the predicted geometry")
     if pr.asymmetry > PROBE_RTOL:
         warnings.append(f"the recovered pair sensitivities are not symmetric (relative "
                         f"{pr.asymmetry:.2g}): the loss is not a function of the similarity "
@@ -445,32 +573,43 @@ def _report(
     probes_info = {"count": len(pr.points), "asymmetry": pr.asymmetry,
                    "cosine_residual": pr.cosine_residual,
                    "euclidean_residual": pr.euclidean_residual, "dtype": pr.dtype}
-    base = dict(callable=name, n=n, tau=tau, tau_source=tau_source, similarity=similarity,
+    base = dict(callable=name, n=n, tau=tau, tau_source=tau_source, tau_given=given_tau,
+                tau_estimate=chosen["tau_estimate"], tau_residual=chosen["tau_residual"],
+                learned_temperature=learned, similarity=similarity,
                 similarity_source=chosen["sim_source"], call=chosen["call"],
                 labels_kind=chosen["kind"], labels_note=_labels_note(chosen, states, attempts),
                 row_labels=rows, hypotheses=tuple(chosen["hypotheses"]), match_rtol=match_rtol,
                 probes=probes_info, attempts=tuple(attempts))
     if not chosen["identified"]:
         warnings.append(
-            f"not identified: no w-InfoNCE (with any of the partitions {', '.join(PARTITIONS)}) "
-            f"fits the gradients within match_rtol = {match_rtol:g} (best residual "
-            f"{fit.residual:.2g}, partition {fit.partition}); its weights depend on the "
-            "embeddings (as in SupCon's L_in, which is L_out only to first order), or each "
-            "positive pair has its own denominator"
+            (f"not a w-InfoNCE: it is {chosen['named_form']['description']} (residual "
+             f"{chosen['named_form']['residual']:.2g} at tau = "
+             f"{chosen['named_form']['tau_estimate']:.4g}), whose weights of the positives "
+             "depend on the embeddings; " if chosen.get("named_form") else "")
+            + f"not identified: no w-InfoNCE (with any of the partitions "
+            f"{', '.join(PARTITIONS)}) fits the gradients within match_rtol = {match_rtol:g} "
+            f"(best residual "
+            f"{fit.residual:.2g}, partition {fit.partition}, at any temperature: the best "
+            f"is tau = {chosen['tau_estimate']:.4g}, residual {chosen['tau_residual']:.2g}); "
+            "its weights depend on the embeddings (as in SupCon's L_in, which is L_out only to "
+            "first order), or each positive pair has its own denominator"
             + ("; a larger --match-rtol accepts it as that w-InfoNCE" if fit.residual < NEAR_MATCH
                else "")
         )
-        return AuditReport(identified=False, fit=fit, anchor_weights=None,
+        return AuditReport(identified=False, named_form=chosen.get("named_form"),
+                           fit=fit, anchor_weights=None,
                            reduction_scale=None, symmetric_part=None, effective_weights=None,
                            representative_residual=None, candidates=(), match=None,
                            closest=None, classification=None, geometry=None, intended=None,
                            warnings=tuple(warnings), **base)
-    kappa = float(fit.m.mean())
+    mask = partition_anchors(n, fit.partition)
+    kappa = float(fit.m[mask].mean())
     anchors = fit.m / kappa
-    if (anchors <= 0).any():
-        warnings.append("some recovered anchor weights are not positive: the temperature is "
-                        "probably wrong")
-    spread = float(anchors.max() / anchors.min()) if (anchors > 0).all() else math.inf
+    if (anchors[mask] <= 0).any():
+        warnings.append("some recovered anchor weights are not positive: the loss rewards "
+                        "raising some anchors' softmax, which no w-InfoNCE does")
+    spread = (float(anchors[mask].max() / anchors[mask].min()) if (anchors[mask] > 0).all()
+              else math.inf)
     if spread - 1.0 > max(PROBE_RTOL, 10 * match_rtol):
         warnings.append(f"anchors weigh unequally (largest / smallest {spread:.4g}): the loss "
                         "is a w-InfoNCE with per-anchor weights")
@@ -515,13 +654,19 @@ def _report(
     S = fit.S.copy()
     atol = 10.0 * max(fit.residual, FIT_RESIDUAL_FLOOR) * float(np.abs(S).max())
     S[np.abs(S) <= atol] = 0.0  # zero weights are recovered up to rounding
-    R, residual = effective_weights(S, fit.m, logc)
+    R, residual = (effective_weights(S, fit.m, logc) if mask.all() else (None, math.inf))
     if (S < 0).any():
-        warnings.append("the recovered weighting has negative entries: the temperature is "
-                        "probably wrong, or the loss rewards pushing some pairs apart")
+        warnings.append("the recovered weighting has negative entries: the loss rewards "
+                        "pushing some pairs apart")
     classification = None
     d = n if dim is None else check_int(dim, "dim", minimum=1)
-    if R is not None and residual <= max(PROBE_RTOL, 10.0 * match_rtol):
+    if not mask.all():
+        warnings.append(
+            "only the first view's rows are anchors: the similarities between the other "
+            "view's samples enter no term of the loss, so no weighting of all pairs describes "
+            "its optimum and there is no verdict; the predicted geometry below is a minimiser "
+            "(those free pairs are wherever the minimisation leaves them)")
+    elif R is not None and residual <= max(PROBE_RTOL, 10.0 * match_rtol):
         classification = classify(R, similarity=similarity, tau=tau, dim=d).to_dict()
         classification["classified"] = "effective weighting R"
     elif R is None:
@@ -548,7 +693,7 @@ def _report(
                      "note": intended.note, **geometry_gap(geo, ref, similarity)}
     elif geometry:
         warnings.append(f"predicted geometry not computed for N > {GEOMETRY_MAX_N}")
-    return AuditReport(identified=True, fit=fit, anchor_weights=anchors,
+    return AuditReport(identified=True, named_form=None, fit=fit, anchor_weights=anchors,
                        reduction_scale=kappa, symmetric_part=fit.S / kappa,
                        effective_weights=R, representative_residual=residual,
                        candidates=tuple(results), match=match, closest=closest,

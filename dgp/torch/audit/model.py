@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from dgp.constants import EPS_FIT_RANGE, LABEL_TAU_FIT_RANGE, PARAM_FIT_XATOL, SCALE_FLOOR
+from dgp.constants import (
+    EPS_FIT_RANGE,
+    LABEL_TAU_FIT_RANGE,
+    PARAM_FIT_XATOL,
+    SCALE_FLOOR,
+    TAU_SEARCH_POINTS,
+    TAU_SEARCH_RANGE,
+)
 from dgp.errors import InputError, check_choice
 from dgp.torch._compat import require_torch
 
@@ -20,7 +27,10 @@ from dgp.torch.audit.probe import (  # noqa: E402
     similarities,
 )
 from dgp.torch.audit.vocabulary import (  # noqa: E402
+    CROSS_VIEW,
+    FIRST_VIEW_ANCHORS,
     FORMS,
+    NAMED_FORMS,
     PARTITIONS,
 )
 
@@ -38,10 +48,15 @@ def partition_log_weights(n: int, row_labels: np.ndarray | None, partition: str)
         If ``partition`` is unknown, or needs labels that are not given.
     """
     check_choice(partition, PARTITIONS, "partition")
-    if partition != "all" and row_labels is None:
+    if partition in ("class-averaged", "negatives") and row_labels is None:
         raise InputError(f"partition {partition!r} needs class labels")
-    if partition == "all":
+    if partition in CROSS_VIEW + FIRST_VIEW_ANCHORS and n % 2:
+        raise InputError(f"partition {partition!r} needs two views (an even n), got n = {n}")
+    if partition in ("all", "one-view"):
         logc = np.zeros((n, n))
+    elif partition in CROSS_VIEW:
+        view = np.arange(n) >= n // 2
+        logc = np.where(view[:, None] == view[None, :], -np.inf, 0.0)
     else:
         y = equality_codes(row_labels)
         same = y[:, None] == y[None, :]
@@ -54,6 +69,15 @@ def partition_log_weights(n: int, row_labels: np.ndarray | None, partition: str)
                 logc = -np.log(cnt)
     np.fill_diagonal(logc, -np.inf)
     return logc
+
+
+def partition_anchors(n: int, partition: str) -> np.ndarray:
+    """Which of ``n`` rows are anchors of the loss under ``partition`` (bool mask): all, or the
+    first view's (rows ``0..n/2-1``) for :data:`FIRST_VIEW_ANCHORS`."""
+    check_choice(partition, PARTITIONS, "partition")
+    if partition in FIRST_VIEW_ANCHORS:
+        return np.arange(n) < n // 2
+    return np.ones(n, dtype=bool)
 
 
 def softmax_rows(logits: np.ndarray) -> np.ndarray:
@@ -99,7 +123,8 @@ class ModelFit:
 
 
 def fit_model(
-    probes: Probes, *, tau: float, similarity: str, logc: np.ndarray, partition: str = "all"
+    probes: Probes, *, tau: float, similarity: str, logc: np.ndarray, partition: str = "all",
+    anchors: np.ndarray | None = None,
 ) -> ModelFit:
     r"""Fit :math:`T^{(p)}_{ij} = m_i q^{(p)}_{ij} + m_j q^{(p)}_{ji} - S_{ij}` by least squares.
 
@@ -107,9 +132,11 @@ def fit_model(
     means over probes), leaving the ``N x N`` normal equations
     :math:`H m = g` with :math:`H_{kk} = \sum_{p,j} D_{kj}^2`,
     :math:`H_{kj} = \sum_p D_{kj} D_{jk}`, :math:`g_k = \sum_{p,j} E_{kj} D_{kj}`
-    (:math:`D = q - \bar q`, :math:`E = T - \bar T`).
+    (:math:`D = q - \bar q`, :math:`E = T - \bar T`). ``anchors`` (a bool mask) fixes
+    :math:`m_i = 0` off the anchors: the normal equations are solved on the anchors alone.
     """
     n = probes.T.shape[1]
+    a = np.ones(n, dtype=bool) if anchors is None else np.asarray(anchors, dtype=bool)
     Q = np.stack([
         softmax_rows(similarities(Zp, tau=tau, similarity=similarity) + logc)
         for Zp in probes.points
@@ -119,8 +146,9 @@ def fit_model(
     H = np.einsum("pkj,pjk->kj", D, D)
     H[np.diag_indices(n)] = np.einsum("pkj,pkj->k", D, D)
     g = np.einsum("pkj,pkj->k", E, D)
-    m, *_ = np.linalg.lstsq(H, g, rcond=None)
-    lam = np.abs(np.linalg.eigvalsh((H + H.T) / 2.0))
+    m = np.zeros(n)
+    m[a], *_ = np.linalg.lstsq(H[np.ix_(a, a)], g[a], rcond=None)
+    lam = np.abs(np.linalg.eigvalsh((H[np.ix_(a, a)] + H[np.ix_(a, a)].T) / 2.0))
     condition = float(lam.max() / max(lam.min(), SCALE_FLOOR))
     S = m[:, None] * Qb + m[None, :] * Qb.T - Tb
     np.fill_diagonal(S, 0.0)
@@ -136,6 +164,115 @@ def fit_model(
     return ModelFit(partition, m, S, resid, spread, float(diff.mean()), condition)
 
 
+def with_tau(probes: Probes, tau: float, probe_tau: float) -> Probes:
+    """The probes as if taken at temperature ``tau``: ``T`` was computed as
+    ``probe_tau * gradient``, so it scales by ``tau / probe_tau``."""
+    from dataclasses import replace
+
+    return replace(probes, T=probes.T * (tau / probe_tau))
+
+
+def estimate_tau(
+    probes: Probes, *, similarity: str, logc: np.ndarray, partition: str = "all",
+    anchors: np.ndarray | None = None,
+) -> tuple[float, ModelFit]:
+    r"""The temperature at which the gradient model fits the probes best, and that fit.
+
+    A wrong temperature scales ``T`` (absorbed by the scale of ``(m, S)``) but also moves every
+    softmax :math:`q^{(p)}` of the model, which no ``(m, S)`` absorbs once the probes differ:
+    the residual vanishes at the loss's temperature only. It is minimised over
+    :math:`\log\tau` on :data:`~dgp.constants.TAU_SEARCH_RANGE` (a grid, then Brent's method
+    on the squared residual, smooth at its zero). ``probes`` may be taken at any temperature.
+    """
+
+    def fit_at(log_tau: float) -> ModelFit:
+        return fit_model(probes, tau=math.exp(log_tau), similarity=similarity, logc=logc,
+                         partition=partition, anchors=anchors)
+
+    grid = np.linspace(math.log(TAU_SEARCH_RANGE[0]), math.log(TAU_SEARCH_RANGE[1]),
+                       TAU_SEARCH_POINTS)
+    with np.errstate(all="ignore"):
+        res = np.array([fit_at(g).residual for g in grid])
+        res[~np.isfinite(res)] = np.inf
+        k = int(np.argmin(res))
+        lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+        opt = minimize_scalar(lambda g: fit_at(g).residual ** 2, bounds=(lo, hi),
+                              method="bounded", options={"xatol": PARAM_FIT_XATOL})
+    best = float(opt.x) if opt.fun <= res[k] ** 2 else float(grid[k])
+    return math.exp(best), fit_at(best)
+
+
+def _named_sensitivities(s: np.ndarray, positives: np.ndarray, form: str) -> np.ndarray:
+    """``A[i, j] = d f_i / d s_ij`` of one anchor's term of a named non-InfoNCE form, at the
+    similarity matrix ``s`` (diagonal unused); ``positives`` is the bool matrix of positive
+    pairs (diagonal false)."""
+    n = len(s)
+    off = ~np.eye(n, dtype=bool)
+    logits = np.where(off, s, -np.inf)
+    q = softmax_rows(logits)
+    if form == "L_in":  # f_i = LSE_{k != i} s_ik - LSE_{p in P(i)} s_ip
+        r = softmax_rows(np.where(positives, s, -np.inf))
+        return q - r
+    # "one-positive": f_i = mean_p [-s_ip + log(e^{s_ip} + sum_{k in N(i)} e^{s_ik})]
+    negatives = off & ~positives
+    top = logits.max(axis=1, keepdims=True)
+    e = np.exp(logits - top)
+    D = (e * negatives).sum(axis=1, keepdims=True)
+    count = positives.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        denom = np.where(positives, e + D, np.inf)  # one denominator per positive pair
+        own = np.where(positives, e / denom, 0.0)  # sigma_ip
+        inv = np.where(positives, 1.0 / denom, 0.0).sum(axis=1, keepdims=True)
+    A = np.where(positives, own - 1.0, 0.0) + np.where(negatives, e * inv, 0.0)
+    return A / np.maximum(count, 1)
+
+
+def fit_named_form(
+    probes: Probes, *, tau: float, similarity: str, positives: np.ndarray, form: str
+) -> tuple[np.ndarray, float]:
+    r"""Fit a named non-InfoNCE form, :math:`T_{ij} = m_i A_{ij} + m_j A_{ji}` with the form's
+    own sensitivities ``A`` (:data:`NAMED_FORMS`), by least squares in the anchor weights
+    ``m`` alone; returns ``(m, relative residual)``."""
+    check_choice(form, tuple(NAMED_FORMS), "form")
+    n = probes.T.shape[1]
+    iu = np.triu_indices(n, 1)
+    rows, rhs = [], []
+    for Zp, T in zip(probes.points, probes.T, strict=True):
+        A = _named_sensitivities(similarities(Zp, tau=tau, similarity=similarity), positives,
+                                 form)
+        X = np.zeros((len(iu[0]), n))
+        X[np.arange(len(iu[0])), iu[0]] = A[iu]
+        X[np.arange(len(iu[0])), iu[1]] = A.T[iu]
+        rows.append(X)
+        rhs.append(T[iu])
+    X, y = np.vstack(rows), np.concatenate(rhs)
+    m, *_ = np.linalg.lstsq(X, y, rcond=None)
+    return m, float(np.linalg.norm(X @ m - y) / max(np.linalg.norm(y), SCALE_FLOOR))
+
+
+def estimate_named_form(
+    probes: Probes, *, similarity: str, positives: np.ndarray, form: str
+) -> tuple[float, float]:
+    """The temperature at which a named form fits best, and its residual (as
+    :func:`estimate_tau`)."""
+
+    def res(log_tau: float) -> float:
+        return fit_named_form(probes, tau=math.exp(log_tau), similarity=similarity,
+                              positives=positives, form=form)[1]
+
+    grid = np.linspace(math.log(TAU_SEARCH_RANGE[0]), math.log(TAU_SEARCH_RANGE[1]),
+                       TAU_SEARCH_POINTS)
+    with np.errstate(all="ignore"):
+        values = np.array([res(g) for g in grid])
+        values[~np.isfinite(values)] = np.inf
+        k = int(np.argmin(values))
+        lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+        opt = minimize_scalar(lambda g: res(g) ** 2, bounds=(lo, hi), method="bounded",
+                              options={"xatol": PARAM_FIT_XATOL})
+    best = float(opt.x) if opt.fun <= values[k] ** 2 else float(grid[k])
+    return math.exp(best), res(best)
+
+
 def model_loss(s: np.ndarray, m: np.ndarray, S: np.ndarray, logc: np.ndarray) -> float:
     r""":math:`-\sum_{i<j} S_{ij}s_{ij} + \sum_i m_i \mathrm{LSE}_{k\ne i}(s_{ik} + \log c_{ik})`
     for a similarity matrix ``s`` (its diagonal unused)."""
@@ -147,13 +284,15 @@ def model_loss(s: np.ndarray, m: np.ndarray, S: np.ndarray, logc: np.ndarray) ->
 # candidates from the registry
 
 
-def candidate_terms(W: np.ndarray, form: str) -> tuple[np.ndarray, np.ndarray]:
+def candidate_terms(W: np.ndarray, form: str, anchors: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """Anchor weights ``m`` and symmetric part ``S`` of a loss that uses ``W`` in ``form``.
 
     ``"rows"``: the w-InfoNCE, ``p = W / W.sum(1, keepdims=True)``, ``m = 1``;
     ``"raw"``: :math:`-\\sum_{ij} w_{ij}\\log q_{ij}` with ``W`` as given, ``m = W.sum(1)``;
     ``"columns"``: the same after ``W /= W.sum(1)`` (the broadcast divides column ``j`` by
-    the sum of row ``j``); ``"columns-rows"``: that, then rows normalised.
+    the sum of row ``j``); ``"columns-rows"``: that, then rows normalised. ``anchors`` (a bool
+    mask) keeps the terms of those anchors only (a loss over the first view's anchors).
 
     Raises
     ------
@@ -165,9 +304,11 @@ def candidate_terms(W: np.ndarray, form: str) -> tuple[np.ndarray, np.ndarray]:
     np.fill_diagonal(A, 0.0)
     if form in ("columns", "columns-rows"):
         A = A / A.sum(axis=1)[None, :]
+    keep = np.ones(A.shape[0]) if anchors is None else np.asarray(anchors, dtype=float)
     if form in ("rows", "columns-rows"):
-        P = A / A.sum(axis=1, keepdims=True)
-        return np.ones(A.shape[0]), P + P.T
+        P = keep[:, None] * (A / A.sum(axis=1, keepdims=True))
+        return keep, P + P.T
+    A = keep[:, None] * A
     return A.sum(axis=1), A + A.T
 
 
@@ -259,10 +400,12 @@ def match_error(m: np.ndarray, S: np.ndarray, mc: np.ndarray, Sc: np.ndarray) ->
 def fit_candidate(fit: ModelFit, cand: Candidate) -> tuple[float, float | None]:
     from dgp.errors import ParameterError
 
+    anchors = partition_anchors(len(fit.m), fit.partition)
+
     def err(value: float | None) -> float:
         try:
             W = cand.weights(value)
-            mc, Sc = candidate_terms(W, cand.form)
+            mc, Sc = candidate_terms(W, cand.form, anchors)
         except (ParameterError, ValueError, FloatingPointError):
             return math.inf  # e.g. a kernel so narrow that a row has no mass
         if not (np.isfinite(Sc).all() and np.isfinite(mc).all() and mc.sum() > 0):

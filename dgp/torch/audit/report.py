@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ from dgp.torch._compat import require_torch
 torch = require_torch()
 from dgp.torch.audit.model import (  # noqa: E402
     ModelFit,
+    partition_anchors,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -31,8 +33,18 @@ class AuditReport(Record):
         Number of embeddings (rows) probed.
     tau : float
         The temperature used.
-    tau_source : {"argument", "attribute"}
-        Where the temperature came from.
+    tau_source : {"argument", "attribute", "estimated"}
+        Where the temperature came from (``"estimated"``: from the probes, none being given or
+        the given one not fitting).
+    tau_given : float or None
+        The temperature given (argument or attribute), if any.
+    tau_estimate : float
+        The temperature at which the gradient model fits the probes best
+        (:func:`~dgp.torch.audit.model.estimate_tau`).
+    tau_residual : float
+        The relative residual of that fit.
+    learned_temperature : str or None
+        The name of a trainable temperature parameter of the loss (CLIP's ``logit_scale``).
     similarity : {"cosine", "euclidean"}
         The latent.
     similarity_source : {"detected", "argument"}
@@ -47,6 +59,9 @@ class AuditReport(Record):
         The label of each embedding row (two-view calls repeat the sample labels).
     identified : bool
         Whether the loss is a w-InfoNCE (with one of :data:`PARTITIONS`) within ``match_rtol``.
+    named_form : dict or None
+        When it is not: the named non-InfoNCE form that fits (:data:`NAMED_FORMS`: ``form``,
+        ``description``, ``tau_estimate``, ``residual``), if one does.
     fit : ModelFit or None
         The fit of the best partition.
     hypotheses : tuple of dict
@@ -88,6 +103,10 @@ class AuditReport(Record):
     n: int
     tau: float
     tau_source: str
+    tau_given: float | None
+    tau_estimate: float
+    tau_residual: float
+    learned_temperature: str | None
     similarity: str
     similarity_source: str
     call: str
@@ -95,6 +114,7 @@ class AuditReport(Record):
     labels_note: str
     row_labels: np.ndarray | None
     identified: bool
+    named_form: dict[str, Any] | None
     fit: ModelFit | None
     hypotheses: tuple[dict[str, Any], ...]
     match_rtol: float
@@ -125,15 +145,18 @@ class AuditReport(Record):
 
     @property
     def anchor_spread(self) -> float | None:
-        """``max / min`` of the anchor weights (1: every anchor weighs the same)."""
+        """``max / min`` of the anchor weights (1: every anchor weighs the same), over the
+        partition's anchors (the first view only, for a one-direction loss)."""
         if self.anchor_weights is None:
             return None
-        return float(self.anchor_weights.max() / self.anchor_weights.min())
+        a = self.anchor_weights[partition_anchors(len(self.anchor_weights), self.partition)]
+        return float(a.max() / a.min()) if (a > 0).all() else math.inf
 
     def summary(self) -> str:
         """One line: what the loss is, for tables."""
         if not self.identified:
-            return "not identified"
+            return ("not identified" if self.named_form is None
+                    else f"not a w-InfoNCE: {self.named_form['form']}")
         if self.match is None:
             return "w-InfoNCE of no registered objective"
         m = self.match
@@ -159,6 +182,10 @@ class AuditReport(Record):
             ("n", self.n),
             ("tau", self.tau),
             ("tau_source", self.tau_source),
+            ("tau_given", self.tau_given),
+            ("tau_estimate", self.tau_estimate),
+            ("tau_residual", self.tau_residual),
+            ("learned_temperature", self.learned_temperature),
             ("similarity", self.similarity),
             ("similarity_source", self.similarity_source),
             ("call", self.call),
@@ -166,6 +193,7 @@ class AuditReport(Record):
             ("labels_note", self.labels_note),
             ("row_labels", self.row_labels),
             ("identified", self.identified),
+            ("named_form", self.named_form),
             ("model", fit),
             ("hypotheses", self.hypotheses),
             ("match_rtol", self.match_rtol),

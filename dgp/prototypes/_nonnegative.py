@@ -1,0 +1,453 @@
+r"""``nonnegative_prototypes``: optimal class prototypes of SupCon and Soft SupCon for a ReLU
+head, whose embeddings have non-negative coordinates.
+
+The prototype Gram is then *completely positive*, :math:`G = ZZ^\top` with
+:math:`Z \in \mathbb R^{K \times d}_{\ge 0}` of unit rows, and the class-level problem is
+
+.. math::
+
+    \min\{F(G) : G = ZZ^\top,\ Z \ge 0,\ \|z_c\| = 1,\ Z \in \mathbb R^{K\times d}\},
+
+with :math:`F` the objective of :mod:`dgp.prototypes._api` (the full-batch loss over all ``N``
+anchors, or the expected loss of a mini-batch sampler). What is known and how it is certified:
+
+* **Orthogonal frame.** Where :math:`\nabla F(I)` is non-negative off the diagonal (SupCon at
+  any class sizes, full batch or any sampler; Soft SupCon exactly when
+  :math:`\varepsilon \le e^{-1/\tau}`, i.e. :math:`\rho = 1 + \tau\log\varepsilon \le 0`), the
+  identity is optimal over every Gram with non-negative entries and unit diagonal, so with
+  ``K <= d`` the prototypes are an orthogonal frame (theorem ``relu-orthogonal-frame``; Kini et
+  al., ICLR 2024). The certificate is that gradient: :math:`F(H) \ge F(I) + \langle\nabla F(I),
+  H - I\rangle \ge F(I)` for every such ``H``.
+* **Soft SupCon with** :math:`\rho \ge 0`: the equiangular target :math:`(1-\rho)I + \rho J`
+  attains the entropic bound and is completely positive (factor
+  :math:`[\sqrt{1-\rho}\,I,\ \sqrt\rho\,\mathbf 1]`, ``d >= K + 1``).
+* **Otherwise** (``K > d``, or no closed form): seeded multi-start descent over non-negative
+  factors (:func:`dgp.solver.nonnegative_factor`) with its first-order residual, and a certified
+  lower bound from the doubly non-negative relaxation plus, for ``K > d``, the valid rank-``d``
+  inequalities :math:`w^\top G w \ge (\mathbf 1^\top w)^2/d` (:func:`dgp.solver.dnn_lower_bound`).
+  The result is certified optimal only when the loss meets that bound; for ``K > d`` it usually
+  does not (the non-convex rank constraint is what the relaxation loses) and the gap is stated.
+
+Everything is for collapsed classes (one prototype per class), the class-level model of
+:func:`dgp.supcon_prototypes`. For SupCon the collapsed frame is also a minimiser over every
+non-negative embedding of the samples, full batch or batched (theorem
+``relu-orthogonal-frame``); with mini-batches Kini et al. show that other, non-collapsed
+minimisers can exist when the batches do not bind all classes, which the class-level Gram
+predicted here does not see.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dgp.constants import NONNEG_GAP_RTOL
+from dgp.errors import (
+    ParameterError,
+    check_dim,
+    check_int,
+    check_positive,
+    check_sizes,
+    check_unit_interval,
+)
+from dgp.prototypes._api import block_weights
+from dgp.prototypes._closed_forms import equiangular_gram, soft_supcon_rho
+from dgp.prototypes._result import Prototypes
+from dgp.records import CertificateProtocol
+from dgp.resources import check_memory
+from dgp.solver import (
+    BatchPrediction,
+    RowProblem,
+    batch_rows,
+    block_problem,
+    check_batch,
+    check_time,
+    compositions,
+    dnn_lower_bound,
+    frank_wolfe_bound,
+    nonnegative_factor,
+    nonnegative_starts,
+    nonnegative_stationarity,
+    positive_pair_probability,
+    row_budget_samples,
+    single_threaded,
+)
+from dgp.tolerance import DEFAULT_POLICY, Margin
+
+__all__ = ["DNN_MAX_K", "NonnegativeCertificate", "NonnegativePrototypes",
+           "nonnegative_prototypes"]
+
+#: largest K whose doubly non-negative relaxation is built (a K x K semidefinite program with
+#: K^2 sign constraints); above it the lower bound is the elliptope's (no sign constraint)
+DNN_MAX_K = 60
+#: L-BFGS iterations of each start of the non-negative factor descent
+FACTOR_MAXITER = 2000
+
+
+@dataclass(frozen=True)
+class NonnegativeCertificate(CertificateProtocol):
+    """What is certified about a non-negative prototype Gram.
+
+    Attributes
+    ----------
+    lower_bound : float
+        Certified lower bound (nats) on the loss over non-negative Grams of rank ``<= dim``.
+    dnn_bound : float
+        The bound of the doubly non-negative relaxation alone (no rank cuts), nats.
+    gap_bound : float
+        ``loss - lower_bound`` (nats, ``>= 0``): how far the result can be from optimal.
+    log_gap_bound : float
+        Its natural log (``-inf`` at a zero gap).
+    gap_atol : float
+        The gap accepted as zero: ``NONNEG_GAP_RTOL`` of the excess loss, or the rounding of
+        the loss (its size times the policy's relative tolerance), whichever is larger.
+    certified : bool
+        ``gap_bound <= gap_atol``: the result is optimal (within ``gap_atol``).
+    stationarity : float or None
+        First-order (KKT) residual of the non-negative factor (``None`` for closed forms).
+    primal_residual : float
+        How far the Gram is from unit diagonal, entrywise ``>= 0`` and PSD.
+    min_cross_gradient : float or None
+        Closed form ``I``: the smallest off-diagonal entry of :math:`\\nabla F(I)` (nats); ``>=
+        0`` proves the orthogonal frame optimal.
+    cuts : int
+        Rank-``d`` inequalities in the relaxation.
+    branches : int
+        Partitions of the classes by largest coordinate the bound branched on (0: none).
+    relaxation : str
+        What the bound was computed from.
+    margins : tuple of Margin
+    """
+
+    lower_bound: float
+    dnn_bound: float
+    gap_bound: float
+    log_gap_bound: float
+    gap_atol: float
+    certified: bool
+    stationarity: float | None
+    primal_residual: float
+    min_cross_gradient: float | None
+    cuts: int
+    branches: int
+    relaxation: str
+    margins: tuple[Margin, ...]
+
+    kind: ClassVar[str] = "nonnegative-bound"
+    statement: ClassVar[str] = (
+        "lower_bound is a certified lower bound on the loss over non-negative Grams of rank <= "
+        "dim (DNN relaxation: PSD, entrywise >= 0, unit diagonal, plus rank-d cuts w^T G w >= "
+        "(1^T w)^2/d); the Gram is optimal when loss - lower_bound <= gap_atol"
+    )
+
+    def claims(self):
+        yield "the gap is non-negative", self.gap_bound >= 0
+        yield ("the cut bound is no weaker than the plain DNN bound",
+               self.lower_bound >= self.dnn_bound)
+        yield "certified is gap_bound <= gap_atol", self.certified == (
+            self.gap_bound <= self.gap_atol)
+        yield "the loss meets its lower bound within gap_atol (optimality)", self.certified
+
+
+@dataclass(frozen=True, eq=False)
+class NonnegativePrototypes(Prototypes):
+    """:class:`~dgp.prototypes.Prototypes` for a ReLU head: a completely positive Gram, with
+    these attributes beside those of ``Prototypes``.
+
+    Attributes
+    ----------
+    dim : int or None
+        The embedding dimension the factor lives in (``None``: free).
+    lower_bound : float
+        Certified lower bound on the loss (nats), see ``certificate``.
+    certified : bool
+        The loss meets ``lower_bound`` (the Gram is optimal among non-negative ones).
+    factor : ndarray or None
+        Non-negative prototypes ``K x d`` with unit rows and ``factor @ factor.T == gram``
+        (:attr:`embedding`).
+    starts : int
+        Seeded starts of the factor descent (0 for closed forms).
+    hits : int
+        Starts (and polished points) that reached the best loss within rounding.
+    """
+
+    dim: int | None = None
+    lower_bound: float = math.nan
+    certified: bool = False
+    factor: np.ndarray | None = None
+    starts: int = 0
+    hits: int = 0
+
+    @cached_property
+    def embedding(self) -> np.ndarray:
+        """The non-negative prototypes (``K x d``, unit rows; ``factor``)."""
+        return self.factor
+
+    def _title(self) -> str:
+        where = "free dimension" if self.dim is None else f"d = {self.dim}"
+        return "ReLU (non-negative) " + super()._title() + f", {where}"
+
+    def _summary_pairs(self) -> list[tuple[str, str]]:
+        pairs = super()._summary_pairs()
+        cert = self.certificate
+        if self.method == "numeric":
+            how = (f"numeric, {self.starts} seeded starts ({self.hits} reached the best), "
+                   f"first-order residual {cert.stationarity:.1e}")
+        else:
+            how = f"closed form ({self.stop_reason})"
+        pairs[0] = ("method", how)
+        word = "certified optimal" if self.certified else "NOT certified"
+        pairs.insert(1, ("bound", f"{word}: lower bound {self.lower_bound:.10g} nats, gap "
+                         f"{cert.gap_bound:.3g} ({cert.relaxation})"))
+        return pairs
+
+    @property
+    def convergence(self):
+        c = super().convergence
+        return type(c)(success=c.success, status=c.status, nit=c.nit, residual=c.residual,
+                       certified=self.certified and not self.certificate.check())
+
+    JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": None, "embedding": False}
+
+    def json_items(self, options):
+        yield from super().json_items(options)
+        yield from (("nonnegative", True), ("dim", self.dim), ("lower_bound", self.lower_bound),
+                    ("certified", self.certified), ("starts", self.starts), ("hits", self.hits))
+
+
+def _loss_parts(prob: RowProblem, G: np.ndarray) -> tuple[float, float, float]:
+    prob.set_scale(G)
+    return prob.loss(G)
+
+
+def _gradient_nats(prob: RowProblem, G: np.ndarray) -> tuple[np.ndarray, float]:
+    """:math:`\\nabla F(G)` in nats (symmetric, zero diagonal) and the size of its parts."""
+    prob.set_scale(G)
+    st = prob.state(G)
+    unit = prob.alpha_total * math.exp(prob.log_t)
+    ge, gl = prob.gradient_parts(st)
+    scale = max(float(np.abs(ge).max()), float(np.abs(gl).max())) * unit
+    return (ge - gl) * unit, scale
+
+
+def _primal_residual(G: np.ndarray) -> float:
+    off = G[~np.eye(G.shape[0], dtype=bool)]
+    return max(float(np.abs(np.diag(G) - 1.0).max()), max(0.0, -float(off.min())),
+               max(0.0, -float(np.linalg.eigvalsh(G)[0])))
+
+
+def _certificate(loss_excess: float, bound_excess: float, dnn_excess: float, *,
+                 stationarity: float | None, G: np.ndarray, min_grad: float | None,
+                 grad_atol: float, cuts: int, relaxation: str, entropy: float,
+                 branches: int = 0) -> NonnegativeCertificate:
+    gap = max(0.0, loss_excess - bound_excess)
+    # the solver's accuracy on the excess, or the rounding of the loss itself
+    atol = max(NONNEG_GAP_RTOL * loss_excess, DEFAULT_POLICY.atol(entropy + loss_excess))
+    margins = [DEFAULT_POLICY.margin("loss minus its certified lower bound (nats; certified "
+                                     "at or below atol)", gap, atol, zero_is_near=False)]
+    if min_grad is not None:
+        margins.append(DEFAULT_POLICY.margin(
+            "smallest off-diagonal entry of grad F(I) (nats; >= 0 proves the orthogonal frame)",
+            min_grad, grad_atol, zero_is_near=True))
+    return NonnegativeCertificate(
+        lower_bound=entropy + bound_excess, dnn_bound=entropy + dnn_excess, gap_bound=gap,
+        log_gap_bound=math.log(gap) if gap > 0 else -math.inf, gap_atol=atol,
+        certified=gap <= atol, stationarity=stationarity, primal_residual=_primal_residual(G),
+        min_cross_gradient=min_grad, cuts=cuts, branches=branches, relaxation=relaxation,
+        margins=tuple(margins),
+    )
+
+
+def _frame(K: int, width: int) -> np.ndarray:
+    Z = np.zeros((K, width))
+    Z[np.arange(K), np.arange(K)] = 1.0
+    return Z
+
+
+def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: int | None,
+           starts: int, seed: int) -> dict[str, Any]:
+    """The fields of the result that depend on the problem ``prob`` (full batch or batches)."""
+    K = n.size
+    entropy = prob.entropy
+    I = np.eye(K)
+    if dim is None or dim >= K:
+        g, scale = _gradient_nats(prob, I)
+        min_grad = float(g[~np.eye(K, dtype=bool)].min())
+        atol = DEFAULT_POLICY.atol(scale)
+        if min_grad >= -atol:
+            loss, excess, log_excess = _loss_parts(prob, I)
+            cert = _certificate(excess, excess, excess, stationarity=None, G=I,
+                                min_grad=min_grad, grad_atol=atol, cuts=0, entropy=entropy,
+                                relaxation="gradient at I: F(H) >= F(I) + <grad F(I), H - I> "
+                                "for every H >= 0 with unit diagonal")
+            return dict(method="closed-form", kkt_residual=None, loss=loss,
+                        excess_loss=excess, log_excess_loss=log_excess, certificate=cert,
+                        rank=K, unique=min_grad > atol,
+                        stop_reason="orthogonal frame: grad F(I) >= 0 off the diagonal",
+                        equiangular=0.0, matrix=None, factor=_frame(K, K if dim is None else dim),
+                        starts=0, hits=0)
+    if eps is not None and prob.block is not None:
+        rho = soft_supcon_rho(tau=tau, eps=eps)
+        if rho >= 0 and (dim is None or dim >= K + 1):
+            G = equiangular_gram(K, rho)
+            Z = np.hstack([math.sqrt(1.0 - rho) * I, np.full((K, 1), math.sqrt(rho))])
+            if dim is not None:
+                Z = np.hstack([Z, np.zeros((K, dim - K - 1))])
+            loss, excess, log_excess = _loss_parts(prob, G)
+            cert = _certificate(excess, 0.0, 0.0, stationarity=None, G=G, min_grad=None,
+                                grad_atol=0.0, cuts=0, entropy=entropy,
+                                relaxation="the entropic bound (Gibbs), attained")
+            return dict(method="closed-form", kkt_residual=None, loss=loss,
+                        excess_loss=excess, log_excess_loss=log_excess, certificate=cert,
+                        rank=K, unique=False,
+                        stop_reason="equiangular rho = 1 + tau log eps >= 0: completely "
+                        "positive, attains the entropic bound", equiangular=rho, matrix=None,
+                        factor=Z, starts=0, hits=0)
+    width = K + 1 if dim is None else dim
+    check_time(4.0 * starts * FACTOR_MAXITER * K * K * width,
+               what=f"{starts} non-negative factor descents for K = {K} classes in d = {width}",
+               instead="use fewer starts or classes", param="starts")
+    Z, hits = nonnegative_factor(
+        prob, nonnegative_starts(K, width, starts=starts, seed=seed), maxiter=FACTOR_MAXITER)
+    G = Z @ Z.T
+    stationarity = nonnegative_stationarity(prob, Z)
+    loss, excess, log_excess = _loss_parts(prob, G)
+    if K <= DNN_MAX_K:
+        b = dnn_lower_bound(prob, [G], dim=dim)
+        bound, dnn, cuts, relaxation = b.excess, b.dnn_excess, b.cuts, b.relaxation
+        branches = b.branches
+    else:
+        prob.set_scale(G)
+        bound = dnn = max(0.0, frank_wolfe_bound(prob, G) - entropy)
+        branches = 0
+        cuts, relaxation = 0, (f"the elliptope (no sign constraint): the doubly non-negative "
+                               f"relaxation is not built above K = {DNN_MAX_K}")
+    cert = _certificate(excess, bound, dnn, stationarity=stationarity, G=G, min_grad=None,
+                        grad_atol=0.0, cuts=cuts, relaxation=relaxation, entropy=entropy,
+                        branches=branches)
+    return dict(method="numeric", kkt_residual=stationarity, loss=loss, excess_loss=excess,
+                log_excess_loss=log_excess,
+                certificate=cert, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
+                stop_reason=f"best of {starts} seeded non-negative factor descents",
+                equiangular=None, matrix=G, factor=Z, starts=starts, hits=hits)
+
+
+def nonnegative_prototypes(
+    sizes: object,
+    tau: float,
+    *,
+    eps: float | None = None,
+    dim: int | None = None,
+    batch_size: int | None = None,
+    sampler: str = "uniform",
+    samples_per_class: int | None = None,
+    reduction: str = "mean",
+    anchors_without_positives: str = "drop",
+    samples: int = 2000,
+    seed: int = 0,
+    exact_max: int = 20_000,
+    starts: int = 32,
+) -> NonnegativePrototypes:
+    r"""Optimal class prototypes of SupCon (``eps=None``) or Soft SupCon for a ReLU head:
+    non-negative unit vectors in :math:`\mathbb R^d` (module docstring).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Class sizes, each ``>= 2``, at least two classes.
+    tau : float
+        Temperature ``> 0``.
+    eps : float, optional
+        Soft SupCon cross-class weight in ``(0, 1)``; ``None`` for SupCon.
+    dim : int, optional
+        Embedding dimension ``d >= 1`` (``None``: free; the orthogonal frame needs ``d >= K``).
+    batch_size, sampler, samples_per_class, reduction, anchors_without_positives, samples,
+    exact_max
+        The mini-batch model, as in :func:`dgp.supcon_prototypes`.
+    seed : int
+        Seed of the factor starts and of the composition samples.
+    starts : int
+        Seeded starts of the non-negative factor descent (where no closed form applies).
+
+    Returns
+    -------
+    NonnegativePrototypes
+        ``certified`` says whether the loss meets the certified ``lower_bound``.
+
+    Raises
+    ------
+    dgp.errors.ParameterError
+        On invalid arguments, or a problem too large for the time budget.
+    dgp.errors.SolverError
+        If no semidefinite solver runs for the bound.
+
+    Examples
+    --------
+    >>> p = nonnegative_prototypes([50, 20, 5, 3], tau=0.2)
+    >>> p.method, p.certified, p.gram.tolist() == np.eye(4).tolist()
+    ('closed-form', True, True)
+    >>> q = nonnegative_prototypes([50, 20, 5, 3], tau=0.2, dim=3, starts=8)
+    >>> q.method, bool(q.embedding.min() >= 0), bool(q.lower_bound <= q.loss)
+    ('numeric', True, True)
+    """
+    n = check_sizes(sizes)
+    tau = check_positive(tau, "tau")
+    if eps is not None:
+        eps = check_unit_interval(eps, "eps")
+    if dim is not None:
+        dim = check_dim(dim, "dim")
+    starts = check_int(starts, "starts", minimum=1)
+    seed = check_int(seed, "seed", minimum=0)
+    K = n.size
+    check_memory(8.0 * K * K * 24, what=f"non-negative prototypes for K = {K} classes",
+                 hint="use fewer classes")
+    weights = block_weights(K, eps)
+    common = dict(objective="supcon" if eps is None else "soft-supcon",
+                  sizes=tuple(int(v) for v in n), tau=tau, eps=eps, collapse=None, dim=dim)
+    if batch_size is None:
+        for name, value, default in (
+            ("sampler", sampler, "uniform"), ("samples_per_class", samples_per_class, None),
+            ("reduction", reduction, "mean"),
+            ("anchors_without_positives", anchors_without_positives, "drop"),
+        ):
+            if value != default:
+                raise ParameterError(name, f"applies to mini-batch predictions only; give "
+                                           f"batch_size as well (got {name}={value!r})")
+        with single_threaded():
+            prob = block_problem(n, weights, tau=tau)
+            fields = _solve(prob, n, tau, eps, dim, starts, seed)
+        return _result(common, prob.entropy, fields, batch=None)
+    spec = check_batch(
+        n, batch_size=batch_size, sampler=sampler, samples_per_class=samples_per_class,
+        reduction=reduction, anchors_without_positives=anchors_without_positives,
+    )
+    samples = check_int(samples, "samples", minimum=2)
+    exact_max = check_int(exact_max, "exact_max", minimum=1)
+    full = nonnegative_prototypes(n, tau, eps=eps, dim=dim, seed=seed, starts=starts)
+    with single_threaded():
+        comps = compositions(n, spec, exact_max=exact_max,
+                             samples=row_budget_samples(K, samples), seed=seed)
+        prob, _ = batch_rows(comps, weights, spec, tau=tau)
+        fields = _solve(prob, n, tau, eps, dim, starts, seed)
+    G = fields["matrix"] if fields["matrix"] is not None else None
+    shift_gram = G if G is not None else equiangular_gram(K, float(fields["equiangular"]))
+    batch = BatchPrediction(
+        spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
+        drawn=comps.drawn, seed=comps.seed, loss_se=None, gram_se=None, replicates=0,
+        full_batch_gram=full.gram, shift=float(np.abs(shift_gram - full.gram).max()),
+        positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
+    )
+    return _result(common, prob.entropy, fields, batch=batch)
+
+
+def _result(common: dict[str, Any], entropy: float, fields: dict[str, Any],
+            batch: BatchPrediction | None) -> NonnegativePrototypes:
+    cert = fields["certificate"]
+    return NonnegativePrototypes(
+        **common, **fields, entropic_bound=entropy, lower_bound=cert.lower_bound,
+        certified=cert.certified, batch=batch, identifiability=None,
+    )

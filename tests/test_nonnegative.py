@@ -1,0 +1,341 @@
+"""Prototypes of a ReLU head (non-negative coordinates): dgp.prototypes.nonnegative_prototypes.
+
+Reference values are computed here from the definitions, independently of dgp's solver: the
+class-level SupCon / Soft SupCon loss written out term by term, the sample-level loss of the
+collapsed embedding (dgp.infonce.winfonce_loss on the N x N weights), the expected batch loss
+enumerated over every batch of samples, and scipy L-BFGS-B descents over non-negative factors
+parametrised by absolute values (a different parametrisation from dgp's squared one).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.optimize as so
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgp import strategies as ds
+from dgp.errors import ParameterError, ParameterTypeError
+from dgp.infonce import winfonce_loss
+from dgp.prototypes import NonnegativePrototypes, nonnegative_prototypes
+
+SIZES = [50, 20, 5, 3]
+TAU = 0.2
+
+
+def _targets(sizes, eps):
+    """Candidates (counts) and target class mass p of an anchor of each class, row by row."""
+    n = np.asarray(sizes, dtype=float)
+    K = n.size
+    counts = np.tile(n, (K, 1)) - np.eye(K)
+    w = np.where(np.eye(K, dtype=bool), 1.0, 0.0 if eps is None else eps)
+    p = counts * w / np.sum(counts * w, axis=1, keepdims=True)
+    return n, counts, p
+
+
+def class_loss_and_grad(G, sizes, tau, eps=None):
+    """F(G) from its definition (each anchor's cross-entropy over its N - 1 candidates, summed
+    over the N anchors) and dF/dG entry by entry (G's entries taken as independent)."""
+    n, counts, p = _targets(sizes, eps)
+    logits = G / tau  # an anchor of class c sees counts[c, d] samples at cosine G[c, d]
+    top = logits.max(axis=1, keepdims=True)
+    e = counts * np.exp(logits - top)
+    lse = np.log(e.sum(axis=1)) + top[:, 0]
+    # each sample of class d carries target p[c, d] / counts[c, d]
+    rows = lse - np.sum(p * logits, axis=1)
+    q = e / e.sum(axis=1, keepdims=True)
+    return float(n @ rows), n[:, None] * (q - p) / tau
+
+
+def class_loss(G, sizes, tau, eps=None):
+    return class_loss_and_grad(G, sizes, tau, eps)[0]
+
+
+def abs_descents(sizes, tau, d, *, starts, seed, eps=None):
+    """Best class loss over non-negative unit-row factors Z = |V| / ||V|| (scipy L-BFGS-B with
+    the analytic gradient), from seeded random starts."""
+    K = len(sizes)
+    rng = np.random.default_rng(seed)
+
+    def f(v):
+        V = v.reshape(K, d)
+        A = np.abs(V)
+        nr = np.linalg.norm(A, axis=1, keepdims=True)
+        Z = A / nr
+        val, dG = class_loss_and_grad(Z @ Z.T, sizes, tau, eps)
+        Gam = (dG + dG.T) @ Z
+        dA = (Gam - Z * np.sum(Gam * Z, axis=1, keepdims=True)) / nr
+        return val, (dA * np.sign(V)).ravel()
+
+    best, best_Z = math.inf, None
+    for _ in range(starts):
+        res = so.minimize(f, rng.random(K * d) + 0.05, jac=True, method="L-BFGS-B",
+                          options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-11})
+        if res.fun < best:
+            V = np.abs(res.x.reshape(K, d))
+            best, best_Z = res.fun, V / np.linalg.norm(V, axis=1, keepdims=True)
+    return best, best_Z
+
+
+def class_weights(sizes, eps=None):
+    labels = np.repeat(np.arange(len(sizes)), sizes)
+    same = labels[:, None] == labels[None, :]
+    return labels, np.where(same, 1.0, 0.0 if eps is None else eps)
+
+
+@pytest.fixture(scope="module")
+def free():
+    return nonnegative_prototypes(SIZES, TAU)
+
+
+@pytest.fixture(scope="module")
+def rank3():
+    return nonnegative_prototypes(SIZES, TAU, dim=3)
+
+
+def test_orthogonal_frame_full_dimension(free):
+    assert isinstance(free, NonnegativePrototypes)
+    assert free.method == "closed-form" and free.certified
+    np.testing.assert_allclose(free.gram, np.eye(4), rtol=0, atol=1e-12)
+    # the loss is that of the collapsed samples at orthogonal prototypes, from the definition
+    labels, W = class_weights(SIZES)
+    Z = free.embedding[labels]
+    ref = winfonce_loss(Z, W, tau=TAU)
+    assert free.loss == pytest.approx(ref, rel=1e-12)
+    assert free.loss == pytest.approx(class_loss(np.eye(4), SIZES, TAU), rel=1e-12)
+    assert free.embedding.min() >= 0
+    assert not free.certificate.check()
+    assert free.certificate.min_cross_gradient > 0
+    assert free.convergence.certified
+
+
+def test_orthogonal_frame_beats_independent_descents(free):
+    """No non-negative configuration in R^4 found by 10 scipy descents beats the orthogonal
+    frame, and the best of them is the frame itself (all cross cosines near 0)."""
+    best, Z = abs_descents(SIZES, TAU, 4, starts=10, seed=1)
+    assert best >= free.loss - 1e-9 * free.loss
+    G = Z @ Z.T
+    assert np.abs(G - np.eye(4)).max() < 1e-3
+
+
+def test_orthogonal_frame_at_any_imbalance_and_dimension():
+    for sizes in ([2, 2], [1000, 2, 2], [7, 3, 3, 40, 2]):
+        for d in (None, len(sizes), len(sizes) + 3):
+            p = nonnegative_prototypes(sizes, 0.1, dim=d)
+            assert p.certified and p.gram.tolist() == np.eye(len(sizes)).tolist()
+            assert p.embedding.shape == (len(sizes), len(sizes) if d is None else d)
+
+
+def test_rank_deficient_no_worse_than_independent_descents(rank3):
+    p = rank3
+    assert p.method == "numeric" and p.dim == 3
+    Z = p.embedding
+    assert Z.shape == (4, 3) and Z.min() >= 0
+    np.testing.assert_allclose(np.linalg.norm(Z, axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(Z @ Z.T, p.gram, atol=1e-12)
+    assert np.linalg.matrix_rank(p.gram, tol=1e-9) <= 3
+    assert p.loss == pytest.approx(class_loss(p.gram, SIZES, TAU), rel=1e-12)
+    best, _ = abs_descents(SIZES, TAU, 3, starts=32, seed=7)
+    assert p.loss <= best + 1e-9 * best
+    # four non-negative unit vectors in R^3 cannot be pairwise orthogonal
+    assert p.loss > nonnegative_prototypes(SIZES, TAU).loss
+    assert p.kkt_residual < 1e-6
+
+
+def test_dnn_bound_below_the_loss(rank3, free):
+    c = rank3.certificate
+    assert c.kind == "nonnegative-bound"
+    assert c.dnn_bound <= c.lower_bound <= rank3.loss
+    assert rank3.lower_bound == c.lower_bound
+    # the plain DNN optimum of SupCon is the identity (loss increasing in every cross cosine):
+    # the solver-derived bound reaches it to the solver's accuracy and never exceeds it
+    assert c.dnn_bound <= free.loss + 1e-9 * free.loss
+    assert c.dnn_bound == pytest.approx(free.loss, rel=1e-7)
+    # the rank-3 cuts make the bound strictly better than the DNN one
+    assert c.lower_bound > c.dnn_bound + 1e-3
+    # a bound holds for every feasible configuration: random non-negative ones in R^3
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        Z = np.abs(rng.standard_normal((4, 3)))
+        Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+        assert class_loss(Z @ Z.T, SIZES, TAU) >= c.lower_bound
+    # not certified: the gap is stated, and check() names the optimality claim it cannot make
+    assert not rank3.certified and c.gap_bound > 0
+    assert c.gap_bound == pytest.approx(rank3.loss - c.lower_bound, rel=1e-9)
+    assert any("optimality" in claim for claim in c.check())
+    assert not rank3.convergence.certified
+
+
+def test_permutation_of_classes(rank3):
+    perm = [2, 0, 3, 1]
+    sizes = [SIZES[i] for i in perm]
+    q = nonnegative_prototypes(sizes, TAU, dim=3, seed=5)
+    assert q.loss == pytest.approx(rank3.loss, rel=1e-10)
+    # the permuted Gram of one solution is a solution of the permuted problem, same loss
+    Gp = rank3.gram[np.ix_(perm, perm)]
+    assert class_loss(Gp, sizes, TAU) == pytest.approx(q.loss, rel=1e-10)
+    assert q.lower_bound == pytest.approx(rank3.lower_bound, rel=1e-6)
+    f = nonnegative_prototypes(sizes, TAU)
+    assert f.gram.tolist() == np.eye(4).tolist() and f.loss == pytest.approx(
+        nonnegative_prototypes(SIZES, TAU).loss, rel=1e-13)
+
+
+def test_soft_supcon_orthogonal_iff_rho_nonpositive():
+    """Soft SupCon: the frame is optimal exactly when eps <= exp(-1/tau) (rho <= 0); above, the
+    equiangular rho > 0 attains the entropic bound."""
+    sizes, tau = [6, 3, 2], 0.5
+    edge = math.exp(-1.0 / tau)
+    lo = nonnegative_prototypes(sizes, tau, eps=0.5 * edge)
+    assert lo.method == "closed-form" and lo.gram.tolist() == np.eye(3).tolist()
+    best, _ = abs_descents(sizes, tau, 3, starts=10, seed=2, eps=0.5 * edge)
+    assert lo.loss == pytest.approx(class_loss(np.eye(3), sizes, tau, 0.5 * edge), rel=1e-12)
+    assert lo.loss <= best + 1e-10 * best
+    eps = 2.0 * edge
+    hi = nonnegative_prototypes(sizes, tau, eps=eps)
+    rho = 1 + tau * math.log(eps)
+    assert hi.equiangular == pytest.approx(rho, rel=1e-14)
+    assert hi.embedding.min() >= 0
+    np.testing.assert_allclose(hi.embedding @ hi.embedding.T, hi.gram, atol=1e-14)
+    assert hi.excess_loss == pytest.approx(0.0, abs=1e-12 * hi.loss)
+    best, _ = abs_descents(sizes, tau, 4, starts=10, seed=2, eps=eps)
+    assert hi.loss <= best + 1e-10 * best
+    # in d = K the equiangular target needs a numeric solve; the bound is still below the loss
+    k = nonnegative_prototypes(sizes, tau, eps=eps, dim=3, starts=8)
+    assert k.method == "numeric" and k.lower_bound <= k.loss + 1e-9 * k.loss
+
+
+def expected_batch_loss(G, sizes, tau, B):
+    """E over every batch of B samples drawn without replacement of the SupCon batch loss of
+    the collapsed embedding, averaged over the anchors that have a positive (PML's reducer)."""
+    labels = np.repeat(np.arange(len(sizes)), sizes)
+    N = labels.size
+    total, count = 0.0, 0
+    for batch in itertools.combinations(range(N), B):
+        y = labels[list(batch)]
+        S = G[np.ix_(y, y)] / tau
+        losses = []
+        for i in range(B):
+            others = [j for j in range(B) if j != i]
+            pos = [j for j in others if y[j] == y[i]]
+            if not pos:
+                continue
+            lse = np.log(np.sum(np.exp(S[i, others])))
+            losses.append(np.mean([lse - S[i, j] for j in pos]))
+        total += np.mean(losses) if losses else 0.0
+        count += 1
+    return total / count
+
+
+def test_batches_keep_the_orthogonal_frame_at_class_level():
+    sizes, tau, B = [4, 2, 2], 0.3, 4
+    p = nonnegative_prototypes(sizes, tau, batch_size=B)
+    assert p.batch is not None and p.batch.exact
+    assert p.certified and p.gram.tolist() == np.eye(3).tolist()
+    assert p.loss == pytest.approx(expected_batch_loss(np.eye(3), sizes, tau, B), rel=1e-10)
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        Z = np.abs(rng.standard_normal((3, 3)))
+        Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+        assert expected_batch_loss(Z @ Z.T, sizes, tau, B) > p.loss
+
+
+def test_batches_below_the_rank():
+    sizes, tau, B = [4, 2, 2], 0.3, 4
+    p = nonnegative_prototypes(sizes, tau, batch_size=B, dim=2, starts=8)
+    assert p.method == "numeric" and p.embedding.min() >= 0
+    assert p.loss == pytest.approx(expected_batch_loss(p.gram, sizes, tau, B), rel=1e-9)
+    assert p.lower_bound <= p.loss
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        Z = np.abs(rng.standard_normal((3, 2)))
+        Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+        assert expected_batch_loss(Z @ Z.T, sizes, tau, B) >= p.lower_bound
+        assert expected_batch_loss(Z @ Z.T, sizes, tau, B) >= p.loss - 1e-9
+
+
+def test_text_and_json(rank3, free):
+    text = str(rank3)
+    assert "ReLU (non-negative)" in text and "NOT certified" in text and "d = 3" in text
+    assert "certified optimal" in str(free)
+    d = rank3.to_dict()
+    assert d["nonnegative"] is True and d["dim"] == 3 and d["certified"] is False
+    assert d["lower_bound"] <= d["loss"] and d["certificate"]["kind"] == "nonnegative-bound"
+    assert free.to_dict()["certificate"]["min_cross_gradient"] > 0
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"dim": 0}, "dim"), ({"dim": 2.5}, "dim"), ({"starts": 0}, "starts"),
+    ({"seed": -1}, "seed"), ({"sampler": "class-balanced"}, "sampler"),
+    ({"eps": 1.5}, "eps"), ({"batch_size": 2}, "batch_size"),
+])
+def test_bad_input_names_the_argument(kwargs, name):
+    with pytest.raises((ParameterError, ParameterTypeError)) as err:
+        nonnegative_prototypes(SIZES, TAU, **kwargs)
+    assert name in str(err.value)
+
+
+def test_bad_sizes_and_tau():
+    with pytest.raises(ParameterError, match="tau"):
+        nonnegative_prototypes(SIZES, -1.0)
+    with pytest.raises(ParameterError, match="sizes"):
+        nonnegative_prototypes([5, 1], 0.1)
+
+
+def test_branched_bound_is_valid_balanced():
+    """Balanced K = 4 in R^3: the bound branches on the C(4, 2) = 6 partitions of the classes
+    into 3 blocks and stays below the best of independent descents."""
+    sizes = [10, 10, 10, 10]
+    p = nonnegative_prototypes(sizes, TAU, dim=3, starts=16)
+    best, _ = abs_descents(sizes, TAU, 3, starts=16, seed=4)
+    assert p.loss <= best + 1e-9 * best
+    c = p.certificate
+    assert c.branches == math.comb(4, 2)
+    assert c.dnn_bound < c.lower_bound <= best
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=ds.class_sizes(max_classes=6, max_size=30), tau=ds.temperatures(0.05, 2.0),
+       seed=ds.seeds())
+def test_property_frame_permutation_invariant(sizes, tau, seed):
+    """The frame and its loss (from the definition) for any sizes, invariant under a
+    permutation of the classes."""
+    K = len(sizes)
+    perm = np.random.default_rng(seed).permutation(K)
+    p = nonnegative_prototypes(sizes, tau)
+    q = nonnegative_prototypes([sizes[i] for i in perm], tau)
+    assert p.gram.tolist() == q.gram.tolist() == np.eye(K).tolist()
+    assert p.loss == pytest.approx(class_loss(np.eye(K), sizes, tau), rel=1e-12)
+    assert q.loss == pytest.approx(p.loss, rel=1e-13)
+
+
+@settings(max_examples=4, deadline=None)
+@given(sizes=st.lists(st.integers(2, 40), min_size=3, max_size=3), tau=ds.temperatures(0.1, 1.0),
+       seed=ds.seeds())
+def test_property_rank_two_factor_and_bound(sizes, tau, seed):
+    """Three classes in R^2: a non-negative unit factor whose loss (from the definition) is no
+    worse than random non-negative configurations and above its certified bound."""
+    p = nonnegative_prototypes(sizes, tau, dim=2, starts=6)
+    Z = p.embedding
+    assert Z.shape == (3, 2) and Z.min() >= 0
+    np.testing.assert_allclose(np.linalg.norm(Z, axis=1), 1.0, atol=1e-12)
+    assert p.loss == pytest.approx(class_loss(Z @ Z.T, sizes, tau), rel=1e-10)
+    assert p.lower_bound <= p.loss
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        X = np.abs(rng.standard_normal((3, 2)))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        L = class_loss(X @ X.T, sizes, tau)
+        assert L >= p.lower_bound and L >= p.loss - 1e-9 * p.loss
+
+
+def test_one_dimension_is_certified():
+    """In R^1 the only non-negative unit vector is 1: every cosine is 1, and the bound (the
+    cut 1^T G 1 >= K^2 and the single partition into one block) proves it."""
+    p = nonnegative_prototypes([5, 3, 2], 0.3, dim=1, starts=4)
+    np.testing.assert_allclose(p.gram, np.ones((3, 3)), atol=1e-12)
+    assert p.loss == pytest.approx(class_loss(np.ones((3, 3)), [5, 3, 2], 0.3), rel=1e-12)
+    assert p.certified and p.convergence.certified and not p.certificate.check()
