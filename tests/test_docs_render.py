@@ -864,14 +864,19 @@ _CODE_JS = """(() => [...document.querySelectorAll(".md-content pre > code")].ma
     const wide = el.scrollWidth > el.clientWidth + 1;
     const overflow = getComputedStyle(el).overflowX;
     el.scrollLeft = el.scrollWidth;
+    const style = getComputedStyle(el);
     return {wide, overflow, reached: el.scrollLeft + el.clientWidth >= el.scrollWidth - 1,
+            bar: el.offsetHeight - el.clientHeight,
+            shadow: style.backgroundAttachment.includes("local")
+                && style.backgroundImage.includes("radial-gradient"),
             text: el.textContent.slice(0, 60)};
 }))()"""
 
 
 def test_long_code_lines_scroll(reader) -> None:
-    """A code block wider than the column scrolls sideways to its last character: no line is
-    cut at the right edge."""
+    """A code block wider than the column scrolls sideways to its last character, with a scroll
+    bar that takes room under it and a shadow at the edge past which the lines continue: no line
+    looks cut at the right edge (headless screenshots hide scroll bars; the shadow shows)."""
     browser, open_page = reader
     wide = 0
     for path in CODE_PAGES:
@@ -881,4 +886,5 @@ def test_long_code_lines_scroll(reader) -> None:
             wide += 1
             assert block["overflow"] in ("auto", "scroll"), (path, block)
             assert block["reached"], (path, block)
+            assert block["bar"] > 0 and block["shadow"], (path, block)
     assert wide > 0, "no code block wider than the column: the test checks nothing"
