@@ -315,3 +315,16 @@ DNN_SOLVER_TOL = 1e-10
 #: bound by at most this fraction of its excess over the entropic bound (the accuracy the
 #: semidefinite solver reaches on the scaled objective, with margin)
 NONNEG_GAP_RTOL = 1e-6
+
+# ---- the extremes of temperatures (issue 27) ---------------------------------------------
+#: the largest temperature the certified solver takes: above 2^53 (about 9.0e15), exp(G/tau) is
+#: 1 to double precision for every cosine G in [-1, 1] (2/tau is below the unit roundoff), so
+#: the loss is flat and no minimiser can be resolved
+SOLVER_TAU_MAX = 2.0**53
+#: the largest tau times the spread of the log-weights that the structured cosine engines (label
+#: kernels, class blocks) take: their family's constants (tau c, the box of c) reach that size,
+#: and float64 ends at 1.8e308
+COSINE_TAU_SPREAD_MAX = 1e300
+#: the smallest temperature of the mini-batch prototype prediction: its certified solver's scaled
+#: objective overflows below about 2.5e-3 (measured: sizes 5,3,2 and 30,30, batch sizes 4 and 8)
+BATCH_TAU_MIN = 4e-3

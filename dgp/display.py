@@ -13,13 +13,34 @@ import numpy as np
 
 from dgp.constants import SCALE_FLOOR
 
-__all__ = ["HTML_MONOSPACE", "format_nats", "format_rows", "format_summary", "html_pre",
-           "html_rows", "html_summary"]
+__all__ = ["HTML_MONOSPACE", "distinct_digits", "format_nats", "format_rows", "format_summary",
+           "html_pre", "html_rows", "html_summary"]
 
 #: the font of ASCII drawings in HTML: monospace whatever the page's stylesheet (an nbconvert
 #: export or a docs theme may set ``pre`` in a proportional font), so that columns line up
 HTML_MONOSPACE = ("font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', "
                   "'Liberation Mono', monospace")
+
+#: significant digits of a float that Python's repr needs to round-trip (float64)
+_ROUND_TRIP_DIGITS = 17
+
+
+def distinct_digits(*values: float, minimum: int = 6) -> int:
+    """The fewest significant digits (at least ``minimum``) at which the distinct ``values``
+    print differently with ``:.{k}g``: the two ends of a bracket then never print alike.
+
+    >>> a, b = 0.651441722856, 0.6514417228561234
+    >>> k = distinct_digits(a, b)
+    >>> k, f"{a:.{k}g}", f"{b:.{k}g}"
+    (13, '0.651441722856', '0.6514417228561')
+    >>> distinct_digits(0.5, 0.75)
+    6
+    """
+    distinct = {float(v) for v in values}
+    for k in range(minimum, _ROUND_TRIP_DIGITS):
+        if len({f"{v:.{k}g}" for v in distinct}) == len(distinct):
+            return k
+    return _ROUND_TRIP_DIGITS
 
 
 def format_nats(value: float, log_value: float | None = None) -> str:

@@ -330,7 +330,7 @@ def _pick_member(
             return lower[want.lower()]
     raise src.error(
         f"holds several arrays ({listing}) and none is called {' or '.join(preferred[:3])}; "
-        "choose one with key=..."
+        "choose one (key=...)"
     )
 
 
@@ -901,6 +901,15 @@ class LabelFile:
         """The name of class ``code`` (its number as text when the labels are numbers)."""
         return self.classes[code] if self.classes is not None else str(code)
 
+    @property
+    def labels(self) -> np.ndarray:
+        """The labels as the file gives them, for the library: the class names (a string
+        array) when the file names its classes, so that messages and results speak of ``'dog'``,
+        not of class 2; else ``values``."""
+        if self.classes is None:
+            return self.values
+        return np.asarray(self.classes, dtype=str)[self.values]
+
 
 def _column_index(
     column: str | int, header: tuple[str, ...] | None, n_cols: int, src: _Source
@@ -1086,8 +1095,7 @@ def _finish_labels(
         names = ", ".join(repr(c) if isinstance(c, str) else str(c) for c in all_columns)
         raise src.error(
             f"has {len(all_columns)} columns ({names}); class labels are one column: choose it "
-            "with column=... (on the command line --label-column), a header name or a 0-based "
-            "position"
+            "with column=..., a header name or a 0-based position"
         )
     if is_text:
         if kind == "continuous":

@@ -423,10 +423,11 @@ def entropic_gap(Z: object, W: object, *, tau: float, similarity: str = "cosine"
     ----------
     Z : array_like, shape (N, d)
         Embeddings (rows are normalised for the cosine similarity).
-    W : array_like, shape (N, N), or networkx graph
-        Dense weighting; the diagonal is ignored; see :func:`dgp.engine.target.log_weights`. A
-        networkx graph is its weight matrix (edge attribute ``weight``, default 1; missing
-        edges are zero weights; a ``DiGraph`` is asymmetric).
+    W : array_like, shape (N, N), scipy.sparse matrix or networkx graph
+        Weighting; the diagonal is ignored; see :func:`dgp.engine.target.log_weights`. A sparse
+        matrix (e.g. :func:`sklearn.neighbors.kneighbors_graph`) has zero weights where it holds
+        no entry; a networkx graph is its weight matrix (edge attribute ``weight``, default 1;
+        missing edges are zero weights; a ``DiGraph`` is asymmetric).
     tau : float
         Temperature ``> 0``.
     similarity : {"cosine", "euclidean"}
@@ -441,7 +442,7 @@ def entropic_gap(Z: object, W: object, *, tau: float, similarity: str = "cosine"
     Raises
     ------
     TypeError
-        If an input is not real-valued (complex, dates, strings, objects) or ``W`` is sparse.
+        If an input is not real-valued (complex, dates, strings, objects).
     ValueError
         If ``W`` is invalid, ``Z`` is not ``N x d`` with finite entries, a cosine embedding has
         a zero row, ``tau <= 0``, or ``similarity`` is unknown.
@@ -468,23 +469,23 @@ def entropic_gap(Z: object, W: object, *, tau: float, similarity: str = "cosine"
 def _log_weights(W: object) -> np.ndarray:
     r"""The canonical log-weights :math:`\log w_{ij} - \log w_{\max}` of the one validator
     (:func:`dgp.engine.target.log_weights`; the shift leaves every ``p_i`` unchanged),
-    ``-inf`` for zero weights and on the diagonal."""
-    from dgp.engine.target import graph_weights, is_graph, log_weights
+    ``-inf`` for zero weights and on the diagonal, as an ``N x N`` array. A ``scipy.sparse``
+    matrix (a k-NN graph) or a networkx graph is validated there and densified from its
+    validated log-weights (one ``N x N`` array, after a memory check)."""
+    from dgp.engine.target import is_graph, log_weights
 
-    if is_graph(W):  # a networkx graph: its weight matrix (the one conversion of the engine)
-        n = W.number_of_nodes()
-        check_memory(8.0 * n * n, what=f"the {n} x {n} weights of the graph",
-                     hint="compute the gap on a subgraph")
-        W = graph_weights(W, "W").toarray()
-    arr = _real_array(W, "W")
-    if arr.ndim == 2:
-        n = arr.shape[0]
+    if is_graph(W) or scipy.sparse.issparse(W):
+        n = W.number_of_nodes() if is_graph(W) else int(W.shape[0])
+    else:
+        W = _real_array(W, "W")  # the metrics' own messages for complex, dates, strings
+        n = W.shape[0] if W.ndim == 2 else 0
+    if n:
         check_memory(
             8.0 * n * n + 64.0 * _BLOCK_ENTRIES,
             what=f"the entropic gap of a {n} x {n} weighting (one float64 copy of W)",
             hint="compute the gap on a subsample of the rows",
         )
-    return log_weights(arr).L
+    return log_weights(W, name="W").dense().L
 
 
 def _kl_gap(log_w: np.ndarray, sims: _Similarities, tau: float) -> float:

@@ -10,7 +10,16 @@ where :math:`n` is the number of samples, :math:`s` the scale of the quantity (t
 of the member for eigenvalues, the spread of the log-weights for log-ratios) and :math:`u` the
 unit roundoff of the input (``2.2e-16`` for float64, ``1.2e-7`` for float32). Rescaling
 :math:`W \to \alpha W` changes neither :math:`s` nor the decision (the log-weights are
-canonicalised first, see :mod:`dgp.engine.target`). The default ``rtol`` sits at the rounding
+canonicalised first, see :mod:`dgp.engine.target`). Two inputs carry more rounding than their
+dtype says, and their :math:`u` is widened by it (:meth:`Tolerance.widened`, reported as the
+``unit_roundoff``): a row-rescaled ``W``, whose canonical log-weights are larger than the target
+they cancel down to (:attr:`dgp.engine.target.LogTarget.roundoff_factor`), and continuous labels
+far from the origin, known to a unit roundoff of their size rather than of their spread
+(:attr:`dgp.objectives.registry.Kernel.roundoff_factor`). So ``diag(a) W`` and labels
+translated by ``t`` are decided as ``W`` and the centred labels are (property-tested in
+``tests/test_extremes.py``). Where a rank rests on the widening (an eigenvalue that is non-zero
+at the input's own precision is read as zero, :meth:`Tolerance.read_as_zero`), the verdict is
+flagged near its threshold, never changed silently. The default ``rtol`` sits at the rounding
 noise of float64, so a verdict is exact wherever floating point can resolve it; larger values
 widen the band treated as "at the critical value".
 
@@ -121,6 +130,8 @@ class Tolerance(Record):
         Slack of the acceptance rule of a certified solve over its target (:meth:`accepts`).
     accept_floor : float
         The largest KKT residual :meth:`accepts` accepts, whatever the target.
+    widening : float
+        How much :meth:`widened` multiplied the input's own unit roundoff (1: not widened).
     """
 
     rtol: float
@@ -129,6 +140,7 @@ class Tolerance(Record):
     gram_rtol: float = GRAM_RANK_RTOL
     accept_factor: float = ACCEPT_FACTOR
     accept_floor: float = ACCEPT_FLOOR
+    widening: float = 1.0
 
     @classmethod
     def make(cls, rtol: object, *, n: int = 1, unit_roundoff: float = _FLOAT64_U) -> Tolerance:
@@ -140,6 +152,20 @@ class Tolerance(Record):
             If ``rtol`` is not a number in ``(0, 1)``.
         """
         return cls(check_rtol(rtol), float(unit_roundoff), int(n))
+
+    def widened(self, factor: float) -> Tolerance:
+        """The policy for data whose representation amplifies the input's rounding by
+        ``factor`` (:attr:`dgp.engine.target.LogTarget.roundoff_factor`): the unit roundoff
+        times ``factor`` (``self`` when ``factor <= 1``); reported as such.
+
+        >>> DEFAULT_POLICY.widened(1e3).unit_roundoff / DEFAULT_POLICY.unit_roundoff
+        1000.0
+        """
+        f = float(factor)
+        if not f > 1.0:
+            return self
+        return Tolerance(self.rtol, self.unit_roundoff * f, self.n, self.gram_rtol,
+                         self.accept_factor, self.accept_floor, self.widening * f)
 
     @property
     def relative(self) -> float:
@@ -189,6 +215,17 @@ class Tolerance(Record):
         else:
             near = a < abs(v) <= NEAR * a
         return Margin(quantity, v, a, bool(near))
+
+    def read_as_zero(self, quantity: str, value: float, atol: float) -> Margin | None:
+        """A margin for the largest eigenvalue counted as zero, when the tolerance is
+        :meth:`widened` and that eigenvalue would be non-zero at the input's own precision
+        (above ``atol / widening``): the rank then rests on the widening (the rounding of the
+        input's representation), so it is reported as near the threshold. ``None`` otherwise.
+        """
+        v, a = float(value), float(atol)
+        if self.widening > 1.0 and a / self.widening < abs(v) <= a:
+            return Margin(quantity, v, a, True)
+        return None
 
     # ---- zero-weight patterns (dgp.engine.zeros) ---------------------------------------------
 
@@ -252,6 +289,7 @@ class Tolerance(Record):
     def json_items(self, options):
         """The fields, the effective ``relative`` tolerance and the policy in words."""
         yield from (("rtol", self.rtol), ("unit_roundoff", self.unit_roundoff),
+                    ("widening", self.widening),
                     ("relative", self.relative), ("n", self.n), ("gram_rtol", self.gram_rtol),
                     ("accept", [self.accept_factor, self.accept_floor]),
                     ("zero_patterns", self.zero_patterns()))

@@ -159,7 +159,16 @@ def test_tour_wraps_to_the_terminal_and_never_truncates(cli, monkeypatch, column
     flat = " ".join(out.split())
     for case in cli("tour", "--json").json["cases"]:  # every reason in full, whatever the wrapping
         assert " ".join(case["reason"].split()) in flat
-    assert "Words used above:" in out and "end point" in out and "Farkas certificate" in out
+    assert "Words used above:" in out and "end point" in out
+    # the glossary defines only the words the tour uses
+    body, _, glossary = out.partition("Words used above:")
+    glossary = glossary.partition("\nNext:")[0]
+    from dgp.cli.tour import GLOSSARY
+
+    for key, _ in GLOSSARY:
+        defined = any(line.startswith("  " + key + " ") for line in glossary.splitlines())
+        assert defined == (key in " ".join(body.split())), key
+    assert "Farkas certificate" not in glossary and "cap " not in glossary
 
 
 def test_save_embedding_and_gram(tmp_path, cli):

@@ -8,7 +8,10 @@
   * ``bash``/``sh``/``shell``: every ``dgp ...`` / ``python -m dgp ...`` line runs through
     :func:`dgp.cli.main` and must exit 0; install and test lines (``pip``, ``python -m pytest``,
     ``mkdocs``) are not run; any other command fails the test, so a page cannot show one that
-    is never checked;
+    is never checked; a phrase in double quotes in a command's trailing comment (``dgp optimum
+    W.npy --tau 1 --dim 2  # ...: "globally optimal"``) is what the command prints: it must be
+    in its output (whitespace-insensitive), so that a comment cannot claim a result the command
+    does not show;
   * ``console``: ``$ dgp ...`` lines as above, and the lines that follow are the expected output
     (``...`` matches anything, as in doctests).
 
@@ -101,6 +104,25 @@ def _commands(code: str) -> list[str]:
     ]
 
 
+def _claims(command: str) -> list[str]:
+    """The phrases in double quotes of a command line's trailing comment (``# ... "phrase"``):
+    what the comment says the command prints."""
+    depth = None
+    for k, ch in enumerate(command):  # the first '#' outside quotes that starts a word
+        if ch in "'\"" and depth in (None, ch):
+            depth = ch if depth is None else None
+        elif ch == "#" and depth is None and (k == 0 or command[k - 1].isspace()):
+            return re.findall(r'"([^"]+)"', command[k:])
+    return []
+
+
+def test_claims_are_the_quoted_phrases_of_the_comment() -> None:
+    assert _claims('dgp optimum W.npy --tau 1  # best: "globally optimal", "rank 2"') == [
+        "globally optimal", "rank 2"]
+    assert _claims('dgp phase --label "a # b" --x 1') == []
+    assert _claims("dgp tour  # walks through the results") == []
+
+
 def _expect_exit(mark: str) -> int:
     m = re.search(r"exit=(\d+)", mark)
     return int(m.group(1)) if m else 0
@@ -116,6 +138,12 @@ def _run_shell(block: Block, where: str, cli) -> None:
         )
         r = cli(*_dgp_argv(cmd))
         assert r.code == _expect_exit(block.mark), f"{where}: `{cmd}` exited {r.code}:\n{r.output}"
+        said = " ".join(r.output.split())
+        for phrase in _claims(cmd):
+            assert " ".join(phrase.split()) in said, (
+                f"{where}: the comment of `{cmd}` says {phrase!r}, which its output does not "
+                f"show:\n{r.output}"
+            )
 
 
 def _run_console(block: Block, where: str, cli) -> None:

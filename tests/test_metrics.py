@@ -415,12 +415,16 @@ def test_non_real_inputs_are_refused_naming_the_argument(bad, kind, words):
         entropic_gap(bad, np.ones((3, 3)), tau=1.0)
 
 
-def test_complex_and_sparse_weights_are_refused():
+def test_complex_weights_are_refused_and_sparse_ones_are_the_dense_weighting():
     Z = np.eye(3)
     with pytest.raises(TypeError, match=r"^W holds complex numbers"):
         entropic_gap(Z, np.ones((3, 3)) + 1000j, tau=1.0)
-    with pytest.raises(TypeError, match=r"^W is a scipy.sparse matrix.*toarray"):
-        entropic_gap(Z, sp.csr_array(np.ones((3, 3))), tau=1.0)
+    W = np.array([[0.0, 2.0, 0.0], [1.0, 0.0, 3.0], [0.5, 0.0, 0.0]])  # asymmetric, zeros
+    Z = np.random.default_rng(3).standard_normal((3, 2))
+    dense = entropic_gap(Z, W, tau=0.7)
+    assert dense > 0
+    assert entropic_gap(Z, sp.csr_array(W), tau=0.7) == pytest.approx(dense, rel=1e-13)
+    assert entropic_gap(Z, sp.coo_matrix(W), tau=0.7) == pytest.approx(dense, rel=1e-13)
     with pytest.raises(TypeError, match=r"^W holds dates"):
         entropic_gap(Z, np.ones((3, 3), dtype="m8[s]"), tau=1.0)
 

@@ -421,3 +421,17 @@ def test_time_guard_refuses_by_the_budget_only(monkeypatch):
     with pytest.raises(ValueError, match=r"sizes is too large: .*DGP_TIME_BUDGET_S"):
         supcon_prototypes(2 + np.arange(400) % 7, tau=0.1)  # imbalanced: the solver
     assert supcon_prototypes(2 + np.arange(100) % 7, tau=0.1).kkt_residual <= 1e-8
+
+
+@pytest.mark.parametrize(("sizes", "tau"), [([5, 3, 2], 1e-3), ([20, 10, 5, 2], 1e-3),
+                                            ([20, 10, 5, 2], 1e-5)])
+def test_small_temperatures_are_certified_and_beat_the_first_order_formula(sizes, tau):
+    """At small tau the excess is about exp(-1.5/tau) (far below any float) and a step of a
+    cosine by more than ~700 tau overflows the scaled objective: the line searches back off
+    such steps instead of failing. The certified minimiser is no worse than the small-tau
+    formula's Gram (a feasible point), and the two differ at second order in tau."""
+    exact = supcon_prototypes(sizes, tau=tau)
+    approx = supcon_prototypes(sizes, tau=tau, method="first-order")
+    assert exact.kkt_residual is not None and exact.kkt_residual < 1e-8
+    assert exact.log_excess_loss <= approx.log_excess_loss + 1e-12 * abs(approx.log_excess_loss)
+    assert np.abs(exact.gram - approx.gram).max() <= 10 * tau**2

@@ -189,3 +189,101 @@ def test_bad_questions_name_the_parameter(kwargs, param):
     with pytest.raises((ValueError, TypeError)) as info:
         recommend(**kwargs)
     assert getattr(info.value, "param", None) == param, str(info.value)
+
+
+# --- realizable at one temperature only (issue 27): the closed-form critical points -----------
+
+
+def _circle(n, radius, centre=(0.0, 0.0)):
+    t = 2 * np.pi * np.arange(n) / n
+    return np.c_[np.cos(t), np.sin(t)] * radius + np.asarray(centre)
+
+
+def _single_point_cases():
+    """(objective, classify arguments, dim, critical tau computed here from the construction):
+    in that dim the target has the needed rank at the critical temperature only (rank m at
+    tau R^2 = sigma^2 and m + 1 below; the simplex, rank K - 1, at tau* and rank K below)."""
+    sigma, R = 0.7, 2.0
+    eps, K = 0.05, 4
+    return [
+        ("y-aware", {"labels": _circle(16, R, (3.0, -1.0)), "sigma": sigma}, 2, sigma**2 / R**2),
+        ("x-clr", {"labels": _circle(16, 1.0) * np.linspace(0.5, 4.0, 16)[:, None],
+                   "label_tau": 0.35}, 2, 0.35),
+        ("soft-supcon", {"labels": np.repeat(np.arange(K), [3, 5, 4, 6]), "eps": eps}, K - 1,
+         K / ((K - 1) * -math.log(eps))),
+    ]
+
+
+@pytest.mark.parametrize("case", _single_point_cases(), ids=lambda c: c[0])
+def test_realizable_at_a_single_critical_temperature(case):
+    name, kw, dim, tau_c = case
+    kw = dict(kw)
+    labels = kw.pop("labels")
+    # the weighting is realizable in this dim at tau_c and at no nearby temperature
+    at = dgp.classify_objective(name, labels, tau=tau_c, dim=dim, **kw)
+    assert (at.verdict, at.rank) == ("realizable", dim)
+    for f in (1 - 1e-6, 1 + 1e-6, 0.5, 2.0):
+        assert dgp.classify_objective(name, labels, tau=tau_c * f, dim=dim,
+                                      **kw).verdict != "realizable"
+    r = recommend(name, labels, dim=dim, want="realizable", **kw)
+    assert r.value == pytest.approx(tau_c, rel=1e-9), r.reason
+    assert tau_c in [pytest.approx(t, rel=1e-12) for t in r.certificate["scan"]["candidates"]]
+    again = dgp.classify_objective(name, labels, tau=r.value, dim=dim, **kw)
+    assert (again.verdict, again.rank) == ("realizable", dim)
+    assert r.certificate["bracket"]["above"]["verdict"] != "realizable"
+
+
+def test_recommend_and_classify_agree_on_the_command_line(cli, tmp_path):
+    """`dgp recommend --want realizable` finds y-Aware's single realizable temperature, and
+    `dgp classify` at the tau it prints says realizable."""
+    y = _circle(16, 2.0, (3.0, -1.0))
+    np.savetxt(tmp_path / "y.csv", y, delimiter=",")
+    common = ("--objective", "y-aware", "--labels", tmp_path / "y.csv", "--sigma", "0.7",
+              "--dim", "2")
+    r = cli("recommend", *common, "--want", "realizable", "--json")
+    assert r.code == 0, r.err
+    tau = r.json["tau"]
+    assert tau == pytest.approx(0.7**2 / 2.0**2, rel=1e-9)  # sigma^2 / R^2
+    c = cli("classify", *common, "--tau", repr(tau), "--json")
+    assert c.code == 0, c.err
+    assert (c.json["verdict"], c.json["rank"]) == ("realizable", 2)
+
+
+def test_critical_temperatures_come_from_the_registry():
+    """Every objective's record answers critical_temperatures (empty without a closed form):
+    Soft SupCon's tau* for any class sizes, the sphere condition for the label kernels."""
+    from dgp.objectives import registry
+
+    for name, rec in registry.OBJECTIVES.items():
+        if rec.labels == "class":
+            lab = rec.check_labels(np.repeat(np.arange(3), [2, 3, 4]))
+        else:
+            lab = rec.check_labels(_circle(8, 1.5, (0.5, 0.0)))
+        params = {p: 0.3 for p in rec.params}
+        ts = rec.critical_temperatures(lab, params)
+        assert isinstance(ts, tuple) and all(t > 0 for t in ts), name
+        assert bool(ts) == (rec.boundary is not None), name
+    rec = registry.get("y-aware")
+    rng = np.random.default_rng(3)
+    off = rec.check_labels(rng.standard_normal((9, 2)))  # on no circle
+    assert rec.critical_temperatures(off, {"sigma": 1.0}) == ()
+
+
+@settings(max_examples=8, deadline=None)
+@given(case=st.data())
+def test_single_point_y_aware_found_for_random_spheres(case):
+    """Labels on a random sphere (any centre, radius, affine dimension 1..2), sigma such that
+    tau R^2 = sigma^2 at a random tau_c: in dim = m the weighting is realizable at tau_c only,
+    and recommend finds it (the scan alone has measure zero of hitting it)."""
+    from dgp.strategies import y_aware_near_critical
+
+    c = case.draw(y_aware_near_critical(n=(8, 12), dim=(1, 2), rel=0.0, min_rel=0.0)
+                  .filter(lambda k: k.delta == 0.0))
+    y, sigma = c.params["labels"], c.params["sigma"]
+    m = y.shape[1]
+    at = dgp.classify_objective("y-aware", y, sigma=sigma, tau=c.tau_critical, dim=m)
+    assert (at.verdict, at.rank) == ("realizable", m)
+    r = recommend("y-aware", y, sigma=sigma, dim=m, want="realizable")
+    assert r.value == pytest.approx(c.tau_critical, rel=1e-9), r.reason
+    again = dgp.classify_objective("y-aware", y, sigma=sigma, tau=r.value, dim=m)
+    assert (again.verdict, again.rank) == ("realizable", m)

@@ -22,7 +22,10 @@ import os
 import re
 import signal
 import sys
+import threading
+import time
 import warnings
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from dgp.errors import (
@@ -36,7 +39,7 @@ from dgp.errors import (
 )
 from dgp.resources import DETERMINISTIC_ENV, deterministic, deterministic_requested
 
-__all__ = ["build_parser", "flag_for", "main"]
+__all__ = ["build_parser", "cli_words", "command_flags", "flag_for", "main"]
 
 # Subcommand modules, in the order ``dgp --help`` lists them.
 _COMMANDS: tuple[str, ...] = (
@@ -62,6 +65,74 @@ def flag_for(param: str) -> str:
     return flag + sep + rest
 
 
+#: library keywords whose command-line equivalent is not a flag of the same name (a keyword
+#: that is neither here nor a flag of some command is left as it is)
+_KEYWORD_FLAGS = {"log_weights": "--log-weights", "column": "--label-column"}
+#: library keyword arguments that the command line has no flag for, and what to say instead
+_KEYWORD_PHRASES = {
+    "kind='continuous'": "--objective y-aware, euclid-euclid or x-clr",
+    "key=...": "save it alone with numpy.save",
+    "search=(lo, hi)": "--search LO:HI",
+}
+#: ``name=value`` in a library message: a keyword argument (``'text'``, ``...``, or a word or
+#: number that does not continue as a range like ``dim=1:16``); not inside quotes or a flag
+_KEYWORD = re.compile(
+    r"(?<![\w'\"=-])([a-z][a-z_]*)=('[^']*'|\.\.\.|\([^()]*\)|[A-Za-z0-9_.<>-]+(?!:\d|[\w.]))"
+)
+
+
+def cli_words(text: str, flags: Mapping[str, str | None] | Iterable[str] = ()) -> str:
+    """A library message in the words of the command line: every keyword argument it quotes
+    (``dim=D``, ``want='min-dim'``, ``log_weights=...``, ``kind='continuous'``) becomes the flag
+    that gives it (``--dim D``, ``--want min-dim``, ``--log-weights``) or, where the command
+    line has none, what to do there instead. ``flags`` maps each flag of the command line
+    (``--`` names) to ``None`` when the running command has it, or to a command that has it
+    (then the hint names that command); a plain collection of flags means they are all the
+    running command's. The one mapping of :func:`flag_for` decides a keyword's flag; a keyword
+    without a flag anywhere is left as it is.
+
+    >>> cli_words("give dim=D or want='min-dim' (got reduction='sum')", {"--dim", "--want",
+    ...           "--reduction"})
+    'give --dim D or --want min-dim (got --reduction sum)'
+    >>> cli_words("pass log_weights=...", {"--tau": None, "--log-weights": "classify"})
+    'pass `dgp classify --log-weights`'
+    """
+    homes = flags if isinstance(flags, Mapping) else dict.fromkeys(flags)
+
+    def sub(m: re.Match[str]) -> str:
+        name, value = m.group(1), m.group(2).strip("'")
+        if m.group(0) in _KEYWORD_PHRASES:
+            return _KEYWORD_PHRASES[m.group(0)]
+        flag = _KEYWORD_FLAGS.get(name) or flag_for(name)
+        if flag not in homes or value in ("None", "True", "False"):
+            return m.group(0)
+        said = flag if value == "..." else f"{flag} {value}"
+        return said if homes[flag] is None else f"`dgp {homes[flag]} {said}`"
+
+    return _KEYWORD.sub(sub, text)
+
+
+def command_flags(args: argparse.Namespace) -> dict[str, str | None]:
+    """The flags of the command line for :func:`cli_words`, from a parsed command line:
+    ``None`` for the running command's own, else a command that has the flag."""
+    return _flag_homes(args.subcommands, args.command)
+
+
+def _flags_of(p: argparse.ArgumentParser) -> list[str]:
+    return [o for a in p._actions for o in a.option_strings if o.startswith("--")]
+
+
+def _flag_homes(sub: dict[str, argparse.ArgumentParser], command: str | None,
+                ) -> dict[str, str | None]:
+    homes: dict[str, str | None] = {}
+    for name, p in sub.items():
+        for flag in _flags_of(p):
+            homes.setdefault(flag, name)
+    if command in sub:
+        homes.update(dict.fromkeys(_flags_of(sub[command])))
+    return homes
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one ``error:`` line naming the fix, exit 2."""
 
@@ -70,6 +141,12 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         known = [o for a in self._actions for o in a.option_strings]
         hint = ""
+        bad = _INVALID_CHOICE.match(message)
+        if bad is not None:  # a mistyped subcommand or choice: the closest one
+            close = difflib.get_close_matches(bad.group(1), re.findall(r"'([^']*)'",
+                                                                       bad.group(2)), n=1)
+            if close:
+                hint = f"; did you mean {close[0]}?"
         for arg in (a.split("=")[0] for a in _Parser.argv if a.startswith("--")):
             if arg in known:
                 continue
@@ -81,6 +158,8 @@ class _Parser(argparse.ArgumentParser):
         sys.stderr.write(f"error: {message}{hint} (see `{self.prog} --help`)\n")
         raise SystemExit(2)
 
+
+_INVALID_CHOICE = re.compile(r"argument [^:]+: invalid choice: '([^']*)' \(choose from (.*)\)$")
 
 _DETERMINISTIC_HELP = (
     f"BLAS on one thread, for output bit-identical whatever the number of cores (also "
@@ -111,10 +190,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    text = str(message).replace("\n", " ")
-    prefix = "warning: " if issubclass(category, DgpWarning) else f"warning: {category.__name__}: "
-    sys.stderr.write(prefix + text + "\n")
+def _warning_printer(flags: Mapping[str, str | None]):
+    """``warnings.showwarning`` for a command: one ``warning:`` line in the command line's
+    words (:func:`cli_words`)."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = cli_words(str(message).replace("\n", " "), flags)
+        prefix = ("warning: " if issubclass(category, DgpWarning)
+                  else f"warning: {category.__name__}: ")
+        sys.stderr.write(prefix + text + "\n")
+
+    return show
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,14 +208,24 @@ def main(argv: list[str] | None = None) -> int:
     if sys.stdout is None:  # started with stdout closed
         sys.stderr.write("error: cannot write the output (stdout is closed)\n")
         return 1
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # without the engine (no scipy): answers at once
+        from dgp import __version__
+
+        sys.stdout.write(f"dgp {__version__}\n")
+        return 0
     parser = build_parser()
-    argv = _negative_values(parser, list(sys.argv[1:] if argv is None else argv))
+    if not argv:  # bare `dgp`: what it can do, as `dgp --help` says it (exit 0)
+        parser.print_help()
+        return 0
+    argv = _negative_values(parser, argv)
     _Parser.argv = tuple(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # reported by the subcommand's parser, which knows its own flags
         args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    flags = _flag_homes(parser.get_default("subcommands") or {}, args.command)
     previous = warnings.showwarning
-    warnings.showwarning = _show_warning
+    warnings.showwarning = _warning_printer(flags)
     previous_term = _on_sigterm()
     try:
         from dgp.cli._output import check_files
@@ -137,13 +233,14 @@ def main(argv: list[str] | None = None) -> int:
         check_files(args.subcommands[args.command], args)  # before any work
         return _run(args)
     except SolverError as exc:  # dgp's own failure, not the user's
-        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.write(f"error: {cli_words(str(exc), flags)}\n")
         return 1
     except (ParameterError, ParameterTypeError) as exc:
-        sys.stderr.write(f"error: {join_param(flag_for(exc.param), exc.detail)}\n")
+        text = join_param(flag_for(exc.param), exc.detail)
+        sys.stderr.write(f"error: {cli_words(text, flags)}\n")
         return 2
     except (InputError, InputTypeError) as exc:  # bad input beyond one argument's value
-        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.write(f"error: {cli_words(str(exc), flags)}\n")
         return 2
     except KeyboardInterrupt:  # Ctrl-C: workers and child processes are stopped on the way
         sys.stderr.write("error: interrupted\n")
@@ -204,8 +301,6 @@ class _Terminated(BaseException):
 def _on_sigterm():
     """Turn SIGTERM into :class:`_Terminated` while a command runs (main thread only); returns
     the previous handler, or ``None`` when none was installed."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return None
 
@@ -215,9 +310,61 @@ def _on_sigterm():
     return signal.signal(signal.SIGTERM, handler)
 
 
+#: seconds after which a command that is still running says so on stderr (a terminal only)
+PROGRESS_AFTER = 2.0
+#: ... and then every this many seconds
+PROGRESS_EVERY = 10.0
+#: commands that report their own progress (a bar or one line per step)
+_OWN_PROGRESS = frozenset({"phase", "prove", "verify"})
+
+
+class _Heartbeat:
+    """A progress line on stderr for a command still running after :data:`PROGRESS_AFTER`
+    seconds, then every :data:`PROGRESS_EVERY` seconds (whole lines, from a daemon thread; only
+    when stderr is a terminal, so that scripts and ``--json`` readers see nothing)."""
+
+    def __init__(self, command: str, enabled: bool) -> None:
+        self.command = command
+        self.enabled = enabled
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _beat(self) -> None:
+        start = time.monotonic()
+        wait = PROGRESS_AFTER
+        while not self.stop.wait(wait):
+            elapsed = time.monotonic() - start
+            sys.stderr.write(f"dgp {self.command}: still working ({elapsed:.0f} s; Ctrl-C stops "
+                             "it)\n")
+            sys.stderr.flush()
+            wait = PROGRESS_EVERY
+
+    def __enter__(self) -> _Heartbeat:
+        if self.enabled:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.enabled:
+            self.thread.join()
+
+
+def _heartbeat(args: argparse.Namespace) -> _Heartbeat:
+    quiet = (getattr(args, "quiet", False) or getattr(args, "json", False)
+             or args.command in _OWN_PROGRESS)
+    return _Heartbeat(args.command, enabled=not quiet and sys.stderr.isatty())
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run the command, on one BLAS thread under ``--deterministic`` or ``DGP_DETERMINISTIC=1``
-    (the variable is set for the command's child processes too)."""
+    (the variable is set for the command's child processes too), with a progress line when it
+    runs long (:class:`_Heartbeat`)."""
+    with _heartbeat(args):
+        return _run_command(args)
+
+
+def _run_command(args: argparse.Namespace) -> int:
     if not (args.deterministic or deterministic_requested()):
         return int(args.func(args) or 0)
     previous = os.environ.get(DETERMINISTIC_ENV)

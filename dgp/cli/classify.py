@@ -8,10 +8,11 @@ import sys
 import numpy as np
 
 from dgp.classification import METHODS, classify, weighting
+from dgp.cli._inputs import add_weights_arguments, is_edge_list, load_weighting
 from dgp.cli._output import FileArg, atomic_output, emit_json, save_array
 from dgp.errors import InputError
 from dgp.infonce import SIMILARITIES
-from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_edge_list, load_labels, load_weights
+from dgp.io import LABEL_FORMATS, load_labels
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES, classify_objective
 from dgp.tolerance import DEFAULT_RTOL
 
@@ -32,15 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "objective built from labels (--objective with --labels) as realizable, degenerate or "
         "inconsistent, with a certificate. Exit status 0 whatever the verdict.",
     )
-    p.add_argument("weights", nargs="?", metavar="WEIGHTS", type=FileArg("input"),
-                   help=WEIGHT_FORMATS.replace("%", "%%"))
-    p.add_argument("--edges", metavar="FILE", type=FileArg("input"),
-                   help="a weighted graph instead of WEIGHTS: an edge list, one 'i j' or 'i j "
-                   "weight' per line (missing weight: 1; missing edges are zero weights); "
-                   "WEIGHTS ending in .edges or .edgelist is read the same way")
-    p.add_argument("--directed", action="store_true",
-                   help="with --edges: 'i j' weighs j in the row of i only (an asymmetric "
-                   "weighting)")
+    add_weights_arguments(p)
     p.add_argument("--log-weights", action="store_true",
                    help="WEIGHTS holds log-weights (-inf for a zero weight): narrow kernels keep "
                    "their information instead of underflowing to zero")
@@ -75,27 +68,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-_EDGE_SUFFIXES = (".edges", ".edgelist")
-
-
-def _edge_source(args: argparse.Namespace) -> str | None:
-    """The edge-list file of ``--edges``, or a WEIGHTS file named ``*.edges``/``*.edgelist``."""
-    if args.edges is not None:
-        return args.edges
-    if args.weights is not None and str(args.weights).lower().endswith(_EDGE_SUFFIXES):
-        return args.weights
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     given = [x for x in (args.weights, args.edges, args.objective) if x is not None]
     if len(given) != 1:
         raise InputError("give one of a WEIGHTS file, --edges FILE, or --objective with "
                          "--labels")
-    edges = _edge_source(args)
-    if args.directed and edges is None:
-        raise InputError("--directed applies to an edge list (--edges FILE)")
-    if edges is not None and args.log_weights:
+    if args.log_weights and (args.edges is not None or is_edge_list(args.weights)):
         raise InputError("--log-weights applies to a WEIGHTS matrix; an edge list holds "
                          "weights")
     plot = None
@@ -113,12 +91,9 @@ def run(args: argparse.Namespace) -> int:
             if getattr(args, flag) is not None:
                 raise InputError(f"--{flag.replace('_', '-')} needs --objective (it builds the "
                                  "weighting from labels)")
-        if edges is not None:
-            data = load_edge_list(edges, directed=args.directed, name="--edges")
-        else:
-            data = load_weights(args.weights, name="WEIGHTS")
-            if isinstance(data, np.ndarray):  # dense: one N^3 reduction (sparse: its graph)
-                _note_long(data.shape[0], args)
+        data = load_weighting(args)
+        if isinstance(data, np.ndarray):  # dense: one N^3 reduction (sparse: its graph)
+            _note_long(data.shape[0], args)
         kwargs = {"log_weights": data} if args.log_weights else {"W": data}
         similarity = args.similarity or "cosine"
         if plot is not None:  # validated once, for the classification and the figure
@@ -127,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         res = classify(similarity=similarity, tau=args.tau, dim=args.dim, rtol=args.rtol,
                        method=args.method, floor=not args.no_floor, **kwargs)
     else:
+        if args.directed:
+            raise InputError("--directed applies to an edge list (--edges FILE)")
         if args.labels is None:
             raise InputError(f"--objective {args.objective} needs --labels LABELS")
         if args.log_weights:
@@ -136,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         rec.check_params(sigma=args.sigma, eps=args.eps, label_tau=args.label_tau)
         kind = rec.labels
         data = load_labels(args.labels, name="LABELS", column=_column(args.label_column),
-                           kind=kind).values
+                           kind=kind).labels  # class names kept: messages and JSON say them
         res = classify_objective(
             args.objective, data, tau=args.tau, dim=args.dim, sigma=args.sigma, eps=args.eps,
             label_tau=args.label_tau, similarity=args.similarity, rtol=args.rtol,

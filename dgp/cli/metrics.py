@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
+from dgp.cli._inputs import WEIGHTS_HELP
 from dgp.cli._output import FileArg, emit_json, table
 from dgp.errors import InputError
-from dgp.io import WEIGHT_FORMATS
 
 __all__ = ["register", "run"]
 
@@ -31,8 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--weights", metavar="W", type=FileArg("input"),
-        help=f"weighting for the entropic gap: {WEIGHT_FORMATS}"
+        help=f"weighting for the entropic gap: {WEIGHTS_HELP}".replace("%", "%%")
     )
+    p.add_argument("--directed", action="store_true",
+                   help="--weights is an edge list whose 'i j' weighs j in the row of i only")
     p.add_argument("--tau", type=float, help="temperature (needed with --weights)")
     p.add_argument(
         "--similarity", default="cosine", choices=("cosine", "euclidean"), help="default: cosine"
@@ -42,10 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import scipy.sparse
-
     from dgp import metrics
-    from dgp.io import check_memory, load_array, load_weights
+    from dgp.cli._inputs import read_weights
+    from dgp.io import load_array
 
     if args.weights is not None and args.tau is None:
         raise InputError("--weights needs --tau (the temperature of the loss)")
@@ -54,16 +55,10 @@ def run(args: argparse.Namespace) -> int:
     Z = load_array(args.embeddings, name="embeddings")
     Zref = load_array(args.reference, name="reference")
     W = None
-    if args.weights is not None:
-        W = load_weights(args.weights, name="weights")
-        if scipy.sparse.issparse(W):
-            n = W.shape[0]
-            check_memory(
-                2 * 8.0 * n * n,
-                what=f"the dense {n} x {n} weighting of the entropic gap",
-                hint="compute the gap on a subsample of the rows",
-            )
-            W = W.toarray()
+    if args.weights is not None:  # dense, sparse or a graph: validated by entropic_gap
+        W = read_weights(args.weights, name="weights", directed=args.directed)
+    elif args.directed:
+        raise InputError("--directed applies to an edge list given to --weights")
     out: dict[str, object] = {
         "n": int(Z.shape[0]),
         "similarity": args.similarity,

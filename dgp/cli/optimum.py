@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from dgp.cli._inputs import add_weights_arguments, load_weighting
 from dgp.cli._output import FileArg, emit_json, save_array, table
-from dgp.io import load_array
 from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 
 __all__ = ["register", "run"]
@@ -19,14 +19,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "optimum",
         help="true minimiser of a cosine w-InfoNCE (free dimension or R^D)",
         description="Minimise the cosine w-InfoNCE loss of the weight matrix WEIGHTS over unit "
-        "embeddings: the loss and its certified gap, the rank of the optimum, whether it is "
+        "embeddings (WEIGHTS may be sparse, e.g. a saved k-NN graph, or an edge list; the program "
+        "is dense, N x N): the loss and its certified gap, the rank of the optimum, whether it is "
         "unique, and an embedding. Samples with identical rows and columns are merged first. "
         "With --dim D the best embedding in R^D (certified globally optimal when its dual "
         "matrix is PSD, else with its gap to the convex lower bound); with --batch-size B the "
         "prediction for uniform mini-batches.",
     )
-    p.add_argument("weights", metavar="WEIGHTS", type=FileArg("input"),
-                   help="N x N matrix (.npy/.csv/.txt)")
+    add_weights_arguments(p)
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
     p.add_argument("--dim", type=int, metavar="D", help="embedding dimension (default: free)")
     p.add_argument("--starts", type=int, default=4,
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dgp.optima import optimum
 
-    W = load_array(args.weights, name="WEIGHTS")
+    W = load_weighting(args)  # dense, sparse (a k-NN graph) or a graph: validated by optimum
     batch = {}
     if args.batch_size is not None:
         batch = {"batch_size": args.batch_size, "reduction": args.reduction,

@@ -11,11 +11,12 @@ import sys
 
 import numpy as np
 
+from dgp.cli._inputs import add_weights_arguments, load_weighting
 from dgp.cli._output import FileArg, atomic_output, emit_json
 from dgp.design import GRID_PARAMETERS, MAX_CELLS, PROFILES, phase
 from dgp.errors import InputError, ParameterError
 from dgp.infonce import SIMILARITIES
-from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_labels, load_weights
+from dgp.io import LABEL_FORMATS, load_labels
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
 from dgp.tolerance import DEFAULT_RTOL
 
@@ -32,9 +33,7 @@ _GRID_HELP = (
 
 def add_input_arguments(p: argparse.ArgumentParser) -> None:
     """WEIGHTS, ``--objective``, ``--labels``, ``--sizes``, ``--similarity`` and ``--rtol``."""
-    p.add_argument("weights", nargs="?", metavar="WEIGHTS", type=FileArg("input"),
-                   help="a weight matrix instead of --objective: " + WEIGHT_FORMATS.replace(
-                       "%", "%%"))
+    add_weights_arguments(p, help_prefix="a weighting instead of --objective: ")
     p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from --labels/--sizes")
     p.add_argument("--labels", metavar="LABELS", type=FileArg("input"),
                    help="labels file for --objective: " + LABEL_FORMATS.replace("%", "%%"))
@@ -59,20 +58,22 @@ def input_kwargs(args: argparse.Namespace) -> dict:
     """The library's input arguments (``W`` or ``objective`` with ``labels``/``sizes``)."""
     from dgp.cli.supcon import parse_sizes
 
-    if (args.weights is None) == (args.objective is None):
-        raise InputError("give either a WEIGHTS file or --objective with --labels (or --sizes), "
-                         "not both")
+    if (args.weights is None and args.edges is None) == (args.objective is None):
+        raise InputError("give either a WEIGHTS file (or --edges FILE) or --objective with "
+                         "--labels (or --sizes), not both")
     out: dict = {"similarity": args.similarity, "rtol": args.rtol}
     if args.objective is None:
         for flag in ("labels", "sizes"):
             if getattr(args, flag) is not None:
                 raise InputError(f"--{flag} needs --objective (it builds the weighting)")
-        out["W"] = load_weights(args.weights, name="WEIGHTS")
+        out["W"] = load_weighting(args)
         return out
+    if args.directed:
+        raise InputError("--directed applies to an edge list (--edges FILE)")
     out["objective"] = args.objective
     if args.labels is not None:
         kind = OBJECTIVES[args.objective].labels
-        out["labels"] = load_labels(args.labels, name="LABELS", kind=kind).values
+        out["labels"] = load_labels(args.labels, name="LABELS", kind=kind).labels
     if args.sizes is not None:
         out["sizes"] = parse_sizes(args.sizes)
     return out

@@ -67,8 +67,14 @@ def run(args: argparse.Namespace) -> int:
         search=None if args.search is None else tuple(_floats(args.search, "--search", 2)),
         points=args.points,
     )
+    from dgp.cli import cli_words, command_flags
+
+    flags = command_flags(args)  # the library's keyword hints said as flags
     if args.json:
-        emit_json(res.to_dict())
+        out = res.to_dict()
+        if out.get("next"):
+            out["next"] = cli_words(out["next"], flags)
+        emit_json(out)
     else:
-        print(res)
+        print(cli_words(str(res), flags))
     return 0

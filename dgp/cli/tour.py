@@ -212,6 +212,13 @@ GLOSSARY = (
 )
 
 
+def used_words(text: str) -> tuple[tuple[str, str], ...]:
+    """The entries of :data:`GLOSSARY` whose word ``text`` uses (a glossary of the tour defines
+    only what the tour says)."""
+    flat = " ".join(text.split())
+    return tuple((k, v) for k, v in GLOSSARY if k.split(" (")[0] in flat)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "tour",
@@ -276,8 +283,9 @@ def run(args: argparse.Namespace) -> int:
     if any(r.near_threshold for _, r in results):
         out.append("* decided within tolerance of a critical value (see 'near threshold').\n")
     out.append("Words used above:")
-    key_width = max(len(k) for k, _ in GLOSSARY) + 2
-    for key, text in GLOSSARY:
+    used = used_words("\n".join(out))
+    key_width = max(len(k) for k, _ in used) + 2
+    for key, text in used:
         wrapped = textwrap.wrap(text, width=max(30, width - key_width - 2))
         out.append(f"  {key:<{key_width}}{wrapped[0]}")
         out += [" " * (key_width + 2) + w for w in wrapped[1:]]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from dgp.constants import CLOSED_FORM_BOUNDARY_RTOL
+from dgp.constants import CLOSED_FORM_BOUNDARY_RTOL, SOLVER_TAU_MAX
 from dgp.engine.pipeline import classify_weights
 from dgp.engine.target import LogWeights
 from dgp.engine.target import log_weights as canonical_log_weights
@@ -91,8 +91,8 @@ EXCESS_SOURCES = {
     "argument, so no certified optimum in R^dim is available for this weighting",
     "not-computed-euclidean": "not computed: there is no optimum solver for the Euclidean latent",
     "not-computed-size": f"not computed: N > {GENERAL_OPTIMUM_MAX_N} for the general optimum",
-    "not-computed-tau": f"not computed: tau < {PROTOTYPES_TAU_MIN}, below the range of the "
-    "certified prototype solver",
+    "not-computed-tau": f"not computed: tau < {PROTOTYPES_TAU_MIN} or tau > 2^53, outside "
+    "the range of the certified prototype solver (beyond 2^53 the loss is flat)",
     "not-computed-singletons": "not computed: a singleton class has no prototype problem",
     "skipped": "not asked for (excess=False)",
 }
@@ -311,8 +311,11 @@ def check_value(name: str, value: object, label: str | None = None) -> float | i
 
 
 def fixed_parameters(problem: Problem, given: Mapping[str, object], swept: Sequence[str],
-           needed: Sequence[str]) -> dict[str, float | int]:
-    """The fixed parameters: every needed one given or swept, none both, none foreign."""
+           needed: Sequence[str], *, grid: bool = False) -> dict[str, float | int]:
+    """The fixed parameters: every needed one given or swept, none both, none foreign.
+
+    ``swept`` are the parameters the caller varies (a phase map's grid, with ``grid=True``) or
+    finds (``recommend``); a missing one is asked for in those words."""
     takes = set(needed)
     out: dict[str, float | int] = {}
     for name, value in given.items():
@@ -327,8 +330,8 @@ def fixed_parameters(problem: Problem, given: Mapping[str, object], swept: Seque
         out[name] = check_value(name, value)
     for name in needed:
         if name not in out and name not in swept:
-            raise ParameterError(name, f"is missing: {describe_input(problem)} needs it, fixed "
-                                 "or in the grid")
+            how = "fixed or in the grid" if grid else "give its value"
+            raise ParameterError(name, f"is missing: {describe_input(problem)} needs it ({how})")
     return out
 
 
@@ -377,6 +380,8 @@ def cell_prototypes(problem: Problem, params: Mapping[str, Any]):
     if eps is not None and balanced and 1.0 + tau * math.log(eps) < -1.0 / (sizes.size - 1):
         return balanced_soft_supcon_simplex(sizes, tau=tau, eps=eps), "prototypes"
     if tau < PROTOTYPES_TAU_MIN and not (eps is None and balanced):
+        return None, "not-computed-tau"
+    if tau > SOLVER_TAU_MAX and not (eps is None and sizes.size == 2):  # a flat loss (solver)
         return None, "not-computed-tau"
     return supcon_prototypes(sizes, tau=tau, eps=eps), "prototypes"
 

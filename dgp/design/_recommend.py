@@ -30,7 +30,7 @@ from dgp.design._common import (
     needed_parameters,
     prototype_rank,
 )
-from dgp.display import format_rows, html_rows
+from dgp.display import distinct_digits, format_rows, html_rows
 from dgp.errors import (
     ParameterError,
     ParameterTypeError,
@@ -123,17 +123,33 @@ class Recommendation(Record):
         yield from (("objective", self.objective), ("want", self.want),
                     (self.parameter, self.value), ("certificate", self.certificate),
                     ("reason", self.reason), ("given", self.given))
+        if self.value is None:
+            yield "next", self.next_question
+
+    @property
+    def next_question(self) -> str | None:
+        """When nothing was found, the question to ask next (keyword arguments as
+        ``name=value``; the command line says them as flags); ``None`` otherwise."""
+        if self.value is not None:
+            return None
+        return _NEXT.get(self.want.partition("<=")[0], _NEXT["minority-cosine"])
 
     def _rows(self) -> list[tuple[str, str]]:
+        br = self.certificate.get("bracket") or {}
+        sides = [s for s in ("below", "above") if br.get(s)]
+        # enough digits that the two ends of the bracket (and the value) print differently
+        ends = [br[s][k] for s in sides for k in ("tau", "eps") if isinstance(br[s].get(k),
+                                                                              float)]
+        digits = distinct_digits(*ends, *([self.value] if isinstance(self.value, float)
+                                          else []), minimum=12)
         shown = "none" if self.value is None else (
-            str(self.value) if isinstance(self.value, int) else f"{self.value:.12g}")
+            str(self.value) if isinstance(self.value, int) else f"{self.value:.{digits}g}")
         rows = [("want", self.want), ("objective", self.objective),
                 (self.parameter, shown), ("reason", self.reason)]
-        br = self.certificate.get("bracket")
-        if br:
-            for side in ("below", "above"):
-                if br.get(side):
-                    rows.append((side, _describe_point(br[side])))
+        for side in sides:
+            rows.append((side, _describe_point(br[side], digits)))
+        if self.value is None:
+            rows.append(("next", self.next_question))
         cf = self.certificate.get("closed_form")
         if cf:
             rows.append(("closed form", f"{cf['formula']} = {cf['value']:.12g} (relative "
@@ -147,8 +163,25 @@ class Recommendation(Record):
         return html_rows(self._rows())
 
 
-def _describe_point(p: Mapping[str, Any]) -> str:
-    parts = [f"{k} = {p[k]:.12g}" if isinstance(p[k], float) else f"{k} = {p[k]}"
+#: what to ask when a question has no answer in the searched range (by ``want``)
+_NEXT = {
+    "realizable": "the bound is not attained in this dimension at any scanned tau: ask "
+    "want='min-dim' at one tau=T (the smallest dimension that attains it there), a larger "
+    "dim=D, or a wider search=(lo, hi)",
+    "min-dim": "the bound is attained in no dimension at this tau: ask want='realizable' with "
+    "dim=D (the temperatures at which it is attained, if any), or ask what training reaches "
+    "instead: the loss floor in your dimension (dgp floors, with dim=D) and the optimal "
+    "geometry (dgp optimum for a weight matrix, dgp supcon for class objectives)",
+    "simplex": "the target is not the simplex in the searched range: try a wider "
+    "search=(lo, hi), or ask want='realizable' with dim=D (where the bound is attained)",
+    "minority-cosine": "no tau in the searched range keeps the minority cosines below the "
+    "threshold: ask a larger threshold (want='minority-cosine<=X'), a wider search=(lo, hi), or "
+    "see the prototypes at one tau=T (dgp supcon)",
+}
+
+
+def _describe_point(p: Mapping[str, Any], digits: int = 12) -> str:
+    parts = [f"{k} = {p[k]:.{digits}g}" if isinstance(p[k], float) else f"{k} = {p[k]}"
              for k in ("tau", "eps", "dim") if k in p]
     if "verdict" in p:
         parts.append(p["verdict"] + (f" (rank {p['rank']})" if p.get("rank") is not None
@@ -176,17 +209,25 @@ _EPS_AXIS = _Axis("eps", lambda e: math.log(-math.log(e)), lambda t: math.exp(-m
 
 def _search(holds: Callable[[float], tuple[bool, dict]], axis: _Axis, lo: float, hi: float, *,
             num: int, t_tol: float,
-            margin: Callable[[float], float | None] | None = None) -> dict[str, Any]:
+            margin: Callable[[float], float | None] | None = None,
+            candidates: Sequence[float] = ()) -> dict[str, Any]:
     """Scan ``t`` on ``[t(lo), t(hi)]``, take the first stretch where ``holds`` (from the low
     end of ``t``), bisect its upper end to ``t_tol``.
+
+    ``candidates`` (parameter values, e.g. the objective's closed-form critical temperatures)
+    join the scan points: a request that holds at one isolated value (a stretch of one point,
+    which no scan step resolves) is found there, its upper end bisected like any other.
 
     Returns the last point that holds (``below``), the first that does not (``above``), the
     stretches seen on the scan and the number of evaluations. With ``margin`` (a continuous
     function, positive where ``holds``), the boundary is then located as the root of the
     margin (:func:`_refine`): the bisection on verdicts stops at the edge of the engine's
     tolerance band, the root does not."""
+    holds, margin = _in_search(holds, axis), None if margin is None else _in_search(margin, axis)
     t0, t1 = sorted((axis.to_t(lo), axis.to_t(hi)))
-    ts = np.linspace(t0, t1, num)
+    extra = sorted({axis.to_t(v) for v in candidates if lo <= v <= hi})
+    ts = np.union1d(np.linspace(t0, t1, num), extra) if extra else np.linspace(t0, t1, num)
+    num = int(ts.size)
     flags, infos = [], []
     for t in ts:
         ok, info = holds(axis.from_t(float(t)))
@@ -206,6 +247,8 @@ def _search(holds: Callable[[float], tuple[bool, dict]], axis: _Axis, lo: float,
     out: dict[str, Any] = {"scan": {"range": [lo, hi], "points": num,
                                     "stretches_holding": stretches},
                            "evaluations": num}
+    if extra:
+        out["scan"]["candidates"] = [axis.from_t(t) for t in extra]
     if not stretches:
         out["status"] = "never"
         return out
@@ -240,6 +283,22 @@ def _search(holds: Callable[[float], tuple[bool, dict]], axis: _Axis, lo: float,
             out["value"] = root["root"]
             out["evaluations"] += root.pop("evaluations")
     return out
+
+
+def _in_search(f: Callable[[float], Any], axis: _Axis) -> Callable[[float], Any]:
+    """``f`` of a searched value, a refusal of that value (a temperature beyond floating
+    point) reported as one of the search range, the flag the user gave."""
+
+    def call(v: float) -> Any:
+        try:
+            return f(v)
+        except ParameterError as exc:
+            if exc.param != axis.name:
+                raise
+            raise ParameterError("search", f"reaches {axis.name} = {v:.3g}: {exc}; narrow "
+                                 "the search range") from None
+
+    return call
 
 
 def _refine(margin: Callable[[float], float | None], axis: _Axis, a: float, b: float,
@@ -324,8 +383,12 @@ def recommend(
 
     * ``"realizable"`` — the largest :math:`\tau` at which the weighting stays realizable in
       :math:`\mathbb R^{d}` (``dim`` given): the upper end of the first stretch of realizable
-      temperatures found by a geometric scan of ``search`` (default ``1e-4 .. 1e4``), bisected
-      on the engine's verdict to a relative width of :math:`10^{-13}`;
+      temperatures found by a geometric scan of ``search`` (default ``1e-4 .. 1e4``) joined by
+      the objective's closed-form critical temperatures
+      (:meth:`~dgp.objectives.registry.Objective.critical_temperatures`: y-Aware's
+      :math:`\tau R^2 = \sigma^2`, X-CLR's :math:`\tau R^2 = \tau_y`, Soft SupCon's
+      :math:`\tau^*`, where the weighting may be realizable at that one temperature only),
+      bisected on the engine's verdict to a relative width of :math:`10^{-13}`;
     * ``"simplex"`` — Soft SupCon: the :math:`\tau` (``eps`` given) or the :math:`\varepsilon`
       (``tau`` given) at which the target is the centred regular simplex, i.e. the largest
       :math:`\tau` (smallest :math:`\varepsilon`) at which the bound is attained in :math:`K`
@@ -430,13 +493,15 @@ def _recommend_realizable(problem: Problem, fixed: dict, rng: tuple[float, float
         return _psd_margin(problem.classify({**fixed, "tau": t}))
 
     out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=TAU_T_TOL,
-                  margin=margin if problem.similarity == "cosine" else None)
+                  margin=margin if problem.similarity == "cosine" else None,
+                  candidates=_critical_temperatures(problem, fixed))
     value = out.pop("value", None)
     d = fixed["dim"]
     status = out["status"]
     if status == "found":
-        reason = (f"realizable in dim = {d} up to tau = {value:.12g}; at tau = "
-                  f"{out['above']['tau']:.12g} (relative distance {out['relative_width']:.1e}) "
+        k = distinct_digits(value, out["above"]["tau"], minimum=12)
+        reason = (f"realizable in dim = {d} up to tau = {value:.{k}g}; at tau = "
+                  f"{out['above']['tau']:.{k}g} (relative distance {out['relative_width']:.1e}) "
                   f"it is {out['above']['verdict']}")
     elif status == "up-to-range-end":
         first = out["scan"]["stretches_holding"][0][0]
@@ -455,6 +520,17 @@ def _recommend_realizable(problem: Problem, fixed: dict, rng: tuple[float, float
         cf["relative_difference"] = abs(value - cf["value"]) / cf["value"]
         cert["closed_form"] = cf
     return Recommendation(problem.name, want, "tau", value, reason, cert, _given(fixed))
+
+
+def _critical_temperatures(problem: Problem, fixed: dict) -> tuple[float, ...]:
+    """The objective's closed-form critical temperatures (its registry record's
+    :meth:`~dgp.objectives.registry.Objective.critical_temperatures`; cosine latent only),
+    tried beside the scan: the weighting may be realizable at exactly one of them."""
+    if problem.rec is None or problem.similarity != "cosine":
+        return ()
+    params = {k: v for k, v in fixed.items() if k != "dim"}
+    return problem.rec.critical_temperatures(problem.labels_for(params),
+                                             problem.object_params(params))
 
 
 def _closed_form_realizable(problem: Problem, fixed: dict) -> dict | None:
@@ -611,9 +687,10 @@ def _recommend_minority(problem: Problem, fixed: dict, x: float, minority, rng, 
         "bracket": {"below": out.pop("below", None), "above": out.pop("above", None)}, **out}
     if out["status"] == "found":
         b = cert["bracket"]
+        k = distinct_digits(value, b["above"]["tau"], minimum=10)
         reason = (f"every minority pair keeps its prototype cosine <= {x:g} up to tau = "
-                  f"{value:.10g} (largest {b['below']['max_cosine']:.10g}); at tau = "
-                  f"{b['above']['tau']:.10g} classes {b['above']['pair']} reach "
+                  f"{value:.{k}g} (largest {b['below']['max_cosine']:.10g}); at tau = "
+                  f"{b['above']['tau']:.{k}g} classes {b['above']['pair']} reach "
                   f"{b['above']['max_cosine']:.10g}")
         if dim is not None and b["below"]["rank"] > dim:
             reason += (f"; caution: these prototypes have rank {b['below']['rank']} > dim = "

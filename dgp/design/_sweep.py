@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import SOLVER_TAU_MAX
 from dgp.design._common import (
     EXCESS_SOURCES,
     GENERAL_OPTIMUM_MAX_N,
@@ -82,6 +83,8 @@ def _evaluate(problem: Problem, params: Mapping[str, Any], excess: bool) -> dict
             source = "not-computed-size"
         elif not optimum_takes_dim():
             source = "not-computed-solver"
+        elif params["tau"] > SOLVER_TAU_MAX:  # the loss is flat (dgp.solver.check_solver_tau)
+            source = "not-computed-tau"
         else:
             from dgp.optima import optimum
 
@@ -455,13 +458,16 @@ class PhaseMap(Record):
                          "value"))
         ex = [c["excess_loss"] for c in self.cells
               if c["excess_loss"] is not None and c["excess_source"] != "attained"]
-        if ex:
-            rows.append(("excess loss", f"{min(ex):.4g} .. {max(ex):.4g} nats above the bound "
-                         "where it is not attained"))
+        parts = [f"{min(ex):.4g} .. {max(ex):.4g} nats above the bound where it is not "
+                 "attained"] if ex else []
         missing = sorted({c["excess_source"] for c in self.cells
                           if c["excess_source"].startswith("not-computed")})
-        for code in missing:
-            rows.append(("excess", EXCESS_SOURCES[code]))
+        for code in missing:  # one row: the values, then why some cells have none
+            k = sum(c["excess_source"] == code for c in self.cells)
+            why = EXCESS_SOURCES[code].removeprefix("not computed: ")
+            parts.append(f"{k} cell{'s' if k != 1 else ''} without a value ({why})")
+        if parts:
+            rows.append(("excess loss", "; ".join(parts)))
         for b in self.boundaries:
             rows.append(("boundary", f"{b.formula}; {b.agree} cells agree, {b.disagree} "
                          f"disagree, {b.skipped} not predicted"))
@@ -665,7 +671,7 @@ def phase(
     if "imbalance" in axes and not problem.is_class:  # pragma: no cover - refused above
         raise ParameterError("grid", "sweeps imbalance, which needs a class objective")
     fixed = fixed_parameters(problem, {"tau": tau, "dim": dim, "eps": eps, "sigma": sigma,
-                             "label_tau": label_tau}, tuple(axes), needed)
+                             "label_tau": label_tau}, tuple(axes), needed, grid=True)
     for name in axes:
         if name not in needed:
             raise ParameterError("grid", f"sweeps {name!r}, which does not apply to "

@@ -39,6 +39,7 @@ from dgp.engine.family import (
     CosineSpectrum,
     EuclideanSpectrum,
     FarkasData,
+    check_cosine_scale,
     combine_farkas,
     cosine_family,
     euclidean_family,
@@ -585,6 +586,8 @@ def classify_blocks(
                                   margin=margin)
     ctx = Context(**base, shift=shift, margins=(margin,) if margin.near else ())
     if similarity == "cosine":
+        vals = M[used]
+        check_cosine_scale(tau, float(vals.max() - vals.min()))
         fam = cosine_family(BlockSpectrum(tgt, tau, members), tau=tau, tol=tol)
     else:
         fam = euclidean_family(BlockEuclideanSpectrum(tgt, members), tau=tau, tol=tol)

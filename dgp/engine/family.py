@@ -30,12 +30,14 @@ from scipy.optimize import brentq
 
 from dgp.constants import (
     CLUSTER_WINDOW_RTOL,
+    COSINE_TAU_SPREAD_MAX,
     FARKAS_OFFSET_RTOL,
     SCALE_FLOOR,
     SEARCH_RESOLUTION,
     SLOPE_FLOOR,
     SLOPE_GAP,
 )
+from dgp.errors import ParameterError
 from dgp.tolerance import Margin, Tolerance
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "Family",
     "FarkasData",
     "argmax_concave",
+    "check_cosine_scale",
     "combine_farkas",
     "cosine_family",
     "euclidean_family",
@@ -295,6 +298,26 @@ class EuclideanSpectrum:
 # ----------------------------------------------------------------------------------------------
 
 
+def check_cosine_scale(tau: float, spread: float) -> None:
+    """Refuse a cosine family whose constants leave floating point: ``tau`` times the spread of
+    the log-weights above :data:`dgp.constants.COSINE_TAU_SPREAD_MAX` (the structured engines
+    work with ``tau c`` and the box of ``c`` at that size). The verdict there is known (every
+    ``tau`` above ``2 / spread`` is inconsistent), and the message says so.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``tau``, with the largest ``tau`` taken.
+    """
+    if spread > 0 and tau * spread > COSINE_TAU_SPREAD_MAX:
+        raise ParameterError(
+            "tau", f"= {tau:.3g} times the spread of the log-weights ({spread:.3g} nats) is "
+            "beyond floating point for the structured engine; the cosine target needs every "
+            f"tau (ell_ij + c) in [-1, 1], so every tau above 2 / spread = {2.0 / spread:.3g} "
+            f"is inconsistent; use tau <= {COSINE_TAU_SPREAD_MAX / spread:.3g}"
+        )
+
+
 def argmax_concave(
     f: Callable[[float], tuple[float, float]], a: float, b: float, gap: float
 ) -> float:
@@ -394,6 +417,9 @@ def _cosine_end(spec: CosineSpectrum, mu: float, tau: float, tol: Tolerance, whi
         low.append(nxt)
         margin = tol.margin(f"smallest non-zero eigenvalue of G(c) at {which}", nxt, atol,
                             zero_is_near=False)
+    if zeros > 1:  # a rank that rests on a widened tolerance is near its threshold
+        margin = tol.read_as_zero(f"largest eigenvalue of G(c) counted as zero at {which}",
+                                  spec.kth(mu, zeros - 1), atol) or margin
     return End(mu / tau, n - zeros, tuple(float(v) for v in low), atol, margin, zeros)
 
 
@@ -490,6 +516,9 @@ def euclidean_family(spec: EuclideanSpectrum, *, tau: float, tol: Tolerance) -> 
         low.append(nxt)
         margin = tol.margin("smallest non-zero eigenvalue of B - c_max I", nxt, atol,
                             zero_is_near=False)
+    if zeros > 1:  # a rank that rests on a widened tolerance is near its threshold
+        margin = tol.read_as_zero("largest eigenvalue of B - c_max I counted as zero",
+                                  spec.kth(zeros - 1) - lam_min, atol) or margin
     end = End(lam_min, m - zeros, tuple(float(v) for v in low), atol, margin, zeros)
     return Family(
         similarity="euclidean", n=n, status="interval", lo=None, hi=end, interior_rank=m,

@@ -32,6 +32,7 @@ from dgp.engine.family import (
     CosineSpectrum,
     EuclideanSpectrum,
     FarkasData,
+    check_cosine_scale,
     combine_farkas,
     cosine_family,
     euclidean_family,
@@ -327,6 +328,8 @@ def classify_lowrank(
     ``shift`` is the canonical constant minus the user's, as for dense weightings.
     """
     lo, hi = t.ell_bounds
+    if similarity == "cosine":
+        check_cosine_scale(tau, hi - lo)
     ctx = Context(
         similarity=similarity, tau=tau, dim=dim, n=int(t.U.shape[0]), tol=tol,
         method="structured", entropic_bound=entropic_bound, shift=shift, objective=objective,

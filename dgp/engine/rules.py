@@ -369,8 +369,10 @@ def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> 
                       certificate=cert, rank=end.rank, c_interval=interval, c=c0,
                       min_dim=min_dim, near=near, embedding=_embedding(fam, ctx, end),
                       c_resolution=res)
-    reason = (f"the admissible targets (c in {span}) need dimension {lo.rank} and {hi.rank} at "
-              f"the end points and {n} inside, all above dim = {d}")
+    ends = (f"{lo.rank} at both end points" if lo.rank == hi.rank else
+            f"{lo.rank} at the lower end point and {hi.rank} at the upper one")
+    reason = (f"every admissible target (c in {span}) needs more than dim = {d} dimensions: "
+              f"{ends}, {n} inside")
     return _decided(ctx, "inconsistent", reason,
                   certificate=cert, c_interval=interval, min_dim=min_dim, near=near,
                   c_resolution=res)

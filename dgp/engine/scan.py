@@ -57,15 +57,16 @@ def _matrices(weights: LogWeights, tau: float, similarity: str, tol: Tolerance):
             "family"
         )
     ell = tgt.ell
+    tol = tol.widened(tgt.roundoff_factor)  # as the engine decides (dgp.engine.pipeline)
     n = ell.shape[0]
     off = ~np.eye(n, dtype=bool)
     rng = (weights.to_user_c(ell[off].min()), weights.to_user_c(ell[off].max()))
     if similarity == "cosine":
         B = tau * ell
         np.fill_diagonal(B, 1.0)
-        return B, tau * off.astype(float), rng
+        return B, tau * off.astype(float), rng, tol
     V = np.linalg.qr(np.c_[np.ones(n), np.eye(n)[:, : n - 1]])[0][:, 1:]
-    return tau * (V.T @ ell @ V), -tau * np.eye(n - 1), rng
+    return tau * (V.T @ ell @ V), -tau * np.eye(n - 1), rng, tol
 
 
 def default_c_range(ell_range: tuple[float, float], tau: float, similarity: str,
@@ -101,7 +102,7 @@ def family_grid(
         If the weighting has zero weights or breaks the cycle condition (no family), or
         ``c_range`` is not two finite numbers ``lo < hi``.
     """
-    B, E, rng = _matrices(weights, tau, similarity, tol)
+    B, E, rng, tol = _matrices(weights, tau, similarity, tol)
     lo, hi = c_range if c_range is not None else default_c_range(rng, tau, similarity, c_max)
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ParameterError("c_range", f"must be two finite numbers lo < hi, got {(lo, hi)}")

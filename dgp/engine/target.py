@@ -199,6 +199,38 @@ class LogWeights(CanonicalShift):
         L[p.rows, p.cols] = p.logw
         return replace(self, L=L, pairs=None)
 
+    def weights(self, name: str = "W") -> np.ndarray:
+        r"""The canonical weights :math:`w_{ij} / w_{\max} = e^{L_{ij}}` as a new dense
+        ``N x N`` float array (zero diagonal, zero weights 0), for the programs that need dense
+        weights (:func:`dgp.optimum`): every ``p_i``, hence every loss and optimum, is that of
+        the user's ``W``. A sparse weighting (a ``scipy.sparse`` matrix, a graph) is densified
+        here, after a memory check.
+
+        Raises
+        ------
+        MemoryLimitError
+            If the two ``N x N`` arrays (log-weights and weights) do not fit in memory.
+        ParameterError
+            If a positive weight is so far below the largest that its ratio underflows to zero
+            (it would be read as a zero weight).
+        """
+        n = self.n
+        check_memory(2 * 8.0 * n * n, what=f"the dense {n} x {n} weights",
+                     hint="use fewer samples, or a weighting with class structure "
+                     "(dgp.supcon_prototypes, --objective)")
+        L = self.L if self.L is not None else self.dense().L
+        with np.errstate(under="ignore"):
+            A = np.exp(L)
+        underflow = (A == 0.0) & np.isfinite(L)
+        np.fill_diagonal(underflow, False)
+        if underflow.any():
+            i, j = _first_bad(underflow, 0)
+            raise ParameterError(name, f"[{i}, {j}] is a positive weight e^{L[i, j]:.4g} times "
+                                 "the largest, below the smallest float: a dense program would "
+                                 "read it as a zero weight (rescale or drop the tiny weights)")
+        np.fill_diagonal(A, 0.0)
+        return A
+
     def copy(self) -> LogWeights:
         """A copy whose ``L`` the engine may consume while this one stays as it is."""
         return replace(self, L=None if self.L is None else self.L.copy())
@@ -438,7 +470,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
                 f"{label} has {n_zero} zero weights beside positive weights as small as "
                 f"{smallest_positive:.3g}, near the smallest {src.dtype} ({tiny:.3g}): the zeros "
                 "may be underflowed kernel values; if they are, pass the log-weights "
-                "(log_weights=..., or --log-weights) so that they are not read as zero weights"
+                "(log_weights=...) so that they are not read as zero weights"
             )
     np.fill_diagonal(L, -np.inf)
     symmetric = _is_symmetric(L)
@@ -551,22 +583,30 @@ def sparse_log_weights(W: object, name: str = "W") -> LogWeights | None:
 
 
 def check_weights(W: object, name: str = "W") -> np.ndarray:
-    """Return ``W`` as a validated float ``N x N`` weight matrix (a copy, zero diagonal), for
-    the callers that need the weights themselves rather than their :class:`LogWeights`.
+    r"""Return ``W`` as a validated dense float ``N x N`` weight matrix (a new array, zero
+    diagonal), for the callers that need the weights themselves rather than their
+    :class:`LogWeights`.
 
-    The validation is that of :func:`log_weights` (one place decides what a weighting is): off
-    the diagonal the weights must be finite and non-negative, and every row needs positive
-    mass; the diagonal is ignored.
+    The validation is that of :func:`log_weights` (one place decides what a weighting is), so
+    ``W`` may be anything it accepts: an array, a ``scipy.sparse`` matrix (e.g. a k-NN graph of
+    :func:`sklearn.neighbors.kneighbors_graph`), a networkx graph, or :class:`LogWeights`. The
+    weights returned are the canonical ones, :math:`w_{ij} / w_{\max}`
+    (:meth:`LogWeights.weights`): the row distributions :math:`p_i`, and so every loss, are
+    those of ``W``.
 
     Raises
     ------
     ParameterError
-        As :func:`log_weights`.
+        As :func:`log_weights` and :meth:`LogWeights.weights`.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> check_weights(sp.csr_matrix(np.array([[0.0, 4.0], [2.0, 0.0]])))
+    array([[0. , 1. ],
+           [0.5, 0. ]])
     """
-    log_weights(W, name=name)
-    arr = np.array(W.toarray() if hasattr(W, "toarray") else W, dtype=float, copy=True)
-    np.fill_diagonal(arr, 0.0)
-    return arr
+    return log_weights(W, name=name).weights(name)
 
 
 def canonical(L: np.ndarray) -> LogWeights:
@@ -671,6 +711,14 @@ class LogTarget:
         The cycle decision: the largest triangle log-ratio against its tolerance.
     spread : float
         :math:`\\max \\ell - \\min \\ell` off the diagonal (nats).
+    roundoff_factor : float
+        How much the representation of the weighting amplifies its rounding, ``>= 1``: the
+        canonical :math:`L_{ij}` carry an error of one unit roundoff of their size
+        :math:`\\max|L|`, which row offsets (a row-rescaled ``W``) may make much larger than
+        the target :math:`\\ell` they cancel down to; the factor is
+        :math:`\\max(1, \\max|L| / (1 + \\mathrm{spread}))` (1 for a symmetric ``W``), and
+        the eigenvalue decisions widen their tolerance by it (:meth:`Tolerance.widened`), so
+        that ``diag(a) W`` is decided as ``W`` is.
     """
 
     ell: np.ndarray
@@ -680,6 +728,7 @@ class LogTarget:
     cycle_log_ratio: float
     margin: Margin
     spread: float
+    roundoff_factor: float = 1.0
 
 
 def offdiag_range(M: np.ndarray) -> tuple[float, float]:
@@ -718,6 +767,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
                        tol.log_atol(hi - lo), zero_is_near=False)
         return LogTarget(L, np.zeros(n), True, None, 0.0, m, hi - lo)
     atol = tol.log_atol(hi - lo)
+    lo_in, hi_in = lo, hi
     # potentials along the root edges: c_j - c_0 = L_0j - L_j0
     c = L[0] - L[:, 0]
 
@@ -759,9 +809,11 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
             L[I, J] = X
             L[J, I] = X.T
     np.fill_diagonal(L, 0.0)
+    size = max(abs(lo_in), abs(hi_in))  # the largest |L_ij| before the offsets cancel
     lo, hi = offdiag_range(L)
     cycle = None if consistent else (0, int(worst[0]), int(worst[1]))
-    return LogTarget(L, c, consistent, cycle, worst_val, margin, hi - lo)
+    factor = max(1.0, size / (1.0 + (hi - lo)))
+    return LogTarget(L, c, consistent, cycle, worst_val, margin, hi - lo, factor)
 
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from dgp.engine.blocks import BlockWeights, classify_blocks
 from dgp.engine.lowrank import classify_lowrank, gaussian_target, row_statistics
 from dgp.engine.pipeline import classify_weights
@@ -162,17 +160,23 @@ def classify_labels(
     """:func:`classify_objective` of validated labels and parameters."""
     dense = engine == "dense" or method == "sdp" or rec.structured is None
     explanation = None
-    if rec.labels == "continuous" and rec.intended is None:
+    # continuous labels far from the origin are known to a unit roundoff of their size: the
+    # tolerance of the centred kernel is relative to its spread (translation-invariant)
+    factor = 1.0
+    if rec.labels == "continuous":
         kernel = rec.kernel(lab, params)
+        factor = kernel.roundoff_factor
+    if rec.labels == "continuous" and rec.intended is None:
         width2 = rec.weighting.width2(params)
         explanation = gaussian_explanation(
             kernel.points, width2=width2, tau=tau, dim=dim, similarity=similarity,
-            rtol=max(rtol, 4.0 * float(np.finfo(float).eps)), objective=rec.name,
+            rtol=max(rtol, 4.0 * kernel.unit_roundoff), objective=rec.name,
         )
     floor = _floor(rec, lab, params, tau, dim) if floor else None
     if dense:
-        return _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor)
-    tol = Tolerance.make(rtol, n=lab.n)
+        return _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor,
+                      factor)
+    tol = Tolerance.make(rtol, n=lab.n).widened(factor)
     if rec.structured == "blocks":
         within, cross = rec.block_log_weights(params, lab.classes.size)
         bw = BlockWeights(lab.sizes, within, None, lab.values, lab.classes, cross_value=cross)
@@ -211,14 +215,13 @@ def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, di
     return dense
 
 
-def _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor):
+def _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor, factor):
     n = lab.n
     check_memory(16.0 * n * n, what=f"the dense {n} x {n} weighting of {rec.name}",
                  hint="use the structured engine (engine='auto') or fewer samples")
     suffix, notes = "", None
     if rec.intended is not None:
-        kernel = rec.kernel(lab, params)
-        dist = distortion_of(kernel)
+        dist = distortion_of(rec.kernel(lab, params))
         intended = classify_labels(registry.get(rec.intended), lab, params, similarity=similarity,
                                    tau=tau, dim=dim, rtol=rtol)
         dist["intended"] = {"verdict": intended.verdict, "rank": intended.rank,
@@ -232,7 +235,7 @@ def _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, fl
             + (f" (rank {intended.rank})" if intended.rank is not None else "") + "]"
         )
     weights = canonical(rec.log_weights(lab, params))
-    tol = Tolerance.make(rtol, n=n)
+    tol = Tolerance.make(rtol, n=n).widened(factor)
     return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
                             method=method, objective=rec.name, explanation=explanation,
                             suffix=suffix, notes=notes, floor=floor)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from dgp._linalg import centre_points, squared_distances
-from dgp.constants import SCALE_FLOOR
+from dgp.constants import SCALE_FLOOR, SPHERE_FIT_RTOL
 from dgp.errors import (
     ParameterError,
     check_choice,
@@ -48,6 +48,7 @@ from dgp.errors import (
     class_codes,
 )
 from dgp.objectives.backend import namespace
+from dgp.objectives.spheres import sphere_of
 
 __all__ = [
     "OBJECTIVES",
@@ -116,12 +117,25 @@ class Kernel:
         The largest distance of a centred label from the centre.
     points : ndarray, shape (N, p)
         The points the kernel is of, in the user's units (labels, or X-CLR's directions).
+    roundoff_factor : float
+        How far the points sit from the origin relative to their spread, ``>= 1``:
+        :math:`\max(1, \max_i|p_i| / \mathrm{scale})`. Each point is known to one unit roundoff
+        of its size, so centring leaves an error of ``roundoff_factor`` unit roundoffs relative
+        to the spread: labels translated by ``t`` are the same labels to that accuracy, and
+        the decisions widen their tolerance by it (so a translation does not flip them).
     """
 
     x: np.ndarray
     kappa: float
     scale: float
     points: np.ndarray
+    roundoff_factor: float = 1.0
+
+    @property
+    def unit_roundoff(self) -> float:
+        """The unit roundoff of the centred points relative to their spread (float64's times
+        :attr:`roundoff_factor`): what the tolerance policy of their classification uses."""
+        return float(np.finfo(float).eps) * self.roundoff_factor
 
 
 def kernel_points(points: np.ndarray, width2: float, name: str) -> Kernel:
@@ -137,6 +151,10 @@ def kernel_points(points: np.ndarray, width2: float, name: str) -> Kernel:
     s = float(np.sqrt(np.einsum("ij,ij->i", x, x).max()))
     if s == 0.0:
         return Kernel(x, 0.0, 0.0, points)
+    e = int(np.frexp(float(np.abs(points).max()))[1])  # |p_i| scaled by a power of two: exact
+    q = np.ldexp(points, -e)
+    size = math.ldexp(float(np.sqrt(np.einsum("ij,ij->i", q, q).max())), e)
+    factor = max(1.0, size / s)
     k = int(np.frexp(s)[1])  # scale by a power of two: exact
     x = np.ldexp(x, -k)
     log_w = math.log(width2) if width2 > 0 else -math.inf  # a width below float64: too small
@@ -158,16 +176,20 @@ def kernel_points(points: np.ndarray, width2: float, name: str) -> Kernel:
             "double precision (every weight the same, the verdict that of uniform weights); "
             f"use {name} <= {s * 1e6:.3g} or rescale the labels"
         )
-    return Kernel(x, kappa, s, points)
+    return Kernel(x, kappa, s, points, factor)
 
 
 def _directions(y: np.ndarray, name: str = "labels") -> np.ndarray:
-    norms = np.linalg.norm(y, axis=1)
-    if (norms == 0).any():
-        i = int(np.flatnonzero(norms == 0)[0])
+    """The L2-normalised rows of ``y``, each first divided by a power of two near its largest
+    entry (exact), so that rows near the largest or the smallest float neither overflow nor
+    underflow in their norm."""
+    top = np.abs(y).max(axis=1)
+    if (top == 0).any():
+        i = int(np.flatnonzero(top == 0)[0])
         raise ParameterError(name, f"row {i} is a zero label embedding, which X-CLR cannot "
                              "L2-normalise")
-    return y / norms[:, None]
+    x = np.ldexp(y, -np.frexp(top)[1][:, None])
+    return x / np.linalg.norm(x, axis=1)[:, None]
 
 
 # -- weightings: how an objective builds its weights, for the engine (dense log-weights, the
@@ -248,10 +270,13 @@ class GaussianWeighting:
         if self.directions:
             _directions(y, name)
 
+    def points(self, lab: Labels) -> np.ndarray:
+        """The points the kernel is of: the labels, or their L2-normalised directions."""
+        return _directions(lab.values) if self.directions else lab.values
+
     def kernel(self, lab: Labels, params: Mapping[str, float]) -> Kernel:
         """The scaled Gaussian kernel of the labels (:func:`kernel_points`)."""
-        points = _directions(lab.values) if self.directions else lab.values
-        return kernel_points(points, self.width2(params), self.width)
+        return kernel_points(self.points(lab), self.width2(params), self.width)
 
     def normalise_log(self, L: np.ndarray) -> np.ndarray:
         """The objective's log-weights from the kernel's (in place where it can)."""
@@ -453,6 +478,38 @@ class Objective:
     def block_log_weights(self, params: dict[str, float], K: int) -> tuple[np.ndarray, float]:
         """Class objectives: log-weights within each class (``K``) and the one across."""
         return self.weighting.block_log_weights(params, K)
+
+    def critical_temperatures(self, lab: Labels, params: Mapping[str, float]) -> tuple[float, ...]:
+        r"""The closed-form temperatures at which the cosine verdict of these labels changes
+        (its ``boundary``): Soft SupCon's :math:`\tau^* = K/((K-1)(-\log\varepsilon))`
+        (:func:`dgp.prototypes.soft_supcon_tau_star`: the centred regular simplex, rank
+        :math:`K - 1`); :math:`\tau = w/R^2` when the kernel's points lie on a sphere of radius
+        :math:`R` in their affine hull (y-Aware :math:`w = \sigma^2`, X-CLR :math:`w = \tau_y`
+        on the normalised embeddings: the target has rank :math:`m` there, :math:`m + 1`
+        below). At such a temperature the weighting may be realizable in a dimension where no
+        other temperature is, so a search over temperatures must try them (``dgp recommend``).
+        Empty without a closed form (or when the labels are off every sphere); the engine
+        decides what happens at each.
+
+        ``lab`` and ``params`` are validated (:meth:`check_labels`, :meth:`check_params`).
+
+        >>> rec = get("soft-supcon")
+        >>> lab = rec.check_labels([0, 0, 1, 1, 2, 2])
+        >>> [round(t, 12) for t in rec.critical_temperatures(lab, {"eps": math.exp(-1)})]
+        [1.5]
+        """
+        if self.boundary == "simplex":
+            from dgp.prototypes import soft_supcon_tau_star
+
+            K = int(lab.sizes.size)
+            return (soft_supcon_tau_star(K=K, eps=params[self.weighting.cross]),) if K >= 2 else ()
+        if self.boundary != "sphere":
+            return ()
+        fit = sphere_of(self.weighting.points(lab), rtol=SPHERE_FIT_RTOL)
+        if fit.radius == 0.0 or not fit.residual <= math.sqrt(SPHERE_FIT_RTOL):
+            return ()
+        t = self.weighting.width2(params) / fit.radius / fit.radius
+        return (t,) if math.isfinite(t) and t > 0.0 else ()
 
     def batch_weights(self, y: Any, params: Mapping[str, float]) -> Any:
         """The weights of a batch (NumPy array or torch tensor of validated labels: class

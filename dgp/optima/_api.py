@@ -89,14 +89,14 @@ def _guard(K: int, N: int, dim: int | None, rows: int, starts: int) -> None:
                 "W",
                 f"has {K} distinct samples (twin classes), above the {FREE_MAX_K} whose "
                 "free-dimension optimum dgp computes (its cost grows as K^3 per iteration); ask "
-                "for the optimum in a fixed dimension instead (dim=D, CLI --dim D: O(K^2 D) per "
+                "for the optimum in a fixed dimension instead (dim=D: O(K^2 D) per "
                 "iteration), or use a weighting with class structure",
             )
         check_memory(24 * 8.0 * K * K + 6 * 8.0 * rows * K,
                      what=f"the free-dimension optimum of {K} classes",
-                     hint="give dim=D (CLI --dim D) or a smaller N")
+                     hint="give dim=D or a smaller N")
         check_time(1500 * 4.0 * K**3, what=f"the free-dimension optimum of {K} classes",
-                   instead="give dim=D (CLI --dim D) or a smaller N", param="W")
+                   instead="give dim=D or a smaller N", param="W")
     else:
         check_memory(10 * 8.0 * K * K + 8 * 8.0 * rows * K,
                      what=f"the rank-{dim} optimum of {K} classes",
@@ -271,8 +271,11 @@ def optimum(
 
     Parameters
     ----------
-    W : array_like, shape (N, N)
-        Weights, validated as :func:`dgp.engine.target.check_weights` (diagonal ignored).
+    W : array_like, shape (N, N), scipy.sparse matrix or networkx graph
+        Weights, validated by the one validator (:func:`dgp.engine.target.check_weights`,
+        diagonal ignored): a dense array, a sparse matrix such as a saved k-NN graph
+        (asymmetric, missing entries are zero weights) or a networkx graph (edge attribute
+        ``weight``). The program is dense: a sparse input is densified after a memory check.
     tau : float
         Temperature ``> 0``.
     dim : int, optional

@@ -149,8 +149,9 @@ class Optimum(Record):
     def _summary_pairs(self) -> list[tuple[str, str]]:
         where = "expected per batch" if self.batch is not None else "summed over anchors"
         pairs = [
-            ("structure", f"{self.K} twin classes of {self.n} samples" if self.structure ==
-             "quotient" else f"dense ({self.n} samples, no twins)"),
+            ("structure", f"{self.n} samples, {self.K} distinct (twins, samples with the same "
+             "weights to every other sample, share one embedding)" if self.structure ==
+             "quotient" else f"dense ({self.n} samples, no two with the same weights)"),
             ("dimension", "free" if self.dim is None else f"d = {self.dim} ({self.starts} starts)"),
             ("loss", f"{self.loss:.10g} nats ({where})"),
             ("excess", f"{format_nats(self.excess_loss, self.log_excess_loss)} nats above the "

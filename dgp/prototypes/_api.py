@@ -29,7 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from dgp.constants import BATCH_GRAM_TOL, EQUIANGULAR_ATOL, LOG1P_SERIES_BELOW, SOLVER_TOL
+from dgp.constants import (
+    BATCH_GRAM_TOL,
+    BATCH_TAU_MIN,
+    EQUIANGULAR_ATOL,
+    LOG1P_SERIES_BELOW,
+    SOLVER_TOL,
+)
 from dgp.errors import (
     ParameterError,
     SolverError,
@@ -620,6 +626,12 @@ def supcon_prototypes(
         n, batch_size=batch_size, sampler=sampler, samples_per_class=samples_per_class,
         reduction=reduction, anchors_without_positives=anchors_without_positives,
     )
+    if tau < BATCH_TAU_MIN:
+        raise ParameterError(
+            "tau", f"= {tau:.3g} is below {BATCH_TAU_MIN:g}, the smallest temperature of the "
+            "mini-batch prediction (its certified solver's scaled objective overflows below "
+            f"about 2.5e-3); use tau >= {BATCH_TAU_MIN:g}, or the full batch (without a batch size)"
+        )
     kwargs = {
         "samples": _check_int(samples, "samples", 2),
         "replicates": _check_int(replicates, "replicates", 0),

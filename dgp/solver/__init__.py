@@ -13,7 +13,7 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
   expected batch loss;
 * :mod:`~dgp.solver._nonnegative`: non-negative (ReLU-head) factors and the certified lower
   bound of the doubly non-negative relaxation;
-* :mod:`~dgp.solver._guards`: the time budget of a solve.
+* :mod:`~dgp.solver._guards`: the time budget of a solve, the largest temperature it resolves.
 
 A solve is accepted by the one rule of the tolerance policy,
 :meth:`dgp.tolerance.Tolerance.accepts`.
@@ -32,7 +32,7 @@ from dgp.solver._batch import (
     positive_pair_probability,
     row_budget_samples,
 )
-from dgp.solver._guards import check_time, time_budget
+from dgp.solver._guards import check_solver_tau, check_time, time_budget
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
 from dgp.solver._nonnegative import (
@@ -73,6 +73,7 @@ __all__ = [
     "bm_lbfgs",
     "bm_lbfgs_linear",
     "check_batch",
+    "check_solver_tau",
     "check_time",
     "compositions",
     "dnn_lower_bound",

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 
+from dgp.constants import SOLVER_TAU_MAX
 from dgp.errors import InputError, ParameterError
 
-__all__ = ["check_time", "time_budget"]
+__all__ = ["check_solver_tau", "check_time", "time_budget"]
 
 _FLOPS = 1e9
 
@@ -46,3 +47,26 @@ def check_time(flops: float, *, what: str, instead: str, param: str | None = Non
     if param is None:
         raise InputError(detail)
     raise ParameterError(param, f"is too large: {detail}")
+
+
+def check_solver_tau(tau: float, param: str = "tau") -> float:
+    """Refuse a temperature above :data:`dgp.constants.SOLVER_TAU_MAX` (2^53): there the loss
+    is flat to double precision, ``exp(G/tau) = 1`` for every cosine ``G``, and no solver can
+    resolve its minimiser.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``param``, with the limit.
+
+    >>> check_solver_tau(1e6)
+    1000000.0
+    """
+    if tau > SOLVER_TAU_MAX:
+        raise ParameterError(
+            param, f"= {tau:.3g} is beyond what the loss resolves: above 2^53 = "
+            f"{SOLVER_TAU_MAX:.3g}, exp(G / tau) = 1 to double precision for every cosine G in "
+            f"[-1, 1], so the loss is flat and every Gram is optimal; use tau <= "
+            f"{SOLVER_TAU_MAX:.3g}"
+        )
+    return tau

@@ -49,7 +49,21 @@ import scipy.sparse as sps
 from dgp.constants import LOG1P_SERIES_BELOW, PROBABILITY_ATOL
 from dgp.errors import SolverError, check_positive
 
-__all__ = ["BlockForm", "RowProblem", "RowState", "block_problem", "scaled_softplus"]
+__all__ = [
+    "BlockForm",
+    "RowProblem",
+    "RowState",
+    "ScaleOverflow",
+    "block_problem",
+    "scaled_softplus",
+]
+
+
+class ScaleOverflow(SolverError):
+    """The objective, in the units of its scale :math:`t` (the excess at the point that set
+    it), does not fit a float at the point asked for: that point is astronomically worse than
+    the one that set the scale. A line search backtracks from it; anywhere else it is dgp's
+    failure."""
 
 
 def scaled_softplus(Y: np.ndarray, log_t: float) -> np.ndarray:
@@ -201,12 +215,12 @@ class RowProblem:
         with np.errstate(divide="ignore"):
             Y = top + np.log(total)
         sp = np.logaddexp(0.0, Y)
-        with np.errstate(under="ignore", over="ignore"):
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):  # checked below
             Qs = E * np.exp(top - sp - self.log_t)[:, None]  # Q / t
             Q = E
             Q *= np.exp(top - sp)[:, None]  # softmax mass of each point but the reference
         if not np.isfinite(Qs).all():
-            raise SolverError(
+            raise ScaleOverflow(
                 "the scaled objective overflowed (a cosine moved far from the starting point at "
                 f"tau = {self.tau:g}); this is a failure of dgp's solver, please report it"
             )

@@ -50,8 +50,9 @@ from dgp.constants import (
     START_PERTURBATION,
     TCG_CURVATURE_FLOOR,
 )
+from dgp.solver._guards import check_solver_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
-from dgp.solver._program import RowProblem
+from dgp.solver._program import RowProblem, ScaleOverflow
 
 __all__ = [
     "SolveResult",
@@ -125,13 +126,15 @@ def lbfgs(
     """Plain L-BFGS (two-loop recursion, Armijo backtracking): O(memory * n) per iteration.
 
     Returns the last iterate and the number of iterations; stops when ``max |g| <= gtol``, when
-    the objective stalls for 5 iterations or after ``maxiter``."""
+    the objective stalls for 5 iterations, when even the shortest step lands where the scaled
+    objective overflows (:class:`~dgp.solver._program.ScaleOverflow`: no float step leaves
+    ``x``) or after ``maxiter``."""
     f, g = fun(x)
     s_hist: list[np.ndarray] = []
     y_hist: list[np.ndarray] = []
     stall = 0
     it = 0
-    for it in range(1, maxiter + 1):  # noqa: B007 - the count is returned
+    for it in range(1, maxiter + 1):
         if float(np.max(np.abs(g))) <= gtol:
             break
         d = -g
@@ -156,7 +159,13 @@ def lbfgs(
         step = 1.0
         while True:
             x_new = x + step * d
-            f_new, g_new = fun(x_new)
+            try:
+                f_new, g_new = fun(x_new)
+            except ScaleOverflow:  # far worse than x: a shorter step
+                if step < LINE_SEARCH_MIN_STEP:  # no representable step leaves x
+                    return x, it
+                step *= 0.5
+                continue
             if f_new <= f + ARMIJO * step * slope or step < LINE_SEARCH_MIN_STEP:
                 break
             step *= 0.5
@@ -185,6 +194,7 @@ def bm_lbfgs(
     """L-BFGS on the product of spheres at the rank of ``X0`` (``r x K``, unit columns); returns
     the final factor (unit columns) and the iteration count. ``gtol`` is relative to the first
     gradient."""
+    check_solver_tau(prob.tau)  # above 2^53 the loss is flat: nothing to resolve
     r, K = X0.shape
 
     def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
@@ -310,6 +320,14 @@ def _tcg(
     return eta, Heta, False
 
 
+def _scaled_value(prob: RowProblem, G: np.ndarray) -> float:
+    """The scaled objective at ``G``, ``inf`` where it does not fit a float."""
+    try:
+        return prob.value(prob.state(G))
+    except ScaleOverflow:
+        return math.inf
+
+
 def rtr(
     prob: RowProblem,
     X: np.ndarray,
@@ -322,8 +340,9 @@ def rtr(
 
     Stops when the Riemannian gradient :math:`2XS` is below ``gtol`` times the size of the
     gradient's parts, when three accepted steps in a row no longer shrink it or three steps in a
-    row are rejected (the floating-point floor), after ``maxiter`` steps, or when the trust region
-    collapses."""
+    row are rejected (the floating-point floor; a step where the scaled objective overflows is
+    rejected), after ``maxiter`` steps, or when the trust region collapses. Raises
+    :class:`~dgp.solver._program.ScaleOverflow` when the objective overflows at ``X`` itself."""
     r, K = X.shape
 
     def at(X):
@@ -352,7 +371,14 @@ def rtr(
 
         eta, Heta, hit = _tcg(grad, hess, radius, maxinner, scale)
         X_new = _normalise(X + eta)
-        f_new, grad_new, st_new, g_new, y_new = at(X_new)
+        try:
+            f_new, grad_new, st_new, g_new, y_new = at(X_new)
+        except ScaleOverflow:  # far worse than X: a smaller region
+            radius /= 4.0
+            rejected += 1
+            if rejected >= 3 or radius < ROUNDOFF_RTOL:
+                break
+            continue
         model = -(float(np.sum(grad * eta)) + 0.5 * float(np.sum(eta * Heta)))
         reg = 1e3 * np.finfo(float).eps * max(1.0, abs(f))
         rho = (f - f_new + reg) / (model + reg)
@@ -559,8 +585,9 @@ def solve_rows(
     second-order stationarity of the factorised problem and the certificate's dual part tells
     whether the point is also globally optimal.
     """
+    check_solver_tau(prob.tau)  # above 2^53 the loss is flat: nothing to resolve
     prob.set_scale(starts[0])  # a common scale to compare the starts
-    G0 = min(starts, key=lambda G: prob.value(prob.state(G)))
+    G0 = min(starts, key=lambda G: _scaled_value(prob, G))
     prob.set_scale(G0)
     K = prob.K
     r = K if rank is None else min(rank, K)
@@ -579,7 +606,10 @@ def solve_rows(
 
     def consider(G: np.ndarray) -> bool:
         nonlocal best, cert
-        c = row_certificate(prob, G)
+        try:
+            c = row_certificate(prob, G)
+        except ScaleOverflow:  # a candidate astronomically worse than the best: not taken
+            return measure(cert) <= tol
         if measure(c) < measure(cert):
             best, cert = G, c
         return measure(cert) <= tol
@@ -605,7 +635,10 @@ def solve_rows(
             for rr in ranks:
                 if rr * K > 200_000:
                     continue  # the exact Hessian is too costly; the next L-BFGS round helps
-                Xr, its = rtr(prob, factor(G, rr))
+                try:
+                    Xr, its = rtr(prob, factor(G, rr))
+                except ScaleOverflow:  # the rank-rr truncation of G is already far worse
+                    continue
                 iters += its
                 if consider(Xr.T @ Xr):
                     reason = f"KKT residual below tolerance after trust region (rank {rr})"
