@@ -32,6 +32,11 @@ ACCEPT_FLOOR = 1e-6
 #: the default target KKT residual of the certified solver (relative to the gradient scale):
 #: two orders above the rounding floor of the loss, reached in a few polish steps
 SOLVER_TOL = 1e-10
+#: temperatures on which the certified solver of ``dgp.optimum`` is validated (seeded checks on
+#: dense, kernel and class weightings): a failure outside this range is reported against the
+#: temperature (bad input), inside it against dgp (its own failure). Measured: class quotients
+#: overflow below about 3e-3, kernel weightings stop converging above about 1e9.
+SOLVER_TAU_RANGE = (4e-3, 1e9)
 
 # ----------------------------------------------------------------------------------------------
 # floating point

@@ -44,7 +44,9 @@ from dgp.resources import (
     MEMORY_LIMIT_ENV,
     MemoryLimitError,
     check_memory,
+    dense_weighting_bytes,
     format_bytes,
+    hold,
     memory_budget,
 )
 
@@ -209,12 +211,24 @@ def _dtype_problem(dtype: np.dtype, allowed: str) -> str | None:
     return why.get(dtype.kind, f"holds {dtype} data, not numbers")
 
 
+def _no_work(shape: tuple[int, ...]) -> float:
+    return 0.0
+
+
+def _weights_work(shape: tuple[int, ...]) -> float:
+    """What a dense weighting of this shape costs after reading: the validator's working copy
+    (:func:`dgp.resources.dense_weighting_bytes`), alive beside the array as read."""
+    return dense_weighting_bytes(shape[0]) if len(shape) == 2 and shape[0] == shape[1] else 0.0
+
+
 def _read_npy(
-    fh: BinaryIO, available: int, src: _Source, *, what: str, allowed: str = _NUMERIC
+    fh: BinaryIO, available: int, src: _Source, *, what: str, allowed: str = _NUMERIC,
+    then=_no_work,
 ) -> np.ndarray:
     """Read one ``.npy`` stream of ``available`` bytes after checking its header.
 
-    ``what`` names the array in messages (the file, or ``member 'x' of`` the archive).
+    ``what`` names the array in messages (the file, or ``member 'x' of`` the archive); the
+    memory check counts the array and ``then(shape)``, the working set made from it next.
     """
 
     def fail(detail: str) -> InputError:
@@ -269,9 +283,11 @@ def _read_npy(
             f"is truncated: its header describes a {_shape_text(shape)} {dtype} array "
             f"({format_bytes(nbytes)}) but only {format_bytes(max(have, 0))} of data follow"
         )
+    work = then(shape)
     check_memory(
-        nbytes,
-        what=f"reading {what}{src.name} file {src.path!r} ({_shape_text(shape)} {dtype})",
+        nbytes + work,
+        what=f"reading {what}{src.name} file {src.path!r} ({_shape_text(shape)} {dtype})"
+        + (" and its float64 working copy" if work else ""),
     )
     fh.seek(0)
     try:
@@ -335,7 +351,8 @@ def _pick_member(
 
 
 def _read_member(
-    src: _Source, zf: zipfile.ZipFile, info: zipfile.ZipInfo, key: str, allowed: str
+    src: _Source, zf: zipfile.ZipFile, info: zipfile.ZipInfo, key: str, allowed: str,
+    then=_no_work,
 ) -> np.ndarray:
     if not info.filename.endswith(".npy"):
         raise src.error(f"member {info.filename!r} is not a .npy array")
@@ -343,7 +360,7 @@ def _read_member(
         with zf.open(info) as member:
             return _read_npy(
                 member, info.file_size, src, what=f"member {key!r} of the archive ",
-                allowed=allowed,
+                allowed=allowed, then=then,
             )  # fmt: skip
     except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
         raise src.error(f"member {key!r} of the archive cannot be read ({exc})") from None
@@ -666,18 +683,20 @@ def _data_line(src: _Source, *, skip: int, row: int) -> int:
     return -1  # pragma: no cover - rows always come from the same file
 
 
-def _check_text_memory(src: _Source, layout: _Layout, n_cols: int, itemsize: int) -> None:
-    nbytes = 1.25 * layout.n_lines * max(n_cols, 1) * itemsize
+def _check_text_memory(src: _Source, layout: _Layout, n_cols: int, itemsize: int,
+                       work: float = 0.0) -> None:
+    nbytes = 1.25 * layout.n_lines * max(n_cols, 1) * itemsize + work
     check_memory(
         nbytes,
         what=f"reading {src.name} file {src.path!r} (up to {layout.n_lines} lines of {n_cols} "
-        "values)",
+        "values)" + (" and its float64 working copy" if work else ""),
         hint="save the array with numpy.save (.npy) and check its size",
     )
 
 
-def _numeric_table(src: _Source) -> tuple[np.ndarray, tuple[str, ...] | None]:
-    """A numeric text table: optional header row (pandas index column dropped), then numbers."""
+def _numeric_table(src: _Source, then=_no_work) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    """A numeric text table: optional header row (pandas index column dropped), then numbers;
+    the memory check counts the table and ``then((rows, columns))``, made from it next."""
     layout = _layout(src)
     lineno, first = layout.rows[0]
     header = None
@@ -690,7 +709,7 @@ def _numeric_table(src: _Source) -> tuple[np.ndarray, tuple[str, ...] | None]:
         if layout.second is None:
             raise src.error(f"has a header (line {lineno}) but no data lines")
     n_cols = len(usecols) if usecols else len(layout.rows[-1][1])
-    _check_text_memory(src, layout, n_cols, 8)
+    _check_text_memory(src, layout, n_cols, 8, then((n_cols, n_cols)))
     arr = _loadtxt(src, layout, skip=skip, usecols=usecols, dtype=float, expect="number")
     if arr.size == 0:
         raise src.error("holds no numbers")
@@ -713,6 +732,13 @@ def _text_array(src: _Source) -> np.ndarray:
 _ARRAY_KEYS = ("arr_0", "array", "data")
 _WEIGHT_KEYS = ("W", "weights", "w", "arr_0")
 _LABEL_KEYS = ("labels", "label", "y", "targets", "target", "classes", "arr_0")
+
+
+def _hold(arr, name: str) -> None:
+    """Count a loaded array in every later memory check of the command
+    (:func:`dgp.resources.hold`): it stays alive beside what is made from it."""
+    parts = (arr.data, arr.indices, arr.indptr) if hasattr(arr, "indptr") else (arr,)
+    hold(sum(p.nbytes for p in parts), f"the {name} file as read")
 
 
 def _dispatch_error(src: _Source, allowed: tuple[str, ...]) -> InputError:
@@ -790,6 +816,7 @@ def load_array(path: str | os.PathLike, *, name: str, key: str | None = None) ->
         raise InputError(f"{name} file {os.fspath(path)!r} holds a single number, not an array")
     if arr.size == 0:
         raise InputError(f"{name} file {os.fspath(path)!r} holds an empty array {arr.shape}")
+    _hold(arr, name)
     return arr
 
 
@@ -848,15 +875,16 @@ def load_weights(path: str | os.PathLike, *, name: str = "WEIGHTS", key: str | N
                     W = _read_sparse(src, zf, members)
                 else:
                     k = _pick_member(src, members, key, _WEIGHT_KEYS)
-                    W = _read_member(src, zf, members[k], k, _NUMERIC)
+                    W = _read_member(src, zf, members[k], k, _NUMERIC, then=_weights_work)
         elif src.ext == ".npy":
-            W = _read_npy(src.fh, src.size, src, what="", allowed=_NUMERIC)
+            W = _read_npy(src.fh, src.size, src, what="", allowed=_NUMERIC, then=_weights_work)
         elif src.ext in _TEXT:
-            W, _ = _numeric_table(src)
+            W, _ = _numeric_table(src, then=_weights_work)
         else:
             raise _dispatch_error(src, (".npy", ".npz", ".csv", ".tsv", ".txt"))
         if W.ndim != 2 or W.shape[0] != W.shape[1]:
             raise src.error(f"holds a {_shape_text(W.shape)} array; weights are an N x N matrix")
+    _hold(W, name)
     return W
 
 

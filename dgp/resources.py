@@ -4,7 +4,10 @@
 :class:`MemoryLimitError` (a :class:`ValueError`: the command line reports it as one ``error:``
 line, exit status 2) that says what would fit and what to do instead. The budget is half of the
 memory this process may use (the smallest of physical memory, the cgroup limit and the
-address-space limit), or the value of the environment variable ``DGP_MEMORY_LIMIT``.
+address-space limit), or the value of the environment variable ``DGP_MEMORY_LIMIT``. Within one
+command (:func:`holding`) every check also counts the input arrays already held (:func:`hold`),
+so that the file as read and the working copy made from it are counted together; the dense path
+checks :func:`dense_weighting_bytes` (its copy, its blocks' temporaries and its O(N) arrays).
 
 Threads: the engine's :math:`O(N^3)` work (one tridiagonalisation) runs on the BLAS threads the
 caller gives it, by default every core. Multi-threaded reductions round differently with the
@@ -33,12 +36,17 @@ __all__ = [
     "DEFAULT_MEMORY_FRACTION",
     "DETERMINISTIC_ENV",
     "MEMORY_LIMIT_ENV",
+    "ROW_BLOCK_ELEMENTS",
     "MemoryLimitError",
+    "MemoryScope",
     "blas_threads",
     "check_memory",
+    "dense_weighting_bytes",
     "deterministic",
     "deterministic_requested",
     "format_bytes",
+    "hold",
+    "holding",
     "memory_budget",
 ]
 
@@ -53,6 +61,14 @@ DEFAULT_MEMORY_FRACTION = 0.5
 SMALL_ALLOCATION = 16 * 2**20
 _FALLBACK_MEMORY = 8 << 30  # assumed when the platform does not say how much memory there is
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+#: elements per block of rows of the dense engine's O(N^2) passes (2 MiB per float64 temporary)
+ROW_BLOCK_ELEMENTS = 1 << 18
+#: float64 temporaries of one block of rows alive at once in the dense path (validation, the
+#: entropic bound, the cycle test and the symmetrisation; measured peak: 3, with slack)
+_DENSE_BLOCK_TEMPORARIES = 6
+#: bytes per sample of the dense engine's O(N) arrays: the tridiagonal form, the reflectors,
+#: LAPACK's blocked workspace (64 columns), the row offsets and entropies, the embedding
+_DENSE_BYTES_PER_ROW = 8 * 128
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
@@ -88,6 +104,82 @@ def format_bytes(nbytes: float) -> str:
             return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def dense_weighting_bytes(n: int) -> float:
+    """The peak working set of the dense path for ``n`` samples: the one float64 ``n x n``
+    copy of the canonical log-weights (the validator's, which the engine then overwrites), the
+    temporaries of its blocks of rows and the :math:`O(n)` arrays of the reduction.
+
+    Every loader and validator of a dense weighting checks this (plus what is already held,
+    :func:`holding`) before allocating.
+
+    >>> format_bytes(dense_weighting_bytes(4800))
+    '192.5 MiB'
+    """
+    return (8.0 * n * n + 8.0 * _DENSE_BLOCK_TEMPORARIES * ROW_BLOCK_ELEMENTS
+            + float(_DENSE_BYTES_PER_ROW) * n)
+
+
+class MemoryScope:
+    """What one command holds (:func:`hold`: the arrays of its input files) and the largest
+    estimate it checked (:func:`check_memory`, held bytes included): :func:`holding` yields it.
+
+    Attributes
+    ----------
+    held : list of (int, str)
+        Bytes held and what holds them.
+    largest : float
+        The largest estimate checked in the scope so far (bytes; 0 before any check).
+    """
+
+    def __init__(self) -> None:
+        self.held: list[tuple[int, str]] = []
+        self.largest = 0.0
+
+    @property
+    def held_bytes(self) -> int:
+        """The bytes held in this scope."""
+        return sum(b for b, _ in self.held)
+
+
+# the scope of the running command (None: a library call, whose caller owns its arrays)
+_SCOPE: ContextVar[MemoryScope | None] = ContextVar("dgp_memory_scope", default=None)
+
+
+@contextmanager
+def holding() -> Iterator[MemoryScope]:
+    """A scope (one command) whose loaded inputs stay alive until it ends: what :func:`hold`
+    records inside it is added to every :func:`check_memory` inside it, so that an estimate
+    counts the file as read beside the working copies made from it. Nested, it is the
+    enclosing scope.
+
+    Examples
+    --------
+    >>> with holding() as scope:
+    ...     hold(1000, "a file as read")
+    ...     check_memory(24, what="a small array")
+    >>> scope.held_bytes, scope.largest
+    (1000, 1024.0)
+    """
+    outer = _SCOPE.get()
+    if outer is not None:
+        yield outer
+        return
+    scope = MemoryScope()
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+
+
+def hold(nbytes: float, what: str) -> None:
+    """Record ``nbytes`` that stay allocated until the enclosing :func:`holding` scope ends
+    (no effect outside one: a library caller owns its arrays)."""
+    scope = _SCOPE.get()
+    if scope is not None:
+        scope.held.append((int(nbytes), what))
 
 
 def _usable_memory() -> tuple[int, str]:
@@ -165,8 +257,10 @@ def check_memory(nbytes: float, *, what: str, hint: str | None = None) -> None:
     """Refuse an allocation of about ``nbytes`` bytes if it exceeds :func:`memory_budget`.
 
     Call it *before* allocating, with an honest estimate of the peak (all the arrays alive at
-    once). The error says what needed the memory, the budget and where it comes from, what to do
-    instead (``hint``) and how to raise the budget.
+    once). Inside a :func:`holding` scope (a command of the command line), the bytes its inputs
+    hold (:func:`hold`: the files as read) are added to ``nbytes``. The error says what needed
+    the memory, the budget and where it comes from, what to do instead (``hint``) and how to
+    raise the budget.
 
     Parameters
     ----------
@@ -203,19 +297,28 @@ def check_memory(nbytes: float, *, what: str, hint: str | None = None) -> None:
         raise InputTypeError(f"nbytes must be a number of bytes, got {describe(nbytes)}")
     if math.isnan(float(nbytes)) or nbytes < 0:
         raise InputError(f"nbytes must be >= 0, got {describe(nbytes)}")
-    if nbytes <= SMALL_ALLOCATION and not os.environ.get(MEMORY_LIMIT_ENV, "").strip():
+    scope = _SCOPE.get()
+    held = scope.held if scope is not None else []
+    kept = sum(b for b, _ in held)
+    if scope is not None:
+        scope.largest = max(scope.largest, float(nbytes) + kept)
+    if nbytes + kept <= SMALL_ALLOCATION and not os.environ.get(MEMORY_LIMIT_ENV, "").strip():
         return  # below any default budget: the system's limits are not read for it
     budget, source = _budget()
-    if budget is None or nbytes <= budget:
+    if budget is None or nbytes + kept <= budget:
         return
+    if kept:
+        what = (f"{what}, beside {format_bytes(kept)} already held "
+                f"({', '.join(w for _, w in held)}),")
     message = (
-        f"{what} needs about {format_bytes(nbytes)}, more than dgp's memory budget of "
+        f"{what} needs about {format_bytes(nbytes + kept)}, more than dgp's memory budget of "
         f"{format_bytes(budget)} ({source})"
     )
     if hint:
         message += f"; {hint}"
     message += f"; to allow more, set {MEMORY_LIMIT_ENV} (e.g. {MEMORY_LIMIT_ENV}=32G)"
-    raise MemoryLimitError(message, nbytes=int(min(nbytes, 2**63)), budget=budget, what=what)
+    raise MemoryLimitError(message, nbytes=int(min(nbytes + kept, 2**63)), budget=budget,
+                           what=what)
 
 
 # ----------------------------------------------------------------------------------------------

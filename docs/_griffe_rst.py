@@ -7,11 +7,24 @@ inline code, and re-indent the continuation of reST list items (indented to the 
 to Markdown's four spaces, so that a math block or a second paragraph inside an item stays in
 the item: with two spaces Python-Markdown ends the list, and an indented ``$$`` block is then
 left as raw text that MathJax never sees.
+
+Once the package is loaded it also:
+
+- shows real default values in signatures and parameter tables: a default written as a name or
+  an expression (``rtol=DEFAULT_RTOL``, ``64 * 2 ** 20``) is replaced by the value the imported
+  function really has (``rtol=1e-09``), so a reader need not look the constant up;
+- documents each name once: a name a module imports from another module that the API
+  reference documents (``docs/api.md``'s ``::: module`` lines) is left to that module's page,
+  so ``dgp.classification`` does not repeat ``dgp.result.Classification``.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import re
+from pathlib import Path
 from typing import Any
 
 import griffe
@@ -20,6 +33,9 @@ _MATH_ROLE = re.compile(r":math:`([^`]+)`")
 _XREF_ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|attr|data|exc|obj|const):`[~!]?([^`]+)`")
 _MATH_LINE = re.compile(r"^(?P<indent>[ \t]*)\.\. math::[ \t]*(?P<rest>.*)$")
 _BULLET = re.compile(r"^(?P<indent> *)(?:[*+-]|\d+[.)]) +(?=\S)")
+_API_PAGE = Path(__file__).with_name("api.md")
+#: the longest default value written out in a signature; a longer repr keeps the source text
+MAX_DEFAULT_REPR = 60
 
 
 def rst_to_markdown(text: str) -> str:
@@ -100,6 +116,109 @@ def signature_defaults(obj: Any) -> None:
                 param.value = signature[param.name].default
 
 
+def documented_modules(api_page: Path = _API_PAGE) -> set[str]:
+    """The modules the API reference documents: the ``::: module`` lines of ``docs/api.md``."""
+    return set(re.findall(r"^::: ([\w.]+)\s*$", api_page.read_text(encoding="utf-8"), re.M))
+
+
+def _is_literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _runtime(obj: Any) -> Any | None:
+    """The imported object griffe's ``obj`` describes; None where it cannot be imported (an
+    optional extra missing) or is not there at run time."""
+    module = obj.module.path
+    try:
+        value: Any = importlib.import_module(module)
+    except ImportError:
+        return None
+    for name in obj.path[len(module) + 1 :].split(".") if obj.path != module else []:
+        value = getattr(value, name, None)
+        if value is None:
+            return None
+    return value
+
+
+def runtime_defaults(obj: Any) -> None:
+    """Write the real value of each default that the source gives as a name or expression.
+
+    Only short reprs replace the source text (a long one would be less readable than the
+    name); values that the source already writes as literals are left alone.
+    """
+    if obj.kind.value not in ("function", "class"):
+        return
+    if obj.kind.value == "class":
+        _runtime_field_defaults(obj)
+    try:
+        params = list(obj.parameters)
+    except (AttributeError, KeyError):  # a class without a known __init__
+        return
+    todo = [p for p in params if p.default is not None and not _is_literal(str(p.default))]
+    if not todo:
+        return
+    runtime = _runtime(obj)
+    if runtime is None or not callable(runtime):
+        return
+    try:
+        signature = inspect.signature(runtime)
+    except (TypeError, ValueError):  # a builtin without a signature
+        return
+    for param in todo:
+        real = signature.parameters.get(param.name)
+        if real is None or real.default is inspect.Parameter.empty:
+            continue
+        text = _short_repr(real.default)
+        if text is not None:
+            param.default = text
+
+
+def _short_repr(value: Any) -> str | None:
+    text = repr(value)
+    return text if len(text) <= MAX_DEFAULT_REPR and not text.startswith("<") else None
+
+
+def _runtime_field_defaults(cls: Any) -> None:
+    """The class attributes of a class (a dataclass's field defaults, from which its
+    ``__init__`` signature is made) with their real values where the source names a constant."""
+    todo = [
+        m
+        for m in cls.members.values()
+        if not m.is_alias
+        and m.kind.value == "attribute"
+        and m.value is not None
+        and not _is_literal(str(m.value))
+    ]
+    if not todo:
+        return
+    runtime = _runtime(cls)
+    if not isinstance(runtime, type):
+        return
+    for member in todo:
+        if member.name in vars(runtime):
+            text = _short_repr(vars(runtime)[member.name])
+            if text is not None:
+                member.value = text
+
+
+def hide_documented_aliases(pkg: Any, documented: set[str]) -> None:
+    """Leave each imported name to the page of the module that defines it, when the API
+    reference documents that module: one entry per name."""
+    for obj in _walk(pkg):
+        if obj.kind.value != "module":
+            continue
+        for member in obj.members.values():
+            if not member.is_alias:
+                continue
+            home, _, name = member.target_path.rpartition(".")
+            if home != obj.path and home in documented and not name.startswith("_"):
+                member.public = False
+
+
 def _walk(obj: Any) -> Any:
     yield obj
     for member in obj.members.values():
@@ -109,7 +228,8 @@ def _walk(obj: Any) -> Any:
 
 class RstToMarkdown(griffe.Extension):
     """Apply :func:`rst_to_markdown` to every docstring griffe loads, and, once a package is
-    loaded, :func:`signature_defaults` to every function and class in it."""
+    loaded, :func:`runtime_defaults` and :func:`signature_defaults` to every function and class
+    in it and :func:`hide_documented_aliases` to its modules."""
 
     def on_instance(self, *, obj: Any, **kwargs: Any) -> None:
         if obj.docstring is not None:
@@ -117,4 +237,6 @@ class RstToMarkdown(griffe.Extension):
 
     def on_package(self, *, pkg: Any, **kwargs: Any) -> None:
         for obj in _walk(pkg):
+            runtime_defaults(obj)
             signature_defaults(obj)
+        hide_documented_aliases(pkg, documented_modules())

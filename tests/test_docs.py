@@ -334,3 +334,68 @@ def test_theorems_page_is_written_from_the_modules():
     mod = runpy.run_path(str(pathlib.Path(__file__).resolve().parents[1] / "docs"
                              / "make_theorems.py"))
     assert mod["main"](["--check"]) == 0, "run python docs/make_theorems.py"
+
+
+def _ci_test_line() -> str:
+    """The test command .ci/run runs: its own ``test_line=$(...)`` extraction, run by bash."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    m = re.search(r"^test_line=\$\((.*)\)$", ci, flags=re.M)
+    assert m, ".ci/run no longer sets test_line=$(...)"
+    import subprocess
+
+    out = subprocess.run(
+        ["bash", "-c", m.group(1)], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def test_getting_started_shows_the_readme_test_line() -> None:
+    """One test line everywhere: the getting-started page includes the README's Quickstart
+    block (docs/_hooks.py), whose second line is the command CI runs."""
+    line = _ci_test_line()
+    assert line.startswith("pip install") and "python -m pytest" in line, line
+    page = (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    hook = _load_hooks()
+    assert hook.QUICKSTART_MARKER in page
+    # no second, hand-written test line that could drift
+    assert not [ln for ln in page.splitlines() if ln.startswith("pip ") and "pytest" in ln]
+    rendered = hook.on_page_markdown(page)
+    assert line in rendered.splitlines()
+    assert hook.readme_quickstart().splitlines()[2] == line
+    # the CPU wheel of the README is the page's too
+    cpu = 'pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu'
+    assert cpu in page and cpu in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+#: the verdict words of a `dgp verify soft-supcon-tau` report, whitespace-normalised
+_VERIFY_VERDICTS = re.compile(
+    r"([\d.]+ tau\* vs simplex: \w+)|(tau\* (?:located|not located))|(the interval \w+ it)"
+    r"|(supports: \w+)"
+)
+
+
+def _verify_verdicts(text: str) -> list[str]:
+    flat = " ".join(text.split())
+    return [next(g for g in m.groups() if g) for m in _VERIFY_VERDICTS.finditer(flat)]
+
+
+@pytest.mark.slow
+def test_digits_walkthrough_training_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli):
+    """The training check of the digits walkthrough (its `dgp verify --data` block, skipped by
+    the page test: minutes of training), run as the page shows it: every verdict it prints
+    (where tau* is located, each comparison, what the experiment supports) is the page's."""
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    page = DOCS / "tutorials" / "digits.md"
+    found = blocks(page.read_text(encoding="utf-8"))
+    setup = next(b for b in found if b.lang == "python")
+    verify = next(b for b in found if b.lang == "console" and "dgp verify" in b.code)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(setup.code, str(page), "exec"), {})  # writes digits.npz
+    command, *shown = verify.code.splitlines()
+    assert command.startswith("$ dgp verify") and "--data digits.npz" in command
+    r = cli(*_dgp_argv(command[2:]), "--quiet")
+    assert r.code == 0, r.output
+    expected = _verify_verdicts("\n".join(shown))
+    assert len(expected) >= 8 and "supports: prediction" in expected, expected
+    assert _verify_verdicts(r.out) == expected, r.out

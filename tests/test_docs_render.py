@@ -44,8 +44,9 @@ pytest.importorskip("mkdocs", reason="the docs build needs the dev extra (mkdocs
 
 ROOT = Path(__file__).resolve().parents[1]
 #: pages whose formulas must render, whatever else changes: the theory, the theorems (all
-#: display formulas) and the API reference (formulas from docstrings, via mkdocstrings)
-REQUIRED_PAGES = ("theory/", "theorems/", "api/")
+#: display formulas) and a page of the API reference (formulas from docstrings, via
+#: mkdocstrings; the reference has one page per module under api/)
+REQUIRED_PAGES = ("theory/", "theorems/", "api/dgp.classification/")
 CHROMIUM_FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -516,18 +517,30 @@ def test_the_browser_fetched_only_the_site(rendered: dict[str, Visit], served) -
 
 _HEADING = re.compile(r'<h\d id="(dgp(?:\.\w+)+)" class="doc doc-heading"')
 _ROW = re.compile(
-    r'<tr class="doc-section-item">\s*<td>\s*<code>(?:<span[^>]*>)?(\w+)(?:</span>)?</code>'
+    r'<tr class="doc-section-item">\s*<td>\s*<code[^>]*>(?:<span[^>]*>)?(\w+)(?:</span>)?</code>'
     r"(.*?)</tr>",
     re.S,
 )
 
 
+def api_pages(site: Path) -> dict[str, str]:
+    """The HTML of each page of the API reference (``api/<module>/``), by module name."""
+    return {
+        path.parent.name: path.read_text(encoding="utf-8")
+        for path in sorted((site / "api").glob("*/index.html"))
+    }
+
+
 def api_sections(site: Path) -> dict[str, str]:
-    """The HTML of each documented object of the API page, up to the next object's heading."""
-    markup = (site / "api" / "index.html").read_text(encoding="utf-8")
-    heads = list(_HEADING.finditer(markup))
-    ends = [h.start() for h in heads[1:]] + [len(markup)]
-    return {h.group(1): markup[h.end() : end] for h, end in zip(heads, ends, strict=True)}
+    """The HTML of each documented object of the API pages, up to the next object's heading."""
+    out: dict[str, str] = {}
+    for markup in api_pages(site).values():
+        heads = list(_HEADING.finditer(markup))
+        ends = [h.start() for h in heads[1:]] + [len(markup)] * bool(heads)
+        for h, end in zip(heads, ends, strict=True):
+            assert h.group(1) not in out, f"{h.group(1)} is documented twice"
+            out[h.group(1)] = markup[h.end() : end]
+    return out
 
 
 def section_rows(html_segment: str, title: str) -> list[tuple[str, str]]:
@@ -611,3 +624,267 @@ def test_api_shows_the_attributes_of_result_classes(site: Path) -> None:
             assert rows == names, f"{ident}: the page shows attributes {rows}, not {names}"
             shown[ident] = names
     assert any(k.endswith(".Prototypes") for k in shown), sorted(shown)
+
+
+# ---------------------------------------------------------------------------------------------
+# the site as a reader sees it: figures, the split API reference, tables, code, search, footer
+
+#: the API reference was one page of 228,000 px; a page per module stays far below this
+API_PAGE_MAX_PX = 40_000
+API_PAGE_MAX_BYTES = 400_000
+#: pages with the figures of the site (three-panel ones among them) and with wide tables/code
+FIGURE_PAGES = ("getting-started/", "figures/", "tutorials/choose-tau/")
+TABLE_PAGES = ("theory/", "getting-started/", "api/", "figures/", "audit/", "decide/")
+CODE_PAGES = ("cli/", "getting-started/", "audit/")
+
+
+def evaluate(browser: Browser, session: str, js: str, timeout: float = 60):
+    """The value of a JavaScript expression (a promise is awaited) in the page."""
+    out = browser.send(
+        "Runtime.evaluate",
+        session,
+        timeout=timeout,
+        expression=js,
+        awaitPromise=True,
+        returnByValue=True,
+    )
+    assert "exceptionDetails" not in out, out["exceptionDetails"]
+    return out["result"].get("value")
+
+
+@pytest.fixture(scope="module")
+def reader(site: Path, served):
+    """A headless Chromium at a normal desktop viewport (1280 x 900, scale 1) and a function
+    that opens a page of the site and waits until it is typeset."""
+    chromium = need_chromium()
+    base, _ = served
+    with tempfile.TemporaryDirectory(prefix="dgp-chromium-", ignore_cleanup_errors=True) as profile:
+        browser = Browser(chromium, profile)
+
+        def open_page(path: str) -> str:
+            assert (site / path / "index.html").exists(), f"the site has no page {path}"
+            session = browser.open(base + path)
+            browser.wait_typeset(session)
+            return session
+
+        try:
+            yield browser, open_page
+        finally:
+            browser.close()
+
+
+_IMAGES_JS = """(async () => {
+    const imgs = [...document.querySelectorAll(".md-content .md-typeset img")];
+    await Promise.all(imgs.map(i => i.decode().catch(() => null)));
+    return imgs.map(i => ({src: i.getAttribute("src"), natural: i.naturalWidth,
+        shown: i.getBoundingClientRect().width,
+        zoomable: i.classList.contains("dgp-zoomable")}));
+})()"""
+
+_ZOOM_JS = """(async () => {
+    const img = [...document.querySelectorAll(".md-content .md-typeset img")][%d];
+    img.scrollIntoView();
+    img.click();
+    const box = document.querySelector(".dgp-lightbox");
+    if (!box) return null;
+    const big = box.querySelector("img");
+    await big.decode().catch(() => null);
+    return {natural: big.naturalWidth, shown: big.getBoundingClientRect().width,
+            reach: box.scrollWidth, open: document.querySelectorAll(".dgp-lightbox").length};
+})()"""
+
+_CLOSE_JS = """(() => {
+    document.dispatchEvent(new KeyboardEvent("keydown", {key: "Escape"}));
+    return document.querySelectorAll(".dgp-lightbox").length;
+})()"""
+
+
+def test_figures_open_at_full_size(reader) -> None:
+    """A figure squeezed into the text column (a three-panel figure is ~1.5-2.3 times wider than
+    the column at 1280 px) opens on click at its natural size, 1 image pixel per screen pixel,
+    the whole width reachable by scrolling: its tick labels and legends are as legible as the
+    figure was drawn. Escape closes it."""
+    browser, open_page = reader
+    shots = os.environ.get("DGP_DOCS_SCREENSHOTS")
+    squeezed = []
+    for path in FIGURE_PAGES:
+        session = open_page(path)
+        images = evaluate(browser, session, _IMAGES_JS)
+        assert images, f"{path}: no figure found"
+        for k, img in enumerate(images):
+            assert img["natural"] > 0, f"{path}: {img['src']} did not load"
+            assert img["zoomable"], f"{path}: {img['src']} cannot be clicked open"
+            if img["natural"] <= img["shown"] + 1:
+                continue  # shown at full size already
+            squeezed.append((path, img))
+            zoom = evaluate(browser, session, _ZOOM_JS % k)
+            assert zoom is not None, f"{path}: clicking {img['src']} opened nothing"
+            assert zoom["open"] == 1
+            assert zoom["shown"] >= zoom["natural"] - 0.5, (path, img["src"], zoom)
+            assert zoom["reach"] >= zoom["natural"], (path, img["src"], zoom)
+            if shots:
+                Path(shots).mkdir(parents=True, exist_ok=True)
+                name = f"zoom-{path.strip('/').replace('/', '-')}-{k}.png"
+                browser.send("Page.bringToFront", session)
+                shot = browser.send("Page.captureScreenshot", session, format="png")
+                (Path(shots) / name).write_bytes(base64.b64decode(shot["data"]))
+            assert evaluate(browser, session, _CLOSE_JS) == 0, "Escape left the figure open"
+    wide = [img for _, img in squeezed if img["natural"] >= 1.5 * img["shown"]]
+    assert wide, f"no figure much wider than the column on {FIGURE_PAGES}: {squeezed}"
+
+
+def test_api_reference_is_split_per_module(site: Path, reader) -> None:
+    """One page per module of docs/api.md, each of a readable size; the index links them all;
+    the same object is never documented twice (the old single page repeated its entries)."""
+    hook_spec = importlib.util.spec_from_file_location("_hooks_api", ROOT / "docs" / "_hooks.py")
+    hooks = importlib.util.module_from_spec(hook_spec)
+    hook_spec.loader.exec_module(hooks)
+    entries = hooks.api_entries((ROOT / "docs" / "api.md").read_text(encoding="utf-8"))
+    pages = api_pages(site)
+    assert sorted(pages) == sorted(e.module for e in entries) and len(pages) >= 30
+    index = (site / "api" / "index.html").read_text(encoding="utf-8")
+    assert "doc-heading" not in index  # the index documents nothing itself
+    for name, markup in pages.items():
+        assert f'href="{name}/"' in index, f"the API index has no link to {name}"
+        assert len(markup.encode()) < API_PAGE_MAX_BYTES, (name, len(markup))
+    # the longest pages, measured as a browser lays them out
+    browser, open_page = reader
+    biggest = sorted(pages, key=lambda n: len(pages[n]), reverse=True)[:3]
+    for name in biggest:
+        session = open_page(f"api/{name}/")
+        height = evaluate(browser, session, "document.documentElement.scrollHeight")
+        assert 1000 < height < API_PAGE_MAX_PX, (name, height)
+    # one entry per object: no function or class documented under two names
+    seen: dict[int, str] = {}
+    for ident in api_sections(site):
+        obj = resolve(ident)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            continue
+        assert id(obj) not in seen, f"{ident} repeats {seen[id(obj)]}"
+        seen[id(obj)] = ident
+    assert len(seen) > 100, len(seen)
+
+
+_SIGNATURE = re.compile(r'<div class="doc-signature[^"]*">(.*?)</div>', re.S)
+
+
+def test_api_signatures_show_real_default_values(site: Path) -> None:
+    """Signatures show the value of a default, not the name of the constant it comes from."""
+    import dgp
+
+    named = []
+    for name, markup in api_pages(site).items():
+        for sig in _SIGNATURE.findall(markup):
+            text = html.unescape(re.sub(r"<[^>]+>", "", sig))
+            named += [f"{name}: {m}" for m in re.findall(r"\w+=[A-Z][A-Z0-9_]{2,}\b", text)]
+    assert not named, "\n".join(named)
+    rtol = inspect.signature(dgp.classify).parameters["rtol"].default
+    page = html.unescape(re.sub(r"<[^>]+>", "", api_pages(site)["dgp.classification"]))
+    assert f"rtol={rtol!r}" in page.replace("\n", "").replace(" ", "")
+
+
+def test_search_previews_show_no_tex(site: Path) -> None:
+    """The search index (what the previews show) has formulas as text, not TeX source."""
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    raw = []
+    for doc in index["docs"]:
+        for key in ("title", "text"):
+            prose = re.sub(r"<(pre|code)>.*?</\1>", "", doc[key], flags=re.S)
+            if RAW_TEX.search(prose):
+                raw.append(f"{doc['location']}: {prose[:120]!r}")
+    assert not raw, "\n".join(raw[:20])
+    theory = " ".join(d["text"] for d in index["docs"] if d["location"].startswith("theory/"))
+    assert "log w_ij" in theory and "τ" in theory  # the formulas are there, as text
+
+
+def test_search_text_of_formulas() -> None:
+    spec = importlib.util.spec_from_file_location("_hooks_tex", ROOT / "docs" / "_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    cases = {
+        r"\(s_{ij} = \langle \hat z_i, \hat z_j\rangle/\tau\)": "s_ij = ⟨z_i, z_j⟩/τ",
+        r"\(\rho = 1 + \tau\log\varepsilon \ge -\frac{1}{K-1}\)": "ρ = 1 + τ log ε ≥ -1/(K-1)",
+        r"\[ G \succeq 0, \quad e^{s_{ik}} \in \mathbb R^d \]": "G ⪰ 0, e^s_ik ∈ ℝ^d",
+        r"x \(\Lambda\) y": "x Λ y",
+    }
+    for tex, text in cases.items():
+        assert hooks.search_text(tex) == text, (tex, hooks.search_text(tex))
+
+
+def test_every_page_has_previous_and_next_links(site: Path) -> None:
+    """Material's navigation footer: every page but the first and the last links both ways."""
+    prev_next = {}
+    for path in sorted(site.rglob("index.html")):
+        text = path.read_text(encoding="utf-8")
+        prev_next[path.parent.relative_to(site).as_posix()] = (
+            "md-footer__link--prev" in text,
+            "md-footer__link--next" in text,
+        )
+    assert prev_next["."] == (False, True)
+    one_way = [p for p, (a, b) in prev_next.items() if not (a and b) and p != "."]
+    assert len(one_way) <= 1, one_way  # the last page of the nav only
+    assert prev_next["api"] == (True, True)
+
+
+_BROKEN_WORDS_JS = """(() => {
+    const broken = [];
+    const walker = document.createTreeWalker(
+        document.querySelector(".md-content"), NodeFilter.SHOW_TEXT,
+        {acceptNode: n => n.parentElement.closest("table")
+            && !n.parentElement.closest("mjx-container")
+            ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT});
+    let cells = 0;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        cells += 1;
+        for (const m of node.data.matchAll(/[A-Za-z0-9_]{2,}/g)) {
+            const range = document.createRange();
+            range.setStart(node, m.index);
+            range.setEnd(node, m.index + m[0].length);
+            const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+            if (lines.size > 1) broken.push(m[0]);
+        }
+    }
+    return {cells, broken};
+})()"""
+
+
+def test_tables_do_not_break_words(reader) -> None:
+    """No word of a table cell is split across two lines ("similarit/y"): a table too wide for
+    the column scrolls instead."""
+    browser, open_page = reader
+    bad = []
+    for path in TABLE_PAGES:
+        out = evaluate(browser, open_page(path), _BROKEN_WORDS_JS)
+        assert out["cells"] > 0, f"{path}: no table"
+        bad += [f"{path}: {w}" for w in out["broken"]]
+    assert not bad, "words broken across lines:\n" + "\n".join(bad)
+
+
+_CODE_JS = """(() => [...document.querySelectorAll(".md-content pre > code")].map(el => {
+    const wide = el.scrollWidth > el.clientWidth + 1;
+    const overflow = getComputedStyle(el).overflowX;
+    el.scrollLeft = el.scrollWidth;
+    const style = getComputedStyle(el);
+    return {wide, overflow, reached: el.scrollLeft + el.clientWidth >= el.scrollWidth - 1,
+            bar: el.offsetHeight - el.clientHeight,
+            shadow: style.backgroundAttachment.includes("local")
+                && style.backgroundImage.includes("radial-gradient"),
+            text: el.textContent.slice(0, 60)};
+}))()"""
+
+
+def test_long_code_lines_scroll(reader) -> None:
+    """A code block wider than the column scrolls sideways to its last character, with a scroll
+    bar that takes room under it and a shadow at the edge past which the lines continue: no line
+    looks cut at the right edge (headless screenshots hide scroll bars; the shadow shows)."""
+    browser, open_page = reader
+    wide = 0
+    for path in CODE_PAGES:
+        for block in evaluate(browser, open_page(path), _CODE_JS):
+            if not block["wide"]:
+                continue
+            wide += 1
+            assert block["overflow"] in ("auto", "scroll"), (path, block)
+            assert block["reached"], (path, block)
+            assert block["bar"] > 0 and block["shadow"], (path, block)
+    assert wide > 0, "no code block wider than the column: the test checks nothing"

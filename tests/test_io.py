@@ -204,7 +204,12 @@ def test_header_within_the_file_size_but_above_the_budget(tmp_path, monkeypatch)
         load_weights(f)
     text = str(info.value)
     assert "200 x 200 float64" in text and "100.0 KiB" in text and MEMORY_LIMIT_ENV in text
+    # the file alone would fit in 1M, but a weighting is read to be validated into a float64
+    # working copy (with its blocks' temporaries), alive beside it: both are counted
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "1M")
+    with pytest.raises(MemoryLimitError, match="and its float64 working copy"):
+        load_weights(f)
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "20M")
     assert load_weights(f).shape == (200, 200)
 
 

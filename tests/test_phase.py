@@ -30,7 +30,8 @@ from dgp.weights import objective_weights
 # ----------------------------------------------------------------------------------------------
 
 
-def _loss_grad(x: np.ndarray, P: np.ndarray, tau: float, n: int, d: int):
+def loss_grad(x: np.ndarray, P: np.ndarray, tau: float, n: int, d: int):
+    """The loss of free embeddings x (n x d, normalised to unit rows) and its gradient."""
     X = x.reshape(n, d)
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     Zn = X / norms
@@ -57,7 +58,7 @@ def brute_force_min(W: np.ndarray, *, tau: float, dim: int, starts: int = 6) -> 
     best = math.inf
     for _ in range(starts):
         x0 = rng.standard_normal(n * dim)
-        res = minimize(_loss_grad, x0, args=(P, tau, n, dim), jac=True, method="L-BFGS-B",
+        res = minimize(loss_grad, x0, args=(P, tau, n, dim), jac=True, method="L-BFGS-B",
                        options={"maxiter": 5000, "gtol": 1e-12, "ftol": 1e-15})
         best = min(best, float(res.fun))
     return best

@@ -55,10 +55,26 @@ def test_optimal_is_the_entropic_bound_when_attained():
     assert f.optimal_sum == pytest.approx(winfonce_loss(res.embedding, W, tau=0.5), rel=1e-10)
 
 
-def test_optimal_not_computed_when_dim_is_too_small():
-    f = loss_floors("supcon", sizes=[3, 3, 3, 3], tau=0.2, dim=2)
-    assert f.optimal_sum is None and "rank above dim" in f.optimal_source
-    assert f.per_anchor("pml")["optimal"] is None
+@pytest.mark.parametrize(("objective", "kwargs"), [
+    ("supcon", {"sizes": [3, 3, 3, 3]}),
+    ("soft-supcon", {"sizes": [3, 3, 2, 2], "eps": 0.2}),
+])
+def test_optimal_is_computed_below_the_rank_of_the_free_optimum(objective, kwargs):
+    # four classes do not fit in R^2 (their free prototypes have rank >= 3): the floor is the
+    # optimum in R^2, as dgp.optimum(W, tau, dim=2) computes it (issue 27: it was null)
+    tau, d = 0.2, 2
+    f = loss_floors(objective, tau=tau, dim=d, **kwargs)
+    labels = np.repeat(np.arange(len(kwargs["sizes"])), kwargs["sizes"])
+    W = objective_weights(objective, labels, eps=kwargs.get("eps"))
+    opt = dgp.optimum(W, tau=tau, dim=d)
+    assert f.optimal_sum == pytest.approx(opt.loss, rel=1e-12)
+    assert "R^2" in f.optimal_source and f.per_anchor("pml")["optimal"] is not None
+    # independently: no seeded brute-force minimisation over free embeddings in R^2 does better,
+    free = loss_floors(objective, tau=tau, **kwargs)
+    brute = brute_force_min(W, tau=tau, dim=d, starts=3)
+    assert f.optimal_sum <= brute + 1e-7 * abs(brute)
+    # and R^2 costs something: strictly above the free-dimension optimum, below the collapse
+    assert free.optimal_sum < f.optimal_sum - 1e-6 < f.collapsed_sum
 
 
 @pytest.mark.parametrize(("objective", "kwargs"), [
@@ -191,3 +207,15 @@ def test_floors_match_the_reference_losses_on_the_optimal_embedding(counts, tau)
     feats = torch.tensor(np.stack([prot[sample_labels]] * n_views, axis=1))
     ref = _supcontrast_reference(feats, torch.tensor(sample_labels), tau, 0.07).item()
     assert ref == pytest.approx(f.per_anchor("supcontrast")["optimal"], rel=1e-12)
+
+
+@pytest.mark.parametrize("kappa", [1e3, 1e10, 1e100, 1e300])
+def test_log_mgf_of_the_cosine_is_exact_for_huge_kappa(kappa):
+    # d = 3: the cosine is uniform on [-1, 1], E e^{k u} = sinh(k) / k, so the log is
+    # k - log(2 k) + log1p(-e^{-2k}) (the last term is 0 here); d = 1: log cosh k
+    assert log_mgf_cosine(kappa, 3) == pytest.approx(kappa - math.log(2.0 * kappa), rel=1e-15)
+    assert log_mgf_cosine(kappa, 1) == pytest.approx(kappa - math.log(2.0), rel=1e-15)
+    # a larger dimension concentrates the cosine nearer 0: a smaller value (where floats
+    # resolve the difference, about log kappa next to kappa)
+    if kappa <= 1e10:
+        assert log_mgf_cosine(kappa, 8) < log_mgf_cosine(kappa, 3) < log_mgf_cosine(kappa, 1)

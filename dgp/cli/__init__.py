@@ -229,9 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     previous_term = _on_sigterm()
     try:
         from dgp.cli._output import check_files
+        from dgp.resources import holding
 
         check_files(args.subcommands[args.command], args)  # before any work
-        return _run(args)
+        with holding():  # the files as read count in every memory check of the command
+            return _run(args)
     except SolverError as exc:  # dgp's own failure, not the user's
         sys.stderr.write(f"error: {cli_words(str(exc), flags)}\n")
         return 1

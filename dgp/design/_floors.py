@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,7 @@ from dgp.design._common import (
     prototype_rank,
 )
 from dgp.errors import (
+    ParameterError,
     check_choice,
     check_dim,
     check_int,
@@ -203,6 +205,11 @@ def log_mgf_cosine(kappa: float, d: int) -> float:
     v = float(ive(nu, kappa))
     if v > 0.0 and math.isfinite(v):
         return float(gammaln(d / 2.0)) + nu * math.log(2.0 / kappa) + math.log(v) + kappa
+    if kappa > 1e8 * (1.0 + nu * nu):  # beyond scipy's range, where the asymptotic series
+        # I_nu(k) e^-k = (2 pi k)^-1/2 (1 - (4nu^2-1)/(8k) + O(nu^4/k^2)) is exact in float64
+        return (float(gammaln(d / 2.0)) + nu * math.log(2.0 / kappa) + kappa
+                - 0.5 * (math.log(2.0 * math.pi) + math.log(kappa))
+                + math.log1p(-(4.0 * nu * nu - 1.0) / (8.0 * kappa)))
     # series 0F1(; d/2; kappa^2/4) = sum_k (kappa^2/4)^k / ((d/2)_k k!)
     a = kappa * kappa / 4.0
     kmax = int(8.0 * math.sqrt(a) + 60)
@@ -211,13 +218,31 @@ def log_mgf_cosine(kappa: float, d: int) -> float:
     return float(logsumexp(terms))
 
 
+#: float64 arrays of one block of draws alive at once in the Monte Carlo mean (the draws, their
+#: scaled copy and scipy's logsumexp temporaries): 7.1 measured with tracemalloc, 8 counted
+_MC_TEMPORARIES = 8
+
+
+_LOG_FLOAT_MAX = math.log(sys.float_info.max)
+
+
+def _mc_block(n: int) -> int:
+    """Draws per block of the Monte Carlo mean (about 2e6 cosines)."""
+    return max(1, int(2_000_000 // max(1, n - 1)))
+
+
+def _mc_bytes(n: int, samples: int) -> float:
+    """The peak memory of :func:`_random_loss`: the values and one block's temporaries."""
+    return 8.0 * samples + 8.0 * _MC_TEMPORARIES * min(_mc_block(n), samples) * (n - 1)
+
+
 def _random_loss(n: int, tau: float, d: int, samples: int, seed: int) -> tuple[float, float]:
     """Monte Carlo mean and standard error of :math:`\\log\\sum_{k=1}^{n-1} e^{u_k/\\tau}`."""
     from scipy.special import logsumexp
 
+    block = _mc_block(n)
     rng = np.random.default_rng(seed)
     vals = np.empty(samples)
-    block = max(1, int(2_000_000 // max(1, n - 1)))
     for s in range(0, samples, block):
         m = min(block, samples - s)
         if d == 1:
@@ -225,7 +250,9 @@ def _random_loss(n: int, tau: float, d: int, samples: int, seed: int) -> tuple[f
         else:
             u = 2.0 * rng.beta((d - 1) / 2.0, (d - 1) / 2.0, size=(m, n - 1)) - 1.0
         vals[s:s + m] = logsumexp(u / tau, axis=1)
-    se = float(vals.std(ddof=1) / math.sqrt(samples)) if samples > 1 else float("nan")
+    scale = max(1.0, float(np.abs(vals).max()))  # values near 1/tau: no overflow in the squares
+    se = float((vals / scale).std(ddof=1) * scale / math.sqrt(samples)) if samples > 1 else \
+        float("nan")
     return float(vals.mean()), se
 
 
@@ -255,8 +282,9 @@ def loss_floors(
     starts near the random value, can stall at the collapsed value :math:`N\log(N-1)` (every
     embedding at one point) and cannot go below the optimum. The optimum is the entropic bound
     when it is attained; else, for SupCon and Soft SupCon, the loss of the optimal class
-    prototypes (:func:`dgp.supcon_prototypes`, valid in ``dim`` when their rank fits); for other
-    cosine weightings, ``dgp.optimum`` once it accepts a dimension.
+    prototypes (:func:`dgp.supcon_prototypes`) when their rank fits in ``dim``; otherwise, and
+    for other cosine weightings (up to 300 samples), :func:`dgp.optimum` in ``R^dim`` (under
+    its memory and time guards: a class weighting is solved on its K classes).
 
     Parameters
     ----------
@@ -309,9 +337,19 @@ def loss_floors(
         reps = int(min(4000, max(50, 4_000_000 // max(1, n - 1))))
     else:
         reps = check_int(samples, "samples", minimum=2)
-        check_memory(8.0 * reps, what=f"{reps} Monte Carlo draws", hint="ask for fewer samples")
         check_time(20.0 * reps * max(1, n - 1), what=f"{reps} Monte Carlo draws of {n - 1} "
                    "cosines", instead="ask for fewer samples", param="samples")
+    if "dim" in fixed and math.log(2.0 * n) - math.log(fixed["tau"]) > _LOG_FLOAT_MAX:
+        raise ParameterError("tau", f"= {fixed['tau']:g} is too small for the random-embedding "
+                             f"loss: it is about N / tau = {n} / {fixed['tau']:g} nats summed, "
+                             "beyond the float range (about 1.8e308); use a larger tau, or "
+                             "leave out dim (no random value then)")
+    if "dim" in fixed:  # beside the validated weighting, alive until the end
+        kept = problem.weights.L.nbytes if problem.weights is not None and \
+            problem.weights.L is not None else 0
+        check_memory(kept + _mc_bytes(n, reps),
+                     what=f"{reps} Monte Carlo draws of {n - 1} cosines",
+                     hint="ask for fewer samples")
     t = fixed["tau"]
     res = problem.classify({**fixed, "dim": fixed.get("dim", n)})
     bound = res.entropic_bound
@@ -341,8 +379,8 @@ def _optimal_loss(problem: Problem, fixed: dict, res: Classification) -> tuple[f
         if protos is None:
             return None, EXCESS_SOURCES[code]
         r = prototype_rank(protos.gram)
-        if "dim" in fixed and r > fixed["dim"]:
-            return None, EXCESS_SOURCES["not-computed-dim"]
+        if "dim" in fixed and r > fixed["dim"]:  # the free prototypes do not fit in R^dim
+            return _optimum_in(problem, fixed, where)
         how = "closed form" if protos.kkt_residual is None else (
             f"certified solver, KKT residual {protos.kkt_residual:.1e}")
         return float(protos.loss), (f"the optimal class prototypes (dgp.supcon_prototypes, "
@@ -352,10 +390,18 @@ def _optimal_loss(problem: Problem, fixed: dict, res: Classification) -> tuple[f
         return None, EXCESS_SOURCES["not-computed-euclidean"]
     if res.n > GENERAL_OPTIMUM_MAX_N:
         return None, EXCESS_SOURCES["not-computed-size"]
+    return _optimum_in(problem, fixed, where)
+
+
+def _optimum_in(problem: Problem, fixed: dict, where: str) -> tuple[float | None, str]:
+    """The loss of :func:`dgp.optimum` in ``R^dim`` (or free), under its memory and time
+    guards (a class weighting is reduced to its K classes there)."""
     if not optimum_takes_dim():
         return None, EXCESS_SOURCES["not-computed-solver"]
     from dgp.optima import optimum
 
     opt = optimum(problem.dense_weights(fixed), tau=fixed["tau"], dim=fixed.get("dim"))
-    return float(opt.loss), f"dgp.optimum in {where}"
+    how = "certified globally optimal" if opt.certified_global else "best of its starts, gap " \
+        f"{opt.duality_gap:.2g} nats to the convex lower bound"
+    return float(opt.loss), f"dgp.optimum in {where} (rank {opt.rank}, {how})"
 

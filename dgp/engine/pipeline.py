@@ -3,6 +3,7 @@ family -> verdict. :func:`dgp.classify` validates its arguments and hands over h
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,7 @@ from dgp.engine.dense import dense_family
 from dgp.engine.rules import Context, Explanation
 from dgp.engine.target import LogWeights, entropic_bound, log_target
 from dgp.engine.zeros import classify_zeros
+from dgp.errors import ParameterError
 from dgp.resources import blas_threads
 from dgp.result import Classification
 from dgp.tolerance import Tolerance
@@ -59,6 +61,11 @@ def _classify(weights, *, similarity, tau, dim, tol, method, objective, explanat
     if not target.consistent:
         return rules.cycle_broken(Context(**base), cycle=(*target.cycle, target.cycle[0]),
                                   log_ratio=target.cycle_log_ratio, margin=target.margin)
+    if not math.isfinite(2.0 * tau * max(1.0, target.spread)):  # tau (l_ij + c) must be a float
+        raise ParameterError("tau", f"= {tau:g} times the spread of the log-weights "
+                             f"({target.spread:.3g} nats) is beyond the float range (about "
+                             "1.8e308), so the targets tau (log w_ij + c) cannot be formed; use "
+                             "a smaller tau")
     ctx = Context(**base, margins=(target.margin,) if target.margin.near else ())
     if method == "sdp":
         from dgp.engine.sdp import sdp_family  # cvxpy is imported only when asked for

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dgp.errors import DgpWarning, InputError, ParameterError, ParameterTypeError
-from dgp.resources import check_memory
+from dgp.resources import ROW_BLOCK_ELEMENTS, check_memory, dense_weighting_bytes
 from dgp.tolerance import Margin, Tolerance
 
 __all__ = [
@@ -57,13 +57,12 @@ __all__ = [
 ]
 
 _LN2 = math.log(2.0)
-#: elements per block of rows in the O(N^2) passes (bounded extra memory: 2 MiB per temporary)
-_BLOCK_ELEMENTS = 1 << 18
 
 
 def row_blocks(n: int, width: int | None = None):
-    """Slices of consecutive rows with about ``_BLOCK_ELEMENTS`` entries each."""
-    step = max(1, _BLOCK_ELEMENTS // max(1, width if width is not None else n))
+    """Slices of consecutive rows with about ``ROW_BLOCK_ELEMENTS`` entries each (bounded extra
+    memory: 2 MiB per temporary)."""
+    step = max(1, ROW_BLOCK_ELEMENTS // max(1, width if width is not None else n))
     for s in range(0, n, step):
         yield slice(s, min(n, s + step))
 
@@ -193,7 +192,7 @@ class LogWeights(CanonicalShift):
         if self.pairs is None:
             return self.copy()
         p = self.pairs
-        check_memory(8.0 * p.n * p.n, what=f"the {p.n} x {p.n} log-weights",
+        check_memory(dense_weighting_bytes(p.n), what=f"the {p.n} x {p.n} log-weights",
                      hint="keep the weighting sparse (a structured objective, or fewer samples)")
         L = np.full((p.n, p.n), -np.inf)
         L[p.rows, p.cols] = p.logw
@@ -297,7 +296,9 @@ def _as_matrix(M: object, name: str) -> tuple[np.ndarray, float]:
             shape = M.shape
             if len(shape) != 2 or shape[0] != shape[1]:
                 raise ParameterError(name, f"must be a square N x N matrix, got shape {shape}")
-            check_memory(8 * shape[0] * shape[1], what=f"the dense {shape[0]} x {shape[1]} {name}",
+            # the dense array, and beside it the validator's working copy made from it
+            check_memory(8.0 * shape[0] * shape[1] + dense_weighting_bytes(shape[0]),
+                         what=f"the dense {shape[0]} x {shape[1]} {name}",
                          hint="use a smaller N, or a structured objective (--objective)")
             M = M.toarray()
     except ImportError:  # pragma: no cover - scipy is a dependency
@@ -383,7 +384,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
             f"{label} is {src.dtype}: it carries {np.finfo(src.dtype).precision} significant "
             f"digits, so the tolerances are those of {src.dtype} (unit roundoff {u:.2g})"
         )
-    check_memory(8.0 * n * n, what=f"the {n} x {n} log-weights",
+    check_memory(dense_weighting_bytes(n), what=f"the {n} x {n} log-weights",
                  hint="use a structured objective (dgp.classify_objective) or fewer samples")
     L = np.empty((n, n), dtype=np.float64)
     top = -np.inf  # the largest weight (log-weight) off the diagonal

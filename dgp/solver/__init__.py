@@ -34,7 +34,7 @@ from dgp.solver._batch import (
     positive_pair_probability,
     row_budget_samples,
 )
-from dgp.solver._guards import check_solver_tau, check_time, time_budget
+from dgp.solver._guards import check_solver_tau, check_time, time_budget, validated_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
 from dgp.solver._nonnegative import (
@@ -115,4 +115,5 @@ __all__ = [
     "stationarity",
     "time_budget",
     "truncate",
+    "validated_tau",
 ]

@@ -8,11 +8,15 @@ above ``DGP_TIME_BUDGET_S`` seconds (default one hour). Memory is guarded by
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from dgp.constants import SOLVER_TAU_MAX
-from dgp.errors import InputError, ParameterError
+import numpy as np
 
-__all__ = ["check_solver_tau", "check_time", "time_budget"]
+from dgp.constants import SOLVER_TAU_MAX, SOLVER_TAU_RANGE
+from dgp.errors import InputError, ParameterError, SolverError
+
+__all__ = ["check_solver_tau", "check_time", "time_budget", "validated_tau"]
 
 _FLOPS = 1e9
 
@@ -47,6 +51,37 @@ def check_time(flops: float, *, what: str, instead: str, param: str | None = Non
     if param is None:
         raise InputError(detail)
     raise ParameterError(param, f"is too large: {detail}")
+
+
+@contextmanager
+def validated_tau(tau: float, param: str = "tau") -> Iterator[None]:
+    """Solve inside this block at temperature ``tau``: outside :data:`SOLVER_TAU_RANGE`, where the
+    certified solver is not validated, a failure (it did not converge, or its floats overflowed)
+    is the temperature's, a :class:`ParameterError` naming ``param`` (exit 2), and numpy's
+    overflow warnings are silenced; inside the range a failure stays dgp's own
+    (:class:`SolverError`, exit 1).
+
+    >>> with validated_tau(1e-300):
+    ...     raise SolverError("did not converge")
+    Traceback (most recent call last):
+    ...
+    dgp.errors.ParameterError: tau = 1e-300 is outside [0.004, 1e+09], the temperatures dgp's \
+certified solver is validated on, and the solve did not converge there; use a temperature in \
+that range
+    """
+    lo, hi = SOLVER_TAU_RANGE
+    if lo <= tau <= hi:
+        yield
+        return
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            yield
+    except (SolverError, OverflowError, FloatingPointError, ZeroDivisionError) as exc:
+        how = "did not converge" if isinstance(exc, SolverError) else "overflowed"
+        raise ParameterError(
+            param, f"= {tau:g} is outside [{lo:g}, {hi:g}], the temperatures dgp's certified "
+            f"solver is validated on, and the solve {how} there; use a temperature in that range"
+        ) from None
 
 
 def check_solver_tau(tau: float, param: str = "tau") -> float:

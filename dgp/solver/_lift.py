@@ -31,7 +31,19 @@ orthonormal basis of :math:`\ker G^\star` (dimension ``k``) and
 :math:`v \in \ker G^\star`, blocks every :math:`c > 0`; one with :math:`> 0` blocks every
 :math:`c < 0`. So the minimiser is unique iff :math:`k \ge 2` and :math:`s > 1`, not unique if
 :math:`k \le 1` or :math:`s < 1`, and undecided at first order when :math:`s = 1` (reported as
-near the threshold). For the lift, :math:`s = N - n^\top V_r(V_r^\top\mathrm{diag}(n)V_r)^{-1}
+near the threshold). At strict complementarity (the dual :math:`S` is positive definite on
+:math:`\ker G^\star`, :math:`S = V\Sigma V^\top`, :math:`\Sigma \succ 0`) the threshold case
+decides itself: the loss is constant along :math:`J - I`, so :math:`\langle S, J - I\rangle =
+b^\top\Sigma b - \operatorname{tr}\Sigma = 0` with :math:`b = V^\top 1`. For :math:`k \ge 2`
+this forces :math:`s = \|b\|^2 > 1` (else :math:`b^\top\Sigma b \le \lambda_{\max}(\Sigma)
+< \operatorname{tr}\Sigma`): unique. For :math:`k = 1` it forces :math:`s = 1` exactly, and then
+no :math:`c \ne 0` works: with :math:`a_\mu = (u_\mu^\top 1)^2` over the positive eigenpairs
+:math:`(\mu, u_\mu)` of :math:`G^\star` (:math:`\sum a_\mu = N - 1 > 0`), the secular
+equation of the rank-one update :math:`G^\star - cI + c11^\top` says it is PSD for
+:math:`0 < c < \mu_{\min}` iff :math:`(1 - s) + c\sum_\mu a_\mu/(\mu - c) \le 0`, and for
+:math:`c < 0` iff :math:`(1 - s) - |c|\sum_\mu a_\mu/(\mu + |c|) \ge 0`; at :math:`s = 1`
+neither holds, and the feasible :math:`c` form an interval containing 0, so it is
+:math:`\{0\}`: unique. For the lift, :math:`s = N - n^\top V_r(V_r^\top\mathrm{diag}(n)V_r)^{-1}
 V_r^\top n` with :math:`V_r` the range of ``M`` and :math:`k = N - \operatorname{rank}M`.
 """
 
@@ -106,11 +118,15 @@ class LiftCertificate(CertificateProtocol):
 
 
 def face_uniqueness(
-    M: np.ndarray, sizes: np.ndarray, *, rank: int, tol: float = FACE_UNIQUENESS_TOL
+    M: np.ndarray, sizes: np.ndarray, *, rank: int, tol: float = FACE_UNIQUENESS_TOL,
+    strict: bool = False,
 ) -> tuple[bool | None, int, float, str]:
     """Uniqueness of the ``N x N`` minimiser ``E M E^T`` from the face test (module docstring).
 
-    Returns ``(unique, k, s, reason)``; ``unique`` is ``None`` within ``tol * N`` of ``s = 1``.
+    Returns ``(unique, k, s, reason)``; ``unique`` is ``None`` within ``tol * N`` of ``s = 1``
+    unless ``strict`` (the lifted dual is strictly complementary: positive definite on the
+    kernel), which proves a rank-deficient minimiser unique whatever the computed ``s``
+    (module docstring: ``s = 1`` exactly for ``k = 1``, ``s > 1`` for ``k >= 2``).
 
     >>> face_uniqueness(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([3, 3]), rank=1)[0]
     True
@@ -129,6 +145,14 @@ def face_uniqueness(
     margin = tol * N
     if k == 0:
         return False, k, s, "the optimum has full rank: G + c(J - I) stays optimal for small |c|"
+    if strict:  # decides every k >= 1 (module docstring); s differs from 1 by rounding only
+        why = ("a one-dimensional kernel at strict complementarity: <S, J - I> = 0 forces "
+               f"|P_ker 1|^2 = 1 (here {s:.12g}), and then G + c(J - I) has a negative "
+               "eigenvalue for every c != 0 (secular equation)") if k == 1 else (
+               f"a kernel of dimension {k} >= 2 at strict complementarity: <S, J - I> = 0 "
+               f"forces |P_ker 1|^2 > 1 (here {s:.12g}), so no shift G + c(J - I), c != 0, is "
+               "PSD")
+        return True, k, s, why + ", so the minimiser is unique"
     if abs(s - 1.0) <= margin:
         return None, k, s, (
             f"|P_ker 1|^2 = {s:.6g} is within {margin:.1g} of 1: the first-order face test "
@@ -180,7 +204,8 @@ def lift_certificate(
     collapsed = all(v >= -collapse_tol for v in finite)
     strict_within = all(v > collapse_tol for v in finite)
     rank_decided = cert.strictly_complementary or cert.gram_gap >= 1e6
-    unique, k, s, reason = face_uniqueness(M, n, rank=cert.rank)
+    unique, k, s, reason = face_uniqueness(
+        M, n, rank=cert.rank, strict=bool(cert.strictly_complementary and strict_within))
     near = unique is None or not rank_decided or not strict_within
     if not collapsed:
         worst = int(np.nanargmin(np.where(np.isfinite(margins), margins, np.nan)))
