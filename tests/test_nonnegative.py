@@ -339,3 +339,24 @@ def test_one_dimension_is_certified():
     np.testing.assert_allclose(p.gram, np.ones((3, 3)), atol=1e-12)
     assert p.loss == pytest.approx(class_loss(np.ones((3, 3)), [5, 3, 2], 0.3), rel=1e-12)
     assert p.certified and p.convergence.certified and not p.certificate.check()
+
+
+def test_cli_nonnegative_frame_and_below_the_frame(cli, tmp_path):
+    """`dgp supcon --nonnegative` (issue 22): the orthogonal frame for 50,20,5,3 at tau = 0.2;
+    with --dim 3 (K > d) a non-negative configuration no worse than independent descents over
+    non-negative factors, whose saved prototypes are non-negative and reproduce the Gram."""
+    import json
+
+    out = json.loads(cli("supcon", "--sizes", "50,20,5,3", "--tau", "0.2", "--nonnegative",
+                         "--json", "--gram").out)
+    np.testing.assert_allclose(np.array(out["gram"]), np.eye(4), atol=1e-12)
+    path = tmp_path / "targets.npy"
+    out = json.loads(cli("supcon", "--sizes", "50,20,5,3", "--tau", "0.2", "--nonnegative",
+                         "--dim", "3", "--json", "--gram", "--save-prototypes", str(path)).out)
+    G = np.array(out["gram"])
+    Z = np.load(path)
+    assert Z.shape == (4, 3) and Z.min() >= 0
+    np.testing.assert_allclose(Z @ Z.T, G, atol=1e-12)
+    best, _ = abs_descents(SIZES, TAU, 3, starts=16, seed=11)
+    assert out["loss"] <= best + 1e-9 * best
+    assert out["lower_bound"] <= out["loss"]

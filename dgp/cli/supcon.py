@@ -70,6 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="prototypes on the unit sphere of R^D, any number of classes (K > D + 1 "
                    "included): rank-D Burer-Monteiro from many seeded starts, first- and "
                    "second-order certificates and a lower bound")
+    d.add_argument("--nonnegative", action="store_true",
+                   help="ReLU head: non-negative prototypes (the orthogonal frame, certified, "
+                   "when D >= K; else seeded descents with a certified lower bound)")
     d.add_argument("--starts", type=int,
                    help="random starts of the rank-D solve (default 16; seeded by --seed)")
     b = p.add_argument_group("mini-batches")
@@ -160,13 +163,15 @@ def run(args: argparse.Namespace) -> int:
             args.tolerance is None):
         raise InputError("--sampler and --samples-per-class apply to mini-batches: add "
                          "--batch-size B or --tolerance TOL")
-    if args.dim is None and args.starts is not None:
-        raise InputError("--starts applies to a fixed dimension: add --dim D")
+    if args.dim is None and args.starts is not None and not args.nonnegative:
+        raise InputError("--starts applies to a fixed dimension or --nonnegative: add --dim D")
     fixed = {} if args.dim is None else {"dim": args.dim}
     if args.dim is not None or batch:
         fixed["seed"] = args.seed
     if args.starts is not None:
         fixed["starts"] = args.starts
+    if args.nonnegative:
+        fixed["nonnegative"] = True
     res = supcon_prototypes(sizes, tau=args.tau, eps=args.eps, method=args.method, **batch,
                             **fixed)
     within = None

@@ -42,6 +42,7 @@ from dgp.constants import (
 from dgp.errors import (
     DgpWarning,
     ParameterError,
+    ParameterTypeError,
     SolverError,
     check_choice,
     check_dim,
@@ -83,6 +84,7 @@ from dgp.solver import (
     row_certificate,
     single_threaded,
     solve_rows,
+    validated_tau,
 )
 from dgp.tolerance import DEFAULT_POLICY
 
@@ -681,6 +683,7 @@ def supcon_prototypes(
     tol: float = SOLVER_TOL,
     dim: int | None = None,
     starts: int = 16,
+    nonnegative: bool = False,
 ) -> Prototypes:
     r"""Optimal class-prototype Gram of SupCon (``eps=None``) or Soft SupCon, for full-batch
     training or for the expected loss of mini-batches.
@@ -736,7 +739,13 @@ def supcon_prototypes(
         optimum's certified loss, or better) and ``kkt_residual`` is the Riemannian gradient
         norm. ``None``: free dimension.
     starts : int
-        Random starts of a rank-``dim`` solve (``>= 0``; with ``dim`` only).
+        Random starts of a rank-``dim`` solve (``>= 0``; with ``dim`` only), or of the
+        non-negative factor descent.
+    nonnegative : bool
+        Prototypes of a ReLU head: non-negative unit vectors (a completely positive Gram), by
+        :func:`~dgp.prototypes.nonnegative_prototypes` (the orthogonal frame, certified, when
+        it fits; else seeded descents with a certified lower bound). Its result is a
+        :class:`~dgp.prototypes.NonnegativePrototypes`.
 
     Returns
     -------
@@ -780,6 +789,19 @@ def supcon_prototypes(
     check_choice(method, METHODS, "method")
     tol = check_unit_interval(tol, "tol")
     starts = _check_starts(starts)
+    if not isinstance(nonnegative, bool):
+        raise ParameterTypeError("nonnegative", f"must be True or False, got {nonnegative!r}")
+    if nonnegative:  # ReLU heads (imported here: the module imports this one)
+        if method == "first-order":
+            raise ParameterError("method", "first-order has no non-negative version; use auto")
+        from dgp.prototypes._nonnegative import nonnegative_prototypes
+
+        return nonnegative_prototypes(
+            n, tau, eps=eps, dim=dim, batch_size=batch_size, sampler=sampler,
+            samples_per_class=samples_per_class, reduction=reduction,
+            anchors_without_positives=anchors_without_positives, samples=samples, seed=seed,
+            exact_max=exact_max, starts=starts,
+        )
     if dim is not None:
         dim = check_dim(dim, "dim")
         if method == "first-order":
@@ -798,7 +820,7 @@ def supcon_prototypes(
             if value != default:
                 raise ParameterError(name, f"applies to mini-batch predictions only; give "
                                            f"batch_size as well (got {name}={value!r})")
-        with single_threaded():
+        with single_threaded(), validated_tau(tau):  # failures at extreme tau: the user's
             free = _full_batch(n, tau, eps, method, tol)
             if dim is None:
                 return free

@@ -161,9 +161,9 @@ class NonnegativePrototypes(Prototypes):
     Attributes
     ----------
     dim : int or None
-        The embedding dimension the factor lives in (``None``: free).
+        (Of ``Prototypes``.) The embedding dimension the factor lives in (``None``: free).
     lower_bound : float
-        Certified lower bound on the loss (nats), see ``certificate``.
+        (Of ``Prototypes``.) Certified lower bound on the loss (nats), see ``certificate``.
     certified : bool
         The loss meets ``lower_bound`` (the Gram is optimal among non-negative ones).
     factor : ndarray or None
@@ -175,8 +175,6 @@ class NonnegativePrototypes(Prototypes):
         Starts (and polished points) that reached the best loss within rounding.
     """
 
-    dim: int | None = None
-    lower_bound: float = math.nan
     certified: bool = False
     factor: np.ndarray | None = None
     starts: int = 0
@@ -185,6 +183,12 @@ class NonnegativePrototypes(Prototypes):
     @cached_property
     def embedding(self) -> np.ndarray:
         """The non-negative prototypes (``K x d``, unit rows; ``factor``)."""
+        return self.factor
+
+    @cached_property
+    def prototypes(self) -> np.ndarray:
+        """The fixed targets of a ReLU head: :attr:`factor` itself (a rotation to a canonical
+        frame would leave the non-negative orthant)."""
         return self.factor
 
     def _title(self) -> str:
