@@ -423,6 +423,8 @@ def test_a_sparse_weighting_is_drawn_from_its_pairs():
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt
 
+    import dgp.classification
+
     W = _with_zeros(6)
     kept = dgp.classification.weighting(sp.csr_matrix(W))
     assert kept.pairs is not None

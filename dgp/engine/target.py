@@ -391,6 +391,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     n_zero = 0
     first_zero: tuple[int, int] | None = None
     smallest_positive = np.inf
+    positive_low = np.inf  # the smallest weight of the blocks without zeros
     # pass 1: copy each block of rows once into L, validate it there, find the largest entry
     for sl in row_blocks(n):
         blk = L[sl]
@@ -414,12 +415,19 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
                 i, j = _first_bad(~np.isfinite(blk), sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is {src[i, j]}; all weights must be "
                                      "finite")
-            if blk.min() < 0:
+            blk[diag] = np.inf  # the smallest entry off the diagonal, in one pass
+            low = float(blk.min())
+            blk[diag] = 0.0
+            if low < 0:
                 i, j = _first_bad(blk < 0, sl.start)
                 raise ParameterError(label, f"[{i}, {j}] = {float(src[i, j]):g} is negative; "
                                      "weights must be >= 0")
-            zero = blk == 0
-            zero[diag] = False
+            if low > 0:  # no zero weight in the block: no mask to build
+                zero = None
+                positive_low = min(positive_low, low)
+            else:
+                zero = blk == 0
+                zero[diag] = False
         row_top = blk.max(axis=1)
         empty = row_top == (-np.inf if is_log else 0.0)
         if empty.any():
@@ -432,7 +440,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
                 label, f"row {i} has no positive weight off the diagonal; every anchor needs at "
                 f"least one positive weight{hint}"
             )
-        nz = int(zero.sum())
+        nz = 0 if zero is None else int(zero.sum())
         if nz:
             n_zero += nz
             if first_zero is None:
@@ -445,7 +453,8 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     if is_log:
         L -= top
         shift = top
-    elif smallest_positive / top > 1e-290 if n_zero else _ratio_ok(L, top):
+    elif min(smallest_positive, positive_low) / top > 1e-290 if n_zero else (
+            positive_low / top > 1e-290):
         # the ratios w / w_max are normal floats: log of the ratio, exact to one rounding
         with np.errstate(divide="ignore"):
             for sl in row_blocks(n):
@@ -627,22 +636,12 @@ def canonical(L: np.ndarray) -> LogWeights:
     return LogWeights(L, shift, _is_symmetric(L), n_zero, first, float(np.finfo(float).eps))
 
 
-def _ratio_ok(L: np.ndarray, top: float) -> bool:
-    """Whether every positive weight (held in ``L``, zero diagonal) over ``top`` is a normal
-    float, so that ``log(w / top)`` loses nothing."""
-    low = np.inf
-    for sl in row_blocks(L.shape[0]):
-        blk = L[sl]
-        pos = blk[blk > 0]
-        if pos.size:
-            low = min(low, float(pos.min()))
-    return low / top > 1e-290
-
-
 def _is_symmetric(L: np.ndarray) -> bool:
+    """``L == L.T``, comparing each block of rows with its columns from the block's diagonal
+    tile on (the tiles below were compared as the columns of earlier blocks)."""
     n = L.shape[0]
     for sl in row_blocks(n):
-        if not np.array_equal(L[sl, :], L[:, sl].T):
+        if not np.array_equal(L[sl, sl.start:], L[sl.start:, sl].T):
             return False
     return True
 
@@ -720,6 +719,9 @@ class LogTarget:
         :math:`\\max(1, \\max|L| / (1 + \\mathrm{spread}))` (1 for a symmetric ``W``), and
         the eigenvalue decisions widen their tolerance by it (:meth:`Tolerance.widened`), so
         that ``diag(a) W`` is decided as ``W`` is.
+    lowest, highest : float
+        Smallest and largest :math:`\\ell_{ij}` off the diagonal (``highest - lowest`` is
+        ``spread``).
     """
 
     ell: np.ndarray
@@ -730,6 +732,8 @@ class LogTarget:
     margin: Margin
     spread: float
     roundoff_factor: float = 1.0
+    lowest: float = math.nan
+    highest: float = math.nan
 
 
 def offdiag_range(M: np.ndarray) -> tuple[float, float]:
@@ -766,7 +770,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
     if weights.symmetric:
         m = tol.margin("largest triangle log-ratio (W is symmetric)", 0.0,
                        tol.log_atol(hi - lo), zero_is_near=False)
-        return LogTarget(L, np.zeros(n), True, None, 0.0, m, hi - lo)
+        return LogTarget(L, np.zeros(n), True, None, 0.0, m, hi - lo, lowest=lo, highest=hi)
     atol = tol.log_atol(hi - lo)
     lo_in, hi_in = lo, hi
     # potentials along the root edges: c_j - c_0 = L_0j - L_j0
@@ -814,7 +818,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
     lo, hi = offdiag_range(L)
     cycle = None if consistent else (0, int(worst[0]), int(worst[1]))
     factor = max(1.0, size / (1.0 + (hi - lo)))
-    return LogTarget(L, c, consistent, cycle, worst_val, margin, hi - lo, factor)
+    return LogTarget(L, c, consistent, cycle, worst_val, margin, hi - lo, factor, lo, hi)
 
 
 
