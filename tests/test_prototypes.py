@@ -435,3 +435,17 @@ def test_small_temperatures_are_certified_and_beat_the_first_order_formula(sizes
     assert exact.kkt_residual is not None and exact.kkt_residual < 1e-8
     assert exact.log_excess_loss <= approx.log_excess_loss + 1e-12 * abs(approx.log_excess_loss)
     assert np.abs(exact.gram - approx.gram).max() <= 10 * tau**2
+
+
+def test_identifiability_false_changes_nothing_else():
+    """``identifiability=False`` (what a phase map asks) leaves that field None and every
+    other field as computed with it."""
+    for kw in ({"eps": 0.3, "tau": 0.2}, {"tau": 0.3}, {"eps": 0.05, "tau": 1.0}):
+        a = supcon_prototypes([30, 10, 5], **kw)
+        b = supcon_prototypes([30, 10, 5], identifiability=False, **kw)
+        assert b.identifiability is None and a.identifiability is not None
+        da, db = a.to_dict(), b.to_dict()
+        da.pop("identifiability"), db.pop("identifiability", None)
+        assert da == db
+    with pytest.raises(TypeError, match="identifiability"):
+        supcon_prototypes([3, 3], tau=0.5, identifiability="no")

@@ -383,7 +383,8 @@ def cell_prototypes(problem: Problem, params: Mapping[str, Any]):
         return None, "not-computed-tau"
     if tau > SOLVER_TAU_MAX and not (eps is None and sizes.size == 2):  # a flat loss (solver)
         return None, "not-computed-tau"
-    return supcon_prototypes(sizes, tau=tau, eps=eps), "prototypes"
+    # a map reports no loss gap to the simplex: not computed
+    return supcon_prototypes(sizes, tau=tau, eps=eps, identifiability=False), "prototypes"
 
 
 def balanced_soft_supcon_simplex(sizes: object, *, tau: float, eps: float):

@@ -273,7 +273,8 @@ def _full_identifiability(n: np.ndarray, tau: float, eps: float | None,
     return Identifiability(gap, None, None, None, N, log_gap)
 
 
-def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float):
+def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float,
+                gap: bool = True):
     K = n.size
     objective = "supcon" if eps is None else "soft-supcon"
     common: dict[str, Any] = {
@@ -336,7 +337,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
                 equiangular=max(rho, simplex),
                 identifiability=_full_identifiability(
                     n, tau, eps, None if at_star else equiangular_gram(K, rho)
-                ) if K <= PROJECT_MAX_K else None,
+                ) if K <= PROJECT_MAX_K and gap else None,
             )
     if method == "first-order":
         if eps is not None:
@@ -356,8 +357,10 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     G, cert = res.gram, res.certificate
     loss, excess, log_excess = prob.loss(G)
     lift = lift_certificate(prob, G, n, cert)
-    gap, log_gap = _excess_gap(prob, equiangular_gram(K, simplex), G)
-    ident = Identifiability(gap, None, None, None, float(n.sum()), log_gap)
+    ident = None
+    if gap:
+        loss_gap, log_gap = _excess_gap(prob, equiangular_gram(K, simplex), G)
+        ident = Identifiability(loss_gap, None, None, None, float(n.sum()), log_gap)
     return Prototypes(
         **common, method="numeric", loss=loss, entropic_bound=bound, excess_loss=excess,
         log_excess_loss=log_excess, kkt_residual=cert.kkt_residual, certificate=cert,
@@ -684,6 +687,7 @@ def supcon_prototypes(
     dim: int | None = None,
     starts: int = 16,
     nonnegative: bool = False,
+    identifiability: bool = True,
 ) -> Prototypes:
     r"""Optimal class-prototype Gram of SupCon (``eps=None``) or Soft SupCon, for full-batch
     training or for the expected loss of mini-batches.
@@ -746,6 +750,10 @@ def supcon_prototypes(
         :func:`~dgp.prototypes.nonnegative_prototypes` (the orthogonal frame, certified, when
         it fits; else seeded descents with a certified lower bound). Its result is a
         :class:`~dgp.prototypes.NonnegativePrototypes`.
+    identifiability : bool
+        Also compute :attr:`Prototypes.identifiability` (the simplex's loss gap over the
+        prediction: one more evaluation of the loss). ``False`` leaves it ``None`` for a full
+        batch in free dimension (a phase map, which reports no gap, asks for that).
 
     Returns
     -------
@@ -789,8 +797,9 @@ def supcon_prototypes(
     check_choice(method, METHODS, "method")
     tol = check_unit_interval(tol, "tol")
     starts = _check_starts(starts)
-    if not isinstance(nonnegative, bool):
-        raise ParameterTypeError("nonnegative", f"must be True or False, got {nonnegative!r}")
+    for flag, value in (("nonnegative", nonnegative), ("identifiability", identifiability)):
+        if not isinstance(value, bool):
+            raise ParameterTypeError(flag, f"must be True or False, got {value!r}")
     if nonnegative:  # ReLU heads (imported here: the module imports this one)
         if method == "first-order":
             raise ParameterError("method", "first-order has no non-negative version; use auto")
@@ -821,7 +830,7 @@ def supcon_prototypes(
                 raise ParameterError(name, f"applies to mini-batch predictions only; give "
                                            f"batch_size as well (got {name}={value!r})")
         with single_threaded(), validated_tau(tau):  # failures at extreme tau: the user's
-            free = _full_batch(n, tau, eps, method, tol)
+            free = _full_batch(n, tau, eps, method, tol, gap=identifiability or dim is not None)
             if dim is None:
                 return free
             prob = block_problem(n, block_weights(n.size, eps), tau=tau)
