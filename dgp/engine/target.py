@@ -719,9 +719,10 @@ class LogTarget:
         :math:`\\max(1, \\max|L| / (1 + \\mathrm{spread}))` (1 for a symmetric ``W``), and
         the eigenvalue decisions widen their tolerance by it (:meth:`Tolerance.widened`), so
         that ``diag(a) W`` is decided as ``W`` is.
-    lowest, highest : float
-        Smallest and largest :math:`\\ell_{ij}` off the diagonal (``highest - lowest`` is
-        ``spread``).
+    lowest : float
+        Smallest :math:`\\ell_{ij}` off the diagonal.
+    highest : float
+        Largest :math:`\\ell_{ij}` off the diagonal (``highest - lowest`` is ``spread``).
     """
 
     ell: np.ndarray
