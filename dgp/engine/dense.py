@@ -35,7 +35,7 @@ from dgp.engine.family import (
     euclidean_family,
     farkas_offset,
 )
-from dgp.engine.target import LogTarget, offdiag_range
+from dgp.engine.target import LogTarget
 from dgp.engine.tridiag import (
     Tridiagonal,
     ones_reflector_apply,
@@ -60,8 +60,6 @@ class DenseCosineSpectrum(CosineSpectrum):
         n = ell.shape[0]
         self.n = n
         lo, hi = target.lowest, target.highest
-        if not (np.isfinite(lo) and np.isfinite(hi)):  # a target made without its range
-            lo, hi = offdiag_range(ell)
         # every off-diagonal entry tau*ell_ij + mu must lie in [-1, 1]; one unit beyond, some
         # 2x2 minor has an eigenvalue <= -1, so phi < 0 at both ends of the box
         box_lo, box_hi = -1.0 - tau * lo, 1.0 - tau * hi

@@ -709,8 +709,12 @@ class LogTarget:
         :math:`\\log \\prod_{cycle} w_{ab} / \\prod_{cycle} w_{ba}` around that triangle.
     margin : Margin
         The cycle decision: the largest triangle log-ratio against its tolerance.
+    lowest : float
+        Smallest :math:`\\ell_{ij}` off the diagonal.
+    highest : float
+        Largest :math:`\\ell_{ij}` off the diagonal.
     spread : float
-        :math:`\\max \\ell - \\min \\ell` off the diagonal (nats).
+        ``highest - lowest`` (nats; a property).
     roundoff_factor : float
         How much the representation of the weighting amplifies its rounding, ``>= 1``: the
         canonical :math:`L_{ij}` carry an error of one unit roundoff of their size
@@ -719,10 +723,6 @@ class LogTarget:
         :math:`\\max(1, \\max|L| / (1 + \\mathrm{spread}))` (1 for a symmetric ``W``), and
         the eigenvalue decisions widen their tolerance by it (:meth:`Tolerance.widened`), so
         that ``diag(a) W`` is decided as ``W`` is.
-    lowest : float
-        Smallest :math:`\\ell_{ij}` off the diagonal.
-    highest : float
-        Largest :math:`\\ell_{ij}` off the diagonal (``highest - lowest`` is ``spread``).
     """
 
     ell: np.ndarray
@@ -731,10 +731,14 @@ class LogTarget:
     cycle: tuple[int, int, int] | None
     cycle_log_ratio: float
     margin: Margin
-    spread: float
+    lowest: float
+    highest: float
     roundoff_factor: float = 1.0
-    lowest: float = math.nan
-    highest: float = math.nan
+
+    @property
+    def spread(self) -> float:
+        """:math:`\\max \\ell - \\min \\ell` off the diagonal (nats)."""
+        return self.highest - self.lowest
 
 
 def offdiag_range(M: np.ndarray) -> tuple[float, float]:
@@ -771,7 +775,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
     if weights.symmetric:
         m = tol.margin("largest triangle log-ratio (W is symmetric)", 0.0,
                        tol.log_atol(hi - lo), zero_is_near=False)
-        return LogTarget(L, np.zeros(n), True, None, 0.0, m, hi - lo, lowest=lo, highest=hi)
+        return LogTarget(L, np.zeros(n), True, None, 0.0, m, lo, hi)
     atol = tol.log_atol(hi - lo)
     lo_in, hi_in = lo, hi
     # potentials along the root edges: c_j - c_0 = L_0j - L_j0
@@ -819,7 +823,7 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
     lo, hi = offdiag_range(L)
     cycle = None if consistent else (0, int(worst[0]), int(worst[1]))
     factor = max(1.0, size / (1.0 + (hi - lo)))
-    return LogTarget(L, c, consistent, cycle, worst_val, margin, hi - lo, factor, lo, hi)
+    return LogTarget(L, c, consistent, cycle, worst_val, margin, lo, hi, factor)
 
 
 
