@@ -391,7 +391,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     n_zero = 0
     first_zero: tuple[int, int] | None = None
     smallest_positive = np.inf
-    positive_low = np.inf  # the smallest weight of the blocks without zeros
+    positive_low = np.inf  # the smallest weight of the blocks without zeros (inf: none)
     # pass 1: copy each block of rows once into L, validate it there, find the largest entry
     for sl in row_blocks(n):
         blk = L[sl]
@@ -453,8 +453,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     if is_log:
         L -= top
         shift = top
-    elif min(smallest_positive, positive_low) / top > 1e-290 if n_zero else (
-            positive_low / top > 1e-290):
+    elif min(smallest_positive, positive_low) / top > 1e-290:
         # the ratios w / w_max are normal floats: log of the ratio, exact to one rounding
         with np.errstate(divide="ignore"):
             for sl in row_blocks(n):
