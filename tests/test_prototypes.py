@@ -440,9 +440,15 @@ def test_small_temperatures_are_certified_and_beat_the_first_order_formula(sizes
 def test_identifiability_false_changes_nothing_else():
     """``identifiability=False`` (what a phase map asks) leaves that field None and every
     other field as computed with it."""
-    for kw in ({"eps": 0.3, "tau": 0.2}, {"tau": 0.3}, {"eps": 0.05, "tau": 1.0}):
-        a = supcon_prototypes([30, 10, 5], **kw)
-        b = supcon_prototypes([30, 10, 5], identifiability=False, **kw)
+    cases = [([30, 10, 5], {"eps": 0.3, "tau": 0.2}), ([30, 10, 5], {"tau": 0.3}),
+             ([30, 10, 5], {"eps": 0.05, "tau": 1.0}),
+             ([10, 10, 10], {"tau": 0.3}),               # closed form: balanced SupCon
+             ([10, 10, 10], {"eps": 0.05, "tau": 1.0}),  # closed form: simplex past tau*
+             ([30, 10, 5], {"eps": 0.5, "tau": 0.2}),    # closed form: realizable rho
+             ([7, 3], {"tau": 0.4})]                     # closed form: two classes
+    for sizes, kw in cases:
+        a = supcon_prototypes(sizes, **kw)
+        b = supcon_prototypes(sizes, identifiability=False, **kw)
         assert b.identifiability is None and a.identifiability is not None
         da, db = a.to_dict(), b.to_dict()
         da.pop("identifiability"), db.pop("identifiability", None)

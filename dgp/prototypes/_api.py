@@ -259,9 +259,12 @@ def _excess_gap(prob: RowProblem, G_alt: np.ndarray, G: np.ndarray) -> tuple[flo
 
 
 def _full_identifiability(n: np.ndarray, tau: float, eps: float | None,
-                          G: np.ndarray | None) -> Identifiability | None:
+                          G: np.ndarray | None, gap: bool = True) -> Identifiability | None:
     """Loss gap of the simplex over the full-batch prediction ``G`` (``None``: the prediction
-    is the simplex), per anchor; ``None`` above :data:`PROJECT_MAX_K` classes."""
+    is the simplex), per anchor; ``None`` above :data:`PROJECT_MAX_K` classes or when ``gap``
+    is not asked for."""
+    if not gap:
+        return None
     N = float(n.sum())
     if G is None:
         return Identifiability(0.0, None, None, None, N, -math.inf)
@@ -292,7 +295,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             excess_loss=excess, log_excess_loss=log_excess, kkt_residual=None,
             certificate=None, collapse=None, rank=K - 1, unique=True,
             stop_reason="regular simplex (balanced SupCon)", equiangular=simplex,
-            identifiability=_full_identifiability(n, tau, eps, None),
+            identifiability=_full_identifiability(n, tau, eps, None, gap),
         )
     if method == "auto" and eps is None and K == 2:
         # one free cosine, and the loss increases with it: antipodal at every tau and any sizes
@@ -306,7 +309,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             certificate=None, collapse=None, rank=1,
             unique=face_uniqueness(G, n, rank=1)[0],
             stop_reason="antipodal (SupCon with two classes)", equiangular=-1.0,
-            identifiability=_full_identifiability(n, tau, eps, None),
+            identifiability=_full_identifiability(n, tau, eps, None, gap),
         )
     if method == "auto" and eps is not None:
         rho = 1.0 + tau * math.log(eps)
@@ -319,7 +322,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
                 kkt_residual=None, certificate=None, collapse=None, rank=K - 1, unique=True,
                 stop_reason="regular simplex (balanced Soft SupCon above tau*)",
                 equiangular=simplex,
-                identifiability=_full_identifiability(n, tau, eps, None),
+                identifiability=_full_identifiability(n, tau, eps, None, gap),
             )
         if rho >= simplex - EQUIANGULAR_ATOL:
             at_star = abs(rho - simplex) <= EQUIANGULAR_ATOL
@@ -336,8 +339,8 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
                 stop_reason="equiangular rho = 1 + tau log eps, attains the entropic bound",
                 equiangular=max(rho, simplex),
                 identifiability=_full_identifiability(
-                    n, tau, eps, None if at_star else equiangular_gram(K, rho)
-                ) if K <= PROJECT_MAX_K and gap else None,
+                    n, tau, eps, None if at_star else equiangular_gram(K, rho), gap
+                ) if K <= PROJECT_MAX_K else None,
             )
     if method == "first-order":
         if eps is not None:
