@@ -20,16 +20,14 @@ realizable target (a unit-diagonal PSD matrix) and its distance to the family,
 
 from __future__ import annotations
 
-import warnings
-
 import cvxpy as cp
 import numpy as np
 
 from dgp._linalg import embedding_from_eigh
-from dgp.constants import SCS_EPS
 from dgp.engine.family import End, Family, listed
 from dgp.engine.target import LogTarget
 from dgp.errors import ParameterError, SolverError
+from dgp.solver import solve_conic
 from dgp.tolerance import Tolerance
 
 __all__ = ["SDP_ACCURACY", "SDP_MAX_N", "nearest_target", "sdp_family"]
@@ -38,23 +36,12 @@ __all__ = ["SDP_ACCURACY", "SDP_MAX_N", "nearest_target", "sdp_family"]
 SDP_ACCURACY = 1e-7
 #: largest N for which the semidefinite programs are built (their KKT systems grow as N^4)
 SDP_MAX_N = 120
-_SOLVER_OPTS = {"tol_gap_abs": 1e-11, "tol_gap_rel": 1e-11, "tol_feas": 1e-11}
+#: Clarabel's gap and feasibility tolerance for these programs
+SDP_SOLVER_TOL = 1e-11
 
 
 def _solve(problem: cp.Problem) -> str:
-    with warnings.catch_warnings():
-        # "solution may be inaccurate" is judged by our own eigenvalue checks, not the status
-        warnings.simplefilter("ignore", UserWarning)
-        try:
-            problem.solve(solver=cp.CLARABEL, **_SOLVER_OPTS)
-        except cp.error.SolverError:
-            try:
-                problem.solve(solver=cp.SCS, eps=SCS_EPS, max_iters=200000)
-            except cp.error.SolverError as exc:
-                raise SolverError(
-                    f"no semidefinite solver could solve the program: {exc}"
-                ) from None
-    return problem.status
+    return solve_conic(problem, tol=SDP_SOLVER_TOL, what="the program")
 
 
 def _end(lam: np.ndarray, c: float, atol: float, tol: Tolerance, which: str) -> End:

@@ -34,6 +34,7 @@ from dgp.solver._batch import (
     positive_pair_probability,
     row_budget_samples,
 )
+from dgp.solver._conic import solve_conic
 from dgp.solver._guards import check_solver_tau, check_time, time_budget, validated_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
@@ -110,6 +111,7 @@ __all__ = [
     "rtr",
     "scaled_softplus",
     "single_threaded",
+    "solve_conic",
     "solve_rows",
     "spectral_start",
     "stationarity",

@@ -30,7 +30,6 @@ eigenvalue of :math:`\nabla F - \operatorname{Diag}y - N - \sum_k \lambda_k w_k 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,10 +40,9 @@ from dgp.constants import (
     NONNEG_CUT_VIOLATION,
     NONNEG_SUPPORT_TOL,
     SCALE_FLOOR,
-    SCS_EPS,
 )
-from dgp.errors import SolverError
 from dgp.records import Record
+from dgp.solver._conic import solve_conic
 from dgp.solver._program import RowProblem
 from dgp.solver._solve import lbfgs
 
@@ -216,21 +214,8 @@ def _cvxpy():
 
 
 def _solve(problem) -> None:
-    cp = _cvxpy()
-    with warnings.catch_warnings():
-        # "solution may be inaccurate": the bound below is rigorous whatever the solve
-        warnings.simplefilter("ignore", UserWarning)
-        try:
-            problem.solve(solver=cp.CLARABEL, tol_gap_abs=DNN_SOLVER_TOL,
-                          tol_gap_rel=DNN_SOLVER_TOL, tol_feas=DNN_SOLVER_TOL)
-        except cp.error.SolverError:
-            try:
-                problem.solve(solver=cp.SCS, eps=SCS_EPS, max_iters=200000)
-            except cp.error.SolverError as exc:
-                raise SolverError(
-                    f"no semidefinite solver could solve the doubly non-negative relaxation: "
-                    f"{exc}"
-                ) from None
+    # "solution may be inaccurate": the bound is rigorous whatever the solve
+    solve_conic(problem, tol=DNN_SOLVER_TOL, what="the doubly non-negative relaxation")
 
 
 def _relaxation(prob: RowProblem, cuts: list[np.ndarray], d: float | None,
