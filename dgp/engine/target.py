@@ -711,9 +711,7 @@ class LogTarget:
     lowest : float
         Smallest :math:`\\ell_{ij}` off the diagonal.
     highest : float
-        Largest :math:`\\ell_{ij}` off the diagonal.
-    spread : float
-        ``highest - lowest`` (nats; a property).
+        Largest :math:`\\ell_{ij}` off the diagonal (:attr:`spread` is ``highest - lowest``).
     roundoff_factor : float
         How much the representation of the weighting amplifies its rounding, ``>= 1``: the
         canonical :math:`L_{ij}` carry an error of one unit roundoff of their size
