@@ -1,5 +1,5 @@
 r"""Shared numerics: squared distances from differences, embeddings with fixed signs, the
-regular simplex and Soft SupCon's closed forms, tall QR factors.
+regular simplex and Soft SupCon's closed forms, tall QR factors, bracketed roots.
 
 Every module that needs one of these imports it from here, so that each is written once.
 """
@@ -7,6 +7,7 @@ Every module that needs one of these imports it from here, so that each is writt
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import numpy as np
@@ -16,6 +17,7 @@ from dgp.constants import SIGN_FIX_SLACK
 
 __all__ = [
     "CLUSTER_RTOL",
+    "bracketed_root",
     "centre_points",
     "deterministic_blas",
     "embedding_from_eigh",
@@ -180,3 +182,27 @@ def tall_r(M: np.ndarray, *, block: int = 65536) -> np.ndarray:
         return np.linalg.qr(M, mode="r")
     parts = [np.linalg.qr(M[s : s + block], mode="r") for s in range(0, n, block)]
     return tall_r(np.vstack(parts), block=block)
+
+
+def bracketed_root(f: Callable[[float], float], a: float, b: float, *, xtol: float, rtol: float,
+                   maxiter: int) -> float:
+    """The root of ``f`` in ``[a, b]`` (``f(a)``, ``f(b)`` of opposite signs) by
+    :func:`scipy.optimize.brentq`, without keeping ``f`` alive after it returns.
+
+    scipy wraps ``f`` in a closure that refers to itself (a reference cycle, freed only by the
+    cyclic garbage collector), so whatever ``f`` holds (a spectrum and its ``N x N``
+    reflectors, a weighting) would stay allocated until a collection: a scan of a few dozen
+    classifications kept a dozen ``N x N`` copies alive. Here the wrapper reaches ``f`` through
+    a box that is emptied on return.
+    """
+    from scipy.optimize import brentq
+
+    box = [f]
+
+    def call(x: float) -> float:
+        return box[0](x)
+
+    try:
+        return float(brentq(call, a, b, xtol=xtol, rtol=rtol, maxiter=maxiter))
+    finally:
+        box.clear()

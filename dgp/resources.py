@@ -41,6 +41,7 @@ __all__ = [
     "MemoryScope",
     "blas_threads",
     "check_memory",
+    "copies_that_fit",
     "dense_weighting_bytes",
     "deterministic",
     "deterministic_requested",
@@ -319,6 +320,27 @@ def check_memory(nbytes: float, *, what: str, hint: str | None = None) -> None:
     message += f"; to allow more, set {MEMORY_LIMIT_ENV} (e.g. {MEMORY_LIMIT_ENV}=32G)"
     raise MemoryLimitError(message, nbytes=int(min(nbytes + kept, 2**63)), budget=budget,
                            what=what)
+
+
+def copies_that_fit(each: float, *, beside: float = 0.0) -> int | None:
+    """How many allocations of ``each`` bytes fit in :func:`memory_budget` beside ``beside``
+    bytes and what the enclosing :func:`holding` scope holds (``None``: no budget, any number).
+
+    A step that runs its work in several copies (workers, each with its own working arrays)
+    caps the copies with it, before starting any.
+
+    >>> import os
+    >>> os.environ["DGP_MEMORY_LIMIT"] = "1000"
+    >>> copies_that_fit(300, beside=100)
+    3
+    >>> del os.environ["DGP_MEMORY_LIMIT"]
+    """
+    scope = _SCOPE.get()
+    kept = scope.held_bytes if scope is not None else 0
+    budget = _budget()[0]
+    if budget is None or each <= 0:
+        return None
+    return max(0, int((budget - kept - beside) // each))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ file's header, before anything is read, with exit 2 and the estimate in the mess
 
 from __future__ import annotations
 
+import json
 import re
 import tracemalloc
 
@@ -58,6 +59,8 @@ CASES = {
     "metrics": ["metrics", "--embeddings", "{d}/Z.npy", "--reference", "{d}/Z.npy",
                 "--weights", "{d}/W.npy", "--tau", "0.5", "--json"],
     "floors": ["floors", "{d}/W.npy", "--tau", "0.5", "--dim", "3", "--json"],
+    # a tiny temperature is realizable (each cell's result keeps its reflectors), 0.5 is not
+    "phase": ["phase", "{d}/W.npy", "--grid", "tau=0.0001,0.5", "--dim", "3", "--json"],
 }
 # the same commands on a 40 x 40 weighting first: the imports and caches are not counted
 WARM = {
@@ -65,6 +68,7 @@ WARM = {
     "metrics": ["metrics", "--embeddings", "{d}/Zsmall.npy", "--reference", "{d}/Zsmall.npy",
                 "--weights", "{d}/small.npy", "--tau", "0.5", "--json"],
     "floors": ["floors", "{d}/small.npy", "--tau", "0.5", "--dim", "3", "--json"],
+    "phase": ["phase", "{d}/small.npy", "--grid", "tau=0.0001,0.5", "--dim", "3", "--json"],
 }
 
 
@@ -79,6 +83,35 @@ def test_estimate_covers_the_traced_peak(cli, files, case):
     n = 800 if case.endswith("csv") else 1200
     assert peak > 2 * 8.0 * n**2
     assert estimate >= peak, (format_bytes(estimate), format_bytes(peak))
+
+
+def test_a_scan_keeps_no_copy_of_its_cells(cli, files):
+    # recommend classifies its weighting at a dozen temperatures, the smallest ones realizable;
+    # each result stayed alive (a reference cycle through scipy's root finder) until a garbage
+    # collection, so the peak grew by one N x N copy per cell (23 copies at N = 1200)
+    argv = ["recommend", files / "W300.npy", "--want", "realizable", "--dim", "3",
+            "--points", "12", "--json"]
+    assert cli(*argv[:1], files / "small.npy", *argv[2:]).code == 0
+    code, peak, estimate = _traced(cli, argv)
+    assert code == 0
+    assert estimate >= peak, (format_bytes(estimate), format_bytes(peak))
+    assert peak < 8 * 8.0 * 300**2  # the file, the problem and one cell with its temporaries
+
+
+def test_workers_are_capped_by_their_copies(cli, files, monkeypatch):
+    # two workers, each with its working copy of a 1200 x 1200 weighting, do not fit in 60M
+    # beside the input; one does: the sweep runs with one, says so, and gives the same map
+    pytest.importorskip("joblib")
+    argv = ["phase", files / "W.npy", "--grid", "tau=0.2,0.5,1", "--dim", "3", "--json"]
+    serial = cli(*argv)
+    monkeypatch.setenv("DGP_MEMORY_LIMIT", "60M")
+    capped = cli(*argv, "--jobs", "2")
+    assert serial.code == capped.code == 0
+    assert "running 1" in capped.err and "jobs" in capped.err
+    assert json.loads(capped.out)["cells"] == json.loads(serial.out)["cells"]
+    monkeypatch.setenv("DGP_MEMORY_LIMIT", "40M")  # not even one cell's copy
+    run = cli(*argv, "--jobs", "2")
+    assert run.code == 2 and "working copy" in run.err and "one cell" in run.err
 
 
 @pytest.mark.slow

@@ -30,7 +30,7 @@ from dgp.objectives import registry
 from dgp.objectives.classify import classify_labels
 from dgp.objectives.registry import Labels, Objective
 from dgp.records import Record
-from dgp.resources import check_memory
+from dgp.resources import check_memory, dense_weighting_bytes, hold
 from dgp.result import Classification
 from dgp.tolerance import DEFAULT_POLICY, Tolerance
 
@@ -198,10 +198,23 @@ class Problem:
         assert self.rec is not None
         return self.rec.own_params(params)
 
+    @property
+    def cell_bytes(self) -> float:
+        """The memory one cell of a dense weighting needs beside the problem itself: the
+        engine's working copy of the log-weights and its temporaries (0 for a class objective
+        or a sparse weighting, whose cells need no ``N x N`` array)."""
+        if self.weights is None or self.weights.L is None:
+            return 0.0
+        return dense_weighting_bytes(self.weights.n)
+
     def classify(self, params: Mapping[str, Any]) -> Classification:
         tau, dim = params["tau"], params["dim"]
         if self.weights is not None:
-            w = replace(self.weights, L=self.weights.L.copy())  # the engine consumes its input
+            if self.cell_bytes:
+                n = self.weights.n
+                check_memory(self.cell_bytes, what=f"the working copy of the {n} x {n} "
+                             "log-weights for one cell", hint="use fewer samples")
+            w = self.weights.copy()  # the engine consumes its input
             tol = Tolerance.make(self.rtol, n=w.n, unit_roundoff=w.unit_roundoff)
             return classify_weights(w, similarity=self.similarity, tau=tau, dim=dim, tol=tol)
         assert self.rec is not None
@@ -244,7 +257,10 @@ def make_problem(
                                  "weight matrix W")
         sim = "cosine" if similarity is None else check_choice(similarity, SIMILARITIES,
                                                                "similarity")
-        return Problem(None, None, canonical_log_weights(W), sim, float(rtol))
+        weights = canonical_log_weights(W)
+        if weights.L is not None:  # alive for the whole command, beside every cell's copy
+            hold(weights.L.nbytes, "the validated log-weights")
+        return Problem(None, None, weights, sim, float(rtol))
     if objective is None:
         raise ParameterError("objective", "is missing: give an objective (with labels, or sizes "
                              "for supcon / soft-supcon) or a weight matrix W")

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp._linalg import bracketed_root
 from dgp.constants import (
     EPS_SEARCH,
     EPS_T_TOL,
@@ -305,8 +306,6 @@ def _refine(margin: Callable[[float], float | None], axis: _Axis, a: float, b: f
             t_lo: float, t_hi: float) -> dict[str, Any] | None:
     """The root of a continuous margin near the verdict flip ``[a, b]`` (in ``t``), searched
     no further than the scan step ``[t_lo, t_hi]``; ``None`` when it does not change sign."""
-    from scipy.optimize import brentq
-
     calls = 0
 
     def m(t: float) -> float:
@@ -327,8 +326,8 @@ def _refine(margin: Callable[[float], float | None], axis: _Axis, a: float, b: f
         m_hi = m(hi)
     if not (m_lo > 0 > m_hi):
         return None
-    t = brentq(m, lo, hi, xtol=ROOT_XTOL * max(1.0, abs(lo)), rtol=4 * np.finfo(float).eps,
-               maxiter=200)
+    t = bracketed_root(m, lo, hi, xtol=ROOT_XTOL * max(1.0, abs(lo)),
+                       rtol=4 * np.finfo(float).eps, maxiter=200)
     return {"quantity": "max over c of the smallest eigenvalue of G(c) (continuous, zero at "
             "the boundary)", "root": axis.from_t(t), "margin_below": m_lo,
             "margin_above": m_hi, "evaluations": calls,

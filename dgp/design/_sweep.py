@@ -7,6 +7,7 @@ import itertools
 import math
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from dgp.design._common import (
 )
 from dgp.display import format_rows, html_pre, html_rows
 from dgp.errors import (
+    DgpWarning,
     ParameterError,
     ParameterTypeError,
     check_choice,
@@ -41,6 +43,7 @@ from dgp.errors import (
     describe,
 )
 from dgp.records import Record
+from dgp.resources import MEMORY_LIMIT_ENV, copies_that_fit, format_bytes
 from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = [
@@ -182,6 +185,23 @@ def _check_scheduler(scheduler: object) -> str | None:
     return text
 
 
+def _workers_that_fit(problem: Problem, workers: int) -> int:
+    """``workers``, or fewer when their working copies of a dense weighting (one per worker,
+    beside the copy joblib ships to them) do not all fit in the memory budget; a warning names
+    ``--jobs`` when it caps them. One worker that does not fit is refused by the cell itself."""
+    each = problem.cell_bytes
+    if workers <= 1 or not each:
+        return workers
+    fit = copies_that_fit(each, beside=problem.weights.L.nbytes)
+    if fit is None or fit >= workers:
+        return workers
+    warnings.warn(f"jobs: {workers} workers would each need {format_bytes(each)} for their copy "
+                  f"of the {problem.weights.n} x {problem.weights.n} log-weights, more than the "
+                  f"memory budget allows beside the input; running {max(fit, 1)} (set "
+                  f"{MEMORY_LIMIT_ENV} to allow more)", DgpWarning, stacklevel=3)
+    return max(fit, 1)
+
+
 def _map_cells(problem: Problem, cells: list[dict], *, excess: bool, jobs: int,
                scheduler: str | None, progress: bool, what: str) -> list[dict]:
     """Evaluate every cell, in order: serially, with joblib's process pool, or on Dask."""
@@ -196,6 +216,7 @@ def _map_cells(problem: Problem, cells: list[dict], *, excess: bool, jobs: int,
     if scheduler is None:
         # never more workers than cells or cores: each costs a process start
         workers = min(joblib.cpu_count() if jobs == -1 else jobs, len(cells), joblib.cpu_count())
+        workers = _workers_that_fit(problem, workers)
         if workers <= 1:
             return _map_cells(problem, cells, excess=excess, jobs=1, scheduler=None,
                               progress=progress, what=what)

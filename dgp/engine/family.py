@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
+from dgp._linalg import bracketed_root
 from dgp.constants import (
     CLUSTER_WINDOW_RTOL,
     COSINE_TAU_SPREAD_MAX,
@@ -370,7 +370,7 @@ def _infeasible_end(lam_min: Callable[[float], float], mu_star: float, x: float)
 
 def _root(lam_min: Callable[[float], float], a: float, b: float) -> float:
     """The root of ``lam_min`` between ``a`` and ``b``, to machine precision."""
-    return float(brentq(lam_min, a, b, xtol=SCALE_FLOOR, rtol=4.0 * _EPS, maxiter=400))
+    return bracketed_root(lam_min, a, b, xtol=SCALE_FLOOR, rtol=4.0 * _EPS, maxiter=400)
 
 
 def _cosine_scale(spec: CosineSpectrum, mu: float, tau: float) -> float:
