@@ -233,7 +233,8 @@ def _map_cells(problem: Problem, cells: list[dict], *, excess: bool, jobs: int,
             raise
         return out
     if scheduler == "local":
-        workers = 2 if jobs == 1 else (joblib.cpu_count() if jobs == -1 else jobs)
+        workers = _workers_that_fit(
+            problem, 2 if jobs == 1 else (joblib.cpu_count() if jobs == -1 else jobs))
         with dask_local_cluster(workers) as address:
             return _on_dask(address, problem, cells, excess, bar)
     return _on_dask(scheduler, problem, cells, excess, bar)
