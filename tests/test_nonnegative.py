@@ -55,29 +55,30 @@ def class_loss(G, sizes, tau, eps=None):
     return class_loss_and_grad(G, sizes, tau, eps)[0]
 
 
-def abs_descents(sizes, tau, d, *, starts, seed, eps=None):
-    """Best class loss over non-negative unit-row factors Z = |V| / ||V|| (scipy L-BFGS-B with
-    the analytic gradient), from seeded random starts."""
+def nonnegative_descents(sizes, tau, d, *, starts, seed, eps=None):
+    """Best class loss over non-negative unit-row factors Z = V*V / ||V*V|| (the squares keep
+    the parametrisation smooth; scipy L-BFGS-B with the analytic gradient), from seeded random
+    starts."""
     K = len(sizes)
     rng = np.random.default_rng(seed)
 
     def f(v):
         V = v.reshape(K, d)
-        A = np.abs(V)
+        A = V * V
         nr = np.linalg.norm(A, axis=1, keepdims=True)
         Z = A / nr
         val, dG = class_loss_and_grad(Z @ Z.T, sizes, tau, eps)
         Gam = (dG + dG.T) @ Z
         dA = (Gam - Z * np.sum(Gam * Z, axis=1, keepdims=True)) / nr
-        return val, (dA * np.sign(V)).ravel()
+        return val, (2.0 * dA * V).ravel()
 
     best, best_Z = math.inf, None
     for _ in range(starts):
         res = so.minimize(f, rng.random(K * d) + 0.05, jac=True, method="L-BFGS-B",
                           options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-11})
         if res.fun < best:
-            V = np.abs(res.x.reshape(K, d))
-            best, best_Z = res.fun, V / np.linalg.norm(V, axis=1, keepdims=True)
+            A = res.x.reshape(K, d) ** 2
+            best, best_Z = res.fun, A / np.linalg.norm(A, axis=1, keepdims=True)
     return best, best_Z
 
 
@@ -116,7 +117,7 @@ def test_orthogonal_frame_full_dimension(free):
 def test_orthogonal_frame_beats_independent_descents(free):
     """No non-negative configuration in R^4 found by 10 scipy descents beats the orthogonal
     frame, and the best of them is the frame itself (all cross cosines near 0)."""
-    best, Z = abs_descents(SIZES, TAU, 4, starts=10, seed=1)
+    best, Z = nonnegative_descents(SIZES, TAU, 4, starts=10, seed=1)
     assert best >= free.loss - 1e-9 * free.loss
     G = Z @ Z.T
     assert np.abs(G - np.eye(4)).max() < 1e-3
@@ -139,7 +140,7 @@ def test_rank_deficient_no_worse_than_independent_descents(rank3):
     np.testing.assert_allclose(Z @ Z.T, p.gram, atol=1e-12)
     assert np.linalg.matrix_rank(p.gram, tol=1e-9) <= 3
     assert p.loss == pytest.approx(class_loss(p.gram, SIZES, TAU), rel=1e-12)
-    best, _ = abs_descents(SIZES, TAU, 3, starts=32, seed=7)
+    best, _ = nonnegative_descents(SIZES, TAU, 3, starts=32, seed=7)
     assert p.loss <= best + 1e-9 * best
     # four non-negative unit vectors in R^3 cannot be pairwise orthogonal
     assert p.loss > nonnegative_prototypes(SIZES, TAU).loss
@@ -191,7 +192,7 @@ def test_soft_supcon_orthogonal_iff_rho_nonpositive():
     edge = math.exp(-1.0 / tau)
     lo = nonnegative_prototypes(sizes, tau, eps=0.5 * edge)
     assert lo.method == "closed-form" and lo.gram.tolist() == np.eye(3).tolist()
-    best, _ = abs_descents(sizes, tau, 3, starts=10, seed=2, eps=0.5 * edge)
+    best, _ = nonnegative_descents(sizes, tau, 3, starts=10, seed=2, eps=0.5 * edge)
     assert lo.loss == pytest.approx(class_loss(np.eye(3), sizes, tau, 0.5 * edge), rel=1e-12)
     assert lo.loss <= best + 1e-10 * best
     eps = 2.0 * edge
@@ -201,7 +202,7 @@ def test_soft_supcon_orthogonal_iff_rho_nonpositive():
     assert hi.embedding.min() >= 0
     np.testing.assert_allclose(hi.embedding @ hi.embedding.T, hi.gram, atol=1e-14)
     assert hi.excess_loss == pytest.approx(0.0, abs=1e-12 * hi.loss)
-    best, _ = abs_descents(sizes, tau, 4, starts=10, seed=2, eps=eps)
+    best, _ = nonnegative_descents(sizes, tau, 4, starts=10, seed=2, eps=eps)
     assert hi.loss <= best + 1e-10 * best
     # in d = K the equiangular target needs a numeric solve; the bound is still below the loss
     k = nonnegative_prototypes(sizes, tau, eps=eps, dim=3, starts=8)
@@ -290,7 +291,7 @@ def test_branched_bound_is_valid_balanced():
     into 3 blocks and stays below the best of independent descents."""
     sizes = [10, 10, 10, 10]
     p = nonnegative_prototypes(sizes, TAU, dim=3, starts=16)
-    best, _ = abs_descents(sizes, TAU, 3, starts=16, seed=4)
+    best, _ = nonnegative_descents(sizes, TAU, 3, starts=16, seed=4)
     assert p.loss <= best + 1e-9 * best
     c = p.certificate
     assert c.branches == math.comb(4, 2)
@@ -357,6 +358,6 @@ def test_cli_nonnegative_frame_and_below_the_frame(cli, tmp_path):
     Z = np.load(path)
     assert Z.shape == (4, 3) and Z.min() >= 0
     np.testing.assert_allclose(Z @ Z.T, G, atol=1e-12)
-    best, _ = abs_descents(SIZES, TAU, 3, starts=16, seed=11)
+    best, _ = nonnegative_descents(SIZES, TAU, 3, starts=16, seed=11)
     assert out["loss"] <= best + 1e-9 * best
     assert out["lower_bound"] <= out["loss"]
