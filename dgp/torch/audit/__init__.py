@@ -531,7 +531,7 @@ def _report(
     match_rtol: float, dim: int | None, intended: Intended | None, geometry: bool, seed: int,
     attempts: list[dict[str, Any]], states: list[dict[str, Any]],
 ) -> AuditReport:
-    from dgp import classify
+    from dgp.classification import classify
 
     pr: Probes = chosen["probes"]
     fit: ModelFit = chosen["fit"]

@@ -91,7 +91,7 @@ def batch_size(
     ValueError
         If the data have no class labels, or a batch size exceeds the training set.
     """
-    from dgp import supcon_prototypes
+    from dgp.prototypes import supcon_prototypes
 
     budget = budget_for(quick, budget)
     dev = resolve_device(device)

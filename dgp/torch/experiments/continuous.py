@@ -138,7 +138,7 @@ def continuous_prediction(
     """The predicted embedding in ``R^dim``: the bound-attaining target of :func:`dgp.classify`
     when it is realizable there, else the best embedding in ``R^dim`` (:func:`dgp.optimum`
     with ``dim``)."""
-    from dgp import classify
+    from dgp.classification import classify
 
     res = classify(W, similarity=similarity, tau=tau, dim=dim)
     info: dict[str, Any] = {"verdict": res.verdict, "rank": res.rank}

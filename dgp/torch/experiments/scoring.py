@@ -207,7 +207,7 @@ def supcon_prediction(
     ``batch_size`` drawn without replacement, anchor losses summed, anchors without positives
     dropped (``SupConLoss(empty_rows="skip")``); the full-batch prediction when ``batch_size``
     is None or covers the training set."""
-    from dgp import supcon_prototypes
+    from dgp.prototypes import supcon_prototypes
 
     if batch_size is None or batch_size >= int(np.sum(sizes)):
         return supcon_prototypes(sizes, tau=tau, eps=eps)
