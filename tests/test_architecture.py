@@ -132,3 +132,28 @@ def test_no_private_name_crosses_a_module():
              if name.startswith("_") and not name.startswith("__")
              and not is_module(target, name)]
     assert not found, "\n".join(found)
+
+
+def _small_float_literals() -> list[str]:
+    """Float literals 0 < |x| <= 1e-2 inside function bodies (thresholds belong to the named
+    constants of dgp/constants.py and the tolerance policy)."""
+    found = []
+    for path in _sources():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            body = fn.body if isinstance(fn.body, list) else [fn.body]
+            for stmt in body:
+                for node in ast.walk(stmt):
+                    if (isinstance(node, ast.Constant) and type(node.value) is float
+                            and 0.0 < abs(node.value) <= 1e-2):
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
+    return sorted(set(found))
+
+
+def test_thresholds_are_named_constants():
+    # issue 26: at most 40 small float literals inside functions (162 before the tolerance
+    # policy); each one left is a step or a factor local to its algorithm
+    found = _small_float_literals()
+    assert len(found) <= 40, "\n".join(found)
