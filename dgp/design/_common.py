@@ -29,6 +29,7 @@ from dgp.infonce import SIMILARITIES
 from dgp.objectives import registry
 from dgp.objectives.classify import classify_labels
 from dgp.objectives.registry import Labels, Objective
+from dgp.objectives.spheres import label_sphere, on_label_sphere
 from dgp.records import Record
 from dgp.resources import check_memory, dense_weighting_bytes, hold
 from dgp.result import Classification
@@ -562,17 +563,12 @@ def closed_form_boundary(problem: Problem, fixed: Mapping[str, Any],
                         "inconsistent above it", {"K": K}, K, n)
     if rec.boundary != "sphere":
         return None
-    from dgp.objectives.conditions import gaussian_explanation
-
     lab = problem.labels
     assert lab is not None
-    points = rec.kernel(lab, problem.object_params({**fixed, **first})).points
-    ex = gaussian_explanation(points, width2=1.0, tau=1.0, dim=1, similarity="cosine",
-                              rtol=4.0 * float(np.finfo(float).eps), objective=rec.name)
-    if not ex.details.get("on_sphere"):
+    fit = label_sphere(rec.weighting.points(lab), rtol=problem.rtol)
+    if not on_label_sphere(fit, problem.rtol):
         return None
-    R = float(ex.details["sphere"]["radius"])
-    m = int(ex.details["affine_dim"])
+    R, m = float(fit.radius), int(fit.affine_dim)
     what = rec.weighting.symbol
     return Boundary(f"tau R^2 = {what}", f"tau R^2 = {what}, R = {R:.6g} (labels on a sphere in "
                     f"an affine hull of dimension m = {m}): realizable in dim >= m + 1 = {m + 1} "

@@ -529,7 +529,7 @@ def _critical_temperatures(problem: Problem, fixed: dict) -> tuple[float, ...]:
         return ()
     params = {k: v for k, v in fixed.items() if k != "dim"}
     return problem.rec.critical_temperatures(problem.labels_for(params),
-                                             problem.object_params(params))
+                                             problem.object_params(params), rtol=problem.rtol)
 
 
 def _closed_form_realizable(problem: Problem, fixed: dict) -> dict | None:

@@ -57,12 +57,11 @@ from typing import Any
 
 import numpy as np
 
-from dgp.constants import SPHERE_FIT_RTOL_FLOOR, SPHERE_RESIDUAL_RTOL_FLOOR
 from dgp.engine.lowrank import gaussian_target, row_statistics
 from dgp.engine.rules import Explanation
 from dgp.objectives import registry
 from dgp.objectives.registry import Kernel
-from dgp.objectives.spheres import sphere_of
+from dgp.objectives.spheres import label_sphere, sphere_tolerance
 
 __all__ = ["colnorm_distortion", "distortion_of", "gaussian_explanation"]
 
@@ -78,7 +77,7 @@ def gaussian_explanation(
     whose weighting says how texts write the width and whether the points are directions.
     """
     n = points.shape[0]
-    fit = sphere_of(points, rtol=max(rtol, SPHERE_FIT_RTOL_FLOOR))
+    fit = label_sphere(points, rtol=rtol)
     m = fit.affine_dim
     details: dict[str, Any] = {"affine_dim": m, "sphere": fit.to_dict()}
     weighting = registry.get(objective).weighting
@@ -109,7 +108,7 @@ def gaussian_explanation(
     R = fit.radius
     tR2 = tau * R * R
     rho = tR2 / width2
-    sphere_tol = float(np.sqrt(max(rtol, SPHERE_RESIDUAL_RTOL_FLOOR)))
+    sphere_tol = sphere_tolerance(rtol)
     on_sphere = fit.residual <= sphere_tol
     rho_tol = max(1e3 * np.finfo(float).eps, rtol)
     applies = bool(n >= dim + m + 3)

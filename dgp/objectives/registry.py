@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from dgp._linalg import centre_points, squared_distances
-from dgp.constants import SCALE_FLOOR, SPHERE_FIT_RTOL
+from dgp.constants import SCALE_FLOOR
 from dgp.errors import (
     ParameterError,
     check_choice,
@@ -48,7 +48,8 @@ from dgp.errors import (
     class_codes,
 )
 from dgp.objectives.backend import namespace
-from dgp.objectives.spheres import sphere_of
+from dgp.objectives.spheres import label_sphere, on_label_sphere
+from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = [
     "OBJECTIVES",
@@ -479,7 +480,8 @@ class Objective:
         """Class objectives: log-weights within each class (``K``) and the one across."""
         return self.weighting.block_log_weights(params, K)
 
-    def critical_temperatures(self, lab: Labels, params: Mapping[str, float]) -> tuple[float, ...]:
+    def critical_temperatures(self, lab: Labels, params: Mapping[str, float], *,
+                              rtol: float = DEFAULT_RTOL) -> tuple[float, ...]:
         r"""The closed-form temperatures at which the cosine verdict of these labels changes
         (its ``boundary``): Soft SupCon's :math:`\tau^* = K/((K-1)(-\log\varepsilon))`
         (:func:`dgp.prototypes.soft_supcon_tau_star`: the centred regular simplex, rank
@@ -491,7 +493,9 @@ class Objective:
         Empty without a closed form (or when the labels are off every sphere); the engine
         decides what happens at each.
 
-        ``lab`` and ``params`` are validated (:meth:`check_labels`, :meth:`check_params`).
+        ``lab`` and ``params`` are validated (:meth:`check_labels`, :meth:`check_params`);
+        whether the points lie on a sphere is decided at ``rtol`` by the rule of the closed-form
+        explanation (:func:`dgp.objectives.spheres.on_label_sphere`).
 
         >>> rec = get("soft-supcon")
         >>> lab = rec.check_labels([0, 0, 1, 1, 2, 2])
@@ -505,8 +509,8 @@ class Objective:
             return (soft_supcon_tau_star(K=K, eps=params[self.weighting.cross]),) if K >= 2 else ()
         if self.boundary != "sphere":
             return ()
-        fit = sphere_of(self.weighting.points(lab), rtol=SPHERE_FIT_RTOL)
-        if fit.radius == 0.0 or not fit.residual <= math.sqrt(SPHERE_FIT_RTOL):
+        fit = label_sphere(self.weighting.points(lab), rtol=rtol)
+        if not on_label_sphere(fit, rtol):
             return ()
         t = self.weighting.width2(params) / fit.radius / fit.radius
         return (t,) if math.isfinite(t) and t > 0.0 else ()

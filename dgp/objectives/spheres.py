@@ -20,12 +20,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp._linalg import tall_r
-from dgp.constants import SPHERE_FIT_RTOL
+from dgp.constants import SPHERE_FIT_RTOL, SPHERE_FIT_RTOL_FLOOR, SPHERE_RESIDUAL_RTOL_FLOOR
 from dgp.errors import check_labels_continuous
 from dgp.records import Record
 from dgp.tolerance import check_rtol
 
-__all__ = ["SphereFit", "fit_sphere", "sphere_of"]
+__all__ = [
+    "SphereFit",
+    "fit_sphere",
+    "label_sphere",
+    "on_label_sphere",
+    "sphere_of",
+    "sphere_tolerance",
+]
 
 
 @dataclass(frozen=True)
@@ -133,3 +140,23 @@ def sphere_of(y: np.ndarray, *, rtol: float) -> SphereFit:
         m,
         rtol,
     )
+
+
+def sphere_tolerance(rtol: float) -> float:
+    r"""The largest relative residual of a fit whose points count as on its sphere, for the
+    tolerance ``rtol`` of a verdict: :math:`\sqrt{\max(rtol, \epsilon_0)}` (the residual of
+    exactly spherical float64 labels is noise of order 1e-8). The one rule: the closed-form
+    explanation of a label kernel, its critical temperatures and the phase maps' boundary."""
+    return float(np.sqrt(max(rtol, SPHERE_RESIDUAL_RTOL_FLOOR)))
+
+
+def label_sphere(points: np.ndarray, *, rtol: float) -> SphereFit:
+    """The sphere fit behind a label condition at tolerance ``rtol`` (:func:`sphere_of` with
+    ``rtol`` floored at what float64 least squares resolves); its points are on the sphere
+    when ``fit.radius > 0`` and ``fit.residual <= sphere_tolerance(rtol)``."""
+    return sphere_of(points, rtol=max(rtol, SPHERE_FIT_RTOL_FLOOR))
+
+
+def on_label_sphere(fit: SphereFit, rtol: float) -> bool:
+    """Whether the points of ``fit`` (from :func:`label_sphere`) lie on their sphere."""
+    return bool(fit.radius > 0.0 and fit.residual <= sphere_tolerance(rtol))
