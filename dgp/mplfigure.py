@@ -23,14 +23,29 @@ Needs the ``plot`` extra; importing this module without matplotlib raises an
 from __future__ import annotations
 
 import io
+from typing import Any
 
-from dgp.plots import require_matplotlib
+from dgp.errors import install_hint
+
+__all__ = ["NotebookFigure", "require_matplotlib"]
+
+
+def require_matplotlib() -> Any:
+    """Import matplotlib, or raise an :class:`ImportError` naming the ``plot`` extra."""
+    try:
+        import matplotlib
+        from matplotlib.figure import Figure  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            f"figures need matplotlib, which is not installed: {install_hint('plot')}",
+            name=exc.name,
+        ) from exc
+    return matplotlib
+
 
 require_matplotlib()
 
 from matplotlib.figure import Figure  # noqa: E402
-
-__all__ = ["NotebookFigure"]
 
 
 class NotebookFigure(Figure):

@@ -66,16 +66,11 @@ _VERDICT_COLOURS = {
 
 
 def require_matplotlib() -> Any:
-    """Import matplotlib, or raise an :class:`ImportError` naming the ``plot`` extra."""
-    try:
-        import matplotlib
-        from matplotlib.figure import Figure  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - exercised by a monkeypatched test
-        raise ImportError(
-            f"figures need matplotlib, which is not installed: {INSTALL_HINT}",
-            name=exc.name,
-        ) from exc
-    return matplotlib
+    """Import matplotlib, or raise an :class:`ImportError` naming the ``plot`` extra (the
+    figure class's module, :mod:`dgp.mplfigure`, makes the check)."""
+    from dgp.mplfigure import require_matplotlib as required  # its import checks too
+
+    return required()
 
 
 def new_figure(width: float, height: float):

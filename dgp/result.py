@@ -10,8 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dgp.display import format_rows, html_rows
-from dgp.engine.certificates import Certificate
-from dgp.records import Record, skip
+from dgp.records import CertificateProtocol, Record, skip
 
 __all__ = ["VERDICTS", "Classification", "format_c"]
 
@@ -58,7 +57,9 @@ class Classification(Record):
     reason : str
         One sentence: why this verdict, with the computed numbers.
     certificate : Certificate
-        What to re-check (eigenvalues and tolerances, the offending cycle, the Farkas matrix...).
+        A :class:`dgp.engine.certificates.Certificate` (it follows
+        :class:`dgp.records.CertificateProtocol`): what to re-check (eigenvalues and tolerances,
+        the offending cycle, the Farkas matrix...).
     min_dim : int or None
         Smallest dimension in which the bound is attained (``None`` when none attains it).
     near_threshold : bool
@@ -91,7 +92,7 @@ class Classification(Record):
     c_interval: tuple[float | None, float | None] | None
     entropic_bound: float | None
     reason: str
-    certificate: Certificate
+    certificate: CertificateProtocol
     min_dim: int | None
     near_threshold: bool
     tolerance: dict[str, Any]
