@@ -176,6 +176,15 @@ PLOT_VARIES_RTOL = 1e-12
 UNIT_NORM_ATOL = 1e-6
 
 # ----------------------------------------------------------------------------------------------
+# validation of a weighting (dgp.engine.target)
+# ----------------------------------------------------------------------------------------------
+
+#: the smallest ratio w / w_max taken directly as a float quotient (above it the quotient is a
+#: normal float, so its logarithm is exact to one rounding); below it, the logarithms come from
+#: mantissas and exponents
+RATIO_NORMAL_MIN = 1e-290
+
+# ----------------------------------------------------------------------------------------------
 # the engine (decisions along a family)
 # ----------------------------------------------------------------------------------------------
 
