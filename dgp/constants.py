@@ -203,6 +203,9 @@ CLUSTER_WINDOW_RTOL = 1e-6
 #: the concave search of the maximiser stops at this fraction of the tolerance at scale 1, far
 #: inside the band the verdict tolerates
 SEARCH_RESOLUTION = 1e-2
+#: when the concave search's bracket stops halving (one end creeps up to a kink), it probes just
+#: past the latest cut, a few ulps away, the offset growing by this factor at each such probe
+PROBE_GROWTH = 16.0
 
 # ----------------------------------------------------------------------------------------------
 # the loss audit (dgp.torch.audit)
