@@ -176,6 +176,15 @@ PLOT_VARIES_RTOL = 1e-12
 UNIT_NORM_ATOL = 1e-6
 
 # ----------------------------------------------------------------------------------------------
+# validation of a weighting (dgp.engine.target)
+# ----------------------------------------------------------------------------------------------
+
+#: the smallest ratio w / w_max taken directly as a float quotient (above it the quotient is a
+#: normal float, so its logarithm is exact to one rounding); below it, the logarithms come from
+#: mantissas and exponents
+RATIO_NORMAL_MIN = 1e-290
+
+# ----------------------------------------------------------------------------------------------
 # the engine (decisions along a family)
 # ----------------------------------------------------------------------------------------------
 
@@ -194,6 +203,9 @@ CLUSTER_WINDOW_RTOL = 1e-6
 #: the concave search of the maximiser stops at this fraction of the tolerance at scale 1, far
 #: inside the band the verdict tolerates
 SEARCH_RESOLUTION = 1e-2
+#: when the concave search's bracket stops halving (one end creeps up to a kink), it probes just
+#: past the latest cut, a few ulps away, the offset growing by this factor at each such probe
+PROBE_GROWTH = 16.0
 
 # ----------------------------------------------------------------------------------------------
 # the loss audit (dgp.torch.audit)

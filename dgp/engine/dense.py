@@ -50,6 +50,10 @@ __all__ = ["DenseCosineSpectrum", "DenseEuclideanSpectrum", "dense_family"]
 
 #: largest N for which Farkas vectors are listed in the certificate
 FARKAS_VECTORS_MAX_N = 2000
+#: eigenvalue questions of the cosine family remembered per point: at most this many
+#: eigenvalues each, at most this many at once
+MEMO_MAX_K = 16
+MEMO_MAX_ENTRIES = 64
 
 
 class DenseCosineSpectrum(CosineSpectrum):
@@ -64,46 +68,73 @@ class DenseCosineSpectrum(CosineSpectrum):
         # 2x2 minor has an eigenvalue <= -1, so phi < 0 at both ends of the box
         box_lo, box_hi = -1.0 - tau * lo, 1.0 - tau * hi
         self._box = (min(box_lo, box_hi) - 1.0, max(box_lo, box_hi) + 1.0)
-        A = ell
-        A *= tau
-        np.fill_diagonal(A, 1.0)  # A = I + tau ell, in place
-        self.tri = Tridiagonal(ones_reflector_apply(A))
-        self.d0, self.e = self.tri.d, self.tri.e
+        # A = I + tau ell and ell (zero diagonal) have the same reflectors: H A H = I + tau H ell H
+        # and Q^T A Q = I + tau T_ell, so ell is reduced as it is (no pass to form A)
+        self.tri = Tridiagonal(ones_reflector_apply(ell))
+        self.d0, self.e = 1.0 + tau * self.tri.d, tau * self.tri.e
+        self._memo: dict[tuple[float, int, int], tuple[np.ndarray, np.ndarray | None]] = {}
+        self._counts: dict[tuple[float, float], int] = {}
 
     def _diag(self, mu: float) -> np.ndarray:
         d = self.d0 - mu
         d[0] = self.d0[0] + mu * (self.n - 1)
         return d
 
+    def _eig(self, mu: float, lo: int, hi: int, vectors: bool):
+        r"""Eigenvalues (and eigenvectors) ``lo..hi`` of :math:`G(\mu)`, remembered: the
+        decisions ask the same few questions at the same points (the maximiser, an end point)
+        several times. Eigenvalues found with their vectors answer later questions for the
+        values alone (the same bisection; inverse iteration only adds the vectors)."""
+        key = (mu, lo, hi)
+        hit = self._memo.get(key)
+        if hit is not None and (hit[1] is not None or not vectors):
+            return hit if vectors else hit[0]
+        d = self._diag(mu)
+        if vectors:
+            out = tridiagonal_eigh(d, self.e, lo, hi)
+        else:
+            out = (tridiagonal_eigvals(d, self.e, lo, hi), None)
+        if hi - lo < MEMO_MAX_K:
+            if len(self._memo) >= MEMO_MAX_ENTRIES:
+                self._memo.clear()
+            self._memo[key] = out
+        return out if vectors else out[0]
+
     def box(self) -> tuple[float, float]:
         return self._box
 
     def lam_min_slope(self, mu: float) -> tuple[float, float]:
         # d/dmu x^T (T + mu (N e1 e1^T - I)) x = N x_1^2 - 1 for the bottom eigenvector x
-        lam, x = tridiagonal_eigh(self._diag(mu), self.e, 0, 0)
+        lam, x = self._eig(mu, 0, 0, True)
         return float(lam[0]), float(self.n * x[0, 0] ** 2 - 1.0)
 
     def lam_max(self, mu: float) -> float:
-        return float(tridiagonal_eigvals(self._diag(mu), self.e, self.n - 1, self.n - 1)[0])
+        return float(self._eig(mu, self.n - 1, self.n - 1, False)[0])
 
     def smallest(self, mu: float, k: int) -> np.ndarray:
         if k <= 0:
             return np.zeros(0)
-        return tridiagonal_eigvals(self._diag(mu), self.e, 0, k - 1)
+        return self._eig(mu, 0, k - 1, False).copy()
 
     def kth(self, mu: float, k: int) -> float:
-        return float(tridiagonal_eigvals(self._diag(mu), self.e, k, k)[0])
+        return float(self._eig(mu, k, k, False)[0])
 
     def smallest_slopes(self, mu: float, k: int) -> tuple[np.ndarray, np.ndarray]:
-        lam, x = tridiagonal_eigh(self._diag(mu), self.e, 0, k - 1)
-        return lam, self.n * x[0] ** 2 - 1.0
+        lam, x = self._eig(mu, 0, k - 1, True)
+        return lam.copy(), self.n * x[0] ** 2 - 1.0
 
     def slopes_between(self, mu: float, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        lam, x = tridiagonal_eigh(self._diag(mu), self.e, lo, hi - 1)
-        return lam, self.n * x[0] ** 2 - 1.0
+        lam, x = self._eig(mu, lo, hi - 1, True)
+        return lam.copy(), self.n * x[0] ** 2 - 1.0
 
     def count_at_most(self, mu: float, x: float) -> int:
-        return tridiagonal_count_below(self._diag(mu), self.e, np.nextafter(x, np.inf))
+        key = (mu, x)
+        if key not in self._counts:
+            if len(self._counts) >= MEMO_MAX_ENTRIES:
+                self._counts.clear()
+            self._counts[key] = tridiagonal_count_below(self._diag(mu), self.e,
+                                                        np.nextafter(x, np.inf))
+        return self._counts[key]
 
     def embedding(self, mu: float, r: int) -> np.ndarray:
         n = self.n

@@ -32,6 +32,7 @@ from dgp.constants import (
     CLUSTER_WINDOW_RTOL,
     COSINE_TAU_SPREAD_MAX,
     FARKAS_OFFSET_RTOL,
+    PROBE_GROWTH,
     SCALE_FLOOR,
     SEARCH_RESOLUTION,
     SLOPE_FLOOR,
@@ -324,15 +325,23 @@ def argmax_concave(
     """Maximiser of a concave function from values and supergradients (1-D cutting planes).
 
     ``f(x)`` returns the value and one supergradient. The tangents at the bracket ends meet
-    above the maximum, so their intersection bounds it: we cut there (or bisect when the
-    bracket shrinks slowly) until the bound is within ``gap`` of the best value or the bracket
-    stops shrinking in floating point. At a kink, where two eigenvalue branches cross and the
-    rank drops, the cut lands on the crossing in a few steps, to machine precision.
+    above the maximum, so their intersection bounds it: we cut there until the bound is within
+    ``gap`` of the best value or the bracket stops shrinking in floating point. At a kink, where
+    two eigenvalue branches cross and the rank drops, the cut lands on the crossing in a few
+    steps, to machine precision, but on the same side each time (rounding): the other end then
+    only moves when the bracket shrinks too slowly and the safeguard steps in. The safeguard
+    alternates a probe just past the cut, on the side of the end that has not moved
+    (``2 eps`` times the bracket's magnitude, growing by :data:`~dgp.constants.PROBE_GROWTH`
+    at each consecutive probe, and never beyond the middle of the way there), with a bisection,
+    so the bracket still halves at least every third step; at a kink the first probe
+    that crosses it closes the bracket to a few ulps.
     """
     fa, sa = f(a)
     fb, sb = f(b)
     best_x, best_f = (a, fa) if fa >= fb else (b, fb)
     width = b - a
+    moved = 0  # the end the last step moved: -1 for a, +1 for b
+    slow = 0  # consecutive safeguard steps
     for _ in range(200):
         if sa <= 0:
             return a if fa >= best_f else best_x
@@ -340,21 +349,37 @@ def argmax_concave(
             return b if fb >= best_f else best_x
         m = (fb - fa + sa * a - sb * b) / (sa - sb)  # tangents meet here
         bound = fa + sa * (m - a)
-        if bound - best_f <= gap or b - a <= 4.0 * _EPS * max(1.0, abs(a), abs(b)):
+        ulps = 2.0 * _EPS * max(1.0, abs(a), abs(b))
+        if bound - best_f <= gap or b - a <= 2.0 * ulps:
             break
-        if not a < m < b or b - a > 0.5 * width:
-            m = 0.5 * (a + b)  # safeguard: halve the bracket at least every other step
+        if not a < m < b or b - a > 0.5 * width:  # safeguard: the bracket shrinks slowly
+            m = _safeguard(a, b, m, moved, slow, ulps)
+            slow += 1
+        else:
+            slow = 0
         width = b - a
         fm, sm = f(m)
         if fm > best_f:
             best_x, best_f = m, fm
         if sm > 0:
-            a, fa, sa = m, fm, sm
+            a, fa, sa, moved = m, fm, sm, -1
         elif sm < 0:
-            b, fb, sb = m, fm, sm
+            b, fb, sb, moved = m, fm, sm, 1
         else:
             return m
     return best_x
+
+
+def _safeguard(a: float, b: float, cut: float, moved: int, slow: int, ulps: float) -> float:
+    """The next point of :func:`argmax_concave` when its bracket shrinks slowly: every other
+    time the middle, otherwise a probe just past the cut towards the end that has not moved."""
+    if slow % 2 or moved == 0:
+        return 0.5 * (a + b)
+    c = min(max(cut, a), b)
+    h = ulps * PROBE_GROWTH ** (slow // 2)
+    if moved < 0:  # a creeps up: look just right of the cut
+        return c + h if c + h < 0.5 * (c + b) else 0.5 * (a + b)
+    return c - h if c - h > 0.5 * (a + c) else 0.5 * (a + b)
 
 
 def _infeasible_end(lam_min: Callable[[float], float], mu_star: float, x: float) -> float:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dgp.constants import RATIO_NORMAL_MIN
 from dgp.errors import DgpWarning, InputError, ParameterError, ParameterTypeError
 from dgp.resources import ROW_BLOCK_ELEMENTS, check_memory, dense_weighting_bytes
 from dgp.tolerance import Margin, Tolerance
@@ -150,6 +151,11 @@ class LogWeights(CanonicalShift):
     pairs : Pairs or None
         The positive pairs of a sparse weighting with zero weights, kept without an ``N x N``
         array (``L`` is then ``None``); ``None`` for the dense form.
+    entropies : ndarray or None
+        The row entropies :math:`H(p_i)`, when the validator found them on the way (dense
+        weights without zeros whose ratios to the largest are normal floats: it then reads
+        every weight once for both); ``None`` otherwise (:func:`entropic_bound` computes them
+        from ``L``).
     """
 
     L: np.ndarray | None
@@ -160,6 +166,7 @@ class LogWeights(CanonicalShift):
     unit_roundoff: float
     warnings: tuple[str, ...] = ()
     pairs: Pairs | None = None
+    entropies: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -392,6 +399,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     first_zero: tuple[int, int] | None = None
     smallest_positive = np.inf
     positive_low = np.inf  # the smallest weight of the blocks without zeros (inf: none)
+    entropies = None  # the row entropies, when the logarithms give them on the way
     # pass 1: copy each block of rows once into L, validate it there, find the largest entry
     for sl in row_blocks(n):
         blk = L[sl]
@@ -453,13 +461,16 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     if is_log:
         L -= top
         shift = top
-    elif min(smallest_positive, positive_low) / top > 1e-290:
+    elif min(smallest_positive, positive_low) / top > RATIO_NORMAL_MIN:
         # the ratios w / w_max are normal floats: log of the ratio, exact to one rounding
-        with np.errstate(divide="ignore"):
-            for sl in row_blocks(n):
-                blk = L[sl]
-                blk /= top
-                np.log(blk, out=blk)  # log 0 = -inf: zero weights and the diagonal
+        if n_zero == 0:
+            entropies = _log_ratios_entropies(L, top)
+        else:
+            with np.errstate(divide="ignore"):
+                for sl in row_blocks(n):
+                    blk = L[sl]
+                    blk /= top
+                    np.log(blk, out=blk)  # log 0 = -inf: zero weights and the diagonal
         shift = math.log(top)
     else:
         m_max, e_max = np.frexp(np.float64(top))
@@ -485,7 +496,34 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     symmetric = _is_symmetric(L)
     for note in notes:
         warnings.warn(note, DgpWarning, stacklevel=3)
-    return LogWeights(L, float(shift), symmetric, n_zero, first_zero, u, tuple(notes))
+    return LogWeights(L, float(shift), symmetric, n_zero, first_zero, u, tuple(notes),
+                      entropies=entropies)
+
+
+def _log_ratios_entropies(L: np.ndarray, top: float) -> np.ndarray:
+    r"""Overwrite the positive weights ``L`` (zero diagonal) with :math:`\log(w_{ij}/w_{\max})`
+    (``-inf`` on the diagonal) and return the row entropies :math:`H(p_i)` found on the way,
+    by blocks of rows: with the ratios :math:`r_{ij} = w_{ij}/w_{\max}` (normal floats) and
+    :math:`S_i = \sum_{j \ne i} r_{ij}`, :math:`H(p_i) = \log S_i - \sum_j r_{ij}\log r_{ij}
+    / S_i`, so the bound costs no exponential of its own (:func:`row_entropies` on ``L`` is the
+    same number up to rounding)."""
+    n = L.shape[0]
+    H = np.empty(n)
+    tmp = np.empty(max(1, ROW_BLOCK_ELEMENTS // n) * n)
+    for sl in row_blocks(n):
+        blk = L[sl]
+        blk /= top  # the ratios, 0 on the diagonal
+        lg = tmp[: blk.size].reshape(blk.shape)
+        k = np.arange(blk.shape[0])
+        diag = (k, k + sl.start)
+        blk[diag] = 1.0  # log 1 = 0: the diagonal drops out of the sum of r log r
+        np.log(blk, out=lg)
+        blk[diag] = 0.0
+        tot = blk.sum(axis=1)
+        H[sl] = np.log(tot) - np.einsum("ij,ij->i", blk, lg) / tot
+        blk[...] = lg
+        blk[diag] = -np.inf
+    return H
 
 
 def _size(W: object) -> int:
@@ -679,7 +717,10 @@ def row_log_distribution(L: np.ndarray) -> np.ndarray:
 
 
 def entropic_bound(weights: LogWeights) -> float:
-    r"""The entropic bound :math:`\sum_i H(p_i)` in nats (:math:`0 \log 0 = 0`), in log space."""
+    r"""The entropic bound :math:`\sum_i H(p_i)` in nats (:math:`0 \log 0 = 0`), in log space
+    (or from the row entropies the validator found, :attr:`LogWeights.entropies`)."""
+    if weights.entropies is not None:
+        return float(weights.entropies.sum())
     return float(row_entropies(weights.L).sum())
 
 
@@ -739,17 +780,25 @@ class LogTarget:
 
 
 def offdiag_range(M: np.ndarray) -> tuple[float, float]:
-    """Smallest and largest entry of ``M`` off the diagonal, by blocks of rows."""
+    """Smallest and largest entry of a square float ``M`` off the diagonal, by blocks of rows
+    (two reductions of each block: its diagonal is set aside meanwhile, then restored)."""
     n = M.shape[0]
+    if n < 2:
+        return np.inf, -np.inf
     lo, hi = np.inf, -np.inf
-    for sl in row_blocks(n):
-        blk = M[sl]
-        rows = np.arange(sl.start, sl.stop)
-        keep = np.ones(blk.shape, dtype=bool)
-        keep[np.arange(rows.size), rows] = False
-        vals = blk[keep]
-        if vals.size:
-            lo, hi = min(lo, float(vals.min())), max(hi, float(vals.max()))
+    saved = M.diagonal().copy()
+    try:
+        for sl in row_blocks(n):
+            blk = M[sl]
+            k = np.arange(sl.stop - sl.start)
+            diag = (k, k + sl.start)
+            blk[diag] = np.inf
+            lo = min(lo, float(blk.min()))
+            blk[diag] = -np.inf
+            hi = max(hi, float(blk.max()))
+            blk[diag] = saved[sl]
+    finally:
+        np.fill_diagonal(M, saved)
     return lo, hi
 
 

@@ -89,14 +89,16 @@ class Tridiagonal:
         ``dsytrd`` (lower) stores reflector ``i`` as :math:`H_i = I - \tau_i v_iv_i^\top` with
         :math:`v_i = (0, \dots, 0, 1, c_{i+2:, i})` starting at row ``i + 1``, and
         :math:`Q = H_0 H_1 \cdots H_{n-2}`. They are applied in reverse order by chunks of
-        ``CHUNK`` reflectors with LAPACK ``dormqr``, each chunk a small contiguous copy of its
-        columns: ``dormqr`` on the whole trailing block would need a contiguous copy of it,
-        another ``N x N`` array.
+        ``CHUNK`` reflectors with LAPACK ``dormqr``: ``dormqr`` on the whole trailing block
+        would need a contiguous copy of it, another ``N x N`` array. Each chunk is handed over
+        without a copy, as the Fortran array that starts at its first reflector with leading
+        dimension ``N`` (the rows past the reflectors' length are never read).
         """
         Y = np.array(Y, dtype=float, copy=True)
         n = self.n
         if n > 1 and Y.shape[1] > 0:
             c, tau = self._c, self._tau
+            flat = c.reshape(-1, order="F") if c.flags.f_contiguous else None
             # blocked dormqr needs k * nb + (nb + 1) * nb of workspace (nb = 64); less and
             # LAPACK falls back to its unblocked, level-2 code
             lwork = 64 * Y.shape[1] + 65 * 64
@@ -104,7 +106,11 @@ class Tridiagonal:
             for i0 in reversed(starts):
                 i1 = min(n - 1, i0 + CHUNK)
                 # reflectors i0..i1-1 act on rows i0+1.. : a QR factor of c[i0+1:, i0:i1]
-                a = np.asfortranarray(c[i0 + 1 :, i0:i1])
+                if flat is not None:  # (i0 + 1, i0) onwards, column stride n: no copy
+                    start = (i0 + 1) + i0 * n
+                    a = flat[start : start + n * (i1 - i0)].reshape((n, i1 - i0), order="F")
+                else:
+                    a = np.asfortranarray(c[i0 + 1 :, i0:i1])
                 out, _, info = dormqr("L", "N", a, tau[i0:i1], Y[i0 + 1 :], lwork=lwork,
                                       overwrite_c=0)
                 if info != 0:  # pragma: no cover - LAPACK argument error
@@ -129,12 +135,20 @@ def tridiagonal_count_below(d: np.ndarray, e: np.ndarray, x: float) -> int:
 
     The pivots of the :math:`LDL^\\top` factorisation of :math:`T - xI` have the inertia of it.
     """
-    count = 0
-    piv = 1.0
-    e2 = e * e
-    tiny = np.finfo(float).tiny
-    for k in range(d.size):
-        piv = (d[k] - x) - (e2[k - 1] / piv if k > 0 else 0.0)
+    if d.size == 0:
+        return 0
+    x = float(x)
+    tiny = float(np.finfo(float).tiny)
+    # plain Python floats (IEEE doubles, the same arithmetic as numpy's scalars, several times
+    # faster in this loop)
+    dk = (d - x).tolist()
+    e2 = (e * e).tolist()
+    piv = dk[0]
+    if piv == 0.0:
+        piv = -tiny
+    count = 1 if piv < 0 else 0
+    for k in range(1, len(dk)):
+        piv = dk[k] - e2[k - 1] / piv
         if piv == 0.0:
             piv = -tiny
         if piv < 0:
