@@ -453,10 +453,10 @@ DIM_FULL_RUN_SIZE = 400
 #: (:class:`~dgp.solver.BlockFactor`: no row-problem tables, reused buffers, one screened start
 #: kept, an L-BFGS budget in evaluations set by :data:`DIM_FACTOR_WORK`)
 DIM_FACTOR_SIZE = DIM_LARGE_SIZE
-#: ``dim * K^2`` times the L-BFGS evaluations of a factor-path solve (after screening): about
-#: two minutes of one core whatever the size (1.8 s per evaluation at K = 10^4, dim = 128),
-#: between :data:`DIM_FACTOR_MIN_EVALS` and :data:`DIM_FACTOR_MAX_EVALS`
-DIM_FACTOR_WORK = 1e12
+#: seconds of L-BFGS evaluations (after screening) a factor-path solve is given, by the
+#: guard's cost model of one evaluation (:func:`_factor_eval_seconds`), within
+#: :data:`DIM_FACTOR_MIN_EVALS` and :data:`DIM_FACTOR_MAX_EVALS` evaluations
+DIM_FACTOR_SECONDS = 120.0
 #: fewest and most L-BFGS evaluations of a factor-path solve
 DIM_FACTOR_MIN_EVALS = 100
 DIM_FACTOR_MAX_EVALS = 5000
@@ -471,16 +471,29 @@ DIM_GEMM_RATE = 3e10
 DIM_PASS_RATE = 2e9
 
 
+def _on_factor(K: int, dim: int) -> bool:
+    """Whether a full-batch rank-``dim`` solve works on the factor: a large ``K * dim``, or more
+    classes than the row problem (and the free solve) take."""
+    return K * dim > DIM_FACTOR_SIZE or K > NUMERIC_MAX_K
+
+
 def _default_starts(K: int, dim: int) -> int:
-    if K * dim <= DIM_FACTOR_SIZE:
+    if not _on_factor(K, dim):
         return DIM_DEFAULT_STARTS
     return 2 if dim * K * K <= 1e10 else 1
 
 
+def _factor_eval_seconds(K: int, dim: int) -> float:
+    """The guard's estimate of one factor-path evaluation: two products of dim x K by K x K
+    (2 dim K^2 flops each) and about 12 passes over the K x K buffer (2.3 s at K = 10^4,
+    dim = 128; measured 1.8 s)."""
+    return 4.0 * dim * K * K / DIM_GEMM_RATE + 12.0 * K * K / DIM_PASS_RATE
+
+
 def _factor_evals(K: int, dim: int) -> int:
     """L-BFGS evaluations of a factor-path solve (after screening)."""
-    return int(min(max(DIM_FACTOR_WORK / (dim * K * K), DIM_FACTOR_MIN_EVALS),
-                   DIM_FACTOR_MAX_EVALS))
+    return int(min(max(DIM_FACTOR_SECONDS / _factor_eval_seconds(K, dim),
+                       DIM_FACTOR_MIN_EVALS), DIM_FACTOR_MAX_EVALS))
 
 
 def _guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = False) -> None:
@@ -491,10 +504,8 @@ def _guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = 
     if factor_path:
         check_memory(BLOCK_FACTOR_BUFFERS * 8.0 * K * K + 8.0 * K * K,
                      what=f"the rank-{dim} prototypes of K = {K} classes", hint=instead)
-        # one evaluation: two products of dim x K by K x K (2 dim K^2 flops each) and about 12
-        # passes over the K x K buffer (2.3 s at K = 10^4, dim = 128; measured 1.8 s); the
-        # certificate adds ~300 Lanczos products and one Cholesky factorisation (K^3 / 3)
-        per_eval = 4.0 * dim * K * K / DIM_GEMM_RATE + 12.0 * K * K / DIM_PASS_RATE
+        # the certificate adds ~300 Lanczos products and one Cholesky factorisation (K^3 / 3)
+        per_eval = _factor_eval_seconds(K, dim)
         evals = (starts + 1) * DIM_SCREEN_ITERS + _factor_evals(K, dim) + 20
         seconds = per_eval * evals + 300 * 2.0 * K * K / DIM_PASS_RATE + K**3 / 3 / DIM_GEMM_RATE
         check_time(seconds * 1e9, what=what, instead=instead, param="dim")
@@ -931,7 +942,7 @@ def supcon_prototypes(
             starts = _default_starts(n.size, dim)
         if n.size > dim + 1:  # a rank-dim solve will be needed: refuse it now, before any work
             _guard_dim(n.size, dim, starts, n.size,
-                       factor_path=batch_size is None and n.size * dim > DIM_FACTOR_SIZE)
+                       factor_path=batch_size is None and _on_factor(n.size, dim))
     elif starts is None:
         starts = DIM_DEFAULT_STARTS
     if batch_size is None:
@@ -948,7 +959,7 @@ def supcon_prototypes(
                                numeric=dim is None or n.size <= NUMERIC_MAX_K)
             if dim is None:
                 return free
-            if n.size * dim > DIM_FACTOR_SIZE and (free is None or free.rank > dim):
+            if free is None or (_on_factor(n.size, dim) and free.rank > dim):
                 return _in_dim_factor(free, n, tau, eps, dim, starts=starts, seed=seed, tol=tol)
             prob = block_problem(n, block_weights(n.size, eps), tau=tau)
             return _in_dim(free, prob, n, dim, starts=starts, seed=seed, tol=tol)
