@@ -451,7 +451,7 @@ DIM_FULL_RUN_SIZE = 400
 
 #: above this ``K * dim`` a full-batch rank-d solve evaluates the loss on the factor
 #: (:class:`~dgp.solver.BlockFactor`: no row-problem tables, reused buffers, one screened start
-#: kept, an L-BFGS budget in evaluations set by :data:`DIM_FACTOR_WORK`)
+#: kept, an L-BFGS budget in seconds, :data:`DIM_FACTOR_SECONDS`)
 DIM_FACTOR_SIZE = DIM_LARGE_SIZE
 #: seconds of L-BFGS evaluations (after screening) a factor-path solve is given, by the
 #: guard's cost model of one evaluation (:func:`_factor_eval_seconds`), within
