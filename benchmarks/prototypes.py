@@ -138,12 +138,17 @@ def batch(K: int, B: int, tau: float, *, limit_s: float) -> dict:
     }
 
 
-def in_dim(K: int, dim: int, tau: float, *, limit_s: float, starts: int) -> dict:
+def in_dim(K: int, dim: int, tau: float, *, limit_s: float, starts: int | None,
+           balanced: bool = False) -> dict:
     """Prototypes on the sphere of R^dim for K > dim + 1 classes (rank-dim Burer-Monteiro),
-    exponentially imbalanced sizes 500 -> 5 (imbalance factor 100): one timed call (wall and
-    process CPU time), its certificates (reported: at K = 1000, dim = 128 the point is not yet
-    stationary when the time is up) and the gap to its certified lower bound."""
-    sizes = np.maximum(2, np.round(500 * 0.01 ** (np.arange(K) / (K - 1)))).astype(int)
+    exponentially imbalanced sizes 500 -> 5 (imbalance factor 100), or 10 per class: one timed
+    call (wall and process CPU time; the limit is on CPU time, the machine being shared), its
+    certificates (reported: at K = 1000, dim = 128 the point is not yet stationary when the
+    iteration budget is spent) and the gap to its certified lower bound."""
+    if balanced:
+        sizes = np.full(K, 10)
+    else:
+        sizes = np.maximum(2, np.round(500 * 0.01 ** (np.arange(K) / (K - 1)))).astype(int)
     t, c = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():  # a point short of stationarity is reported in the row
         warnings.simplefilter("ignore", DgpWarning)
@@ -151,19 +156,20 @@ def in_dim(K: int, dim: int, tau: float, *, limit_s: float, starts: int) -> dict
     wall, cpu = time.perf_counter() - t, time.process_time() - c
     cert = res.rank_d
     gap = res.loss - res.lower_bound
+    kind = "balanced" if balanced else "imbalanced 500->5"
     return {
-        "name": f"supcon prototypes in R^{dim}, K={K} tau={tau}",
-        "baseline": f"time limit {limit_s:g} s",
+        "name": f"supcon prototypes in R^{dim}, K={K} tau={tau} ({kind})",
+        "baseline": f"time limit {limit_s:g} s of CPU",
         "K": K,
         "dim": dim,
         "tau": tau,
         "starts": starts,
         "ours_s": wall,
         "cpu_s": cpu,
-        "ratio": wall / limit_s,
-        "ratio_meaning": "our time / time limit",
-        "target": f"< {limit_s:g} s with the gap to a certified lower bound reported",
-        "ok": bool(wall < limit_s and res.lower_bound <= res.loss),
+        "ratio": cpu / limit_s,
+        "ratio_meaning": "our CPU time / time limit",
+        "target": f"< {limit_s:g} s of CPU with the gap to a certified lower bound reported",
+        "ok": bool(cpu < limit_s and res.lower_bound <= res.loss),
         "first_order": None if cert is None else cert.first_order,
         "second_order": None if cert is None else cert.second_order,
         "loss": res.loss,
@@ -183,6 +189,8 @@ def run(quick: bool) -> list[dict]:
     rows.append(in_dim(60, 8, 0.1, limit_s=30.0, starts=8))
     if not quick:
         rows.append(in_dim(1000, 128, 0.1, limit_s=300.0, starts=4))
+        rows.append(in_dim(10_000, 128, 0.2, limit_s=600.0, starts=None, balanced=True))
+        rows.append(in_dim(10_000, 128, 0.2, limit_s=600.0, starts=None))
         rows.append(vs_cvxpy(40, 0.05, repeat=3))
         rows.append(absolute(300, 0.1, limit_s=60.0))
         rows.append(absolute(1000, 0.05, limit_s=600.0))

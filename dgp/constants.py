@@ -355,6 +355,9 @@ BATCH_TAU_MIN = 4e-3
 #: exact zeros, computed to about 1e-9 of the largest eigenvalue (HESSIAN_EIG_RTOL and the
 #: stationarity of the point), so this leaves three digits of room
 RANK_D_HESSIAN_RTOL = 1e-6
+#: the column preconditioner of the factor path's L-BFGS is floored at this fraction of its
+#: largest entry, so that no column's step is unbounded
+PRECONDITION_FLOOR = 1e-6
 #: relative accuracy asked of the Lanczos estimates of the Riemannian Hessian's extreme
 #: eigenvalues (both computed as largest eigenvalues, away from zero)
 HESSIAN_EIG_RTOL = 1e-9
@@ -364,6 +367,14 @@ HESSIAN_DENSE_MAX = 1200
 #: Lanczos restarts allowed per extreme eigenvalue of the Riemannian Hessian (ARPACK, 24
 #: vectors each): beyond, the estimate is reported as not converged (second order unproven)
 HESSIAN_EIG_MAXITER = 30
+#: relative accuracy asked of the Lanczos estimate of the dual's lowest eigenvalue on the
+#: factor path (many classes): only the shift of the certifying Cholesky factorisation comes
+#: from it, so a loose estimate costs a slightly weaker bound, never a wrong one
+DUAL_LANCZOS_RTOL = 1e-5
+#: relative (and absolute, on the dual scaled by its gradient scale) margin added to minus that
+#: estimate before a Cholesky factorisation certifies the shift: ten times DUAL_LANCZOS_RTOL;
+#: the shift is doubled until the factorisation succeeds
+CHOLESKY_SHIFT_RTOL = 1e-4
 #: temperature of the log-sum-exp repulsion of ``uniform_sphere_points``: small enough that the
 #: energy is led by the closest pairs (a soft maximum of the cosines), large enough to be smooth
 REPULSION_TEMPERATURE = 0.05

@@ -21,6 +21,16 @@ diagonal) and :math:`\langle A, G'\rangle \ge \lambda_{\min}(A)\operatorname{tr}
 properties: on random weightings, the bounds the package reports (KKT gap bound and Frank–Wolfe
 bound) never exceed the convex optimum of an independent conic program (cvxpy), and the
 package's rank-``d`` optimum lies above that optimum and equals it when it reports a PSD dual.
+
+For many classes (the factor path, :class:`dgp.solver.BlockFactor`) :math:`\lambda_{\min}(S)` is
+not computed by an eigendecomposition but bounded below: if the Cholesky factorisation of
+:math:`S + \mu I` runs to completion in floating point then :math:`\lambda_{\min}(S) \ge -\mu -
+\delta` with :math:`\delta = (K+1)Ku\max_c(S_{cc} + \mu)/(1 - (K+1)u)` (Higham, Thm. 10.7: the
+computed factor is exact for :math:`S + \mu I + \Delta`, :math:`|\Delta| \le \gamma_{K+1}
+|R^\top||R|`, whose 2-norm is at most :math:`\gamma_{K+1}K\max_c(S_{cc} + \mu)`); the bound
+above holds with that floor in place of :math:`\lambda_{\min}(S)`. Checked by properties: the
+floor never exceeds ``numpy.linalg.eigvalsh``'s lowest eigenvalue, and the factor path's bound
+never exceeds the certified free-dimension optimum.
 """
 
 from __future__ import annotations
@@ -36,13 +46,15 @@ from dgp import strategies as ds
 from dgp.optima import optimum
 from dgp.proofs import _reference as ref
 from dgp.proofs._theorem import Theorem, property_settings
-from dgp.solver import block_problem, frank_wolfe_bound, row_certificate
+from dgp.prototypes import supcon_prototypes
+from dgp.solver import BlockFactor, block_problem, frank_wolfe_bound, row_certificate
 
 THEOREM = Theorem(
     id="rank-d-certificate",
     statement="For feasible G with dual S = grad F - Diag(diag(G grad F)): <S, G> = 0 and "
     "min F >= F(G) + K min(0, lambda_min(S)) (and the Frank-Wolfe bound for any multipliers); "
-    "S PSD proves G globally optimal in every dimension.",
+    "S PSD proves G globally optimal in every dimension; a Cholesky factorisation of S + mu I "
+    "that completes bounds lambda_min(S) below by -mu less its rounding allowance.",
     method="both",
 )
 
@@ -124,3 +136,26 @@ def test_property_rank_d_optimum_is_certified_when_the_dual_is_psd(W, tau, d):
     if opt.certified_global:
         assert abs(opt.loss - star) <= 1e-6 * max(1.0, abs(star))
     assert opt.rank <= d
+
+
+@property_settings()
+@given(K=st.integers(3, 30), d=st.integers(1, 4), tau=ds.temperatures(0.1, 1.0), seed=ds.seeds())
+def test_property_cholesky_floor_bounds_the_dual_and_the_optimum(K, d, tau, seed):
+    """The factor path's certified floor of lambda_min(S) is at most the exact lowest eigenvalue,
+    and the bound built on it is at most the certified free-dimension SupCon optimum."""
+    rng = np.random.default_rng(seed)
+    n = rng.integers(2, 40, K)
+    X = rng.standard_normal((d, K))
+    X /= np.linalg.norm(X, axis=0)
+    obj = BlockFactor(n, tau)
+    obj.set_scale(X)
+    prob = block_problem(n, np.eye(K), tau=tau)
+    prob.set_scale(X.T @ X)
+    exact = row_certificate(prob, X.T @ X).min_eig_dual
+    floor, _ = obj.dual_min_eig(X, seed=seed)
+    assert floor <= exact
+    loss = obj.loss(X)[0]
+    low = loss - K * max(0.0, -floor) * obj.gradient_scale(X) * obj.N * np.exp(obj.log_t)
+    free = supcon_prototypes(n, tau=tau)
+    free_low = free.loss - (0.0 if free.certificate is None else free.certificate.gap_bound)
+    assert low <= free.loss + 1e-9 * abs(free.loss) and free_low <= free.loss

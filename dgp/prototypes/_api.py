@@ -65,8 +65,10 @@ from dgp.prototypes._result import (
 from dgp.records import Record
 from dgp.resources import check_memory, memory_budget
 from dgp.solver import (
+    BLOCK_FACTOR_BUFFERS,
     BatchPrediction,
     BatchSpec,
+    BlockFactor,
     KKTCertificate,
     RowProblem,
     batch_rows,
@@ -277,7 +279,9 @@ def _full_identifiability(n: np.ndarray, tau: float, eps: float | None,
 
 
 def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float,
-                gap: bool = True):
+                gap: bool = True, numeric: bool = True):
+    """The full-batch prototypes in free dimension: a closed form where one is exact, else the
+    certified solver (``numeric=False``: ``None`` instead, for a caller that can do without)."""
     K = n.size
     objective = "supcon" if eps is None else "soft-supcon"
     common: dict[str, Any] = {
@@ -350,6 +354,8 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
                 "method auto",
             )
         return _first_order(n, tau, common, bound)
+    if not numeric:
+        return None
     _guard_numeric(K)
     prob = block_problem(n, block_weights(K, eps), tau=tau)
     starts = [equiangular_gram(K, simplex)]
@@ -443,10 +449,67 @@ DIM_LARGE_SIZE = 50_000
 DIM_FULL_RUN_SIZE = 400
 
 
-def _guard_dim(K: int, dim: int, starts: int, rows: int) -> None:
+#: above this ``K * dim`` a full-batch rank-d solve evaluates the loss on the factor
+#: (:class:`~dgp.solver.BlockFactor`: no row-problem tables, reused buffers, one screened start
+#: kept, an L-BFGS budget in seconds, :data:`DIM_FACTOR_SECONDS`)
+DIM_FACTOR_SIZE = DIM_LARGE_SIZE
+#: seconds of L-BFGS evaluations (after screening) a factor-path solve is given, by the
+#: guard's cost model of one evaluation (:func:`_factor_eval_seconds`), within
+#: :data:`DIM_FACTOR_MIN_EVALS` and :data:`DIM_FACTOR_MAX_EVALS` evaluations
+DIM_FACTOR_SECONDS = 120.0
+#: fewest and most L-BFGS evaluations of a factor-path solve
+DIM_FACTOR_MIN_EVALS = 100
+DIM_FACTOR_MAX_EVALS = 5000
+#: default random starts of a rank-d solve (``starts=None``): every start of a small problem is
+#: screened; above :data:`DIM_FACTOR_SIZE` the screening of one start costs as much as
+#: DIM_SCREEN_ITERS evaluations, so two starts (one when ``dim * K^2`` passes 1e10)
+DIM_DEFAULT_STARTS = 16
+#: the guard's rate of float64 matrix products on the factor path (flops per second): measured
+#: 4e10 on one loaded core of the 2-core test machine (numpy 2, OpenBLAS), with margin
+DIM_GEMM_RATE = 3e10
+#: the same for elementwise passes over a ``K x K`` buffer (entries per second; measured 1e9)
+DIM_PASS_RATE = 2e9
+
+
+def _on_factor(K: int, dim: int) -> bool:
+    """Whether a full-batch rank-``dim`` solve works on the factor: a large ``K * dim``, or more
+    classes than the row problem (and the free solve) take."""
+    return K * dim > DIM_FACTOR_SIZE or K > NUMERIC_MAX_K
+
+
+def _default_starts(K: int, dim: int) -> int:
+    if not _on_factor(K, dim):
+        return DIM_DEFAULT_STARTS
+    return 2 if dim * K * K <= 1e10 else 1
+
+
+def _factor_eval_seconds(K: int, dim: int) -> float:
+    """The guard's estimate of one factor-path evaluation: two products of dim x K by K x K
+    (2 dim K^2 flops each) and about 12 passes over the K x K buffer (2.3 s at K = 10^4,
+    dim = 128; measured 1.8 s)."""
+    return 4.0 * dim * K * K / DIM_GEMM_RATE + 12.0 * K * K / DIM_PASS_RATE
+
+
+def _factor_evals(K: int, dim: int) -> int:
+    """L-BFGS evaluations of a factor-path solve (after screening)."""
+    return int(min(max(DIM_FACTOR_SECONDS / _factor_eval_seconds(K, dim),
+                       DIM_FACTOR_MIN_EVALS), DIM_FACTOR_MAX_EVALS))
+
+
+def _guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = False) -> None:
     """Refuse a rank-``dim`` solve that would not fit in memory or in the time budget, with the
     estimate, before any work."""
     instead = "use fewer classes, a smaller dim or fewer starts"
+    what = f"the rank-{dim} prototypes of K = {K} classes ({starts} random starts)"
+    if factor_path:
+        check_memory(BLOCK_FACTOR_BUFFERS * 8.0 * K * K + 8.0 * K * K,
+                     what=f"the rank-{dim} prototypes of K = {K} classes", hint=instead)
+        # the certificate adds ~300 Lanczos products and one Cholesky factorisation (K^3 / 3)
+        per_eval = _factor_eval_seconds(K, dim)
+        evals = (starts + 1) * DIM_SCREEN_ITERS + _factor_evals(K, dim) + 20
+        seconds = per_eval * evals + 300 * 2.0 * K * K / DIM_PASS_RATE + K**3 / 3 / DIM_GEMM_RATE
+        check_time(seconds * 1e9, what=what, instead=instead, param="dim")
+        return
     check_memory(12 * 8.0 * rows * K, what=f"the rank-{dim} prototypes of K = {K} classes",
                  hint=instead)
     # one evaluation (value, gradient and the factor products) measured 55 ms on one loaded
@@ -454,8 +517,7 @@ def _guard_dim(K: int, dim: int, starts: int, rows: int) -> None:
     # takes the screening, two kept runs and ~1000 evaluations of trust region and Lanczos
     per_eval = 3.0 * rows * K + 0.4 * dim * K * K
     evals = (starts + 1) * DIM_SCREEN_ITERS + 2 * DIM_RUN_ITERS + 1000
-    check_time(per_eval * evals, what=f"the rank-{dim} prototypes of K = {K} classes "
-               f"({starts} random starts)", instead=instead, param="dim")
+    check_time(per_eval * evals, what=what, instead=instead, param="dim")
 
 
 def _check_starts(starts: object) -> int:
@@ -470,23 +532,34 @@ def _free_lower(free: Prototypes) -> float:
     return free.loss - free.certificate.gap_bound
 
 
-def _rank_d_point(prob: RowProblem, dim: int, given: list[np.ndarray], *, starts: int,
-                  seed: int, tol: float):
+def _rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarray], *,
+                  starts: int, seed: int, tol: float):
     """The best rank-``dim`` factor of ``prob`` from ``given`` factors and ``starts`` seeded
-    random ones, with its certificate; raises :class:`SolverError` if it is not stationary."""
+    random ones, with its certificate; warns if it is not stationary. A
+    :class:`~dgp.solver.BlockFactor` (many classes) keeps one screened start and spends a
+    budget of L-BFGS evaluations (:func:`_factor_evals`) on it, preconditioned by the columns'
+    curvature, before a short trust-region polish."""
     K = prob.K
     small = K * dim <= DIM_FULL_RUN_SIZE
     large = K * dim > DIM_LARGE_SIZE
     keep = starts + len(given) if small else DIM_KEEP
     target = max(DEFAULT_POLICY.accept_factor * tol, DEFAULT_POLICY.accept_floor)
+    options = {"run_iters": DIM_RUN_ITERS, "polish_iters": 20,
+               "polish_inner": 60 if large else 200, "rounds": 2 if large else DIM_ROUNDS}
+    if isinstance(prob, BlockFactor):
+        evals = _factor_evals(K, dim)
+        options = {"run_iters": evals, "polish_iters": 20 if evals >= DIM_FACTOR_MAX_EVALS else 0,
+                   "polish_inner": 60, "rounds": 1, "precondition": True}
+        keep = 1
     found = rank_d_search(prob, dim, starts=given, n_random=starts, seed=seed,
-                          screen_iters=DIM_SCREEN_ITERS, keep=keep, run_iters=DIM_RUN_ITERS,
-                          polish_iters=20, polish_inner=60 if large else 200, target=target,
-                          rounds=2 if large else DIM_ROUNDS,
+                          screen_iters=DIM_SCREEN_ITERS, keep=keep, target=target,
                           slack=math.inf if small else SCREEN_SLACK,
-                          hops=DIM_HOPS if small else 0)
+                          hops=DIM_HOPS if small else 0, **options)
     X = found.factor
-    prob.set_scale(X.T @ X)
+    if isinstance(prob, BlockFactor):
+        prob.set_scale(X)
+    else:
+        prob.set_scale(X.T @ X)
     cert = rank_d_certificate(prob, X, tol=tol, seed=seed)
     if not cert.first_order:
         # still a feasible point: its loss bounds the optimum in R^dim from above, and the
@@ -498,6 +571,43 @@ def _rank_d_point(prob: RowProblem, dim: int, given: list[np.ndarray], *, starts
             "the reported gap of the lower bound", DgpWarning, stacklevel=4,
         )
     return X, cert, found
+
+
+def _in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float | None,
+                   dim: int, *, starts: int, seed: int, tol: float) -> Prototypes:
+    r"""The full-batch prototypes in :math:`\mathbb R^{dim}` for many classes, on the factor
+    (:class:`~dgp.solver.BlockFactor`): no row-problem tables and no ``K x K``
+    eigendecomposition. The lower bound is the best of the entropic bound, the free optimum's
+    certified loss (``free``, when it could be computed) and the convex dual bound
+    :math:`F(G) - K\max(0, -\lambda_{\min}(S))` with :math:`\lambda_{\min}(S)` certified by
+    a Cholesky factorisation (theorem ``rank-d-certificate``)."""
+    K = n.size
+    obj = BlockFactor(n, tau, eps)
+    pool = []
+    if free is not None and free.matrix is not None and K <= PROJECT_MAX_K:
+        pool.append(factor(free.gram, dim))
+    X, rcert, found = _rank_d_point(obj, dim, pool, starts=max(starts, 1 - len(pool)),
+                                    seed=seed, tol=tol)
+    loss, excess, log_excess = obj.loss(X)
+    gap_scaled = K * max(0.0, -rcert.dual_min_eig) * obj.gradient_scale(X)
+    dual_low = -math.inf
+    if gap_scaled > 0:
+        dual_low = loss - math.exp(math.log(gap_scaled) + math.log(obj.N) + obj.log_t)
+    entropy = entropic_bound_prototypes(n, eps=eps)
+    free_low = -math.inf if free is None else _free_lower(free)
+    lower = min(max(entropy, free_low, dual_low), loss)
+    lam = np.linalg.eigvalsh(X @ X.T)  # the nonzero spectrum of G = X^T X
+    G = X.T @ X
+    return Prototypes(
+        objective="supcon" if eps is None else "soft-supcon",
+        sizes=tuple(int(v) for v in n), tau=tau, eps=eps,
+        method="numeric", loss=loss, entropic_bound=entropy, excess_loss=excess,
+        log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=None,
+        collapse=None, rank=DEFAULT_POLICY.rank(lam), unique=None,
+        stop_reason=found.reason, matrix=G,
+        identifiability=Identifiability(math.nan, None, None, None, float(n.sum()), math.nan),
+        dim=dim, lower_bound=lower, rank_d=rcert, factor=X.T.copy(),
+    )
 
 
 def _in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, starts: int,
@@ -688,7 +798,7 @@ def supcon_prototypes(
     exact_max: int = 20_000,
     tol: float = SOLVER_TOL,
     dim: int | None = None,
-    starts: int = 16,
+    starts: int | None = None,
     nonnegative: bool = False,
     identifiability: bool = True,
 ) -> Prototypes:
@@ -745,9 +855,15 @@ def supcon_prototypes(
         second-order certificates), :attr:`Prototypes.lower_bound` (the free-dimension
         optimum's certified loss, or better) and ``kkt_residual`` is the Riemannian gradient
         norm. ``None``: free dimension.
-    starts : int
+    starts : int, optional
         Random starts of a rank-``dim`` solve (``>= 0``; with ``dim`` only), or of the
-        non-negative factor descent.
+        non-negative factor descent. ``None``: 16, except for a full-batch rank-``dim`` solve
+        with ``K * dim`` above 50 000, which works on the factor
+        (:class:`~dgp.solver.BlockFactor`, ``K = 10^4``, ``dim = 128`` in minutes on one core)
+        and runs one start after screening: 2 starts, 1 when ``dim * K^2`` exceeds ``1e11``.
+        There the lower bound is the best of the free optimum (when it is a closed form or
+        ``K <= 3000``) and the convex dual bound at the point, certified by a Cholesky
+        factorisation.
     nonnegative : bool
         Prototypes of a ReLU head: non-negative unit vectors (a completely positive Gram), by
         :func:`~dgp.prototypes.nonnegative_prototypes` (the orthogonal frame, certified, when
@@ -799,7 +915,8 @@ def supcon_prototypes(
         eps = check_unit_interval(eps, "eps")
     check_choice(method, METHODS, "method")
     tol = check_unit_interval(tol, "tol")
-    starts = _check_starts(starts)
+    if starts is not None:
+        starts = _check_starts(starts)
     for flag, value in (("nonnegative", nonnegative), ("identifiability", identifiability)):
         if not isinstance(value, bool):
             raise ParameterTypeError(flag, f"must be True or False, got {value!r}")
@@ -812,7 +929,7 @@ def supcon_prototypes(
             n, tau, eps=eps, dim=dim, batch_size=batch_size, sampler=sampler,
             samples_per_class=samples_per_class, reduction=reduction,
             anchors_without_positives=anchors_without_positives, samples=samples, seed=seed,
-            exact_max=exact_max, starts=starts,
+            exact_max=exact_max, starts=DIM_DEFAULT_STARTS if starts is None else starts,
         )
     if dim is not None:
         dim = check_dim(dim, "dim")
@@ -821,8 +938,13 @@ def supcon_prototypes(
                 "method", f"first-order is the free-dimension formula; drop it with dim={dim} "
                 "(use method auto or numeric)"
             )
+        if starts is None:
+            starts = _default_starts(n.size, dim)
         if n.size > dim + 1:  # a rank-dim solve will be needed: refuse it now, before any work
-            _guard_dim(n.size, dim, starts, n.size)
+            _guard_dim(n.size, dim, starts, n.size,
+                       factor_path=batch_size is None and _on_factor(n.size, dim))
+    elif starts is None:
+        starts = DIM_DEFAULT_STARTS
     if batch_size is None:
         for name, value, default in (
             ("sampler", sampler, "uniform"), ("samples_per_class", samples_per_class, None),
@@ -833,9 +955,12 @@ def supcon_prototypes(
                 raise ParameterError(name, f"applies to mini-batch predictions only; give "
                                            f"batch_size as well (got {name}={value!r})")
         with single_threaded(), validated_tau(tau):  # failures at extreme tau: the user's
-            free = _full_batch(n, tau, eps, method, tol, gap=identifiability or dim is not None)
+            free = _full_batch(n, tau, eps, method, tol, gap=identifiability or dim is not None,
+                               numeric=dim is None or n.size <= NUMERIC_MAX_K)
             if dim is None:
                 return free
+            if free is None or (_on_factor(n.size, dim) and free.rank > dim):
+                return _in_dim_factor(free, n, tau, eps, dim, starts=starts, seed=seed, tol=tol)
             prob = block_problem(n, block_weights(n.size, eps), tau=tau)
             return _in_dim(free, prob, n, dim, starts=starts, seed=seed, tol=tol)
     if method == "first-order":

@@ -196,6 +196,9 @@ class Prototypes(Record):
         With ``dim``: a certified lower bound (nats, same units as ``loss``) on the optimum in
         ``R^dim``: the largest of the entropic bound, the free-dimension optimum's certified
         loss and the convex (dual) bound at the point itself; ``loss - lower_bound`` is the gap.
+    factor : ndarray or None
+        ``K x dim`` unit rows with Gram :attr:`gram`, kept by a rank-``dim`` solve of many
+        classes (then :attr:`embedding` is this factor, no eigendecomposition needed).
     rank_d : RankDCertificate or None
         With ``dim`` below the free optimum's rank: first- and second-order certificates of
         the rank-``dim`` point (:func:`dgp.solver.rank_d_certificate`).
@@ -224,6 +227,7 @@ class Prototypes(Record):
     dim: int | None = None
     lower_bound: float | None = None
     rank_d: RankDCertificate | None = None
+    factor: np.ndarray | None = None
 
     @property
     def K(self) -> int:
@@ -260,6 +264,8 @@ class Prototypes(Record):
         ValueError
             As :attr:`gram`.
         """
+        if self.factor is not None:  # a rank-dim solve's own factor: no eigendecomposition
+            return self.factor
         G = self.gram
         if self.approximation is not None and self.approximation.projected_gram is not None:
             G = self.approximation.projected_gram

@@ -13,6 +13,8 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
   expected batch loss;
 * :mod:`~dgp.solver._nonnegative`: non-negative (ReLU-head) factors and the certified lower
   bound of the doubly non-negative relaxation;
+* :mod:`~dgp.solver._blockfactor`: the full-batch class-block objective evaluated on a
+  factor with ``O(K)`` tables and reused ``K x K`` buffers (rank-``d`` solves of many classes);
 * :mod:`~dgp.solver._rank`: Burer–Monteiro at a fixed rank ``d`` (many seeded starts) and its
   first- and second-order certificates (Riemannian gradient and Hessian);
 * :mod:`~dgp.solver._guards`: the time budget of a solve, the largest temperature it resolves.
@@ -34,6 +36,7 @@ from dgp.solver._batch import (
     positive_pair_probability,
     row_budget_samples,
 )
+from dgp.solver._blockfactor import BLOCK_FACTOR_BUFFERS, BlockFactor
 from dgp.solver._conic import solve_conic
 from dgp.solver._guards import check_solver_tau, check_time, time_budget, validated_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
@@ -70,11 +73,13 @@ from dgp.solver._solve import (
 )
 
 __all__ = [
+    "BLOCK_FACTOR_BUFFERS",
     "NO_POSITIVE",
     "REDUCTIONS",
     "SAMPLERS",
     "BatchPrediction",
     "BatchSpec",
+    "BlockFactor",
     "BlockForm",
     "Compositions",
     "DNNBound",

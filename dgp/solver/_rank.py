@@ -43,9 +43,10 @@ from dgp.constants import (
     SPECTRAL_START_PERTURBATION,
 )
 from dgp.records import CertificateProtocol
+from dgp.solver._blockfactor import BlockFactor
 from dgp.solver._kkt import row_certificate
 from dgp.solver._program import RowProblem
-from dgp.solver._solve import bm_lbfgs, factor, oblique_hessian, rtr
+from dgp.solver._solve import bm_lbfgs, factor, factor_objective, oblique_hessian, rtr
 from dgp.tolerance import DEFAULT_POLICY, Margin
 
 __all__ = [
@@ -97,10 +98,12 @@ class RankDSearch:
     reason: str
 
 
-def stationarity(prob: RowProblem, X: np.ndarray) -> float:
+def stationarity(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
     r"""The first-order residual of a factor: the norm of the Riemannian gradient
     :math:`2(Xg - X\operatorname{Diag}y)` over the size :math:`\nu` of the scaled gradient's
     parts (the scale of :func:`~dgp.solver.rtr`'s stopping rule; dimensionless)."""
+    if isinstance(prob, BlockFactor):
+        return prob.stationarity(X)
     st = prob.state(X.T @ X)
     ge, gl = prob.gradient_parts(st)
     g = ge - gl
@@ -110,8 +113,20 @@ def stationarity(prob: RowProblem, X: np.ndarray) -> float:
     return float(np.linalg.norm(grad)) / nu
 
 
+def _value(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
+    """The scaled objective at the factor ``X``."""
+    return factor_objective(prob)(X)[0]
+
+
+def _set_scale(prob: RowProblem | BlockFactor, X: np.ndarray) -> None:
+    if isinstance(prob, BlockFactor):
+        prob.set_scale(X)
+    else:
+        prob.set_scale(X.T @ X)
+
+
 def rank_d_search(
-    prob: RowProblem,
+    prob: RowProblem | BlockFactor,
     dim: int,
     *,
     starts: list[np.ndarray],
@@ -128,6 +143,7 @@ def rank_d_search(
     slack: float = SCREEN_SLACK,
     hops: int = 0,
     hop_size: float = 0.5,
+    precondition: bool = False,
 ) -> RankDSearch:
     """Best rank-``dim`` factor over the given starts (``dim x K`` factors) and ``n_random``
     seeded random starts.
@@ -136,7 +152,8 @@ def rank_d_search(
     ``slack`` of the lead, relative) run ``run_iters`` more, and the best is
     polished by the trust region. ``hops`` basin-hopping steps follow (the best factor moved by
     seeded Gaussian noise of ``hop_size`` per column, or two of its points exchanged,
-    alternately; run again, kept when better). With a
+    alternately; run again, kept when better). ``precondition`` scales the kept runs' L-BFGS by
+    the columns' curvature (:func:`~dgp.solver.bm_lbfgs`). With a
     ``target``, further rounds (up to ``rounds`` in all)
     of L-BFGS and trust region follow until :func:`stationarity` is at most ``target``.
     """
@@ -146,11 +163,11 @@ def rank_d_search(
     for _ in range(n_random):
         X = rng.standard_normal((dim, K))
         pool.append(X / np.linalg.norm(X, axis=0))
-    prob.set_scale(pool[0].T @ pool[0])
+    _set_scale(prob, pool[0])
     screened = []
     for X0 in pool:
         X, _ = bm_lbfgs(prob, X0, maxiter=screen_iters)
-        screened.append((prob.value(prob.state(X.T @ X)), len(screened), X))
+        screened.append((_value(prob, X), len(screened), X))
     values = tuple(item[0] for item in screened)
     screened.sort(key=lambda item: (item[0], item[1]))
     best_f, best = np.inf, None
@@ -158,8 +175,8 @@ def rank_d_search(
     for f0, _, X in screened[:keep]:
         if f0 > lead + slack * abs(lead):
             continue  # clearly behind after screening: not worth running further
-        X, _ = bm_lbfgs(prob, X, maxiter=run_iters, gtol=gtol)
-        f = prob.value(prob.state(X.T @ X))
+        X, _ = bm_lbfgs(prob, X, maxiter=run_iters, gtol=gtol, precondition=precondition)
+        f = _value(prob, X)
         if f < best_f:
             best_f, best = f, X
     assert best is not None
@@ -171,7 +188,7 @@ def rank_d_search(
         else:
             X = best + hop_size * rng.standard_normal(best.shape) / math.sqrt(dim)
         X, _ = bm_lbfgs(prob, X / np.linalg.norm(X, axis=0), maxiter=run_iters, gtol=gtol)
-        f = prob.value(prob.state(X.T @ X))
+        f = _value(prob, X)
         if f < best_f:
             best_f, best = f, X
     best, _ = rtr(prob, best, maxiter=polish_iters, gtol=gtol, maxinner=polish_inner)
@@ -181,7 +198,7 @@ def rank_d_search(
         X, _ = bm_lbfgs(prob, best, maxiter=run_iters, gtol=gtol)
         X, _ = rtr(prob, X, maxiter=polish_iters, gtol=gtol, maxinner=polish_inner)
         r = stationarity(prob, X)
-        if prob.value(prob.state(X.T @ X)) <= prob.value(prob.state(best.T @ best)) or r < res:
+        if _value(prob, X) <= _value(prob, best) or r < res:
             best, res = X, r
         done += 1
     reason = (
@@ -285,14 +302,18 @@ class RankDCertificate(CertificateProtocol):
                self.global_optimal == (self.dual_min_eig >= -self.first_order_tol))
 
 
-def _hessian_extremes(prob: RowProblem, X: np.ndarray, seed: int) -> tuple[float, float, str]:
+def _hessian_extremes(prob: RowProblem | BlockFactor, X: np.ndarray,
+                      seed: int) -> tuple[float, float, str]:
     """Smallest and largest eigenvalue of the projected Riemannian Hessian ``P H P`` (the
     normal directions add zeros, which the rotations of ``X`` give anyway)."""
     r, K = X.shape
-    st = prob.state(X.T @ X)
-    g = prob.gradient(st)
-    y = np.sum(X * (X @ g), axis=0)
-    hess = oblique_hessian(prob, X, st, g, y)
+    if isinstance(prob, BlockFactor):
+        hess = prob.hessian(X)
+    else:
+        st = prob.state(X.T @ X)
+        g = prob.gradient(st)
+        y = np.sum(X * (X @ g), axis=0)
+        hess = oblique_hessian(prob, X, st, g, y)
 
     def proj(Z: np.ndarray) -> np.ndarray:
         return Z - X * np.sum(X * Z, axis=0)
@@ -328,7 +349,7 @@ def _largest(op: spla.LinearOperator, v0: np.ndarray) -> float:
     return float(lam[0]) if len(lam) else math.nan
 
 
-def rank_d_certificate(prob: RowProblem, X: np.ndarray, *, tol: float,
+def rank_d_certificate(prob: RowProblem | BlockFactor, X: np.ndarray, *, tol: float,
                        seed: int = 0) -> RankDCertificate:
     """The :class:`RankDCertificate` of the factor ``X`` (``d x K``, unit columns) for ``prob``
     at its current scale; ``tol`` is the solver's target (accepted as
@@ -341,13 +362,16 @@ def rank_d_certificate(prob: RowProblem, X: np.ndarray, *, tol: float,
     else:  # the Hessian says nothing about a point that is not stationary
         low, top, how = math.nan, math.nan, "skipped (not first-order critical)"
     rel = low / max(abs(top), SCALE_FLOOR) if math.isfinite(low) else math.nan
-    cert = row_certificate(prob, X.T @ X)
+    if isinstance(prob, BlockFactor):  # a certified floor of lambda_min(S), no K x K eigensolve
+        dual = prob.dual_min_eig(X, seed=seed)[0]
+    else:
+        dual = row_certificate(prob, X.T @ X).min_eig_dual
     return RankDCertificate(
         dim=int(X.shape[0]), gradient_norm=grad, first_order_tol=accept,
         hessian_min_eig=rel, hessian_max_eig=top, second_order_tol=RANK_D_HESSIAN_RTOL,
         hessian_method=how, first_order=grad <= accept,
         second_order=bool(math.isfinite(rel) and rel >= -RANK_D_HESSIAN_RTOL),
-        dual_min_eig=cert.min_eig_dual, global_optimal=cert.min_eig_dual >= -accept,
+        dual_min_eig=dual, global_optimal=dual >= -accept,
     )
 
 

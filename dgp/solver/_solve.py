@@ -50,6 +50,7 @@ from dgp.constants import (
     START_PERTURBATION,
     TCG_CURVATURE_FLOOR,
 )
+from dgp.solver._blockfactor import BlockFactor
 from dgp.solver._guards import check_solver_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._program import RowProblem, ScaleOverflow
@@ -59,6 +60,7 @@ __all__ = [
     "bm_lbfgs",
     "bm_lbfgs_linear",
     "factor",
+    "factor_objective",
     "frank_wolfe_bound",
     "lbfgs",
     "oblique_hessian",
@@ -123,6 +125,7 @@ def lbfgs(
     maxiter: int,
     gtol: float,
     memory: int = 8,
+    precondition: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     """Plain L-BFGS (two-loop recursion, Armijo backtracking): O(memory * n) per iteration.
 
@@ -144,7 +147,10 @@ def lbfgs(
             a_k = float(s_k @ d) / float(y_k @ s_k)
             alphas.append(a_k)
             d -= a_k * y_k
-        if s_hist:
+        if s_hist and precondition is not None:  # initial inverse Hessian gamma P^-1
+            y_p = y_hist[-1] / precondition
+            d *= float(s_hist[-1] @ y_hist[-1]) / float(y_hist[-1] @ y_p) / precondition
+        elif s_hist:
             d *= float(s_hist[-1] @ y_hist[-1]) / float(y_hist[-1] @ y_hist[-1])
         else:
             d /= max(1.0, float(np.linalg.norm(g)))
@@ -189,27 +195,47 @@ def _normalise(V: np.ndarray) -> np.ndarray:
     return V / np.linalg.norm(V, axis=0)
 
 
+def factor_objective(prob: RowProblem | BlockFactor):
+    """``X -> (value, 2 X g)``: the scaled objective of ``prob`` at the factor ``X`` (unit
+    columns) and its Euclidean gradient in ``X``; a :class:`~dgp.solver.BlockFactor` evaluates
+    it without the row problem's ``K x K`` tables."""
+    if isinstance(prob, BlockFactor):
+        return prob.evaluate
+
+    def evaluate(X: np.ndarray) -> tuple[float, np.ndarray]:
+        st = prob.state(X.T @ X)
+        return prob.value(st), 2.0 * (X @ prob.gradient(st))
+
+    return evaluate
+
+
 def bm_lbfgs(
-    prob: RowProblem, X0: np.ndarray, *, maxiter: int, gtol: float = BM_GTOL
+    prob: RowProblem | BlockFactor, X0: np.ndarray, *, maxiter: int, gtol: float = BM_GTOL,
+    memory: int = 8, precondition: bool = False,
 ) -> tuple[np.ndarray, int]:
     """L-BFGS on the product of spheres at the rank of ``X0`` (``r x K``, unit columns); returns
     the final factor (unit columns) and the iteration count. ``gtol`` is relative to the first
-    gradient."""
+    gradient. ``precondition`` (a :class:`~dgp.solver.BlockFactor` only) scales each column by
+    its curvature at ``X0`` (:meth:`~dgp.solver.BlockFactor.column_curvature`): class weights
+    that differ by orders of magnitude otherwise make L-BFGS crawl."""
     check_solver_tau(prob.tau)  # above 2^53 the loss is flat: nothing to resolve
     r, K = X0.shape
+    evaluate = factor_objective(prob)
 
     def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
         V = v.reshape(r, K)
         norms = np.linalg.norm(V, axis=0)
         X = V / norms
-        st = prob.state(X.T @ X)
-        g = prob.gradient(st)
-        Gam = 2.0 * (X @ g)
+        f, Gam = evaluate(X)
         dots = np.sum(X * Gam, axis=0)
-        return prob.value(st), ((Gam - X * dots) / norms).ravel()
+        return f, ((Gam - X * dots) / norms).ravel()
 
     g0 = float(np.max(np.abs(fun(X0.ravel())[1])))
-    v, its = lbfgs(fun, X0.ravel(), maxiter=maxiter, gtol=max(gtol * g0, SCALE_FLOOR))
+    pre = None
+    if precondition and isinstance(prob, BlockFactor):
+        pre = np.broadcast_to(prob.column_curvature(X0), (r, K)).ravel()
+    v, its = lbfgs(fun, X0.ravel(), maxiter=maxiter, gtol=max(gtol * g0, SCALE_FLOOR),
+                   memory=memory, precondition=pre)
     return _normalise(v.reshape(r, K)), its
 
 
@@ -346,8 +372,37 @@ def _scaled_value(prob: RowProblem, G: np.ndarray) -> float:
         return math.inf
 
 
+def _local_model(prob: RowProblem | BlockFactor):
+    """``X -> (value, Riemannian gradient, hessian)`` at a factor, ``hessian()`` building the
+    Riemannian Hessian there on demand (a :class:`~dgp.solver.BlockFactor` re-evaluates a
+    stale state)."""
+    if isinstance(prob, BlockFactor):
+        def at_block(X):
+            f, _ = prob.evaluate(X)
+            return f, prob.riemannian_gradient(X), lambda: prob.hessian(X)
+
+        return at_block
+
+    def at(X):
+        st = prob.state(X.T @ X)
+        g = prob.gradient(st)
+        XG = X @ g
+        y = np.sum(X * XG, axis=0)
+        return prob.value(st), 2.0 * (XG - X * y), lambda: oblique_hessian(prob, X, st, g, y)
+
+    return at
+
+
+def _gradient_scale(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
+    """The size of the scaled gradient's parts at ``X`` (the scale of the stopping rules)."""
+    if isinstance(prob, BlockFactor):
+        return prob.gradient_scale(X)
+    ge, gl = prob.gradient_parts(prob.state(X.T @ X))
+    return max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), SCALE_FLOOR)
+
+
 def rtr(
-    prob: RowProblem,
+    prob: RowProblem | BlockFactor,
     X: np.ndarray,
     *,
     maxiter: int = 60,
@@ -362,17 +417,9 @@ def rtr(
     rejected), after ``maxiter`` steps, or when the trust region collapses. Raises
     :class:`~dgp.solver._program.ScaleOverflow` when the objective overflows at ``X`` itself."""
     r, K = X.shape
-
-    def at(X):
-        st = prob.state(X.T @ X)
-        g = prob.gradient(st)
-        XG = X @ g
-        y = np.sum(X * XG, axis=0)
-        return prob.value(st), 2.0 * (XG - X * y), st, g, y
-
-    f, grad, st, g, y = at(X)
-    ge, gl = prob.gradient_parts(st)
-    scale = max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), SCALE_FLOOR)
+    at = _local_model(prob)
+    f, grad, hessian = at(X)
+    scale = _gradient_scale(prob, X)
     radius_max = math.pi * math.sqrt(K)
     radius = radius_max / 8
     maxinner = min(max(r * K - K, 1), maxinner)
@@ -381,11 +428,10 @@ def rtr(
         if float(np.linalg.norm(grad)) <= gtol * scale:
             break
 
-        hess = oblique_hessian(prob, X, st, g, y)
-        eta, Heta, hit = _tcg(grad, hess, radius, maxinner, scale)
+        eta, Heta, hit = _tcg(grad, hessian(), radius, maxinner, scale)
         X_new = _normalise(X + eta)
         try:
-            f_new, grad_new, st_new, g_new, y_new = at(X_new)
+            f_new, grad_new, hessian_new = at(X_new)
         except ScaleOverflow:  # far worse than X: a smaller region
             radius /= 4.0
             rejected += 1
@@ -411,7 +457,7 @@ def rtr(
         if rho > 0.1:
             shrink = gn_new < 0.5 * gn
             stalled = 0 if shrink else stalled + 1
-            X, f, grad, st, g, y = X_new, f_new, grad_new, st_new, g_new, y_new
+            X, f, grad, hessian = X_new, f_new, grad_new, hessian_new
             if stalled >= 3:
                 break
         if radius < ROUNDOFF_RTOL:
