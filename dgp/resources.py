@@ -300,7 +300,7 @@ def check_memory(nbytes: float, *, what: str, hint: str | None = None) -> None:
         raise InputError(f"nbytes must be >= 0, got {describe(nbytes)}")
     scope = _SCOPE.get()
     held = scope.held if scope is not None else []
-    kept = sum(b for b, _ in held)
+    kept = 0 if scope is None else scope.held_bytes
     if scope is not None:
         scope.largest = max(scope.largest, float(nbytes) + kept)
     if nbytes + kept <= SMALL_ALLOCATION and not os.environ.get(MEMORY_LIMIT_ENV, "").strip():
@@ -336,7 +336,7 @@ def copies_that_fit(each: float, *, beside: float = 0.0) -> int | None:
     >>> del os.environ["DGP_MEMORY_LIMIT"]
     """
     scope = _SCOPE.get()
-    kept = scope.held_bytes if scope is not None else 0
+    kept = 0 if scope is None else scope.held_bytes
     budget = _budget()[0]
     if budget is None or each <= 0:
         return None

@@ -211,10 +211,11 @@ class Problem:
     def classify(self, params: Mapping[str, Any]) -> Classification:
         tau, dim = params["tau"], params["dim"]
         if self.weights is not None:
-            if self.cell_bytes:
+            need = self.cell_bytes
+            if need:
                 n = self.weights.n
-                check_memory(self.cell_bytes, what=f"the working copy of the {n} x {n} "
-                             "log-weights for one cell", hint="use fewer samples")
+                check_memory(need, what=f"the working copy of the {n} x {n} log-weights for "
+                             "one cell", hint="use fewer samples")
             w = self.weights.copy()  # the engine consumes its input
             tol = Tolerance.make(self.rtol, n=w.n, unit_roundoff=w.unit_roundoff)
             return classify_weights(w, similarity=self.similarity, tau=tau, dim=dim, tol=tol)

@@ -61,7 +61,7 @@ from dgp.engine.lowrank import gaussian_target, row_statistics
 from dgp.engine.rules import Explanation
 from dgp.objectives import registry
 from dgp.objectives.registry import Kernel
-from dgp.objectives.spheres import label_sphere, sphere_tolerance
+from dgp.objectives.spheres import label_sphere, on_label_sphere, sphere_tolerance
 
 __all__ = ["colnorm_distortion", "distortion_of", "gaussian_explanation"]
 
@@ -109,7 +109,7 @@ def gaussian_explanation(
     tR2 = tau * R * R
     rho = tR2 / width2
     sphere_tol = sphere_tolerance(rtol)
-    on_sphere = fit.residual <= sphere_tol
+    on_sphere = on_label_sphere(fit, rtol)
     rho_tol = max(1e3 * np.finfo(float).eps, rtol)
     applies = bool(n >= dim + m + 3)
     details.update(

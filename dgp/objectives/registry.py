@@ -510,7 +510,7 @@ class Objective:
         if self.boundary != "sphere":
             return ()
         fit = label_sphere(self.weighting.points(lab), rtol=rtol)
-        if not on_label_sphere(fit, rtol):
+        if fit.radius == 0.0 or not on_label_sphere(fit, rtol):  # one point: no finite w/R^2
             return ()
         t = self.weighting.width2(params) / fit.radius / fit.radius
         return (t,) if math.isfinite(t) and t > 0.0 else ()

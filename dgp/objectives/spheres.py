@@ -153,10 +153,11 @@ def sphere_tolerance(rtol: float) -> float:
 def label_sphere(points: np.ndarray, *, rtol: float) -> SphereFit:
     """The sphere fit behind a label condition at tolerance ``rtol`` (:func:`sphere_of` with
     ``rtol`` floored at what float64 least squares resolves); its points are on the sphere
-    when ``fit.radius > 0`` and ``fit.residual <= sphere_tolerance(rtol)``."""
+    when ``fit.residual <= sphere_tolerance(rtol)`` (:func:`on_label_sphere`)."""
     return sphere_of(points, rtol=max(rtol, SPHERE_FIT_RTOL_FLOOR))
 
 
 def on_label_sphere(fit: SphereFit, rtol: float) -> bool:
-    """Whether the points of ``fit`` (from :func:`label_sphere`) lie on their sphere."""
-    return bool(fit.radius > 0.0 and fit.residual <= sphere_tolerance(rtol))
+    """Whether the points of ``fit`` (from :func:`label_sphere`) lie on their sphere (of
+    radius 0 when they are one point)."""
+    return bool(fit.residual <= sphere_tolerance(rtol))

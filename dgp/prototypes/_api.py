@@ -84,6 +84,7 @@ from dgp.solver import (
     rank_d_search,
     row_budget_samples,
     row_certificate,
+    set_factor_scale,
     single_threaded,
     solve_rows,
     validated_tau,
@@ -462,8 +463,10 @@ DIM_FACTOR_MIN_EVALS = 100
 DIM_FACTOR_MAX_EVALS = 5000
 #: default random starts of a rank-d solve (``starts=None``): every start of a small problem is
 #: screened; above :data:`DIM_FACTOR_SIZE` the screening of one start costs as much as
-#: DIM_SCREEN_ITERS evaluations, so two starts (one when ``dim * K^2`` passes 1e10)
+#: DIM_SCREEN_ITERS evaluations, so two starts (one when ``dim * K^2`` passes
+#: :data:`DIM_ONE_START_SIZE`)
 DIM_DEFAULT_STARTS = 16
+DIM_ONE_START_SIZE = 1e10
 #: the guard's rate of float64 matrix products on the factor path (flops per second): measured
 #: 4e10 on one loaded core of the 2-core test machine (numpy 2, OpenBLAS), with margin
 DIM_GEMM_RATE = 3e10
@@ -480,7 +483,7 @@ def _on_factor(K: int, dim: int) -> bool:
 def _default_starts(K: int, dim: int) -> int:
     if not _on_factor(K, dim):
         return DIM_DEFAULT_STARTS
-    return 2 if dim * K * K <= 1e10 else 1
+    return 2 if dim * K * K <= DIM_ONE_START_SIZE else 1
 
 
 def _factor_eval_seconds(K: int, dim: int) -> float:
@@ -556,10 +559,7 @@ def _rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarr
                           slack=math.inf if small else SCREEN_SLACK,
                           hops=DIM_HOPS if small else 0, **options)
     X = found.factor
-    if isinstance(prob, BlockFactor):
-        prob.set_scale(X)
-    else:
-        prob.set_scale(X.T @ X)
+    set_factor_scale(prob, X)
     cert = rank_d_certificate(prob, X, tol=tol, seed=seed)
     if not cert.first_order:
         # still a feasible point: its loss bounds the optimum in R^dim from above, and the
@@ -860,7 +860,7 @@ def supcon_prototypes(
         non-negative factor descent. ``None``: 16, except for a full-batch rank-``dim`` solve
         with ``K * dim`` above 50 000, which works on the factor
         (:class:`~dgp.solver.BlockFactor`, ``K = 10^4``, ``dim = 128`` in minutes on one core)
-        and runs one start after screening: 2 starts, 1 when ``dim * K^2`` exceeds ``1e11``.
+        and runs one start after screening: 2 starts, 1 when ``dim * K^2`` exceeds ``1e10``.
         There the lower bound is the best of the free optimum (when it is a closed form or
         ``K <= 3000``) and the convex dual bound at the point, certified by a Cholesky
         factorisation.

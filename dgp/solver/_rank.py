@@ -55,6 +55,7 @@ __all__ = [
     "rank_d_certificate",
     "rank_d_search",
     "rank_d_solve",
+    "set_factor_scale",
     "spectral_start",
     "stationarity",
     "truncate",
@@ -118,7 +119,9 @@ def _value(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
     return factor_objective(prob)(X)[0]
 
 
-def _set_scale(prob: RowProblem | BlockFactor, X: np.ndarray) -> None:
+def set_factor_scale(prob: RowProblem | BlockFactor, X: np.ndarray) -> None:
+    r"""Fix the objective's scale :math:`\log t` at the factor ``X`` (a
+    :class:`~dgp.solver.BlockFactor` reads the factor, a row problem its Gram)."""
     if isinstance(prob, BlockFactor):
         prob.set_scale(X)
     else:
@@ -163,7 +166,7 @@ def rank_d_search(
     for _ in range(n_random):
         X = rng.standard_normal((dim, K))
         pool.append(X / np.linalg.norm(X, axis=0))
-    _set_scale(prob, pool[0])
+    set_factor_scale(prob, pool[0])
     screened = []
     for X0 in pool:
         X, _ = bm_lbfgs(prob, X0, maxiter=screen_iters)
