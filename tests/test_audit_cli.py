@@ -125,6 +125,8 @@ def modules(tmp_path_factory):
 # its own child, are what these tests are about
 
 
+# slow: about 5 s or more of CPU on 2 cores; it runs in the slow step of CI (-m slow)
+@pytest.mark.slow
 def test_current_directory_only_with_path_and_prints_off_json_stdout(modules, cli):
     proc = cli.process("audit", "audit_losses:chatty", "--labels", "classes", cwd=modules,
                        timeout=120)
@@ -233,6 +235,8 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the audit's subreaper and /proc walk are Linux's")
 
 
+# slow: about 5 s or more of CPU on 2 cores; it runs in the slow step of CI (-m slow)
+@pytest.mark.slow
 @linux_only
 def test_a_daemonised_grandchild_does_not_outlive_the_audit(modules, cli):
     """A double fork with setsid() leaves the worker's process group and session; the audit's
@@ -283,6 +287,8 @@ def test_descendants_follow_the_parent_links():
         child.wait()
 
 
+# slow: about 5 s or more of CPU on 2 cores; it runs in the slow step of CI (-m slow)
+@pytest.mark.slow
 def test_a_loss_without_temperature_is_audited_with_the_estimate(modules, cli):
     """It exited 2 ("the temperature must be known; pass tau"); now the JSON has the estimate
     and the cross-view partition (CONTRACT v3)."""

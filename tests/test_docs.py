@@ -186,7 +186,17 @@ def _missing(module: str) -> bool:
         return True
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+#: pages whose examples take long (audit.md runs five `dgp audit`s, each in a child importing
+#: torch): they run in the slow step of CI (``-m slow``)
+SLOW_PAGES = ("docs/audit.md",)
+
+
+@pytest.mark.parametrize(
+    "page",
+    [pytest.param(p, marks=pytest.mark.slow) if p.relative_to(ROOT).as_posix() in SLOW_PAGES
+     else p for p in PAGES],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_page_examples(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
 ) -> None:

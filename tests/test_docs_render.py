@@ -413,15 +413,23 @@ def _visit(browser: Browser, session: str, shots: Path | None, name: str) -> Vis
     return Visit(read_page(markup), requested, failed, exceptions)
 
 
-@pytest.fixture(scope="module")
-def rendered(site: Path, served) -> dict[str, Visit]:
-    """Every page with formulas as the browser left it (all open at once in one browser).
+#: the pages with formulas are opened in this many groups, one browser each, so that no test
+#: waits on all of them (about a second of Chromium's time a page on 2 cores)
+RENDER_GROUPS = 4
+
+
+@pytest.fixture(
+    scope="module", params=range(RENDER_GROUPS), ids=lambda g: f"pages{g + 1}of{RENDER_GROUPS}"
+)
+def rendered(request: pytest.FixtureRequest, site: Path, served) -> dict[str, Visit]:
+    """Every ``RENDER_GROUPS``-th page with formulas, from the ``request.param``-th on, as the
+    browser left it (all of the group open at once in one browser).
 
     ``DGP_DOCS_SCREENSHOTS=DIR`` also saves a full-page PNG of each into DIR, to look at.
     """
     chromium = need_chromium()
     base, _ = served
-    pages = math_pages(site)
+    pages = math_pages(site)[request.param :: RENDER_GROUPS]
     shots = os.environ.get("DGP_DOCS_SCREENSHOTS")
     shot_dir = Path(shots) if shots else None
     if shot_dir is not None:
@@ -480,8 +488,16 @@ def test_mathjax_is_part_of_the_site(site: Path) -> None:
         assert not external, f"{path.relative_to(site)} loads {external}"
 
 
+def test_the_required_pages_have_formulas(site: Path) -> None:
+    pages = math_pages(site)
+    assert set(REQUIRED_PAGES) <= set(pages), sorted(pages)
+
+
+# The browser's reading of every page takes about a minute on 2 cores: these run in the slow
+# step of CI (``-m slow``), in RENDER_GROUPS pieces.
+@pytest.mark.slow
 def test_formulas_render_in_the_browser(rendered: dict[str, Visit]) -> None:
-    assert set(REQUIRED_PAGES) <= set(rendered), sorted(rendered)
+    assert rendered, "a group of pages with formulas is empty"
     problems = []
     for name, visit in rendered.items():
         page = visit.page
@@ -500,6 +516,7 @@ def test_formulas_render_in_the_browser(rendered: dict[str, Visit]) -> None:
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_the_browser_fetched_only_the_site(rendered: dict[str, Visit], served) -> None:
     base, _ = served
     for name, visit in rendered.items():

@@ -131,6 +131,8 @@ def test_orthogonal_frame_at_any_imbalance_and_dimension():
             assert p.embedding.shape == (len(sizes), len(sizes) if d is None else d)
 
 
+# slow: about 5 s or more of CPU on 2 cores; it runs in the slow step of CI (-m slow)
+@pytest.mark.slow
 def test_rank_deficient_no_worse_than_independent_descents(rank3):
     p = rank3
     assert p.method == "numeric" and p.dim == 3

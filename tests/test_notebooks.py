@@ -108,6 +108,8 @@ def check_outputs(nb) -> None:
     assert "o realizable" in text and "> tau" in text  # the ASCII map itself, lines kept
 
 
+# slow: about 5 s or more of CPU on 2 cores; it runs in the slow step of CI (-m slow)
+@pytest.mark.slow
 def test_figures_display_without_matplotlib_magic(tmp_path, monkeypatch):
     nb = execute(tmp_path, monkeypatch, backend=None)
     check_outputs(nb)

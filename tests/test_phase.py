@@ -293,6 +293,8 @@ def test_joblib_workers_give_identical_json():
     assert json.dumps(serial.to_dict()) == json.dumps(parallel.to_dict())
 
 
+# slow: about 5 s or more of CPU on 2 cores; it runs in the slow step of CI (-m slow)
+@pytest.mark.slow
 def test_dask_cluster_gives_identical_json(cli):
     """The LocalCluster of ``scheduler="local"`` (loopback, two workers, stopped on exit),
     reached through its address from Python and from the command line."""

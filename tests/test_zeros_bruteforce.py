@@ -98,7 +98,8 @@ def test_path_without_its_end_weight_is_approached_on_a_line():
 
 @pytest.mark.parametrize("graph, needs", [
     (nx.star_graph(3), 2), (nx.cycle_graph(4), 2), (nx.star_graph(5), 2),
-    (nx.complete_bipartite_graph(2, 3), 3), (nx.star_graph(6), 3),
+    (nx.complete_bipartite_graph(2, 3), 3),
+    pytest.param(nx.star_graph(6), 3, marks=pytest.mark.slow),
 ])
 def test_dimension_needed(graph, needs):
     W = nx.to_numpy_array(graph)
@@ -216,6 +217,7 @@ def test_asymmetric_supports_sample():
     assert "scale_order" in kinds
 
 
+@pytest.mark.slow
 def test_every_asymmetric_support_on_three_samples():
     """All 23 asymmetric supports on 3 samples (every row positive), d = 1, 2, random weights:
     the verdict agrees with the brute force, and every pattern whose one-way weights come from
