@@ -138,3 +138,59 @@ def test_guard_admits_ten_thousand_classes_and_refuses_far_more():
     with pytest.raises(ParameterError, match="hours") as e:
         api._guard_dim(15_000, 2048, 1, 15_000, factor_path=True)
     assert "dim" in str(e.value)
+
+
+def _tangent(rng, X):
+    E = rng.standard_normal(X.shape)
+    E -= X * np.sum(X * E, axis=0)
+    return E / np.linalg.norm(E)
+
+
+def _retract(X, E, h):
+    """The metric-projection retraction of the product of spheres (columns renormalised): a
+    second-order retraction, so the second derivative of f along it is the Riemannian Hessian's
+    quadratic form at any point, critical or not."""
+    Y = X + h * E
+    return Y / np.linalg.norm(Y, axis=0)
+
+
+@pytest.mark.parametrize("eps", [None, 0.3])
+@pytest.mark.parametrize("tau", [0.4, 0.1])
+def test_riemannian_gradient_and_hessian_match_finite_differences(eps, tau):
+    """At a random (non-critical) point: the Riemannian gradient is the first derivative of the
+    objective along the retraction, the Riemannian Hessian's form is its second derivative, and
+    the Hessian-vector product is the projected derivative of the gradient field along the curve
+    (the Levi-Civita connection of the embedded product of spheres). Central differences."""
+    rng = np.random.default_rng(21)
+    n = rng.integers(2, 40, 11)
+    X = _unit(rng, 3, 11)
+    obj = BlockFactor(n, tau, eps)
+    obj.set_scale(X)
+    f0 = obj.evaluate(X)[0]
+    grad = obj.riemannian_gradient(X).copy()
+    assert np.abs(np.sum(X * grad, axis=0)).max() <= 1e-14 * np.abs(grad).max()  # tangent
+    hess = obj.hessian(X)
+    for _ in range(3):
+        E = _tangent(rng, X)
+        HE = hess(E)
+        assert np.abs(np.sum(X * HE, axis=0)).max() <= 1e-13 * np.abs(HE).max()
+        h1, h2 = 1e-6, 1e-3
+
+        def f(h, E=E):
+            return obj.evaluate(_retract(X, E, h))[0]
+
+        slope = (f(h1) - f(-h1)) / (2 * h1)
+        assert slope == pytest.approx(float(np.sum(grad * E)), rel=1e-6, abs=1e-9 * abs(f0))
+        curv = (f(h2) - 2 * f0 + f(-h2)) / h2**2
+        form = float(np.sum(E * HE))
+        assert curv == pytest.approx(form, rel=1e-4, abs=1e-6 * np.linalg.norm(HE))
+
+        def g(h, E=E):
+            return obj.riemannian_gradient(_retract(X, E, h)).copy()
+
+        dg = (g(h1) - g(-h1)) / (2 * h1)
+        dg -= X * np.sum(X * dg, axis=0)
+        np.testing.assert_allclose(dg, HE, rtol=0, atol=1e-6 * np.abs(HE).max())
+    # self-adjoint on the tangent space
+    A, B = _tangent(rng, X), _tangent(rng, X)
+    assert float(np.sum(A * hess(B))) == pytest.approx(float(np.sum(B * hess(A))), rel=1e-10)
