@@ -194,3 +194,52 @@ def test_riemannian_gradient_and_hessian_match_finite_differences(eps, tau):
     # self-adjoint on the tangent space
     A, B = _tangent(rng, X), _tangent(rng, X)
     assert float(np.sum(A * hess(B))) == pytest.approx(float(np.sum(B * hess(A))), rel=1e-10)
+
+
+@pytest.mark.parametrize("eps", [None, 0.3])
+def test_row_problem_and_block_factor_implement_one_factor_protocol(eps):
+    """The factor objective of a row problem (``on_factor``: a RowFactor through the Gram) and the
+    BlockFactor of the same sizes agree method by method, and the row factor's kept state follows
+    the problem's scale (a stale state would give the old scale's value)."""
+    rng = np.random.default_rng(5)
+    n = rng.integers(2, 30, 13)
+    X = _unit(rng, 4, 13)
+    row = block_problem(n, block_weights(13, eps), tau=0.1).on_factor()
+    blk = BlockFactor(n, 0.1, eps)
+    assert blk.on_factor() is blk and row.on_factor() is row
+    assert row.set_scale(X) == pytest.approx(blk.set_scale(X), abs=1e-12)
+    fr, Gr = row.evaluate(X)
+    fb, Gb = blk.evaluate(X)
+    assert fr == pytest.approx(fb, rel=1e-12)
+    np.testing.assert_allclose(Gr, Gb, atol=1e-12 * np.abs(Gb).max())
+    np.testing.assert_allclose(row.riemannian_gradient(X), blk.riemannian_gradient(X),
+                               atol=1e-12 * np.abs(Gb).max())
+    assert row.gradient_scale(X) == pytest.approx(blk.gradient_scale(X), rel=1e-12)
+    assert row.stationarity(X) == pytest.approx(blk.stationarity(X), rel=1e-10)
+    E = _tangent(rng, X)
+    ref = blk.hessian(X)(E)
+    np.testing.assert_allclose(row.hessian(X)(E), ref, atol=1e-11 * np.abs(ref).max())
+    exact = row.dual_min_eig(X)[0]
+    floor, _ = blk.dual_min_eig(X)
+    assert floor <= exact + 1e-12 and exact - floor <= 1e-3 * max(1.0, abs(exact))
+    assert row.column_curvature(X) is None and blk.column_curvature(X).min() > 0
+
+
+def test_row_factor_state_follows_the_problem_scale():
+    """The row factor keeps the state of the last factor; a new scale (fixed at another point)
+    must not reuse it: the gradient at the same factor object is the new scale's."""
+    rng = np.random.default_rng(6)
+    n = rng.integers(2, 30, 13)
+    X, Y = _unit(rng, 13, 13), np.eye(13)  # Y: orthogonal prototypes, a smaller scale
+    row = block_problem(n, block_weights(13, None), tau=0.1).on_factor()
+    blk = BlockFactor(n, 0.1)
+    row.set_scale(X)
+    row.evaluate(X)  # the state of X at the scale of X
+    row.set_scale(Y)
+    blk.set_scale(Y)
+    assert row.prob.log_t == pytest.approx(blk.log_t, abs=1e-12)
+    assert abs(blk.log_t - BlockFactor(n, 0.1).set_scale(X)) > 1e-3  # the scale did move
+    fr, Gr = row.evaluate(X)
+    fb, Gb = blk.evaluate(X)
+    assert fr == pytest.approx(fb, rel=1e-12)
+    np.testing.assert_allclose(Gr, Gb, atol=1e-12 * np.abs(Gb).max())

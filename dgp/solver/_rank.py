@@ -44,9 +44,8 @@ from dgp.constants import (
 )
 from dgp.records import CertificateProtocol
 from dgp.solver._blockfactor import BlockFactor
-from dgp.solver._kkt import row_certificate
 from dgp.solver._program import RowProblem
-from dgp.solver._solve import bm_lbfgs, factor, factor_objective, oblique_hessian, rtr
+from dgp.solver._solve import bm_lbfgs, factor, factor_objective, rtr
 from dgp.tolerance import DEFAULT_POLICY, Margin
 
 __all__ = [
@@ -103,15 +102,7 @@ def stationarity(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
     r"""The first-order residual of a factor: the norm of the Riemannian gradient
     :math:`2(Xg - X\operatorname{Diag}y)` over the size :math:`\nu` of the scaled gradient's
     parts (the scale of :func:`~dgp.solver.rtr`'s stopping rule; dimensionless)."""
-    if isinstance(prob, BlockFactor):
-        return prob.stationarity(X)
-    st = prob.state(X.T @ X)
-    ge, gl = prob.gradient_parts(st)
-    g = ge - gl
-    XG = X @ g
-    grad = 2.0 * (XG - X * np.sum(X * XG, axis=0))
-    nu = max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), SCALE_FLOOR)
-    return float(np.linalg.norm(grad)) / nu
+    return prob.on_factor().stationarity(X)
 
 
 def _value(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
@@ -120,12 +111,9 @@ def _value(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
 
 
 def set_factor_scale(prob: RowProblem | BlockFactor, X: np.ndarray) -> None:
-    r"""Fix the objective's scale :math:`\log t` at the factor ``X`` (a
-    :class:`~dgp.solver.BlockFactor` reads the factor, a row problem its Gram)."""
-    if isinstance(prob, BlockFactor):
-        prob.set_scale(X)
-    else:
-        prob.set_scale(X.T @ X)
+    r"""Fix the objective's scale :math:`\log t` at the factor ``X`` (the ``set_scale`` of its
+    factor objective: a row problem reads the Gram of ``X``)."""
+    prob.on_factor().set_scale(X)
 
 
 def rank_d_search(
@@ -310,13 +298,7 @@ def _hessian_extremes(prob: RowProblem | BlockFactor, X: np.ndarray,
     """Smallest and largest eigenvalue of the projected Riemannian Hessian ``P H P`` (the
     normal directions add zeros, which the rotations of ``X`` give anyway)."""
     r, K = X.shape
-    if isinstance(prob, BlockFactor):
-        hess = prob.hessian(X)
-    else:
-        st = prob.state(X.T @ X)
-        g = prob.gradient(st)
-        y = np.sum(X * (X @ g), axis=0)
-        hess = oblique_hessian(prob, X, st, g, y)
+    hess = prob.on_factor().hessian(X)
 
     def proj(Z: np.ndarray) -> np.ndarray:
         return Z - X * np.sum(X * Z, axis=0)
@@ -365,10 +347,8 @@ def rank_d_certificate(prob: RowProblem | BlockFactor, X: np.ndarray, *, tol: fl
     else:  # the Hessian says nothing about a point that is not stationary
         low, top, how = math.nan, math.nan, "skipped (not first-order critical)"
     rel = low / max(abs(top), SCALE_FLOOR) if math.isfinite(low) else math.nan
-    if isinstance(prob, BlockFactor):  # a certified floor of lambda_min(S), no K x K eigensolve
-        dual = prob.dual_min_eig(X, seed=seed)[0]
-    else:
-        dual = row_certificate(prob, X.T @ X).min_eig_dual
+    # a row problem's exact lambda_min(S); a BlockFactor's certified floor (no K x K eigensolve)
+    dual = prob.on_factor().dual_min_eig(X, seed=seed)[0]
     return RankDCertificate(
         dim=int(X.shape[0]), gradient_norm=grad, first_order_tol=accept,
         hessian_min_eig=rel, hessian_max_eig=top, second_order_tol=RANK_D_HESSIAN_RTOL,

@@ -54,6 +54,7 @@ from dgp.solver._blockfactor import BlockFactor
 from dgp.solver._guards import check_solver_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._program import RowProblem, ScaleOverflow
+from dgp.solver._rowfactor import oblique_hessian
 
 __all__ = [
     "SolveResult",
@@ -197,16 +198,9 @@ def _normalise(V: np.ndarray) -> np.ndarray:
 
 def factor_objective(prob: RowProblem | BlockFactor):
     """``X -> (value, 2 X g)``: the scaled objective of ``prob`` at the factor ``X`` (unit
-    columns) and its Euclidean gradient in ``X``; a :class:`~dgp.solver.BlockFactor` evaluates
-    it without the row problem's ``K x K`` tables."""
-    if isinstance(prob, BlockFactor):
-        return prob.evaluate
-
-    def evaluate(X: np.ndarray) -> tuple[float, np.ndarray]:
-        st = prob.state(X.T @ X)
-        return prob.value(st), 2.0 * (X @ prob.gradient(st))
-
-    return evaluate
+    columns) and its Euclidean gradient in ``X`` (the ``evaluate`` of its factor objective; a
+    :class:`~dgp.solver.BlockFactor` evaluates it without the row problem's ``K x K`` tables)."""
+    return prob.on_factor().evaluate
 
 
 def bm_lbfgs(
@@ -220,7 +214,8 @@ def bm_lbfgs(
     that differ by orders of magnitude otherwise make L-BFGS crawl."""
     check_solver_tau(prob.tau)  # above 2^53 the loss is flat: nothing to resolve
     r, K = X0.shape
-    evaluate = factor_objective(prob)
+    obj = prob.on_factor()
+    evaluate = obj.evaluate
 
     def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
         V = v.reshape(r, K)
@@ -231,9 +226,9 @@ def bm_lbfgs(
         return f, ((Gam - X * dots) / norms).ravel()
 
     g0 = float(np.max(np.abs(fun(X0.ravel())[1])))
-    pre = None
-    if precondition and isinstance(prob, BlockFactor):
-        pre = np.broadcast_to(prob.column_curvature(X0), (r, K)).ravel()
+    pre = obj.column_curvature(X0) if precondition else None
+    if pre is not None:
+        pre = np.broadcast_to(pre, (r, K)).ravel()
     v, its = lbfgs(fun, X0.ravel(), maxiter=maxiter, gtol=max(gtol * g0, SCALE_FLOOR),
                    memory=memory, precondition=pre)
     return _normalise(v.reshape(r, K)), its
@@ -300,27 +295,6 @@ def _full_rank_start(X: np.ndarray) -> np.ndarray:
     return _normalise(X + START_PERTURBATION * pattern)
 
 
-def _proj(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
-    return Z - X * np.sum(X * Z, axis=0)
-
-
-def oblique_hessian(prob: RowProblem, X: np.ndarray, st, g: np.ndarray, y: np.ndarray):
-    r"""The Riemannian Hessian of :math:`X \mapsto \hat F(X^\top X)` on the product of spheres at
-    ``X`` (``r x K``, unit columns), as a map of tangent vectors ``xi`` (``r x K``, each column
-    orthogonal to that of ``X``): :math:`\operatorname{Proj}_X\big(2\,\xi(g -
-    \operatorname{Diag} y) + 2X\,\nabla^2\hat F[\xi^\top X + X^\top\xi]\big)` with ``st``,
-    ``g`` the state and scaled gradient at :math:`X^\top X` and :math:`y = \operatorname{diag}
-    (X^\top X g)`."""
-
-    def hess(xi: np.ndarray) -> np.ndarray:
-        Gd = xi.T @ X
-        Gd = Gd + Gd.T
-        np.fill_diagonal(Gd, 0.0)
-        return _proj(X, 2.0 * (xi @ g - xi * y) + 2.0 * (X @ prob.hvp(st, Gd)))
-
-    return hess
-
-
 def _tcg(
     grad, hess, radius: float, maxinner: int, scale: float
 ) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -372,33 +346,16 @@ def _scaled_value(prob: RowProblem, G: np.ndarray) -> float:
         return math.inf
 
 
-def _local_model(prob: RowProblem | BlockFactor):
-    """``X -> (value, Riemannian gradient, hessian)`` at a factor, ``hessian()`` building the
-    Riemannian Hessian there on demand (a :class:`~dgp.solver.BlockFactor` re-evaluates a
-    stale state)."""
-    if isinstance(prob, BlockFactor):
-        def at_block(X):
-            f, _ = prob.evaluate(X)
-            return f, prob.riemannian_gradient(X), lambda: prob.hessian(X)
-
-        return at_block
+def _local_model(obj):
+    """``X -> (value, Riemannian gradient, hessian)`` at a factor of the factor objective
+    ``obj``, ``hessian()`` building the Riemannian Hessian there on demand (a stale state is
+    evaluated again)."""
 
     def at(X):
-        st = prob.state(X.T @ X)
-        g = prob.gradient(st)
-        XG = X @ g
-        y = np.sum(X * XG, axis=0)
-        return prob.value(st), 2.0 * (XG - X * y), lambda: oblique_hessian(prob, X, st, g, y)
+        f, _ = obj.evaluate(X)
+        return f, obj.riemannian_gradient(X), lambda: obj.hessian(X)
 
     return at
-
-
-def _gradient_scale(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
-    """The size of the scaled gradient's parts at ``X`` (the scale of the stopping rules)."""
-    if isinstance(prob, BlockFactor):
-        return prob.gradient_scale(X)
-    ge, gl = prob.gradient_parts(prob.state(X.T @ X))
-    return max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), SCALE_FLOOR)
 
 
 def rtr(
@@ -417,9 +374,10 @@ def rtr(
     rejected), after ``maxiter`` steps, or when the trust region collapses. Raises
     :class:`~dgp.solver._program.ScaleOverflow` when the objective overflows at ``X`` itself."""
     r, K = X.shape
-    at = _local_model(prob)
+    obj = prob.on_factor()
+    at = _local_model(obj)
     f, grad, hessian = at(X)
-    scale = _gradient_scale(prob, X)
+    scale = obj.gradient_scale(X)
     radius_max = math.pi * math.sqrt(K)
     radius = radius_max / 8
     maxinner = min(max(r * K - K, 1), maxinner)
