@@ -48,6 +48,16 @@ from dgp.solver._program import RowProblem
 from dgp.solver._solve import bm_lbfgs, factor, factor_objective, rtr
 from dgp.tolerance import DEFAULT_POLICY, Margin
 
+#: Lanczos vectors of the estimates of the Riemannian Hessian's extreme eigenvalues: its
+#: spectrum crowds at zero (the rotations of the factor and the soft directions of small
+#: classes), where 24 vectors did not converge in :data:`~dgp.constants.HESSIAN_EIG_MAXITER`
+#: restarts at K = 400, dim = 128 and 80 did (about 2000 products)
+HESSIAN_LANCZOS_VECTORS = 80
+#: at most this many bytes of Lanczos vectors (fewer vectors for the largest tangent spaces,
+#: never fewer than :data:`HESSIAN_LANCZOS_MIN_VECTORS`)
+HESSIAN_LANCZOS_BYTES = 2**28
+HESSIAN_LANCZOS_MIN_VECTORS = 24
+
 __all__ = [
     "RankDCertificate",
     "RankDSearch",
@@ -135,6 +145,8 @@ def rank_d_search(
     hops: int = 0,
     hop_size: float = 0.5,
     precondition: bool = False,
+    polish_stall: int | None = 3,
+    polish_products: int | None = None,
 ) -> RankDSearch:
     """Best rank-``dim`` factor over the given starts (``dim x K`` factors) and ``n_random``
     seeded random starts.
@@ -144,8 +156,9 @@ def rank_d_search(
     polished by the trust region. ``hops`` basin-hopping steps follow (the best factor moved by
     seeded Gaussian noise of ``hop_size`` per column, or two of its points exchanged,
     alternately; run again, kept when better). ``precondition`` scales the kept runs' L-BFGS by
-    the columns' curvature (:func:`~dgp.solver.bm_lbfgs`). With a
-    ``target``, further rounds (up to ``rounds`` in all)
+    the columns' curvature (:func:`~dgp.solver.bm_lbfgs`); ``polish_stall`` and
+    ``polish_products`` are the trust region's ``stall`` and ``products``
+    (:func:`~dgp.solver.rtr`). With a ``target``, further rounds (up to ``rounds`` in all)
     of L-BFGS and trust region follow until :func:`stationarity` is at most ``target``.
     """
     K = prob.K
@@ -182,12 +195,14 @@ def rank_d_search(
         f = _value(prob, X)
         if f < best_f:
             best_f, best = f, X
-    best, _ = rtr(prob, best, maxiter=polish_iters, gtol=gtol, maxinner=polish_inner)
+    polish = {"maxiter": polish_iters, "gtol": gtol, "maxinner": polish_inner,
+              "stall": polish_stall, "products": polish_products}
+    best, _ = rtr(prob, best, **polish)
     res = stationarity(prob, best)
     done = 1
     while target is not None and res > target and done < rounds:
         X, _ = bm_lbfgs(prob, best, maxiter=run_iters, gtol=gtol)
-        X, _ = rtr(prob, X, maxiter=polish_iters, gtol=gtol, maxinner=polish_inner)
+        X, _ = rtr(prob, X, **polish)
         r = stationarity(prob, X)
         if _value(prob, X) <= _value(prob, best) or r < res:
             best, res = X, r
@@ -325,9 +340,12 @@ def _hessian_extremes(prob: RowProblem | BlockFactor, X: np.ndarray,
 def _largest(op: spla.LinearOperator, v0: np.ndarray) -> float:
     """Largest eigenvalue of a symmetric operator by Lanczos (``nan`` if it does not converge);
     the value is away from zero in both uses, so the relative accuracy is meaningful."""
+    n = op.shape[0]
+    ncv = max(HESSIAN_LANCZOS_MIN_VECTORS, min(HESSIAN_LANCZOS_VECTORS,
+                                               HESSIAN_LANCZOS_BYTES // (8 * n)))
     try:
         lam = spla.eigsh(op, k=1, which="LA", v0=v0, tol=HESSIAN_EIG_RTOL,
-                         maxiter=HESSIAN_EIG_MAXITER, ncv=min(op.shape[0], 24),
+                         maxiter=HESSIAN_EIG_MAXITER, ncv=min(n, ncv),
                          return_eigenvectors=False)
     except spla.ArpackNoConvergence as exc:
         lam = exc.eigenvalues

@@ -297,10 +297,11 @@ def _full_rank_start(X: np.ndarray) -> np.ndarray:
 
 def _tcg(
     grad, hess, radius: float, maxinner: int, scale: float
-) -> tuple[np.ndarray, np.ndarray, bool]:
+) -> tuple[np.ndarray, np.ndarray, bool, int]:
     """Truncated CG (Steihaug–Toint) for ``min <grad, e> + <e, H e>/2`` in a ball; stops when the
     residual is below ``|grad| min(|grad| / scale, 0.1)`` (superlinear, scale-free) or at the
-    rounding level ``1e-15 scale``."""
+    rounding level ``1e-15 scale``. Returns the step, its product with ``H``, whether it ends on
+    the boundary and the number of products taken."""
     eta = np.zeros_like(grad)
     Heta = np.zeros_like(grad)
     r = grad.copy()
@@ -322,7 +323,7 @@ def _tcg(
         e_e_new = e_e + 2 * alpha * e_d + alpha * alpha * d_d
         if dHd <= 0 or e_e_new >= radius * radius:
             tau = (-e_d + math.sqrt(max(e_d * e_d + d_d * (radius * radius - e_e), 0.0))) / d_d
-            return eta + tau * delta, Heta + tau * Hd, True
+            return eta + tau * delta, Heta + tau * Hd, True, j + 1
         eta = eta + alpha * delta
         Heta = Heta + alpha * Hd
         e_e = e_e_new
@@ -335,7 +336,7 @@ def _tcg(
         delta = -r + beta * delta
         e_d = beta * (e_d + alpha * d_d)
         d_d = rr + beta * beta * d_d
-    return eta, Heta, False
+    return eta, Heta, False, j + 1
 
 
 def _scaled_value(prob: RowProblem, G: np.ndarray) -> float:
@@ -365,14 +366,19 @@ def rtr(
     maxiter: int = 60,
     gtol: float = RTR_GTOL,
     maxinner: int = 300,
+    stall: int | None = 3,
+    products: int | None = None,
 ) -> tuple[np.ndarray, int]:
     """Riemannian trust region on the product of spheres at the rank of ``X``.
 
     Stops when the Riemannian gradient :math:`2XS` is below ``gtol`` times the size of the
-    gradient's parts, when three accepted steps in a row no longer shrink it or three steps in a
-    row are rejected (the floating-point floor; a step where the scaled objective overflows is
-    rejected), after ``maxiter`` steps, or when the trust region collapses. Raises
-    :class:`~dgp.solver._program.ScaleOverflow` when the objective overflows at ``X`` itself."""
+    gradient's parts, when ``stall`` accepted steps in a row no longer halve it (``None``: no
+    such rule, for the long descents of flat landscapes, which end in Newton's quadratic regime)
+    or three steps in a row are rejected (the floating-point floor; a step where the scaled
+    objective overflows is rejected), after ``maxiter`` steps or ``products`` Hessian-vector
+    products in all (``None``: no limit; the inner solves get what is left), or when the trust
+    region collapses. Raises :class:`~dgp.solver._program.ScaleOverflow` when the objective
+    overflows at ``X`` itself."""
     r, K = X.shape
     obj = prob.on_factor()
     at = _local_model(obj)
@@ -381,12 +387,15 @@ def rtr(
     radius_max = math.pi * math.sqrt(K)
     radius = radius_max / 8
     maxinner = min(max(r * K - K, 1), maxinner)
-    it = stalled = rejected = 0
+    it = stalled = rejected = used = 0
     for it in range(1, maxiter + 1):  # noqa: B007 - the count is returned
         if float(np.linalg.norm(grad)) <= gtol * scale:
             break
-
-        eta, Heta, hit = _tcg(grad, hessian(), radius, maxinner, scale)
+        inner = maxinner if products is None else min(maxinner, products - used)
+        if inner < 1:
+            break
+        eta, Heta, hit, taken = _tcg(grad, hessian(), radius, inner, scale)
+        used += taken
         X_new = _normalise(X + eta)
         try:
             f_new, grad_new, hessian_new = at(X_new)
@@ -416,7 +425,7 @@ def rtr(
             shrink = gn_new < 0.5 * gn
             stalled = 0 if shrink else stalled + 1
             X, f, grad, hessian = X_new, f_new, grad_new, hessian_new
-            if stalled >= 3:
+            if stall is not None and stalled >= stall:
                 break
         if radius < ROUNDOFF_RTOL:
             break
