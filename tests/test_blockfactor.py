@@ -17,7 +17,14 @@ from test_prototypes_dim import SIZES_24, scipy_descents, supcon_loss
 import dgp.prototypes._api as api
 from dgp.errors import ParameterError
 from dgp.prototypes import block_weights, supcon_prototypes
-from dgp.solver import BlockFactor, block_problem, oblique_hessian, row_certificate, stationarity
+from dgp.solver import (
+    BlockFactor,
+    block_problem,
+    oblique_hessian,
+    row_certificate,
+    rtr,
+    stationarity,
+)
 
 
 def _unit(rng, d, K):
@@ -138,3 +145,141 @@ def test_guard_admits_ten_thousand_classes_and_refuses_far_more():
     with pytest.raises(ParameterError, match="hours") as e:
         api._guard_dim(15_000, 2048, 1, 15_000, factor_path=True)
     assert "dim" in str(e.value)
+
+
+def _tangent(rng, X):
+    E = rng.standard_normal(X.shape)
+    E -= X * np.sum(X * E, axis=0)
+    return E / np.linalg.norm(E)
+
+
+def _retract(X, E, h):
+    """The metric-projection retraction of the product of spheres (columns renormalised): a
+    second-order retraction, so the second derivative of f along it is the Riemannian Hessian's
+    quadratic form at any point, critical or not."""
+    Y = X + h * E
+    return Y / np.linalg.norm(Y, axis=0)
+
+
+@pytest.mark.parametrize("eps", [None, 0.3])
+@pytest.mark.parametrize("tau", [0.4, 0.1])
+def test_riemannian_gradient_and_hessian_match_finite_differences(eps, tau):
+    """At a random (non-critical) point: the Riemannian gradient is the first derivative of the
+    objective along the retraction, the Riemannian Hessian's form is its second derivative, and
+    the Hessian-vector product is the projected derivative of the gradient field along the curve
+    (the Levi-Civita connection of the embedded product of spheres). Central differences."""
+    rng = np.random.default_rng(21)
+    n = rng.integers(2, 40, 11)
+    X = _unit(rng, 3, 11)
+    obj = BlockFactor(n, tau, eps)
+    obj.set_scale(X)
+    f0 = obj.evaluate(X)[0]
+    grad = obj.riemannian_gradient(X).copy()
+    assert np.abs(np.sum(X * grad, axis=0)).max() <= 1e-14 * np.abs(grad).max()  # tangent
+    hess = obj.hessian(X)
+    for _ in range(3):
+        E = _tangent(rng, X)
+        HE = hess(E)
+        assert np.abs(np.sum(X * HE, axis=0)).max() <= 1e-13 * np.abs(HE).max()
+        h1, h2 = 1e-6, 1e-3
+
+        def f(h, E=E):
+            return obj.evaluate(_retract(X, E, h))[0]
+
+        slope = (f(h1) - f(-h1)) / (2 * h1)
+        assert slope == pytest.approx(float(np.sum(grad * E)), rel=1e-6, abs=1e-9 * abs(f0))
+        curv = (f(h2) - 2 * f0 + f(-h2)) / h2**2
+        form = float(np.sum(E * HE))
+        assert curv == pytest.approx(form, rel=1e-4, abs=1e-6 * np.linalg.norm(HE))
+
+        def g(h, E=E):
+            return obj.riemannian_gradient(_retract(X, E, h)).copy()
+
+        dg = (g(h1) - g(-h1)) / (2 * h1)
+        dg -= X * np.sum(X * dg, axis=0)
+        np.testing.assert_allclose(dg, HE, rtol=0, atol=1e-6 * np.abs(HE).max())
+    # self-adjoint on the tangent space
+    A, B = _tangent(rng, X), _tangent(rng, X)
+    assert float(np.sum(A * hess(B))) == pytest.approx(float(np.sum(B * hess(A))), rel=1e-10)
+
+
+@pytest.mark.parametrize("eps", [None, 0.3])
+def test_row_problem_and_block_factor_implement_one_factor_protocol(eps):
+    """The factor objective of a row problem (``on_factor``: a RowFactor through the Gram) and the
+    BlockFactor of the same sizes agree method by method, and the row factor's kept state follows
+    the problem's scale (a stale state would give the old scale's value)."""
+    rng = np.random.default_rng(5)
+    n = rng.integers(2, 30, 13)
+    X = _unit(rng, 4, 13)
+    row = block_problem(n, block_weights(13, eps), tau=0.1).on_factor()
+    blk = BlockFactor(n, 0.1, eps)
+    assert blk.on_factor() is blk and row.on_factor() is row
+    assert row.set_scale(X) == pytest.approx(blk.set_scale(X), abs=1e-12)
+    fr, Gr = row.evaluate(X)
+    fb, Gb = blk.evaluate(X)
+    assert fr == pytest.approx(fb, rel=1e-12)
+    np.testing.assert_allclose(Gr, Gb, atol=1e-12 * np.abs(Gb).max())
+    np.testing.assert_allclose(row.riemannian_gradient(X), blk.riemannian_gradient(X),
+                               atol=1e-12 * np.abs(Gb).max())
+    assert row.gradient_scale(X) == pytest.approx(blk.gradient_scale(X), rel=1e-12)
+    assert row.stationarity(X) == pytest.approx(blk.stationarity(X), rel=1e-10)
+    E = _tangent(rng, X)
+    ref = blk.hessian(X)(E)
+    np.testing.assert_allclose(row.hessian(X)(E), ref, atol=1e-11 * np.abs(ref).max())
+    exact = row.dual_min_eig(X)[0]
+    floor, _ = blk.dual_min_eig(X)
+    assert floor <= exact + 1e-12 and exact - floor <= 1e-3 * max(1.0, abs(exact))
+    assert row.column_curvature(X) is None and blk.column_curvature(X).min() > 0
+
+
+def test_row_factor_state_follows_the_problem_scale():
+    """The row factor keeps the state of the last factor; a new scale (fixed at another point)
+    must not reuse it: the gradient at the same factor object is the new scale's."""
+    rng = np.random.default_rng(6)
+    n = rng.integers(2, 30, 13)
+    X, Y = _unit(rng, 13, 13), np.eye(13)  # Y: orthogonal prototypes, a smaller scale
+    row = block_problem(n, block_weights(13, None), tau=0.1).on_factor()
+    blk = BlockFactor(n, 0.1)
+    row.set_scale(X)
+    row.evaluate(X)  # the state of X at the scale of X
+    row.set_scale(Y)
+    blk.set_scale(Y)
+    assert row.prob.log_t == pytest.approx(blk.log_t, abs=1e-12)
+    assert abs(blk.log_t - BlockFactor(n, 0.1).set_scale(X)) > 1e-3  # the scale did move
+    fr, Gr = row.evaluate(X)
+    fb, Gb = blk.evaluate(X)
+    assert fr == pytest.approx(fb, rel=1e-12)
+    np.testing.assert_allclose(Gr, Gb, atol=1e-12 * np.abs(Gb).max())
+
+
+class _CountingFactor(BlockFactor):
+    """A BlockFactor that counts its Hessian-vector products."""
+
+    products = 0
+
+    def hessian(self, X):
+        hess = super().hessian(X)
+
+        def counted(xi):
+            self.products += 1
+            return hess(xi)
+
+        return counted
+
+
+def test_trust_region_keeps_its_product_budget_and_converges_without_the_stall_rule():
+    """rtr takes at most ``products`` Hessian-vector products in all; without the stall rule and
+    with the budget it needs, it reaches a first-order point of the one-start factor path (a
+    certified stationarity, re-measured here, below the certificate's tolerance)."""
+    rng = np.random.default_rng(9)
+    X0 = _unit(rng, 4, 24)
+    for budget in (7, 50):
+        obj = _CountingFactor(SIZES_24, 0.2)
+        obj.set_scale(X0)
+        rtr(obj, X0, maxiter=1000, maxinner=1000, stall=None, products=budget)
+        assert 0 < obj.products <= budget
+    obj = _CountingFactor(SIZES_24, 0.2)
+    obj.set_scale(X0)
+    X, _ = rtr(obj, X0, maxiter=1000, maxinner=1000, stall=None, gtol=1e-9)
+    assert np.allclose(np.linalg.norm(X, axis=0), 1.0)
+    assert stationarity(obj, X) <= 1e-8 < stationarity(obj, X0)

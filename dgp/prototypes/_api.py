@@ -461,6 +461,21 @@ DIM_FACTOR_SECONDS = 120.0
 #: fewest and most L-BFGS evaluations of a factor-path solve
 DIM_FACTOR_MIN_EVALS = 100
 DIM_FACTOR_MAX_EVALS = 5000
+#: seconds of trust-region Hessian-vector products a factor-path solve is given after L-BFGS,
+#: by the cost model (:func:`_factor_products`): the trust region runs without its stall rule,
+#: through the long descent of a flat landscape into Newton's quadratic regime (measured at
+#: K = 400, dim = 128: L-BFGS ends at a gradient of 2e-3, 150 trust-region steps reach 5e-10)
+DIM_POLISH_SECONDS = 120.0
+#: one Hessian-vector product costs about this many evaluations (measured 65 ms against 33 ms at
+#: K = 1000, dim = 128)
+DIM_PRODUCT_EVALS = 2.0
+#: a budget below this many products is not spent (a few inner steps do not polish anything)
+DIM_POLISH_MIN_PRODUCTS = 200
+DIM_POLISH_MAX_PRODUCTS = 20_000
+#: inner (truncated CG) steps of one trust-region step, and trust-region steps, on the factor
+#: path: the product budget binds first
+DIM_POLISH_INNER = 1000
+DIM_POLISH_STEPS = 1000
 #: default random starts of a rank-d solve (``starts=None``): every start of a small problem is
 #: screened; above :data:`DIM_FACTOR_SIZE` the screening of one start costs as much as
 #: DIM_SCREEN_ITERS evaluations, so two starts (one when ``dim * K^2`` passes
@@ -499,6 +514,12 @@ def _factor_evals(K: int, dim: int) -> int:
                        DIM_FACTOR_MIN_EVALS), DIM_FACTOR_MAX_EVALS))
 
 
+def _factor_products(K: int, dim: int) -> int:
+    """Hessian-vector products of a factor-path trust region (0: none)."""
+    n = DIM_POLISH_SECONDS / (DIM_PRODUCT_EVALS * _factor_eval_seconds(K, dim))
+    return 0 if n < DIM_POLISH_MIN_PRODUCTS else int(min(n, DIM_POLISH_MAX_PRODUCTS))
+
+
 def _guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = False) -> None:
     """Refuse a rank-``dim`` solve that would not fit in memory or in the time budget, with the
     estimate, before any work."""
@@ -510,6 +531,7 @@ def _guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = 
         # the certificate adds ~300 Lanczos products and one Cholesky factorisation (K^3 / 3)
         per_eval = _factor_eval_seconds(K, dim)
         evals = (starts + 1) * DIM_SCREEN_ITERS + _factor_evals(K, dim) + 20
+        evals += DIM_PRODUCT_EVALS * _factor_products(K, dim)
         seconds = per_eval * evals + 300 * 2.0 * K * K / DIM_PASS_RATE + K**3 / 3 / DIM_GEMM_RATE
         check_time(seconds * 1e9, what=what, instead=instead, param="dim")
         return
@@ -541,7 +563,8 @@ def _rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarr
     random ones, with its certificate; warns if it is not stationary. A
     :class:`~dgp.solver.BlockFactor` (many classes) keeps one screened start and spends a
     budget of L-BFGS evaluations (:func:`_factor_evals`) on it, preconditioned by the columns'
-    curvature, before a short trust-region polish."""
+    curvature, then a budget of trust-region Hessian-vector products
+    (:func:`_factor_products`) without the stall rule."""
     K = prob.K
     small = K * dim <= DIM_FULL_RUN_SIZE
     large = K * dim > DIM_LARGE_SIZE
@@ -550,9 +573,11 @@ def _rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarr
     options = {"run_iters": DIM_RUN_ITERS, "polish_iters": 20,
                "polish_inner": 60 if large else 200, "rounds": 2 if large else DIM_ROUNDS}
     if isinstance(prob, BlockFactor):
-        evals = _factor_evals(K, dim)
-        options = {"run_iters": evals, "polish_iters": 20 if evals >= DIM_FACTOR_MAX_EVALS else 0,
-                   "polish_inner": 60, "rounds": 1, "precondition": True}
+        products = _factor_products(K, dim)
+        options = {"run_iters": _factor_evals(K, dim),
+                   "polish_iters": DIM_POLISH_STEPS if products else 0,
+                   "polish_inner": DIM_POLISH_INNER, "rounds": 1, "precondition": True,
+                   "polish_stall": None, "polish_products": products}
         keep = 1
     found = rank_d_search(prob, dim, starts=given, n_random=starts, seed=seed,
                           screen_iters=DIM_SCREEN_ITERS, keep=keep, target=target,

@@ -15,6 +15,9 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
   bound of the doubly non-negative relaxation;
 * :mod:`~dgp.solver._blockfactor`: the full-batch class-block objective evaluated on a
   factor with ``O(K)`` tables and reused ``K x K`` buffers (rank-``d`` solves of many classes);
+* :mod:`~dgp.solver._rowfactor`: the factor-objective protocol (value, gradient, Hessian and
+  scale at a factor) that :class:`~dgp.solver.BlockFactor` and :class:`~dgp.solver.RowFactor`
+  (a row problem through its Gram) implement, the one interface of the factor solvers;
 * :mod:`~dgp.solver._rank`: Burer–Monteiro at a fixed rank ``d`` (many seeded starts) and its
   first- and second-order certificates (Riemannian gradient and Hessian);
 * :mod:`~dgp.solver._guards`: the time budget of a solve, the largest temperature it resolves.
@@ -60,6 +63,7 @@ from dgp.solver._rank import (
     stationarity,
     truncate,
 )
+from dgp.solver._rowfactor import FactorObjective, RowFactor
 from dgp.solver._solve import (
     SolveResult,
     bm_lbfgs,
@@ -84,10 +88,12 @@ __all__ = [
     "BlockForm",
     "Compositions",
     "DNNBound",
+    "FactorObjective",
     "KKTCertificate",
     "LiftCertificate",
     "RankDCertificate",
     "RankDSearch",
+    "RowFactor",
     "RowProblem",
     "SolveResult",
     "batch_rows",

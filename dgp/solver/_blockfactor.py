@@ -90,6 +90,11 @@ class BlockFactor:
         self._at: np.ndarray | None = None
         self.log_t = 0.0
 
+    def on_factor(self) -> BlockFactor:
+        """Itself: a :class:`BlockFactor` is a factor objective
+        (:class:`~dgp.solver._rowfactor.FactorObjective`)."""
+        return self
+
     # ------------------------------------------------------------------ scale and losses
     def _blocks(self):
         for lo in range(0, self.K, self.rows):

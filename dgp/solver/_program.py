@@ -199,6 +199,16 @@ class RowProblem:
         self.log_t = 0.0
         self.Pex_s = Pex
 
+    def on_factor(self):
+        """This problem on a factor of its Gram (:class:`~dgp.solver._rowfactor.RowFactor`, the
+        factor-objective protocol of the rank-``r`` solvers), made once."""
+        view = self.__dict__.get("_factor_view")
+        if view is None:
+            from dgp.solver._rowfactor import RowFactor  # the protocol stands on this module
+
+            view = self._factor_view = RowFactor(self)
+        return view
+
     # ------------------------------------------------------------------ evaluation
     def state(self, M: np.ndarray) -> RowState:
         """Per-row quantities at ``M`` (symmetric, unit diagonal)."""

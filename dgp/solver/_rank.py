@@ -44,10 +44,19 @@ from dgp.constants import (
 )
 from dgp.records import CertificateProtocol
 from dgp.solver._blockfactor import BlockFactor
-from dgp.solver._kkt import row_certificate
 from dgp.solver._program import RowProblem
-from dgp.solver._solve import bm_lbfgs, factor, factor_objective, oblique_hessian, rtr
+from dgp.solver._solve import bm_lbfgs, factor, factor_objective, rtr
 from dgp.tolerance import DEFAULT_POLICY, Margin
+
+#: Lanczos vectors of the estimates of the Riemannian Hessian's extreme eigenvalues: its
+#: spectrum crowds at zero (the rotations of the factor and the soft directions of small
+#: classes), where 24 vectors did not converge in :data:`~dgp.constants.HESSIAN_EIG_MAXITER`
+#: restarts at K = 400, dim = 128 and 80 did (about 2000 products)
+HESSIAN_LANCZOS_VECTORS = 80
+#: at most this many bytes of Lanczos vectors (fewer vectors for the largest tangent spaces,
+#: never fewer than :data:`HESSIAN_LANCZOS_MIN_VECTORS`)
+HESSIAN_LANCZOS_BYTES = 2**28
+HESSIAN_LANCZOS_MIN_VECTORS = 24
 
 __all__ = [
     "RankDCertificate",
@@ -103,15 +112,7 @@ def stationarity(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
     r"""The first-order residual of a factor: the norm of the Riemannian gradient
     :math:`2(Xg - X\operatorname{Diag}y)` over the size :math:`\nu` of the scaled gradient's
     parts (the scale of :func:`~dgp.solver.rtr`'s stopping rule; dimensionless)."""
-    if isinstance(prob, BlockFactor):
-        return prob.stationarity(X)
-    st = prob.state(X.T @ X)
-    ge, gl = prob.gradient_parts(st)
-    g = ge - gl
-    XG = X @ g
-    grad = 2.0 * (XG - X * np.sum(X * XG, axis=0))
-    nu = max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), SCALE_FLOOR)
-    return float(np.linalg.norm(grad)) / nu
+    return prob.on_factor().stationarity(X)
 
 
 def _value(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
@@ -120,12 +121,9 @@ def _value(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
 
 
 def set_factor_scale(prob: RowProblem | BlockFactor, X: np.ndarray) -> None:
-    r"""Fix the objective's scale :math:`\log t` at the factor ``X`` (a
-    :class:`~dgp.solver.BlockFactor` reads the factor, a row problem its Gram)."""
-    if isinstance(prob, BlockFactor):
-        prob.set_scale(X)
-    else:
-        prob.set_scale(X.T @ X)
+    r"""Fix the objective's scale :math:`\log t` at the factor ``X`` (the ``set_scale`` of its
+    factor objective: a row problem reads the Gram of ``X``)."""
+    prob.on_factor().set_scale(X)
 
 
 def rank_d_search(
@@ -147,6 +145,8 @@ def rank_d_search(
     hops: int = 0,
     hop_size: float = 0.5,
     precondition: bool = False,
+    polish_stall: int | None = 3,
+    polish_products: int | None = None,
 ) -> RankDSearch:
     """Best rank-``dim`` factor over the given starts (``dim x K`` factors) and ``n_random``
     seeded random starts.
@@ -156,8 +156,9 @@ def rank_d_search(
     polished by the trust region. ``hops`` basin-hopping steps follow (the best factor moved by
     seeded Gaussian noise of ``hop_size`` per column, or two of its points exchanged,
     alternately; run again, kept when better). ``precondition`` scales the kept runs' L-BFGS by
-    the columns' curvature (:func:`~dgp.solver.bm_lbfgs`). With a
-    ``target``, further rounds (up to ``rounds`` in all)
+    the columns' curvature (:func:`~dgp.solver.bm_lbfgs`); ``polish_stall`` and
+    ``polish_products`` are the trust region's ``stall`` and ``products``
+    (:func:`~dgp.solver.rtr`). With a ``target``, further rounds (up to ``rounds`` in all)
     of L-BFGS and trust region follow until :func:`stationarity` is at most ``target``.
     """
     K = prob.K
@@ -194,12 +195,14 @@ def rank_d_search(
         f = _value(prob, X)
         if f < best_f:
             best_f, best = f, X
-    best, _ = rtr(prob, best, maxiter=polish_iters, gtol=gtol, maxinner=polish_inner)
+    polish = {"maxiter": polish_iters, "gtol": gtol, "maxinner": polish_inner,
+              "stall": polish_stall, "products": polish_products}
+    best, _ = rtr(prob, best, **polish)
     res = stationarity(prob, best)
     done = 1
     while target is not None and res > target and done < rounds:
         X, _ = bm_lbfgs(prob, best, maxiter=run_iters, gtol=gtol)
-        X, _ = rtr(prob, X, maxiter=polish_iters, gtol=gtol, maxinner=polish_inner)
+        X, _ = rtr(prob, X, **polish)
         r = stationarity(prob, X)
         if _value(prob, X) <= _value(prob, best) or r < res:
             best, res = X, r
@@ -310,13 +313,7 @@ def _hessian_extremes(prob: RowProblem | BlockFactor, X: np.ndarray,
     """Smallest and largest eigenvalue of the projected Riemannian Hessian ``P H P`` (the
     normal directions add zeros, which the rotations of ``X`` give anyway)."""
     r, K = X.shape
-    if isinstance(prob, BlockFactor):
-        hess = prob.hessian(X)
-    else:
-        st = prob.state(X.T @ X)
-        g = prob.gradient(st)
-        y = np.sum(X * (X @ g), axis=0)
-        hess = oblique_hessian(prob, X, st, g, y)
+    hess = prob.on_factor().hessian(X)
 
     def proj(Z: np.ndarray) -> np.ndarray:
         return Z - X * np.sum(X * Z, axis=0)
@@ -343,9 +340,12 @@ def _hessian_extremes(prob: RowProblem | BlockFactor, X: np.ndarray,
 def _largest(op: spla.LinearOperator, v0: np.ndarray) -> float:
     """Largest eigenvalue of a symmetric operator by Lanczos (``nan`` if it does not converge);
     the value is away from zero in both uses, so the relative accuracy is meaningful."""
+    n = op.shape[0]
+    ncv = max(HESSIAN_LANCZOS_MIN_VECTORS, min(HESSIAN_LANCZOS_VECTORS,
+                                               HESSIAN_LANCZOS_BYTES // (8 * n)))
     try:
         lam = spla.eigsh(op, k=1, which="LA", v0=v0, tol=HESSIAN_EIG_RTOL,
-                         maxiter=HESSIAN_EIG_MAXITER, ncv=min(op.shape[0], 24),
+                         maxiter=HESSIAN_EIG_MAXITER, ncv=min(n, ncv),
                          return_eigenvectors=False)
     except spla.ArpackNoConvergence as exc:
         lam = exc.eigenvalues
@@ -365,10 +365,8 @@ def rank_d_certificate(prob: RowProblem | BlockFactor, X: np.ndarray, *, tol: fl
     else:  # the Hessian says nothing about a point that is not stationary
         low, top, how = math.nan, math.nan, "skipped (not first-order critical)"
     rel = low / max(abs(top), SCALE_FLOOR) if math.isfinite(low) else math.nan
-    if isinstance(prob, BlockFactor):  # a certified floor of lambda_min(S), no K x K eigensolve
-        dual = prob.dual_min_eig(X, seed=seed)[0]
-    else:
-        dual = row_certificate(prob, X.T @ X).min_eig_dual
+    # a row problem's exact lambda_min(S); a BlockFactor's certified floor (no K x K eigensolve)
+    dual = prob.on_factor().dual_min_eig(X, seed=seed)[0]
     return RankDCertificate(
         dim=int(X.shape[0]), gradient_norm=grad, first_order_tol=accept,
         hessian_min_eig=rel, hessian_max_eig=top, second_order_tol=RANK_D_HESSIAN_RTOL,

@@ -54,6 +54,7 @@ from dgp.solver._blockfactor import BlockFactor
 from dgp.solver._guards import check_solver_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._program import RowProblem, ScaleOverflow
+from dgp.solver._rowfactor import oblique_hessian
 
 __all__ = [
     "SolveResult",
@@ -197,16 +198,9 @@ def _normalise(V: np.ndarray) -> np.ndarray:
 
 def factor_objective(prob: RowProblem | BlockFactor):
     """``X -> (value, 2 X g)``: the scaled objective of ``prob`` at the factor ``X`` (unit
-    columns) and its Euclidean gradient in ``X``; a :class:`~dgp.solver.BlockFactor` evaluates
-    it without the row problem's ``K x K`` tables."""
-    if isinstance(prob, BlockFactor):
-        return prob.evaluate
-
-    def evaluate(X: np.ndarray) -> tuple[float, np.ndarray]:
-        st = prob.state(X.T @ X)
-        return prob.value(st), 2.0 * (X @ prob.gradient(st))
-
-    return evaluate
+    columns) and its Euclidean gradient in ``X`` (the ``evaluate`` of its factor objective; a
+    :class:`~dgp.solver.BlockFactor` evaluates it without the row problem's ``K x K`` tables)."""
+    return prob.on_factor().evaluate
 
 
 def bm_lbfgs(
@@ -220,7 +214,8 @@ def bm_lbfgs(
     that differ by orders of magnitude otherwise make L-BFGS crawl."""
     check_solver_tau(prob.tau)  # above 2^53 the loss is flat: nothing to resolve
     r, K = X0.shape
-    evaluate = factor_objective(prob)
+    obj = prob.on_factor()
+    evaluate = obj.evaluate
 
     def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
         V = v.reshape(r, K)
@@ -231,9 +226,9 @@ def bm_lbfgs(
         return f, ((Gam - X * dots) / norms).ravel()
 
     g0 = float(np.max(np.abs(fun(X0.ravel())[1])))
-    pre = None
-    if precondition and isinstance(prob, BlockFactor):
-        pre = np.broadcast_to(prob.column_curvature(X0), (r, K)).ravel()
+    pre = obj.column_curvature(X0) if precondition else None
+    if pre is not None:
+        pre = np.broadcast_to(pre, (r, K)).ravel()
     v, its = lbfgs(fun, X0.ravel(), maxiter=maxiter, gtol=max(gtol * g0, SCALE_FLOOR),
                    memory=memory, precondition=pre)
     return _normalise(v.reshape(r, K)), its
@@ -300,33 +295,13 @@ def _full_rank_start(X: np.ndarray) -> np.ndarray:
     return _normalise(X + START_PERTURBATION * pattern)
 
 
-def _proj(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
-    return Z - X * np.sum(X * Z, axis=0)
-
-
-def oblique_hessian(prob: RowProblem, X: np.ndarray, st, g: np.ndarray, y: np.ndarray):
-    r"""The Riemannian Hessian of :math:`X \mapsto \hat F(X^\top X)` on the product of spheres at
-    ``X`` (``r x K``, unit columns), as a map of tangent vectors ``xi`` (``r x K``, each column
-    orthogonal to that of ``X``): :math:`\operatorname{Proj}_X\big(2\,\xi(g -
-    \operatorname{Diag} y) + 2X\,\nabla^2\hat F[\xi^\top X + X^\top\xi]\big)` with ``st``,
-    ``g`` the state and scaled gradient at :math:`X^\top X` and :math:`y = \operatorname{diag}
-    (X^\top X g)`."""
-
-    def hess(xi: np.ndarray) -> np.ndarray:
-        Gd = xi.T @ X
-        Gd = Gd + Gd.T
-        np.fill_diagonal(Gd, 0.0)
-        return _proj(X, 2.0 * (xi @ g - xi * y) + 2.0 * (X @ prob.hvp(st, Gd)))
-
-    return hess
-
-
 def _tcg(
     grad, hess, radius: float, maxinner: int, scale: float
-) -> tuple[np.ndarray, np.ndarray, bool]:
+) -> tuple[np.ndarray, np.ndarray, bool, int]:
     """Truncated CG (Steihaug–Toint) for ``min <grad, e> + <e, H e>/2`` in a ball; stops when the
     residual is below ``|grad| min(|grad| / scale, 0.1)`` (superlinear, scale-free) or at the
-    rounding level ``1e-15 scale``."""
+    rounding level ``1e-15 scale``. Returns the step, its product with ``H``, whether it ends on
+    the boundary and the number of products taken."""
     eta = np.zeros_like(grad)
     Heta = np.zeros_like(grad)
     r = grad.copy()
@@ -348,7 +323,7 @@ def _tcg(
         e_e_new = e_e + 2 * alpha * e_d + alpha * alpha * d_d
         if dHd <= 0 or e_e_new >= radius * radius:
             tau = (-e_d + math.sqrt(max(e_d * e_d + d_d * (radius * radius - e_e), 0.0))) / d_d
-            return eta + tau * delta, Heta + tau * Hd, True
+            return eta + tau * delta, Heta + tau * Hd, True, j + 1
         eta = eta + alpha * delta
         Heta = Heta + alpha * Hd
         e_e = e_e_new
@@ -361,7 +336,7 @@ def _tcg(
         delta = -r + beta * delta
         e_d = beta * (e_d + alpha * d_d)
         d_d = rr + beta * beta * d_d
-    return eta, Heta, False
+    return eta, Heta, False, j + 1
 
 
 def _scaled_value(prob: RowProblem, G: np.ndarray) -> float:
@@ -372,33 +347,16 @@ def _scaled_value(prob: RowProblem, G: np.ndarray) -> float:
         return math.inf
 
 
-def _local_model(prob: RowProblem | BlockFactor):
-    """``X -> (value, Riemannian gradient, hessian)`` at a factor, ``hessian()`` building the
-    Riemannian Hessian there on demand (a :class:`~dgp.solver.BlockFactor` re-evaluates a
-    stale state)."""
-    if isinstance(prob, BlockFactor):
-        def at_block(X):
-            f, _ = prob.evaluate(X)
-            return f, prob.riemannian_gradient(X), lambda: prob.hessian(X)
-
-        return at_block
+def _local_model(obj):
+    """``X -> (value, Riemannian gradient, hessian)`` at a factor of the factor objective
+    ``obj``, ``hessian()`` building the Riemannian Hessian there on demand (a stale state is
+    evaluated again)."""
 
     def at(X):
-        st = prob.state(X.T @ X)
-        g = prob.gradient(st)
-        XG = X @ g
-        y = np.sum(X * XG, axis=0)
-        return prob.value(st), 2.0 * (XG - X * y), lambda: oblique_hessian(prob, X, st, g, y)
+        f, _ = obj.evaluate(X)
+        return f, obj.riemannian_gradient(X), lambda: obj.hessian(X)
 
     return at
-
-
-def _gradient_scale(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
-    """The size of the scaled gradient's parts at ``X`` (the scale of the stopping rules)."""
-    if isinstance(prob, BlockFactor):
-        return prob.gradient_scale(X)
-    ge, gl = prob.gradient_parts(prob.state(X.T @ X))
-    return max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), SCALE_FLOOR)
 
 
 def rtr(
@@ -408,27 +366,36 @@ def rtr(
     maxiter: int = 60,
     gtol: float = RTR_GTOL,
     maxinner: int = 300,
+    stall: int | None = 3,
+    products: int | None = None,
 ) -> tuple[np.ndarray, int]:
     """Riemannian trust region on the product of spheres at the rank of ``X``.
 
     Stops when the Riemannian gradient :math:`2XS` is below ``gtol`` times the size of the
-    gradient's parts, when three accepted steps in a row no longer shrink it or three steps in a
-    row are rejected (the floating-point floor; a step where the scaled objective overflows is
-    rejected), after ``maxiter`` steps, or when the trust region collapses. Raises
-    :class:`~dgp.solver._program.ScaleOverflow` when the objective overflows at ``X`` itself."""
+    gradient's parts, when ``stall`` accepted steps in a row no longer halve it (``None``: no
+    such rule, for the long descents of flat landscapes, which end in Newton's quadratic regime)
+    or three steps in a row are rejected (the floating-point floor; a step where the scaled
+    objective overflows is rejected), after ``maxiter`` steps or ``products`` Hessian-vector
+    products in all (``None``: no limit; the inner solves get what is left), or when the trust
+    region collapses. Raises :class:`~dgp.solver._program.ScaleOverflow` when the objective
+    overflows at ``X`` itself."""
     r, K = X.shape
-    at = _local_model(prob)
+    obj = prob.on_factor()
+    at = _local_model(obj)
     f, grad, hessian = at(X)
-    scale = _gradient_scale(prob, X)
+    scale = obj.gradient_scale(X)
     radius_max = math.pi * math.sqrt(K)
     radius = radius_max / 8
     maxinner = min(max(r * K - K, 1), maxinner)
-    it = stalled = rejected = 0
+    it = stalled = rejected = used = 0
     for it in range(1, maxiter + 1):  # noqa: B007 - the count is returned
         if float(np.linalg.norm(grad)) <= gtol * scale:
             break
-
-        eta, Heta, hit = _tcg(grad, hessian(), radius, maxinner, scale)
+        inner = maxinner if products is None else min(maxinner, products - used)
+        if inner < 1:
+            break
+        eta, Heta, hit, taken = _tcg(grad, hessian(), radius, inner, scale)
+        used += taken
         X_new = _normalise(X + eta)
         try:
             f_new, grad_new, hessian_new = at(X_new)
@@ -458,7 +425,7 @@ def rtr(
             shrink = gn_new < 0.5 * gn
             stalled = 0 if shrink else stalled + 1
             X, f, grad, hessian = X_new, f_new, grad_new, hessian_new
-            if stalled >= 3:
+            if stall is not None and stalled >= stall:
                 break
         if radius < ROUNDOFF_RTOL:
             break
