@@ -338,9 +338,14 @@ class Browser:
                 ? done(document.documentElement.outerHTML) : setTimeout(poll, 50);
             poll();
         }})"""
-        for _ in range(100):  # until the navigation has replaced about:blank
-            href = self.send("Runtime.evaluate", session, expression="location.href")
-            if href["result"].get("value", "").startswith("http"):
+        # until the navigation has replaced about:blank and the page's scripts can run: on a
+        # loaded machine that takes seconds, and a page read before it is a blank one
+        deadline = time.monotonic() + timeout_ms / 1000
+        while time.monotonic() < deadline:
+            state = self.send("Runtime.evaluate", session, returnByValue=True,
+                              expression="[location.href, document.readyState]")
+            href, ready = state["result"].get("value") or ("", "loading")
+            if href.startswith("http") and ready != "loading":
                 break
             time.sleep(0.05)
         out = self.send(
