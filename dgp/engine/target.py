@@ -409,24 +409,28 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
         blk[diag] = -np.inf if is_log else 0.0  # ignored, whatever it held
         low = np.inf
         if is_log:
-            if np.isnan(blk).any():
+            row_top = blk.max(axis=1)  # NaN if the row holds one, +inf if it holds one
+            if np.isnan(row_top).any():
                 i, j = _first_bad(np.isnan(blk), sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is NaN; log-weights must be numbers "
                                      "(-inf for a zero weight)")
-            if (blk == np.inf).any():
+            if (row_top == np.inf).any():
                 i, j = _first_bad(blk == np.inf, sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is +inf; log-weights must be finite "
                                      "or -inf")
             zero = blk == -np.inf
             zero[diag] = False
         else:
-            if not np.isfinite(blk).all():
-                i, j = _first_bad(~np.isfinite(blk), sl.start)
-                raise ParameterError(label, f"[{i}, {j}] is {src[i, j]}; all weights must be "
-                                     "finite")
             blk[diag] = np.inf  # the smallest entry off the diagonal, in one pass
             low = float(blk.min())
             blk[diag] = 0.0
+            row_top = blk.max(axis=1)
+            # NaN propagates through min and max, -inf is the minimum, +inf a row's maximum:
+            # both finite iff every weight is (no pass of its own)
+            if not (math.isfinite(low) and np.isfinite(row_top).all()):
+                i, j = _first_bad(~np.isfinite(blk), sl.start)
+                raise ParameterError(label, f"[{i}, {j}] is {src[i, j]}; all weights must be "
+                                     "finite")
             if low < 0:
                 i, j = _first_bad(blk < 0, sl.start)
                 raise ParameterError(label, f"[{i}, {j}] = {float(src[i, j]):g} is negative; "
@@ -437,7 +441,6 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
                 zero = blk == 0
                 zero[diag] = False
                 low = np.inf
-        row_top = blk.max(axis=1)
         empty = row_top == (-np.inf if is_log else 0.0)
         if empty.any():
             i = int(sl.start + np.flatnonzero(empty)[0])
