@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["best_time", "growth_table", "interleaved", "paired_ratio"]
+__all__ = ["best_time", "growth_table", "interleaved", "paired_ratio", "paired_ratios"]
 
 
 def best_time(fn: Callable[[], object], *, repeat: int = 3) -> float:
@@ -38,6 +38,23 @@ def interleaved(
     return t_ours, t_base
 
 
+def paired_ratios(
+    ours: Callable[[], object], base: Callable[[], object], *, repeat: int = 5
+) -> tuple[list[float], float, float]:
+    """The ``repeat`` ratios of our time over the baseline's, each pair run back to back (the
+    order alternating), with the best time of each side (:func:`paired_ratio` takes their
+    median; the quartiles show how noisy the machine was)."""
+    ratios, t_ours, t_base = [], float("inf"), float("inf")
+    for k in range(repeat):
+        if k % 2:
+            o, b = best_time(ours, repeat=1), best_time(base, repeat=1)
+        else:
+            b, o = best_time(base, repeat=1), best_time(ours, repeat=1)
+        ratios.append(o / b)
+        t_ours, t_base = min(t_ours, o), min(t_base, b)
+    return ratios, t_ours, t_base
+
+
 def paired_ratio(
     ours: Callable[[], object], base: Callable[[], object], *, repeat: int = 5
 ) -> tuple[float, float, float]:
@@ -47,14 +64,7 @@ def paired_ratio(
     On a shared machine the speed of the same LAPACK call drifts by 10-15% between seconds; a
     ratio of two best times taken at different moments carries that drift, a ratio of two
     adjacent runs mostly does not, and the median discards the pairs a burst of load hit."""
-    ratios, t_ours, t_base = [], float("inf"), float("inf")
-    for k in range(repeat):
-        if k % 2:
-            o, b = best_time(ours, repeat=1), best_time(base, repeat=1)
-        else:
-            b, o = best_time(base, repeat=1), best_time(ours, repeat=1)
-        ratios.append(o / b)
-        t_ours, t_base = min(t_ours, o), min(t_base, b)
+    ratios, t_ours, t_base = paired_ratios(ours, base, repeat=repeat)
     return float(np.median(ratios)), t_ours, t_base
 
 

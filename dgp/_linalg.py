@@ -1,5 +1,6 @@
 r"""Shared numerics: squared distances from differences, embeddings with fixed signs, the
-regular simplex and Soft SupCon's closed forms, tall QR factors, bracketed roots.
+regular simplex and Soft SupCon's closed forms, tall QR factors, bracketed roots, and the
+threads of the :math:`O(N^2)` block passes (:func:`map_blocks`).
 
 Every module that needs one of these imports it from here, so that each is written once.
 """
@@ -7,11 +8,15 @@ Every module that needs one of these imports it from here, so that each is writt
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from typing import TypeVar
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from dgp.constants import SIGN_FIX_SLACK
 
@@ -24,6 +29,8 @@ __all__ = [
     "fix_embedding",
     "fix_signs",
     "helmert",
+    "map_blocks",
+    "pass_workers",
     "simplex_gram",
     "soft_supcon_rho",
     "soft_supcon_tau_star",
@@ -39,6 +46,57 @@ def deterministic_blas():
     and the basis of a repeated eigenvalue's eigenspace)."""
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+_T = TypeVar("_T")
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_CONTROLLER: list[ThreadpoolController] = []
+_LOCK = threading.Lock()
+
+
+def pass_workers() -> int:
+    """Threads for the elementwise :math:`O(N^2)` passes (:func:`map_blocks`): as many as BLAS
+    runs on (by default every core), one when bit-identical output is asked for
+    (:func:`dgp.resources.deterministic_requested`; the passes are bit-identical whatever the
+    count, this only keeps the promise of running on one core)."""
+    from dgp.resources import deterministic_requested
+
+    if deterministic_requested():
+        return 1
+    with _LOCK:
+        if not _CONTROLLER:  # finding the libraries costs milliseconds: once per process
+            _CONTROLLER.append(ThreadpoolController())
+    counts = [lib.num_threads for lib in _CONTROLLER[0].lib_controllers
+              if lib.user_api == "blas"]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min([cores or 1, *counts]))
+
+
+def map_blocks(fn: Callable[[slice], _T], blocks: Sequence[slice],
+               workers: int | None = None) -> list[_T]:
+    """``[fn(b) for b in blocks]``, the blocks shared among ``workers`` threads
+    (:func:`pass_workers` by default).
+
+    numpy releases the GIL inside its loops over large arrays, so elementwise passes over
+    disjoint blocks of rows run on every core. The blocks are the caller's, fixed by the size of
+    the problem, never by the number of threads, and each result is computed from its block
+    alone: the results (and whatever ``fn`` writes into its block) are bit-identical whatever
+    the number of threads; the caller combines them in block order. Every block is finished
+    before this returns; if some raise, the exception of the first such block (in order) is
+    raised, as a serial loop would raise it. numpy's error state is per thread: ``fn`` sets
+    its own.
+    """
+    workers = pass_workers() if workers is None else workers
+    if workers <= 1 or len(blocks) <= 1:
+        return [fn(b) for b in blocks]
+    workers = min(workers, len(blocks))
+    with _LOCK:
+        pool = _POOLS.get(workers)
+        if pool is None:
+            pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="dgp-pass")
+    futures = [pool.submit(fn, b) for b in blocks]
+    wait(futures)
+    return [f.result() for f in futures]
 
 
 def fix_signs(U: np.ndarray) -> np.ndarray:

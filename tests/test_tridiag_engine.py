@@ -2,7 +2,7 @@
 against sorted eigenvalues of the dense tridiagonal, the reflectors applied without copies
 against the explicit orthogonal factor, the concave search against a fine grid, the fused
 log-weights and entropies against their separate computations, the off-diagonal range against
-a mask."""
+a mask; the direct LAPACK bisection against scipy's eigh_tridiagonal, bit for bit."""
 
 import numpy as np
 import pytest
@@ -15,6 +15,7 @@ from dgp.engine.target import LogTarget, log_weights, offdiag_range, row_entropi
 from dgp.engine.tridiag import (
     Tridiagonal,
     tridiagonal_count_below,
+    tridiagonal_eigh,
     tridiagonal_eigvals,
 )
 from dgp.tolerance import Margin
@@ -169,3 +170,50 @@ def test_fused_entropies_match_row_entropies(n, seed):
     if n > 2:
         W[0, 1] = 0.0
         assert log_weights(W).entropies is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 120), seed=st.integers(0, 2**32 - 1),
+       kind=st.sampled_from(["random", "clustered", "split", "graded"]), data=st.data())
+def test_direct_bisection_is_scipys_eigh_tridiagonal_bit_for_bit(n, seed, kind, data):
+    """tridiagonal_eigvals / tridiagonal_eigh call dstebz and dstein themselves: the same
+    numbers as scipy.linalg.eigh_tridiagonal(select="i"), for values and for vectors, and
+    eigenpairs of the dense tridiagonal."""
+    import scipy.linalg as sla
+
+    rng = np.random.default_rng(seed)
+    d = rng.standard_normal(n)
+    e = rng.standard_normal(n - 1)
+    if kind == "clustered":  # a planted rank: many equal eigenvalues, as at an end point
+        d = np.round(d)
+        e = np.where(rng.random(n - 1) < 0.7, 1e-14 * e, e)
+    elif kind == "split":
+        e[rng.random(n - 1) < 0.5] = 0.0
+    elif kind == "graded":
+        d = d * 10.0 ** rng.integers(-8, 8, n)
+    lo = data.draw(st.integers(0, n - 1))
+    hi = data.draw(st.integers(lo, min(n - 1, lo + 9)))
+    try:
+        ref = sla.eigvalsh_tridiagonal(d, e, select="i", select_range=(lo, hi))
+        ref_w, ref_v = sla.eigh_tridiagonal(d, e, select="i", select_range=(lo, hi))
+    except np.linalg.LinAlgError:  # stebz gave up: ours answers with the full solver
+        ref = sla.eigvalsh_tridiagonal(d, e)[lo : hi + 1]
+        ref_w, ref_v = sla.eigh_tridiagonal(d, e)
+        ref_w, ref_v = ref_w[lo : hi + 1], ref_v[:, lo : hi + 1]
+    w = tridiagonal_eigvals(d, e, lo, hi)
+    lam, V = tridiagonal_eigh(d, e, lo, hi)
+    assert np.array_equal(w.view(np.int64), ref.view(np.int64))
+    assert np.array_equal(lam.view(np.int64), ref_w.view(np.int64))
+    assert np.array_equal(V.view(np.int64), ref_v.view(np.int64))
+    T = _dense(d, e)
+    scale = 1.0 + np.abs(T).max()
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(T)[lo : hi + 1], atol=1e-10 * scale)
+    np.testing.assert_allclose(T @ V, V * lam, atol=1e-8 * scale)
+
+
+def test_direct_bisection_rejects_non_finite_input_as_scipy_does():
+    d = np.array([1.0, np.nan, 2.0])
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        tridiagonal_eigvals(d, np.zeros(2), 0, 0)
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        tridiagonal_eigh(np.ones(3), np.array([0.0, np.inf]), 0, 1)

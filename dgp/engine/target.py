@@ -25,11 +25,13 @@ through one vertex generate the cycle space, so the potentials :math:`c_j = \log
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dgp._linalg import map_blocks
 from dgp.constants import RATIO_NORMAL_MIN
 from dgp.errors import DgpWarning, InputError, ParameterError, ParameterTypeError
 from dgp.resources import ROW_BLOCK_ELEMENTS, check_memory, dense_weighting_bytes
@@ -394,49 +396,51 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     check_memory(dense_weighting_bytes(n), what=f"the {n} x {n} log-weights",
                  hint="use a structured objective (dgp.classify_objective) or fewer samples")
     L = np.empty((n, n), dtype=np.float64)
-    top = -np.inf  # the largest weight (log-weight) off the diagonal
-    n_zero = 0
-    first_zero: tuple[int, int] | None = None
-    smallest_positive = np.inf
-    positive_low = np.inf  # the smallest weight of the blocks without zeros (inf: none)
-    entropies = None  # the row entropies, when the logarithms give them on the way
-    # pass 1: copy each block of rows once into L, validate it there, find the largest entry
-    for sl in row_blocks(n):
+    blocks = list(row_blocks(n))
+
+    def check(sl: slice) -> tuple[float, int, tuple[int, int] | None, float, float]:
+        # pass 1, one block of rows: copy it once into L, validate it there, find its largest
+        # entry; returns (smallest weight if the block has no zero else inf, zeros, first zero,
+        # smallest positive weight of a block with zeros, largest entry)
         blk = L[sl]
         blk[...] = src[sl]
         k = np.arange(sl.stop - sl.start)
         diag = (k, k + sl.start)
         blk[diag] = -np.inf if is_log else 0.0  # ignored, whatever it held
+        low = np.inf
         if is_log:
-            if np.isnan(blk).any():
+            row_top = blk.max(axis=1)  # NaN if the row holds one, +inf if it holds one
+            if np.isnan(row_top).any():
                 i, j = _first_bad(np.isnan(blk), sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is NaN; log-weights must be numbers "
                                      "(-inf for a zero weight)")
-            if (blk == np.inf).any():
+            if (row_top == np.inf).any():
                 i, j = _first_bad(blk == np.inf, sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is +inf; log-weights must be finite "
                                      "or -inf")
             zero = blk == -np.inf
             zero[diag] = False
         else:
-            if not np.isfinite(blk).all():
-                i, j = _first_bad(~np.isfinite(blk), sl.start)
-                raise ParameterError(label, f"[{i}, {j}] is {src[i, j]}; all weights must be "
-                                     "finite")
             blk[diag] = np.inf  # the smallest entry off the diagonal, in one pass
             low = float(blk.min())
             blk[diag] = 0.0
+            row_top = blk.max(axis=1)
+            # NaN propagates through min and max, -inf is the minimum, +inf a row's maximum:
+            # both finite iff every weight is (no pass of its own)
+            if not (math.isfinite(low) and np.isfinite(row_top).all()):
+                i, j = _first_bad(~np.isfinite(blk), sl.start)
+                raise ParameterError(label, f"[{i}, {j}] is {src[i, j]}; all weights must be "
+                                     "finite")
             if low < 0:
                 i, j = _first_bad(blk < 0, sl.start)
                 raise ParameterError(label, f"[{i}, {j}] = {float(src[i, j]):g} is negative; "
                                      "weights must be >= 0")
             if low > 0:  # no zero weight in the block: no mask to build
                 zero = None
-                positive_low = min(positive_low, low)
             else:
                 zero = blk == 0
                 zero[diag] = False
-        row_top = blk.max(axis=1)
+                low = np.inf
         empty = row_top == (-np.inf if is_log else 0.0)
         if empty.any():
             i = int(sl.start + np.flatnonzero(empty)[0])
@@ -449,40 +453,58 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
                 f"least one positive weight{hint}"
             )
         nz = 0 if zero is None else int(zero.sum())
+        first, smallest = None, np.inf
         if nz:
-            n_zero += nz
-            if first_zero is None:
-                first_zero = _first_bad(zero, sl.start)
+            first = _first_bad(zero, sl.start)
             if not is_log:
-                smallest_positive = min(smallest_positive, float(blk[blk > 0].min()))
-        top = max(top, float(row_top.max()))
+                smallest = float(blk[blk > 0].min())
+        return low, nz, first, smallest, float(row_top.max())
+
+    # the blocks run on every core (dgp._linalg.map_blocks): each result is its block's alone,
+    # combined below in block order by exact operations (min, max, integer sums), so nothing
+    # depends on the number of threads; a bad entry is the first of the first bad block
+    stats = map_blocks(check, blocks)
+    top = max(s[4] for s in stats)  # the largest weight (log-weight) off the diagonal
+    n_zero = sum(s[1] for s in stats)
+    first_zero = next((s[2] for s in stats if s[2] is not None), None)
+    smallest_positive = min(s[3] for s in stats)
+    positive_low = min(s[0] for s in stats)  # the smallest weight of the blocks without zeros
+    entropies = None  # the row entropies, when the logarithms give them on the way
     # pass 2, in place: canonical log-weights from mantissa and exponent (no overflow, no
     # underflow): log w - log w_max = (log m - log m_max) + (e - e_max) log 2, e integers
     if is_log:
-        L -= top
+        def shifted(sl: slice) -> None:
+            L[sl] -= top
+
+        map_blocks(shifted, blocks)
         shift = top
     elif min(smallest_positive, positive_low) / top > RATIO_NORMAL_MIN:
         # the ratios w / w_max are normal floats: log of the ratio, exact to one rounding
         if n_zero == 0:
             entropies = _log_ratios_entropies(L, top)
         else:
-            with np.errstate(divide="ignore"):
-                for sl in row_blocks(n):
-                    blk = L[sl]
+            def ratio_logs(sl: slice) -> None:
+                blk = L[sl]
+                with np.errstate(divide="ignore"):
                     blk /= top
                     np.log(blk, out=blk)  # log 0 = -inf: zero weights and the diagonal
+
+            map_blocks(ratio_logs, blocks)
         shift = math.log(top)
     else:
         m_max, e_max = np.frexp(np.float64(top))
         log_m_max = math.log(float(m_max))
-        with np.errstate(divide="ignore"):
-            for sl in row_blocks(n):
-                blk = L[sl]
+
+        def frexp_logs(sl: slice) -> None:
+            blk = L[sl]
+            with np.errstate(divide="ignore"):
                 m, e = np.frexp(blk)
                 np.log(m, out=blk)  # log 0 = -inf: zero weights and the diagonal
-                e -= int(e_max)
-                blk += e * _LN2
-                blk -= log_m_max
+            e -= int(e_max)
+            blk += e * _LN2
+            blk -= log_m_max
+
+        map_blocks(frexp_logs, blocks)
         shift = log_m_max + int(e_max) * _LN2
         tiny = float(np.finfo(src.dtype).tiny) if src.dtype.kind == "f" else 0.0
         if n_zero and smallest_positive < 1e6 * tiny:
@@ -503,15 +525,20 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
 def _log_ratios_entropies(L: np.ndarray, top: float) -> np.ndarray:
     r"""Overwrite the positive weights ``L`` (zero diagonal) with :math:`\log(w_{ij}/w_{\max})`
     (``-inf`` on the diagonal) and return the row entropies :math:`H(p_i)` found on the way,
-    by blocks of rows: with the ratios :math:`r_{ij} = w_{ij}/w_{\max}` (normal floats) and
-    :math:`S_i = \sum_{j \ne i} r_{ij}`, :math:`H(p_i) = \log S_i - \sum_j r_{ij}\log r_{ij}
-    / S_i`, so the bound costs no exponential of its own (:func:`row_entropies` on ``L`` is the
-    same number up to rounding)."""
+    by blocks of rows (on every core, :func:`dgp._linalg.map_blocks`; each row's entropy is
+    computed from its row alone): with the ratios :math:`r_{ij} = w_{ij}/w_{\max}` (normal
+    floats) and :math:`S_i = \sum_{j \ne i} r_{ij}`, :math:`H(p_i) = \log S_i - \sum_j
+    r_{ij}\log r_{ij} / S_i`, so the bound costs no exponential of its own
+    (:func:`row_entropies` on ``L`` is the same number up to rounding)."""
     n = L.shape[0]
     H = np.empty(n)
-    tmp = np.empty(max(1, ROW_BLOCK_ELEMENTS // n) * n)
-    for sl in row_blocks(n):
+    scratch = threading.local()  # one temporary block per thread, not one per block
+
+    def block(sl: slice) -> None:
         blk = L[sl]
+        tmp = getattr(scratch, "tmp", None)
+        if tmp is None:
+            tmp = scratch.tmp = np.empty(max(1, ROW_BLOCK_ELEMENTS // n) * n)
         blk /= top  # the ratios, 0 on the diagonal
         lg = tmp[: blk.size].reshape(blk.shape)
         k = np.arange(blk.shape[0])
@@ -523,8 +550,9 @@ def _log_ratios_entropies(L: np.ndarray, top: float) -> np.ndarray:
         H[sl] = np.log(tot) - np.einsum("ij,ij->i", blk, lg) / tot
         blk[...] = lg
         blk[diag] = -np.inf
-    return H
 
+    map_blocks(block, list(row_blocks(n)))
+    return H
 
 def _size(W: object) -> int:
     """The number of samples of a sparse matrix or graph (0 when ``W`` is neither)."""
@@ -675,12 +703,20 @@ def canonical(L: np.ndarray) -> LogWeights:
 
 def _is_symmetric(L: np.ndarray) -> bool:
     """``L == L.T``, comparing each block of rows with its columns from the block's diagonal
-    tile on (the tiles below were compared as the columns of earlier blocks)."""
+    tile on (the tiles below were compared as the columns of earlier blocks), the blocks on
+    every core (:func:`dgp._linalg.map_blocks`)."""
     n = L.shape[0]
-    for sl in row_blocks(n):
-        if not np.array_equal(L[sl, sl.start:], L[sl.start:, sl].T):
+    differ = threading.Event()  # a block that differs ends the search (the answer is known)
+
+    def same(sl: slice) -> bool:
+        if differ.is_set():
             return False
-    return True
+        if np.array_equal(L[sl, sl.start:], L[sl.start:, sl].T):
+            return True
+        differ.set()
+        return False
+
+    return all(map_blocks(same, list(row_blocks(n))))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -781,24 +817,31 @@ class LogTarget:
 
 def offdiag_range(M: np.ndarray) -> tuple[float, float]:
     """Smallest and largest entry of a square float ``M`` off the diagonal, by blocks of rows
-    (two reductions of each block: its diagonal is set aside meanwhile, then restored)."""
+    on every core (two reductions of each block: its diagonal is set aside meanwhile, then
+    restored; the minimum and maximum of the blocks' are exact, whatever the threads)."""
     n = M.shape[0]
     if n < 2:
         return np.inf, -np.inf
-    lo, hi = np.inf, -np.inf
     saved = M.diagonal().copy()
+
+    def block(sl: slice) -> tuple[float, float]:
+        blk = M[sl]
+        k = np.arange(sl.stop - sl.start)
+        diag = (k, k + sl.start)
+        blk[diag] = np.inf
+        lo = float(blk.min())
+        blk[diag] = -np.inf
+        hi = float(blk.max())
+        blk[diag] = saved[sl]
+        return lo, hi
+
     try:
-        for sl in row_blocks(n):
-            blk = M[sl]
-            k = np.arange(sl.stop - sl.start)
-            diag = (k, k + sl.start)
-            blk[diag] = np.inf
-            lo = min(lo, float(blk.min()))
-            blk[diag] = -np.inf
-            hi = max(hi, float(blk.max()))
-            blk[diag] = saved[sl]
+        ranges = map_blocks(block, list(row_blocks(n)))
     finally:
         np.fill_diagonal(M, saved)
+    lo, hi = np.inf, -np.inf
+    for b_lo, b_hi in ranges:  # in block order, as a serial loop combines them
+        lo, hi = min(lo, b_lo), max(hi, b_hi)
     return lo, hi
 
 
