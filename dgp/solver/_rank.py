@@ -45,7 +45,7 @@ from dgp.constants import (
 from dgp.records import CertificateProtocol
 from dgp.solver._blockfactor import BlockFactor
 from dgp.solver._program import RowProblem
-from dgp.solver._solve import bm_lbfgs, factor, factor_objective, rtr
+from dgp.solver._solve import bm_lbfgs, factor, rtr
 from dgp.tolerance import DEFAULT_POLICY, Margin
 
 #: Lanczos vectors of the estimates of the Riemannian Hessian's extreme eigenvalues: its
@@ -117,7 +117,7 @@ def stationarity(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
 
 def _value(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
     """The scaled objective at the factor ``X``."""
-    return factor_objective(prob)(X)[0]
+    return prob.on_factor().evaluate(X)[0]
 
 
 def set_factor_scale(prob: RowProblem | BlockFactor, X: np.ndarray) -> None:

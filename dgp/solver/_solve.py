@@ -61,7 +61,6 @@ __all__ = [
     "bm_lbfgs",
     "bm_lbfgs_linear",
     "factor",
-    "factor_objective",
     "frank_wolfe_bound",
     "lbfgs",
     "oblique_hessian",
@@ -194,13 +193,6 @@ def lbfgs(
 
 def _normalise(V: np.ndarray) -> np.ndarray:
     return V / np.linalg.norm(V, axis=0)
-
-
-def factor_objective(prob: RowProblem | BlockFactor):
-    """``X -> (value, 2 X g)``: the scaled objective of ``prob`` at the factor ``X`` (unit
-    columns) and its Euclidean gradient in ``X`` (the ``evaluate`` of its factor objective; a
-    :class:`~dgp.solver.BlockFactor` evaluates it without the row problem's ``K x K`` tables)."""
-    return prob.on_factor().evaluate
 
 
 def bm_lbfgs(
