@@ -95,6 +95,9 @@ class RowFactor:
     def _at(self, X: np.ndarray) -> tuple:
         key = self._key
         if key is None or key[0] is not X or key[1] != self.prob.log_t:
+            # the old state goes first: kept while the new one is built, it held a second set
+            # of K x K tables at the peak (seven arrays above the measured peak at K = 300)
+            self._key, self._cache = None, ()
             st = self.prob.state(X.T @ X)
             g = self.prob.gradient(st)
             XG = X @ g
