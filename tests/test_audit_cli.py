@@ -141,6 +141,7 @@ def test_current_directory_only_with_path_and_prints_off_json_stdout(modules, cl
     assert "hello from the loss" in ok.err
 
 
+@pytest.mark.slow
 def test_timeout_stops_a_loss_that_never_returns(modules, cli):
     proc = cli.process("audit", "plain_mod:hang", "--timeout", "2", "--path", modules,
                        timeout=120)
@@ -152,9 +153,13 @@ def test_timeout_stops_a_loss_that_never_returns(modules, cli):
 @pytest.mark.parametrize(
     ("target", "status", "match"),
     [
-        ("audit_losses:boom", 1, "ZeroDivisionError: inside the loss"),
-        ("audit_losses:suicide", 1, "was killed by signal SIGKILL while running"),
-        ("audit_losses:quits", 1, "exited with status 3 while running"),
+        # each waits for a child that imports torch (~4 s): in the slow step
+        pytest.param("audit_losses:boom", 1, "ZeroDivisionError: inside the loss",
+                     marks=pytest.mark.slow),
+        pytest.param("audit_losses:suicide", 1, "was killed by signal SIGKILL while running",
+                     marks=pytest.mark.slow),
+        pytest.param("audit_losses:quits", 1, "exited with status 3 while running",
+                     marks=pytest.mark.slow),
         ("broken_mod:loss", 1, "failed inside it: RuntimeError: broken at import"),
         ("no_such_module_xyz:loss", 2, "cannot import module"),
     ],
@@ -333,6 +338,7 @@ def _all_gone(pids: list[int]) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
 @linux_only
 def test_an_interrupted_audit_exits_with_one_line_and_no_process_left(modules, sig, code):
@@ -347,6 +353,7 @@ def test_an_interrupted_audit_exits_with_one_line_and_no_process_left(modules, s
     assert _all_gone(below), [p for p in below if _alive(p)]
 
 
+@pytest.mark.slow
 @linux_only
 def test_killing_dgp_itself_stops_the_audit(modules):
     """dgp killed with SIGKILL cannot clean up: the supervisor sees its parent gone and kills

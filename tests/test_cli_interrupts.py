@@ -23,6 +23,7 @@ def _alive_in_group(pgid: int) -> list[str]:
     return [line for line in out.splitlines() if line.strip() and not line.strip().startswith("Z")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code", "line"), [
     (signal.SIGINT, 130, "error: interrupted"),
     (signal.SIGTERM, 143, "error: terminated (SIGTERM)"),
@@ -48,6 +49,7 @@ def test_repeated_grid_flags_add_axes(cli):
     assert r.code == 0 and r.json["params"] == ["tau", "eps"] and len(r.json["cells"]) == 4
 
 
+@pytest.mark.slow
 def test_workers_never_exceed_the_cells(monkeypatch):
     import joblib
 
@@ -76,6 +78,7 @@ raise RuntimeError("after forking")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_an_audited_module_that_forks_then_raises_is_its_error_at_once(tmp_path, cli):
     pytest.importorskip("torch")

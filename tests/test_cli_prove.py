@@ -13,7 +13,8 @@ from dgp.proofs._theorem import METHODS
 
 @pytest.fixture(scope="module")
 def entropic_bound_json(cli):
-    """`dgp prove --only entropic-bound --json`, run once for the tests that read it."""
+    """`dgp prove --only entropic-bound --json`, run once for the tests that read it (each
+    `dgp prove` is a child that imports every theorem, ~3 s or more: those tests are slow)."""
     return cli.process("prove", "--only", "entropic-bound", "--json")
 
 
@@ -32,6 +33,7 @@ def test_every_module_has_consistent_metadata():
         assert expected[(sym, prop)] == thm.method, m.__name__
 
 
+@pytest.mark.slow
 def test_prove_json_one_theorem(entropic_bound_json):
     out = entropic_bound_json
     assert out.code == 0, out.err
@@ -43,6 +45,7 @@ def test_prove_json_one_theorem(entropic_bound_json):
     assert thm["method"] == "both" and thm["examples"] >= 100
 
 
+@pytest.mark.slow
 def test_prove_table_and_unknown_id(cli):
     out = cli.process("prove", "--only", "metrics-invariances")
     assert out.code == 0, out.err
@@ -95,6 +98,7 @@ def test_bad_arguments_exit_2(argv, cli):
     assert r.err.startswith("error:")
 
 
+@pytest.mark.slow
 def test_prove_progress_on_stderr_quiet_with_json(cli, entropic_bound_json):
     proc = cli.process("prove", "--only", "entropic-bound")
     assert proc.code == 0

@@ -188,7 +188,15 @@ def _missing(module: str) -> bool:
 
 #: pages whose examples take long (audit.md runs five `dgp audit`s, each in a child importing
 #: torch): they run in the slow step of CI (``-m slow``)
-SLOW_PAGES = ("docs/audit.md",)
+SLOW_PAGES = (
+    "docs/audit.md",
+    # pages whose examples take more than about 3 s of CPU
+    "docs/decide.md",
+    "docs/tutorials/choose-tau.md",
+    "docs/tutorials/fixed-targets.md",
+    "docs/tutorials/neighbour-embedding.md",
+    "docs/tutorials/property-testing.md",
+)
 
 
 @pytest.mark.parametrize(

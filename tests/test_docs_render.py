@@ -42,6 +42,10 @@ import pytest
 
 pytest.importorskip("mkdocs", reason="the docs build needs the dev extra (mkdocs)")
 
+#: the site build (~12 s) and the browser (~1 min on 2 cores) take long: the whole module runs in
+#: the slow step of CI (``-m slow``), which builds the site once for all of it
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 #: pages whose formulas must render, whatever else changes: the theory, the theorems (all
 #: display formulas) and a page of the API reference (formulas from docstrings, via
@@ -498,9 +502,7 @@ def test_the_required_pages_have_formulas(site: Path) -> None:
     assert set(REQUIRED_PAGES) <= set(pages), sorted(pages)
 
 
-# The browser's reading of every page takes about a minute on 2 cores: these run in the slow
-# step of CI (``-m slow``), in RENDER_GROUPS pieces.
-@pytest.mark.slow
+# The browser's reading of every page takes about a minute on 2 cores, in RENDER_GROUPS pieces.
 def test_formulas_render_in_the_browser(rendered: dict[str, Visit]) -> None:
     assert rendered, "a group of pages with formulas is empty"
     problems = []
@@ -521,7 +523,6 @@ def test_formulas_render_in_the_browser(rendered: dict[str, Visit]) -> None:
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.slow
 def test_the_browser_fetched_only_the_site(rendered: dict[str, Visit], served) -> None:
     base, _ = served
     for name, visit in rendered.items():

@@ -269,6 +269,7 @@ def _notebook_figures(soft):
     }
 
 
+@pytest.mark.slow
 def test_every_figure_has_an_image_for_ipython(soft):
     import pickle
     import struct

@@ -355,6 +355,7 @@ def test_networkx_graphs_are_weightings():
         dgp.classify(nx.DiGraph([(0, 1), (1, 0), (1, 2)]), dim=1, **EUC)
 
 
+@pytest.mark.slow
 def test_sparse_input_is_decided_on_its_graph(monkeypatch):
     """A 12000-sample k-NN graph in a 64 MB budget: the dense path would need 1.2 GB."""
     rng = np.random.default_rng(4)
