@@ -200,8 +200,9 @@ SLOPE_FLOOR = 1e-8
 #: the window of near-zero eigenvalues fitted at an end point is at most this fraction of the
 #: member's scale
 CLUSTER_WINDOW_RTOL = 1e-6
-#: the concave search of the maximiser stops at this fraction of the tolerance at scale 1, far
-#: inside the band the verdict tolerates
+#: the concave search of the maximiser stops at this fraction of the tolerance at a lower bound
+#: of the spectral norm at its best point (the spectrum's norm_floor), far inside the band the
+#: verdict tolerates there
 SEARCH_RESOLUTION = 1e-2
 #: when the concave search's bracket stops halving (one end creeps up to a kink), it probes just
 #: past the latest cut, a few ulps away, the offset growing by this factor at each such probe

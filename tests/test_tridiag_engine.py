@@ -144,6 +144,55 @@ def test_concave_search_finds_the_kink(n, p, seed):
     assert len(calls) <= 12
 
 
+@pytest.mark.parametrize("n,p,seed", [(300, 5, 4), (1000, 5, 1)])
+def test_scaled_search_stops_at_the_resolution_of_its_values(n, p, seed):
+    """With the spectrum's norm floor as scale (as cosine_family runs it) the search stops once
+    the bound is within gap * scale of its best value, which at the kink is the rounding level
+    of the eigenvalues: no more calls than the unscaled search, and still within that gap of a
+    fine grid's maximum."""
+    tgt, tau = _planted_target(n, p, seed)
+    spec = DenseCosineSpectrum(tgt, tau)
+    a, b = spec.box()
+    gap = 1e-2 * 4 * np.finfo(float).eps * n
+    runs = {}
+    for scaled in (False, True):
+        calls = []
+
+        def f(mu, calls=calls):
+            calls.append(mu)
+            return spec.lam_min_slope(mu)
+
+        mu = argmax_concave(f, a, b, gap, spec.norm_floor if scaled else None)
+        runs[scaled] = (mu, len(calls))
+    mu, used = runs[True]
+    assert used <= runs[False][1]
+    grid = np.linspace(a, b, 401)
+    k = int(np.argmax([_phi(spec.d0, spec.e, n, m) for m in grid]))
+    fine = np.linspace(grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)], 401)
+    best = max(_phi(spec.d0, spec.e, n, m) for m in fine)
+    assert spec.lam_min(mu) >= best - gap * spec.norm_floor(mu) - 1e-12 * n
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 40), seed=st.integers(0, 2**32 - 1),
+       mu=st.floats(-3.0, 3.0, allow_nan=False))
+def test_norm_floor_is_below_the_spectral_norm(n, seed, mu):
+    """The search's scale never exceeds the spectral norm of G(mu) (a dense eigvalsh)."""
+    rng = np.random.default_rng(seed)
+    L = rng.standard_normal((n, n))
+    L = L + L.T
+    np.fill_diagonal(L, 0.0)
+    tau = 0.5
+    G = tau * L + mu * (np.ones((n, n)) - np.eye(n))
+    np.fill_diagonal(G, 1.0)
+    norm = float(np.abs(np.linalg.eigvalsh(G)).max())
+    off = L[~np.eye(n, dtype=bool)] if n > 1 else np.zeros(1)
+    target = LogTarget(L, np.zeros(n), True, None, 0.0, Margin("test", 0.0, 1.0, False),
+                       float(off.min()), float(off.max()))
+    spec = DenseCosineSpectrum(target, tau)  # reduces L in place
+    assert 1.0 <= spec.norm_floor(mu) <= norm * (1 + 1e-12)
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(2, 30), seed=st.integers(0, 2**32 - 1))
 def test_offdiag_range_matches_a_mask(n, seed):

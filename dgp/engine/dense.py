@@ -20,6 +20,7 @@ of this module's (:func:`dgp._linalg.fix_embedding`), so the answer does not dep
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -110,6 +111,14 @@ class DenseCosineSpectrum(CosineSpectrum):
 
     def lam_max(self, mu: float) -> float:
         return float(self._eig(mu, self.n - 1, self.n - 1, False)[0])
+
+    def norm_floor(self, mu: float) -> float:
+        # the largest column norm of the tridiagonal form (and the unit diagonal's 1): O(N)
+        d, e2 = self._diag(mu), self.e * self.e
+        sq = d * d
+        sq[:-1] += e2
+        sq[1:] += e2
+        return max(1.0, math.sqrt(float(sq.max())))
 
     def smallest(self, mu: float, k: int) -> np.ndarray:
         if k <= 0:

@@ -218,6 +218,11 @@ class CosineSpectrum:
         """The largest eigenvalue."""
         raise NotImplementedError
 
+    def norm_floor(self, mu: float) -> float:
+        r"""A lower bound of the spectral norm of :math:`G(\mu)`, cheaper than an eigenvalue:
+        1 here (the unit diagonal); engines may know a better one."""
+        return 1.0
+
     def smallest(self, mu: float, k: int) -> np.ndarray:
         """The ``k`` smallest eigenvalues, ascending."""
         raise NotImplementedError
@@ -320,13 +325,16 @@ def check_cosine_scale(tau: float, spread: float) -> None:
 
 
 def argmax_concave(
-    f: Callable[[float], tuple[float, float]], a: float, b: float, gap: float
+    f: Callable[[float], tuple[float, float]], a: float, b: float, gap: float,
+    scale: Callable[[float], float] | None = None,
 ) -> float:
     """Maximiser of a concave function from values and supergradients (1-D cutting planes).
 
     ``f(x)`` returns the value and one supergradient. The tangents at the bracket ends meet
     above the maximum, so their intersection bounds it: we cut there until the bound is within
-    ``gap`` of the best value or the bracket stops shrinking in floating point. At a kink, where
+    ``gap`` (times ``scale(x)`` at the best point ``x`` so far, when given: the size of the
+    values there, below which their rounding hides the difference) of the best value or the
+    bracket stops shrinking in floating point. At a kink, where
     two eigenvalue branches cross and the rank drops, the cut lands on the crossing in a few
     steps, to machine precision, but on the same side each time (rounding): the other end then
     only moves when the bracket shrinks too slowly and the safeguard steps in. The safeguard
@@ -350,7 +358,8 @@ def argmax_concave(
         m = (fb - fa + sa * a - sb * b) / (sa - sb)  # tangents meet here
         bound = fa + sa * (m - a)
         ulps = 2.0 * _EPS * max(1.0, abs(a), abs(b))
-        if bound - best_f <= gap or b - a <= 2.0 * ulps:
+        tol = gap if scale is None else gap * scale(best_x)
+        if bound - best_f <= tol or b - a <= 2.0 * ulps:
             break
         if not a < m < b or b - a > 0.5 * width:  # safeguard: the bracket shrinks slowly
             m = _safeguard(a, b, m, moved, slow, ulps)
@@ -486,8 +495,10 @@ def cosine_family(spec: CosineSpectrum, *, tau: float, tol: Tolerance) -> Family
     """The admissible interval of :math:`G(c)` and the ranks along it (module docstring)."""
     n = spec.n
     a, b = spec.box()
-    gap = SEARCH_RESOLUTION * tol.atol(1.0)  # every member has spectral norm >= 1 (unit diagonal)
-    mu_star = argmax_concave(spec.lam_min_slope, a, b, gap)
+    # the search resolves the maximum far inside the band the verdict tolerates at the maximiser,
+    # tol.atol of a scale at least its spectral norm (_cosine_scale): norm_floor is below that
+    mu_star = argmax_concave(spec.lam_min_slope, a, b, SEARCH_RESOLUTION * tol.atol(1.0),
+                             spec.norm_floor)
     phi = spec.lam_min(mu_star)
     atol = tol.atol(_cosine_scale(spec, mu_star, tau))
     m_phi = tol.margin("max over c of the smallest eigenvalue of G(c)", phi, atol,

@@ -539,16 +539,15 @@ def _log_ratios_entropies(L: np.ndarray, top: float) -> np.ndarray:
         tmp = getattr(scratch, "tmp", None)
         if tmp is None:
             tmp = scratch.tmp = np.empty(max(1, ROW_BLOCK_ELEMENTS // n) * n)
-        blk /= top  # the ratios, 0 on the diagonal
-        lg = tmp[: blk.size].reshape(blk.shape)
+        r = tmp[: blk.size].reshape(blk.shape)
+        np.divide(blk, top, out=r)  # the ratios, 0 on the diagonal
         k = np.arange(blk.shape[0])
         diag = (k, k + sl.start)
-        blk[diag] = 1.0  # log 1 = 0: the diagonal drops out of the sum of r log r
-        np.log(blk, out=lg)
-        blk[diag] = 0.0
-        tot = blk.sum(axis=1)
-        H[sl] = np.log(tot) - np.einsum("ij,ij->i", blk, lg) / tot
-        blk[...] = lg
+        r[diag] = 1.0  # log 1 = 0: the diagonal drops out of the sum of r log r
+        np.log(r, out=blk)  # the logarithms land where they are kept: no copy back
+        r[diag] = 0.0
+        tot = r.sum(axis=1)
+        H[sl] = np.log(tot) - np.einsum("ij,ij->i", r, blk) / tot
         blk[diag] = -np.inf
 
     map_blocks(block, list(row_blocks(n)))
