@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.linalg.blas import dsyr2
+from scipy.linalg.blas import dsymv, dsyr2
 from scipy.linalg.lapack import dormqr, dstebz, dstein, dsytrd, dsytrd_lwork
 
 from dgp.errors import SolverError
@@ -40,17 +40,20 @@ def ones_reflector_apply(M: np.ndarray) -> np.ndarray:
     :math:`H` the Householder reflection with :math:`He_1 = 1/\sqrt N`, so that the first
     coordinate is the direction of :math:`1`.
 
-    Only the upper triangle is updated (one BLAS ``dsyr2``, no ``N x N`` temporary): it is the
-    triangle :class:`Tridiagonal` reads. Cost :math:`O(N^2)`.
+    Only the upper triangle is read (one BLAS ``dsymv``) and updated (one ``dsyr2``, no
+    ``N x N`` temporary): it is the triangle :class:`Tridiagonal` reads. Cost :math:`O(N^2)`.
     """
     n = M.shape[0]
     v = np.full(n, -1.0 / np.sqrt(n))
     v[0] += 1.0
     beta = 2.0 / float(v @ v)
-    p = beta * (M @ v)
+    # M.T is the same matrix in Fortran order, and its lower triangle is the upper triangle of
+    # M: BLAS dsymv reads that half only, on scipy's BLAS threads, those dsytrd runs on next
+    # (numpy's matmul would wake numpy's own OpenBLAS pool, whose threads spin on the cores
+    # while the reduction starts)
+    p = dsymv(beta, M.T, v, lower=1)
     q = p - (0.5 * beta * float(v @ p)) * v
-    # symmetric rank-two update M - v q^T - q v^T; M.T is the same matrix in Fortran order, and
-    # its lower triangle is the upper triangle of M
+    # symmetric rank-two update M - v q^T - q v^T of that triangle
     dsyr2(-1.0, v, q, lower=1, a=M.T, overwrite_a=1)
     return M
 
