@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+from _foreground import dgp_foreground
 
 from dgp.cli.audit import UserCodeError, load_callable
 
@@ -315,8 +316,8 @@ def _start_hanging_audit(modules):
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)}
-    dgp = subprocess.Popen([sys.executable, "-m", "dgp", "audit", "plain_mod:hang", "--timeout",
-                            "120", "--path", str(modules)], env=env,
+    dgp = subprocess.Popen(dgp_foreground("audit", "plain_mod:hang", "--timeout", "120",
+                                          "--path", str(modules)), env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     below: list[int] = []
     for _ in range(300):  # until the supervisor and its worker run

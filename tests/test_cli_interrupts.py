@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
+from _foreground import dgp_foreground
 
-LONG_PHASE = [sys.executable, "-m", "dgp", "phase", "--objective", "soft-supcon", "--sizes",
-              "30,20,10", "--grid", "tau=0.05:2:60", "--grid", "eps=0.01:0.9:60", "--dim", "3",
-              "--jobs", "2"]
+LONG_PHASE = dgp_foreground("phase", "--objective", "soft-supcon", "--sizes", "30,20,10",
+                            "--grid", "tau=0.05:2:60", "--grid", "eps=0.01:0.9:60", "--dim", "3",
+                            "--jobs", "2")
 
 
 def _alive_in_group(pgid: int) -> list[str]:
