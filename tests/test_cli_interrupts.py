@@ -90,3 +90,60 @@ def test_an_audited_module_that_forks_then_raises_is_its_error_at_once(tmp_path,
     assert r.code == 1
     assert "RuntimeError: after forking" in r.err
     assert r.err.count("\n") == 1
+
+
+def _swallowing(sig: int):
+    """A command that, like a process pool starting its workers, catches the interrupt that
+    ``sig`` raises inside it and raises an error of its own instead."""
+
+    def run(args):
+        import os
+
+        try:
+            os.kill(os.getpid(), sig)
+            time.sleep(5.0)  # the handler runs here
+        except BaseException as exc:
+            raise RuntimeError("worker start failed") from exc
+        return 0
+
+    return run
+
+
+@pytest.mark.parametrize(("sig", "code", "line"), [
+    (signal.SIGINT, 130, "error: interrupted"),
+    (signal.SIGTERM, 143, "error: terminated (SIGTERM)"),
+])
+def test_a_signal_decides_the_exit_status_whatever_error_it_surfaced_as(monkeypatch, capsys, sig,
+                                                                         code, line):
+    import dgp.cli as cli_module
+
+    monkeypatch.setattr(cli_module, "_run", _swallowing(sig))
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert cli_module.main(["prove", "--quiet"]) == code
+    assert capsys.readouterr().err.strip().splitlines() == [line]
+    # the handlers of the caller are back, and the next command starts with no signal recorded
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    monkeypatch.setattr(cli_module, "_run", lambda args: 0)
+    assert cli_module.main(["prove", "--quiet"]) == 0
+
+
+def test_an_inherited_ignored_sigint_stays_ignored(monkeypatch, capsys):
+    """A shell's background job starts with SIGINT ignored: dgp keeps it so (the command runs
+    on), as POSIX programs do."""
+    import os
+
+    import dgp.cli as cli_module
+
+    def run(args):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        return 0
+
+    monkeypatch.setattr(cli_module, "_run", run)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert cli_module.main(["prove", "--quiet"]) == 0
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert capsys.readouterr().err == ""

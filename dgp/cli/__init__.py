@@ -26,7 +26,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterable, Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from dgp.errors import (
     DgpWarning,
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     flags = _flag_homes(parser.get_default("subcommands") or {}, args.command)
     previous = warnings.showwarning
     warnings.showwarning = _warning_printer(flags)
-    previous_term = _on_sigterm()
+    previous_handlers = _on_signals()
     try:
         from dgp.cli._output import check_files
         from dgp.resources import holding
@@ -235,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         with holding():  # the files as read count in every memory check of the command
             return _run(args)
     except SolverError as exc:  # dgp's own failure, not the user's
+        if _STOPPED_BY:  # a signal surfaced as another error
+            return _stopped(_STOPPED_BY[0])
         sys.stderr.write(f"error: {cli_words(str(exc), flags)}\n")
         return 1
     except (ParameterError, ParameterTypeError) as exc:
@@ -245,11 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {cli_words(str(exc), flags)}\n")
         return 2
     except KeyboardInterrupt:  # Ctrl-C: workers and child processes are stopped on the way
-        sys.stderr.write("error: interrupted\n")
-        return 130
+        return _stopped(signal.SIGINT)
     except _Terminated:
-        sys.stderr.write("error: terminated (SIGTERM)\n")
-        return 143
+        return _stopped(signal.SIGTERM)
     except BrokenPipeError:  # the reader (e.g. `| head`) left: not an error of ours
         _quiet_stdout()
         return 0
@@ -257,9 +257,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     except OSError as exc:  # the output could not be written (a full disk, /dev/full)
+        if _STOPPED_BY:
+            return _stopped(_STOPPED_BY[0])
         sys.stderr.write(f"error: cannot write the output ({exc.strerror or exc})\n")
         return 1
     except Exception as exc:  # the one place that turns an internal failure into a line
+        if _STOPPED_BY:  # e.g. a process pool that caught the signal while starting workers
+            return _stopped(_STOPPED_BY[0])
         if os.environ.get("DGP_TRACEBACK"):
             raise
         sys.stderr.write(f"error: internal error ({type(exc).__name__}: {exc}); please report "
@@ -267,8 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         warnings.showwarning = previous
-        if previous_term is not None:
-            signal.signal(signal.SIGTERM, previous_term)
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
 
 
 _NEGATIVE = re.compile(r"-(\d|\.\d|inf\b)")
@@ -300,16 +304,42 @@ class _Terminated(BaseException):
     """Raised in the main thread by SIGTERM, so that cleanup runs as for Ctrl-C."""
 
 
-def _on_sigterm():
-    """Turn SIGTERM into :class:`_Terminated` while a command runs (main thread only); returns
-    the previous handler, or ``None`` when none was installed."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
+#: the signals that arrived while the command ran, in order: the first decides the exit status
+#: (130 or 143) whatever exception it surfaced as, since a library may catch the interrupt in
+#: its own code (a process pool starting its workers) and raise an error of its own instead
+_STOPPED_BY: list[int] = []
 
-    def handler(signum, frame):
+
+def _on_signals() -> dict[int, Any]:
+    """While a command runs (main thread only): SIGTERM raises :class:`_Terminated`, SIGINT
+    :class:`KeyboardInterrupt` as Python's own handler does, and both are recorded in
+    :data:`_STOPPED_BY`. A SIGINT that the process inherited ignored (a shell's background
+    job) stays ignored. Returns the previous handlers, to be restored."""
+    _STOPPED_BY.clear()
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def on_term(signum, frame):
+        _STOPPED_BY.append(signum)
         raise _Terminated
 
-    return signal.signal(signal.SIGTERM, handler)
+    def on_int(signum, frame):
+        _STOPPED_BY.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, on_term)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_int)
+    return previous
+
+
+def _stopped(signum: int) -> int:
+    """The one line and the exit status of a command ended by ``signum``."""
+    if signum == signal.SIGINT:
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    sys.stderr.write("error: terminated (SIGTERM)\n")
+    return 143
 
 
 #: seconds after which a command that is still running says so on stderr (a terminal only)
