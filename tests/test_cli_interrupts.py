@@ -118,13 +118,18 @@ def test_a_signal_decides_the_exit_status_whatever_error_it_surfaced_as(monkeypa
     import dgp.cli as cli_module
 
     monkeypatch.setattr(cli_module, "_run", _swallowing(sig))
-    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    assert cli_module.main(["prove", "--quiet"]) == code
-    assert capsys.readouterr().err.strip().splitlines() == [line]
-    # the handlers of the caller are back, and the next command starts with no signal recorded
-    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
-    monkeypatch.setattr(cli_module, "_run", lambda args: 0)
-    assert cli_module.main(["prove", "--quiet"]) == 0
+    # a foreground command's SIGINT (this run may be a background job, SIGINT ignored)
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+        assert cli_module.main(["prove", "--quiet"]) == code
+        assert capsys.readouterr().err.strip().splitlines() == [line]
+        # the caller's handlers are back, and the next command starts with no signal recorded
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+        monkeypatch.setattr(cli_module, "_run", lambda args: 0)
+        assert cli_module.main(["prove", "--quiet"]) == 0
+    finally:
+        signal.signal(signal.SIGINT, inherited)
 
 
 def test_an_inherited_ignored_sigint_stays_ignored(monkeypatch, capsys):
