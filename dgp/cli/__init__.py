@@ -228,15 +228,17 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _warning_printer(flags)
     previous_handlers = _on_signals()
     try:
-        from dgp.cli._output import check_files
-        from dgp.resources import holding
+        try:
+            from dgp.cli._output import check_files
+            from dgp.resources import holding
 
-        check_files(args.subcommands[args.command], args)  # before any work
-        with holding():  # the files as read count in every memory check of the command
-            return _run(args)
+            check_files(args.subcommands[args.command], args)  # before any work
+            with holding():  # the files as read count in every memory check of the command
+                return _run(args)
+        except Exception:
+            _reraise_signal()
+            raise
     except SolverError as exc:  # dgp's own failure, not the user's
-        if _STOPPED_BY:  # a signal surfaced as another error
-            return _stopped(_STOPPED_BY[0])
         sys.stderr.write(f"error: {cli_words(str(exc), flags)}\n")
         return 1
     except (ParameterError, ParameterTypeError) as exc:
@@ -257,13 +259,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     except OSError as exc:  # the output could not be written (a full disk, /dev/full)
-        if _STOPPED_BY:
-            return _stopped(_STOPPED_BY[0])
         sys.stderr.write(f"error: cannot write the output ({exc.strerror or exc})\n")
         return 1
     except Exception as exc:  # the one place that turns an internal failure into a line
-        if _STOPPED_BY:  # e.g. a process pool that caught the signal while starting workers
-            return _stopped(_STOPPED_BY[0])
         if os.environ.get("DGP_TRACEBACK"):
             raise
         sys.stderr.write(f"error: internal error ({type(exc).__name__}: {exc}); please report "
@@ -331,6 +329,15 @@ def _on_signals() -> dict[int, Any]:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_int)
     return previous
+
+
+def _reraise_signal() -> None:
+    """Inside an ``except``: if a signal arrived while the command ran, raise what it raised
+    (:class:`KeyboardInterrupt`, :class:`_Terminated`) in place of the error it surfaced as
+    (e.g. a process pool that caught the interrupt while starting its workers), so that the
+    signal's own branch of :func:`main` decides the status."""
+    if _STOPPED_BY:
+        raise (KeyboardInterrupt if _STOPPED_BY[0] == signal.SIGINT else _Terminated)() from None
 
 
 def _stopped(signum: int) -> int:
