@@ -4,6 +4,7 @@ work, and outputs are written atomically."""
 from __future__ import annotations
 
 import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -93,3 +94,55 @@ def test_save_array_replaces_the_file_whole(tmp_path):
 def test_verify_out_must_be_a_folder(files, cli):
     r = cli("verify", "supcon-imbalance", "--out", "W.npy")
     assert r.code == 2 and "is not a directory" in r.err
+
+
+@pytest.mark.parametrize("name", ["T.NPY", "T.Npy", "T.npy", "T.CSV", "T.TXT"])
+def test_an_upper_case_extension_is_written_under_the_name_given(files, cli, name):
+    r = cli("supcon", "--sizes", "5,3,2", "--tau", "0.2", "--dim", "2", "--save-prototypes", name)
+    assert r.code == 0, r.err
+    P = np.load(name) if name.lower().endswith(".npy") else np.loadtxt(name, delimiter=",")
+    assert P.shape == (3, 2) and np.allclose(np.linalg.norm(P, axis=1), 1.0)
+    assert [p for p in os.listdir(".") if p.startswith(".")] == []  # no temporary left
+
+
+def test_a_link_output_keeps_the_link_and_replaces_its_target(files, cli):
+    with open("notes.txt", "w") as fh:
+        fh.write("old\n")
+    os.chmod("notes.txt", 0o600)
+    os.symlink("notes.txt", "link.npy")
+    r = cli("supcon", "--sizes", "5,3,2", "--tau", "0.2", "--dim", "2", "--save-prototypes",
+            "link.npy")
+    assert r.code == 0, r.err
+    assert os.path.islink("link.npy") and os.readlink("link.npy") == "notes.txt"
+    assert np.load("notes.txt").shape == (3, 2)
+    assert os.stat("notes.txt").st_mode & 0o777 == 0o600  # the replaced file keeps its mode
+
+
+def test_an_output_that_cannot_be_created_is_refused_before_any_work(files, cli, monkeypatch):
+    os.mkfifo("pipe.npy")
+    r = cli("supcon", "--sizes", "5,3,2", "--tau", "0.2", "--save-prototypes", "pipe.npy")
+    assert r.code == 2 and "--save-prototypes 'pipe.npy' exists and is not a regular file" in r.err
+    os.mkdir("ro")
+    real = tempfile.NamedTemporaryFile
+
+    def refuse(*args, dir=None, **kwargs):  # a folder that passes os.access but refuses files
+        if dir is not None and os.path.basename(dir) == "ro":
+            raise PermissionError(13, "Read-only file system")
+        return real(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr("tempfile.NamedTemporaryFile", refuse)
+    r = cli("supcon", "--sizes", "5,3,2", "--tau", "0.2", "--save-gram", "ro/G.npy")
+    assert r.code == 2 and r.out == "", r.err
+    assert "--save-gram 'ro/G.npy': cannot write in the folder" in r.err
+    assert "Read-only file system" in r.err
+
+
+def test_a_write_that_fails_late_names_the_file(files, cli, monkeypatch):
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("os.replace", full)
+    r = cli("supcon", "--sizes", "5,3,2", "--tau", "0.2", "--save-gram", "G.npy")
+    assert r.code == 1
+    assert r.err == "error: cannot write the output 'G.npy' (No space left on device)\n"
+    assert sorted(os.listdir(".")) == ["W.npy", "y.csv"]  # nothing written, no temporary

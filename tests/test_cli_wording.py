@@ -279,3 +279,17 @@ def test_a_keyword_whose_flag_belongs_to_another_command_names_that_command(cli,
     assert r.code == 2 and "`dgp classify --log-weights`" in r.err
     r = cli("classify", tmp_path / "w.npy", "--tau", "0.5", "--dim", "2")
     assert r.code == 2 and "instead, --log-weights" in r.err and "`dgp" not in r.err
+
+
+def test_every_command_takes_quiet_and_it_silences_the_heartbeat(monkeypatch):
+    """docs/cli.md: --quiet silences progress, on every command (it was missing on supcon)."""
+    import dgp.cli as cli_mod
+
+    parser = cli_mod.build_parser()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    for name, sub in parser.get_default("subcommands").items():
+        assert "--quiet" in sub._option_string_actions, name
+    args = parser.parse_args(["supcon", "--sizes", "5,3,2", "--tau", "0.2", "--quiet"])
+    assert args.quiet and not cli_mod._heartbeat(args).enabled
+    args = parser.parse_args(["supcon", "--sizes", "5,3,2", "--tau", "0.2"])
+    assert cli_mod._heartbeat(args).enabled

@@ -186,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     for p in sub.choices.values():  # a global flag, also accepted after the command
         p.add_argument("--deterministic", action="store_true", default=argparse.SUPPRESS,
                        help=_DETERMINISTIC_HELP)
+        if "--quiet" not in p._option_string_actions:  # the heartbeat's off switch, everywhere
+            p.add_argument("--quiet", action="store_true",
+                           help="no progress lines on stderr (the 'still working' notes)")
     parser.set_defaults(subcommands=sub.choices)
     return parser
 
@@ -259,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     except OSError as exc:  # the output could not be written (a full disk, /dev/full)
-        sys.stderr.write(f"error: cannot write the output ({exc.strerror or exc})\n")
+        where = f" {exc.filename!r}" if exc.filename else ""
+        sys.stderr.write(f"error: cannot write the output{where} ({exc.strerror or exc})\n")
         return 1
     except Exception as exc:  # the one place that turns an internal failure into a line
         if os.environ.get("DGP_TRACEBACK"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -82,12 +83,22 @@ def plot_path(path: str, flag: str = "--plot") -> str:
 
 
 def _writable(path: str, flag: str) -> str:
-    """``path`` if its folder exists and is writable."""
-    folder = os.path.dirname(os.path.abspath(path))
+    """``path`` if a file can be written there: its folder (a link's target's folder) exists
+    and a file can be created in it (tried, not guessed from permission bits: ``/proc`` and
+    read-only mounts pass ``os.access``), and what is there now, if anything, is a regular
+    file (a device, a pipe or a socket is never replaced by a rename)."""
+    real = os.path.realpath(path)
+    folder = os.path.dirname(real)
+    if os.path.exists(real) and not os.path.isfile(real):
+        raise InputError(f"{flag} {path!r} exists and is not a regular file; give a file name")
     if not os.path.isdir(folder):
         raise InputError(f"{flag} {path!r}: the folder {folder!r} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise InputError(f"{flag} {path!r}: the folder {folder!r} is not writable")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".dgp-write-test-"):
+            pass
+    except OSError as exc:
+        raise InputError(f"{flag} {path!r}: cannot write in the folder {folder!r} "
+                         f"({exc.strerror or exc})") from None
     return path
 
 
@@ -104,8 +115,8 @@ def array_path(path: str, flag: str) -> str:
         is not writable.
     """
     if os.path.isdir(path):
-        raise InputError(f"{flag} {path!r} is a directory; give a file name ending in .npy or "
-                         ".csv")
+        raise InputError(f"{flag} {path!r} is a directory; give a file name ending in .npy, "
+                         ".csv or .txt")
     ext = os.path.splitext(path)[1].lower()
     if ext not in _ARRAY_FORMATS:
         raise InputError(f"{flag} {path!r}: use a .npy, .csv or .txt file name")
@@ -114,27 +125,37 @@ def array_path(path: str, flag: str) -> str:
 
 def save_array(path: str, array) -> None:
     """Write ``array`` to ``path`` (``.npy`` without pickles, or comma-separated text),
-    atomically."""
+    atomically. Written through an open file, so the name is kept as given (``np.save`` on a
+    name would append ``.npy`` to ``P.NPY``)."""
     arr = np.asarray(array, dtype=float)
-    with atomic_output(path) as tmp:
+    with atomic_output(path) as tmp, open(tmp, "wb") as fh:
         if os.path.splitext(path)[1].lower() == ".npy":
-            np.save(tmp, arr, allow_pickle=False)
+            np.save(fh, arr, allow_pickle=False)
         else:
-            np.savetxt(tmp, arr, delimiter=",", fmt="%.17g")
+            np.savetxt(fh, arr, delimiter=",", fmt="%.17g")
 
 
 @contextmanager
 def atomic_output(path: str) -> Iterator[str]:
     """A temporary path next to ``path`` (same extension) to write to; renamed over ``path``
-    when the block ends normally, removed when it raises (the target is then untouched)."""
-    folder, base = os.path.split(os.path.abspath(path))
+    when the block ends normally, removed when it raises (the target is then untouched).
+
+    An existing file is replaced (as ``numpy.save`` or ``cp`` would) and keeps its permission
+    bits; a link is followed, so the link stays and its target is replaced. A failure to
+    write is an ``OSError`` naming ``path`` (not the temporary file)."""
+    real = os.path.realpath(path)
+    folder, base = os.path.split(real)
     ext = os.path.splitext(base)[1]
-    tmp = os.path.join(folder, f".{base}.{os.getpid()}.tmp{ext}")
+    tmp = os.path.join(folder, f".{base[:100]}.{os.getpid()}.tmp{ext}")
     try:
         yield tmp
-        os.replace(tmp, path)
+        if os.path.isfile(real):
+            shutil.copymode(real, tmp)
+        os.replace(tmp, real)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), path) from exc
     finally:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
 
 
