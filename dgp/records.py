@@ -141,7 +141,11 @@ class Convergence(Record):
         The residual the acceptance rule reads (KKT residual; ``None`` for closed forms).
     certified : bool
         The result carries a certificate that was checked from its numbers (not from a solver
-        status): optimal within ``residual`` for a convex problem, or a certified interval.
+        status); ``certifies`` says of what.
+    certifies : str
+        What ``certified`` is about, in words: the global optimum, an interval, or only a
+        (first- and second-order) critical point of a non-convex problem; what would be
+        certified when ``certified`` is false.
     """
 
     success: bool
@@ -149,6 +153,7 @@ class Convergence(Record):
     nit: int | None = None
     residual: float | None = None
     certified: bool = False
+    certifies: str = "nothing"
 
 
 class CertificateProtocol(Record):

@@ -338,3 +338,19 @@ def test_a_rejected_batch_leaves_no_trace(pred):
     mon.update(torch.ones(2, 5), torch.tensor([0, 1]))  # its dimension was not fixed
     assert (mon.compute()["samples_seen"], repr(mon)) == (
         2, "GeometryMonitor(K=4, samples_seen=2, classes_seen=2)")
+
+
+def test_a_class_of_zero_vectors_is_seen_but_has_no_geometry(pred):
+    """Samples of norm 0 count in their class (classes_seen, zero_norm_samples) but give it no
+    direction: every geometry value, nc1 included, is nan until the class has one."""
+    mon = GeometryMonitor(pred, sizes=SIZES)
+    Z = torch.randn(6, 4, generator=torch.Generator().manual_seed(1))
+    mon.update(Z, torch.tensor([0, 0, 1, 1, 2, 2]))
+    mon.update(torch.zeros(2, 4), torch.tensor([3, 3]))
+    out = mon.compute()
+    assert (out["classes_seen"], out["zero_norm_samples"]) == (4, 2)
+    for key in ("gram_rms", "gram_rms_simplex", "nc1", "cosine_minority_majority"):
+        assert math.isnan(out[key]), key
+    assert np.isnan(mon.learned_gram()[3]).all()
+    mon.update(Z[:1], torch.tensor([3]))  # one real direction: everything is defined
+    assert all(math.isfinite(v) for v in mon.compute().values())

@@ -206,9 +206,17 @@ def test_soft_supcon_orthogonal_iff_rho_nonpositive():
     assert hi.excess_loss == pytest.approx(0.0, abs=1e-12 * hi.loss)
     best, _ = nonnegative_descents(sizes, tau, 4, starts=10, seed=2, eps=eps)
     assert hi.loss <= best + 1e-10 * best
-    # in d = K the equiangular target needs a numeric solve; the bound is still below the loss
-    k = nonnegative_prototypes(sizes, tau, eps=eps, dim=3, starts=8)
-    assert k.method == "numeric" and k.lower_bound <= k.loss + 1e-9 * k.loss
+    # d = K suffices: Z = alpha I + beta J is a non-negative K x K factor of the equiangular
+    # Gram; independent descents over non-negative 3-column factors do no better
+    k = nonnegative_prototypes(sizes, tau, eps=eps, dim=3)
+    assert k.method == "closed-form" and k.embedding.shape == (3, 3) and k.embedding.min() >= 0
+    np.testing.assert_allclose(k.embedding @ k.embedding.T, hi.gram, atol=1e-14)
+    best3, _ = nonnegative_descents(sizes, tau, 3, starts=10, seed=3, eps=eps)
+    assert k.loss == pytest.approx(hi.loss, rel=1e-13) and k.loss <= best3 + 1e-10 * best3
+    # d = K - 1 cannot hold that rank-K Gram: a numeric solve, strictly above the entropic bound
+    k2 = nonnegative_prototypes(sizes, tau, eps=eps, dim=2, starts=8)
+    assert k2.method == "numeric" and k2.lower_bound <= k2.loss + 1e-9 * k2.loss
+    assert k2.excess_loss > 1e-3 and k2.kkt_residual < 1e-6
 
 
 def expected_batch_loss(G, sizes, tau, B):
@@ -363,3 +371,31 @@ def test_cli_nonnegative_frame_and_below_the_frame(cli, tmp_path):
     best, _ = nonnegative_descents(SIZES, TAU, 3, starts=16, seed=11)
     assert out["loss"] <= best + 1e-9 * best
     assert out["lower_bound"] <= out["loss"]
+
+
+def test_stationarity_reads_zero_where_the_gradient_itself_vanishes():
+    """At a Gram attaining the entropic bound the gradient is zero up to rounding; the residual
+    is relative to the parts the gradient is a difference of, so it reads rounding, not
+    rounding over rounding (it read 0.9 before)."""
+    from dgp.prototypes._api import block_weights
+    from dgp.prototypes._nonnegative import equiangular_factor
+    from dgp.solver import block_problem, nonnegative_stationarity
+
+    sizes, tau, eps = np.array([50, 20, 5, 3]), 0.2, 0.1
+    rho = 1 + tau * math.log(eps)
+    prob = block_problem(sizes, block_weights(4, eps), tau=tau)
+    Z = equiangular_factor(4, rho)
+    prob.set_scale(Z @ Z.T)
+    assert nonnegative_stationarity(prob, Z) < 1e-10
+    # and away from a critical point it is of order one (the measure is not blind)
+    W = np.abs(np.random.default_rng(0).standard_normal((4, 4)))
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    assert nonnegative_stationarity(prob, W) > 1e-2
+
+
+@pytest.mark.parametrize("starts", [1, 5])
+def test_hits_count_starts_not_points(starts):
+    q = nonnegative_prototypes([50, 20, 5, 3], tau=0.2, eps=0.1, dim=3, starts=starts)
+    assert q.method == "numeric" and 1 <= q.hits <= q.starts == starts
+    assert ("one seeded" in q.stop_reason) == (starts == 1)
+    assert "certifies" in q.to_dict()["convergence"]

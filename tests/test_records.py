@@ -141,10 +141,16 @@ def test_convergence_block_has_the_same_fields_everywhere():
     for res in (dgp.optimum(W, tau=0.5), dgp.supcon_prototypes([5, 3, 2], tau=0.5),
                 dgp.supcon_prototypes([30, 10, 5], tau=0.5, method="numeric")):
         conv = res.convergence
-        assert conv.success and conv.certified
+        assert conv.success and conv.certified and "optimum" in conv.certifies
         assert list(res.to_dict()["convergence"]) == names
     first = dgp.supcon_prototypes([30, 10, 5], tau=0.5, method="first-order")
     assert not first.convergence.success and not first.convergence.certified
+    assert first.convergence.certifies.startswith("nothing")
+    # a rank-d point is certified critical, and says that this is all (K = 5 > dim + 1)
+    low = dgp.supcon_prototypes([30, 10, 5, 3, 2], tau=0.5, dim=2)
+    assert low.convergence.certified and not low.rank_d.global_optimal
+    assert "critical point" in low.convergence.certifies
+    assert "not proven globally optimal" in low.convergence.certifies
 
 
 def test_options_reach_the_nested_records_that_declare_them():

@@ -103,7 +103,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--save-prototypes", metavar="FILE", type=FileArg("output", "array"),
                    help="write fixed targets to FILE: K x D unit rows (K x rank without --dim) "
                    "in a canonical orientation (class 0 on the first axis, class 1 in the first "
-                   "plane, ...), rows in class order")
+                   "plane, ...; with --nonnegative the non-negative factor as found, since a "
+                   "rotation would leave the orthant), rows in class order")
     o.add_argument("--latex", action="store_true", help="print the symbolic formulas in LaTeX")
     o.add_argument(
         "--plot", metavar="FILE", type=FileArg("output", "figure"),

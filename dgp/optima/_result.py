@@ -199,6 +199,8 @@ class Optimum(Record):
             status=self.stop_reason,
             residual=self.certificate.kkt_residual,
             certified=self.certified_global and not self.certificate.check(),
+            certifies="the global optimum: the dual matrix is PSD and the certificate's "
+            "numbers support it",
         )
 
     #: ``gram=None`` includes the ``N x N`` Gram for ``N <= GRAM_JSON_MAX_N`` (500) and

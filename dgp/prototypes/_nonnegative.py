@@ -54,7 +54,7 @@ from dgp.errors import (
     check_sizes,
     check_unit_interval,
 )
-from dgp.prototypes._api import block_weights
+from dgp.prototypes._api import DIM_DEFAULT_STARTS, block_weights
 from dgp.prototypes._closed_forms import equiangular_gram, soft_supcon_rho
 from dgp.prototypes._result import Prototypes
 from dgp.records import CertificateProtocol
@@ -199,8 +199,9 @@ class NonnegativePrototypes(Prototypes):
         pairs = super()._summary_pairs()
         cert = self.certificate
         if self.method == "numeric":
-            how = (f"numeric, {self.starts} seeded starts ({self.hits} reached the best), "
-                   f"first-order residual {cert.stationarity:.1e}")
+            runs = (f"{self.starts} seeded starts ({self.hits} reached the best)"
+                    if self.starts > 1 else "one seeded start")
+            how = f"numeric, {runs}, first-order residual {cert.stationarity:.1e}"
         else:
             how = f"closed form ({self.stop_reason})"
         pairs[0] = ("method", how)
@@ -213,7 +214,10 @@ class NonnegativePrototypes(Prototypes):
     def convergence(self):
         c = super().convergence
         return type(c)(success=c.success, status=c.status, nit=c.nit, residual=c.residual,
-                       certified=self.certified and not self.certificate.check())
+                       certified=self.certified and not self.certificate.check(),
+                       certifies="the optimum among non-negative Grams"
+                       + ("" if self.dim is None else f" of rank <= {self.dim}")
+                       + ": the loss meets the certificate's lower_bound within gap_atol")
 
     JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": None, "embedding": False}
 
@@ -266,6 +270,17 @@ def _certificate(loss_excess: float, bound_excess: float, dnn_excess: float, *,
     )
 
 
+def equiangular_factor(K: int, rho: float) -> np.ndarray:
+    r"""A non-negative ``K x K`` factor of the equiangular Gram :math:`(1-\rho)I + \rho J`,
+    :math:`0 \le \rho \le 1`: :math:`Z = \alpha I + \beta J` with :math:`\alpha =
+    \sqrt{1-\rho}` and :math:`\beta \ge 0` the root of :math:`K\beta^2 + 2\alpha\beta =
+    \rho` (then :math:`ZZ^\top = \alpha^2 I + (2\alpha\beta + K\beta^2)J`), so ``d = K``
+    suffices (the Gram has rank ``K`` for :math:`\rho < 1`, so ``d < K`` cannot)."""
+    alpha = math.sqrt(1.0 - rho)
+    beta = rho / (alpha + math.sqrt(alpha * alpha + K * rho)) if rho > 0 else 0.0
+    return alpha * np.eye(K) + beta * np.ones((K, K))
+
+
 def _frame(K: int, width: int) -> np.ndarray:
     Z = np.zeros((K, width))
     Z[np.arange(K), np.arange(K)] = 1.0
@@ -296,11 +311,11 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
                         starts=0, hits=0)
     if eps is not None and prob.block is not None:
         rho = soft_supcon_rho(tau=tau, eps=eps)
-        if rho >= 0 and (dim is None or dim >= K + 1):
+        if rho >= 0 and (dim is None or dim >= K):
             G = equiangular_gram(K, rho)
-            Z = np.hstack([math.sqrt(1.0 - rho) * I, np.full((K, 1), math.sqrt(rho))])
+            Z = equiangular_factor(K, rho)
             if dim is not None:
-                Z = np.hstack([Z, np.zeros((K, dim - K - 1))])
+                Z = np.hstack([Z, np.zeros((K, dim - K))])
             loss, excess, log_excess = _loss_parts(prob, G)
             cert = _certificate(excess, 0.0, 0.0, stationarity=None, G=G, min_grad=None,
                                 grad_atol=0.0, cuts=0, entropy=entropy,
@@ -336,7 +351,8 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
     return dict(method="numeric", kkt_residual=stationarity, loss=loss, excess_loss=excess,
                 log_excess_loss=log_excess,
                 certificate=cert, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
-                stop_reason=f"best of {starts} seeded non-negative factor descents",
+                stop_reason=(f"best of {starts} seeded non-negative factor descents" if starts > 1
+                             else "one seeded non-negative factor descent"),
                 equiangular=None, matrix=G, factor=Z, starts=starts, hits=hits)
 
 
@@ -354,7 +370,7 @@ def nonnegative_prototypes(
     samples: int = 2000,
     seed: int = 0,
     exact_max: int = 20_000,
-    starts: int = 32,
+    starts: int = DIM_DEFAULT_STARTS,
 ) -> NonnegativePrototypes:
     r"""Optimal class prototypes of SupCon (``eps=None``) or Soft SupCon for a ReLU head:
     non-negative unit vectors in :math:`\mathbb R^d` (module docstring).
@@ -375,7 +391,8 @@ def nonnegative_prototypes(
     seed : int
         Seed of the factor starts and of the composition samples.
     starts : int
-        Seeded starts of the non-negative factor descent (where no closed form applies).
+        Seeded starts of the non-negative factor descent (where no closed form applies; 16 by
+        default, as for ``supcon_prototypes(dim=...)``).
 
     Returns
     -------

@@ -338,16 +338,17 @@ class Prototypes(Record):
                           f"{gap:.3g} nats ({share:.2g}% of the loss)"))
             if self.rank_d is not None:
                 r = self.rank_d
-                pairs.append(("certified", f"Riemannian gradient {r.gradient_norm:.1e}, Hessian "
-                              f"min eig {r.hessian_min_eig:+.1e} ("
+                pairs.append(("critical", f"gradient {r.gradient_norm:.1e}, Hessian min "
+                              f"{r.hessian_min_eig:+.1e} ("
                               + ("second-order critical" if r.second_order else
                                  "NOT second-order critical")
-                              + ("; globally optimal)" if r.global_optimal else ")")))
+                              + ("; global optimum)" if r.global_optimal else
+                                 "; not proven global)")))
         ex = format_nats(self.excess_loss, self.log_excess_loss)
         excess = f"{bound_word} {ex} nats above the entropic bound {self.entropic_bound:.10g}"
-        if self.certificate is not None:
+        if self.certificate is not None and self.dim is None:  # in R^d: the line above
             gap = format_nats(self.certificate.gap_bound, self.certificate.log_gap_bound)
-            excess += f" (within {gap})"
+            excess += f" (gap to optimum <= {gap})"
         pairs.append(("excess", excess))
         if self.approximation is not None:
             a = self.approximation
@@ -422,14 +423,27 @@ class Prototypes(Record):
         cert = self.certificate
         if self.rank_d is not None:  # a rank-d point: certified first and second order
             r = self.rank_d
+            what = (f"a first- and second-order critical point of the loss over Grams of rank "
+                    f"<= {r.dim} (residual: the Riemannian gradient); "
+                    + ("also the global optimum (the dual is PSD)" if r.global_optimal else
+                       "not proven globally optimal: see lower_bound and gap"))
             return Convergence(success=r.first_order, status=self.stop_reason,
                                residual=self.kkt_residual,
-                               certified=r.first_order and r.second_order and not r.check())
+                               certified=r.first_order and r.second_order and not r.check(),
+                               certifies=what)
+        if self.method == "first-order":
+            what = "nothing: a first-order approximation (the loss is an upper bound)"
+        elif self.method == "closed-form":
+            what = "the optimum (a closed form)"
+        else:
+            what = ("the optimum over the elliptope, within the certificate's gap_bound "
+                    "(KKT: residual is the certificate's kkt_residual)")
         return Convergence(
             success=self.method != "first-order",
             status=self.stop_reason,
             residual=self.kkt_residual,
             certified=self.method == "closed-form" or (cert is not None and not cert.check()),
+            certifies=what,
         )
 
     #: ``gram=None`` includes the ``K x K`` Gram for ``K <= GRAM_JSON_MAX_K`` (500) and

@@ -107,7 +107,9 @@ class KKTCertificate(CertificateProtocol):
     statement: ClassVar[str] = (
         "M is optimal iff M is in the elliptope, S = g - Diag(diag(M g)) is PSD and M S = 0; "
         "kkt_residual is the largest violation, gap_bound = <S, M> + K max(0, -lambda_min(S)) "
-        "bounds F(M) - min F in nats; ranks split the spectra of M and S at rank_tol, dual_tol"
+        "bounds F(M) - min F in nats; ranks split the spectra of M and S at rank_tol, dual_tol, "
+        "and gram_gap, dual_gap are the smallest eigenvalue kept in each rank over the largest "
+        "left out (large: the rank is clear-cut)"
     )
 
     def claims(self) -> Iterator[tuple[str, bool]]:

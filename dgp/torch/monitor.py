@@ -273,12 +273,10 @@ class GeometryMonitor:
         n, means, S2 = self._host()
         out["samples_seen"] = float(n.sum())
         out["classes_seen"] = float((n > 0).sum())
-        if (n == 0).any():
+        G = self.learned_gram()
+        if not np.isfinite(G).all():  # a class unseen, or whose mean is the zero vector
             return out
         out["nc1"] = self._nc1(n, means, S2)
-        G = self.learned_gram()
-        if not np.isfinite(G).all():
-            return out
         out["gram_rms"] = _gram_rms(G, self.target)
         out["gram_rms_simplex"] = _gram_rms(G, self.simplex)
         if self.uniform is not None:
