@@ -60,8 +60,14 @@ def format_nats(value: float, log_value: float | None = None) -> str:
     return f"{10.0 ** (e10 - exp):.3f}e{exp}"
 
 
+#: columns of a result's text summary: a value longer than that continues on the next lines,
+#: under its first word
+SUMMARY_WIDTH = 100
+
+
 def format_summary(title: str, pairs: list[tuple[str, str]]) -> str:
-    """``title`` and ``name  value`` lines with the names aligned.
+    """``title`` and ``name  value`` lines with the names aligned, each line at most
+    :data:`SUMMARY_WIDTH` columns (longer values wrap at spaces, under their first word).
 
     >>> print(format_summary("T", [("a", "1"), ("long name", "2")]))
     T
@@ -69,7 +75,13 @@ def format_summary(title: str, pairs: list[tuple[str, str]]) -> str:
       long name  2
     """
     width = max((len(k) for k, _ in pairs), default=0)
-    return "\n".join([title, *(f"  {k:<{width}}  {v}" for k, v in pairs)])
+    indent = " " * (width + 4)
+    lines = [title]
+    for k, v in pairs:
+        lines += textwrap.wrap(v, width=SUMMARY_WIDTH, initial_indent=f"  {k:<{width}}  ",
+                               subsequent_indent=indent, break_on_hyphens=False,
+                               break_long_words=False) or [f"  {k}"]
+    return "\n".join(lines)
 
 
 def format_rows(rows: list[tuple[str, str]], *, width: int = 80) -> str:

@@ -146,3 +146,58 @@ def test_a_write_that_fails_late_names_the_file(files, cli, monkeypatch):
     assert r.code == 1
     assert r.err == "error: cannot write the output 'G.npy' (No space left on device)\n"
     assert sorted(os.listdir(".")) == ["W.npy", "y.csv"]  # nothing written, no temporary
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("--save-gram", "loop1.npy"), "--save-gram 'loop1.npy' cannot be resolved"),
+    (("--save-gram", "a" * 300 + ".npy"), "File name too long"),
+    (("--save-gram", "W.npy/x.npy"), "--save-gram 'W.npy/x.npy' cannot be resolved"),
+    (("--plot", "pipe"), "--plot 'pipe' exists and is not a regular file"),  # before '.png'
+])
+def test_unresolvable_or_special_outputs_are_refused_before_any_work(files, cli, argv, words):
+    os.symlink("loop2.npy", "loop1.npy")
+    os.symlink("loop1.npy", "loop2.npy")
+    os.mkfifo("pipe")
+    r = cli("supcon", "--sizes", "5,3,2", "--tau", "0.2", *argv)
+    assert r.code == 2 and r.out == "" and words in r.err, r.err
+    assert os.path.islink("loop1.npy") and not os.path.exists("pipe.png")
+
+
+def test_csv_tables_take_csv_or_txt_from_one_declaration(files, cli):
+    for name in ("ph.tsv", "ph.npy"):
+        r = cli("phase", "--objective", "y-aware", "--labels", "y.csv", "--sigma", "1", "--grid",
+                "tau=0.5,1", "--csv", name)
+        assert r.code == 2 and r.err == f"error: --csv '{name}': use a .csv or .txt file name\n"
+    r = cli("phase", "--objective", "y-aware", "--labels", "y.csv", "--sigma", "1", "--grid",
+            "tau=0.5,1", "--dim", "2", "--csv", "PH.CSV", "--quiet")
+    assert r.code == 0 and os.path.isfile("PH.CSV") and r.err == ""
+
+
+@pytest.mark.parametrize("flag, shown", [(None, True), ("--quiet", False), ("--json", False)])
+def test_phase_progress_only_on_a_terminal_without_quiet_or_json(files, cli, monkeypatch, flag,
+                                                                 shown):
+    import dgp.cli.phase as phase_cli
+
+    seen = {}
+    real = phase_cli.phase
+
+    def spy(**kwargs):
+        seen["progress"] = kwargs["progress"]
+        return real(**kwargs)
+
+    class Terminal:  # what phase_cli sees as sys.stderr: a terminal
+        def isatty(self):
+            return True
+
+        def write(self, text):
+            return len(text)
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(phase_cli, "phase", spy)
+    monkeypatch.setattr(phase_cli, "sys", type("S", (), {"stderr": Terminal()}))
+    argv = ["phase", "--objective", "y-aware", "--labels", "y.csv", "--sigma", "1", "--grid",
+            "tau=0.5,1", "--dim", "2"] + ([flag] if flag else [])
+    r = cli(*argv)
+    assert r.code == 0 and seen["progress"] is shown

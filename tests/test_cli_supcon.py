@@ -243,3 +243,18 @@ def test_supcon_json_identifiability_shrinks_with_tau(cli):
     assert 0 <= rep["identifiability"]["full_batch_gap"] < rep["identifiability"]["simplex_gap"]
     balanced = ok(cli("supcon", "--sizes", "20,20,20", "--tau", "0.1", "--json"))
     assert balanced["identifiability"]["simplex_gap"] == 0.0
+
+
+@pytest.mark.parametrize("extra", [
+    ("--eps", "0.1", "--nonnegative", "--dim", "3"),  # the bound's relaxation: a long value
+    ("--dim", "2", "--starts", "3"),
+])
+def test_summaries_wrap_to_100_columns_under_their_first_word(cli, extra):
+    r = cli("supcon", "--sizes", "50,20,5,3", "--tau", "0.2", *extra)
+    assert r.code == 0, r.err
+    lines = r.out.split("\n\n")[0].splitlines()
+    assert all(len(line) <= 100 for line in lines)
+    keys = [ln for ln in lines[1:] if not ln.startswith("   ")]
+    col = len(keys[0]) - len(keys[0][2:].split("  ", 1)[1].lstrip()) if keys else 0
+    cont = [ln for ln in lines[1:] if ln.startswith("   ")]
+    assert cont and all(len(ln) - len(ln.lstrip()) == col for ln in cont)

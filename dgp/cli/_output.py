@@ -73,6 +73,7 @@ def plot_path(path: str, flag: str = "--plot") -> str:
     if os.path.isdir(path):
         raise InputError(f"{flag} {path!r} is a directory; give a file name such as "
                          f"{os.path.join(path, 'figure.png')!r}")
+    _regular_or_absent(path, flag)  # before '.png' is added: --plot /dev/null is refused
     ext = os.path.splitext(path)[1]
     if not ext:
         path, ext = path + ".png", ".png"
@@ -82,17 +83,41 @@ def plot_path(path: str, flag: str = "--plot") -> str:
     return _writable(path, flag)
 
 
+def _regular_or_absent(path: str, flag: str) -> str:
+    """The real path of ``path`` (links followed) when nothing is there or a regular file is;
+    a link that cannot be resolved (a loop) or anything else there (a device, a pipe) is
+    refused: a rename would replace the node."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        pass  # nothing there (or a dangling link, whose target will be created)
+    except OSError as exc:  # ELOOP: a loop of links
+        raise InputError(f"{flag} {path!r} cannot be resolved ({exc.strerror or exc}); give a "
+                         "file name") from None
+    real = os.path.realpath(path)
+    if os.path.exists(real) and not os.path.isfile(real):
+        raise InputError(f"{flag} {path!r} exists and is not a regular file; give a file name")
+    return real
+
+
 def _writable(path: str, flag: str) -> str:
     """``path`` if a file can be written there: its folder (a link's target's folder) exists
     and a file can be created in it (tried, not guessed from permission bits: ``/proc`` and
     read-only mounts pass ``os.access``), and what is there now, if anything, is a regular
     file (a device, a pipe or a socket is never replaced by a rename)."""
-    real = os.path.realpath(path)
+    real = _regular_or_absent(path, flag)
     folder = os.path.dirname(real)
-    if os.path.exists(real) and not os.path.isfile(real):
-        raise InputError(f"{flag} {path!r} exists and is not a regular file; give a file name")
     if not os.path.isdir(folder):
-        raise InputError(f"{flag} {path!r}: the folder {folder!r} does not exist")
+        what = "is not a folder" if os.path.exists(folder) else "does not exist"
+        raise InputError(f"{flag} {path!r}: the folder {folder!r} {what}")
+    name = os.path.basename(real)
+    try:
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):  # no such limit reported: the usual 255 bytes
+        longest = 255
+    if len(os.fsencode(name)) > longest:
+        raise InputError(f"{flag} {path!r}: the file name is {len(os.fsencode(name))} bytes "
+                         f"long, more than the {longest} its folder allows")
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".dgp-write-test-"):
             pass
@@ -103,9 +128,11 @@ def _writable(path: str, flag: str) -> str:
 
 
 _ARRAY_FORMATS = (".npy", ".csv", ".txt")
+#: a comma-separated table (``--csv``)
+_TEXT_FORMATS = (".csv", ".txt")
 
 
-def array_path(path: str, flag: str) -> str:
+def array_path(path: str, flag: str, formats: tuple[str, ...] = _ARRAY_FORMATS) -> str:
     """Check an output array path (``--save-embedding FILE``) before any work.
 
     Raises
@@ -114,12 +141,12 @@ def array_path(path: str, flag: str) -> str:
         If the path is a directory, has an unknown extension, or its folder does not exist or
         is not writable.
     """
+    words = ", ".join(formats[:-1]) + " or " + formats[-1]
     if os.path.isdir(path):
-        raise InputError(f"{flag} {path!r} is a directory; give a file name ending in .npy, "
-                         ".csv or .txt")
+        raise InputError(f"{flag} {path!r} is a directory; give a file name ending in {words}")
     ext = os.path.splitext(path)[1].lower()
-    if ext not in _ARRAY_FORMATS:
-        raise InputError(f"{flag} {path!r}: use a .npy, .csv or .txt file name")
+    if ext not in formats:
+        raise InputError(f"{flag} {path!r}: use a {words} file name")
     return _writable(path, flag)
 
 
@@ -140,8 +167,9 @@ def atomic_output(path: str) -> Iterator[str]:
     """A temporary path next to ``path`` (same extension) to write to; renamed over ``path``
     when the block ends normally, removed when it raises (the target is then untouched).
 
-    An existing file is replaced (as ``numpy.save`` or ``cp`` would) and keeps its permission
-    bits; a link is followed, so the link stays and its target is replaced. A failure to
+    An existing file is replaced by the new one, which keeps its permission bits (a hard link
+    to the old file keeps the old content); a symbolic link is followed, so the link stays and
+    its target is replaced. A failure to
     write is an ``OSError`` naming ``path`` (not the temporary file)."""
     real = os.path.realpath(path)
     folder, base = os.path.split(real)
@@ -161,12 +189,13 @@ def atomic_output(path: str) -> Iterator[str]:
 
 class FileArg:
     """The ``type=`` of a file argument: ``FileArg("input")`` or ``FileArg("output", kind)``
-    with ``kind`` one of ``"array"`` (``.npy/.csv/.txt``), ``"figure"`` (``.png/.pdf/.svg``,
+    with ``kind`` one of ``"array"`` (``.npy/.csv/.txt``), ``"text"`` (``.csv/.txt``),
+    ``"figure"`` (``.png/.pdf/.svg``,
     ``.png`` added when there is none), ``"table"`` (any file name) or ``"folder"`` (a
     directory, created before any work). The value stays the string given;
     :func:`check_files` checks it."""
 
-    KINDS = ("array", "figure", "table", "folder")
+    KINDS = ("array", "text", "figure", "table", "folder")
 
     def __init__(self, role: str, kind: str | None = None) -> None:
         if role not in ("input", "output") or (role == "output") != (kind in self.KINDS):
@@ -224,6 +253,8 @@ def check_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
 def _output_path(path: str, flag: str, kind: str | None) -> str:
     if kind == "array":
         return array_path(path, flag)
+    if kind == "text":
+        return array_path(path, flag, _TEXT_FORMATS)
     if kind == "figure":
         return plot_path(path, flag)
     if kind == "folder":  # created now, and a file written there, before any work

@@ -163,7 +163,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "address such as tcp://HOST:8786 (needs the dask extra)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
-    out.add_argument("--csv", metavar="FILE", type=FileArg("output", "array"),
+    out.add_argument("--csv", metavar="FILE", type=FileArg("output", "text"),
                      help="write the table, one row per cell, as CSV")
     p.add_argument("--plot", metavar="FILE", type=FileArg("output", "figure"),
                    help="also save a figure (.png, .pdf or .svg; needs the plot extra)")
@@ -177,9 +177,6 @@ def run(args: argparse.Namespace) -> int:
 
         require_matplotlib()  # fail before any work when the plot extra is missing
         plot = args.plot  # checked by check_files
-    if args.csv is not None:
-        if not args.csv.lower().endswith((".csv", ".txt")):
-            raise InputError(f"--csv {args.csv!r}: use a .csv or .txt file name")
     grid: dict[str, np.ndarray] = {}
     for item in args.grid:
         name, values = parse_axis(item)
@@ -190,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
         **input_kwargs(args), grid=grid, tau=args.tau, dim=args.dim, eps=args.eps,
         sigma=args.sigma, label_tau=args.label_tau, classes=args.classes,
         majority=args.majority, profile=args.profile, excess=not args.no_excess, jobs=args.jobs,
-        scheduler=args.scheduler, progress=sys.stderr.isatty(),
+        scheduler=args.scheduler,
+        progress=sys.stderr.isatty() and not (args.quiet or args.json),
     )
     if plot is not None:
         with atomic_output(plot) as tmp:

@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
                 for b, sh, se in within.table]
         print(table(rows, ["B", "max |G_B - G_full|", "sampling error"]))
     for flag, path in (("gram", args.save_gram), ("embedding", args.save_embedding),
-                       ("prototypes", args.save_prototypes)):
+                       ("prototypes", args.save_prototypes), ("figure", args.plot)):
         if path is not None:
             print(f"wrote {flag} to {path}")
     return 0

@@ -296,8 +296,8 @@ class Prototypes(Record):
         N = sum(self.sizes)
         pairs = []
         if self.rank_d is not None:
-            how = (f"numeric in R^{self.dim} (rank-{self.dim} Burer-Monteiro, best of many "
-                   "seeded starts; non-convex)")
+            how = (f"numeric in R^{self.dim} (rank-{self.dim} Burer-Monteiro, non-convex): "
+                   f"{self.stop_reason}")
         elif self.method == "numeric" and self.certificate is not None:
             how = f"numeric (certified: KKT residual {self.kkt_residual:.1e})"
         elif self.method == "first-order":
@@ -361,7 +361,7 @@ class Prototypes(Record):
             if a.distance is not None:
                 pairs.append(("projected", f"nearest point of the elliptope at distance "
                               f"{a.distance:.3g}; the loss above is taken there"))
-        uniq = {True: "unique minimiser up to rotation", False: "not unique (a face of minimisers)",
+        uniq = {True: "unique minimiser up to rotation", False: "not unique: a face of minimisers",
                 None: "uniqueness undecided"}[self.unique]
         pairs.append(("rank", f"{self.rank} ({uniq})"))
         if self.K > 2:

@@ -394,7 +394,9 @@ def dnn_lower_bound(
                         "doubly non-negative relaxation (PSD, entrywise >= 0, unit diagonal)")
     best, G_cut = solve_with(cuts, CUT_ROUNDS)
     best = max(best, dnn, 0.0)
-    what = f"doubly non-negative relaxation with {len(cuts)} rank-{d} cuts w^T M w >= (1^T w)^2/{d}"
+    cut_word = "cut" if len(cuts) == 1 else "cuts"
+    what = (f"doubly non-negative relaxation with {len(cuts)} rank-{d} {cut_word} w^T M w >= "
+            f"(1^T w)^2/{d}")
     branches = stirling2(K, d)
     if prob.R <= DNN_MAX_ROWS and branches <= MAX_BRANCHES:
         worst = math.inf

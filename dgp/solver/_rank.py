@@ -208,8 +208,9 @@ def rank_d_search(
             best, res = X, r
         done += 1
     reason = (
-        (f"best of {len(pool)} starts (each screened by {screen_iters} L-BFGS steps, the "
-         f"best {min(keep, len(pool))} run further, the best polished by the trust region"
+        (f"best of {len(pool)} starts ({n_random} seeded random, {len(starts)} given; each "
+         f"screened by {screen_iters} L-BFGS steps, the best {min(keep, len(pool))} run "
+         "further, the best polished by the trust region"
          if len(pool) > 1 else "one start (descended by L-BFGS, polished by the trust region")
         + (f", {hops} basin hops" if hops else "")
         + (f", {done} rounds" if done > 1 else "") + ")"
