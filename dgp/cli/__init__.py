@@ -394,9 +394,10 @@ class _Heartbeat:
 
 
 def _heartbeat(args: argparse.Namespace) -> _Heartbeat:
-    quiet = (getattr(args, "quiet", False) or getattr(args, "json", False)
-             or args.command in _OWN_PROGRESS)
-    return _Heartbeat(args.command, enabled=not quiet and sys.stderr.isatty())
+    from dgp.cli._output import quiet
+
+    silent = quiet(args) or args.command in _OWN_PROGRESS
+    return _Heartbeat(args.command, enabled=not silent and sys.stderr.isatty())
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -33,6 +33,7 @@ __all__ = [
     "emit_json",
     "jsonable",
     "plot_path",
+    "quiet",
     "save_array",
     "table",
 ]
@@ -40,6 +41,12 @@ __all__ = [
 
 #: numpy values (and non-finite floats, as null) to plain JSON values: the certificates' own
 jsonable = plain
+
+
+def quiet(args: argparse.Namespace) -> bool:
+    """``--quiet`` or ``--json``: nothing on stderr but warnings and errors (no progress, no
+    notes). The one place that reads both flags (``--json`` is absent from some commands)."""
+    return bool(getattr(args, "quiet", False) or getattr(args, "json", False))
 
 
 def emit_json(obj: Any) -> None:
@@ -73,9 +80,9 @@ def plot_path(path: str, flag: str = "--plot") -> str:
     if os.path.isdir(path):
         raise InputError(f"{flag} {path!r} is a directory; give a file name such as "
                          f"{os.path.join(path, 'figure.png')!r}")
-    _regular_or_absent(path, flag)  # before '.png' is added: --plot /dev/null is refused
     ext = os.path.splitext(path)[1]
-    if not ext:
+    if not ext:  # the name given is checked too: --plot /dev/null is refused, not /dev/null.png
+        _regular_or_absent(path, flag)
         path, ext = path + ".png", ".png"
     if ext.lower() not in _FIGURE_FORMATS:
         raise InputError(f"{flag} {path!r}: unknown figure format {ext!r}; use one of "
@@ -85,8 +92,9 @@ def plot_path(path: str, flag: str = "--plot") -> str:
 
 def _regular_or_absent(path: str, flag: str) -> str:
     """The real path of ``path`` (links followed) when nothing is there or a regular file is;
-    a link that cannot be resolved (a loop) or anything else there (a device, a pipe) is
-    refused: a rename would replace the node."""
+    a path that cannot be resolved (a loop of links, a name longer than the folder allows, a
+    regular file used as a folder) or anything else there (a device, a pipe) is refused: a
+    rename would replace the node."""
     try:
         os.stat(path)
     except FileNotFoundError:
@@ -110,14 +118,6 @@ def _writable(path: str, flag: str) -> str:
     if not os.path.isdir(folder):
         what = "is not a folder" if os.path.exists(folder) else "does not exist"
         raise InputError(f"{flag} {path!r}: the folder {folder!r} {what}")
-    name = os.path.basename(real)
-    try:
-        longest = os.pathconf(folder, "PC_NAME_MAX")
-    except (OSError, ValueError):  # no such limit reported: the usual 255 bytes
-        longest = 255
-    if len(os.fsencode(name)) > longest:
-        raise InputError(f"{flag} {path!r}: the file name is {len(os.fsencode(name))} bytes "
-                         f"long, more than the {longest} its folder allows")
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".dgp-write-test-"):
             pass
@@ -169,8 +169,8 @@ def atomic_output(path: str) -> Iterator[str]:
 
     An existing file is replaced by the new one, which keeps its permission bits (a hard link
     to the old file keeps the old content); a symbolic link is followed, so the link stays and
-    its target is replaced. A failure to
-    write is an ``OSError`` naming ``path`` (not the temporary file)."""
+    its target is replaced. A failure to write is an ``OSError`` naming ``path`` (not the
+    temporary file)."""
     real = os.path.realpath(path)
     folder, base = os.path.split(real)
     ext = os.path.splitext(base)[1]

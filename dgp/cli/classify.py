@@ -9,7 +9,7 @@ import numpy as np
 
 from dgp.classification import METHODS, classify, weighting
 from dgp.cli._inputs import add_weights_arguments, is_edge_list, load_weighting
-from dgp.cli._output import FileArg, atomic_output, emit_json, save_array
+from dgp.cli._output import FileArg, atomic_output, emit_json, quiet, save_array
 from dgp.errors import InputError
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, load_labels
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
 def _note_long(n: int, args: argparse.Namespace) -> None:
     """Say on stderr when a dense classification will take a while (one N^3 reduction)."""
     seconds = (n / 2000.0) ** 3  # about a second per 2000^3 on one core
-    if seconds >= 10 and not (args.quiet or args.json):
+    if seconds >= 10 and not quiet(args):
         sys.stderr.write(f"note: N = {n}: one dense {n} x {n} tridiagonalisation, about "
                          f"{seconds / 60:.0f} min on one core...\n" if seconds >= 120 else
                          f"note: N = {n}: one dense {n} x {n} tridiagonalisation, about "

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from dgp.cli._inputs import add_weights_arguments, load_weighting
-from dgp.cli._output import FileArg, atomic_output, emit_json
+from dgp.cli._output import FileArg, atomic_output, emit_json, quiet
 from dgp.design import GRID_PARAMETERS, MAX_CELLS, PROFILES, phase
 from dgp.errors import InputError, ParameterError
 from dgp.infonce import SIMILARITIES
@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         sigma=args.sigma, label_tau=args.label_tau, classes=args.classes,
         majority=args.majority, profile=args.profile, excess=not args.no_excess, jobs=args.jobs,
         scheduler=args.scheduler,
-        progress=sys.stderr.isatty() and not (args.quiet or args.json),
+        progress=sys.stderr.isatty() and not quiet(args),
     )
     if plot is not None:
         with atomic_output(plot) as tmp:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dgp.cli._output import emit_json, table
+from dgp.cli._output import emit_json, quiet, table
 
 __all__ = ["register", "run"]
 
@@ -62,8 +62,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"[{k}/{total}] {r.id}: {r.status} ({r.seconds:.1f} s)\n")
         sys.stderr.flush()
 
-    quiet = args.quiet or args.json
-    results = run_theorems(only=args.only, progress=None if quiet else progress)
+    results = run_theorems(only=args.only, progress=None if quiet(args) else progress)
     if args.json:
         emit_json({"theorems": [r.to_dict() for r in results]})
     else:

@@ -12,7 +12,7 @@ import sys
 import textwrap
 from typing import Any
 
-from dgp.cli._output import FileArg, atomic_output, emit_json, jsonable, table
+from dgp.cli._output import FileArg, atomic_output, emit_json, jsonable, quiet, table
 from dgp.errors import InputError
 
 __all__ = ["EXPERIMENTS", "register", "run"]
@@ -260,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
 
     mode = "quick" if args.quick else (args.mode or "full")
     data = datasets.load_npz(args.data) if args.data is not None else None
-    progress = False if (args.json or args.quiet) else None
+    progress = False if quiet(args) else None
     opts = {"quick": mode == "quick", "seed": args.seed, "device": args.device,
             "progress": progress, "budget": MODES[mode], "taus": args.taus}
     if args.experiment == "all":
@@ -283,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
             with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
                 json.dump(report, fh, indent=2)
             written += [path, *save_figures(exp, args.out)]
-        if not (args.json or args.quiet):
+        if not quiet(args):
             sys.stderr.write("wrote " + ", ".join(written) + "\n")
     if args.experiment == "all":
         device = reports[0]["device"] if reports else str(resolve_device(args.device))
