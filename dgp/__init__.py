@@ -16,6 +16,8 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS = {
     "Classification": "dgp.result",
+    "InvalidParameterError": "dgp.errors",
+    "Problem": "dgp.problem",
     "classify": "dgp.classification",
     "classify_objective": "dgp.objectives",
     "deterministic": "dgp.resources",

@@ -1,8 +1,9 @@
 """Validators used at the public boundary.
 
 Every public function checks its arguments with these helpers before doing any mathematics, so
-that bad input gives one clear :class:`ValueError` (or :class:`TypeError`) naming the argument and
-the bad value, and never a wrong answer. The CLI turns these errors into one ``error:`` line.
+that bad input gives one clear :class:`InvalidParameterError` (a :class:`ValueError`; a wrong
+type is also a :class:`TypeError`) naming the argument and the bad value, and never a wrong
+answer. The CLI turns these errors into one ``error:`` line.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ __all__ = [
     "DgpWarning",
     "InputError",
     "InputTypeError",
+    "InvalidParameterError",
     "ParameterError",
     "ParameterTypeError",
     "SolverError",
@@ -39,11 +41,14 @@ class DgpError(Exception):
     """Base class of the errors dgp raises on purpose (bad input or a failure of its own)."""
 
 
-class ParameterError(DgpError, ValueError):
-    """A bad argument: names the parameter (``param``) and says what is wrong (``detail``).
+class InvalidParameterError(DgpError, ValueError):
+    """A bad parameter: names it (``param``) and says what is wrong (``detail``).
 
-    The message is ``f"{param} {detail}"``; the command line shows the same text with the
-    parameter replaced by its flag (``sigma`` -> ``--sigma``).
+    Every invalid parameter of every public entry point raises this one class (a wrong type
+    raises its subclass :class:`ParameterTypeError`, which is also a :class:`TypeError`), so
+    ``except dgp.InvalidParameterError`` catches them all. The message is
+    ``f"{param} {detail}"``; the command line shows the same text with the parameter replaced
+    by its flag (``sigma`` -> ``--sigma``) and exits with status 2.
     """
 
     def __init__(self, param: str, detail: str) -> None:
@@ -51,19 +56,23 @@ class ParameterError(DgpError, ValueError):
         self.param = param
         self.detail = detail
 
+    def __reduce__(self):  # picklable (a worker's error travels back to the parent)
+        return type(self), (self.param, self.detail)
+
+
+#: the name of :class:`InvalidParameterError` before v4, kept as an alias
+ParameterError = InvalidParameterError
+
 
 def join_param(param: str, detail: str) -> str:
     """``param`` followed by ``detail`` (no space before an index such as ``[3, 4]``)."""
     return f"{param}{detail}" if detail.startswith("[") else f"{param} {detail}"
 
 
-class ParameterTypeError(DgpError, TypeError):
-    """An argument of the wrong type; ``param`` and ``detail`` as :class:`ParameterError`."""
-
-    def __init__(self, param: str, detail: str) -> None:
-        super().__init__(join_param(param, detail))
-        self.param = param
-        self.detail = detail
+class ParameterTypeError(InvalidParameterError, TypeError):
+    """A parameter of the wrong type: an :class:`InvalidParameterError` (hence a
+    :class:`ValueError`) that is also a :class:`TypeError`; ``param`` and ``detail`` as
+    there."""
 
 
 class InputError(DgpError, ValueError):

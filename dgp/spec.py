@@ -1,0 +1,100 @@
+"""What an entry point reads of a problem: the protocol that :class:`dgp.Problem` implements.
+
+:class:`dgp.Problem` is built on the floor of the objective registry (it validates labels and
+objective parameters there), above :func:`dgp.optimum` and :func:`dgp.supcon_prototypes`. Those
+functions accept a problem through this protocol, defined here below them all, so that every
+import still walks down the floors: an entry point asks the problem for what it needs (its
+weighting as the solver takes it, its class sizes, its classification) and never imports the
+class itself.
+
+:func:`merged` is the one rule for a field that may come from the problem or from a keyword of
+the entry point: either one gives it, and two values that disagree are refused.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import numbers
+from typing import Any
+
+from dgp.errors import InvalidParameterError, describe
+
+__all__ = ["SAMPLING_FIELDS", "ProblemSpec", "merged"]
+
+#: the sampling fields of a problem, in the order of :func:`dgp.supcon_prototypes`
+SAMPLING_FIELDS = ("batch_size", "sampler", "samples_per_class", "reduction",
+                   "anchors_without_positives")
+
+
+class ProblemSpec(abc.ABC):
+    """A validated problem, as the entry points read it (implemented by :class:`dgp.Problem`).
+
+    Attributes every implementation has: ``tau`` (float or ``None``), ``similarity``, ``eps``
+    (the Soft SupCon cross-class weight or ``None``), ``objective`` (the registry name or
+    ``None`` for a weight matrix) and the sampling fields :data:`SAMPLING_FIELDS` (``None``
+    where not given).
+    """
+
+    tau: float | None
+    similarity: str
+    eps: float | None
+    objective: str | None
+    batch_size: int | None
+    sampler: str | None
+    samples_per_class: int | None
+    reduction: str | None
+    anchors_without_positives: str | None
+
+    @abc.abstractmethod
+    def solver_weights(self) -> Any:
+        """The weighting in a form :func:`dgp.engine.target.check_weights` accepts (validated
+        log-weights, or the dense weights of an objective), for the dense programs.
+
+        Raises
+        ------
+        InvalidParameterError
+            If an objective parameter the weighting needs is missing.
+        """
+
+    @abc.abstractmethod
+    def class_sizes(self, entry: str) -> Any:
+        """The class sizes (a 1-D ``int64`` array) of a SupCon / Soft SupCon problem.
+
+        Raises
+        ------
+        InvalidParameterError
+            If the problem has no class structure that ``entry`` (the caller's name, for the
+            message) can use.
+        """
+
+    @abc.abstractmethod
+    def classification(self, *, tau: float, dim: int, rtol: float, method: str,
+                       floor: bool) -> Any:
+        """The :class:`dgp.result.Classification` of this problem with validated settings."""
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, numbers.Real) and isinstance(b, numbers.Real) and not isinstance(
+            a, bool) and not isinstance(b, bool):
+        fa, fb = float(a), float(b)
+        return fa == fb or (math.isnan(fa) and math.isnan(fb))
+    return type(a) is type(b) and a == b
+
+
+def merged(problem: ProblemSpec | None, name: str, given: object, default: object = None) -> Any:
+    """The value of field ``name``: the keyword ``given`` or the problem's own (``None`` in
+    either means not given there), else ``default``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If both give it with different values.
+    """
+    own = None if problem is None else getattr(problem, name)
+    if given is None:
+        return default if own is None else own
+    if own is not None and not _same(own, given):
+        raise InvalidParameterError(name, f"= {describe(given)} disagrees with the Problem's "
+                                    f"{name} = {describe(own)}; give it once")
+    return given
