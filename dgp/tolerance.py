@@ -15,7 +15,9 @@ dtype says, and their :math:`u` is widened by it (:meth:`Tolerance.widened`, rep
 ``unit_roundoff``): a row-rescaled ``W``, whose canonical log-weights are larger than the target
 they cancel down to (:attr:`dgp.engine.target.LogTarget.roundoff_factor`), and continuous labels
 far from the origin, known to a unit roundoff of their size rather than of their spread
-(:attr:`dgp.objectives.registry.Kernel.roundoff_factor`). So ``diag(a) W`` and labels
+(:attr:`dgp.objectives.registry.Kernel.roundoff_factor`), and log-weights given as large numbers
+(``log W + log alpha``: an absolute error of ``u |log alpha|``) or subnormal weights
+(:attr:`dgp.engine.target.LogWeights.magnitude`). So ``diag(a) W`` and labels
 translated by ``t`` are decided as ``W`` and the centred labels are (property-tested in
 ``tests/test_extremes.py``). Where a rank rests on the widening (an eigenvalue that is non-zero
 at the input's own precision is read as zero, :meth:`Tolerance.read_as_zero`), the verdict is

@@ -158,6 +158,16 @@ class LogWeights(CanonicalShift):
         weights without zeros whose ratios to the largest are normal floats: it then reads
         every weight once for both); ``None`` otherwise (:func:`entropic_bound` computes them
         from ``L``).
+    magnitude : float
+        The absolute precision of the log-weights as given, in unit roundoffs: for log-weights,
+        their largest :math:`|\log w_{ij}|` (numbers of that size carry an error of one unit
+        roundoff of it, about :math:`|\log\alpha|\,u` for the log-weights of
+        :math:`\alpha W`, which the canonical shift does not remove); for weights, 0 when
+        every positive weight is a normal float (the logarithms of their ratios to the largest,
+        after an exact power-of-two normalisation where needed, are exact to a rounding of
+        their own size, whatever the scale of ``W``), else the relative precision of the
+        smallest subnormal weight over ``unit_roundoff``. The decisions widen their tolerance
+        by it (:attr:`LogTarget.roundoff_factor`).
     """
 
     L: np.ndarray | None
@@ -169,6 +179,7 @@ class LogWeights(CanonicalShift):
     warnings: tuple[str, ...] = ()
     pairs: Pairs | None = None
     entropies: np.ndarray | None = None
+    magnitude: float = 0.0
 
     @property
     def n(self) -> int:
@@ -410,6 +421,8 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
         low = np.inf
         if is_log:
             row_top = blk.max(axis=1)  # NaN if the row holds one, +inf if it holds one
+            # the smallest finite log-weight (the largest |log w| is at one end or the other)
+            low = float(np.min(blk, where=np.isfinite(blk), initial=np.inf))
             if np.isnan(row_top).any():
                 i, j = _first_bad(np.isnan(blk), sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is NaN; log-weights must be numbers "
@@ -468,8 +481,15 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     n_zero = sum(s[1] for s in stats)
     first_zero = next((s[2] for s in stats if s[2] is not None), None)
     smallest_positive = min(s[3] for s in stats)
-    positive_low = min(s[0] for s in stats)  # the smallest weight of the blocks without zeros
+    # the smallest weight of the blocks without zeros (log-weights: the smallest finite one)
+    positive_low = min(s[0] for s in stats)
     entropies = None  # the row entropies, when the logarithms give them on the way
+    magnitude = 0.0
+    if not is_log and src.dtype.kind == "f":
+        low_positive = min(smallest_positive, positive_low)
+        if low_positive < float(np.finfo(src.dtype).tiny):  # subnormal: fewer digits
+            step = float(np.finfo(src.dtype).smallest_subnormal)  # (half of it underflows)
+            magnitude = step / low_positive / (2.0 * u)
     # pass 2, in place: canonical log-weights from mantissa and exponent (no overflow, no
     # underflow): log w - log w_max = (log m - log m_max) + (e - e_max) log 2, e integers
     if is_log:
@@ -478,6 +498,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
 
         map_blocks(shifted, blocks)
         shift = top
+        magnitude = max(abs(top), abs(positive_low)) if math.isfinite(positive_low) else abs(top)
     elif min(smallest_positive, positive_low) / top > RATIO_NORMAL_MIN:
         # the ratios w / w_max are normal floats: log of the ratio, exact to one rounding
         if n_zero == 0:
@@ -519,7 +540,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     for note in notes:
         warnings.warn(note, DgpWarning, stacklevel=3)
     return LogWeights(L, float(shift), symmetric, n_zero, first_zero, u, tuple(notes),
-                      entropies=entropies)
+                      entropies=entropies, magnitude=float(magnitude))
 
 
 def _log_ratios_entropies(L: np.ndarray, top: float) -> np.ndarray:
@@ -793,7 +814,9 @@ class LogTarget:
         canonical :math:`L_{ij}` carry an error of one unit roundoff of their size
         :math:`\\max|L|`, which row offsets (a row-rescaled ``W``) may make much larger than
         the target :math:`\\ell` they cancel down to; the factor is
-        :math:`\\max(1, \\max|L| / (1 + \\mathrm{spread}))` (1 for a symmetric ``W``), and
+        :math:`\\max(1, \\max|L| / (1 + \\mathrm{spread}))` (1 for a symmetric ``W``; the
+        precision of the numbers as given, :attr:`LogWeights.magnitude`, counts as
+        :math:`\\max|L|` when larger), and
         the eigenvalue decisions widen their tolerance by it (:meth:`Tolerance.widened`), so
         that ``diag(a) W`` is decided as ``W`` is.
     """
@@ -860,11 +883,14 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
     n = L.shape[0]
     np.fill_diagonal(L, 0.0)
     lo, hi = offdiag_range(L)
+    # log-weights given as large numbers carry an absolute error of u times their size, which
+    # the canonical shift keeps: the cycle tolerance and the eigenvalue decisions widen by it
+    given = max(1.0, weights.magnitude / (1.0 + (hi - lo)))
     if weights.symmetric:
         m = tol.margin("largest triangle log-ratio (W is symmetric)", 0.0,
-                       tol.log_atol(hi - lo), zero_is_near=False)
-        return LogTarget(L, np.zeros(n), True, None, 0.0, m, lo, hi)
-    atol = tol.log_atol(hi - lo)
+                       tol.widened(given).log_atol(hi - lo), zero_is_near=False)
+        return LogTarget(L, np.zeros(n), True, None, 0.0, m, lo, hi, given)
+    atol = tol.widened(given).log_atol(hi - lo)
     lo_in, hi_in = lo, hi
     # potentials along the root edges: c_j - c_0 = L_0j - L_j0
     c = L[0] - L[:, 0]
@@ -907,7 +933,8 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
             L[I, J] = X
             L[J, I] = X.T
     np.fill_diagonal(L, 0.0)
-    size = max(abs(lo_in), abs(hi_in))  # the largest |L_ij| before the offsets cancel
+    # the largest |L_ij| before the offsets cancel (or |log w_ij| as given, if larger)
+    size = max(abs(lo_in), abs(hi_in), weights.magnitude)
     lo, hi = offdiag_range(L)
     cycle = None if consistent else (0, int(worst[0]), int(worst[1]))
     factor = max(1.0, size / (1.0 + (hi - lo)))
