@@ -22,12 +22,21 @@ import numpy as np
 
 from dgp.engine import target
 from dgp.engine.pipeline import classify_weights
-from dgp.errors import ParameterTypeError, check_choice, check_dim, check_positive
+from dgp.errors import (
+    InvalidParameterError,
+    ParameterTypeError,
+    check_choice,
+    check_dim,
+    check_int,
+    check_positive,
+)
 from dgp.infonce import SIMILARITIES
 from dgp.result import Classification
-from dgp.tolerance import DEFAULT_RTOL, Tolerance
+from dgp.spec import ProblemSpec, merged, tol_keyword
+from dgp.tolerance import DEFAULT_RTOL, Tolerance, check_rtol
 
-__all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify", "weighting"]
+__all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify", "floor_search", "refuse_batch",
+           "required", "weighting"]
 
 METHODS = ("spectral", "sdp")
 #: largest N for which an inconsistent cosine verdict comes with its loss floor in R^d
@@ -38,12 +47,15 @@ def classify(
     W: object = None,
     *,
     log_weights: object = None,
-    similarity: str = "cosine",
-    tau: float,
+    similarity: str | None = None,
+    tau: float | None = None,
     dim: int,
-    rtol: float = DEFAULT_RTOL,
+    tol: float | None = None,
     method: str = "spectral",
     floor: bool = False,
+    starts: int | None = None,
+    seed: int | None = None,
+    rtol: float | None = None,
 ) -> Classification:
     r"""Classify the target geometry of a weighting.
 
@@ -54,26 +66,28 @@ def classify(
 
     Parameters
     ----------
-    W : array_like, scipy.sparse matrix, networkx graph or LogWeights, shape (N, N), optional
-        Weights, non-negative off the diagonal (the diagonal is ignored), every row with
-        positive mass. Give ``W`` or ``log_weights``. A sparse matrix or a graph (edge
-        attribute ``weight``, default 1; missing edges are zero weights; a ``DiGraph`` is an
-        asymmetric weighting) with zero weights is decided on its graph, without an N x N
-        array. A :class:`dgp.engine.target.LogWeights` (what
-        :func:`dgp.engine.target.log_weights` made of any of these) is used as it is, not
-        validated again, and left unchanged.
+    W : dgp.Problem, array_like, scipy.sparse matrix, networkx graph or LogWeights, optional
+        A :class:`dgp.Problem` (a weighting or an objective with labels or sizes: its ``tau``
+        and ``similarity`` are used, a keyword may repeat them but not contradict them; it
+        must not carry a mini-batch spec), or the weights, shape (N, N), non-negative off the
+        diagonal (the diagonal is ignored), every row with positive mass. Give ``W`` or
+        ``log_weights``. A sparse matrix or a graph (edge attribute ``weight``, default 1;
+        missing edges are zero weights; a ``DiGraph`` is an asymmetric weighting) with zero
+        weights is decided on its graph, without an N x N array. A
+        :class:`dgp.engine.target.LogWeights` (what :func:`dgp.engine.target.log_weights` made
+        of any of these) is used as it is, not validated again, and left unchanged.
     log_weights : array_like, shape (N, N), optional
         :math:`\log w_{ij}` instead (``-inf`` for a zero weight): kernels whose weights would
         underflow to zero keep their information.
-    similarity : {"cosine", "euclidean"}
-        Latent similarity.
+    similarity : {"cosine", "euclidean"}, optional
+        Latent similarity (cosine by default; a problem's own).
     tau : float
-        Temperature, ``> 0``.
+        Temperature, ``> 0`` (a keyword, or the problem's).
     dim : int
         Embedding dimension ``d >= 1``.
-    rtol : float
+    tol : float
         Relative tolerance per sample of every decision (eigenvalue signs and ranks, the cycle
-        condition): ``atol = max(rtol, 4 u) * N * scale`` (see :mod:`dgp.tolerance`);
+        condition): ``atol = max(tol, 4 u) * N * scale`` (see :mod:`dgp.tolerance`);
         reported in the result. The default sits at float64 rounding noise.
     method : {"spectral", "sdp"}
         One tridiagonalisation (fast, exact; default) or semidefinite programs with cvxpy
@@ -81,6 +95,11 @@ def classify(
     floor : bool
         For an inconsistent cosine verdict, also compute the loss floor in ``R^dim`` (an
         optimisation: milliseconds to seconds; ``dgp classify`` does it by default).
+    starts, seed : int, optional
+        Random starts and their seed of the loss floor's rank-``dim`` search (with
+        ``floor=True``; the search's defaults otherwise).
+    rtol : float, optional
+        Deprecated name of ``tol`` (a :class:`DeprecationWarning`).
 
     Returns
     -------
@@ -92,11 +111,11 @@ def classify(
 
     Raises
     ------
-    ValueError
+    dgp.InvalidParameterError
         If ``W`` (or ``log_weights``) is not a valid weighting, ``similarity`` or ``method`` is
-        unknown, ``tau <= 0``, ``dim < 1`` or ``rtol`` is not in (0, 1).
-    TypeError
-        If ``tau`` or ``dim`` has the wrong type.
+        unknown, ``tau <= 0`` or missing, ``dim < 1``, ``tol`` is not in (0, 1), a keyword
+        contradicts the problem's field, or a parameter has the wrong type (also a
+        ``TypeError`` then).
 
     Examples
     --------
@@ -107,14 +126,30 @@ def classify(
     ('realizable', 3)
     >>> dgp.classify(1e-300 * W, tau=0.5, dim=3).rank   # the same problem
     3
+    >>> p = dgp.Problem(objective="soft-supcon", sizes=[2, 2, 2], eps=0.1, tau=0.5)
+    >>> dgp.classify(p, dim=3).rank                     # the same weighting, from its sizes
+    3
     """
+    rtol, tol_name = tol_keyword(tol, rtol, DEFAULT_RTOL)
+    rtol = check_rtol(rtol, tol_name)
+    problem = W if isinstance(W, ProblemSpec) else None
+    if problem is not None:
+        if log_weights is not None:
+            raise InvalidParameterError("log_weights", "cannot be combined with a Problem (it "
+                                        "holds its weighting)")
+        refuse_batch(problem, "classify")
+    similarity = merged(problem, "similarity", similarity, "cosine")
     check_choice(similarity, SIMILARITIES, "similarity")
-    tau = check_positive(tau, "tau")
+    tau = check_positive(required(merged(problem, "tau", tau), "tau"), "tau")
     dim = check_dim(dim)
     check_choice(method, METHODS, "method")
     Tolerance.make(rtol)
     if not isinstance(floor, bool):
         raise ParameterTypeError("floor", f"must be True or False, got {floor!r}")
+    search = floor_search(floor, starts=starts, seed=seed)
+    if problem is not None:
+        return problem.classification(tau=tau, dim=dim, rtol=rtol, method=method, floor=floor,
+                                      search=search)
     weights = weighting(W, log_weights=log_weights, similarity=similarity, floor=floor)
     if weights.pairs is not None:
         from dgp.engine.zeros import classify_sparse
@@ -125,9 +160,57 @@ def classify(
     compute_floor = floor
     floor = None
     if compute_floor and weights.n <= FLOOR_MAX_N:
-        floor = _floor(np.exp(weights.L), tau, dim)  # a copy: the engine consumes weights.L
+        # a copy: the engine consumes weights.L
+        floor = _floor(np.exp(weights.L), tau, dim, search)
     return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
                             method=method, floor=floor)
+
+
+def floor_search(floor: bool, *, starts: object, seed: object) -> dict[str, int]:
+    """The settings of the loss floor's rank-``dim`` search given by the caller (``starts``,
+    ``seed``; none: the search's defaults).
+
+    Raises
+    ------
+    InvalidParameterError
+        If one is not an integer ``>= 0``, or is given without ``floor=True``.
+    """
+    out = {}
+    for name, value in (("starts", starts), ("seed", seed)):
+        if value is not None:
+            if not floor:
+                raise InvalidParameterError(name, "applies to the loss floor's search in R^dim; "
+                                            "give floor=True as well")
+            out[name] = check_int(value, name, minimum=0)
+    return out
+
+
+def refuse_batch(problem: ProblemSpec, entry: str) -> None:
+    """Refuse a problem with a mini-batch spec where ``entry`` decides the full-batch loss.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming ``batch_size``.
+    """
+    if problem.batch_size is not None:
+        raise InvalidParameterError(
+            "batch_size", f"= {problem.batch_size}: {entry} decides the full-batch loss; "
+            "mini-batch predictions are dgp.optimum and dgp.supcon_prototypes")
+
+
+def required(value: object, name: str) -> object:
+    """``value``, which must be given (as a keyword or a field of the problem).
+
+    Raises
+    ------
+    InvalidParameterError
+        If it is ``None``.
+    """
+    if value is None:
+        raise InvalidParameterError(name, "is missing: give it as a keyword or a field of the "
+                                    "Problem")
+    return value
 
 
 def weighting(W: object = None, *, log_weights: object = None, similarity: str = "cosine",
@@ -147,12 +230,12 @@ def weighting(W: object = None, *, log_weights: object = None, similarity: str =
                               sparse_above=FLOOR_MAX_N if floor and similarity == "cosine" else 1)
 
 
-def _floor(W: np.ndarray, tau: float, dim: int):
+def _floor(W: np.ndarray, tau: float, dim: int, search: dict[str, int]):
     """The loss floor in ``R^dim`` of the (canonical) weights ``W``, computed when asked."""
 
     def compute():
         from dgp.optima import loss_floor
 
-        return loss_floor(W, tau=tau, dim=dim)
+        return loss_floor(W, tau=tau, dim=dim, **search)
 
     return compute

@@ -431,23 +431,25 @@ class Problem(ProblemSpec):
         return np.array(self.sizes, dtype=np.int64)
 
     def classification(self, *, tau: float, dim: int, rtol: float, method: str = "spectral",
-                       floor: bool = False):
+                       floor: bool = False, search: Mapping[str, int] | None = None):
         """The :class:`dgp.result.Classification` of the problem (validated settings): the
         engine of :func:`dgp.classify` for a weighting, the structured paths of
-        :func:`dgp.classify_objective` for an objective."""
+        :func:`dgp.classify_objective` for an objective (``search``: the loss floor's
+        ``starts`` and ``seed``)."""
+        search = dict(search or {})
         if self.weighting is not None:
             w = self.weighting
             if floor and w.pairs is not None and self.similarity == "cosine" \
                     and w.n <= FLOOR_MAX_N:
                 w = w.dense()  # as dgp.classify(W, floor=True) densifies a small sparse W
-            return classify(w, similarity=self.similarity, tau=tau, dim=dim, rtol=rtol,
-                            method=method, floor=floor)
+            return classify(w, similarity=self.similarity, tau=tau, dim=dim, tol=rtol,
+                            method=method, floor=floor, **search)
         assert self.record is not None
         params = self.objective_params()
         with blas_threads():
             return classify_labels(self.record, self.labels_for_solver(), params,
                                    similarity=self.similarity, tau=tau, dim=dim, rtol=rtol,
-                                   method=method, floor=floor)
+                                   method=method, floor=floor, search=search)
 
     # -- display --------------------------------------------------------------------------------
     def fields(self) -> dict[str, Any]:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import abc
 import math
 import numbers
+import warnings
 from typing import Any
 
 from dgp.errors import InvalidParameterError, describe
 
-__all__ = ["SAMPLING_FIELDS", "ProblemSpec", "merged"]
+__all__ = ["SAMPLING_FIELDS", "ProblemSpec", "merged", "tol_keyword"]
 
 #: the sampling fields of a problem, in the order of :func:`dgp.supcon_prototypes`
 SAMPLING_FIELDS = ("batch_size", "sampler", "samples_per_class", "reduction",
@@ -70,7 +71,7 @@ class ProblemSpec(abc.ABC):
 
     @abc.abstractmethod
     def classification(self, *, tau: float, dim: int, rtol: float, method: str,
-                       floor: bool) -> Any:
+                       floor: bool, search: Any = None) -> Any:
         """The :class:`dgp.result.Classification` of this problem with validated settings."""
 
 
@@ -98,3 +99,23 @@ def merged(problem: ProblemSpec | None, name: str, given: object, default: objec
         raise InvalidParameterError(name, f"= {describe(given)} disagrees with the Problem's "
                                     f"{name} = {describe(own)}; give it once")
     return given
+
+
+def tol_keyword(tol: object, rtol: object, default: float) -> tuple[Any, str]:
+    """The value of ``tol``, with ``rtol`` accepted as its deprecated alias (a
+    :class:`DeprecationWarning`), ``default`` when neither is given; and the name it was given
+    as (for the messages of its validator).
+
+    Raises
+    ------
+    InvalidParameterError
+        If both are given.
+    """
+    if rtol is None:
+        return (default if tol is None else tol), "tol"
+    warnings.warn("rtol is deprecated: use tol (the same relative tolerance)",
+                  DeprecationWarning, stacklevel=3)
+    if tol is not None:
+        raise InvalidParameterError("rtol", f"= {describe(rtol)} is the deprecated name of tol "
+                                    f"(= {describe(tol)}); give tol only")
+    return rtol, "rtol"

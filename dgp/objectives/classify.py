@@ -13,8 +13,10 @@ verdict.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from dgp.classification import floor_search
 from dgp.engine.blocks import BlockWeights, classify_blocks
 from dgp.engine.lowrank import classify_lowrank, gaussian_target, row_statistics
 from dgp.engine.pipeline import classify_weights
@@ -26,7 +28,8 @@ from dgp.objectives.conditions import distortion_of, gaussian_explanation
 from dgp.objectives.registry import Labels, Objective
 from dgp.resources import blas_threads, check_memory
 from dgp.result import Classification
-from dgp.tolerance import DEFAULT_RTOL, Tolerance
+from dgp.spec import tol_keyword
+from dgp.tolerance import DEFAULT_RTOL, Tolerance, check_rtol
 
 __all__ = ["ENGINES", "EXACT_SUMS_MAX_N", "METHODS", "classify_objective"]
 
@@ -48,12 +51,15 @@ def classify_objective(
     eps: float | None = None,
     label_tau: float | None = None,
     similarity: str | None = None,
-    rtol: float = DEFAULT_RTOL,
+    tol: float | None = None,
     method: str = "spectral",
     engine: str = "auto",
     embed: bool = False,
     exact_sums_max_n: int = EXACT_SUMS_MAX_N,
     floor: bool = False,
+    starts: int | None = None,
+    seed: int | None = None,
+    rtol: float | None = None,
 ) -> Classification:
     r"""Classify a named objective built from labels.
 
@@ -74,7 +80,7 @@ def classify_objective(
         parameter the objective does not take is refused.
     similarity : {"cosine", "euclidean"}, optional
         Latent similarity; the objective's own by default.
-    rtol : float
+    tol : float
         Relative tolerance per sample (see :func:`dgp.classify`; reported).
     method : {"spectral", "sdp"}
         ``"sdp"`` forces the dense engine with semidefinite programs.
@@ -91,6 +97,10 @@ def classify_objective(
     floor : bool
         For an inconsistent cosine verdict, also compute the loss floor in ``R^dim`` (from the
         class prototypes for the class objectives; ``dgp classify`` does it by default).
+    starts, seed : int, optional
+        Random starts and their seed of the loss floor's search in ``R^dim`` (``floor=True``).
+    rtol : float, optional
+        Deprecated name of ``tol``.
 
     Returns
     -------
@@ -101,13 +111,15 @@ def classify_objective(
 
     Raises
     ------
-    ValueError
+    dgp.InvalidParameterError
         If the objective, similarity, method or engine is unknown, a parameter it needs is missing
         or out of range, one it does not take is given, the labels are invalid for it (NaN,
-        wrong shape, a class too small, a zero X-CLR embedding), ``engine="structured"`` is asked
-        for ``y-aware-colnorm``, or the dense engine would not fit in memory.
-    TypeError
-        If a parameter or the labels have the wrong type.
+        wrong shape, a class too small, a zero X-CLR embedding; a bare list of class sizes read
+        as labels gets a hint to ``dgp.Problem(sizes=...)``), ``engine="structured"`` is asked
+        for ``y-aware-colnorm``, or a parameter or the labels have the wrong type (also a
+        ``TypeError`` then).
+    dgp.errors.InputError
+        If the dense engine would not fit in memory.
 
     Examples
     --------
@@ -126,7 +138,8 @@ def classify_objective(
                                                                   "similarity")
     check_choice(method, METHODS, "method")
     check_choice(engine, ENGINES, "engine")
-    Tolerance.make(rtol)
+    rtol, tol_name = tol_keyword(tol, rtol, DEFAULT_RTOL)
+    rtol = check_rtol(rtol, tol_name)
     max_n = check_int(exact_sums_max_n, "exact_sums_max_n", minimum=0)
     if engine == "structured" and rec.structured is None:
         raise ParameterError(
@@ -135,11 +148,12 @@ def classify_objective(
         )
     if not isinstance(floor, bool):
         raise ParameterError("floor", f"must be True or False, got {floor!r}")
+    search = floor_search(floor, starts=starts, seed=seed)
     lab = rec.check_labels(labels)
     with blas_threads():
         return classify_labels(rec, lab, params, similarity=sim, tau=tau, dim=dim, rtol=rtol,
                                method=method, engine=engine, embed=embed, max_n=max_n,
-                               floor=floor)
+                               floor=floor, search=search)
 
 
 def classify_labels(
@@ -156,8 +170,10 @@ def classify_labels(
     embed: bool = False,
     max_n: int = EXACT_SUMS_MAX_N,
     floor: bool = False,
+    search: Mapping[str, int] | None = None,
 ) -> Classification:
-    """:func:`classify_objective` of validated labels and parameters."""
+    """:func:`classify_objective` of validated labels and parameters (``search``: the loss
+    floor's ``starts`` and ``seed`` when given)."""
     dense = engine == "dense" or method == "sdp" or rec.structured is None
     explanation = None
     # continuous labels far from the origin are known to a unit roundoff of their size: the
@@ -172,7 +188,7 @@ def classify_labels(
             kernel.points, width2=width2, tau=tau, dim=dim, similarity=similarity,
             rtol=max(rtol, 4.0 * kernel.unit_roundoff), objective=rec.name,
         )
-    floor = _floor(rec, lab, params, tau, dim) if floor else None
+    floor = _floor(rec, lab, params, tau, dim, dict(search or {})) if floor else None
     if dense:
         return _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor,
                       factor)
@@ -187,7 +203,8 @@ def classify_labels(
                     floor)
 
 
-def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, dim: int):
+def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, dim: int,
+           search: dict[str, int]):
     """The loss floor in ``R^dim`` of an inconsistent cosine verdict, computed when asked:
     from the class prototypes for the class objectives (up to FLOOR_MAX_K classes), from the
     dense weighting otherwise (up to FLOOR_MAX_N samples)."""
@@ -201,7 +218,8 @@ def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, di
         def by_blocks():
             from dgp.optima import block_loss_floor
 
-            return block_loss_floor(lab.sizes, within=1.0, cross=cross, tau=tau, dim=dim)
+            return block_loss_floor(lab.sizes, within=1.0, cross=cross, tau=tau, dim=dim,
+                                    **search)
 
         return by_blocks
     if lab.n > FLOOR_MAX_N:
@@ -210,7 +228,7 @@ def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, di
     def dense():
         from dgp.optima import loss_floor
 
-        return loss_floor(rec.weights(lab, params), tau=tau, dim=dim)
+        return loss_floor(rec.weights(lab, params), tau=tau, dim=dim, **search)
 
     return dense
 
