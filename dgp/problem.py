@@ -415,6 +415,19 @@ class Problem(ProblemSpec):
         w = self.solver_weights()
         return w.weights() if isinstance(w, LogWeights) else w
 
+    def prototype_input(self, entry: str, eps: object = None) -> tuple[np.ndarray, float | None]:
+        """The class sizes and the ``eps`` of :func:`dgp.supcon_prototypes` (``None`` for
+        SupCon), ``eps`` given as a keyword merged with the problem's.
+
+        Raises
+        ------
+        InvalidParameterError
+            As :meth:`class_sizes`; if the objective's parameter is missing or contradicted.
+        """
+        sizes = self.class_sizes(entry)
+        assert self.record is not None
+        return sizes, self.record.prototype_eps(self.objective_params(eps=eps))
+
     def class_sizes(self, entry: str = "this entry point") -> np.ndarray:
         """The class sizes of a SupCon / Soft SupCon problem, as an ``int64`` array.
 

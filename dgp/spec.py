@@ -21,7 +21,8 @@ from typing import Any
 
 from dgp.errors import InvalidParameterError, describe
 
-__all__ = ["SAMPLING_FIELDS", "ProblemSpec", "merged", "tol_keyword"]
+__all__ = ["SAMPLING_DEFAULTS", "SAMPLING_FIELDS", "ProblemSpec", "merged", "problem_fields",
+           "tol_keyword"]
 
 #: the sampling fields of a problem, in the order of :func:`dgp.supcon_prototypes`
 SAMPLING_FIELDS = ("batch_size", "sampler", "samples_per_class", "reduction",
@@ -59,14 +60,15 @@ class ProblemSpec(abc.ABC):
         """
 
     @abc.abstractmethod
-    def class_sizes(self, entry: str) -> Any:
-        """The class sizes (a 1-D ``int64`` array) of a SupCon / Soft SupCon problem.
+    def prototype_input(self, entry: str, eps: object = None) -> tuple[Any, float | None]:
+        """The class sizes (a 1-D ``int64`` array) of a SupCon / Soft SupCon problem and its
+        cross-class weight (``None`` for SupCon), ``eps`` merged with the problem's own.
 
         Raises
         ------
         InvalidParameterError
             If the problem has no class structure that ``entry`` (the caller's name, for the
-            message) can use.
+            message) can use, or its objective's parameter is missing or contradicted.
         """
 
     @abc.abstractmethod
@@ -119,3 +121,29 @@ def tol_keyword(tol: object, rtol: object, default: float) -> tuple[Any, str]:
         raise InvalidParameterError("rtol", f"= {describe(rtol)} is the deprecated name of tol "
                                     f"(= {describe(tol)}); give tol only")
     return rtol, "rtol"
+
+
+#: the value of a sampling field that no one gave
+SAMPLING_DEFAULTS = {"sampler": "uniform", "reduction": "mean",
+                     "anchors_without_positives": "drop"}
+
+
+def problem_fields(problem: ProblemSpec | None, entry: str, **given: object) -> tuple[Any, ...]:
+    """The fields ``given`` (``tau`` and sampling fields, in the order given) of a solver entry
+    point of the cosine loss, each from its keyword or the problem (:func:`merged`), the
+    sampling fields defaulting as :data:`SAMPLING_DEFAULTS`; not yet validated.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``tau`` is missing, a keyword contradicts the problem, or the problem's similarity
+        is not cosine (``entry`` solves the cosine loss).
+    """
+    if problem is not None and problem.similarity != "cosine":
+        raise InvalidParameterError("similarity", f"= {problem.similarity!r}: {entry} solves "
+                                    "the cosine loss (unit-norm embeddings)")
+    out = tuple(merged(problem, k, v, SAMPLING_DEFAULTS.get(k)) for k, v in given.items())
+    if "tau" in given and out[list(given).index("tau")] is None:
+        raise InvalidParameterError("tau", "is missing: give it as a keyword or a field of the "
+                                    "Problem")
+    return out

@@ -260,12 +260,12 @@ def _batch_spec(sizes, batch_size, sampler, reduction, anchors_without_positives
 def optimum(
     W: object,
     *,
-    tau: float,
+    tau: float | None = None,
     dim: int | None = None,
     batch_size: int | None = None,
-    sampler: str = "uniform",
-    reduction: str = "mean",
-    anchors_without_positives: str = "drop",
+    sampler: str | None = None,
+    reduction: str | None = None,
+    anchors_without_positives: str | None = None,
     samples: int = 2000,
     replicates: int = 0,
     seed: int = 0,
@@ -277,8 +277,10 @@ def optimum(
 
     Parameters
     ----------
-    W : array_like, shape (N, N), scipy.sparse matrix or networkx graph
-        Weights, validated by the one validator (:func:`dgp.engine.target.check_weights`,
+    W : dgp.Problem, array_like, shape (N, N), scipy.sparse matrix or networkx graph
+        A :class:`dgp.Problem` (cosine; its ``tau`` and sampling fields are used, a keyword
+        may repeat them but not contradict them; an objective's weights are built densely), or
+        weights, validated by the one validator (:func:`dgp.engine.target.check_weights`,
         diagonal ignored): a dense array, a sparse matrix such as a saved k-NN graph
         (asymmetric, missing entries are zero weights) or a networkx graph (edge attribute
         ``weight``). The program is dense: a sparse input is densified after a memory check.
@@ -328,6 +330,14 @@ def optimum(
     >>> opt.structure, opt.sizes
     ('quotient', (2, 2))
     """
+    from dgp.spec import ProblemSpec, problem_fields  # a dgp.Problem, read by its protocol
+
+    problem = W if isinstance(W, ProblemSpec) else None
+    if problem is not None:
+        W = problem.solver_weights()
+    tau, batch_size, sampler, reduction, anchors_without_positives = problem_fields(
+        problem, "dgp.optimum", tau=tau, batch_size=batch_size, sampler=sampler,
+        reduction=reduction, anchors_without_positives=anchors_without_positives)
     A = check_weights(W)
     tau = check_positive(tau, "tau")
     if dim is not None:
