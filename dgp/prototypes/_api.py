@@ -809,14 +809,14 @@ def _batch_identifiability(prob: RowProblem, comps: Any, ci: np.ndarray, simplex
 def supcon_prototypes(
     sizes: object,
     *,
-    tau: float,
+    tau: float | None = None,
     eps: float | None = None,
     method: str = "auto",
     batch_size: int | None = None,
-    sampler: str = "uniform",
+    sampler: str | None = None,
     samples_per_class: int | None = None,
-    reduction: str = "mean",
-    anchors_without_positives: str = "drop",
+    reduction: str | None = None,
+    anchors_without_positives: str | None = None,
     samples: int = 2000,
     replicates: int = 3,
     seed: int = 0,
@@ -834,8 +834,10 @@ def supcon_prototypes(
 
     Parameters
     ----------
-    sizes : sequence of int
-        Class sizes, each ``>= 2``, at least two classes.
+    sizes : dgp.Problem or sequence of int
+        A :class:`dgp.Problem` of SupCon or Soft SupCon (with labels or sizes; its ``tau``,
+        ``eps`` and sampling fields are used, a keyword may repeat them but not contradict
+        them), or the class sizes, each ``>= 2``, at least two classes.
     tau : float
         Temperature ``> 0``.
     eps : float, optional
@@ -934,6 +936,16 @@ def supcon_prototypes(
     >>> b.batch.exact, bool(b.batch.shift > 0.01)
     (True, True)
     """
+    from dgp.spec import ProblemSpec, problem_fields  # a dgp.Problem, read by its protocol
+
+    problem = sizes if isinstance(sizes, ProblemSpec) else None
+    if problem is not None:
+        sizes, eps = problem.prototype_input("dgp.supcon_prototypes", eps)
+    (tau, batch_size, sampler, samples_per_class, reduction,
+     anchors_without_positives) = problem_fields(
+        problem, "dgp.supcon_prototypes", tau=tau, batch_size=batch_size, sampler=sampler,
+        samples_per_class=samples_per_class, reduction=reduction,
+        anchors_without_positives=anchors_without_positives)
     n = check_sizes(sizes)
     tau = check_positive(tau, "tau")
     if eps is not None:
