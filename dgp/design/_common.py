@@ -1,21 +1,24 @@
-"""What the design tools share: the validated input of a sweep, the parameters and their
-checks, the optimal class prototypes of a cell and the closed-form boundaries."""
+"""What the design tools share: their validated input (:class:`DesignInput`, made from a public
+:class:`dgp.Problem` or from the older call forms), the parameters and their checks, the
+optimal class prototypes of a cell and the closed-form boundaries."""
 
 from __future__ import annotations
 
 import inspect
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from dgp.classification import refuse_batch
 from dgp.constants import CLOSED_FORM_BOUNDARY_RTOL, SOLVER_TAU_MAX
 from dgp.engine.pipeline import classify_weights
 from dgp.engine.target import LogWeights
 from dgp.engine.target import log_weights as canonical_log_weights
 from dgp.errors import (
+    InvalidParameterError,
     ParameterError,
     check_choice,
     check_dim,
@@ -30,10 +33,12 @@ from dgp.objectives import registry
 from dgp.objectives.classify import classify_labels
 from dgp.objectives.registry import Labels, Objective
 from dgp.objectives.spheres import label_sphere, on_label_sphere
+from dgp.problem import Problem
 from dgp.records import Record
 from dgp.resources import check_memory, dense_weighting_bytes, hold
 from dgp.result import Classification
-from dgp.tolerance import DEFAULT_POLICY, Tolerance
+from dgp.spec import merged, tol_keyword
+from dgp.tolerance import DEFAULT_POLICY, DEFAULT_RTOL, Tolerance, check_rtol
 
 __all__ = [
     "CONVENTIONS",
@@ -47,18 +52,21 @@ __all__ = [
     "SUPCONTRAST_BASE_TEMPERATURE",
     "WANTS",
     "Boundary",
-    "Problem",
+    "DesignInput",
     "balanced_soft_supcon_simplex",
     "cell_prototypes",
     "check_value",
     "closed_form_boundary",
     "describe_input",
+    "design_input",
     "fixed_parameters",
     "imbalanced_sizes",
     "make_problem",
     "needed_parameters",
     "optimum_takes_dim",
     "prototype_rank",
+    "search_settings",
+    "tolerance",
 ]
 
 
@@ -165,8 +173,11 @@ def imbalanced_sizes(
 
 
 @dataclass(frozen=True, eq=False)
-class Problem:
-    """A validated input of the design tools (picklable: it travels to the workers)."""
+class DesignInput:
+    """The validated input of the design tools, cell by cell (picklable: it travels to the
+    workers): what a :class:`dgp.Problem` holds, in the form a cell evaluates, plus the
+    tolerance, an imbalance sweep's sizes and the ``starts`` and ``seed`` of a cell's search
+    in ``R^dim``."""
 
     rec: Objective | None
     labels: Labels | None
@@ -176,6 +187,7 @@ class Problem:
     classes: int | None = None
     majority: int | None = None
     profile: str = "exponential"
+    search: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -244,7 +256,7 @@ def make_problem(
     majority: object = None,
     profile: object = "exponential",
     sweeps_imbalance: bool = False,
-) -> Problem:
+) -> DesignInput:
     """Validate one of the input modes: a weight matrix ``W``; an objective with labels; a class
     objective with ``sizes``; a class objective whose sizes come from ``classes``, ``majority``
     and a swept imbalance ratio."""
@@ -262,7 +274,7 @@ def make_problem(
         weights = canonical_log_weights(W)
         if weights.L is not None:  # alive for the whole command, beside every cell's copy
             hold(weights.L.nbytes, "the validated log-weights")
-        return Problem(None, None, weights, sim, float(rtol))
+        return DesignInput(None, None, weights, sim, float(rtol))
     if objective is None:
         raise ParameterError("objective", "is missing: give an objective (with labels, or sizes "
                              "for supcon / soft-supcon) or a weight matrix W")
@@ -280,7 +292,7 @@ def make_problem(
         if labels is None:
             raise ParameterError("labels", f"are missing: objective {rec.name!r} needs an N x p "
                                  "array of labels")
-        return Problem(rec, rec.check_labels(labels), None, sim, float(rtol))
+        return DesignInput(rec, rec.check_labels(labels), None, sim, float(rtol))
     if sweeps_imbalance:
         for name, value in (("labels", labels), ("sizes", sizes)):
             if value is not None:
@@ -293,8 +305,8 @@ def make_problem(
         check_int(classes, "classes", minimum=2)
         check_int(majority, "majority", minimum=2)
         check_choice(profile, PROFILES, "profile")
-        return Problem(rec, None, None, sim, float(rtol), int(classes), int(majority),
-                        str(profile))
+        return DesignInput(rec, None, None, sim, float(rtol), int(classes), int(majority),
+                           str(profile))
     for name, value in (("classes", classes), ("majority", majority)):
         if value is not None:
             raise ParameterError(name, "applies only to an imbalance sweep (grid with "
@@ -309,7 +321,84 @@ def make_problem(
         lab = Labels("class", np.repeat(np.arange(n.size), n), np.arange(n.size), n)
     else:
         lab = rec.check_labels(labels)
-    return Problem(rec, lab, None, sim, float(rtol))
+    return DesignInput(rec, lab, None, sim, float(rtol))
+
+
+def design_input(
+    first: object,
+    labels: object,
+    *,
+    W: object,
+    sizes: object,
+    similarity: object,
+    rtol: float,
+    entry: str,
+    given: Mapping[str, object],
+    search: Mapping[str, int] | None = None,
+    **sweep: Any,
+) -> tuple[DesignInput, dict[str, object]]:
+    """The input of a design tool and its parameters ``given`` (``tau`` and the objective's):
+    from a :class:`dgp.Problem` given first (its fields merged with the keywords, the other
+    inputs refused), or from the older call forms (:func:`make_problem`; ``sweep`` holds its
+    imbalance-sweep arguments).
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`make_problem`; for an input given beside a Problem, a keyword that
+        contradicts it, a Problem with a mini-batch spec, or an imbalance sweep of a Problem.
+    """
+    if not isinstance(first, Problem):
+        inp = make_problem(first, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol,
+                           **sweep)
+        return replace(inp, search=dict(search or {})), dict(given)
+    for name, value in (("labels", labels), ("W", W), ("sizes", sizes),
+                        ("classes", sweep.get("classes")), ("majority", sweep.get("majority"))):
+        if value is not None:
+            raise InvalidParameterError(name, "cannot be combined with a Problem (it holds its "
+                                        "weighting, labels or sizes)")
+    if sweep.get("sweeps_imbalance"):
+        raise InvalidParameterError("grid", "sweeps imbalance, whose sizes come from classes, "
+                                    "majority and the ratio: give objective=... with classes= "
+                                    "and majority= instead of a Problem")
+    refuse_batch(first, entry)
+    merged(first, "similarity", similarity)
+    params = {k: merged(first, k, v) for k, v in given.items()}
+    weights = first.weighting
+    if weights is not None:
+        if weights.pairs is not None:  # the cells run the dense engine, as for a dense W
+            weights = weights.dense()
+        hold(weights.L.nbytes, "the validated log-weights")
+        inp = DesignInput(None, None, weights, first.similarity, float(rtol))
+    else:
+        inp = DesignInput(first.record, first.labels_for_solver(), None, first.similarity,
+                          float(rtol))
+    return replace(inp, search=dict(search or {})), params
+
+
+def tolerance(tol: object, rtol: object) -> float:
+    """The relative tolerance of a design tool: ``tol``, or its deprecated alias ``rtol``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If it is not a number in ``(0, 1)``, or both are given.
+    """
+    value, name = tol_keyword(tol, rtol, DEFAULT_RTOL)
+    return check_rtol(value, name)
+
+
+def search_settings(starts: object, seed: object) -> dict[str, int]:
+    """The ``starts`` and ``seed`` given for a search in ``R^dim`` (:func:`dgp.optimum`'s
+    defaults for the ones not given).
+
+    Raises
+    ------
+    InvalidParameterError
+        If one is not an integer ``>= 0``.
+    """
+    return {name: check_int(value, name, minimum=0)
+            for name, value in (("starts", starts), ("seed", seed)) if value is not None}
 
 
 def check_value(name: str, value: object, label: str | None = None) -> float | int:
@@ -328,7 +417,7 @@ def check_value(name: str, value: object, label: str | None = None) -> float | i
     return check_positive(value, label)
 
 
-def fixed_parameters(problem: Problem, given: Mapping[str, object], swept: Sequence[str],
+def fixed_parameters(problem: DesignInput, given: Mapping[str, object], swept: Sequence[str],
            needed: Sequence[str], *, grid: bool = False) -> dict[str, float | int]:
     """The fixed parameters: every needed one given or swept, none both, none foreign.
 
@@ -353,12 +442,12 @@ def fixed_parameters(problem: Problem, given: Mapping[str, object], swept: Seque
     return out
 
 
-def describe_input(problem: Problem) -> str:
+def describe_input(problem: DesignInput) -> str:
     """The input in words, for messages."""
     return "a weight matrix" if problem.rec is None else f"objective {problem.rec.name!r}"
 
 
-def needed_parameters(problem: Problem) -> tuple[str, ...]:
+def needed_parameters(problem: DesignInput) -> tuple[str, ...]:
     """The parameters a cell of this input needs (``tau``, ``dim`` and the objective's)."""
     return ("tau", "dim") + (() if problem.rec is None else problem.rec.params)
 
@@ -383,7 +472,7 @@ def prototype_rank(G: np.ndarray) -> int:
     return DEFAULT_POLICY.rank(np.linalg.eigvalsh(0.5 * (G + G.T)))
 
 
-def cell_prototypes(problem: Problem, params: Mapping[str, Any]):
+def cell_prototypes(problem: DesignInput, params: Mapping[str, Any]):
     """The optimal class prototypes of a cell, or the code saying why there are none."""
     from dgp.prototypes import supcon_prototypes
 
@@ -548,7 +637,7 @@ class Boundary(Record):
                         "mismatches": self.mismatches}
 
 
-def closed_form_boundary(problem: Problem, fixed: Mapping[str, Any],
+def closed_form_boundary(problem: DesignInput, fixed: Mapping[str, Any],
               first: Mapping[str, Any]) -> Boundary | None:
     """The closed-form boundary of the problem, when one exists and its hypotheses hold."""
     rec = problem.rec

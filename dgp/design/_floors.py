@@ -14,13 +14,15 @@ from dgp.design._common import (
     EXCESS_SOURCES,
     GENERAL_OPTIMUM_MAX_N,
     SUPCONTRAST_BASE_TEMPERATURE,
-    Problem,
+    DesignInput,
     cell_prototypes,
+    design_input,
     fixed_parameters,
-    make_problem,
     needed_parameters,
     optimum_takes_dim,
     prototype_rank,
+    search_settings,
+    tolerance,
 )
 from dgp.errors import (
     ParameterError,
@@ -29,11 +31,11 @@ from dgp.errors import (
     check_int,
     check_positive,
 )
+from dgp.problem import Problem
 from dgp.records import Record
 from dgp.resources import check_memory
 from dgp.result import Classification
 from dgp.solver import check_time
-from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = [
     "LossFloors",
@@ -257,10 +259,10 @@ def _random_loss(n: int, tau: float, d: int, samples: int, seed: int) -> tuple[f
 
 
 def loss_floors(
-    objective: str | None = None,
+    objective: str | Problem | None = None,
     labels: object = None,
     *,
-    tau: float,
+    tau: float | None = None,
     W: object = None,
     sizes: object = None,
     dim: int | None = None,
@@ -271,7 +273,9 @@ def loss_floors(
     base_temperature: float = SUPCONTRAST_BASE_TEMPERATURE,
     samples: int | None = None,
     seed: int = 0,
-    rtol: float = DEFAULT_RTOL,
+    tol: float | None = None,
+    starts: int | None = None,
+    rtol: float | None = None,
 ) -> LossFloors:
     r"""The optimal, collapsed and random-embedding losses of an objective on a batch.
 
@@ -289,10 +293,11 @@ def loss_floors(
     Parameters
     ----------
     objective, labels, W, sizes, eps, sigma, label_tau, similarity
-        As :func:`phase`. ``sizes`` count the rows of one batch's similarity matrix (with
+        As :func:`phase` (a :class:`dgp.Problem` first, or the older forms). ``sizes`` count
+        the rows of one batch's similarity matrix (with
         ``n_views`` views per sample, each sample contributes ``n_views`` rows).
     tau : float
-        Temperature.
+        Temperature (a keyword, or the problem's).
     dim : int, optional
         Embedding dimension; ``None`` for the free-dimension optimum (no random value then).
     base_temperature : float
@@ -301,9 +306,11 @@ def loss_floors(
         Monte Carlo replicates of the random embedding (default: about :math:`4\cdot10^6/N`,
         between 50 and 4000).
     seed : int
-        Seed of the Monte Carlo draws.
-    rtol : float
-        Relative tolerance of the classification.
+        Seed of the Monte Carlo draws and of the random starts of a search in ``R^dim``.
+    tol : float
+        Relative tolerance of the classification (``rtol``: its deprecated name).
+    starts : int, optional
+        Random starts of a search in ``R^dim`` (:func:`dgp.optimum`'s default otherwise).
 
     Returns
     -------
@@ -324,14 +331,18 @@ def loss_floors(
     >>> round(f.per_anchor("pml")["collapsed"], 6)   # log(N - 1) = log 11
     2.397895
     """
-    problem = make_problem(objective, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol)
+    rtol = tolerance(tol, rtol)
+    seed = check_int(seed, "seed", minimum=0)
+    problem, given = design_input(
+        objective, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol,
+        entry="loss_floors", given={"tau": tau, "eps": eps, "sigma": sigma,
+                                    "label_tau": label_tau},
+        search=search_settings(starts, seed))
     needed = tuple(p for p in needed_parameters(problem) if p != "dim")
-    given = {"tau": tau, "eps": eps, "sigma": sigma, "label_tau": label_tau}
     fixed = fixed_parameters(problem, given, (), needed)
     if dim is not None:
         fixed["dim"] = check_dim(dim)
     base = check_positive(base_temperature, "base_temperature")
-    seed = check_int(seed, "seed", minimum=0)
     n = problem.weights.n if problem.weights is not None else problem.labels.n
     if samples is None:
         reps = int(min(4000, max(50, 4_000_000 // max(1, n - 1))))
@@ -365,7 +376,7 @@ def loss_floors(
                       collapsed, random_sum, random_se, interval, reps, seed)
 
 
-def _optimal_loss(problem: Problem, fixed: dict, res: Classification) -> tuple[float | None,
+def _optimal_loss(problem: DesignInput, fixed: dict, res: Classification) -> tuple[float | None,
                                                                                str]:
     where = "free dimension" if "dim" not in fixed else f"R^{fixed['dim']}"
     if res.attainable:
@@ -393,14 +404,15 @@ def _optimal_loss(problem: Problem, fixed: dict, res: Classification) -> tuple[f
     return _optimum_in(problem, fixed, where)
 
 
-def _optimum_in(problem: Problem, fixed: dict, where: str) -> tuple[float | None, str]:
+def _optimum_in(problem: DesignInput, fixed: dict, where: str) -> tuple[float | None, str]:
     """The loss of :func:`dgp.optimum` in ``R^dim`` (or free), under its memory and time
     guards (a class weighting is reduced to its K classes there)."""
     if not optimum_takes_dim():
         return None, EXCESS_SOURCES["not-computed-solver"]
     from dgp.optima import optimum
 
-    opt = optimum(problem.dense_weights(fixed), tau=fixed["tau"], dim=fixed.get("dim"))
+    opt = optimum(problem.dense_weights(fixed), tau=fixed["tau"], dim=fixed.get("dim"),
+                  **problem.search)
     how = "certified globally optimal" if opt.certified_global else "best of its starts, gap " \
         f"{opt.duality_gap:.2g} nats to the convex lower bound"
     return float(opt.loss), f"dgp.optimum in {where} (rank {opt.rank}, {how})"

@@ -22,14 +22,15 @@ from dgp.constants import (
 )
 from dgp.design._common import (
     OBJECTIVE_PARAMETERS,
-    Problem,
+    DesignInput,
     check_value,
     closed_form_boundary,
     describe_input,
+    design_input,
     fixed_parameters,
-    make_problem,
     needed_parameters,
     prototype_rank,
+    tolerance,
 )
 from dgp.display import distinct_digits, format_rows, html_rows
 from dgp.errors import (
@@ -42,9 +43,9 @@ from dgp.errors import (
     describe,
 )
 from dgp.objectives.registry import OBJECTIVES
+from dgp.problem import Problem
 from dgp.records import Record
 from dgp.result import Classification
-from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = [
     "Recommendation",
@@ -359,7 +360,7 @@ def _check_range(search: object, default: tuple[float, float], name: str) -> tup
 
 
 def recommend(
-    objective: str | None = None,
+    objective: str | Problem | None = None,
     labels: object = None,
     *,
     want: str,
@@ -374,7 +375,8 @@ def recommend(
     minority: Sequence[int] | None = None,
     search: tuple[float, float] | None = None,
     points: int = 61,
-    rtol: float = DEFAULT_RTOL,
+    tol: float | None = None,
+    rtol: float | None = None,
 ) -> Recommendation:
     r"""Answer an inverse design question, with a certificate.
 
@@ -403,7 +405,8 @@ def recommend(
     Parameters
     ----------
     objective, labels, W, sizes, tau, dim, eps, sigma, label_tau, similarity
-        As :func:`phase` (the parameter searched for is not given).
+        As :func:`phase` (a :class:`dgp.Problem` first, or the older forms; the parameter
+        searched for is not given, in the problem either).
     want : str
         The question (above).
     minority : sequence of int, optional
@@ -413,8 +416,8 @@ def recommend(
     points : int
         Number of scan points (geometric in :math:`\tau`; in :math:`\log(-\log\varepsilon)`).
         A stretch narrower than one scan step can be missed.
-    rtol : float
-        Relative tolerance of every classification.
+    tol : float
+        Relative tolerance of every classification (``rtol``: its deprecated name).
 
     Returns
     -------
@@ -440,9 +443,14 @@ def recommend(
     ('tau', 0.6514417229, 'inconsistent')
     """
     question, threshold = parse_want(want)
-    problem = make_problem(objective, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol)
+    rtol = tolerance(tol, rtol)
+    problem, given = design_input(
+        objective, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol,
+        entry="recommend", given={"tau": tau, "eps": eps, "sigma": sigma, "label_tau": label_tau})
+    tau, eps = given["tau"], given["eps"]
     pts = check_int(points, "points", minimum=5, maximum=10_000)
-    given = {"tau": tau, "dim": dim, "eps": eps, "sigma": sigma, "label_tau": label_tau}
+    given = {"tau": tau, "dim": dim, "eps": eps, "sigma": given["sigma"],
+             "label_tau": given["label_tau"]}
     if question == "simplex":
         if (problem.rec is None or problem.rec.boundary != "simplex"
                 or problem.similarity != "cosine"):
@@ -482,7 +490,7 @@ def recommend(
                                _check_range(search, MINORITY_TAU_SEARCH, "tau"), pts, want)
 
 
-def _recommend_realizable(problem: Problem, fixed: dict, rng: tuple[float, float], pts: int,
+def _recommend_realizable(problem: DesignInput, fixed: dict, rng: tuple[float, float], pts: int,
                           want: str) -> Recommendation:
     def holds(t: float) -> tuple[bool, dict]:
         res = problem.classify({**fixed, "tau": t})
@@ -521,7 +529,7 @@ def _recommend_realizable(problem: Problem, fixed: dict, rng: tuple[float, float
     return Recommendation(problem.name, want, "tau", value, reason, cert, _given(fixed))
 
 
-def _critical_temperatures(problem: Problem, fixed: dict) -> tuple[float, ...]:
+def _critical_temperatures(problem: DesignInput, fixed: dict) -> tuple[float, ...]:
     """The objective's closed-form critical temperatures (its registry record's
     :meth:`~dgp.objectives.registry.Objective.critical_temperatures`; cosine latent only),
     tried beside the scan: the weighting may be realizable at exactly one of them."""
@@ -532,7 +540,7 @@ def _critical_temperatures(problem: Problem, fixed: dict) -> tuple[float, ...]:
                                              problem.object_params(params), rtol=problem.rtol)
 
 
-def _closed_form_realizable(problem: Problem, fixed: dict) -> dict | None:
+def _closed_form_realizable(problem: DesignInput, fixed: dict) -> dict | None:
     """The closed-form largest realizable tau, when the boundary's hypotheses hold."""
     first = {k: fixed.get(k, 1.0) for k in OBJECTIVE_PARAMETERS if problem.rec and k in
              problem.rec.params}
@@ -550,7 +558,7 @@ def _given(fixed: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fixed.items() if v is not None}
 
 
-def _recommend_simplex(problem: Problem, tau, eps, search, pts) -> Recommendation:
+def _recommend_simplex(problem: DesignInput, tau, eps, search, pts) -> Recommendation:
     assert problem.labels is not None
     K = int(problem.labels.sizes.size)
     singletons = bool(problem.labels.sizes.min() < 2)
@@ -608,7 +616,7 @@ def _recommend_simplex(problem: Problem, tau, eps, search, pts) -> Recommendatio
     return Recommendation(problem.name, "simplex", parameter, value, reason, cert, given)
 
 
-def _recommend_min_dim(problem: Problem, fixed: dict) -> Recommendation:
+def _recommend_min_dim(problem: DesignInput, fixed: dict) -> Recommendation:
     probe = problem.classify({**fixed, "dim": 1})
     d = probe.min_dim
     cert: dict[str, Any] = {"method": "the engine's min_dim, checked by the verdicts at "
@@ -653,7 +661,7 @@ def _minority_classes(sizes: np.ndarray, minority: Sequence[int] | None) -> np.n
     return np.unique(idx)
 
 
-def _recommend_minority(problem: Problem, fixed: dict, x: float, minority, rng, pts,
+def _recommend_minority(problem: DesignInput, fixed: dict, x: float, minority, rng, pts,
                         want: str) -> Recommendation:
     from dgp.prototypes import supcon_prototypes
 

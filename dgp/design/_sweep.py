@@ -21,17 +21,19 @@ from dgp.design._common import (
     GRID_PARAMETERS,
     MAX_CELLS,
     Boundary,
-    Problem,
+    DesignInput,
     cell_prototypes,
     check_value,
     closed_form_boundary,
     describe_input,
+    design_input,
     fixed_parameters,
     imbalanced_sizes,
-    make_problem,
     needed_parameters,
     optimum_takes_dim,
     prototype_rank,
+    search_settings,
+    tolerance,
 )
 from dgp.display import format_rows, html_pre, html_rows
 from dgp.errors import (
@@ -42,9 +44,9 @@ from dgp.errors import (
     check_int,
     describe,
 )
+from dgp.problem import Problem
 from dgp.records import Record
 from dgp.resources import MEMORY_LIMIT_ENV, copies_that_fit, format_bytes
-from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = [
     "PhaseMap",
@@ -52,7 +54,7 @@ __all__ = [
     "phase",
 ]
 
-def _evaluate(problem: Problem, params: Mapping[str, Any], excess: bool) -> dict[str, Any]:
+def _evaluate(problem: DesignInput, params: Mapping[str, Any], excess: bool) -> dict[str, Any]:
     """Everything a phase map reports about one cell (plain JSON values)."""
     res = problem.classify(params)
     cell: dict[str, Any] = dict(params)
@@ -91,7 +93,8 @@ def _evaluate(problem: Problem, params: Mapping[str, Any], excess: bool) -> dict
         else:
             from dgp.optima import optimum
 
-            opt = optimum(problem.dense_weights(params), tau=params["tau"], dim=params["dim"])
+            opt = optimum(problem.dense_weights(params), tau=params["tau"], dim=params["dim"],
+                          **problem.search)
             value, source = float(opt.loss - opt.entropic_bound), "optimum"
     cell["excess_loss"] = value
     cell["excess_source"] = source
@@ -100,7 +103,7 @@ def _evaluate(problem: Problem, params: Mapping[str, Any], excess: bool) -> dict
     return cell
 
 
-def _run_chunk(problem: Problem, chunk: list[dict[str, Any]], excess: bool) -> list[dict]:
+def _run_chunk(problem: DesignInput, chunk: list[dict[str, Any]], excess: bool) -> list[dict]:
     """The cells of one task, each with one BLAS thread: the same bits whichever process or
     machine runs it, and no oversubscription when several workers share a machine."""
     from dgp.solver import single_threaded
@@ -185,7 +188,7 @@ def _check_scheduler(scheduler: object) -> str | None:
     return text
 
 
-def _workers_that_fit(problem: Problem, workers: int) -> int:
+def _workers_that_fit(problem: DesignInput, workers: int) -> int:
     """``workers``, or fewer when their working copies of a dense weighting (one per worker,
     beside the copy joblib ships to them) do not all fit in the memory budget; a warning names
     ``--jobs`` when it caps them. One worker that does not fit is refused by the cell itself."""
@@ -202,7 +205,7 @@ def _workers_that_fit(problem: Problem, workers: int) -> int:
     return max(fit, 1)
 
 
-def _map_cells(problem: Problem, cells: list[dict], *, excess: bool, jobs: int,
+def _map_cells(problem: DesignInput, cells: list[dict], *, excess: bool, jobs: int,
                scheduler: str | None, progress: bool, what: str) -> list[dict]:
     """Evaluate every cell, in order: serially, with joblib's process pool, or on Dask."""
     bar = _Progress(len(cells), progress, what)
@@ -266,7 +269,7 @@ def dask_local_cluster(workers: int = 2) -> Iterator[str]:
         cluster.close()
 
 
-def _on_dask(address: str, problem: Problem, cells: list[dict], excess: bool,
+def _on_dask(address: str, problem: DesignInput, cells: list[dict], excess: bool,
              bar: _Progress) -> list[dict]:
     """The cells on the Dask cluster at ``address``, through joblib's Dask backend."""
     joblib = _require_joblib()
@@ -588,7 +591,7 @@ def _grid(grid: object) -> dict[str, np.ndarray]:
 
 
 def phase(
-    objective: str | None = None,
+    objective: str | Problem | None = None,
     labels: object = None,
     *,
     grid: Mapping[str, object],
@@ -603,11 +606,14 @@ def phase(
     classes: int | None = None,
     majority: int | None = None,
     profile: str = "exponential",
-    rtol: float = DEFAULT_RTOL,
+    tol: float | None = None,
     excess: bool = True,
     jobs: int = 1,
     scheduler: str | None = None,
     progress: bool = False,
+    starts: int | None = None,
+    seed: int | None = None,
+    rtol: float | None = None,
 ) -> PhaseMap:
     r"""The verdict map of an objective (or a weighting) over a grid of one or two parameters.
 
@@ -621,8 +627,11 @@ def phase(
 
     Parameters
     ----------
-    objective : {"supcon", "soft-supcon", "y-aware", "euclid-euclid", "x-clr", "y-aware-colnorm"}
-        The objective; ``None`` with ``W``.
+    objective : dgp.Problem or {"supcon", "soft-supcon", "y-aware", "euclid-euclid", "x-clr", \
+"y-aware-colnorm"}
+        A :class:`dgp.Problem` (a weighting, or an objective with labels or sizes: its
+        ``tau``, objective parameters and similarity are fixed values, a keyword may repeat
+        them but not contradict them), or the objective; ``None`` with ``W``.
     labels : array_like, optional
         Class labels (class objectives) or ``N x p`` label values.
     grid : mapping
@@ -641,8 +650,8 @@ def phase(
         An ``imbalance`` sweep: the number of classes and the largest class size; the sizes of
         each cell are :func:`imbalanced_sizes` with ``profile``.
     profile : {"exponential", "step"}
-    rtol : float
-        Relative tolerance of every classification.
+    tol : float
+        Relative tolerance of every classification (``rtol``: its deprecated name).
     excess : bool
         Compute the excess loss of inconsistent cells (the class objectives solve one
         prototype problem per cell; the verdicts do not need it).
@@ -655,6 +664,9 @@ def phase(
         extra. The cells are the same whichever runs them.
     progress : bool
         Report progress on stderr.
+    starts, seed : int, optional
+        Random starts and their seed of the search in ``R^dim`` of a general weighting's
+        excess loss (:func:`dgp.optimum`'s defaults otherwise).
 
     Returns
     -------
@@ -686,14 +698,18 @@ def phase(
     (0.651442, 0)
     """
     axes = _grid(grid)
-    problem = make_problem(objective, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol,
-                       classes=classes, majority=majority, profile=profile,
-                       sweeps_imbalance="imbalance" in axes)
+    rtol = tolerance(tol, rtol)
+    problem, given = design_input(
+        objective, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol, entry="phase",
+        given={"tau": tau, "eps": eps, "sigma": sigma, "label_tau": label_tau},
+        search=search_settings(starts, seed), classes=classes, majority=majority,
+        profile=profile, sweeps_imbalance="imbalance" in axes)
     needed = needed_parameters(problem) + (("imbalance",) if "imbalance" in axes else ())
     if "imbalance" in axes and not problem.is_class:  # pragma: no cover - refused above
         raise ParameterError("grid", "sweeps imbalance, which needs a class objective")
-    fixed = fixed_parameters(problem, {"tau": tau, "dim": dim, "eps": eps, "sigma": sigma,
-                             "label_tau": label_tau}, tuple(axes), needed, grid=True)
+    fixed = fixed_parameters(problem, {"tau": given["tau"], "dim": dim, "eps": given["eps"],
+                             "sigma": given["sigma"], "label_tau": given["label_tau"]},
+                             tuple(axes), needed, grid=True)
     for name in axes:
         if name not in needed:
             raise ParameterError("grid", f"sweeps {name!r}, which does not apply to "
@@ -725,7 +741,7 @@ def phase(
                     boundaries, float(rtol), _inputs(problem))
 
 
-def _inputs(problem: Problem) -> dict[str, Any]:
+def _inputs(problem: DesignInput) -> dict[str, Any]:
     if problem.weights is not None:
         return {}
     if problem.labels is None:

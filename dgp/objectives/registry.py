@@ -40,6 +40,7 @@ import numpy as np
 from dgp._linalg import centre_points, squared_distances
 from dgp.constants import SCALE_FLOOR
 from dgp.errors import (
+    InvalidParameterError,
     ParameterError,
     check_choice,
     check_labels_continuous,
@@ -441,11 +442,27 @@ class Objective:
             a zero X-CLR label embedding.
         """
         if self.labels == "class":
-            codes, classes = class_codes(labels, name, min_count=self.min_class_size)
+            try:
+                codes, classes = class_codes(labels, name, min_count=self.min_class_size)
+            except InvalidParameterError as exc:
+                hint = self.sizes_hint(labels)
+                if hint is None:
+                    raise
+                raise type(exc)(exc.param, f"{exc.detail}{hint}") from None
             return Labels("class", codes, classes, np.bincount(codes, minlength=classes.size))
         y = check_labels_continuous(labels, name)
         self.weighting.check_labels(y, name)
         return Labels("continuous", y)
+
+    def sizes_hint(self, labels: object) -> str | None:
+        """For refused class labels that read as class sizes (a bare list of integers
+        ``>= min_class_size``), the hint to give them as ``sizes``; ``None`` otherwise."""
+        if not isinstance(labels, list | tuple) or len(labels) < 2 or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= self.min_class_size
+                for v in labels):
+            return None
+        return (f" (if {list(labels)} are class sizes, give them as sizes: "
+                f"dgp.Problem(objective={self.name!r}, sizes={list(labels)}))")
 
     # -- what callers ask -------------------------------------------------------------------
     def cross_weight(self, params: Mapping[str, float]) -> float:
