@@ -16,6 +16,7 @@ from __future__ import annotations
 import abc
 import math
 import numbers
+import sys
 import warnings
 from typing import Any
 
@@ -103,10 +104,14 @@ def merged(problem: ProblemSpec | None, name: str, given: object, default: objec
     return given
 
 
-def tol_keyword(tol: object, rtol: object, default: float) -> tuple[Any, str]:
+def tol_keyword(tol: object, rtol: object, default: float, *,
+                stacklevel: int = 3) -> tuple[Any, str]:
     """The value of ``tol``, with ``rtol`` accepted as its deprecated alias (a
-    :class:`DeprecationWarning`), ``default`` when neither is given; and the name it was given
-    as (for the messages of its validator).
+    :class:`DeprecationWarning` pointing at the user's call, ``stacklevel`` frames up), ``default``
+    when neither is given; and the name it was given as (for the messages of its validator).
+
+    Callers inside dgp that still pass ``rtol`` (the command line's ``--rtol``) get no
+    warning: the user did not write that call.
 
     Raises
     ------
@@ -115,8 +120,10 @@ def tol_keyword(tol: object, rtol: object, default: float) -> tuple[Any, str]:
     """
     if rtol is None:
         return (default if tol is None else tol), "tol"
-    warnings.warn("rtol is deprecated: use tol (the same relative tolerance)",
-                  DeprecationWarning, stacklevel=3)
+    caller = sys._getframe(stacklevel - 1).f_globals.get("__name__", "")
+    if caller != "dgp" and not caller.startswith("dgp."):
+        warnings.warn("rtol is deprecated: use tol (the same relative tolerance)",
+                      DeprecationWarning, stacklevel=stacklevel)
     if tol is not None:
         raise InvalidParameterError("rtol", f"= {describe(rtol)} is the deprecated name of tol "
                                     f"(= {describe(tol)}); give tol only")

@@ -384,7 +384,7 @@ def tolerance(tol: object, rtol: object) -> float:
     InvalidParameterError
         If it is not a number in ``(0, 1)``, or both are given.
     """
-    value, name = tol_keyword(tol, rtol, DEFAULT_RTOL)
+    value, name = tol_keyword(tol, rtol, DEFAULT_RTOL, stacklevel=4)
     return check_rtol(value, name)
 
 
