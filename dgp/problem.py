@@ -76,15 +76,19 @@ class Constraint:
         ``check(value, name, record)`` returns the validated value or raises
         :class:`~dgp.errors.InvalidParameterError` naming ``name``; ``record`` is the
         objective's registry record (``None`` for a weighting).
+    valid : object
+        A value the constraint accepts (an example).
     invalid : tuple
         Values the constraint refuses (examples, for tests and documentation).
     context : dict
-        The other parameters of a valid problem in which this one applies (with them and an
-        ``invalid`` value, :class:`Problem` must refuse this parameter).
+        The other parameters of a valid problem in which this one applies: with them and
+        ``valid`` :class:`Problem` accepts the problem, with them and an ``invalid`` value it
+        refuses this parameter.
     """
 
     what: str
     check: Callable[[object, str, Objective | None], Any]
+    valid: Any
     invalid: tuple[Any, ...]
     context: Mapping[str, Any] = field(default_factory=dict)
 
@@ -137,41 +141,42 @@ _BATCH = {**_SIZES, "batch_size": 4}
 
 #: the constraint of every parameter of :class:`Problem`, declared once
 PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
-    "W": Constraint("a weight matrix: array, scipy.sparse matrix or networkx graph, N x N, "
-                    "non-negative off the diagonal, every row with positive mass", _weights,
-                    ([[0.0, -1.0], [1.0, 0.0]], [[0.0, 0.0], [1.0, 0.0]], [[1.0, 2.0, 3.0]],
-                     [[0.0, np.nan], [1.0, 0.0]])),
-    "weights": Constraint("as W (another name for it)", _weights,
+    "W": Constraint(
+        "a weight matrix: array, scipy.sparse matrix or networkx graph, N x N, non-negative off "
+        "the diagonal, every row with positive mass", _weights, _W,
+        ([[0.0, -1.0], [1.0, 0.0]], [[0.0, 0.0], [1.0, 0.0]], [[1.0, 2.0, 3.0]],
+         [[0.0, np.nan], [1.0, 0.0]])),
+    "weights": Constraint("as W (another name for it)", _weights, _W,
                           ([[0.0, -1.0], [1.0, 0.0]], [1.0, 2.0])),
     "log_weights": Constraint("log w_ij, N x N, -inf for a zero weight, no +inf or NaN",
-                              _weights, ([[0.0, np.inf], [0.0, 0.0]],
-                                         [[0.0, -np.inf], [-np.inf, 0.0]])),
+                              _weights, [[0.0, -1.0], [-1.0, 0.0]],
+                              ([[0.0, np.inf], [0.0, 0.0]], [[0.0, -np.inf], [-np.inf, 0.0]])),
     "objective": Constraint(f"one of {', '.join(OBJECTIVE_NAMES)}", _choice(OBJECTIVE_NAMES),
-                            ("simclr", 3), {"labels": [0, 0, 1, 1]}),
+                            "supcon", ("simclr", 3), {"labels": [0, 0, 1, 1]}),
     "labels": Constraint("class labels (class objectives) or N x p label values", _labels,
-                         ([0, 0, 1], [[0.5, np.nan], [1.0, 2.0]], [0.5, 1.5]),
+                         [0, 0, 1, 1], ([0, 0, 1], [[0.5, np.nan], [1.0, 2.0]], [0.5, 1.5]),
                          {"objective": "supcon"}),
-    "sizes": Constraint("class sizes n_1..n_K, at least 2 classes", _sizes,
+    "sizes": Constraint("class sizes n_1..n_K, at least 2 classes", _sizes, [3, 2],
                         ([3], [3, 1], [3.5, 2], [[3, 3]]), {"objective": "supcon"}),
-    "sigma": Constraint("a finite number > 0", _positive, (0.0, -1.0, "1"),
+    "sigma": Constraint("a finite number > 0", _positive, 1.0, (0.0, -1.0, "1"),
                         {"objective": "y-aware", "labels": [[0.0], [1.0], [2.0]]}),
-    "eps": Constraint("a number in (0, 1)", _unit, (0.0, 1.0, 1.5), _SOFT),
-    "label_tau": Constraint("a finite number > 0", _positive, (0.0, float("inf")),
-                            {"objective": "x-clr", "labels": [[1.0, 0.0], [0.0, 1.0],
-                                                              [1.0, 1.0]]}),
-    "tau": Constraint("a finite number > 0", _positive, (0.0, -0.5, float("inf"), "0.5", True),
-                      _SIZES),
+    "eps": Constraint("a number in (0, 1)", _unit, 0.1, (0.0, 1.0, 1.5), _SOFT),
+    "label_tau": Constraint("a finite number > 0", _positive, 0.5, (0.0, float("inf")),
+                            {"objective": "x-clr",
+                             "labels": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]}),
+    "tau": Constraint("a finite number > 0", _positive, 0.1,
+                      (0.0, -0.5, float("inf"), "0.5", True), _SIZES),
     "similarity": Constraint(f"one of {', '.join(SIMILARITIES)}", _choice(SIMILARITIES),
-                             ("dot", 1), _SIZES),
-    "batch_size": Constraint("an integer >= 3", _integer(3), (2, 3.5, "8"), _SIZES),
-    "sampler": Constraint(f"one of {', '.join(SAMPLERS)}", _choice(SAMPLERS), ("random",),
-                          _BATCH),
-    "samples_per_class": Constraint("an integer >= 2 (sampler='m-per-class')", _integer(2),
+                             "euclidean", ("dot", 1), _SIZES),
+    "batch_size": Constraint("an integer >= 3", _integer(3), 4, (2, 3.5, "8"), _SIZES),
+    "sampler": Constraint(f"one of {', '.join(SAMPLERS)}", _choice(SAMPLERS),
+                          "class-balanced", ("random",), _BATCH),
+    "samples_per_class": Constraint("an integer >= 2 (sampler='m-per-class')", _integer(2), 2,
                                     (1, 2.0), {**_BATCH, "sampler": "m-per-class"}),
-    "reduction": Constraint(f"one of {', '.join(REDUCTIONS)}", _choice(REDUCTIONS),
+    "reduction": Constraint(f"one of {', '.join(REDUCTIONS)}", _choice(REDUCTIONS), "sum",
                             ("median",), _BATCH),
     "anchors_without_positives": Constraint(f"one of {', '.join(NO_POSITIVE)}",
-                                            _choice(NO_POSITIVE), ("skip",), _BATCH),
+                                            _choice(NO_POSITIVE), "zero", ("skip",), _BATCH),
 }
 
 _OBJECTIVE_PARAMS = ("sigma", "eps", "label_tau")
