@@ -88,14 +88,34 @@ def winfonce_loss(
     from dgp.engine.target import log_weights as canonical
     from dgp.engine.target import row_log_distribution
 
-    tau = check_positive(tau, "tau")
+    tau = _check_tau(tau)
     check_choice(similarity, SIMILARITIES, "similarity")
     lw = canonical(W, log_weights=log_weights)
     Zf = _embeddings(Z, lw.n, similarity)
-    S = similarity_matrix(Zf, tau=tau, similarity=similarity)
+    # the similarities at tau = 1, less each row's largest, then scaled: every entry is <= 0,
+    # so a small tau underflows q_ij to 0 (log q_ij = -inf) instead of overflowing to NaN
+    S = similarity_matrix(Zf, tau=1.0, similarity=similarity)
     np.fill_diagonal(S, -np.inf)
+    S -= S.max(axis=1, keepdims=True)
+    with np.errstate(over="ignore"):
+        S /= tau
     log_q = S - logsumexp(S, axis=1, keepdims=True)
     log_p = row_log_distribution(lw.L)
     P = np.exp(log_p)
     pos = P > 0
-    return float(-(P[pos] * log_q[pos]).sum())
+    with np.errstate(over="ignore"):
+        loss = float(-(P[pos] * log_q[pos]).sum())
+    if not np.isfinite(loss):
+        raise ParameterError("tau", f"= {tau:g}: the loss of these embeddings is beyond the float "
+                             "range (about 1.8e308) at this temperature (a positive pair below "
+                             "its row's largest similarity costs its gap / tau); use a larger tau")
+    return loss
+
+
+def _check_tau(tau: object) -> float:
+    """``tau`` as a float > 0 whose inverse is a float (the similarities are scaled by it)."""
+    t = check_positive(tau, "tau")
+    if not np.isfinite(1.0 / t):
+        raise ParameterError("tau", f"= {t:g} is too small: 1/tau is beyond the float range "
+                             "(about 1.8e308); use tau >= 5.57e-309")
+    return t

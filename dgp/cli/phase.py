@@ -7,6 +7,7 @@ Also the input flags shared with ``dgp recommend`` and ``dgp floors`` (:func:`ad
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 import numpy as np
@@ -18,6 +19,7 @@ from dgp.errors import InputError, ParameterError
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, load_labels
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
+from dgp.resources import check_memory, memory_budget
 from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = ["add_input_arguments", "add_parameter_arguments", "input_kwargs", "parse_axis",
@@ -102,6 +104,8 @@ def parse_axis(text: str) -> tuple[str, np.ndarray]:
             if len(parts) not in (3, 4) or (len(parts) == 4 and parts[3].strip() != "log"):
                 raise ValueError
             lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
+            if not (math.isfinite(lo) and math.isfinite(hi)):  # before numpy spaces them
+                raise InputError(f"--grid {text!r}: every value must be a finite number")
             if n < 1:
                 raise ValueError
             if n > MAX_CELLS:  # refused before the axis is built
@@ -170,6 +174,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+#: bytes per sample that a cell of an imbalance sweep holds: its int64 class codes and a copy
+LABEL_BYTES = 16
+
+
+def _check_sweep_memory(args: argparse.Namespace) -> None:
+    """An imbalance sweep builds the labels of up to ``classes x majority`` samples per cell:
+    refused before the work when they do not fit (exit 2, with what would fit)."""
+    k, m = args.classes, args.majority
+    if k is None or m is None or k < 1 or m < 1:
+        return  # the sweep's own validation names them
+    n = k * m
+    budget = memory_budget()
+    hint = ("use a smaller --majority" if budget is None else
+            f"--majority <= {max(1, budget // (LABEL_BYTES * k))} fits with --classes {k}")
+    check_memory(float(LABEL_BYTES) * n, what=f"an imbalance sweep of up to {n} samples "
+                 f"per cell (--classes {k} x --majority {m})", hint=hint)
+
+
 def run(args: argparse.Namespace) -> int:
     plot = None
     if args.plot is not None:
@@ -183,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
         if name in grid:
             raise ParameterError("grid", f"sweeps {name!r} twice")
         grid[name] = values
+    _check_sweep_memory(args)
     pm = phase(
         **input_kwargs(args), grid=grid, tau=args.tau, dim=args.dim, eps=args.eps,
         sigma=args.sigma, label_tau=args.label_tau, classes=args.classes,

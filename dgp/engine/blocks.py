@@ -40,6 +40,7 @@ from dgp.engine.family import (
     EuclideanSpectrum,
     FarkasData,
     check_cosine_scale,
+    check_tau_inverse,
     combine_farkas,
     cosine_family,
     euclidean_family,
@@ -552,6 +553,7 @@ def classify_blocks(
     """Classify a validated block weighting (structured path of the class objectives).
     ``floor`` computes the loss floor of an inconsistent cosine verdict (see
     :class:`~dgp.engine.rules.Context`)."""
+    check_tau_inverse(tau)
     if bw.log_cross is None and bw.K >= GROUPED_MIN_K:
         ctx = Context(
             similarity=similarity, tau=tau, dim=dim, n=bw.n, tol=tol, method="structured",

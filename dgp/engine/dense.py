@@ -114,11 +114,14 @@ class DenseCosineSpectrum(CosineSpectrum):
 
     def norm_floor(self, mu: float) -> float:
         # the largest column norm of the tridiagonal form (and the unit diagonal's 1): O(N)
-        d, e2 = self._diag(mu), self.e * self.e
+        # scaled by the largest entry, so that tau near the float range does not overflow
+        d, e = self._diag(mu), self.e
+        top = max(1.0, float(np.abs(d).max()), float(np.abs(e).max(initial=0.0)))
+        d, e2 = d / top, (e / top) ** 2
         sq = d * d
         sq[:-1] += e2
         sq[1:] += e2
-        return max(1.0, math.sqrt(float(sq.max())))
+        return max(1.0, top * math.sqrt(float(sq.max())))
 
     def smallest(self, mu: float, k: int) -> np.ndarray:
         if k <= 0:

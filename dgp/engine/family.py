@@ -49,6 +49,7 @@ __all__ = [
     "FarkasData",
     "argmax_concave",
     "check_cosine_scale",
+    "check_tau_inverse",
     "combine_farkas",
     "cosine_family",
     "euclidean_family",
@@ -302,6 +303,22 @@ class EuclideanSpectrum:
 # ----------------------------------------------------------------------------------------------
 # the concave search
 # ----------------------------------------------------------------------------------------------
+
+
+def check_tau_inverse(tau: float) -> None:
+    """Refuse a ``tau`` whose inverse is beyond floating point (``tau < 5.5627e-309``): the
+    targets' constants reach ``1 / tau`` (the unit diagonal is ``tau c = 1``), so no engine can
+    form them. Every engine calls it first.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``tau``, with the smallest ``tau`` taken.
+    """
+    if not math.isfinite(1.0 / tau):
+        raise ParameterError("tau", f"= {tau:g} is too small: 1/tau is beyond the float range "
+                             "(about 1.8e308), so the target's constants cannot be formed; "
+                             "use tau >= 5.57e-309")
 
 
 def check_cosine_scale(tau: float, spread: float) -> None:

@@ -33,6 +33,7 @@ from dgp.engine.family import (
     EuclideanSpectrum,
     FarkasData,
     check_cosine_scale,
+    check_tau_inverse,
     combine_farkas,
     cosine_family,
     euclidean_family,
@@ -327,6 +328,7 @@ def classify_lowrank(
 
     ``shift`` is the canonical constant minus the user's, as for dense weightings.
     """
+    check_tau_inverse(tau)
     lo, hi = t.ell_bounds
     if similarity == "cosine":
         check_cosine_scale(tau, hi - lo)

@@ -9,6 +9,7 @@ from typing import Any
 
 from dgp.engine import rules
 from dgp.engine.dense import dense_family
+from dgp.engine.family import check_tau_inverse
 from dgp.engine.rules import Context, Explanation
 from dgp.engine.target import LogWeights, entropic_bound, log_target
 from dgp.engine.zeros import classify_zeros
@@ -39,6 +40,7 @@ def classify_weights(
     :class:`~dgp.engine.rules.Context`). BLAS runs on the caller's threads
     (:func:`dgp.resources.blas_threads`): floats may differ in the last bits with the thread
     count, the decisions do not."""
+    check_tau_inverse(tau)
     with blas_threads():  # every core, unless bit-identical output is asked for
         return _classify(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
                          method=method, objective=objective, explanation=explanation,

@@ -276,7 +276,8 @@ def graph_weights(G: object, name: str = "W"):
     ParameterTypeError
         If ``G`` is a multigraph (parallel edges have no single weight).
     ParameterError
-        If the sparse matrix would not fit in memory, or a weight attribute is not a number.
+        If the graph has fewer than 2 nodes, the sparse matrix would not fit in memory, or a
+        weight attribute is not a number.
 
     Examples
     --------
@@ -292,6 +293,9 @@ def graph_weights(G: object, name: str = "W"):
         raise ParameterTypeError(name, "is a networkx multigraph; parallel edges have no single "
                                  "weight (merge them into a Graph or DiGraph first)")
     n = G.number_of_nodes()
+    if n < 2:  # networkx refuses an empty graph with its own error
+        raise ParameterError(name, f"is a networkx graph with {n} node{'s' * (n != 1)}; a "
+                             "weighting needs at least 2 samples (nodes)")
     check_memory(24.0 * (G.number_of_edges() * (1 if G.is_directed() else 2) + n),
                  what=f"the sparse weights of a graph with {G.number_of_edges()} edges",
                  hint="use a smaller graph")
