@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import lzma
 import math
 import os
 import re
@@ -31,6 +32,7 @@ import stat
 import tokenize
 import warnings
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,6 +65,7 @@ __all__ = [
     "load_array",
     "load_edge_list",
     "load_labels",
+    "load_npz",
     "load_weights",
     "memory_budget",
 ]
@@ -208,6 +211,9 @@ def _dtype_problem(dtype: np.dtype, allowed: str) -> str | None:
         "S": f"holds byte strings ({dtype}), not numbers",
         "V": f"holds a structured or raw array ({dtype}); save one plain numeric array",
     }
+    if dtype.kind in "biuf":  # numbers, but not the kind this array must hold
+        want = {"iu": "integers", "biu": "integers", "SU": "strings"}.get(allowed, "numbers")
+        return f"holds {dtype} numbers; it must hold {want}"
     return why.get(dtype.kind, f"holds {dtype} data, not numbers")
 
 
@@ -362,8 +368,39 @@ def _read_member(
                 member, info.file_size, src, what=f"member {key!r} of the archive ",
                 allowed=allowed, then=then,
             )  # fmt: skip
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
-        raise src.error(f"member {key!r} of the archive cannot be read ({exc})") from None
+    # a damaged archive: a bad CRC or header (BadZipFile, EOFError), an encrypted member
+    # (RuntimeError), an unknown compression method (NotImplementedError), a corrupt deflate,
+    # bzip2 or lzma stream (zlib.error, OSError, lzma.LZMAError)
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
+            zlib.error, lzma.LZMAError) as exc:
+        detail = str(exc) or type(exc).__name__
+        if isinstance(exc, RuntimeError) and "encrypted" in detail:
+            detail = "it is encrypted: a password would be needed"
+        raise src.error(f"member {key!r} of the archive cannot be read ({detail}); the archive "
+                        "is damaged, encrypted or compressed in a way numpy cannot read: save "
+                        "it again with numpy.savez or numpy.savez_compressed") from None
+
+
+def load_npz(path: str | os.PathLike, *, name: str) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` archive (:func:`numpy.savez`), read as :func:`load_array`
+    reads one: never unpickled, each member's ``.npy`` header checked against the size its
+    archive declares and against the memory budget *before* it is read, and a damaged,
+    encrypted or oddly compressed member refused with a message naming it.
+
+    Raises
+    ------
+    ValueError
+        If the file is missing, not a regular file, not an ``.npz`` archive, or one of its
+        members cannot be read or holds anything but numbers (the message names the member);
+        :class:`MemoryLimitError` if a member would exceed the memory budget.
+    """
+    out: dict[str, np.ndarray] = {}
+    with _open(path, name) as src:
+        zf, members = _npz_members(src)
+        with zf:
+            for key in sorted(members):
+                out[key] = _read_member(src, zf, members[key], key, _NUMERIC)
+    return out
 
 
 def _is_sparse_npz(members: dict[str, zipfile.ZipInfo]) -> bool:

@@ -185,21 +185,19 @@ def load_npz(path: str) -> Dataset:
     """
     import zipfile
 
+    from dgp.io import load_npz as read_npz
     from dgp.resources import check_memory
 
-    unreadable = (OSError, ValueError, EOFError, zipfile.BadZipFile)
     try:
         with zipfile.ZipFile(path) as zf:  # sizes first: a small archive may unpack to GiBs
             unpacked = sum(i.file_size for i in zf.infolist())
-    except unreadable as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise InputError(f"data: cannot read {path!r} as an .npz file ({exc})") from None
     check_memory(2.0 * unpacked, what=f"the arrays of {os.path.basename(str(path))!r} "
                  f"({unpacked / 2**20:.0f} MiB unpacked)", hint="use a smaller data set")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            files = dict(z.items())
-    except unreadable as exc:
-        raise InputError(f"data: cannot read {path!r} as an .npz file ({exc})") from None
+    # each member's header checked against its declared size and the budget before it is
+    # read; damaged, encrypted or oddly compressed members refused by name
+    files = read_npz(path, name="data")
     xk = next((k for k in _X_KEYS if k in files), None)
     yk = next((k for k in _Y_KEYS if k in files), None)
     if xk is None or yk is None:
