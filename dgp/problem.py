@@ -56,7 +56,7 @@ from dgp.objectives.classify import classify_labels
 from dgp.objectives.registry import OBJECTIVE_NAMES, Labels, Objective
 from dgp.resources import blas_threads, check_memory
 from dgp.solver import NO_POSITIVE, REDUCTIONS, SAMPLERS
-from dgp.spec import ProblemSpec, merged
+from dgp.spec import SAMPLING_FIELDS, ProblemSpec, merged
 
 __all__ = ["FORMS", "PARAMETER_CONSTRAINTS", "Constraint", "Problem"]
 
@@ -180,8 +180,7 @@ PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
 }
 
 _OBJECTIVE_PARAMS = ("sigma", "eps", "label_tau")
-_SAMPLING = ("batch_size", "sampler", "samples_per_class", "reduction",
-             "anchors_without_positives")
+_SAMPLING = SAMPLING_FIELDS
 
 
 def _refuse_with(present: str, names: Mapping[str, object], why: str) -> None:
@@ -315,9 +314,6 @@ class Problem(ProblemSpec):
                                         f"only (sampler is {out.get('sampler', 'uniform')!r})")
         weighting = next((out[k] for k in ("W", "weights", "log_weights") if k in out), None)
         if weighting is not None:
-            for a in (weighting.L, weighting.entropies):
-                if a is not None:
-                    a.setflags(write=False)
             form, n, lab, class_sizes = "weights", weighting.n, None, None
             sim = out.get("similarity", "cosine")
         else:
@@ -328,9 +324,6 @@ class Problem(ProblemSpec):
                 n = int(class_sizes.sum())
             else:
                 form, lab = "labels", out["labels"]
-                for a in (lab.values, lab.classes, lab.sizes):
-                    if a is not None:
-                        a.setflags(write=False)
                 class_sizes, n = lab.sizes, lab.n
         values = {
             "form": form, "objective": None if rec is None else rec.name, "record": rec,
@@ -339,8 +332,18 @@ class Problem(ProblemSpec):
             "similarity": sim,
         }
         values |= {k: out.get(k) for k in (*_OBJECTIVE_PARAMS, "tau", *_SAMPLING)}
-        for name, value in values.items():
+        self.__setstate__(values)
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        """Set the fields once (construction, unpickling) and make the arrays read-only."""
+        for name, value in state.items():
             object.__setattr__(self, name, value)
+        w, lab = self.weighting, self.labels_record
+        arrays = ((w.L, w.entropies) if w is not None else ()) + (
+            (lab.values, lab.classes, lab.sizes) if lab is not None else ())
+        for a in arrays:
+            if isinstance(a, np.ndarray):
+                a.setflags(write=False)
 
     @staticmethod
     def _check_form(given: Mapping[str, object]) -> Objective | None:

@@ -9,6 +9,7 @@ deprecated ``rtol`` still works; properties across forms of the same weighting.
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import warnings
 
 import numpy as np
@@ -148,6 +149,9 @@ def test_a_problem_cannot_be_changed():
     q = dgp.Problem(objective="supcon", labels=LABELS)
     with pytest.raises(ValueError, match="read-only"):
         q.labels_record.values[0] = 1
+    again = pickle.loads(pickle.dumps(p))  # a worker's copy is frozen too
+    with pytest.raises(ValueError, match="read-only"):
+        again.weighting.L[0, 1] = 0.0
     W[0, 1] = W[1, 0] = 0.5  # the caller's array is not the problem's
     first = dgp.classify(p, dim=3).to_dict()
     assert dgp.classify(p, dim=3).to_dict() == first  # the engine consumed a copy
