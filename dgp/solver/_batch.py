@@ -60,7 +60,9 @@ __all__ = [
     "Compositions",
     "batch_rows",
     "check_batch",
+    "composition_count",
     "compositions",
+    "enumerable",
     "positive_pair_probability",
     "row_budget_samples",
 ]
@@ -178,6 +180,15 @@ def composition_count(sizes: np.ndarray, spec: BatchSpec) -> int:
     if spec.sampler == "class-balanced":
         return math.comb(B + K - 1, K - 1)
     return math.comb(K, B // int(spec.samples_per_class))
+
+
+def enumerable(sizes: np.ndarray, spec: BatchSpec, exact_max: int) -> bool:
+    """Whether the expectation over the sampler's compositions is computed exactly: at most
+    ``exact_max`` compositions, whose rows (anchors present in each) over ``K`` points fit in
+    :data:`ROW_BUDGET` entries."""
+    count = composition_count(sizes, spec)
+    K = sizes.size
+    return count <= exact_max and count * min(K, spec.batch_size) * K <= ROW_BUDGET
 
 
 def _enumerate_bounded(caps: np.ndarray, B: int) -> np.ndarray:

@@ -1,0 +1,430 @@
+r"""The expected-batch optimum at dataset scale: what mini-batch training reaches, with numbers
+measured on batches the optimiser never saw (DESIGN §13).
+
+:func:`batch_optimum` runs :func:`dgp.solver.stochastic_optimum` (a Riemannian Adam on fresh
+batches) from ``1 + replicates`` seeds, keeps the best, and reports
+
+* the expected batch loss of the embedding with its 95% interval, from fresh batches;
+* a lower bound on the optimum of the expectation at 95% confidence (the per-batch convex
+  relaxation, :func:`dgp.solver.relaxation_bound`) and the gap;
+* the full-batch optimum's expected batch loss on the same fresh batches, when a full-batch
+  embedding is given, so that one sees whether batching changes the answer beyond noise;
+* what the loss pins (:class:`BatchIdentifiability`): the solutions of the other seeds lie
+  within the loss resolution of the best one or not, and which invariants they share.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dgp.display import format_summary, html_summary
+from dgp.records import Convergence, Record
+from dgp.solver import (
+    Z95,
+    BatchSpec,
+    BatchWeights,
+    ClassBatches,
+    SampleBatches,
+    evaluate,
+    relaxation_bound,
+    stochastic_optimum,
+)
+
+__all__ = ["BatchEstimate", "BatchIdentifiability", "BatchOptimum", "batch_optimum",
+           "quotient_batch_optimum"]
+
+#: a pairwise cosine (or a relative eigenvalue) that moves by more than this between
+#: near-optimal solutions is not pinned by the loss
+PINNED_SPREAD = 0.05
+#: pairs of samples on which cosines are compared (O(pairs d), never N x N)
+PAIRS = 4000
+#: the step of a run from a random start, and of one from the full-batch optimum (already
+#: near: a large first step would throw it away)
+COLD_LR = 0.5
+WARM_LR = 0.01
+#: batches (of their own stream) on which the kept run is chosen
+SELECT_BATCHES = 1000
+#: target half-width (nats per anchor) of the 95% interval of the expected loss
+HALF_WIDTH = 0.002
+
+
+@dataclass(frozen=True)
+class BatchEstimate(Record):
+    """The expected batch loss and its bound, from batches not used to optimise.
+
+    Attributes
+    ----------
+    spec : BatchSpec
+    expected_loss : float
+        Mean batch loss of the embedding over ``batches`` fresh batches (the trainer's
+        reduction: with ``mean``, nats per anchor).
+    interval : tuple of float
+        Its 95% confidence interval.
+    lower_bound : float
+        A lower bound on the minimum of the expected batch loss over all embeddings (any
+        dimension), at confidence ``confidence``.
+    confidence : float
+    gap : float
+        ``expected_loss - lower_bound``.
+    full_batch_expected_loss : float or None
+        The full-batch prediction's expected batch loss on the same fresh batches.
+    full_batch_interval : tuple of float or None
+    full_batch_excess : float or None
+        ``full_batch_expected_loss - expected_loss`` (paired on the same batches).
+    full_batch_excess_se : float or None
+    batches : int
+        Fresh batches of the evaluation.
+    bound_batches : int
+        Further fresh batches of the relaxation bound.
+    steps, epochs : int, float
+        Optimiser steps (one batch each) and passes over the points of the kept run.
+    seed : int
+    expectation : str
+        ``"stochastic"``: optimised on fresh batches, reported on held-out ones.
+    """
+
+    spec: BatchSpec
+    expected_loss: float
+    interval: tuple[float, float]
+    lower_bound: float
+    confidence: float
+    gap: float
+    full_batch_expected_loss: float | None
+    full_batch_interval: tuple[float, float] | None
+    full_batch_excess: float | None
+    full_batch_excess_se: float | None
+    batches: int
+    bound_batches: int
+    steps: int
+    epochs: float
+    seed: int
+    expectation: str = "stochastic"
+
+    def json_items(self, options):
+        yield from self.spec.json_items({})
+        for f in ("expectation", "expected_loss", "interval", "lower_bound", "confidence",
+                  "gap", "full_batch_expected_loss", "full_batch_interval",
+                  "full_batch_excess", "full_batch_excess_se", "batches", "bound_batches",
+                  "steps", "epochs", "seed"):
+            yield f, getattr(self, f)
+
+
+@dataclass(frozen=True)
+class BatchIdentifiability(Record):
+    """What the loss pins among near-optimal solutions (from different seeds: starts and batch
+    schedules).
+
+    Attributes
+    ----------
+    pinned : dict
+        Each compared invariant and whether it is pinned (its spread at most
+        :data:`PINNED_SPREAD`).
+    spread : dict
+        How much each invariant varies over the solutions (largest difference from the best
+        solution): ``cosine_max`` / ``cosine_rms`` over sampled pairs, ``spectrum`` (largest
+        relative change of the top eigenvalues of ``Z^T Z / N``), ``mean_norm`` (norm of the
+        mean embedding), ``loss`` (nats per anchor, paired on the same fresh batches, with its
+        standard error ``loss_se``).
+    resolution : float
+        The loss resolution (nats per anchor): the half-width of the 95% interval.
+    identifiable : bool
+        Every compared invariant is pinned, including the pairwise cosines (the arrangement).
+    solutions : int
+        Near-optimal solutions compared (those within the resolution of the best).
+    statement : str
+    """
+
+    pinned: dict
+    spread: dict
+    resolution: float
+    identifiable: bool
+    solutions: int
+    statement: str
+
+
+@dataclass(frozen=True, eq=False)
+class BatchOptimum(Record):
+    """The minimiser of the expected mini-batch loss in ``R^dim`` found on fresh batches
+    (module docstring).
+
+    Attributes
+    ----------
+    n : int
+        Points (samples, or collapsed classes).
+    tau : float
+    dim : int
+    embedding : ndarray, shape (n, dim)
+        Unit rows.
+    batch : BatchEstimate
+    identifiability : BatchIdentifiability or None
+        ``None`` with no replicate run.
+    status : str
+        Why the kept run stopped.
+    monitor : tuple of float
+        The kept run's loss on its monitoring batches, per epoch.
+    seconds : float
+    solver : str
+    """
+
+    n: int
+    tau: float
+    dim: int
+    embedding: np.ndarray
+    batch: BatchEstimate
+    identifiability: BatchIdentifiability | None
+    status: str
+    monitor: tuple[float, ...] = field(repr=False)
+    seconds: float = 0.0
+    solver: str = ("Riemannian Adam on the product of spheres, fresh batches, decaying step, "
+                   "iterate averaging")
+
+    @property
+    def loss(self) -> float:
+        """The expected batch loss (held-out estimate)."""
+        return self.batch.expected_loss
+
+    @property
+    def lower_bound(self) -> float:
+        return self.batch.lower_bound
+
+    @property
+    def gram(self) -> np.ndarray:
+        """``embedding @ embedding.T`` (``n x n``: mind the size)."""
+        return self.embedding @ self.embedding.T
+
+    @property
+    def convergence(self) -> Convergence:
+        return Convergence(
+            success=True, status=self.status, nit=self.batch.steps,
+            residual=self.batch.gap, certified=False,
+            certifies=("nothing proven: a stochastic optimum; the lower bound holds at "
+                       f"{self.batch.confidence:.0%} confidence and the gap bounds the "
+                       "suboptimality at that confidence"),
+        )
+
+    def _summary_pairs(self) -> list[tuple[str, str]]:
+        b = self.batch
+        s = b.spec
+        lo, hi = b.interval
+        how = (f"optimised on {b.steps} fresh batches ({b.epochs:.0f} epochs)" if b.steps else
+               "kept the full-batch optimum (no stochastic run beat it on the selection "
+               "batches)")
+        pairs = [
+            ("batches", f"B = {s.batch_size}, {s.sampler}, reduction {s.reduction}; {how}, "
+             f"reported on {b.batches} other fresh batches"),
+            ("dimension", f"d = {self.dim}"),
+            ("expected loss", f"{b.expected_loss:.6f} nats per batch, 95% interval "
+             f"[{lo:.6f}, {hi:.6f}]"),
+            ("lower bound", f"{b.lower_bound:.6f} ({b.confidence:.0%} confidence; per-batch "
+             f"convex relaxation), gap {b.gap:.2g}"),
+        ]
+        if b.full_batch_excess is not None:
+            hw = 1.96 * (b.full_batch_excess_se or 0.0)
+            if b.full_batch_excess > hw:
+                verdict = "batching changes the answer beyond noise"
+            elif b.full_batch_excess < -hw:
+                verdict = ("the full-batch prediction does better: this optimum is short by at "
+                           "least that much")
+            else:
+                verdict = "no difference beyond noise"
+            pairs.append(("full batch", f"its prediction's expected batch loss is "
+                          f"{b.full_batch_excess:+.2g} ± {hw:.2g} above this one (paired, same "
+                          f"batches): {verdict}"))
+        if self.identifiability is not None:
+            pairs.append(("identifiable", self.identifiability.statement))
+        return pairs
+
+    def _title(self) -> str:
+        return f"Expected-batch optimum: n = {self.n}, tau = {self.tau:g}, d = {self.dim}"
+
+    def __str__(self) -> str:
+        return format_summary(self._title(), self._summary_pairs())
+
+    def _repr_html_(self) -> str:
+        return html_summary(self._title(), self._summary_pairs())
+
+    #: ``embedding=True`` adds the ``n x dim`` embedding
+    JSON_OPTIONS: ClassVar[dict[str, Any]] = {"embedding": False, "gram": None}
+
+    def json_items(self, options):
+        yield from (("n", self.n), ("tau", self.tau), ("dim", self.dim),
+                    ("loss", self.loss), ("lower_bound", self.lower_bound),
+                    ("batch", self.batch), ("full_batch_expected_loss",
+                                            self.batch.full_batch_expected_loss),
+                    ("identifiability", self.identifiability), ("status", self.status),
+                    ("seconds", self.seconds), ("solver", self.solver),
+                    ("convergence", self.convergence))
+        if options["embedding"]:
+            yield "embedding", self.embedding
+
+
+def _invariants(Z: np.ndarray, pairs: np.ndarray, top: int) -> dict[str, Any]:
+    n = Z.shape[0]
+    cos = np.einsum("ij,ij->i", Z[pairs[:, 0]], Z[pairs[:, 1]])
+    lam = np.linalg.eigvalsh(Z.T @ Z / n)[::-1][:top]
+    return {"cos": cos, "spectrum": lam, "mean_norm": float(np.linalg.norm(Z.mean(axis=0)))}
+
+
+def _identifiability(runs: list[np.ndarray], est: list, best: int, *, seed: int,
+                     resolution: float) -> BatchIdentifiability:
+    n, d = runs[best].shape
+    rng = np.random.default_rng([seed, 4])
+    pairs = rng.integers(0, n, size=(PAIRS, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    top = min(d, n, 16)
+    ref = _invariants(runs[best], pairs, top)
+    near = [k for k in range(len(runs)) if k != best
+            and est[k].mean - est[best].mean <= resolution]
+    spread = {"cosine_max": 0.0, "cosine_rms": 0.0, "spectrum": 0.0, "mean_norm": 0.0,
+              "loss": max((est[k].mean - est[best].mean for k in range(len(runs))), default=0.0)}
+    for k in near:
+        inv = _invariants(runs[k], pairs, top)
+        dc = inv["cos"] - ref["cos"]
+        spread["cosine_max"] = max(spread["cosine_max"], float(np.abs(dc).max()))
+        spread["cosine_rms"] = max(spread["cosine_rms"], float(np.sqrt(np.mean(dc**2))))
+        rel = np.abs(inv["spectrum"] - ref["spectrum"]) / max(float(ref["spectrum"][0]), 1e-300)
+        spread["spectrum"] = max(spread["spectrum"], float(rel.max()))
+        spread["mean_norm"] = max(spread["mean_norm"],
+                                  abs(inv["mean_norm"] - ref["mean_norm"]))
+    pinned = {"pairwise cosines": spread["cosine_rms"] <= PINNED_SPREAD,
+              "spectrum": spread["spectrum"] <= PINNED_SPREAD,
+              "mean_norm": spread["mean_norm"] <= PINNED_SPREAD}
+    if not near:
+        statement = (f"undecided: no other seed's solution came within the loss resolution "
+                     f"({resolution:.2g} nats) of the best, so nothing is known about other "
+                     "near-optimal solutions")
+        return BatchIdentifiability(pinned={}, spread=spread, resolution=resolution,
+                                    identifiable=False, solutions=1, statement=statement)
+    ident = all(pinned.values())
+    free = [k for k, v in pinned.items() if not v]
+    fixed = [k for k, v in pinned.items() if v]
+    statement = (
+        f"yes: {len(near) + 1} near-optimal solutions agree (cosines within RMS "
+        f"{spread['cosine_rms']:.2g})" if ident else
+        f"not identifiable: {', '.join(free)} vary over {len(near) + 1} solutions within "
+        f"{resolution:.2g} nats (cosine RMS {spread['cosine_rms']:.2g}, max "
+        f"{spread['cosine_max']:.2g}); pinned: {', '.join(fixed) or 'none of those compared'}"
+    )
+    return BatchIdentifiability(pinned=pinned, spread=spread, resolution=resolution,
+                                identifiable=ident, solutions=len(near) + 1,
+                                statement=statement)
+
+
+def batch_optimum(
+    weights: BatchWeights,
+    spec: BatchSpec,
+    *,
+    tau: float,
+    dim: int,
+    seed: int = 0,
+    sizes: np.ndarray | None = None,
+    full_batch: np.ndarray | None = None,
+    replicates: int = 1,
+    bound_batches: int = 32,
+    half_width: float = HALF_WIDTH,
+    min_batches: int = 200,
+    progress: bool | None = None,
+) -> BatchOptimum:
+    """The expected-batch optimum of ``weights`` in ``R^dim`` (module docstring).
+
+    ``sizes``: class sizes when the points are collapsed classes (``None``: every point is one
+    sample). ``full_batch``: the full-batch prediction's embedding (``n x d'``), evaluated on
+    the same fresh batches. ``replicates``: further seeds for the identifiability report.
+    Progress lines go to stderr (also when it is not a terminal) unless ``progress`` is false.
+    """
+    n = weights.n
+    sampler = (SampleBatches(n, spec.batch_size) if sizes is None
+               else ClassBatches(np.asarray(sizes, dtype=np.int64), spec))
+    say = None
+    if progress is None or progress:
+        def say(msg: str) -> None:
+            print(f"dgp: {msg}", file=sys.stderr, flush=True)
+    runs, infos = [], []
+    for r in range(1 + replicates):
+        warm = r == 0 and full_batch is not None
+        if say is not None:
+            say(f"stochastic run {r + 1} of {1 + replicates} (n = {n}, B = {spec.batch_size}, "
+                f"d = {dim}, " + ("from the full-batch optimum)" if warm else
+                                  "from a random start)"))
+        run = stochastic_optimum(weights, sampler, spec, tau=tau, dim=dim, seed=seed + r,
+                                 start=full_batch if warm else None,
+                                 lr=WARM_LR if warm else COLD_LR, progress=say)
+        runs.append(run.embedding)
+        infos.append(run)
+    # the full-batch optimum is a candidate too (the answer is never worse than it); the kept
+    # candidate is chosen on batches of a stream of its own, then reported on others
+    cands = runs + ([full_batch] if full_batch is not None else [])
+    select = evaluate(cands, weights, sampler, spec, tau=tau, seed=seed, half_width=half_width,
+                      min_batches=SELECT_BATCHES, max_batches=SELECT_BATCHES, stream=5)
+    best = _kept(select, full=full_batch is not None)
+    est = evaluate(cands, weights, sampler, spec, tau=tau, seed=seed, half_width=half_width,
+                   min_batches=min_batches)
+    Z, e = cands[best], est[best]
+    if say is not None:
+        say(f"relaxation bound on {bound_batches} fresh batches")
+    bound = relaxation_bound(Z, e, weights, sampler, spec, tau=tau, seed=seed,
+                             batches=bound_batches)
+    fb = fb_int = fb_ex = fb_se = None
+    if full_batch is not None:
+        f = est[-1]
+        fb, fb_int = f.mean, f.interval
+        fb_ex = f.mean - e.mean
+        diff = f.values - e.values  # paired: the same fresh batches
+        fb_se = float(diff.std(ddof=1) / math.sqrt(diff.size))
+    lower = min(bound.value, e.mean)
+    kept = infos[best] if best < len(infos) else None
+    batch = BatchEstimate(
+        spec=spec, expected_loss=e.mean, interval=e.interval, lower_bound=lower,
+        confidence=bound.confidence, gap=e.mean - lower, full_batch_expected_loss=fb,
+        full_batch_interval=fb_int, full_batch_excess=fb_ex, full_batch_excess_se=fb_se,
+        batches=e.batches, bound_batches=bound.batches,
+        steps=kept.steps if kept else 0, epochs=kept.epochs if kept else 0.0, seed=seed + best,
+    )
+    ident = (_identifiability(runs, est[: len(runs)], min(best, len(runs) - 1), seed=seed,
+                              resolution=half_width) if replicates else None)
+    status = (kept.status if kept else "the full-batch optimum: no stochastic run did better "
+              "on the selection batches")
+    return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,
+                        status=status, monitor=kept.monitor if kept else (),
+                        seconds=float(sum(i.seconds for i in infos)))
+
+
+def _kept(select: list, *, full: bool) -> int:
+    """The candidate kept: the lowest mean on the selection batches; with the full-batch
+    optimum as the last candidate, a stochastic run replaces it only when it is better beyond
+    the noise of the paired difference (95%)."""
+    means = [e.mean for e in select]
+    if not full:
+        return int(np.argmin(means))
+    ref = select[-1]
+    better = []
+    for k, e in enumerate(select[:-1]):
+        diff = e.values - ref.values
+        se = float(diff.std(ddof=1) / math.sqrt(diff.size))
+        if diff.mean() < -Z95 * se:
+            better.append(k)
+    return min(better, key=lambda k: means[k]) if better else len(select) - 1
+
+
+def quotient_batch_optimum(
+    sizes: np.ndarray, weights: np.ndarray, spec: BatchSpec, *, tau: float, dim: int,
+    seed: int, replicates: int, min_batches: int, full_batch: np.ndarray | None,
+    progress: bool | None = None,
+) -> BatchOptimum:
+    """:func:`batch_optimum` of a (twin-)class quotient: ``weights[c, d]`` the weight of a
+    sample of class ``c`` for one of class ``d`` (diagonal: within the class), ``sizes`` the
+    class sizes (all ones: every sample its own point)."""
+    from dgp.solver import DenseBatchWeights
+
+    with np.errstate(divide="ignore"):
+        L = np.log(weights)
+    source = DenseBatchWeights(L)
+    return batch_optimum(source, spec, tau=tau, dim=dim, seed=seed,
+                         sizes=None if (sizes == 1).all() else sizes,
+                         full_batch=full_batch, replicates=replicates,
+                         min_batches=min_batches, progress=progress)

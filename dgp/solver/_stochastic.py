@@ -1,0 +1,561 @@
+r"""The expected mini-batch loss of any weighting, optimised on fresh batches (DESIGN §13).
+
+SGD on batches of size ``B`` minimises :math:`\mathbb E_b L_b(Z)`. A sample-level weighting
+(kernels of labels, soft labels, k-NN graphs) has no class structure to enumerate, so the
+expectation is optimised stochastically: a Riemannian Adam on the product of unit spheres (one
+sphere per point), each step on a fresh batch, the step decaying as :math:`1/\sqrt t`, with
+averaging of the iterates over the last part of the run. One step costs :math:`O(B^2 d)`; the
+weights are read per batch (:class:`BatchWeights`), never as an ``N x N`` array.
+
+A *batch* is a multiset of points with counts ``m`` (a sample-level batch: ``B`` distinct
+points, each counted once; a class-collapsed batch: the classes present with their counts). An
+anchor of point ``c`` sees :math:`\mu_{cd} = m_d - [c = d]` copies of point ``d`` and puts target
+mass :math:`p_{cd} \propto \mu_{cd} w_{cd}` on them; its loss is
+
+.. math::
+
+    \ell_c = \log\sum_d \mu_{cd}\, e^{G_{cd}/\tau} - \sum_d p_{cd}\,G_{cd}/\tau
+
+(with :math:`G_{cc} = 1`); the batch loss is :math:`\rho\sum_c m_c\,[\text{positives}]\,\ell_c`
+with the reduction :math:`\rho` of :mod:`dgp.solver._batch` (``sum``: 1; ``mean`` with anchors
+without positives dropped: one over the anchors that have positives; ``mean`` counting them as
+zero: :math:`1/B`). This is exactly the loss of :func:`dgp.solver.batch_rows` for one
+composition, so the exact (enumerated) and the stochastic paths optimise one function.
+
+Honest numbers, each from batches the optimiser never saw (:func:`evaluate`,
+:func:`relaxation_bound`): the expected batch loss with a 95% interval; a lower bound on the
+optimum of the expectation, :math:`\mathbb E_b[\min_{G_b \in \mathcal E_B} L_b(G_b)] \le
+\min_Z \mathbb E_b L_b(Z)` (each batch's loss is convex in its own Gram matrix), each term
+bounded below by the dual bound of the per-batch convex problem, and the mean of these bounds
+reported at its one-sided 95% lower confidence limit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+from scipy.special import ndtri
+
+from dgp.solver._batch import BatchSpec
+
+__all__ = [
+    "BatchWeights",
+    "ClassBatches",
+    "DenseBatchWeights",
+    "Estimate",
+    "GaussianKernelWeights",
+    "InnerProductKernelWeights",
+    "RelaxationBound",
+    "SampleBatches",
+    "SparseBatchWeights",
+    "StochasticRun",
+    "batch_loss",
+    "evaluate",
+    "relaxation_bound",
+    "stochastic_optimum",
+]
+
+#: seconds between two progress lines of a run
+PROGRESS_EVERY_S = 5.0
+#: Adam's moment decays and its denominator floor
+ADAM_BETA1 = 0.9
+ADAM_BETA2 = 0.999
+ADAM_EPS = 1e-12
+#: the two-sided 95% normal quantile and the one-sided one
+Z95 = float(ndtri(0.975))
+Z95_ONE_SIDED = float(ndtri(0.95))
+
+
+class BatchWeights(Protocol):
+    """Log-weights of a weighting read on demand, one batch at a time."""
+
+    n: int
+
+    def log_block(self, idx: np.ndarray) -> np.ndarray:
+        """``log w`` among the points ``idx`` (``u x u``; ``-inf`` for a zero weight). The
+        diagonal is the weight a point gives another copy of itself (``-inf`` when a point has
+        no copies). Rows may be scaled by positive constants: only row-normalised targets enter
+        a batch loss."""
+
+
+@dataclass(frozen=True, eq=False)
+class DenseBatchWeights:
+    """A dense ``N x N`` array of log-weights (diagonal: the weight between copies)."""
+
+    L: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.L.shape[0])
+
+    def log_block(self, idx: np.ndarray) -> np.ndarray:
+        return self.L[np.ix_(idx, idx)]
+
+
+@dataclass(frozen=True, eq=False)
+class SparseBatchWeights:
+    """A sparse weight matrix (CSR; missing entries are zero weights; diagonal ignored)."""
+
+    W: object  # scipy.sparse.csr_matrix
+
+    @property
+    def n(self) -> int:
+        return int(self.W.shape[0])
+
+    def log_block(self, idx: np.ndarray) -> np.ndarray:
+        block = np.asarray(self.W[idx][:, idx].toarray(), dtype=float)
+        with np.errstate(divide="ignore"):
+            out = np.log(block)
+        np.fill_diagonal(out, -np.inf)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianKernelWeights:
+    r""":math:`\log w_{ij} = -\|y_i - y_j\|^2 / (2\sigma^2)` (y-Aware, Euclidean–Euclidean)
+    from ``N x p`` labels."""
+
+    labels: np.ndarray
+    sigma: float
+
+    @property
+    def n(self) -> int:
+        return int(self.labels.shape[0])
+
+    def log_block(self, idx: np.ndarray) -> np.ndarray:
+        y = self.labels[idx]
+        sq = np.sum(y * y, axis=1)
+        d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (y @ y.T), 0.0)
+        out = -d2 / (2.0 * self.sigma**2)
+        np.fill_diagonal(out, -np.inf)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class InnerProductKernelWeights:
+    r""":math:`\log w_{ij} = \langle \hat y_i, \hat y_j\rangle / \tau_y` up to a constant per row
+    (X-CLR: the row softmax's normaliser cancels in a batch's row-normalised target), with
+    ``features`` the L2-normalised label embeddings."""
+
+    features: np.ndarray
+    label_tau: float
+
+    @property
+    def n(self) -> int:
+        return int(self.features.shape[0])
+
+    def log_block(self, idx: np.ndarray) -> np.ndarray:
+        f = self.features[idx]
+        out = (f @ f.T) / self.label_tau
+        np.fill_diagonal(out, -np.inf)
+        return out
+
+
+# ---------------------------------------------------------------------------------- samplers
+@dataclass(frozen=True, eq=False)
+class SampleBatches:
+    """Uniform batches of ``batch_size`` distinct points among ``n`` (no replacement)."""
+
+    n: int
+    batch_size: int
+
+    def draw(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        idx = np.sort(rng.choice(self.n, size=self.batch_size, replace=False))
+        return idx, np.ones(idx.size)
+
+    def epoch(self, rng: np.random.Generator):
+        """The batches of one pass over a shuffled order (as a data loader draws them; each is
+        a uniform subset); the last incomplete batch is dropped."""
+        order = rng.permutation(self.n)
+        B = self.batch_size
+        for s in range(0, self.n - B + 1, B):
+            idx = np.sort(order[s:s + B])
+            yield idx, np.ones(B)
+
+
+@dataclass(frozen=True, eq=False)
+class ClassBatches:
+    """Batches of collapsed classes: counts drawn by the sampler of ``spec`` from class
+    ``sizes`` (uniform: multivariate hypergeometric; class-balanced: multinomial ``(B, 1/K)``;
+    m-per-class: ``B/m`` classes, ``m`` each)."""
+
+    sizes: np.ndarray
+    spec: BatchSpec
+
+    @property
+    def n(self) -> int:
+        return int(self.sizes.size)
+
+    def draw(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        K, B = self.sizes.size, self.spec.batch_size
+        if self.spec.sampler == "uniform":
+            cum = np.cumsum(self.sizes)
+            pick = rng.choice(int(cum[-1]), size=B, replace=False)
+            counts = np.bincount(np.searchsorted(cum, pick, side="right"), minlength=K)
+        elif self.spec.sampler == "class-balanced":
+            counts = rng.multinomial(B, np.full(K, 1.0 / K))
+        else:
+            m = int(self.spec.samples_per_class)
+            counts = np.zeros(K, dtype=np.int64)
+            counts[rng.choice(K, size=B // m, replace=False)] = m
+        idx = np.flatnonzero(counts)
+        return idx, counts[idx].astype(float)
+
+    def epoch(self, rng: np.random.Generator):
+        for _ in range(max(1, int(self.sizes.sum()) // self.spec.batch_size)):
+            yield self.draw(rng)
+
+
+# ------------------------------------------------------------------------------- batch loss
+def _rho(counts: np.ndarray, has: np.ndarray, spec: BatchSpec) -> float:
+    if spec.reduction == "sum":
+        return 1.0
+    if spec.anchors_without_positives == "zero":
+        return 1.0 / spec.batch_size
+    anchors = float(counts[has].sum())
+    return 1.0 / anchors if anchors > 0 else 0.0
+
+
+def batch_loss(
+    Zb: np.ndarray, counts: np.ndarray, L: np.ndarray, *, tau: float, spec: BatchSpec,
+    gradient: bool = True,
+) -> tuple[float, np.ndarray | None]:
+    r"""The loss of one batch (module docstring) at unit rows ``Zb`` (``u x d``) with ``counts``
+    and log-weights ``L`` (``u x u``), and its Euclidean gradient with respect to ``Zb``
+    (``None`` when ``gradient`` is false)."""
+    u = Zb.shape[0]
+    G = Zb @ Zb.T
+    np.fill_diagonal(G, 1.0)
+    with np.errstate(divide="ignore"):
+        log_mu = np.broadcast_to(np.log(counts), (u, u)).copy()
+        np.fill_diagonal(log_mu, np.log(np.maximum(counts - 1.0, 0.0)))
+    # target: p_cd proportional to mu_cd w_cd, in log space
+    T = L + log_mu
+    top_t = np.max(T, axis=1)
+    has = np.isfinite(top_t)
+    rho = _rho(counts, has, spec)
+    if not has.any() or rho == 0.0:
+        return 0.0, (np.zeros_like(Zb) if gradient else None)
+    T = T[has] - top_t[has, None]
+    P = np.exp(T)
+    P /= P.sum(axis=1, keepdims=True)
+    S = G[has] / tau + log_mu[has]
+    top_s = np.max(S, axis=1)
+    E = np.exp(S - top_s[:, None])
+    tot = E.sum(axis=1)
+    lse = top_s + np.log(tot)
+    lin = np.sum(P * G[has], axis=1) / tau
+    w = rho * counts[has]
+    loss = float(w @ (lse - lin))
+    if not gradient:
+        return loss, None
+    Q = E / tot[:, None]
+    Gam = np.zeros((u, u))
+    Gam[has] = (w / tau)[:, None] * (Q - P)
+    np.fill_diagonal(Gam, 0.0)  # the within-point cosine is fixed at 1
+    return loss, (Gam + Gam.T) @ Zb
+
+
+# ---------------------------------------------------------------------------------- results
+@dataclass(frozen=True, eq=False)
+class StochasticRun:
+    """Outcome of :func:`stochastic_optimum`.
+
+    Attributes
+    ----------
+    embedding : ndarray, shape (n, d)
+        Unit rows: the averaged iterate.
+    steps : int
+        Optimiser steps (one batch each).
+    epochs : float
+        Passes over the points.
+    seconds : float
+    monitor : tuple of float
+        The loss on the fixed monitoring batches after each epoch (a stream of batches that is
+        never used to optimise and never used for the reported numbers).
+    status : str
+        Why it stopped, in words.
+    """
+
+    embedding: np.ndarray
+    steps: int
+    epochs: float
+    seconds: float
+    monitor: tuple[float, ...]
+    status: str
+
+
+class _RiemannianAdam:
+    """Adam on the product of unit spheres, updating the rows of one batch at a time (the
+    gradient projected on each row's tangent space, the first moment carried to the new point
+    by projection, one second moment per row, per-row bias corrections, the projection
+    retraction). ``Z`` is updated in place."""
+
+    def __init__(self, Z: np.ndarray, weights: BatchWeights, tau: float, spec: BatchSpec):
+        self.Z, self.weights, self.tau, self.spec = Z, weights, tau, spec
+        self.M1 = np.zeros_like(Z)
+        self.V = np.zeros(Z.shape[0])
+        self.T = np.zeros(Z.shape[0])  # per-row step counts
+
+    def step(self, idx: np.ndarray, counts: np.ndarray, eta: float) -> None:
+        Zb = self.Z[idx]
+        _, g = batch_loss(Zb, counts, self.weights.log_block(idx), tau=self.tau,
+                          spec=self.spec)
+        g -= np.sum(g * Zb, axis=1, keepdims=True) * Zb  # tangent part
+        self.T[idx] += 1
+        mb = self.M1[idx]
+        mb -= np.sum(mb * Zb, axis=1, keepdims=True) * Zb  # transport by projection
+        mb = ADAM_BETA1 * mb + (1 - ADAM_BETA1) * g
+        vb = ADAM_BETA2 * self.V[idx] + (1 - ADAM_BETA2) * np.sum(g * g, axis=1)
+        self.M1[idx], self.V[idx] = mb, vb
+        t = self.T[idx]
+        mhat = mb / (1 - ADAM_BETA1**t)[:, None]
+        vhat = vb / (1 - ADAM_BETA2**t)
+        self.Z[idx] = _unit_rows(Zb - eta * mhat / (np.sqrt(vhat) + ADAM_EPS)[:, None])
+
+
+def _unit_rows(Z: np.ndarray) -> np.ndarray:
+    return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
+
+def _mean_loss(Z, batches, weights: BatchWeights, tau, spec) -> float:
+    vals = [batch_loss(Z[idx], m, weights.log_block(idx), tau=tau, spec=spec,
+                       gradient=False)[0] for idx, m in batches]
+    return float(np.mean(vals))
+
+
+def stochastic_optimum(
+    weights: BatchWeights,
+    sampler: SampleBatches | ClassBatches,
+    spec: BatchSpec,
+    *,
+    tau: float,
+    dim: int,
+    seed: int,
+    start: np.ndarray | None = None,
+    lr: float = 0.5,
+    max_epochs: int = 200,
+    min_epochs: int = 20,
+    patience: int = 5,
+    rtol: float = 1e-5,
+    monitor_batches: int = 64,
+    anneal_epochs: float = 10.0,
+    progress: Callable[[str], None] | None = None,
+    deadline_s: float | None = None,
+) -> StochasticRun:
+    r"""Minimise :math:`\mathbb E_b L_b(Z)` over unit rows ``Z`` (``n x dim``) on fresh batches.
+
+    Riemannian Adam (:class:`_RiemannianAdam`) with the step :math:`\mathrm{lr}/\sqrt{1 + t/T}`,
+    ``T`` one epoch. After each epoch the loss on ``monitor_batches`` fixed batches of a
+    separate stream is read; the descent stops when the best of the last ``patience`` epochs
+    improved on the best before them by less than ``rtol`` (relative; at least ``min_epochs``),
+    or after ``max_epochs`` or ``deadline_s``. Then ``anneal_epochs`` epochs with the step
+    decaying linearly to zero, whose iterates are averaged (renormalised); the average is
+    returned unless the last iterate monitors better.
+    """
+    n = weights.n
+    rng = np.random.default_rng([seed, 0])
+    mon_rng = np.random.default_rng([seed, 1])
+    if start is None:
+        Z = _unit_rows(rng.standard_normal((n, dim)))
+    else:
+        Z = _unit_rows(np.array(start, dtype=float))
+    mon = [sampler.draw(mon_rng) for _ in range(monitor_batches)]
+    opt = _RiemannianAdam(Z, weights, tau, spec)
+    per_epoch = max(1, n // max(1, int(np.mean([m.size for _, m in mon]))))
+    t0 = last_said = time.monotonic()
+    history: list[float] = [_mean_loss(Z, mon, weights, tau, spec)]
+    step = 0
+    status = f"epoch budget spent ({max_epochs} epochs)"
+    for epoch in range(max_epochs):
+        for idx, m in sampler.epoch(rng):
+            step += 1
+            opt.step(idx, m, lr / math.sqrt(1.0 + step / per_epoch))
+        history.append(_mean_loss(Z, mon, weights, tau, spec))
+        if progress is not None and time.monotonic() - last_said >= PROGRESS_EVERY_S:
+            last_said = time.monotonic()
+            progress(f"epoch {epoch + 1}: monitored loss {history[-1]:.6f} "
+                     f"({last_said - t0:.0f} s)")
+        if epoch + 1 >= min_epochs:
+            before = min(history[:-patience])
+            if before - min(history[-patience:]) <= rtol * max(abs(before), 1.0):
+                status = (f"monitored loss improved by less than {rtol:g} (relative) over the "
+                          f"last {patience} epochs ({epoch + 1} epochs)")
+                break
+        if deadline_s is not None and time.monotonic() - t0 > deadline_s:
+            status = f"time budget spent ({deadline_s:g} s, {epoch + 1} epochs)"
+            break
+    eta0 = lr / math.sqrt(1.0 + step / per_epoch)
+    anneal = max(1, int(anneal_epochs * per_epoch))
+    avg = np.zeros_like(Z)
+    for k in range(anneal):
+        idx, m = sampler.draw(rng)
+        step += 1
+        opt.step(idx, m, eta0 * (1.0 - k / anneal))
+        avg[idx] += Z[idx]
+    seen = np.linalg.norm(avg, axis=1) > 0
+    A = Z.copy()
+    A[seen] = _unit_rows(avg[seen])
+    last = _mean_loss(Z, mon, weights, tau, spec)
+    averaged = _mean_loss(A, mon, weights, tau, spec)
+    out = A if averaged <= last else Z
+    history.append(min(last, averaged))
+    status += f", then {anneal} annealing steps (step decaying to zero, iterates averaged)"
+    return StochasticRun(out, step, step / per_epoch, time.monotonic() - t0, tuple(history),
+                         status)
+
+
+# ------------------------------------------------------------------------------ evaluation
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over independent batches with its standard error."""
+
+    mean: float
+    se: float
+    batches: int
+    values: np.ndarray = field(repr=False, compare=False, default=None)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return (self.mean - Z95 * self.se, self.mean + Z95 * self.se)
+
+
+def evaluate(
+    embeddings: list[np.ndarray], weights: BatchWeights, sampler, spec: BatchSpec, *,
+    tau: float, seed: int, half_width: float = 0.002, min_batches: int = 200,
+    max_batches: int = 20_000, stream: int = 2,
+) -> list[Estimate]:
+    """The expected batch loss of each embedding, estimated on the same fresh batches (drawn
+    from the stream ``[seed, 2]``, which no optimiser uses), in rounds until the 95% interval
+    of every estimate has at most ``half_width`` (or ``max_batches`` are spent). Another
+    ``stream`` gives other batches (a selection among runs uses its own)."""
+    rng = np.random.default_rng([seed, stream])
+    vals: list[list[float]] = [[] for _ in embeddings]
+    want = min_batches
+    while True:
+        while len(vals[0]) < want:
+            idx, m = sampler.draw(rng)
+            L = weights.log_block(idx)
+            for k, Z in enumerate(embeddings):
+                vals[k].append(batch_loss(Z[idx], m, L, tau=tau, spec=spec, gradient=False)[0])
+        se = [float(np.std(v, ddof=1) / math.sqrt(len(v))) for v in vals]
+        worst = max(se)
+        if Z95 * worst <= half_width or want >= max_batches:
+            break
+        want = min(max_batches, int(want * (Z95 * worst / half_width) ** 2 * 1.1) + 1)
+    return [Estimate(float(np.mean(v)), s, len(v), np.array(v))
+            for v, s in zip(vals, se, strict=True)]
+
+
+@dataclass(frozen=True)
+class RelaxationBound:
+    r"""A lower bound on :math:`\min_Z \mathbb E_b L_b(Z)` (module docstring).
+
+    ``value`` is the one-sided 95% lower confidence limit of
+    :math:`\mathbb E_b[\underline L_b]`, where :math:`\underline L_b \le \min_{G_b \in
+    \mathcal E} L_b(G_b)` is the dual bound of batch ``b``'s convex problem at an improved
+    point; it is estimated as the expected loss of ``embedding`` (from the large evaluation)
+    less the mean gap :math:`L_b(Z) - \underline L_b` over ``batches`` further fresh batches
+    (a paired difference: its spread is far smaller than the loss's).
+    """
+
+    value: float
+    mean_gap: float
+    gap_se: float
+    batches: int
+    confidence: float = 0.95
+
+
+def _relaxed_batch_bound(Zb: np.ndarray, counts: np.ndarray, L: np.ndarray, *, tau: float,
+                         spec: BatchSpec, rank: int, iters: int) -> tuple[float, float]:
+    """(loss of ``Zb``, a certified lower bound on the batch's free-Gram minimum)."""
+    from scipy.optimize import minimize  # imported on use
+
+    u = Zb.shape[0]
+    f0, _ = batch_loss(Zb, counts, L, tau=tau, spec=spec, gradient=False)
+    r = min(u, rank)
+    X0 = np.zeros((u, r))
+    X0[:, : min(r, Zb.shape[1])] = Zb[:, : min(r, Zb.shape[1])]
+    if r > Zb.shape[1]:  # room to leave the dimension: a small seeded push off it
+        X0[:, Zb.shape[1]:] = 1e-2 * np.random.default_rng(u).standard_normal(
+            (u, r - Zb.shape[1]))
+    if Zb.shape[1] > r:  # more coordinates than points: the Gram has rank <= u anyway
+        U, s, _ = np.linalg.svd(Zb, full_matrices=False)
+        X0 = U[:, :r] * s[:r]
+
+    def fun(x):
+        X = x.reshape(u, r)
+        nrm = np.linalg.norm(X, axis=1, keepdims=True)
+        Z = X / nrm
+        f, g = batch_loss(Z, counts, L, tau=tau, spec=spec)
+        g = (g - np.sum(g * Z, axis=1, keepdims=True) * Z) / nrm
+        return f, g.ravel()
+
+    res = minimize(fun, X0.ravel(), jac=True, method="L-BFGS-B",
+                   options={"maxiter": iters, "gtol": 1e-10, "ftol": 1e-15})
+    X = res.x.reshape(u, r)
+    Z = X / np.linalg.norm(X, axis=1, keepdims=True)
+    f = batch_loss(Z, counts, L, tau=tau, spec=spec, gradient=False)[0]
+    if not f <= f0:
+        Z, f = Zb, f0
+    # the dual bound at Z: f + u * lambda_min(C - Diag(diag(C G))), C the symmetric gradient
+    # with respect to G (the Euclidean gradient in Z is 2 C Z)
+    G = Z @ Z.T
+    np.fill_diagonal(G, 1.0)
+    Gam = _gram_gradient(Z, counts, L, tau=tau, spec=spec)
+    C = 0.5 * (Gam + Gam.T)
+    S = C - np.diag(np.einsum("ij,ji->i", C, G))
+    lam = float(np.linalg.eigvalsh(S)[0])
+    return f0, f + u * min(0.0, lam)
+
+
+def _gram_gradient(Z, counts, L, *, tau, spec) -> np.ndarray:
+    """The derivative of the batch loss with respect to the entries of its Gram (row-wise;
+    the within-point entries fixed)."""
+    u = Z.shape[0]
+    # batch_loss's gradient is (Gam + Gam^T) Z; recover Gam by one solve-free evaluation
+    G = Z @ Z.T
+    np.fill_diagonal(G, 1.0)
+    with np.errstate(divide="ignore"):
+        log_mu = np.broadcast_to(np.log(counts), (u, u)).copy()
+        np.fill_diagonal(log_mu, np.log(np.maximum(counts - 1.0, 0.0)))
+    T = L + log_mu
+    top_t = np.max(T, axis=1)
+    has = np.isfinite(top_t)
+    rho = _rho(counts, has, spec)
+    Gam = np.zeros((u, u))
+    if not has.any() or rho == 0.0:
+        return Gam
+    P = np.exp(T[has] - top_t[has, None])
+    P /= P.sum(axis=1, keepdims=True)
+    S = G[has] / tau + log_mu[has]
+    E = np.exp(S - np.max(S, axis=1)[:, None])
+    Q = E / E.sum(axis=1, keepdims=True)
+    Gam[has] = (rho * counts[has] / tau)[:, None] * (Q - P)
+    np.fill_diagonal(Gam, 0.0)
+    return Gam
+
+
+def relaxation_bound(
+    Z: np.ndarray, loss: Estimate, weights: BatchWeights, sampler, spec: BatchSpec, *,
+    tau: float, seed: int, batches: int = 32, rank: int | None = None, iters: int = 200,
+) -> RelaxationBound:
+    """The lower bound of :class:`RelaxationBound` from ``batches`` fresh batches (stream
+    ``[seed, 3]``) and the evaluated expected loss ``loss`` of ``Z``."""
+    rng = np.random.default_rng([seed, 3])
+    gaps = []
+    for _ in range(batches):
+        idx, m = sampler.draw(rng)
+        f0, low = _relaxed_batch_bound(Z[idx], m, weights.log_block(idx), tau=tau, spec=spec,
+                                       rank=rank or Z.shape[1] + 16, iters=iters)
+        gaps.append(f0 - low)
+    g = np.array(gaps)
+    mean_gap = float(g.mean())
+    gap_se = float(g.std(ddof=1) / math.sqrt(g.size)) if g.size > 1 else math.inf
+    value = loss.mean - mean_gap - Z95_ONE_SIDED * math.hypot(loss.se, gap_se)
+    return RelaxationBound(value, mean_gap, gap_se, int(g.size))

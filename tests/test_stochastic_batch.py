@@ -1,0 +1,193 @@
+"""The expected mini-batch loss optimised on fresh batches (dgp.solver._stochastic,
+dgp.optima._stochastic): one batch loss shared with the exact path, honest numbers on held-out
+batches, a lower bound that holds, and the dispatch of ``dgp.optimum`` beyond enumeration."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dgp
+from dgp.optima._stochastic import batch_optimum
+from dgp.solver import (
+    BatchSpec,
+    Compositions,
+    DenseBatchWeights,
+    GaussianKernelWeights,
+    InnerProductKernelWeights,
+    SparseBatchWeights,
+    batch_loss,
+    batch_rows,
+)
+
+SPECS = [BatchSpec(4, "uniform", None, red, awp)
+         for red, awp in (("sum", "drop"), ("mean", "drop"), ("mean", "zero"))]
+
+
+def _unit(X):
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def _soft_weights(N, seed=0):
+    y = np.random.default_rng(seed).standard_normal((N, 2))
+    W = np.exp(-((y[:, None] - y[None]) ** 2).sum(-1) / 2)
+    np.fill_diagonal(W, 0.0)
+    return y, W
+
+
+@pytest.mark.parametrize("spec", SPECS,
+                         ids=lambda s: f"{s.reduction}-{s.anchors_without_positives}")
+@given(seed=st.integers(0, 10_000))
+@settings(max_examples=25, deadline=None)
+def test_batch_loss_is_the_exact_paths_row_problem(spec, seed):
+    """One composition: the stochastic path's batch loss equals the row problem of
+    batch_rows (the exact path) at the same Gram, for class counts with within-class copies."""
+    rng = np.random.default_rng(seed)
+    K, d = 5, 3
+    W = rng.uniform(0.0, 1.0, (K, K)) * (rng.uniform(size=(K, K)) < 0.8)
+    W = W + np.diag(rng.uniform(0.5, 1.0, K))
+    counts = rng.multinomial(spec.batch_size, np.full(K, 1 / K))
+    comps = Compositions(counts[None], np.array([1.0]), True, 1, None)
+    X = _unit(rng.standard_normal((K, d)))
+    G = X @ X.T
+    try:
+        prob, _ = batch_rows(comps, W, spec, tau=0.5)
+    except ValueError:  # no anchor with a positive: the batch loss is constant zero
+        idx = np.flatnonzero(counts)
+        with np.errstate(divide="ignore"):
+            L = np.log(W[np.ix_(idx, idx)])
+        assert batch_loss(X[idx], counts[idx].astype(float), L, tau=0.5, spec=spec)[0] == 0.0
+        return
+    idx = np.flatnonzero(counts)
+    with np.errstate(divide="ignore"):
+        L = np.log(W[np.ix_(idx, idx)])
+    ours, _ = batch_loss(X[idx], counts[idx].astype(float), L, tau=0.5, spec=spec)
+    assert ours == pytest.approx(prob.loss(G)[0], rel=1e-10, abs=1e-12)
+
+
+def test_batch_loss_gradient_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    _, W = _soft_weights(6)
+    with np.errstate(divide="ignore"):
+        L = np.log(W)
+    Z = _unit(rng.standard_normal((6, 4)))
+    spec = BatchSpec(6, "uniform", None, "mean", "drop")
+    _, g = batch_loss(Z, np.ones(6), L, tau=0.3, spec=spec)
+    E = rng.standard_normal(Z.shape)
+    h = 1e-6
+    fd = (batch_loss(Z + h * E, np.ones(6), L, tau=0.3, spec=spec, gradient=False)[0]
+          - batch_loss(Z - h * E, np.ones(6), L, tau=0.3, spec=spec, gradient=False)[0]) / (2 * h)
+    assert fd == pytest.approx(float(np.sum(g * E)), rel=1e-6)
+
+
+def test_weight_sources_agree_with_the_dense_matrix():
+    """Kernels read per batch give the same batch loss as the dense weights they stand for
+    (X-CLR's row normaliser cancels in the batch's row-normalised target)."""
+    rng = np.random.default_rng(0)
+    y, W = _soft_weights(20)
+    import scipy.sparse as sp
+
+    f = _unit(rng.standard_normal((20, 3)))
+    Wx = np.exp(f @ f.T / 0.2)
+    np.fill_diagonal(Wx, 0.0)
+    Wx /= Wx.sum(axis=1, keepdims=True)  # X-CLR's softmax over all samples
+    spec = BatchSpec(8, "uniform", None, "mean", "drop")
+    idx = np.sort(rng.choice(20, 8, replace=False))
+    Z = _unit(rng.standard_normal((20, 5)))
+    with np.errstate(divide="ignore"):
+        dense = DenseBatchWeights(np.log(W))
+        dense_x = DenseBatchWeights(np.log(Wx))
+    pairs = [(GaussianKernelWeights(y, 1.0), dense), (SparseBatchWeights(sp.csr_matrix(W)), dense),
+             (InnerProductKernelWeights(f, 0.2), dense_x)]
+    for source, ref in pairs:
+        a = batch_loss(Z[idx], np.ones(8), source.log_block(idx), tau=0.5, spec=spec)[0]
+        b = batch_loss(Z[idx], np.ones(8), ref.log_block(idx), tau=0.5, spec=spec)[0]
+        assert a == pytest.approx(b, rel=1e-12)
+
+
+def _exact_expected(Z, W, B, tau, spec):
+    """The expected batch loss of Z over every B-subset (uniform without replacement)."""
+    with np.errstate(divide="ignore"):
+        L = np.log(W)
+    vals = [batch_loss(Z[list(c)], np.ones(B), L[np.ix_(c, c)], tau=tau, spec=spec,
+                       gradient=False)[0] for c in itertools.combinations(range(len(W)), B)]
+    return float(np.mean(vals))
+
+
+@pytest.fixture(scope="module")
+def small_case():
+    """N = 9, B = 4 (126 subsets), d = 2: exact and stochastic answers side by side."""
+    _, W = _soft_weights(9, seed=1)
+    tau, d, B = 0.5, 2, 4
+    spec = BatchSpec(B, "uniform", None, "mean", "drop")
+    exact = dgp.optimum(W, tau=tau, dim=d, batch_size=B)
+    with np.errstate(divide="ignore"):
+        res = batch_optimum(DenseBatchWeights(np.log(W)), spec, tau=tau, dim=d, seed=0,
+                            progress=False, half_width=0.004)
+    return W, tau, d, B, spec, exact, res
+
+
+def test_exact_path_still_answers_where_enumerable(small_case):
+    W, tau, d, B, spec, exact, _ = small_case
+    assert isinstance(exact, dgp.Optimum) and exact.batch.exact
+    # the exact optimum's loss is its exact expected value
+    Z = exact.embedding
+    Zp = np.zeros((Z.shape[0], d))
+    Zp[:, : min(d, Z.shape[1])] = Z[:, :d]
+    assert _exact_expected(_unit(Zp), W, B, tau, spec) == pytest.approx(exact.loss, rel=1e-8)
+
+
+def test_stochastic_numbers_are_honest_on_an_enumerable_case(small_case):
+    W, tau, _, B, spec, exact, res = small_case
+    true = _exact_expected(res.embedding, W, B, tau, spec)
+    lo, hi = res.batch.interval
+    assert lo <= true <= hi  # the held-out interval holds the exact expectation
+    assert hi - lo <= 2 * 0.004 + 1e-12
+    assert true >= exact.loss - 1e-6 * abs(exact.loss) - 1e-3  # not better than the optimum
+    assert true <= exact.loss + 5e-3  # and close to it
+    assert res.batch.lower_bound <= exact.loss  # the bound holds
+    assert res.batch.lower_bound <= true
+
+
+def test_optimum_dispatches_beyond_enumeration_with_the_contract_fields():
+    """Above exact_max the expected-batch optimum is found on fresh batches; the JSON has the
+    v4 contract's fields and is serialisable."""
+    _, W = _soft_weights(12, seed=2)
+    res = dgp.optimum(W, tau=0.5, dim=3, batch_size=4, exact_max=10)
+    d = json.loads(json.dumps(res.to_dict()))
+    b = d["batch"]
+    for key in ("expected_loss", "interval", "lower_bound", "confidence", "gap"):
+        assert key in b
+    assert b["interval"][0] <= b["expected_loss"] <= b["interval"][1]
+    assert b["lower_bound"] <= b["expected_loss"]
+    assert "full_batch_expected_loss" in d and d["full_batch_expected_loss"] is not None
+    ident = d["identifiability"]
+    assert set(ident) >= {"pinned", "spread", "resolution", "identifiable"}
+    assert d["convergence"]["certified"] is False
+    # the answer is never worse than the full-batch optimum on the same batches, beyond noise
+    assert res.batch.full_batch_excess >= -1.96 * res.batch.full_batch_excess_se - 1e-12
+    assert "Expected-batch optimum" in str(res)
+
+
+def test_beyond_enumeration_needs_a_dimension():
+    _, W = _soft_weights(12, seed=2)
+    with pytest.raises(dgp.InvalidParameterError, match="dim"):
+        dgp.optimum(W, tau=0.5, batch_size=4, exact_max=10)
+
+
+def test_scaling_w_does_not_change_the_answer():
+    """Only row-normalised targets enter a batch loss: W and 2^10 W give the same numbers."""
+    _, W = _soft_weights(10, seed=4)
+    spec = BatchSpec(4, "uniform", None, "mean", "drop")
+    out = []
+    for scale in (1.0, 1024.0):
+        with np.errstate(divide="ignore"):
+            src = DenseBatchWeights(np.log(W * scale))
+        out.append(batch_optimum(src, spec, tau=0.5, dim=2, seed=0, replicates=0,
+                                 progress=False, half_width=0.004))
+    assert out[0].loss == pytest.approx(out[1].loss, abs=1e-9)
