@@ -49,6 +49,7 @@ __all__ = [
     "hold",
     "holding",
     "memory_budget",
+    "time_budget",
 ]
 
 # ----------------------------------------------------------------------------------------------
@@ -346,6 +347,44 @@ def copies_that_fit(each: float, *, beside: float = 0.0) -> int | None:
 # ----------------------------------------------------------------------------------------------
 # threads
 # ----------------------------------------------------------------------------------------------
+
+#: environment variable that sets the time budget of one call (seconds of estimated work)
+TIME_BUDGET_ENV = "DGP_TIME_BUDGET_S"
+#: the time budget when the variable is unset: one hour
+DEFAULT_TIME_BUDGET_S = 3600.0
+
+
+def time_budget() -> float:
+    """Seconds of estimated work dgp allows one call: ``DGP_TIME_BUDGET_S`` (a number of seconds
+    > 0; ``inf`` for no limit), or one hour when it is unset or empty.
+
+    Raises
+    ------
+    InputError
+        If ``DGP_TIME_BUDGET_S`` is set to something that is not a number of seconds > 0 (text,
+        NaN, zero or a negative number): never ignored, never read as "refuse everything".
+
+    >>> import os
+    >>> os.environ["DGP_TIME_BUDGET_S"] = "90"
+    >>> time_budget()
+    90.0
+    >>> del os.environ["DGP_TIME_BUDGET_S"]
+    """
+    raw = os.environ.get(TIME_BUDGET_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_TIME_BUDGET_S
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        value = math.nan
+    if not value > 0:  # NaN, zero and negative numbers included
+        raise InputError(
+            f"{TIME_BUDGET_ENV}={describe(raw)} is not a number of seconds > 0; set it to, e.g., "
+            f"{TIME_BUDGET_ENV}=3600 (or inf for no limit), or unset it for the default of one "
+            "hour"
+        )
+    return value
+
 
 #: environment variable that asks for bit-identical output (``1``; ``0`` or unset: all threads)
 DETERMINISTIC_ENV = "DGP_DETERMINISTIC"

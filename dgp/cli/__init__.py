@@ -233,8 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             from dgp.cli._output import check_files
-            from dgp.resources import holding
+            from dgp.resources import holding, time_budget
 
+            time_budget()  # a malformed DGP_TIME_BUDGET_S is refused before any work
             check_files(args.subcommands[args.command], args)  # before any work
             with holding():  # the files as read count in every memory check of the command
                 return _run(args)

@@ -7,7 +7,6 @@ above ``DGP_TIME_BUDGET_S`` seconds (default one hour). Memory is guarded by
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,18 +14,11 @@ import numpy as np
 
 from dgp.constants import SOLVER_TAU_MAX, SOLVER_TAU_RANGE
 from dgp.errors import InputError, ParameterError, SolverError
+from dgp.resources import time_budget  # validated: a malformed value is an error
 
 __all__ = ["check_solver_tau", "check_time", "time_budget", "validated_tau"]
 
 _FLOPS = 1e9
-
-
-def time_budget() -> float:
-    """Seconds of estimated work dgp allows one call (module docstring)."""
-    try:
-        return float(os.environ.get("DGP_TIME_BUDGET_S", "3600"))
-    except ValueError:
-        return 3600.0
 
 
 def check_time(flops: float, *, what: str, instead: str, param: str | None = None) -> None:
