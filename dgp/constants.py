@@ -381,3 +381,65 @@ CHOLESKY_SHIFT_RTOL = 1e-4
 REPULSION_TEMPERATURE = 0.05
 #: step of its Riemannian gradient descent, in radians of the largest move of a point
 REPULSION_STEP = 0.05
+
+# ----------------------------------------------------------------------------------------------
+# the rank-d search policy (dgp.solver._policy): one place for every fixed-dimension solve,
+# signed and non-negative, of dgp.optimum, dgp.supcon_prototypes and dgp.loss_floors
+# ----------------------------------------------------------------------------------------------
+
+#: default random candidates of a rank-d search (besides the given starts: the free optimum's
+#: truncation, a spectral start): each is descended and improved by its own chain of moves,
+#: independently of the others, so a larger budget contains a smaller one's computation
+RANK_D_STARTS = 16
+#: moves of each candidate's chain: two of its points exchanged (which class sits where),
+#: twice, then seeded Gaussian noise, repeating; each move is descended and kept when better
+RANK_D_HOPS = 6
+#: of every RANK_D_SWAP_PERIOD moves, the last is a noise move and the others are swaps
+RANK_D_SWAP_PERIOD = 3
+#: size of a noise move, per column, relative to the unit columns (over sqrt(dim))
+RANK_D_HOP_SIZE = 0.5
+#: above this ``K * dim`` a candidate makes no moves (its descent is the costly part)
+RANK_D_HOP_MAX_SIZE = 4000
+#: L-BFGS steps of a candidate's first descent and of each further round
+RANK_D_RUN_ITERS = 500
+#: L-BFGS steps of the descent after a move (it starts close to a minimiser)
+RANK_D_MOVE_ITERS = 200
+#: trust-region steps of a candidate's polish, and inner (truncated CG) steps of each
+RANK_D_POLISH_ITERS = 20
+RANK_D_POLISH_INNER = 200
+#: rounds of L-BFGS and trust region a candidate may take to reach its stationarity target
+RANK_D_ROUNDS = 4
+#: above this ``K * dim`` a rank-d solve takes two rounds of shorter trust-region polish (a
+#: K = 1000, dim = 128 solve then fits in minutes on one core; the gap is reported either way)
+RANK_D_LARGE_SIZE = 50_000
+RANK_D_LARGE_POLISH_INNER = 60
+RANK_D_LARGE_ROUNDS = 2
+#: seconds of L-BFGS evaluations a factor-path (many classes) candidate is given, by the
+#: guard's cost model of one evaluation, within the fewest and most evaluations below
+RANK_D_FACTOR_SECONDS = 120.0
+RANK_D_FACTOR_MIN_EVALS = 100
+RANK_D_FACTOR_MAX_EVALS = 5000
+#: seconds of trust-region Hessian-vector products a factor-path candidate is given after
+#: L-BFGS: the trust region runs without its stall rule, through the long descent of a flat
+#: landscape into Newton's quadratic regime (measured at K = 400, dim = 128: L-BFGS ends at a
+#: gradient of 2e-3, 150 trust-region steps reach 5e-10)
+RANK_D_POLISH_SECONDS = 120.0
+#: one Hessian-vector product costs about this many evaluations (measured 65 ms against 33 ms at
+#: K = 1000, dim = 128)
+RANK_D_PRODUCT_EVALS = 2.0
+#: a budget below this many products is not spent (a few inner steps do not polish anything)
+RANK_D_POLISH_MIN_PRODUCTS = 200
+RANK_D_POLISH_MAX_PRODUCTS = 20_000
+#: inner steps of one trust-region step, and trust-region steps, on the factor path: the
+#: product budget binds first
+RANK_D_FACTOR_POLISH_INNER = 1000
+RANK_D_FACTOR_POLISH_STEPS = 1000
+#: the guard's rate of float64 matrix products on the factor path (flops per second): measured
+#: 4e10 on one loaded core of the 2-core test machine (numpy 2, OpenBLAS), with margin
+RANK_D_GEMM_RATE = 3e10
+#: the same for elementwise passes over a ``K x K`` buffer (entries per second; measured 1e9)
+RANK_D_PASS_RATE = 2e9
+#: L-BFGS iterations of a non-negative candidate's first descent, and of its descents after a
+#: move (squared parametrisation, then the support polish)
+NONNEG_RUN_ITERS = 2000
+NONNEG_MOVE_ITERS = 500

@@ -55,13 +55,13 @@ from dgp.solver import (
     compositions,
     frank_wolfe_bound,
     lift_certificate,
-    rank_d_solve,
+    rank_d_cost,
+    rank_d_starts,
     row_budget_samples,
     row_certificate,
     single_threaded,
+    solve_rank_d,
     solve_rows,
-    spectral_start,
-    truncate,
     validated_tau,
 )
 from dgp.tolerance import DEFAULT_POLICY
@@ -111,8 +111,9 @@ def _guard(K: int, N: int, dim: int | None, rows: int, starts: int) -> None:
                    what=f"the rank-{dim} optimum of {K} classes",
                    instead="use a smaller N, fewer starts or a weighting with class structure",
                    param="W")
-        # each random start is screened with 40 L-BFGS iterations of the same cost
-        check_time((starts + 2) * 40 * 20 * 8.0 * rows * K * (dim + 4),
+        # every candidate of the one rank-d search (dgp.solver.solve_rank_d): its descent,
+        # moves, polish and rounds, by the solver's own cost model
+        check_time(rank_d_cost(K, dim, starts=starts, given=2, rows=rows),
                    what=f"{starts} Burer-Monteiro starts of the rank-{dim} optimum of {K} classes",
                    instead="ask for fewer starts", param="starts")
 
@@ -129,16 +130,18 @@ def _free(prob: RowProblem, starts: list[np.ndarray], tol: float) -> _Solved:
 
 def _fixed_dim(
     prob: RowProblem, dim: int, free: _Solved | None, weights: np.ndarray, *,
-    starts: int, seed: int,
+    starts: int, seed: int, tol: float,
 ) -> _Solved:
+    """The free optimum when its rank fits, else the one rank-d solver
+    (:func:`dgp.solver.solve_rank_d`, the policy shared with :func:`dgp.supcon_prototypes`:
+    the free optimum's truncation and the weights' spectral start given, ``starts`` random
+    candidates); its certificate is the rank-d one."""
     if free is not None and free.certificate.rank <= dim:
         return _Solved(prob, free.gram, free.certificate,
                        f"the free optimum has rank {free.certificate.rank} <= dim = {dim}", 0)
-    given = [spectral_start(weights, dim)]
-    if free is not None:
-        given.insert(0, truncate(free.gram, dim))
-    G, n, reason = rank_d_solve(prob, dim, starts=given, n_random=starts, seed=seed)
-    return _Solved(prob, G, None, reason, n)
+    sol = solve_rank_d(prob, dim, free_gram=None if free is None else free.gram,
+                       weights=weights, starts=starts, seed=seed, tol=tol)
+    return _Solved(prob, sol.gram, sol.certificate, sol.reason, sol.starts)
 
 
 class _NoCollapse(Exception):
@@ -185,8 +188,8 @@ def _solve(
         sol = free_prob
         full_sol = free_full
     else:
-        sol = _fixed_dim(prob, dim, free_prob, Wq, starts=starts, seed=seed)
-        full_sol = (_fixed_dim(full, dim, free_full, Wq, starts=starts, seed=seed)
+        sol = _fixed_dim(prob, dim, free_prob, Wq, starts=starts, seed=seed, tol=tol)
+        full_sol = (_fixed_dim(full, dim, free_full, Wq, starts=starts, seed=seed, tol=tol)
                     if spec is not None else sol)
     assert sol is not None
     G = sol.gram
@@ -232,6 +235,13 @@ def _split_single_class(q: Quotient) -> Quotient:
     return Quotient(labels, np.array([1, N - 1]), W, np.array([0, 1]), q.complete)
 
 
+def _check_starts(starts: object) -> int:
+    """``starts``, or the default budget of the rank-d search (a row problem)."""
+    if starts is None:
+        return rank_d_starts(0, 1, given=1)
+    return _check_int(starts, "starts", 0)
+
+
 def _check_int(value: object, name: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
         raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
@@ -270,7 +280,7 @@ def optimum(
     replicates: int = 0,
     seed: int = 0,
     exact_max: int = 20_000,
-    starts: int = 4,
+    starts: int | None = None,
     tol: float = SOLVER_TOL,
 ) -> Optimum:
     r"""The minimiser of the cosine w-InfoNCE loss of weighting ``W`` (module docstring).
@@ -303,9 +313,12 @@ def optimum(
     samples, replicates, seed, exact_max : int
         Sample-average settings (``replicates`` extra seeded samples estimate the prediction's
         sampling error).
-    starts : int
-        Random Burer–Monteiro starts in a fixed dimension (besides the free optimum's truncation
-        and a spectral start).
+    starts : int, optional
+        Random candidates of the rank-``dim`` search (besides the free optimum's truncation
+        and a spectral start), each descended and improved by its own chain of moves
+        (:func:`dgp.solver.solve_rank_d`, the solver of :func:`dgp.supcon_prototypes` too);
+        a larger budget never gives a worse loss. ``None``: the default budget
+        (:func:`dgp.solver.rank_d_starts`).
     tol : float
         Target KKT residual of the certified solver.
 
@@ -343,7 +356,7 @@ def optimum(
     if dim is not None:
         dim = check_dim(dim, "dim")
     tol = check_unit_interval(tol, "tol")
-    starts = _check_int(starts, "starts", 0)
+    starts = _check_starts(starts)
     N = A.shape[0]
     check_memory(4 * 8.0 * N * N, what=f"an N = {N} weighting", hint="use a smaller N")
     q = quotient(A)
@@ -399,7 +412,8 @@ def _floor(opt: Optimum) -> LossFloor:
     )
 
 
-def loss_floor(W: object, *, tau: float, dim: int, starts: int = 4, seed: int = 0) -> LossFloor:
+def loss_floor(W: object, *, tau: float, dim: int, starts: int | None = None,
+               seed: int = 0) -> LossFloor:
     r"""The loss floor of a cosine weighting in dimension ``dim``: the excess of the best
     embedding in :math:`\mathbb R^{dim}` over the entropic bound, as a certified interval
     ``[lower, upper]`` (nats, summed over anchors).
@@ -413,8 +427,9 @@ def loss_floor(W: object, *, tau: float, dim: int, starts: int = 4, seed: int = 
     W : array_like, shape (N, N)
     tau : float
     dim : int
-    starts : int
-        Random Burer–Monteiro starts.
+    starts : int, optional
+        Random candidates of the rank-``dim`` search, as :func:`optimum` (``None``: its
+        default budget).
     seed : int
 
     Returns
@@ -443,7 +458,7 @@ def block_loss_floor(
     cross: object,
     tau: float,
     dim: int,
-    starts: int = 4,
+    starts: int | None = None,
     seed: int = 0,
 ) -> LossFloor:
     r"""The loss floor in dimension ``dim`` of a class-block weighting, without any ``N x N``
@@ -467,8 +482,9 @@ def block_loss_floor(
         Cross-class weights ``>= 0`` (the diagonal is ignored).
     tau : float
     dim : int
-    starts : int
-        Random Burer–Monteiro starts.
+    starts : int, optional
+        Random candidates of the rank-``dim`` search, as :func:`optimum` (``None``: its
+        default budget).
     seed : int
 
     Returns
@@ -505,7 +521,7 @@ def block_loss_floor(
     try:
         with single_threaded():
             out = _solve(q, tau=tau, dim=dim, spec=None, samples=2, replicates=0, seed=seed,
-                         exact_max=1, starts=_check_int(starts, "starts", 0), tol=SOLVER_TOL)
+                         exact_max=1, starts=_check_starts(starts), tol=SOLVER_TOL)
     except _NoCollapse:
         raise ParameterError(
             "within",

@@ -36,7 +36,8 @@ from dgp.constants import (
     BATCH_TAU_MIN,
     EQUIANGULAR_ATOL,
     LOG1P_SERIES_BELOW,
-    SCREEN_SLACK,
+    RANK_D_LARGE_SIZE,
+    RANK_D_STARTS,
     SOLVER_TOL,
 )
 from dgp.errors import (
@@ -80,12 +81,12 @@ from dgp.solver import (
     factor,
     lift_certificate,
     positive_pair_probability,
-    rank_d_certificate,
-    rank_d_search,
+    rank_d_cost,
+    rank_d_starts,
     row_budget_samples,
     row_certificate,
-    set_factor_scale,
     single_threaded,
+    solve_rank_d,
     solve_rows,
     validated_tau,
 )
@@ -431,62 +432,14 @@ def _first_order(n: np.ndarray, tau: float, common: dict[str, Any], bound: float
     )
 
 
-#: L-BFGS steps of each kept start of a rank-d solve and of each further round
-DIM_RUN_ITERS = 500
-#: rounds of L-BFGS and trust region a rank-d solve may take to reach its stationarity target
-DIM_ROUNDS = 4
-#: screening steps of each rank-d start
-DIM_SCREEN_ITERS = 40
-#: starts run to the end after screening, above the budget of :data:`DIM_FULL_RUN_SIZE`
-DIM_KEEP = 2
-#: basin-hopping steps after the starts of a small rank-d problem (``K * dim`` up to
-#: :data:`DIM_FULL_RUN_SIZE`), whose landscape has many close local minima
-DIM_HOPS = 60
-#: above this ``K * dim`` a rank-d solve takes two rounds of shorter trust-region polish (a
-#: K = 1000, dim = 128 solve then fits in minutes on one core; the gap is reported either way)
-DIM_LARGE_SIZE = 50_000
-#: up to this ``K * dim`` every screened start is run to the end (small problems are cheap, and
-#: their landscapes have many local minima)
-DIM_FULL_RUN_SIZE = 400
-
-
 #: above this ``K * dim`` a full-batch rank-d solve evaluates the loss on the factor
-#: (:class:`~dgp.solver.BlockFactor`: no row-problem tables, reused buffers, one screened start
-#: kept, an L-BFGS budget in seconds, :data:`DIM_FACTOR_SECONDS`)
-DIM_FACTOR_SIZE = DIM_LARGE_SIZE
-#: seconds of L-BFGS evaluations (after screening) a factor-path solve is given, by the
-#: guard's cost model of one evaluation (:func:`_factor_eval_seconds`), within
-#: :data:`DIM_FACTOR_MIN_EVALS` and :data:`DIM_FACTOR_MAX_EVALS` evaluations
-DIM_FACTOR_SECONDS = 120.0
-#: fewest and most L-BFGS evaluations of a factor-path solve
-DIM_FACTOR_MIN_EVALS = 100
-DIM_FACTOR_MAX_EVALS = 5000
-#: seconds of trust-region Hessian-vector products a factor-path solve is given after L-BFGS,
-#: by the cost model (:func:`_factor_products`): the trust region runs without its stall rule,
-#: through the long descent of a flat landscape into Newton's quadratic regime (measured at
-#: K = 400, dim = 128: L-BFGS ends at a gradient of 2e-3, 150 trust-region steps reach 5e-10)
-DIM_POLISH_SECONDS = 120.0
-#: one Hessian-vector product costs about this many evaluations (measured 65 ms against 33 ms at
-#: K = 1000, dim = 128)
-DIM_PRODUCT_EVALS = 2.0
-#: a budget below this many products is not spent (a few inner steps do not polish anything)
-DIM_POLISH_MIN_PRODUCTS = 200
-DIM_POLISH_MAX_PRODUCTS = 20_000
-#: inner (truncated CG) steps of one trust-region step, and trust-region steps, on the factor
-#: path: the product budget binds first
-DIM_POLISH_INNER = 1000
-DIM_POLISH_STEPS = 1000
-#: default random starts of a rank-d solve (``starts=None``): every start of a small problem is
-#: screened; above :data:`DIM_FACTOR_SIZE` the screening of one start costs as much as
-#: DIM_SCREEN_ITERS evaluations, so two starts (one when ``dim * K^2`` passes
-#: :data:`DIM_ONE_START_SIZE`)
-DIM_DEFAULT_STARTS = 16
-DIM_ONE_START_SIZE = 1e10
-#: the guard's rate of float64 matrix products on the factor path (flops per second): measured
-#: 4e10 on one loaded core of the 2-core test machine (numpy 2, OpenBLAS), with margin
-DIM_GEMM_RATE = 3e10
-#: the same for elementwise passes over a ``K x K`` buffer (entries per second; measured 1e9)
-DIM_PASS_RATE = 2e9
+#: (:class:`~dgp.solver.BlockFactor`: no row-problem tables, reused buffers, budgets of
+#: evaluations and products in seconds: the factor-path policy of
+#: :func:`dgp.solver.rank_d_policy`)
+DIM_FACTOR_SIZE = RANK_D_LARGE_SIZE
+#: default random candidates of a rank-d (and a non-negative) solve, the one search policy's
+#: (:func:`dgp.solver.rank_d_starts`)
+DIM_DEFAULT_STARTS = RANK_D_STARTS
 
 
 def _on_factor(K: int, dim: int) -> bool:
@@ -496,53 +449,28 @@ def _on_factor(K: int, dim: int) -> bool:
 
 
 def _default_starts(K: int, dim: int) -> int:
-    if not _on_factor(K, dim):
-        return DIM_DEFAULT_STARTS
-    return 2 if dim * K * K <= DIM_ONE_START_SIZE else 1
-
-
-def _factor_eval_seconds(K: int, dim: int) -> float:
-    """The guard's estimate of one factor-path evaluation: two products of dim x K by K x K
-    (2 dim K^2 flops each) and about 12 passes over the K x K buffer (2.3 s at K = 10^4,
-    dim = 128; measured 1.8 s)."""
-    return 4.0 * dim * K * K / DIM_GEMM_RATE + 12.0 * K * K / DIM_PASS_RATE
-
-
-def _factor_evals(K: int, dim: int) -> int:
-    """L-BFGS evaluations of a factor-path solve (after screening)."""
-    return int(min(max(DIM_FACTOR_SECONDS / _factor_eval_seconds(K, dim),
-                       DIM_FACTOR_MIN_EVALS), DIM_FACTOR_MAX_EVALS))
-
-
-def _factor_products(K: int, dim: int) -> int:
-    """Hessian-vector products of a factor-path trust region (0: none)."""
-    n = DIM_POLISH_SECONDS / (DIM_PRODUCT_EVALS * _factor_eval_seconds(K, dim))
-    return 0 if n < DIM_POLISH_MIN_PRODUCTS else int(min(n, DIM_POLISH_MAX_PRODUCTS))
+    """The one search policy's default budget (one given start on the factor path when the free
+    optimum's truncation is given, none otherwise)."""
+    factor_path = _on_factor(K, dim)
+    given = int(factor_path and K <= PROJECT_MAX_K)
+    return rank_d_starts(K, dim, given=given, factor_path=factor_path)
 
 
 def _guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = False) -> None:
     """Refuse a rank-``dim`` solve that would not fit in memory or in the time budget, with the
-    estimate, before any work."""
+    estimate of the one solver's cost model (:func:`dgp.solver.rank_d_cost`), before any work."""
     instead = "use fewer classes, a smaller dim or fewer starts"
     what = f"the rank-{dim} prototypes of K = {K} classes ({starts} random starts)"
     if factor_path:
         check_memory(BLOCK_FACTOR_BUFFERS * 8.0 * K * K + 8.0 * K * K,
                      what=f"the rank-{dim} prototypes of K = {K} classes", hint=instead)
-        # the certificate adds ~300 Lanczos products and one Cholesky factorisation (K^3 / 3)
-        per_eval = _factor_eval_seconds(K, dim)
-        evals = (starts + 1) * DIM_SCREEN_ITERS + _factor_evals(K, dim) + 20
-        evals += DIM_PRODUCT_EVALS * _factor_products(K, dim)
-        seconds = per_eval * evals + 300 * 2.0 * K * K / DIM_PASS_RATE + K**3 / 3 / DIM_GEMM_RATE
-        check_time(seconds * 1e9, what=what, instead=instead, param="dim")
-        return
-    check_memory(12 * 8.0 * rows * K, what=f"the rank-{dim} prototypes of K = {K} classes",
-                 hint=instead)
-    # one evaluation (value, gradient and the factor products) measured 55 ms on one loaded
-    # core at K = 1000, dim = 128, i.e. ~5.5e7 operations at the guard's 1e9 per second; a solve
-    # takes the screening, two kept runs and ~1000 evaluations of trust region and Lanczos
-    per_eval = 3.0 * rows * K + 0.4 * dim * K * K
-    evals = (starts + 1) * DIM_SCREEN_ITERS + 2 * DIM_RUN_ITERS + 1000
-    check_time(per_eval * evals, what=what, instead=instead, param="dim")
+    else:
+        check_memory(12 * 8.0 * rows * K, what=f"the rank-{dim} prototypes of K = {K} classes",
+                     hint=instead)
+    given = 1 if (not factor_path or K <= PROJECT_MAX_K) else 0
+    check_time(rank_d_cost(K, dim, starts=starts, given=given, rows=rows,
+                           factor_path=factor_path),
+               what=what, instead=instead, param="dim")
 
 
 def _check_starts(starts: object) -> int:
@@ -558,34 +486,15 @@ def _free_lower(free: Prototypes) -> float:
 
 
 def _rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarray], *,
-                  starts: int, seed: int, tol: float):
-    """The best rank-``dim`` factor of ``prob`` from ``given`` factors and ``starts`` seeded
-    random ones, with its certificate; warns if it is not stationary. A
-    :class:`~dgp.solver.BlockFactor` (many classes) keeps one screened start and spends a
-    budget of L-BFGS evaluations (:func:`_factor_evals`) on it, preconditioned by the columns'
-    curvature, then a budget of trust-region Hessian-vector products
-    (:func:`_factor_products`) without the stall rule."""
-    K = prob.K
-    small = K * dim <= DIM_FULL_RUN_SIZE
-    large = K * dim > DIM_LARGE_SIZE
-    keep = starts + len(given) if small else DIM_KEEP
-    target = max(DEFAULT_POLICY.accept_factor * tol, DEFAULT_POLICY.accept_floor)
-    options = {"run_iters": DIM_RUN_ITERS, "polish_iters": 20,
-               "polish_inner": 60 if large else 200, "rounds": 2 if large else DIM_ROUNDS}
-    if isinstance(prob, BlockFactor):
-        products = _factor_products(K, dim)
-        options = {"run_iters": _factor_evals(K, dim),
-                   "polish_iters": DIM_POLISH_STEPS if products else 0,
-                   "polish_inner": DIM_POLISH_INNER, "rounds": 1, "precondition": True,
-                   "polish_stall": None, "polish_products": products}
-        keep = 1
-    found = rank_d_search(prob, dim, starts=given, n_random=starts, seed=seed,
-                          screen_iters=DIM_SCREEN_ITERS, keep=keep, target=target,
-                          slack=math.inf if small else SCREEN_SLACK,
-                          hops=DIM_HOPS if small else 0, **options)
-    X = found.factor
-    set_factor_scale(prob, X)
-    cert = rank_d_certificate(prob, X, tol=tol, seed=seed)
+                  starts: int, seed: int, tol: float, free_gram: np.ndarray | None = None,
+                  weights: np.ndarray | None = None):
+    """The best rank-``dim`` point of ``prob`` by the one rank-d solver
+    (:func:`dgp.solver.solve_rank_d`: the free optimum's truncation, the weights' spectral
+    start, ``given`` and ``starts`` random candidates), with its certificate; warns if it is not
+    stationary. Returns the factor, its certificate and the solution."""
+    found = solve_rank_d(prob, dim, free_gram=free_gram, weights=weights, given=given,
+                         starts=starts, seed=seed, tol=tol)
+    cert = found.certificate
     if not cert.first_order:
         # still a feasible point: its loss bounds the optimum in R^dim from above, and the
         # lower bound (from the free optimum) holds whatever the point; the gap says it all
@@ -595,7 +504,7 @@ def _rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarr
             f"({found.reason}); the loss is an upper bound on the optimum in R^{dim}, within "
             "the reported gap of the lower bound", DgpWarning, stacklevel=4,
         )
-    return X, cert, found
+    return found.factor, cert, found
 
 
 def _in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float | None,
@@ -608,12 +517,13 @@ def _in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: floa
     a Cholesky factorisation (theorem ``rank-d-certificate``)."""
     K = n.size
     obj = BlockFactor(n, tau, eps)
-    pool = []
+    free_gram = None
     if free is not None and free.matrix is not None and K <= PROJECT_MAX_K:
-        pool.append(factor(free.gram, dim))
-    X, rcert, found = _rank_d_point(obj, dim, pool, starts=max(starts, 1 - len(pool)),
-                                    seed=seed, tol=tol)
-    loss, excess, log_excess = obj.loss(X)
+        free_gram = free.gram
+    X, rcert, found = _rank_d_point(obj, dim, [], starts=starts, seed=seed, tol=tol,
+                                    free_gram=free_gram)
+    loss, excess, log_excess = found.loss, found.excess_loss, found.log_excess_loss
+    obj.set_scale(X)
     gap_scaled = K * max(0.0, -rcert.dual_min_eig) * obj.gradient_scale(X)
     dual_low = -math.inf
     if gap_scaled > 0:
@@ -638,21 +548,22 @@ def _in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: floa
 def _in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, starts: int,
             seed: int, tol: float, given: list[np.ndarray] | None = None) -> Prototypes:
     r"""The full-batch prototypes constrained to unit vectors of :math:`\mathbb R^{dim}`: the
-    free optimum when its rank fits, else the best rank-``dim`` point of many seeded starts,
-    with the free optimum's certified loss as the lower bound."""
+    free optimum when its rank fits, else the one rank-d solver's point (the search
+    :func:`dgp.optimum` runs on the same class weighting), with the free optimum's certified
+    loss as the lower bound."""
     K = n.size
     free_low = _free_lower(free)
     if free.rank <= dim:
         return dataclasses.replace(free, dim=dim, lower_bound=free_low)
     _guard_dim(K, dim, starts, prob.R)
-    pool = [] if given is None else list(given)
-    if free.matrix is not None or K <= PROJECT_MAX_K:
-        pool.append(factor(free.gram, dim))
-    X, rcert, found = _rank_d_point(prob, dim, pool, starts=starts, seed=seed, tol=tol)
+    free_gram = free.gram if (free.matrix is not None or K <= PROJECT_MAX_K) else None
+    X, rcert, found = _rank_d_point(prob, dim, [] if given is None else list(given),
+                                    starts=starts, seed=seed, tol=tol, free_gram=free_gram,
+                                    weights=block_weights(K, free.eps))
     G = X.T @ X
     prob.set_scale(G)
     cert = row_certificate(prob, G)
-    loss, excess, log_excess = prob.loss(G)
+    loss, excess, log_excess = found.loss, found.excess_loss, found.log_excess_loss
     lower = min(max(prob.entropy, free_low, loss - cert.gap_bound), loss)
     return Prototypes(
         objective=free.objective, sizes=free.sizes, tau=free.tau, eps=free.eps,

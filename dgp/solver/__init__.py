@@ -18,8 +18,11 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
 * :mod:`~dgp.solver._rowfactor`: the factor-objective protocol (value, gradient, Hessian and
   scale at a factor) that :class:`~dgp.solver.BlockFactor` and :class:`~dgp.solver.RowFactor`
   (a row problem through its Gram) implement, the one interface of the factor solvers;
-* :mod:`~dgp.solver._rank`: Burer–Monteiro at a fixed rank ``d`` (many seeded starts) and its
-  first- and second-order certificates (Riemannian gradient and Hessian);
+* :mod:`~dgp.solver._rank`: the first- and second-order certificates of a point at a fixed
+  rank ``d`` (Riemannian gradient and Hessian) and the global one of its dual;
+* :mod:`~dgp.solver._policy`: the one rank-``d`` solver (:func:`solve_rank_d`): its search
+  policy and default budget, nested candidates (a larger budget is never worse), the
+  certificate on every result;
 * :mod:`~dgp.solver._guards`: the time budget of a solve, the largest temperature it resolves.
 
 A solve is accepted by the one rule of the tolerance policy,
@@ -51,15 +54,21 @@ from dgp.solver._nonnegative import (
     nonnegative_starts,
     nonnegative_stationarity,
 )
+from dgp.solver._policy import (
+    RankDPolicy,
+    RankDSolution,
+    rank_d_cost,
+    rank_d_policy,
+    rank_d_solve,
+    rank_d_starts,
+    solve_rank_d,
+    spectral_start,
+)
 from dgp.solver._program import BlockForm, RowProblem, block_problem, scaled_softplus
 from dgp.solver._rank import (
     RankDCertificate,
-    RankDSearch,
     rank_d_certificate,
-    rank_d_search,
-    rank_d_solve,
     set_factor_scale,
-    spectral_start,
     stationarity,
     truncate,
 )
@@ -92,7 +101,8 @@ __all__ = [
     "KKTCertificate",
     "LiftCertificate",
     "RankDCertificate",
-    "RankDSearch",
+    "RankDPolicy",
+    "RankDSolution",
     "RowFactor",
     "RowProblem",
     "SolveResult",
@@ -116,8 +126,10 @@ __all__ = [
     "oblique_hessian",
     "positive_pair_probability",
     "rank_d_certificate",
-    "rank_d_search",
+    "rank_d_cost",
+    "rank_d_policy",
     "rank_d_solve",
+    "rank_d_starts",
     "row_budget_samples",
     "row_certificate",
     "rtr",
@@ -125,6 +137,7 @@ __all__ = [
     "set_factor_scale",
     "single_threaded",
     "solve_conic",
+    "solve_rank_d",
     "solve_rows",
     "spectral_start",
     "stationarity",

@@ -5,11 +5,9 @@ r"""The optimum in a fixed dimension ``d``: Burer–Monteiro at rank ``d`` on th
 
     \min_{X \in \mathbb R^{d \times K},\ \|x_c\| = 1} F(X^\top X)
 
-is non-convex. It is solved from several seeded starts (random unit vectors, the top-``d``
-factor of the free-dimension optimum when one is known, a spectral embedding of the weights):
-each is screened by a short L-BFGS run, the best ones (those within 1% of the first) are run
-further and the best is polished by the Riemannian trust region. The certificate of the
-best point comes from its dual matrix
+is non-convex; it is searched by :func:`dgp.solver.solve_rank_d` (the one search policy,
+:mod:`dgp.solver._policy`). The certificate of a
+point comes from its dual matrix
 :math:`S = \nabla F - \operatorname{Diag}(\operatorname{diag}(G\nabla F))`: if :math:`S \succeq 0`
 the point is globally optimal for the convex problem over all Gram matrices (so for every
 dimension); otherwise :math:`F(G) - K\max(0, -\lambda_{\min}(S))` (with the scaling undone) is a
@@ -36,16 +34,13 @@ from dgp.constants import (
     HESSIAN_DENSE_MAX,
     HESSIAN_EIG_MAXITER,
     HESSIAN_EIG_RTOL,
-    RANK_D_GTOL,
     RANK_D_HESSIAN_RTOL,
     SCALE_FLOOR,
-    SCREEN_SLACK,
-    SPECTRAL_START_PERTURBATION,
 )
 from dgp.records import CertificateProtocol
 from dgp.solver._blockfactor import BlockFactor
 from dgp.solver._program import RowProblem
-from dgp.solver._solve import bm_lbfgs, factor, rtr
+from dgp.solver._solve import factor
 from dgp.tolerance import DEFAULT_POLICY, Margin
 
 #: Lanczos vectors of the estimates of the Riemannian Hessian's extreme eigenvalues: its
@@ -60,52 +55,11 @@ HESSIAN_LANCZOS_MIN_VECTORS = 24
 
 __all__ = [
     "RankDCertificate",
-    "RankDSearch",
     "rank_d_certificate",
-    "rank_d_search",
-    "rank_d_solve",
     "set_factor_scale",
-    "spectral_start",
     "stationarity",
     "truncate",
 ]
-
-
-def spectral_start(weights: np.ndarray, dim: int) -> np.ndarray:
-    """``dim x K`` unit columns from the top eigenvectors of the symmetrised row-normalised
-    weights (similar samples start close)."""
-    P = weights / np.maximum(weights.sum(axis=1, keepdims=True), SCALE_FLOOR)
-    lam, U = np.linalg.eigh(0.5 * (P + P.T))
-    V = U[:, ::-1][:, :dim].T * np.sqrt(np.abs(lam[::-1][:dim]))[:, None]
-    # a deterministic perturbation: no zero column
-    V = V + SPECTRAL_START_PERTURBATION * (np.arange(V.size).reshape(V.shape) % 7 - 3)
-    return V / np.linalg.norm(V, axis=0)
-
-
-@dataclass(frozen=True, eq=False)
-class RankDSearch:
-    """Outcome of :func:`rank_d_search`.
-
-    Attributes
-    ----------
-    factor : ndarray, shape (dim, K)
-        The best factor found (unit columns); its Gram is ``factor.T @ factor``.
-    starts : int
-        Number of starts screened.
-    start_values : tuple of float
-        The scaled objective of every start after screening, in the order of the pool (given
-        starts first, then the seeded random ones).
-    stationarity : float
-        :func:`stationarity` of ``factor``.
-    reason : str
-        How the point was found.
-    """
-
-    factor: np.ndarray
-    starts: int
-    start_values: tuple[float, ...]
-    stationarity: float
-    reason: str
 
 
 def stationarity(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
@@ -115,125 +69,10 @@ def stationarity(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
     return prob.on_factor().stationarity(X)
 
 
-def _value(prob: RowProblem | BlockFactor, X: np.ndarray) -> float:
-    """The scaled objective at the factor ``X``."""
-    return prob.on_factor().evaluate(X)[0]
-
-
 def set_factor_scale(prob: RowProblem | BlockFactor, X: np.ndarray) -> None:
     r"""Fix the objective's scale :math:`\log t` at the factor ``X`` (the ``set_scale`` of its
     factor objective: a row problem reads the Gram of ``X``)."""
     prob.on_factor().set_scale(X)
-
-
-def rank_d_search(
-    prob: RowProblem | BlockFactor,
-    dim: int,
-    *,
-    starts: list[np.ndarray],
-    n_random: int,
-    seed: int,
-    screen_iters: int = 40,
-    keep: int = 2,
-    gtol: float = RANK_D_GTOL,
-    run_iters: int = 200,
-    polish_iters: int = 10,
-    polish_inner: int = 60,
-    target: float | None = None,
-    rounds: int = 1,
-    slack: float = SCREEN_SLACK,
-    hops: int = 0,
-    hop_size: float = 0.5,
-    precondition: bool = False,
-    polish_stall: int | None = 3,
-    polish_products: int | None = None,
-) -> RankDSearch:
-    """Best rank-``dim`` factor over the given starts (``dim x K`` factors) and ``n_random``
-    seeded random starts.
-
-    Every start is screened by ``screen_iters`` L-BFGS steps; the best ``keep`` (those within
-    ``slack`` of the lead, relative) run ``run_iters`` more, and the best is
-    polished by the trust region. ``hops`` basin-hopping steps follow (the best factor moved by
-    seeded Gaussian noise of ``hop_size`` per column, or two of its points exchanged,
-    alternately; run again, kept when better). ``precondition`` scales the kept runs' L-BFGS by
-    the columns' curvature (:func:`~dgp.solver.bm_lbfgs`); ``polish_stall`` and
-    ``polish_products`` are the trust region's ``stall`` and ``products``
-    (:func:`~dgp.solver.rtr`). With a ``target``, further rounds (up to ``rounds`` in all)
-    of L-BFGS and trust region follow until :func:`stationarity` is at most ``target``.
-    """
-    K = prob.K
-    rng = np.random.default_rng(seed)
-    pool = [np.asarray(X, dtype=float) for X in starts]
-    for _ in range(n_random):
-        X = rng.standard_normal((dim, K))
-        pool.append(X / np.linalg.norm(X, axis=0))
-    set_factor_scale(prob, pool[0])
-    screened = []
-    for X0 in pool:
-        X, _ = bm_lbfgs(prob, X0, maxiter=screen_iters)
-        screened.append((_value(prob, X), len(screened), X))
-    values = tuple(item[0] for item in screened)
-    screened.sort(key=lambda item: (item[0], item[1]))
-    best_f, best = np.inf, None
-    lead = screened[0][0]
-    for f0, _, X in screened[:keep]:
-        if f0 > lead + slack * abs(lead):
-            continue  # clearly behind after screening: not worth running further
-        X, _ = bm_lbfgs(prob, X, maxiter=run_iters, gtol=gtol, precondition=precondition)
-        f = _value(prob, X)
-        if f < best_f:
-            best_f, best = f, X
-    assert best is not None
-    for h in range(hops):
-        if h % 2 and K > 2:  # exchange the places of two points (which class sits where)
-            i, j = rng.choice(K, size=2, replace=False)
-            X = best.copy()
-            X[:, [i, j]] = X[:, [j, i]]
-        else:
-            X = best + hop_size * rng.standard_normal(best.shape) / math.sqrt(dim)
-        X, _ = bm_lbfgs(prob, X / np.linalg.norm(X, axis=0), maxiter=run_iters, gtol=gtol)
-        f = _value(prob, X)
-        if f < best_f:
-            best_f, best = f, X
-    polish = {"maxiter": polish_iters, "gtol": gtol, "maxinner": polish_inner,
-              "stall": polish_stall, "products": polish_products}
-    best, _ = rtr(prob, best, **polish)
-    res = stationarity(prob, best)
-    done = 1
-    while target is not None and res > target and done < rounds:
-        X, _ = bm_lbfgs(prob, best, maxiter=run_iters, gtol=gtol)
-        X, _ = rtr(prob, X, **polish)
-        r = stationarity(prob, X)
-        if _value(prob, X) <= _value(prob, best) or r < res:
-            best, res = X, r
-        done += 1
-    reason = (
-        (f"best of {len(pool)} starts ({n_random} seeded random, {len(starts)} given; each "
-         f"screened by {screen_iters} L-BFGS steps, the best {min(keep, len(pool))} run "
-         "further, the best polished by the trust region"
-         if len(pool) > 1 else "one start (descended by L-BFGS, polished by the trust region")
-        + (f", {hops} basin hops" if hops else "")
-        + (f", {done} rounds" if done > 1 else "") + ")"
-    )
-    return RankDSearch(best, len(pool), values, res, reason)
-
-
-def rank_d_solve(
-    prob: RowProblem,
-    dim: int,
-    *,
-    starts: list[np.ndarray],
-    n_random: int,
-    seed: int,
-    screen_iters: int = 40,
-    keep: int = 2,
-    gtol: float = RANK_D_GTOL,
-) -> tuple[np.ndarray, int, str]:
-    """:func:`rank_d_search` with one polish round. Returns the Gram, the number of starts and
-    why it stopped."""
-    out = rank_d_search(prob, dim, starts=starts, n_random=n_random, seed=seed,
-                        screen_iters=screen_iters, keep=keep, gtol=gtol)
-    return out.factor.T @ out.factor, out.starts, out.reason
 
 
 @dataclass(frozen=True)

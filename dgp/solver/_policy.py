@@ -1,0 +1,442 @@
+r"""The one rank-``d`` (fixed-dimension) solver: its search policy, its default budget and its
+certificate, for every fixed-dimension solve of dgp (:func:`dgp.optimum` with ``dim``,
+:func:`dgp.supcon_prototypes` with ``dim``, the loss floors that go through them).
+
+The problem is Burer–Monteiro at rank ``d`` on the product of spheres,
+:math:`\min_{X \in \mathbb R^{d\times K},\ \|x_c\| = 1} F(X^\top X)`, non-convex. The search is
+a set of *candidates*, each computed on its own:
+
+* candidate ``j`` of the given starts (the free optimum's top-``d`` factor, a spectral start of
+  the weights) and candidate ``i`` of the ``starts`` random ones (unit Gaussian columns drawn
+  from ``np.random.default_rng([seed, 1, i])``) is descended by L-BFGS;
+* then improved by its own deterministic chain of :data:`~dgp.constants.RANK_D_HOPS` moves
+  (drawn from ``default_rng([seed, 2, i])``, given starts ``[seed, 3, j]``): two of its points
+  exchanged (which class sits where; cheap and known-good) or seeded Gaussian noise, each move
+  descended again and kept when its loss is lower;
+* then polished by the Riemannian trust region (rounds of L-BFGS and trust region until its
+  stationarity reaches the target).
+
+The answer is the candidate of lowest loss (excess over the entropic bound, in nats, computed
+at the point's own scale exactly as the results report it; ties go to the earlier candidate).
+No candidate depends on another, so a budget of ``s + k`` random starts contains the
+computation of ``s``: **the loss never gets worse with a larger budget**, exactly. (A screening
+that threw starts away after a few steps is what broke this before: at K = 14, d = 4, 16 starts
+beat 256, which beat 64.)
+
+Every result carries :func:`~dgp.solver.rank_d_certificate` of its point (first- and
+second-order criticality, and global optimality where the dual matrix is PSD), computed from
+the point alone, never from a solver status.
+
+The non-negative (ReLU-head) factors follow the same policy in
+:func:`~dgp.solver.nonnegative_factor` (the same budget, seeds and moves).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dgp.constants import (
+    RANK_D_FACTOR_MAX_EVALS,
+    RANK_D_FACTOR_MIN_EVALS,
+    RANK_D_FACTOR_POLISH_INNER,
+    RANK_D_FACTOR_POLISH_STEPS,
+    RANK_D_FACTOR_SECONDS,
+    RANK_D_GEMM_RATE,
+    RANK_D_GTOL,
+    RANK_D_HOP_MAX_SIZE,
+    RANK_D_HOP_SIZE,
+    RANK_D_HOPS,
+    RANK_D_LARGE_POLISH_INNER,
+    RANK_D_LARGE_ROUNDS,
+    RANK_D_LARGE_SIZE,
+    RANK_D_MOVE_ITERS,
+    RANK_D_PASS_RATE,
+    RANK_D_POLISH_INNER,
+    RANK_D_POLISH_ITERS,
+    RANK_D_POLISH_MAX_PRODUCTS,
+    RANK_D_POLISH_MIN_PRODUCTS,
+    RANK_D_POLISH_SECONDS,
+    RANK_D_PRODUCT_EVALS,
+    RANK_D_ROUNDS,
+    RANK_D_RUN_ITERS,
+    RANK_D_STARTS,
+    RANK_D_SWAP_PERIOD,
+    SCALE_FLOOR,
+    SOLVER_TOL,
+    SPECTRAL_START_PERTURBATION,
+)
+from dgp.solver._blockfactor import BlockFactor
+from dgp.solver._program import RowProblem
+from dgp.solver._rank import RankDCertificate, rank_d_certificate, stationarity
+from dgp.solver._solve import bm_lbfgs, factor, rtr
+from dgp.tolerance import DEFAULT_POLICY
+
+__all__ = [
+    "RankDPolicy",
+    "RankDSolution",
+    "rank_d_cost",
+    "rank_d_policy",
+    "rank_d_solve",
+    "rank_d_starts",
+    "solve_rank_d",
+    "spectral_start",
+]
+
+
+@dataclass(frozen=True)
+class RankDPolicy:
+    """How one rank-``d`` search is run (chosen by :func:`rank_d_policy` from the problem's
+    kind and size; the values are the constants ``RANK_D_*`` of :mod:`dgp.constants`).
+
+    Attributes
+    ----------
+    hops : int
+        Moves of each candidate's chain.
+    run_iters : int
+        L-BFGS steps (or, on the factor path, evaluations) of a candidate's first descent.
+    move_iters : int
+        L-BFGS steps of the descent after a move.
+    polish_iters, polish_inner : int
+        Trust-region steps of a candidate's polish, and inner steps of each.
+    rounds : int
+        Rounds of L-BFGS and trust region towards the stationarity target.
+    precondition : bool
+        L-BFGS scaled by the columns' curvature (factor path).
+    polish_stall : int or None
+        The trust region's stall rule (``None``: none).
+    polish_products : int or None
+        Hessian-vector products of a polish (``None``: no limit).
+    """
+
+    hops: int
+    run_iters: int
+    move_iters: int
+    polish_iters: int
+    polish_inner: int
+    rounds: int
+    precondition: bool = False
+    polish_stall: int | None = 3
+    polish_products: int | None = None
+
+
+def _factor_eval_seconds(K: int, dim: int) -> float:
+    """The cost model of one factor-path evaluation: two products of dim x K by K x K
+    (2 dim K^2 flops each) and about 12 passes over the K x K buffer (2.3 s at K = 10^4,
+    dim = 128; measured 1.8 s)."""
+    return 4.0 * dim * K * K / RANK_D_GEMM_RATE + 12.0 * K * K / RANK_D_PASS_RATE
+
+
+def _factor_evals(K: int, dim: int) -> int:
+    return int(min(max(RANK_D_FACTOR_SECONDS / _factor_eval_seconds(K, dim),
+                       RANK_D_FACTOR_MIN_EVALS), RANK_D_FACTOR_MAX_EVALS))
+
+
+def _factor_products(K: int, dim: int) -> int:
+    n = RANK_D_POLISH_SECONDS / (RANK_D_PRODUCT_EVALS * _factor_eval_seconds(K, dim))
+    return 0 if n < RANK_D_POLISH_MIN_PRODUCTS else int(min(n, RANK_D_POLISH_MAX_PRODUCTS))
+
+
+def rank_d_policy(K: int, dim: int, *, factor_path: bool = False) -> RankDPolicy:
+    """The search policy of a rank-``dim`` problem of ``K`` points: moves for small problems
+    (``K * dim`` up to :data:`~dgp.constants.RANK_D_HOP_MAX_SIZE`), a shorter polish above
+    :data:`~dgp.constants.RANK_D_LARGE_SIZE`, and on the factor path (many classes,
+    :class:`~dgp.solver.BlockFactor`) budgets of evaluations and Hessian-vector products in
+    seconds of the cost model, preconditioned, without the stall rule."""
+    size = K * dim
+    if factor_path:
+        products = _factor_products(K, dim)
+        return RankDPolicy(
+            hops=0, run_iters=_factor_evals(K, dim), move_iters=0,
+            polish_iters=RANK_D_FACTOR_POLISH_STEPS if products else 0,
+            polish_inner=RANK_D_FACTOR_POLISH_INNER, rounds=1, precondition=True,
+            polish_stall=None, polish_products=products,
+        )
+    large = size > RANK_D_LARGE_SIZE
+    return RankDPolicy(
+        hops=RANK_D_HOPS if size <= RANK_D_HOP_MAX_SIZE else 0, run_iters=RANK_D_RUN_ITERS,
+        move_iters=RANK_D_MOVE_ITERS, polish_iters=RANK_D_POLISH_ITERS,
+        polish_inner=RANK_D_LARGE_POLISH_INNER if large else RANK_D_POLISH_INNER,
+        rounds=RANK_D_LARGE_ROUNDS if large else RANK_D_ROUNDS,
+    )
+
+
+def rank_d_starts(K: int, dim: int, *, given: int, factor_path: bool = False) -> int:
+    """The default budget: random candidates of a rank-``dim`` search with ``given`` starts.
+    :data:`~dgp.constants.RANK_D_STARTS`, except on the factor path (many classes, where one
+    candidate costs minutes): none besides a given start, else one."""
+    if factor_path:
+        return 0 if given else 1
+    return RANK_D_STARTS
+
+
+def rank_d_cost(K: int, dim: int, *, starts: int, given: int, rows: int,
+                factor_path: bool = False) -> float:
+    """The guard's estimate of a rank-``dim`` search, in operations at 1e9 per second (the unit
+    of :func:`~dgp.solver.check_time`): every candidate's descents, moves, polish and rounds, and
+    the certificate of the answer. A row-problem evaluation (value, gradient and factor products)
+    costs about ``3 rows K + 0.4 dim K^2`` (measured 55 ms on one loaded core at K = 1000,
+    dim = 128); a trust-region polish about 1000 evaluations, and the moves' descents stop early
+    (close to a minimiser: about half their budget)."""
+    policy = rank_d_policy(K, dim, factor_path=factor_path)
+    candidates = max(starts + given, 1)
+    if factor_path:
+        evals = policy.run_iters + RANK_D_PRODUCT_EVALS * (policy.polish_products or 0) + 20
+        seconds = _factor_eval_seconds(K, dim) * evals * candidates
+        # the certificate: ~300 Lanczos products and one Cholesky factorisation (K^3 / 3)
+        seconds += 300 * 2.0 * K * K / RANK_D_PASS_RATE + K**3 / 3 / RANK_D_GEMM_RATE
+        return seconds * 1e9
+    per_eval = 3.0 * rows * K + 0.4 * dim * K * K
+    per_candidate = policy.run_iters + policy.hops * policy.move_iters / 2 + 1000
+    return per_eval * (candidates * per_candidate + 1000)
+
+
+def spectral_start(weights: np.ndarray, dim: int) -> np.ndarray | None:
+    """``dim x K`` unit columns from the top eigenvectors of the symmetrised row-normalised
+    weights (similar samples start close); ``None`` when the weights have no off-diagonal
+    mass (a class-block quotient of SupCon: the spectrum says nothing)."""
+    A = np.array(weights, dtype=float)
+    np.fill_diagonal(A, 0.0)
+    if not (A > 0).any():
+        return None
+    P = A / np.maximum(A.sum(axis=1, keepdims=True), SCALE_FLOOR)
+    lam, U = np.linalg.eigh(0.5 * (P + P.T))
+    V = U[:, ::-1][:, :dim].T * np.sqrt(np.abs(lam[::-1][:dim]))[:, None]
+    if V.shape[0] < dim:
+        V = np.vstack([V, np.zeros((dim - V.shape[0], V.shape[1]))])
+    # a deterministic perturbation: no zero column
+    V = V + SPECTRAL_START_PERTURBATION * (np.arange(V.size).reshape(V.shape) % 7 - 3)
+    norms = np.linalg.norm(V, axis=0)
+    if not (np.isfinite(norms).all() and (norms > 0).all()):
+        return None
+    return V / norms
+
+
+@dataclass(frozen=True, eq=False)
+class RankDSolution:
+    """Outcome of :func:`solve_rank_d`.
+
+    Attributes
+    ----------
+    factor : ndarray, shape (dim, K)
+        The best point found (unit columns); its Gram is :attr:`gram`.
+    loss, excess_loss, log_excess_loss : float
+        At :attr:`factor`, in nats, with the scale set at the point (what results report).
+    certificate : RankDCertificate
+        :func:`~dgp.solver.rank_d_certificate` of :attr:`factor`.
+    starts : int
+        Candidates searched (given and random).
+    random_starts : int
+        Of which random (the budget).
+    candidate_losses : tuple of float
+        Each candidate's final loss (nats), given starts first.
+    hits : int
+        Candidates whose loss is within rounding of the best (how often the basin was found;
+        a hint, not a certificate).
+    reason : str
+        How the point was found.
+    """
+
+    factor: np.ndarray
+    loss: float
+    excess_loss: float
+    log_excess_loss: float
+    certificate: RankDCertificate
+    starts: int
+    random_starts: int
+    candidate_losses: tuple[float, ...]
+    hits: int
+    reason: str
+
+    @property
+    def gram(self) -> np.ndarray:
+        return self.factor.T @ self.factor
+
+
+def _scale_at(prob: RowProblem | BlockFactor, X: np.ndarray) -> None:
+    """Fix the objective's scale at ``X`` whatever the previous scale (a row problem's
+    ``set_scale`` evaluates its state in the units of the old scale, which overflow where the
+    old point was astronomically better: reset to the unit scale first)."""
+    if isinstance(prob, RowProblem):
+        prob.log_t = 0.0
+        prob.set_scale(X.T @ X)
+    else:
+        prob.set_scale(X)
+
+
+def _nats(prob: RowProblem | BlockFactor, X: np.ndarray) -> tuple[float, float, float]:
+    """``(loss, excess, log_excess)`` at ``X`` with the scale set at ``X``: a function of ``X``
+    alone, the same every caller reports."""
+    _scale_at(prob, X)
+    if isinstance(prob, BlockFactor):
+        return prob.loss(X)
+    G = X.T @ X
+    return prob.loss(G)
+
+
+def _key(parts: tuple[float, float, float]) -> tuple[float, float]:
+    """Order of candidates: the excess (its log, resolved where the loss rounds), then the loss."""
+    return (parts[2], parts[0])
+
+
+def _unit(X: np.ndarray) -> np.ndarray:
+    return X / np.linalg.norm(X, axis=0)
+
+
+def _descend(prob, X0: np.ndarray, iters: int, policy: RankDPolicy) -> np.ndarray:
+    _scale_at(prob, X0)
+    X, _ = bm_lbfgs(prob, X0, maxiter=iters, gtol=RANK_D_GTOL, precondition=policy.precondition)
+    return X
+
+
+def _move(X: np.ndarray, h: int, rng: np.random.Generator) -> np.ndarray:
+    """Move ``h`` of a chain: two points exchanged, or Gaussian noise every
+    :data:`~dgp.constants.RANK_D_SWAP_PERIOD`-th move (always noise with two points)."""
+    dim, K = X.shape
+    if K > 2 and h % RANK_D_SWAP_PERIOD != RANK_D_SWAP_PERIOD - 1:
+        i, j = rng.choice(K, size=2, replace=False)
+        Y = X.copy()
+        Y[:, [i, j]] = X[:, [j, i]]
+        return Y
+    return _unit(X + RANK_D_HOP_SIZE * rng.standard_normal(X.shape) / math.sqrt(dim))
+
+
+def _polish(prob, X: np.ndarray, policy: RankDPolicy, target: float) -> np.ndarray:
+    """Trust region, then rounds of L-BFGS and trust region until the stationarity target."""
+    options = {"maxiter": policy.polish_iters, "gtol": RANK_D_GTOL,
+               "maxinner": policy.polish_inner, "stall": policy.polish_stall,
+               "products": policy.polish_products}
+    _scale_at(prob, X)
+    if policy.polish_iters:
+        X, _ = rtr(prob, X, **options)
+    res = stationarity(prob, X)
+    best = _key(_nats(prob, X))
+    done = 1
+    while res > target and done < policy.rounds:
+        Y = _descend(prob, X, policy.run_iters, policy)
+        _scale_at(prob, Y)
+        Y, _ = rtr(prob, Y, **options)
+        r = stationarity(prob, Y)
+        k = _key(_nats(prob, Y))
+        if k <= best or r < res:
+            X, res, best = Y, r, min(k, best)
+        done += 1
+    return X
+
+
+def _candidate(prob, X0: np.ndarray, rng: np.random.Generator, policy: RankDPolicy,
+               target: float) -> tuple[np.ndarray, tuple[float, float, float]]:
+    """One candidate: descent, its chain of moves, polish; its point and losses."""
+    X = _descend(prob, _unit(np.asarray(X0, dtype=float)), policy.run_iters, policy)
+    parts = _nats(prob, X)
+    for h in range(policy.hops):
+        Y = _descend(prob, _move(X, h, rng), policy.move_iters, policy)
+        p = _nats(prob, Y)
+        if _key(p) < _key(parts):
+            X, parts = Y, p
+    X = _polish(prob, X, policy, target)
+    return X, _nats(prob, X)
+
+
+def solve_rank_d(
+    prob: RowProblem | BlockFactor,
+    dim: int,
+    *,
+    free_gram: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+    given: list[np.ndarray] | None = None,
+    starts: int | None = None,
+    seed: int = 0,
+    tol: float,
+    policy: RankDPolicy | None = None,
+) -> RankDSolution:
+    """The best rank-``dim`` point of ``prob`` found by the search of the module docstring.
+
+    Parameters
+    ----------
+    prob : RowProblem or BlockFactor
+        The problem (a :class:`~dgp.solver.BlockFactor` works on the factor: many classes).
+    dim : int
+    free_gram : ndarray, optional
+        The free-dimension optimum: its top-``dim`` factor is the first given start.
+    weights : ndarray, optional
+        The (quotient) weights: their spectral start is given when they have cross mass.
+    given : list of ndarray, optional
+        Further given starts (``dim x K``), after those two.
+    starts : int, optional
+        Random candidates; ``None``: the default budget (:func:`rank_d_starts`).
+    seed : int
+        Seed of the random candidates and of every chain of moves.
+    tol : float
+        The solver's target; a candidate's rounds stop at the accepted stationarity
+        (:meth:`dgp.tolerance.Tolerance.accepts`).
+    policy : RankDPolicy, optional
+        ``None``: :func:`rank_d_policy` of the problem.
+
+    Returns
+    -------
+    RankDSolution
+        With the :func:`~dgp.solver.rank_d_certificate` of its point.
+    """
+    K = prob.K
+    factor_path = isinstance(prob, BlockFactor)
+    pool = []
+    if free_gram is not None:
+        pool.append(factor(free_gram, dim))
+    if weights is not None:
+        spec = spectral_start(weights, dim)
+        if spec is not None:
+            pool.append(spec)
+    pool += [np.asarray(X, dtype=float) for X in (given or [])]
+    if starts is None:
+        starts = rank_d_starts(K, dim, given=len(pool), factor_path=factor_path)
+    if policy is None:
+        policy = rank_d_policy(K, dim, factor_path=factor_path)
+    target = max(DEFAULT_POLICY.accept_factor * tol, DEFAULT_POLICY.accept_floor)
+    jobs = [(X0, np.random.default_rng([seed, 3, j])) for j, X0 in enumerate(pool)]
+    for i in range(starts):
+        X0 = np.random.default_rng([seed, 1, i]).standard_normal((dim, K))
+        jobs.append((X0, np.random.default_rng([seed, 2, i])))
+    if not jobs:  # no budget and nothing given: one random candidate all the same
+        jobs.append((np.random.default_rng([seed, 1, 0]).standard_normal((dim, K)),
+                     np.random.default_rng([seed, 2, 0])))
+    best = None
+    losses = []
+    for X0, rng in jobs:
+        X, parts = _candidate(prob, X0, rng, policy, target)
+        losses.append(parts)
+        if best is None or _key(parts) < _key(best[1]):
+            best = (X, parts)
+    assert best is not None
+    X, parts = best
+    spread = max(abs(parts[0]), 1.0) * 1e3 * np.finfo(float).eps
+    hits = sum(1 for p in losses if p[0] <= parts[0] + spread)
+    _scale_at(prob, X)
+    cert = rank_d_certificate(prob, X, tol=tol, seed=seed)
+    n_given = len(pool)
+    moves = f", each improved by {policy.hops} moves (swaps and noise)" if policy.hops else ""
+    reason = (f"best of {len(jobs)} candidates ({len(jobs) - n_given} seeded random, "
+              f"{n_given} given; each descended by L-BFGS{moves}, polished by the trust "
+              f"region; {hits} reached the best)")
+    return RankDSolution(
+        factor=X, loss=parts[0], excess_loss=parts[1], log_excess_loss=parts[2],
+        certificate=cert, starts=len(jobs), random_starts=len(jobs) - n_given,
+        candidate_losses=tuple(p[0] for p in losses), hits=hits, reason=reason,
+    )
+
+
+def rank_d_solve(
+    prob: RowProblem,
+    dim: int,
+    *,
+    starts: list[np.ndarray],
+    n_random: int,
+    seed: int,
+    tol: float = SOLVER_TOL,
+) -> tuple[np.ndarray, int, str]:
+    """:func:`solve_rank_d` from the given ``starts`` and ``n_random`` random candidates.
+    Returns the Gram, the number of candidates and how the point was found."""
+    out = solve_rank_d(prob, dim, given=starts, starts=n_random, seed=seed, tol=tol)
+    return out.gram, out.starts, out.reason
