@@ -36,6 +36,7 @@ from dgp.records import Record
 from dgp.resources import check_memory
 from dgp.result import Classification
 from dgp.solver import check_time
+from dgp.spec import NOT_GIVEN
 
 __all__ = [
     "LossFloors",
@@ -275,7 +276,7 @@ def loss_floors(
     seed: int = 0,
     tol: float | None = None,
     starts: int | None = None,
-    rtol: float | None = None,
+    rtol: object = NOT_GIVEN,
 ) -> LossFloors:
     r"""The optimal, collapsed and random-embedding losses of an objective on a batch.
 

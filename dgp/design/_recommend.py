@@ -46,6 +46,7 @@ from dgp.objectives.registry import OBJECTIVES
 from dgp.problem import Problem
 from dgp.records import Record
 from dgp.result import Classification
+from dgp.spec import NOT_GIVEN
 
 __all__ = [
     "Recommendation",
@@ -376,7 +377,7 @@ def recommend(
     search: tuple[float, float] | None = None,
     points: int = 61,
     tol: float | None = None,
-    rtol: float | None = None,
+    rtol: object = NOT_GIVEN,
 ) -> Recommendation:
     r"""Answer an inverse design question, with a certificate.
 
