@@ -22,16 +22,35 @@ Needs the ``plot`` extra; importing this module without matplotlib raises an
 
 from __future__ import annotations
 
+import atexit
 import io
+import os
+import shutil
+import sys
+import tempfile
 from typing import Any
 
-from dgp.errors import install_hint
+from dgp.errors import InputError, install_hint
 
 __all__ = ["NotebookFigure", "require_matplotlib"]
 
 
 def require_matplotlib() -> Any:
-    """Import matplotlib, or raise an :class:`ImportError` naming the ``plot`` extra."""
+    """Import matplotlib, or raise an :class:`ImportError` naming the ``plot`` extra.
+
+    Where matplotlib's own folder (``MPLCONFIGDIR``, else ``~/.config/matplotlib``) cannot be
+    written (an unwritable or missing ``HOME``), ``MPLCONFIGDIR`` is pointed at a temporary
+    folder first, so that matplotlib does not complain on stderr about making one itself.
+
+    Raises
+    ------
+    ImportError
+        If matplotlib is not installed (the ``plot`` extra).
+    InputError
+        If ``MPLBACKEND`` names no backend matplotlib knows (matplotlib refuses to import).
+    """
+    if "matplotlib" not in sys.modules:
+        _writable_config_dir()
     try:
         import matplotlib
         from matplotlib.figure import Figure  # noqa: F401
@@ -40,7 +59,37 @@ def require_matplotlib() -> Any:
             f"figures need matplotlib, which is not installed: {install_hint('plot')}",
             name=exc.name,
         ) from exc
+    except ValueError as exc:  # rcParams refuse the backend that the environment names
+        backend = os.environ.get("MPLBACKEND")
+        if not backend or "backend" not in str(exc):
+            raise
+        raise InputError(
+            f"MPLBACKEND={backend!r} is not a backend matplotlib knows; dgp only writes figure "
+            "files, so unset it or set MPLBACKEND=Agg"
+        ) from None
     return matplotlib
+
+
+def _writable_config_dir() -> None:
+    """Set ``MPLCONFIGDIR`` to a new temporary folder (removed at exit) when matplotlib's
+    default configuration or cache folder cannot be made or written; an ``MPLCONFIGDIR`` the
+    user set is kept."""
+    if os.environ.get("MPLCONFIGDIR"):
+        return
+    home = os.path.expanduser("~")
+    folders = [os.path.join(os.environ.get(var) or os.path.join(home, default), "matplotlib")
+               for var, default in (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"))]
+    try:
+        for folder in folders:
+            os.makedirs(folder, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        return  # both writable: matplotlib's own choice stands
+    except OSError:
+        pass
+    temp = tempfile.mkdtemp(prefix="dgp-matplotlib-")
+    atexit.register(shutil.rmtree, temp, ignore_errors=True)
+    os.environ["MPLCONFIGDIR"] = temp
 
 
 require_matplotlib()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import fcntl
 import importlib
 import os
 import re
@@ -28,6 +29,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
+from dgp.cli._text import printable
 from dgp.errors import (
     DgpWarning,
     InputError,
@@ -198,7 +200,7 @@ def _warning_printer(flags: Mapping[str, str | None]):
     words (:func:`cli_words`)."""
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
-        text = cli_words(str(message).replace("\n", " "), flags)
+        text = printable(cli_words(str(message).replace("\n", " "), flags))
         prefix = ("warning: " if issubclass(category, DgpWarning)
                   else f"warning: {category.__name__}: ")
         sys.stderr.write(prefix + text + "\n")
@@ -206,8 +208,42 @@ def _warning_printer(flags: Mapping[str, str | None]):
     return show
 
 
+def _safe_streams() -> None:
+    """Streams that never fail on what dgp prints: a character the output encoding cannot
+    represent (a class name in an ASCII locale) is written as its escape, and a stderr that the
+    process was started without (``2>&-``) is /dev/null, opened now so that it also holds
+    file descriptor 2 (no file that dgp opens later can take it)."""
+    if sys.stderr is None or _closed(sys.stderr):
+        try:  # the lowest free descriptor: 2 itself when it is closed
+            sys.stderr = open(os.open(os.devnull, os.O_WRONLY), "w", encoding="utf-8")
+        except OSError:  # pragma: no cover - no /dev/null
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # pragma: no cover - a detached or closed stream
+                pass
+
+
+def _closed(stream: Any) -> bool:
+    """Whether ``stream`` writes to a file descriptor that cannot be written (a process started
+    with ``2>&-``: Python still makes ``sys.stderr``, and every write fails). A stream without a
+    descriptor (a test's buffer) is open."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is an OSError
+        return False
+    try:  # closed, or open for reading only (a wrapper may have reused descriptor 2)
+        return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
+    except OSError:
+        return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    _safe_streams()
     if sys.stdout is None:  # started with stdout closed
         sys.stderr.write("error: cannot write the output (stdout is closed)\n")
         return 1
@@ -243,14 +279,14 @@ def main(argv: list[str] | None = None) -> int:
             _reraise_signal()
             raise
     except SolverError as exc:  # dgp's own failure, not the user's
-        sys.stderr.write(f"error: {cli_words(str(exc), flags)}\n")
+        sys.stderr.write(f"error: {printable(cli_words(str(exc), flags))}\n")
         return 1
     except (ParameterError, ParameterTypeError) as exc:
         text = join_param(flag_for(exc.param), exc.detail)
-        sys.stderr.write(f"error: {cli_words(text, flags)}\n")
+        sys.stderr.write(f"error: {printable(cli_words(text, flags))}\n")
         return 2
     except (InputError, InputTypeError) as exc:  # bad input beyond one argument's value
-        sys.stderr.write(f"error: {cli_words(str(exc), flags)}\n")
+        sys.stderr.write(f"error: {printable(cli_words(str(exc), flags))}\n")
         return 2
     except KeyboardInterrupt:  # Ctrl-C: workers and child processes are stopped on the way
         return _stopped(signal.SIGINT)

@@ -8,6 +8,7 @@ import argparse
 import numpy as np
 
 from dgp.cli._output import FileArg, atomic_output, emit_json, save_array, table
+from dgp.cli._text import printable
 from dgp.errors import InputError
 from dgp.io import load_labels
 from dgp.prototypes import (
@@ -212,9 +213,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(str(res).split("\n  prototype Gram:")[0])
     if names is not None:
-        shown = ", ".join(f"c{k} = {name} (n={n})" for k, (name, n) in
+        shown = ", ".join(f"c{k} = {printable(name)} (n={n})" for k, (name, n) in
                           enumerate(zip(names, sizes, strict=True)))
-        print(f"\nclasses counted from {args.labels}: {shown}")
+        print(f"\nclasses counted from {printable(args.labels)}: {shown}")
     if K <= _MAX_TABLE or args.gram:
         label = "first-order Gram (as derived)" if res.method == "first-order" else (
             "prototype Gram (cosines between class prototypes)")
