@@ -192,6 +192,7 @@ SLOW_PAGES = (
     "docs/audit.md",
     # pages whose examples take more than about 3 s of CPU
     "docs/decide.md",
+    "docs/tutorials/batch-optimum.md",
     "docs/tutorials/choose-tau.md",
     "docs/tutorials/fixed-targets.md",
     "docs/tutorials/neighbour-embedding.md",

@@ -342,6 +342,7 @@ def stochastic_optimum(
     max_epochs: int = 200,
     min_epochs: int = 20,
     patience: int = 5,
+    plateaus: int = 4,
     rtol: float = 1e-5,
     monitor_batches: int = 64,
     anneal_epochs: float = 10.0,
@@ -352,9 +353,10 @@ def stochastic_optimum(
 
     Riemannian Adam (:class:`_RiemannianAdam`) with the step :math:`\mathrm{lr}/\sqrt{1 + t/T}`,
     ``T`` one epoch. After each epoch the loss on ``monitor_batches`` fixed batches of a
-    separate stream is read; the descent stops when the best of the last ``patience`` epochs
-    improved on the best before them by less than ``rtol`` (relative; at least ``min_epochs``),
-    or after ``max_epochs`` or ``deadline_s``. Then ``anneal_epochs`` epochs with the step
+    separate stream is read; when the best of the last ``patience`` epochs improved on the
+    epoch before them by less than ``rtol`` (relative), the step is halved, and after
+    ``plateaus`` halvings (and at least ``min_epochs``) the descent stops; or after
+    ``max_epochs`` or ``deadline_s``. Then ``anneal_epochs`` epochs with the step
     decaying linearly to zero, whose iterates are averaged (renormalised); the average is
     returned unless the last iterate monitors better.
     """
@@ -371,26 +373,31 @@ def stochastic_optimum(
     t0 = last_said = time.monotonic()
     history: list[float] = [_mean_loss(Z, mon, weights, tau, spec)]
     step = 0
+    scale, plateau_at, halvings = 1.0, 0, 0
     status = f"epoch budget spent ({max_epochs} epochs)"
     for epoch in range(max_epochs):
         for idx, m in sampler.epoch(rng):
             step += 1
-            opt.step(idx, m, lr / math.sqrt(1.0 + step / per_epoch))
+            opt.step(idx, m, scale * lr / math.sqrt(1.0 + step / per_epoch))
         history.append(_mean_loss(Z, mon, weights, tau, spec))
         if progress is not None and time.monotonic() - last_said >= PROGRESS_EVERY_S:
             last_said = time.monotonic()
             progress(f"epoch {epoch + 1}: monitored loss {history[-1]:.6f} "
                      f"({last_said - t0:.0f} s)")
-        if epoch + 1 >= min_epochs:
-            before = min(history[:-patience])
+        if epoch + 1 - plateau_at >= patience and len(history) > patience:
+            before = history[-patience - 1]
             if before - min(history[-patience:]) <= rtol * max(abs(before), 1.0):
-                status = (f"monitored loss improved by less than {rtol:g} (relative) over the "
-                          f"last {patience} epochs ({epoch + 1} epochs)")
-                break
+                if epoch + 1 >= min_epochs and halvings >= plateaus:
+                    status = (f"monitored loss improved by less than {rtol:g} (relative) over "
+                              f"{patience} epochs after {halvings} halvings of the step "
+                              f"({epoch + 1} epochs)")
+                    break
+                scale, plateau_at = scale * 0.5, epoch + 1  # a plateau: halve the step
+                halvings += 1
         if deadline_s is not None and time.monotonic() - t0 > deadline_s:
             status = f"time budget spent ({deadline_s:g} s, {epoch + 1} epochs)"
             break
-    eta0 = lr / math.sqrt(1.0 + step / per_epoch)
+    eta0 = scale * lr / math.sqrt(1.0 + step / per_epoch)
     anneal = max(1, int(anneal_epochs * per_epoch))
     avg = np.zeros_like(Z)
     for k in range(anneal):
