@@ -72,7 +72,8 @@ class KKTCertificate(CertificateProtocol):
     dual_gap : float
         The same for ``S``.
     gradient_scale : float
-        :math:`\\nu`.
+        :math:`\\nu` (without class blocks, at least the size of the gradient's terms before
+        the symmetrisation, :meth:`~dgp.solver.RowProblem.term_scale`).
     gap_bound : float
         Upper bound on :math:`F(M) - \\min F` in nats (module docstring).
     log_gap_bound : float
@@ -158,6 +159,12 @@ def row_certificate(prob: RowProblem, gram: np.ndarray) -> KKTCertificate:
     lam_S = np.linalg.eigvalsh(S)
     lam_G = np.linalg.eigvalsh(G)
     nu = max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), SCALE_FLOOR)
+    if prob.block is None:
+        # rows of an asymmetric weighting may cancel in the symmetric parts (a directed cycle
+        # does, exactly, at its optimum): the terms' size before the symmetrisation counts too,
+        # or every residual would be measured against SCALE_FLOOR. (A class-block problem keeps
+        # the symmetric parts, the scale its factor form computes without the Gram.)
+        nu = max(nu, prob.term_scale(st))
     g_norm = max(float(lam_G[-1]), 1.0)
     r_primal = max(float(np.max(np.abs(np.diag(G) - 1.0))), max(0.0, -float(lam_G[0])))
     r_dual = max(0.0, -float(lam_S[0])) / nu

@@ -291,6 +291,20 @@ class RowProblem:
             self._aggregate(self.Pex_s / self.tau),
         )
 
+    def term_scale(self, st: RowState) -> float:
+        r"""The size of the scaled gradient's terms: the largest Frobenius norm of its
+        exponential and linear parts, each taken before and after the symmetrisation (the
+        diagonal left out). An asymmetric weighting may have the two rows of a pair cancel in
+        the symmetric gradient (a directed cycle does at every :math:`M` with equal cosines):
+        its symmetric parts then say nothing of the size of the terms, and a residual relative
+        to them alone could never come below a tolerance."""
+        sizes = []
+        for part in (st.Qs / self.tau, self.Pex_s / self.tau):
+            rows = self._rows_to_matrix(part)  # a new array: part is a temporary
+            np.fill_diagonal(rows, 0.0)
+            sizes += [float(np.linalg.norm(rows)), float(np.linalg.norm(0.5 * (rows + rows.T)))]
+        return max(sizes)
+
     def hvp(self, st: RowState, Mdot: np.ndarray) -> np.ndarray:
         """Scaled Hessian of :math:`\\hat F` applied to a symmetric ``Mdot`` (zero diagonal)."""
         Qs = st.Qs
