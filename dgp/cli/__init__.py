@@ -29,17 +29,25 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from dgp.cli._text import printable
-from dgp.errors import (
-    DgpWarning,
-    InputError,
-    InputTypeError,
-    ParameterError,
-    ParameterTypeError,
-    SolverError,
-    join_param,
-)
-from dgp.resources import DETERMINISTIC_ENV, deterministic, deterministic_requested
+try:  # numpy comes with these: the longest import before the console script's entry()
+    from dgp.cli._text import printable
+    from dgp.errors import (
+        DgpWarning,
+        InputError,
+        InputTypeError,
+        ParameterError,
+        ParameterTypeError,
+        SolverError,
+        join_param,
+    )
+    from dgp.resources import DETERMINISTIC_ENV, deterministic, deterministic_requested
+except KeyboardInterrupt:
+    # Ctrl-C while the `dgp` command starts: its one line and status, not a traceback; an
+    # import by a program of the user's keeps Python's own KeyboardInterrupt
+    if os.path.basename((getattr(sys, "argv", None) or [""])[0]) != "dgp":
+        raise
+    sys.stderr.write("error: interrupted\n")
+    raise SystemExit(130) from None
 
 __all__ = ["build_parser", "cli_words", "command_flags", "flag_for", "main"]
 
@@ -471,8 +479,13 @@ def _quiet_stdout() -> None:
 
 
 def entry() -> None:
-    """Console-script entry point: exit with :func:`main`'s status, flushing stdout safely."""
-    status = main()
+    """Console-script entry point: exit with :func:`main`'s status, flushing stdout safely. A
+    Ctrl-C before the command runs (while the subcommands are imported and the command line
+    parsed) ends as one during the command does: one line, status 130, no traceback."""
+    try:
+        status = main()
+    except KeyboardInterrupt:
+        status = _stopped(signal.SIGINT)
     if sys.stdout is None:
         raise SystemExit(status)
     try:
