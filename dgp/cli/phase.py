@@ -192,6 +192,52 @@ def _check_sweep_memory(args: argparse.Namespace) -> None:
                  f"per cell (--classes {k} x --majority {m})", hint=hint)
 
 
+#: seconds that a scheduler address has to accept a connection and answer Dask's handshake
+SCHEDULER_TIMEOUT_S = 10.0
+
+
+def _check_scheduler(address: str | None) -> None:
+    """``--scheduler`` before the work: ``local``, or a ``tcp://HOST:PORT`` (or ``HOST:PORT``)
+    where a Dask scheduler answers Dask's handshake within :data:`SCHEDULER_TIMEOUT_S` seconds.
+    Another scheme (``local://``, ``inproc://``: nothing another process can reach), a server
+    that never answers or one that answers something else (an HTTP server: Dask would read its
+    reply as a frame length) is exit 2 naming the address."""
+    if address is None or address.strip() == "local":
+        return
+    text = address.strip()
+    scheme, sep, rest = text.rpartition("://")
+    host, _, port = (rest if sep else text).rpartition(":")
+    if (sep and scheme != "tcp") or not host or not port.isdigit():
+        raise InputError(f"--scheduler {address!r}: give 'local' (a Dask LocalCluster of this "
+                         "machine) or the address of a running Dask scheduler, tcp://HOST:PORT")
+    try:
+        from distributed.comm import connect
+    except ImportError:
+        return  # the sweep names the missing extra
+    import asyncio
+    import socket
+    import struct
+
+    async def handshake() -> None:
+        comm = await connect(f"tcp://{host}:{port}", timeout=SCHEDULER_TIMEOUT_S)
+        await comm.close()
+
+    try:  # nothing listening: refused at once (Dask would retry until its timeout)
+        socket.create_connection((host.strip("[]"), int(port)), timeout=SCHEDULER_TIMEOUT_S).close()
+        asyncio.run(asyncio.wait_for(handshake(), SCHEDULER_TIMEOUT_S + 1.0))
+    # what a peer that is not a Dask scheduler makes the handshake raise: a refused or reset
+    # connection, a timeout (OSError), a reply cut short (EOFError, struct.error) and a reply
+    # read as an absurd frame length (MemoryError, ValueError); nothing else runs here
+    except (OSError, EOFError, struct.error, MemoryError, ValueError) as exc:
+        if isinstance(exc, OSError):
+            why = (exc.strerror or str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
+        else:
+            why = "it answered, but not in Dask's protocol"
+        raise InputError(f"--scheduler {address!r}: no Dask scheduler answers there "
+                         f"({why[:200]}; waited at most {SCHEDULER_TIMEOUT_S:g} s); check the "
+                         "address, or use --scheduler local") from None
+
+
 def run(args: argparse.Namespace) -> int:
     plot = None
     if args.plot is not None:
@@ -206,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError("grid", f"sweeps {name!r} twice")
         grid[name] = values
     _check_sweep_memory(args)
+    _check_scheduler(args.scheduler)
     pm = phase(
         **input_kwargs(args), grid=grid, tau=args.tau, dim=args.dim, eps=args.eps,
         sigma=args.sigma, label_tau=args.label_tau, classes=args.classes,
