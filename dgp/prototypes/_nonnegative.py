@@ -21,9 +21,11 @@ anchors, or the expected loss of a mini-batch sampler). What is known and how it
 * **Soft SupCon with** :math:`\rho \ge 0`: the equiangular target :math:`(1-\rho)I + \rho J`
   attains the entropic bound and is completely positive (factor
   :math:`[\sqrt{1-\rho}\,I,\ \sqrt\rho\,\mathbf 1]`, ``d >= K + 1``).
-* **Otherwise** (``K > d``, or no closed form): seeded multi-start descent over non-negative
-  factors (:func:`dgp.solver.nonnegative_factor`) with its first-order residual, and a certified
-  lower bound from the doubly non-negative relaxation plus, for ``K > d``, the valid rank-``d``
+* **Otherwise** (``K > d``, or no closed form): the search policy of the one rank-``d``
+  solver over non-negative factors (:func:`dgp.solver.nonnegative_factor`: nested seeded
+  candidates with swap and noise moves, never worse with a larger budget) with its
+  first-order residual, and a certified lower bound from the doubly non-negative relaxation
+  plus, for ``K > d``, the valid rank-``d``
   inequalities :math:`w^\top G w \ge (\mathbf 1^\top w)^2/d` (:func:`dgp.solver.dnn_lower_bound`).
   The result is certified optimal only when the loss meets that bound; for ``K > d`` it usually
   does not (the non-convex rank constraint is what the relaxation loses) and the gap is stated.
@@ -69,8 +71,8 @@ from dgp.solver import (
     compositions,
     dnn_lower_bound,
     frank_wolfe_bound,
+    nonnegative_cost,
     nonnegative_factor,
-    nonnegative_starts,
     nonnegative_stationarity,
     positive_pair_probability,
     row_budget_samples,
@@ -84,8 +86,6 @@ __all__ = ["DNN_MAX_K", "NonnegativeCertificate", "NonnegativePrototypes",
 #: largest K whose doubly non-negative relaxation is built (a K x K semidefinite program with
 #: K^2 sign constraints); above it the lower bound is the elliptope's (no sign constraint)
 DNN_MAX_K = 60
-#: L-BFGS iterations of each start of the non-negative factor descent
-FACTOR_MAXITER = 2000
 
 
 @dataclass(frozen=True)
@@ -327,11 +327,10 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
                         "positive, attains the entropic bound", equiangular=rho, matrix=None,
                         factor=Z, starts=0, hits=0)
     width = K + 1 if dim is None else dim
-    check_time(4.0 * starts * FACTOR_MAXITER * K * K * width,
+    check_time(nonnegative_cost(K, width, starts=starts),
                what=f"{starts} non-negative factor descents for K = {K} classes in d = {width}",
                instead="use fewer starts or classes", param="starts")
-    Z, hits = nonnegative_factor(
-        prob, nonnegative_starts(K, width, starts=starts, seed=seed), maxiter=FACTOR_MAXITER)
+    Z, hits = nonnegative_factor(prob, width, starts=starts, seed=seed)
     G = Z @ Z.T
     stationarity = nonnegative_stationarity(prob, Z)
     loss, excess, log_excess = _loss_parts(prob, G)
@@ -351,8 +350,9 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
     return dict(method="numeric", kkt_residual=stationarity, loss=loss, excess_loss=excess,
                 log_excess_loss=log_excess,
                 certificate=cert, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
-                stop_reason=(f"best of {starts} seeded non-negative factor descents" if starts > 1
-                             else "one seeded non-negative factor descent"),
+                stop_reason=(f"best of {starts} seeded non-negative candidates, each improved "
+                             "by its own moves (the policy of the rank-d solver)" if starts > 1
+                             else "one seeded non-negative candidate, improved by its own moves"),
                 equiangular=None, matrix=G, factor=Z, starts=starts, hits=hits)
 
 

@@ -50,6 +50,7 @@ from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
 from dgp.solver._nonnegative import (
     DNNBound,
     dnn_lower_bound,
+    nonnegative_cost,
     nonnegative_factor,
     nonnegative_starts,
     nonnegative_stationarity,
@@ -120,6 +121,7 @@ __all__ = [
     "frank_wolfe_bound",
     "lbfgs",
     "lift_certificate",
+    "nonnegative_cost",
     "nonnegative_factor",
     "nonnegative_starts",
     "nonnegative_stationarity",

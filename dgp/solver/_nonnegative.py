@@ -4,7 +4,9 @@ A ReLU head gives embeddings with non-negative coordinates, so the prototype Gra
 *completely positive*, :math:`M = ZZ^\top` with :math:`Z \in \mathbb R^{K \times d}_{\ge 0}` of
 unit rows. This module holds
 
-* :func:`nonnegative_factor`: seeded multi-start descent on the non-negative part of the oblique
+* :func:`nonnegative_factor`: the search policy of the one rank-``d`` solver
+  (:func:`dgp.solver.solve_rank_d`: nested seeded candidates, each with its own chain of swap
+  and noise moves, so a larger budget is never worse) on the non-negative part of the oblique
   manifold (L-BFGS on the squared parametrisation :math:`Z_{ck} = V_{ck}^2 / \|V_c^2\|`, then an
   active-set polish on the support), and :func:`nonnegative_stationarity`, its first-order
   (KKT) residual computed from ``Z`` alone;
@@ -38,7 +40,14 @@ import scipy.optimize as so
 from dgp.constants import (
     DNN_SOLVER_TOL,
     NONNEG_CUT_VIOLATION,
+    NONNEG_MOVE_ITERS,
+    NONNEG_RUN_ITERS,
     NONNEG_SUPPORT_TOL,
+    RANK_D_HOP_MAX_SIZE,
+    RANK_D_HOP_SIZE,
+    RANK_D_HOP_STALL,
+    RANK_D_HOPS,
+    RANK_D_SWAP_PERIOD,
     SCALE_FLOOR,
 )
 from dgp.records import Record
@@ -49,6 +58,7 @@ from dgp.solver._solve import lbfgs
 __all__ = [
     "DNNBound",
     "dnn_lower_bound",
+    "nonnegative_cost",
     "nonnegative_factor",
     "nonnegative_starts",
     "nonnegative_stationarity",
@@ -88,21 +98,26 @@ def nonnegative_stationarity(prob: RowProblem, Z: np.ndarray) -> float:
     return float(viol.max()) / max(size, SCALE_FLOOR)
 
 
+def _nonnegative_start(K: int, r: int, i: int, seed: int) -> np.ndarray:
+    """Start ``i`` (``K x r``, positive entries, unit rows), from its own seed stream
+    ``default_rng([seed, 1, i])``: even ``i`` absolute Gaussians, odd ``i`` a random assignment
+    of the classes to the coordinates with a small positive spread (every coordinate used when
+    ``K >= r``)."""
+    rng = np.random.default_rng([seed, 1, i])
+    if i % 2 == 0:
+        Z = np.abs(rng.standard_normal((K, r))) + NONNEG_SUPPORT_TOL
+    else:
+        cols = np.concatenate([rng.permutation(r), rng.integers(0, r, size=max(K - r, 0))])
+        Z = 0.1 * rng.random((K, r)) + NONNEG_SUPPORT_TOL
+        Z[np.arange(K), rng.permutation(cols[:K])] += 1.0
+    return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
+
 def nonnegative_starts(K: int, r: int, *, starts: int, seed: int) -> list[np.ndarray]:
-    """Seeded starting factors (``K x r``, positive entries, unit rows): half random
-    (absolute Gaussians), half random assignments of the classes to the coordinates with a small
-    positive spread (every coordinate used when ``K >= r``)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for s in range(starts):
-        if s % 2 == 0:
-            Z = np.abs(rng.standard_normal((K, r))) + NONNEG_SUPPORT_TOL
-        else:
-            cols = np.concatenate([rng.permutation(r), rng.integers(0, r, size=max(K - r, 0))])
-            Z = 0.1 * rng.random((K, r)) + NONNEG_SUPPORT_TOL
-            Z[np.arange(K), rng.permutation(cols[:K])] += 1.0
-        out.append(Z / np.linalg.norm(Z, axis=1, keepdims=True))
-    return out
+    """Seeded starting factors (``K x r``, positive entries, unit rows), start ``i`` from its
+    own seed stream (so the first ``s`` starts do not depend on how many are asked for): half
+    random (absolute Gaussians), half random assignments of the classes to the coordinates."""
+    return [_nonnegative_start(K, r, i, seed) for i in range(starts)]
 
 
 def _squared_descent(prob: RowProblem, Z0: np.ndarray, maxiter: int) -> np.ndarray:
@@ -155,32 +170,88 @@ def _support_polish(prob: RowProblem, Z0: np.ndarray, maxiter: int) -> np.ndarra
     return Z
 
 
-def nonnegative_factor(
-    prob: RowProblem, starts: list[np.ndarray], *, maxiter: int = 2000
-) -> tuple[np.ndarray, int]:
-    """The best non-negative unit-row factor found from ``starts`` (each ``K x r``).
+def _nats(prob: RowProblem, Z: np.ndarray) -> tuple[float, float]:
+    """The order of candidates: (log excess, loss) in nats at ``Z``, the scale set at ``Z``
+    (reset first: a row problem's ``set_scale`` reads the old scale)."""
+    G = Z @ Z.T
+    prob.log_t = 0.0
+    prob.set_scale(G)
+    loss, _, log_excess = prob.loss(G)
+    return (log_excess, loss)
 
-    Every start is descended (squared parametrisation), the best few are polished on their
-    support; returns the best factor and the number of starts (at most ``len(starts)``) whose
-    descent, or its polish, reached that loss within rounding (a hint of how often the basin
-    was found, not a certificate). ``prob``'s scale is
-    fixed here, at the first start."""
-    prob.set_scale(starts[0] @ starts[0].T)
-    found = []  # (value, start index, factor)
-    for i, Z0 in enumerate(starts):
-        Z = _squared_descent(prob, Z0, maxiter)
-        found.append((prob.value(prob.state(Z @ Z.T)), i, Z))
-    found.sort(key=lambda fiz: fiz[0])
-    value = {i: v for v, i, _ in found}  # each start's best value: descended, then polished
-    best_v, best = found[0][0], found[0][2]
-    for _, i, Z in found[: max(3, len(found) // 4)]:
-        Zp = _support_polish(prob, Z, maxiter)
-        vp = prob.value(prob.state(Zp @ Zp.T))
-        value[i] = min(value[i], vp)
-        if vp <= best_v:  # the polish never raises the loss: prefer the polished point
-            best_v, best = vp, Zp
-    spread = max(abs(best_v), 1.0) * 1e3 * np.finfo(float).eps
-    hits = sum(1 for v in value.values() if v <= best_v + spread)
+
+def _move(Z: np.ndarray, h: int, rng: np.random.Generator) -> np.ndarray:
+    """Move ``h`` of a chain (the policy of :func:`dgp.solver.solve_rank_d`): two classes'
+    rows exchanged, or absolute Gaussian noise every RANK_D_SWAP_PERIOD-th move."""
+    K, r = Z.shape
+    if K > 2 and h % RANK_D_SWAP_PERIOD != RANK_D_SWAP_PERIOD - 1:
+        i, j = rng.choice(K, size=2, replace=False)
+        Y = Z.copy()
+        Y[[i, j]] = Z[[j, i]]
+        return Y
+    Y = np.abs(Z + RANK_D_HOP_SIZE * rng.standard_normal(Z.shape) / math.sqrt(r))
+    Y += NONNEG_SUPPORT_TOL
+    return Y / np.linalg.norm(Y, axis=1, keepdims=True)
+
+
+def _descend(prob: RowProblem, Z0: np.ndarray, maxiter: int) -> np.ndarray:
+    """Squared-parametrisation descent then the support polish, the scale set at the start."""
+    prob.log_t = 0.0
+    prob.set_scale(Z0 @ Z0.T)
+    Z = _squared_descent(prob, Z0, maxiter)
+    prob.log_t = 0.0
+    prob.set_scale(Z @ Z.T)
+    Zp = _support_polish(prob, Z, maxiter)
+    return Zp
+
+
+def nonnegative_cost(K: int, r: int, *, starts: int) -> float:
+    """The guard's estimate (operations at 1e9 per second) of :func:`nonnegative_factor`: each
+    candidate's descent and polish and its moves' (each L-BFGS step about ``4 K^2 r``)."""
+    hops = RANK_D_HOPS if K * r <= RANK_D_HOP_MAX_SIZE else 0
+    steps = 2 * NONNEG_RUN_ITERS + hops * NONNEG_MOVE_ITERS
+    return 4.0 * max(starts, 1) * steps * K * K * r
+
+
+def nonnegative_factor(
+    prob: RowProblem, dim: int, *, starts: int, seed: int,
+    maxiter: int = NONNEG_RUN_ITERS,
+) -> tuple[np.ndarray, int]:
+    """The best non-negative unit-row factor (``K x dim``) found by the policy of the one
+    rank-d solver (:func:`dgp.solver.solve_rank_d`): ``starts`` candidates, candidate ``i``
+    from :func:`nonnegative_starts`'s start ``i``, descended (squared parametrisation), polished
+    on its support, then improved by its own chain of moves (two classes exchanged, or noise;
+    seeded by ``default_rng([seed, 2, i])``), each descended and kept when its loss is lower.
+    No candidate depends on another: a larger budget is never worse.
+
+    Returns the best factor (lowest loss; ties to the earlier candidate) and the number of
+    candidates that reached that loss within rounding (a hint of how often the basin was
+    found, not a certificate). ``prob``'s scale is left at the best factor."""
+    K = prob.K
+    hops = RANK_D_HOPS if K * dim <= RANK_D_HOP_MAX_SIZE else 0
+    found = []  # (key, factor)
+    for i in range(max(starts, 1)):
+        rng = np.random.default_rng([seed, 2, i])
+        Z = _descend(prob, _nonnegative_start(K, dim, i, seed), maxiter)
+        key = _nats(prob, Z)
+        failed = 0
+        for h in range(hops):
+            Y = _descend(prob, _move(Z, h, rng), NONNEG_MOVE_ITERS)
+            k = _nats(prob, Y)
+            if k < key:
+                Z, key, failed = Y, k, 0
+            else:
+                failed += 1
+                if failed >= RANK_D_HOP_STALL:
+                    break
+        found.append((key, Z))
+    best_key, best = found[0]
+    for key, Z in found[1:]:
+        if key < best_key:
+            best_key, best = key, Z
+    spread = max(abs(best_key[1]), 1.0) * 1e3 * np.finfo(float).eps
+    hits = sum(1 for key, _ in found if key[1] <= best_key[1] + spread)
+    _nats(prob, best)
     return best, hits
 
 

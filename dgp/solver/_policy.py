@@ -48,6 +48,7 @@ from dgp.constants import (
     RANK_D_GTOL,
     RANK_D_HOP_MAX_SIZE,
     RANK_D_HOP_SIZE,
+    RANK_D_HOP_STALL,
     RANK_D_HOPS,
     RANK_D_LARGE_POLISH_INNER,
     RANK_D_LARGE_ROUNDS,
@@ -94,7 +95,9 @@ class RankDPolicy:
     Attributes
     ----------
     hops : int
-        Moves of each candidate's chain.
+        Most moves of each candidate's chain.
+    stall : int
+        The chain ends after this many moves in a row that did not lower its loss.
     run_iters : int
         L-BFGS steps (or, on the factor path, evaluations) of a candidate's first descent.
     move_iters : int
@@ -112,6 +115,7 @@ class RankDPolicy:
     """
 
     hops: int
+    stall: int
     run_iters: int
     move_iters: int
     polish_iters: int
@@ -149,14 +153,15 @@ def rank_d_policy(K: int, dim: int, *, factor_path: bool = False) -> RankDPolicy
     if factor_path:
         products = _factor_products(K, dim)
         return RankDPolicy(
-            hops=0, run_iters=_factor_evals(K, dim), move_iters=0,
+            hops=0, stall=1, run_iters=_factor_evals(K, dim), move_iters=0,
             polish_iters=RANK_D_FACTOR_POLISH_STEPS if products else 0,
             polish_inner=RANK_D_FACTOR_POLISH_INNER, rounds=1, precondition=True,
             polish_stall=None, polish_products=products,
         )
     large = size > RANK_D_LARGE_SIZE
     return RankDPolicy(
-        hops=RANK_D_HOPS if size <= RANK_D_HOP_MAX_SIZE else 0, run_iters=RANK_D_RUN_ITERS,
+        hops=RANK_D_HOPS if size <= RANK_D_HOP_MAX_SIZE else 0, stall=RANK_D_HOP_STALL,
+        run_iters=RANK_D_RUN_ITERS,
         move_iters=RANK_D_MOVE_ITERS, polish_iters=RANK_D_POLISH_ITERS,
         polish_inner=RANK_D_LARGE_POLISH_INNER if large else RANK_D_POLISH_INNER,
         rounds=RANK_D_LARGE_ROUNDS if large else RANK_D_ROUNDS,
@@ -331,11 +336,16 @@ def _candidate(prob, X0: np.ndarray, rng: np.random.Generator, policy: RankDPoli
     """One candidate: descent, its chain of moves, polish; its point and losses."""
     X = _descend(prob, _unit(np.asarray(X0, dtype=float)), policy.run_iters, policy)
     parts = _nats(prob, X)
+    failed = 0
     for h in range(policy.hops):
         Y = _descend(prob, _move(X, h, rng), policy.move_iters, policy)
         p = _nats(prob, Y)
         if _key(p) < _key(parts):
-            X, parts = Y, p
+            X, parts, failed = Y, p, 0
+        else:
+            failed += 1
+            if failed >= policy.stall:
+                break
     X = _polish(prob, X, policy, target)
     return X, _nats(prob, X)
 
