@@ -269,11 +269,14 @@ def verdict(fam: Family, ctx: Context) -> Classification:
 
 
 def _empty(fam: Family, ctx: Context, near: bool, common: dict) -> Classification:
+    # the maximiser of a concave function is located to the search's tolerance, not to the
+    # last digit (the thread count moves it there): the sentence gives it to 3 digits, as the
+    # value; the certificate keeps it in full (c_at_max)
     c0 = ctx.to_user_c(fam.best_c)
     reason = (
         "no constant c makes G(c) = tau (log w_ij + c) (unit diagonal) positive semidefinite: "
         f"the smallest eigenvalue of G(c) is at most {fam.best_value:.3g} < 0 (reached at c = "
-        f"{c0:.6g}), so the target cannot be realised in any dimension"
+        f"{c0:.3g}), so the target cannot be realised in any dimension"
     )
     if fam.farkas is not None:
         fk = fam.farkas
