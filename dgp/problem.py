@@ -55,7 +55,13 @@ from dgp.objectives import registry
 from dgp.objectives.classify import classify_labels
 from dgp.objectives.registry import OBJECTIVE_NAMES, Labels, Objective
 from dgp.resources import blas_threads, check_memory
-from dgp.solver import NO_POSITIVE, REDUCTIONS, SAMPLERS
+from dgp.solver import (
+    NO_POSITIVE,
+    REDUCTIONS,
+    SAMPLERS,
+    DenseBatchWeights,
+    SparseBatchWeights,
+)
 from dgp.spec import SAMPLING_FIELDS, ProblemSpec, merged
 
 __all__ = ["FORMS", "PARAMETER_CONSTRAINTS", "Constraint", "Problem"]
@@ -416,6 +422,32 @@ class Problem(ProblemSpec):
             return self.weighting
         assert self.record is not None
         return self.record.weights(self.labels_for_solver(), self.objective_params())
+
+    def batch_source(self) -> Any:
+        """The weighting read one batch at a time (:class:`dgp.solver.BatchWeights`): an
+        objective's batches from its labels (never an ``N x N`` array), or the log-weights of a
+        weight matrix."""
+        w = self.weighting
+        if w is not None and w.pairs is not None:  # sparse: its positive pairs, as CSR
+            import scipy.sparse as sp
+
+            p = w.pairs
+            return SparseBatchWeights(sp.csr_matrix((np.exp(p.logw), (p.rows, p.cols)),
+                                                    shape=(p.n, p.n)))
+        if w is not None:
+            return DenseBatchWeights(w.L)
+        assert self.record is not None
+        lab = self.labels_for_solver()
+        return registry.LabelBatchWeights(self.record, lab.values, self.objective_params())
+
+    @property
+    def n_samples(self) -> int:
+        """The number of samples ``N``."""
+        if self.weighting is not None:
+            return int(self.weighting.n)
+        if self.sizes is not None:
+            return int(np.sum(self.sizes))
+        return int(self.labels_for_solver().values.shape[0])
 
     def dense_weights(self) -> np.ndarray:
         """The ``N x N`` weights as a new array (zero diagonal; a weighting's canonical weights

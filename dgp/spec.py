@@ -72,6 +72,16 @@ class ProblemSpec(abc.ABC):
         """
 
     @abc.abstractmethod
+    def batch_source(self) -> Any:
+        """The weighting read one batch at a time (:class:`dgp.solver.BatchWeights`), without
+        an ``N x N`` array where the problem is built from labels."""
+
+    @property
+    @abc.abstractmethod
+    def n_samples(self) -> int:
+        """The number of samples ``N``."""
+
+    @abc.abstractmethod
     def prototype_input(self, entry: str, eps: object = None) -> tuple[Any, float | None]:
         """The class sizes (a 1-D ``int64`` array) of a SupCon / Soft SupCon problem and its
         cross-class weight (``None`` for SupCon), ``eps`` merged with the problem's own.

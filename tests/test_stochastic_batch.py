@@ -191,3 +191,45 @@ def test_scaling_w_does_not_change_the_answer():
         out.append(batch_optimum(src, spec, tau=0.5, dim=2, seed=0, replicates=0,
                                  progress=False, half_width=0.004))
     assert out[0].loss == pytest.approx(out[1].loss, abs=1e-9)
+
+
+def test_a_labels_problem_is_read_one_batch_at_a_time(monkeypatch):
+    """Above the full-batch comparison's size, a problem built from labels never builds the
+    N x N weights: its batches are read from the labels."""
+    import dgp.problem
+
+    def refuse(self):
+        raise AssertionError("the N x N weights were built")
+
+    monkeypatch.setattr(dgp.problem.Problem, "solver_weights", refuse)
+    y = np.random.default_rng(5).standard_normal((1200, 2))
+    prob = dgp.Problem(objective="y-aware", labels=y, sigma=1.0, tau=0.5)
+    res = dgp.optimum(prob, dim=2, batch_size=8, replicates=0, samples=200, progress=False)
+    assert isinstance(res, dgp.BatchOptimum) and res.n == 1200
+    assert res.batch.full_batch_expected_loss is None
+    assert res.batch.lower_bound <= res.loss
+
+
+def test_labels_and_their_dense_weights_give_the_same_prediction():
+    """The labels path and the dense weights of the same objective: one batch loss, so the same
+    prediction to within the intervals."""
+    y, W = _soft_weights(30, seed=6)
+    prob = dgp.Problem(objective="y-aware", labels=y, sigma=1.0, tau=0.5)
+    a = dgp.optimum(prob, dim=2, batch_size=5, exact_max=10, progress=False)
+    b = dgp.optimum(W, tau=0.5, dim=2, batch_size=5, exact_max=10, progress=False)
+    half = max(a.batch.interval[1] - a.loss, b.batch.interval[1] - b.loss)
+    assert abs(a.loss - b.loss) <= 2 * half
+
+
+def test_cli_optimum_from_labels_beyond_enumeration(tmp_path, cli):
+    y = np.random.default_rng(7).standard_normal((30, 2))
+    path = tmp_path / "y.csv"
+    np.savetxt(path, y, delimiter=",")
+    run = cli("optimum", "--objective", "y-aware", "--labels", path, "--sigma", "1", "--tau",
+              "0.5", "--dim", "2", "--batch-size", "5", "--exact-max", "10", "--json")
+    assert run.code == 0, run.err
+    d = json.loads(run.out)
+    assert d["batch"]["interval"][0] <= d["batch"]["expected_loss"] <= d["batch"]["interval"][1]
+    assert d["identifiability"]["resolution"] > 0
+    bad = cli("optimum", "--sigma", "1", "--tau", "0.5", "--dim", "2", path)
+    assert bad.code == 2 and bad.err.startswith("error:") and "--objective" in bad.err

@@ -15,10 +15,11 @@ import os
 
 from dgp.cli._output import FileArg
 from dgp.errors import InputError
-from dgp.io import WEIGHT_FORMATS, load_edge_list, load_weights
+from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_edge_list, load_labels, load_weights
 
-__all__ = ["EDGE_SUFFIXES", "WEIGHTS_HELP", "add_weights_arguments", "is_edge_list",
-           "load_weighting", "read_weights"]
+__all__ = ["EDGE_SUFFIXES", "WEIGHTS_HELP", "add_objective_arguments", "add_weights_arguments",
+           "is_edge_list", "label_column", "load_objective_labels", "load_weighting",
+           "read_weights"]
 
 #: WEIGHTS files with these suffixes are edge lists
 EDGE_SUFFIXES = (".edges", ".edgelist")
@@ -81,3 +82,40 @@ def load_weighting(args: argparse.Namespace, *, required: bool = True):
         raise InputError("--directed applies to an edge list (--edges FILE); a WEIGHTS matrix "
                          "says its own direction (row i holds the weights of anchor i)")
     return read_weights(args.weights, name="WEIGHTS", directed=args.directed)
+
+
+def add_objective_arguments(p: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
+    """``--objective`` (one of ``names``) with ``--labels``, ``--label-column`` and the
+    objectives' parameters ``--sigma``, ``--eps``, ``--label-tau``."""
+    p.add_argument("--objective", choices=names, help="build the weighting from --labels")
+    p.add_argument("--labels", metavar="LABELS", type=FileArg("input"),
+                   help="labels file for --objective: one column of class labels for the class "
+                   "objectives, an N x p table of floats otherwise (x-clr: label embeddings). "
+                   f"Formats: {LABEL_FORMATS}".replace("%", "%%"))
+    p.add_argument("--label-column", metavar="NAME|K",
+                   help="the column of LABELS to use: a header name, or a 0-based position")
+    p.add_argument("--sigma", type=float, help="label kernel width > 0 (y-aware, euclid-euclid)")
+    p.add_argument("--eps", type=float, help="cross-class weight in (0, 1) (soft-supcon)")
+    p.add_argument("--label-tau", type=float, help="label temperature > 0 (x-clr)")
+
+
+def label_column(text: str | None) -> str | int | None:
+    """``--label-column``: a header name, or a 0-based position (as ``load_labels``)."""
+    if text is None or not text.lstrip("-").isdigit():
+        return text
+    return int(text)
+
+
+def load_objective_labels(args: argparse.Namespace, kind: str):
+    """The labels of ``--labels`` for an objective whose labels are of ``kind`` (``"class"``
+    or ``"continuous"``).
+
+    Raises
+    ------
+    InputError
+        If ``--labels`` is missing.
+    """
+    if args.labels is None:
+        raise InputError(f"--objective {args.objective} needs --labels LABELS")
+    return load_labels(args.labels, name="LABELS", column=label_column(args.label_column),
+                       kind=kind).labels

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from dgp.cli._inputs import add_weights_arguments, load_weighting
-from dgp.cli._output import FileArg, emit_json, save_array, table
+from dgp.cli._inputs import (
+    add_objective_arguments,
+    add_weights_arguments,
+    load_objective_labels,
+    load_weighting,
+)
+from dgp.errors import InputError
+from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
+from dgp.cli._output import FileArg, emit_json, quiet, save_array, table
 from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 
 __all__ = ["register", "run"]
@@ -25,10 +32,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "With --dim D the best embedding in R^D (certified globally optimal when its dual "
         "matrix is PSD, else with its gap to the convex lower bound); with --batch-size B the "
         "prediction for uniform mini-batches: exact over every composition when few, else "
-        "optimised on fresh batches and reported on others (a 95%% interval, a lower bound "
-        "at 95%% confidence, the full-batch optimum on the same batches, what the loss pins).",
+        "optimised on fresh batches and reported on others (a 95% interval, a lower bound "
+        "at 95% confidence, the full-batch optimum on the same batches, what the loss pins; "
+        "progress on stderr). --objective with --labels builds the weighting from labels, read "
+        "one batch at a time beyond exact enumeration.",
     )
     add_weights_arguments(p)
+    add_objective_arguments(p, tuple(n for n in OBJECTIVE_NAMES
+                                     if OBJECTIVES[n].similarity == "cosine"))
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
     p.add_argument("--dim", type=int, metavar="D", help="embedding dimension (default: free)")
     p.add_argument("--starts", type=int, default=4,
@@ -60,13 +71,32 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dgp.optima import optimum
 
-    W = load_weighting(args)  # dense, sparse (a k-NN graph) or a graph: validated by optimum
+    if args.objective is None:
+        for flag in ("labels", "label_column", "sigma", "eps", "label_tau"):
+            if getattr(args, flag) is not None:
+                raise InputError(f"--{flag.replace('_', '-')} needs --objective (it builds the "
+                                 "weighting from labels)")
+        # dense, sparse (a k-NN graph) or a graph: validated by optimum
+        W = load_weighting(args)
+    else:
+        if args.weights is not None or args.edges is not None:
+            raise InputError("give a WEIGHTS file, --edges FILE or --objective with --labels, "
+                             "not two of them")
+        import dgp
+
+        rec = OBJECTIVES[args.objective]
+        rec.check_params(sigma=args.sigma, eps=args.eps, label_tau=args.label_tau)
+        labels = load_objective_labels(args, rec.labels)
+        params = {k: getattr(args, k) for k in ("sigma", "eps", "label_tau")
+                  if getattr(args, k) is not None}
+        W = dgp.Problem(objective=args.objective, labels=labels, **params)
     batch = {}
     if args.batch_size is not None:
         batch = {"batch_size": args.batch_size, "reduction": args.reduction,
                  "anchors_without_positives": args.anchors_without_positives,
                  "samples": args.samples, "exact_max": args.exact_max}
-    res = optimum(W, tau=args.tau, dim=args.dim, starts=args.starts, seed=args.seed, **batch)
+    res = optimum(W, tau=args.tau, dim=args.dim, starts=args.starts, seed=args.seed,
+                  progress=not quiet(args), **batch)
     if args.save_gram is not None:
         save_array(args.save_gram, res.gram)
     if args.save_embedding is not None:

@@ -60,6 +60,7 @@ __all__ = [
     "ColumnNormalisedWeighting",
     "GaussianWeighting",
     "Kernel",
+    "LabelBatchWeights",
     "Labels",
     "Objective",
     "SoftmaxWeighting",
@@ -231,6 +232,11 @@ class ClassWeighting:
         xp = namespace(y)
         return xp.where(y[:, None] == y[None, :], 1.0, self.cross_weight(params))
 
+    def batch_log(self, y: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
+        """The log-weights of a batch of class codes (NumPy), the diagonal not set."""
+        cross = -np.inf if self.cross is None else math.log(params[self.cross])
+        return np.where(y[:, None] == y[None, :], 0.0, cross)
+
 
 @dataclass(frozen=True)
 class GaussianWeighting:
@@ -302,6 +308,13 @@ class GaussianWeighting:
         directions the caller has refused), the diagonal not zeroed."""
         return self.batch_kernel(y, self.width2(params))
 
+    def batch_log(self, y: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
+        """The log-weights of a batch of labels (NumPy, ``N x p``), in log space (a narrow
+        kernel does not underflow), the diagonal not set: :math:`-|y_i - y_j|^2 / 2w`."""
+        sq = np.sum(y * y, axis=1)
+        D = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (y @ y.T), 0.0)
+        return -D / (2.0 * self.width2(params))
+
 
 @dataclass(frozen=True)
 class SoftmaxWeighting(GaussianWeighting):
@@ -327,6 +340,12 @@ class SoftmaxWeighting(GaussianWeighting):
         yh = y / xp.row_norms(y)[:, None]
         return xp.off_diagonal_softmax((yh @ yh.T) / self.width2(params))
 
+    def batch_log(self, y: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
+        """:math:`\langle\hat y_i, \hat y_j\rangle / \tau_y`: the row softmax's normaliser is
+        a constant per row, which cancels in a batch's row-normalised target."""
+        yh = y / np.linalg.norm(y, axis=1, keepdims=True)
+        return (yh @ yh.T) / self.width2(params)
+
 
 @dataclass(frozen=True)
 class ColumnNormalisedWeighting(GaussianWeighting):
@@ -344,6 +363,14 @@ class ColumnNormalisedWeighting(GaussianWeighting):
 
     def batch(self, y: Any, params: Mapping[str, float]) -> Any:
         return column_normalise(super().batch(y, params))
+
+    def batch_log(self, y: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
+        """``log(K / K.sum(1))`` of the batch's kernel ``K`` (diagonal 1 included in the sums),
+        as public code normalises each batch, in log space."""
+        L = super().batch_log(y, params)
+        top = L.max(axis=1)
+        log_s = top + np.log(np.exp(L - top[:, None]).sum(axis=1))
+        return L - log_s[None, :]
 
 
 def column_normalise(W: Any) -> Any:
@@ -537,6 +564,25 @@ class Objective:
         codes ``N,``, or ``N x p`` floats without zero rows where the kernel is of
         directions), diagonal not zeroed; the same code for both kinds of array."""
         return self.weighting.batch(y, params)
+
+
+@dataclass(frozen=True, eq=False)
+class LabelBatchWeights:
+    """The log-weights of an objective's batches read from its labels
+    (:class:`dgp.solver.BatchWeights`): never an ``N x N`` array."""
+
+    record: Objective
+    values: np.ndarray
+    params: Mapping[str, float]
+
+    @property
+    def n(self) -> int:
+        return int(self.values.shape[0])
+
+    def log_block(self, idx: np.ndarray) -> np.ndarray:
+        L = np.array(self.record.weighting.batch_log(self.values[idx], self.params), dtype=float)
+        np.fill_diagonal(L, -np.inf)
+        return L
 
 
 _Y_AWARE = GaussianWeighting()

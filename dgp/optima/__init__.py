@@ -6,7 +6,8 @@ mini-batches, with certificates computed from the solution.
   (:mod:`~dgp.optima._structure`), the convex program solved by the certified log-space solver
   of :mod:`dgp.prototypes`, the rank-``d`` optimum by Burer–Monteiro
   (:mod:`dgp.solver._rank`), the expected loss of uniform mini-batches
-  (:mod:`~dgp.optima._batch`);
+  (:mod:`~dgp.optima._batch`), exact over every composition when few, else found on fresh
+  batches and reported on others (:mod:`~dgp.optima._stochastic`, a :class:`BatchOptimum`);
 * :func:`loss_floor`, :func:`block_loss_floor` — the certified loss floor (excess over the
   entropic bound) in dimension ``d`` of a dense weighting, or of a class-block weighting given
   only class sizes and within/cross weights.
@@ -15,10 +16,14 @@ mini-batches, with certificates computed from the solution.
 from dgp.optima._api import FREE_MAX_K, block_loss_floor, loss_floor, optimum
 from dgp.optima._batch import batch_prediction, positive_pair_probability_from
 from dgp.optima._result import GRAM_JSON_MAX_N, LossFloor, Optimum
+from dgp.optima._stochastic import BatchEstimate, BatchIdentifiability, BatchOptimum
 from dgp.optima._structure import Quotient, quotient, trivial_quotient
 from dgp.solver import rank_d_solve, spectral_start, truncate
 
 __all__ = [
+    "BatchEstimate",
+    "BatchIdentifiability",
+    "BatchOptimum",
     "FREE_MAX_K",
     "GRAM_JSON_MAX_N",
     "LossFloor",
