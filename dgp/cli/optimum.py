@@ -11,9 +11,9 @@ from dgp.cli._inputs import (
     load_objective_labels,
     load_weighting,
 )
+from dgp.cli._output import FileArg, emit_json, quiet, save_array, table
 from dgp.errors import InputError
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
-from dgp.cli._output import FileArg, emit_json, quiet, save_array, table
 from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 
 __all__ = ["register", "run"]

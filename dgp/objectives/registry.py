@@ -341,7 +341,7 @@ class SoftmaxWeighting(GaussianWeighting):
         return xp.off_diagonal_softmax((yh @ yh.T) / self.width2(params))
 
     def batch_log(self, y: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
-        """:math:`\langle\hat y_i, \hat y_j\rangle / \tau_y`: the row softmax's normaliser is
+        r""":math:`\langle\hat y_i, \hat y_j\rangle / \tau_y`: the row softmax's normaliser is
         a constant per row, which cancels in a batch's row-normalised target."""
         yh = y / np.linalg.norm(y, axis=1, keepdims=True)
         return (yh @ yh.T) / self.width2(params)

@@ -21,11 +21,11 @@ from dgp.optima._structure import Quotient, quotient, trivial_quotient
 from dgp.solver import rank_d_solve, spectral_start, truncate
 
 __all__ = [
+    "FREE_MAX_K",
+    "GRAM_JSON_MAX_N",
     "BatchEstimate",
     "BatchIdentifiability",
     "BatchOptimum",
-    "FREE_MAX_K",
-    "GRAM_JSON_MAX_N",
     "LossFloor",
     "Optimum",
     "Quotient",
