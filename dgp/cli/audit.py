@@ -169,6 +169,10 @@ def _work(req: dict[str, Any]) -> dict[str, Any]:
     labels = req["labels"]
     rows = req["n"] if not isinstance(labels, list) else 2 * len(labels)
     check_audit_arguments(n=rows, probes=req["probes"], match_rtol=req["match_rtol"])
+    # the user's folders, first on the search path from here on only: dgp's own modules (the
+    # supervisor's and the worker's, argparse and json included) are imported already, so a
+    # module of the same name there (an argparse.py) shadows nothing of dgp's
+    sys.path[:0] = req.get("path", [])
     loss_fn = load_callable(req["target"])  # the user's module runs from here on
     from dgp.torch._compat import require_torch
 
@@ -227,7 +231,10 @@ def worker() -> None:
                   "please report it"}
     if os.getpid() != me:  # a fork of the worker made by the audited code: not our answer
         os._exit(0)
-    _write_atomically(result_path, json.dumps(jsonable(result)))
+    try:
+        _write_atomically(result_path, json.dumps(jsonable(result)))
+    except OSError:  # the audited code deleted the folder: the parent sees it is gone
+        os._exit(1)
 
 
 def _write_atomically(path: str, text: str) -> None:
@@ -347,8 +354,10 @@ def supervise() -> None:
             [sys.executable, "-c", _BOOTSTRAP.replace("supervise", "worker"), sys.argv[1],
              os.path.join(folder, "request.json")],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            # without a subreaper, the worker's own group is what can be killed at the end
-            start_new_session=not subreaper,
+            # a session and group of its own: the audited code killing its process group kills
+            # the worker, never this supervisor (which then cleans up and reports it); without a
+            # subreaper, that group is also what is killed at the end
+            start_new_session=True,
         )
         deadline = time.monotonic() + timeout
         while True:
@@ -377,12 +386,15 @@ def supervise() -> None:
         if proc is not None and status["returncode"] is None and proc.returncode is not None:
             status["returncode"] = proc.returncode
         status["subreaper"] = subreaper
-        _write_atomically(os.path.join(folder, "status.json"), json.dumps(status))
+        try:
+            _write_atomically(os.path.join(folder, "status.json"), json.dumps(status))
+        except OSError:  # the audited code deleted the folder: the parent sees it is gone
+            pass
 
 
 _BOOTSTRAP = (
     "import sys, json; cfg = json.loads(sys.argv[1]); sys.path.pop(0); "
-    "sys.path[:0] = cfg['path']; sys.path.append(cfg['dgp']); "
+    "sys.path.append(cfg['dgp']); "
     "from dgp.cli.audit import supervise; supervise()"
 )
 
@@ -396,15 +408,101 @@ def _stop_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+#: prctl option reading whether a process is a child subreaper (linux/prctl.h)
+_PR_GET_CHILD_SUBREAPER = 37
+
+
+def _subreaper_flag() -> int | None:
+    """Whether this process is a child subreaper now (0 or 1), ``None`` where it cannot be
+    read (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        flag = ctypes.c_int(0)
+        if libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
+            return None
+        if not flag.value and libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            return None
+        return flag.value
+    except (OSError, AttributeError):
+        return None
+
+
+def _restore_subreaper(flag: int) -> None:
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, flag, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - it was set a moment ago
+        pass
+
+
+def _kill_new_descendants(before: set[int]) -> None:
+    """Kill and reap the descendants of this process that were not there before the audit:
+    what the audited code left after killing the supervisor (a daemon, reparented here while
+    this process is a subreaper). Processes of the caller's own (``before``) are left alone."""
+    me = os.getpid()
+    for _ in range(100):  # a process forked during a pass is caught by the next
+        found = [p for p in descendants(me) if p not in before]
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in found:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:  # not our child (yet): reparented after its parent dies
+                pass
+        time.sleep(0.01)
+
+
+def _signal_name(signum: int) -> str:
+    """``SIGKILL``, ``SIGRTMIN+6`` or ``70``: any signal number, real-time ones too (which
+    :class:`signal.Signals` does not name)."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        low, high = getattr(signal, "SIGRTMIN", None), getattr(signal, "SIGRTMAX", None)
+        if low is not None and high is not None and low <= signum <= high:
+            return f"SIGRTMIN+{signum - low} ({signum})"
+        return str(signum)
+
+
 def _run_child(req: dict[str, Any], *, paths: list[str], timeout: float) -> dict[str, Any]:
+    """The audit in a supervised child (module docstring). While it runs, this process is a
+    child subreaper too (Linux), so that what the audited code leaves after killing the
+    supervisor itself is reparented here and killed when the audit ends."""
+    before = set(descendants(os.getpid()))
+    flag = _subreaper_flag()
+    try:
+        return _supervised(req, paths=paths, timeout=timeout)
+    finally:
+        if flag is not None:
+            _kill_new_descendants(before)
+            if not flag:
+                _restore_subreaper(0)
+
+
+def _supervised(req: dict[str, Any], *, paths: list[str], timeout: float) -> dict[str, Any]:
     import dgp
 
     dgp_root = os.path.dirname(os.path.dirname(os.path.abspath(dgp.__file__)))
-    cfg = json.dumps({"path": [os.path.abspath(p) for p in paths], "dgp": dgp_root})
-    with tempfile.TemporaryDirectory(prefix="dgp-audit-") as folder:
+    cfg = json.dumps({"path": [], "dgp": dgp_root})  # the user's folders: the worker's only
+    # the audited code may delete this folder: its cleanup then has nothing left to remove
+    with tempfile.TemporaryDirectory(prefix="dgp-audit-", ignore_cleanup_errors=True) as folder:
         result_path = os.path.join(folder, "result.json")
         _write_atomically(os.path.join(folder, "request.json"),
-                          json.dumps({**req, "result_path": result_path, "timeout": timeout}))
+                          json.dumps({**req, "result_path": result_path, "timeout": timeout,
+                                      "path": [os.path.abspath(p) for p in paths]}))
         proc = subprocess.Popen(
             [sys.executable, "-c", _BOOTSTRAP, cfg, folder], stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, start_new_session=True,
@@ -422,6 +520,7 @@ def _run_child(req: dict[str, Any], *, paths: list[str], timeout: float) -> dict
             _stop_group(proc)
             raise
         _stop_group(proc)
+        deleted = not os.path.isdir(folder)
         status: dict[str, Any] = {}
         out = ""
         for name, into in (("status.json", "status"), ("result.json", "out")):
@@ -439,12 +538,21 @@ def _run_child(req: dict[str, Any], *, paths: list[str], timeout: float) -> dict
         except json.JSONDecodeError:
             raise UserCodeError(f"the audit process of {req['target']} wrote something that "
                                 "is not its result") from None
-    if status.get("timed_out") or not status:
+    if deleted:
+        raise UserCodeError(f"the audit's working folder was deleted while running "
+                            f"{req['target']} (the loss or its module deleted it)")
+    if not status:  # the supervisor itself did not finish: something killed it
+        src = proc.returncode
+        how = (f"was killed by signal {_signal_name(-src)}" if src is not None and src < 0
+               else f"ended with status {src}")
+        raise UserCodeError(f"the audit's supervisor {how} while running {req['target']} (the "
+                            "loss or its module killed it; what it had started was stopped)")
+    if status.get("timed_out"):
         raise UserCodeError(f"the audit of {req['target']} did not finish within "
                             f"{timeout:g} s (--timeout): the loss may never return")
     rc = status.get("returncode")
     how = ("ended without a status" if rc is None else
-           f"was killed by signal {signal.Signals(-rc).name}" if rc < 0
+           f"was killed by signal {_signal_name(-rc)}" if rc < 0
            else f"exited with status {rc}")
     raise UserCodeError(f"the audit process {how} while running {req['target']} (the loss or "
                         "its module ended the process)")
