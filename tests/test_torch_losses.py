@@ -182,7 +182,7 @@ def test_empty_rows():
     Z = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
     y = torch.tensor([0, 0, 1, 1, 2])  # class 2 has one sample: its anchor has no positive
     with pytest.raises(ValueError, match=r"row 4 .*empty_rows=.skip."):
-        L.SupConLoss(tau=0.5)(Z, y)
+        L.SupConLoss(tau=0.5, empty_rows="error")(Z, y)  # the strict option
     skip = L.SupConLoss(tau=0.5, empty_rows="skip", reduction="none")(Z, y)
     assert skip[4].item() == 0.0
     kept = winfonce_loss(Z.numpy()[:4], supcon_weights([0, 0, 1, 1]), tau=0.5)
@@ -224,3 +224,51 @@ def test_bad_batches():
         L.WInfoNCELoss(tau=0.5)(torch.randn(3, 2), weights=-torch.ones(3, 3))
     with pytest.raises(ValueError, match="sample indices"):
         L.WInfoNCELoss(tau=0.5, weights=np.ones((3, 3)))(torch.randn(2, 2), torch.tensor([0, 5]))
+
+
+# --------------------------------------------------------------------------------------------
+# anchors without positives: dropped by default, as pytorch-metric-learning drops them
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_default_supcon_drops_singletons_exactly_as_pml(seed):
+    pml = pytest.importorskip("pytorch_metric_learning.losses")
+    g = torch.Generator().manual_seed(seed)
+    Z = torch.randn(16, 6, generator=g, dtype=torch.float64, requires_grad=True)
+    y = torch.randint(0, 9, (16,), generator=g)  # 16 draws of 9 classes: singletons likely
+    y[0] = y[1]  # at least one anchor has a positive
+    ours = L.SupConLoss(temperature=0.2, reduction="mean")(Z, y)
+    theirs = pml.SupConLoss(temperature=0.2)(Z, y)
+    assert ours.item() == pytest.approx(theirs.item(), rel=1e-9)
+    (g1,) = torch.autograd.grad(ours, Z)
+    (g2,) = torch.autograd.grad(theirs, Z)
+    np.testing.assert_allclose(g1.numpy(), g2.numpy(), rtol=1e-7, atol=1e-12)
+    # the sum is the mean times the anchors that have a positive
+    counts = torch.bincount(y)
+    kept = int((counts[y] > 1).sum())
+    total = L.SupConLoss(temperature=0.2)(Z, y)
+    assert total.item() == pytest.approx(ours.item() * kept, rel=1e-12)
+
+
+def test_strict_option_and_make_loss_default():
+    Z = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    y = torch.tensor([0, 0, 1, 1, 2])
+    assert L.SupConLoss(tau=0.5).empty_rows == "skip"
+    assert L.make_loss("supcon", tau=0.5).empty_rows == "skip"
+    assert L.make_loss("y-aware", tau=0.5, sigma=1.0).empty_rows == "error"  # unchanged
+    assert L.make_loss("supcon", tau=0.5, empty_rows="error").empty_rows == "error"
+    with pytest.raises(ValueError, match="row 4"):
+        L.make_loss("supcon", tau=0.5, empty_rows="error")(Z, y)
+    with pytest.raises(ValueError, match="empty_rows"):
+        L.make_loss("supcon", tau=0.5, empty_rows="drop")
+
+
+def test_a_batch_of_singletons_is_zero_with_a_zero_gradient_as_pml():
+    pml = pytest.importorskip("pytorch_metric_learning.losses")
+    Z = torch.randn(4, 3, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    y = torch.tensor([0, 1, 2, 3])
+    for reduction in ("mean", "sum"):
+        ours = L.SupConLoss(tau=0.1, reduction=reduction)(Z, y)
+        assert ours.item() == 0.0 == pml.SupConLoss(temperature=0.1)(Z, y).item()
+        (grad,) = torch.autograd.grad(ours, Z)
+        assert torch.equal(grad, torch.zeros_like(Z))

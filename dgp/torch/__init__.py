@@ -24,6 +24,8 @@ from dgp.torch._compat import require_torch
 _EXPORTS = {
     "WInfoNCELoss": "losses",
     "SupConLoss": "losses",
+    "TargetedSupConLoss": "losses",
+    "hungarian_assignment": "losses",
     "SoftSupConLoss": "losses",
     "YAwareLoss": "losses",
     "EuclidEuclidLoss": "losses",
