@@ -21,7 +21,8 @@ import time
 import numpy as np
 import scipy
 
-MODULES = ("classify", "structured", "prototypes", "optimum", "zeros", "torch_loss", "phase")
+MODULES = ("classify", "structured", "prototypes", "optimum", "rank_d", "zeros", "torch_loss",
+           "phase")
 DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
                    "benchmarks.md")
 

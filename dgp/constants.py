@@ -402,8 +402,15 @@ RANK_D_HOP_STALL = 15
 RANK_D_SWAP_PERIOD = 3
 #: size of a noise move, per column, relative to the unit columns (over sqrt(dim))
 RANK_D_HOP_SIZE = 0.5
-#: above this ``K * dim`` a candidate makes no moves (its descent is the costly part)
-RANK_D_HOP_MAX_SIZE = 4000
+#: above this ``K * dim`` a candidate makes no moves (its descent is the costly part) and the
+#: default budget is RANK_D_LARGE_STARTS random candidates (besides the given starts)
+RANK_D_HOP_MAX_SIZE = 400
+RANK_D_LARGE_STARTS = 1
+#: above this ``K * dim`` a row problem's candidates are polished with shorter inner solves
+#: (RANK_D_LARGE_POLISH_INNER) and its certificate skips the Lanczos estimate of the Riemannian
+#: Hessian (measured: 10 s at N = 500, dim = 8, twice the whole search); the factor path (many
+#: classes) keeps it, and at most HESSIAN_DENSE_MAX it is dense and cheap
+RANK_D_SECOND_ORDER_MAX_SIZE = 3000
 #: L-BFGS steps of a candidate's first descent and of each further round
 RANK_D_RUN_ITERS = 500
 #: L-BFGS steps of the descent after a move (it starts close to a minimiser)

@@ -235,11 +235,16 @@ def _split_single_class(q: Quotient) -> Quotient:
     return Quotient(labels, np.array([1, N - 1]), W, np.array([0, 1]), q.complete)
 
 
-def _check_starts(starts: object) -> int:
-    """``starts``, or the default budget of the rank-d search (a row problem)."""
-    if starts is None:
-        return rank_d_starts(0, 1, given=1)
-    return _check_int(starts, "starts", 0)
+def _check_starts(starts: object) -> int | None:
+    """``starts`` checked (``None``: the default budget, :func:`_budget`)."""
+    return None if starts is None else _check_int(starts, "starts", 0)
+
+
+def _budget(starts: int | None, K: int, dim: int | None) -> int:
+    """``starts``, or the one rank-d solver's default budget for ``K`` points in ``dim``."""
+    if starts is not None:
+        return starts
+    return rank_d_starts(K, 1 if dim is None else dim, given=2)
 
 
 def _check_int(value: object, name: str, low: int) -> int:
@@ -364,7 +369,8 @@ def optimum(
     kwargs = dict(
         tau=tau, dim=dim, spec=spec, samples=_check_int(samples, "samples", 2),
         replicates=_check_int(replicates, "replicates", 0), seed=_check_int(seed, "seed", 0),
-        exact_max=_check_int(exact_max, "exact_max", 1), starts=starts, tol=tol,
+        exact_max=_check_int(exact_max, "exact_max", 1), starts=_budget(starts, q.K, dim),
+        tol=tol,
     )
     if q.K == 1:
         q = _split_single_class(q)
@@ -521,7 +527,8 @@ def block_loss_floor(
     try:
         with single_threaded():
             out = _solve(q, tau=tau, dim=dim, spec=None, samples=2, replicates=0, seed=seed,
-                         exact_max=1, starts=_check_starts(starts), tol=SOLVER_TOL)
+                         exact_max=1, starts=_budget(_check_starts(starts), K, dim),
+                         tol=SOLVER_TOL)
     except _NoCollapse:
         raise ParameterError(
             "within",

@@ -53,6 +53,7 @@ from dgp.constants import (
     RANK_D_LARGE_POLISH_INNER,
     RANK_D_LARGE_ROUNDS,
     RANK_D_LARGE_SIZE,
+    RANK_D_LARGE_STARTS,
     RANK_D_MOVE_ITERS,
     RANK_D_PASS_RATE,
     RANK_D_POLISH_INNER,
@@ -63,6 +64,7 @@ from dgp.constants import (
     RANK_D_PRODUCT_EVALS,
     RANK_D_ROUNDS,
     RANK_D_RUN_ITERS,
+    RANK_D_SECOND_ORDER_MAX_SIZE,
     RANK_D_STARTS,
     RANK_D_SWAP_PERIOD,
     SCALE_FLOOR,
@@ -112,6 +114,9 @@ class RankDPolicy:
         The trust region's stall rule (``None``: none).
     polish_products : int or None
         Hessian-vector products of a polish (``None``: no limit).
+    hessian : bool
+        The certificate estimates the Riemannian Hessian (second order) by Lanczos where it is
+        not small enough to be formed densely.
     """
 
     hops: int
@@ -124,6 +129,7 @@ class RankDPolicy:
     precondition: bool = False
     polish_stall: int | None = 3
     polish_products: int | None = None
+    hessian: bool = True
 
 
 def _factor_eval_seconds(K: int, dim: int) -> float:
@@ -163,18 +169,22 @@ def rank_d_policy(K: int, dim: int, *, factor_path: bool = False) -> RankDPolicy
         hops=RANK_D_HOPS if size <= RANK_D_HOP_MAX_SIZE else 0, stall=RANK_D_HOP_STALL,
         run_iters=RANK_D_RUN_ITERS,
         move_iters=RANK_D_MOVE_ITERS, polish_iters=RANK_D_POLISH_ITERS,
-        polish_inner=RANK_D_LARGE_POLISH_INNER if large else RANK_D_POLISH_INNER,
+        polish_inner=(RANK_D_LARGE_POLISH_INNER if size > RANK_D_SECOND_ORDER_MAX_SIZE
+                      else RANK_D_POLISH_INNER),
         rounds=RANK_D_LARGE_ROUNDS if large else RANK_D_ROUNDS,
+        hessian=size <= RANK_D_SECOND_ORDER_MAX_SIZE,
     )
 
 
 def rank_d_starts(K: int, dim: int, *, given: int, factor_path: bool = False) -> int:
     """The default budget: random candidates of a rank-``dim`` search with ``given`` starts.
-    :data:`~dgp.constants.RANK_D_STARTS`, except on the factor path (many classes, where one
-    candidate costs minutes): none besides a given start, else one."""
-    if factor_path:
-        return 0 if given else 1
-    return RANK_D_STARTS
+    :data:`~dgp.constants.RANK_D_STARTS` for small problems (``K * dim`` up to
+    :data:`~dgp.constants.RANK_D_HOP_MAX_SIZE`, where candidates make moves),
+    and above (and on the factor path: many classes, where one candidate costs minutes) none
+    besides a given start, else :data:`~dgp.constants.RANK_D_LARGE_STARTS`."""
+    if K * dim <= RANK_D_HOP_MAX_SIZE and not factor_path:
+        return RANK_D_STARTS
+    return 0 if given else RANK_D_LARGE_STARTS
 
 
 def rank_d_cost(K: int, dim: int, *, starts: int, given: int, rows: int,
@@ -424,7 +434,7 @@ def solve_rank_d(
     spread = max(abs(parts[0]), 1.0) * 1e3 * np.finfo(float).eps
     hits = sum(1 for p in losses if p[0] <= parts[0] + spread)
     _scale_at(prob, X)
-    cert = rank_d_certificate(prob, X, tol=tol, seed=seed)
+    cert = rank_d_certificate(prob, X, tol=tol, seed=seed, hessian=policy.hessian)
     n_given = len(pool)
     moves = f", each improved by {policy.hops} moves (swaps and noise)" if policy.hops else ""
     reason = (f"best of {len(jobs)} candidates ({len(jobs) - n_given} seeded random, "

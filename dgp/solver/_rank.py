@@ -98,7 +98,8 @@ class RankDCertificate(CertificateProtocol):
         ``hessian_min_eig >= -second_order_tol`` makes the point second-order critical.
     hessian_method : str
         ``"dense"`` (exact eigenvalues), ``"lanczos"``, or ``"skipped (not first-order
-        critical)"`` (then both eigenvalues are ``nan``).
+        critical)"`` or ``"skipped (above the size of the second-order check)"`` (then both
+        eigenvalues are ``nan``).
     first_order : bool
     second_order : bool
         Whether the two conditions hold (second order: also that the estimate converged).
@@ -194,15 +195,20 @@ def _largest(op: spla.LinearOperator, v0: np.ndarray) -> float:
 
 
 def rank_d_certificate(prob: RowProblem | BlockFactor, X: np.ndarray, *, tol: float,
-                       seed: int = 0) -> RankDCertificate:
+                       seed: int = 0, hessian: bool = True) -> RankDCertificate:
     """The :class:`RankDCertificate` of the factor ``X`` (``d x K``, unit columns) for ``prob``
     at its current scale; ``tol`` is the solver's target (accepted as
-    :meth:`dgp.tolerance.Tolerance.accepts` does) and ``seed`` seeds the Lanczos start."""
+    :meth:`dgp.tolerance.Tolerance.accepts` does) and ``seed`` seeds the Lanczos start.
+    ``hessian=False`` skips the Lanczos estimate of the Riemannian Hessian above
+    :data:`~dgp.constants.HESSIAN_DENSE_MAX` (the dense one is always computed): the point is
+    then not claimed second-order critical."""
     X = X / np.linalg.norm(X, axis=0)
     accept = max(DEFAULT_POLICY.accept_factor * tol, DEFAULT_POLICY.accept_floor)
     grad = stationarity(prob, X)
-    if grad <= accept:
+    if grad <= accept and (hessian or X.size <= HESSIAN_DENSE_MAX):
         low, top, how = _hessian_extremes(prob, X, seed)
+    elif grad <= accept:
+        low, top, how = math.nan, math.nan, "skipped (above the size of the second-order check)"
     else:  # the Hessian says nothing about a point that is not stationary
         low, top, how = math.nan, math.nan, "skipped (not first-order critical)"
     rel = low / max(abs(top), SCALE_FLOOR) if math.isfinite(low) else math.nan
