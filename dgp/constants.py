@@ -127,8 +127,6 @@ NEAREST_ELLIPTOPE_TOL = 1e-12
 SPECTRAL_START_PERTURBATION = 1e-6
 #: gradient tolerance of the rank-d polish of the optimum in R^d (relative, as ``bm_lbfgs``)
 RANK_D_GTOL = 1e-9
-#: a screened rank-d start more than this fraction of the best loss behind is not polished
-SCREEN_SLACK = 1e-2
 #: a square ``prototypes`` array given to ``dgp.torch.GeometryMonitor`` is read as a Gram when it
 #: is symmetric with unit diagonal within this (the rounding of a Gram saved in float32, with
 #: room); otherwise its rows are read as prototype vectors

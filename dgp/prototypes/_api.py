@@ -787,19 +787,22 @@ def supcon_prototypes(
         Constrain the prototypes to unit vectors of :math:`\mathbb R^{dim}` (the sphere
         :math:`S^{dim-1}`), for any number of classes, ``K > dim + 1`` included. When the free
         optimum's rank fits, it is returned (certified globally optimal). Otherwise the
-        rank-``dim`` Burer–Monteiro problem (non-convex) is solved from the free optimum's
-        top-``dim`` factor and ``starts`` seeded random starts (seed ``seed``); the result
+        rank-``dim`` Burer–Monteiro problem (non-convex) is solved by the one rank-d solver
+        (:func:`dgp.solver.solve_rank_d`, the search :func:`dgp.optimum` runs too) from the
+        free optimum's top-``dim`` factor and ``starts`` seeded random candidates (seed
+        ``seed``), each improved by its own moves; the result
         carries :attr:`Prototypes.rank_d` (Riemannian gradient and Hessian: first- and
         second-order certificates), :attr:`Prototypes.lower_bound` (the free-dimension
         optimum's certified loss, or better) and ``kkt_residual`` is the Riemannian gradient
         norm. ``None``: free dimension.
     starts : int, optional
-        Random starts of a rank-``dim`` solve (``>= 0``; with ``dim`` only), or of the
-        non-negative factor descent. ``None``: 16, except for a full-batch rank-``dim`` solve
-        with ``K * dim`` above 50 000, which works on the factor
-        (:class:`~dgp.solver.BlockFactor`, ``K = 10^4``, ``dim = 128`` in minutes on one core)
-        and runs one start after screening: 2 starts, 1 when ``dim * K^2`` exceeds ``1e10``.
-        There the lower bound is the best of the free optimum (when it is a closed form or
+        Random candidates of a rank-``dim`` solve (``>= 0``; with ``dim`` only), or of the
+        non-negative factor search; a larger budget never gives a worse loss. ``None``: the
+        one policy's default (:func:`dgp.solver.rank_d_starts`): 8 up to ``K * dim = 400``,
+        above it the given start (the free optimum's factor) alone, or one random candidate.
+        A full-batch rank-``dim`` solve with ``K * dim`` above 50 000 works on the factor
+        (:class:`~dgp.solver.BlockFactor`, ``K = 10^4``, ``dim = 128`` in minutes on one
+        core). There the lower bound is the best of the free optimum (when it is a closed form or
         ``K <= 3000``) and the convex dual bound at the point, certified by a Cholesky
         factorisation.
     nonnegative : bool
