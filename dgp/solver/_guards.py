@@ -57,9 +57,9 @@ def validated_tau(tau: float, param: str = "tau") -> Iterator[None]:
     ...     raise SolverError("did not converge")
     Traceback (most recent call last):
     ...
-    dgp.errors.InvalidParameterError: tau = 1e-300 is outside [0.004, 1e+09], the temperatures dgp's \
-certified solver is validated on, and the solve did not converge there; use a temperature in \
-that range
+    dgp.errors.InvalidParameterError: tau = 1e-300 is outside [0.004, 1e+09], the temperatures \
+dgp's certified solver is validated on, and the solve did not converge there; use a temperature \
+in that range
     """
     lo, hi = SOLVER_TAU_RANGE
     if lo <= tau <= hi:
