@@ -26,6 +26,8 @@ pytestmark = pytest.mark.torch
 
 SIZES = (24, 16, 6, 6)
 TAU = 0.5
+# nearest-centre numbers need the class means of a previous pass (nan during the first)
+FIRST_PASS_NAN = {"ncc_accuracy", "nc4"}
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +149,7 @@ def test_streaming_equals_one_shot(pred):
     a, b = one.compute(), many.compute()
     assert a.keys() == b.keys()
     for key in a:
-        assert a[key] == pytest.approx(b[key], rel=1e-12, abs=1e-14), key
+        assert a[key] == pytest.approx(b[key], rel=1e-12, abs=1e-14, nan_ok=True), key
     for key, value in ref.items():
         assert a[key] == pytest.approx(value, rel=1e-10, abs=1e-13), key
     assert a["samples_seen"] == len(y) and a["classes_seen"] == 4
@@ -176,7 +178,8 @@ def test_batching_and_class_names_never_matter(pred, seed, cuts, perm):
     a, b = one.compute(), renamed.compute()
     assert a.keys() == b.keys()
     for key in a:
-        assert b[key] == pytest.approx(a[key], rel=1e-9, abs=1e-12), key
+        assert b[key] == pytest.approx(a[key], rel=1e-9, abs=1e-12,
+                                                nan_ok=True), key
 
 
 def test_permuting_the_classes_permutes_nothing_else(pred):
@@ -192,7 +195,7 @@ def test_permuting_the_classes_permutes_nothing_else(pred):
     b.update(Z, torch.tensor(perm[y]))
     ra, rb = a.compute(), b.compute()
     for key in ra:
-        assert ra[key] == pytest.approx(rb[key], rel=1e-12, abs=1e-14), key
+        assert ra[key] == pytest.approx(rb[key], rel=1e-12, abs=1e-14, nan_ok=True), key
 
 
 def test_rotation_and_scale_of_embeddings_change_nothing(pred):
@@ -206,7 +209,8 @@ def test_rotation_and_scale_of_embeddings_change_nothing(pred):
     b.update(torch.tensor(scale * Z @ Q), torch.tensor(y))
     ra, rb = a.compute(), b.compute()
     for key in ra:
-        assert ra[key] == pytest.approx(rb[key], rel=1e-9, abs=1e-12), key
+        assert ra[key] == pytest.approx(rb[key], rel=1e-9, abs=1e-12,
+                                                nan_ok=True), key
 
 
 def test_prototype_forms_agree(pred):
@@ -216,12 +220,13 @@ def test_prototype_forms_agree(pred):
     vectors = 2.5 * pred.embedding  # K x rank rows, any length
     outs = []
     for protos in (pred, pred.gram, vectors, torch.tensor(vectors)):
-        mon = GeometryMonitor(protos, sizes=SIZES)
+        mon = GeometryMonitor(protos, sizes=SIZES, tau=TAU)
         mon.update(Z, torch.tensor(y))
         outs.append(mon.compute())
     for out in outs[1:]:
         for key in outs[0]:
-            assert out[key] == pytest.approx(outs[0][key], rel=1e-9, abs=1e-12), key
+            assert out[key] == pytest.approx(outs[0][key], rel=1e-9, abs=1e-12,
+                                                nan_ok=True), key
 
 
 def test_collapsed_embeddings_sit_on_their_target(pred):
@@ -256,7 +261,7 @@ def test_absent_classes_are_nan_and_counted(pred):
     G = mon.learned_gram()
     assert np.isnan(G[3]).all() and np.isnan(G[:, 3]).all() and np.isfinite(G[:3, :3]).all()
     mon.update(Z[:2], torch.tensor([3, 3]))
-    assert all(math.isfinite(v) for v in mon.compute().values())
+    assert all(math.isfinite(v) for k, v in mon.compute().items() if k not in FIRST_PASS_NAN)
     G = mon.learned_gram()
     assert np.allclose(np.diag(G), 1.0) and np.allclose(G, G.T)
     assert np.linalg.eigvalsh(G).min() > -1e-12  # a Gram of unit vectors
@@ -301,7 +306,8 @@ def test_on_cuda_equals_cpu(pred):
     gpu.update(Z.cuda(), y.cuda())
     a, b = cpu.compute(), gpu.compute()
     for key in a:
-        assert b[key] == pytest.approx(a[key], rel=1e-9, abs=1e-12), key
+        assert b[key] == pytest.approx(a[key], rel=1e-9, abs=1e-12,
+                                                nan_ok=True), key
 
 
 def test_bad_input_is_named(pred):
@@ -353,4 +359,4 @@ def test_a_class_of_zero_vectors_is_seen_but_has_no_geometry(pred):
         assert math.isnan(out[key]), key
     assert np.isnan(mon.learned_gram()[3]).all()
     mon.update(Z[:1], torch.tensor([3]))  # one real direction: everything is defined
-    assert all(math.isfinite(v) for v in mon.compute().values())
+    assert all(math.isfinite(v) for k, v in mon.compute().items() if k not in FIRST_PASS_NAN)

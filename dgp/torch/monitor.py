@@ -38,12 +38,47 @@ Definitions (class ``c`` has :math:`n_c` samples seen, :math:`N = \sum_c n_c`):
   50, 10, 10: one majority, two minority classes; 50, 50, 10: two majority, one minority), and
   balanced sizes have no minority at all; ``cosine_minority_majority`` is the mean of
   :math:`\hat G_{cc'}` over minority ``c`` and majority ``c'``, beside the same mean of the
-  predicted Gram.
+  predicted Gram;
+- ``loss_gap``: the class-level loss (:func:`dgp.prototypes.prototype_loss`, SupCon or Soft
+  SupCon at the prediction's ``tau``, the collapsed configuration of the prediction's sizes) of
+  the learned Gram :math:`\hat G` minus that of the prediction, per anchor (divided by
+  :math:`N = \sum n_c`), beside ``predicted_loss``. It is what the loss pins in every regime:
+  a run whose ``loss_gap`` is near 0 has reached the prediction's loss, whatever its cosines;
+- invariants (class shares :math:`w_c = n_c / N` of the prediction, :math:`1/K` without sizes):
+  ``spectrum_gap``, the largest difference between the top ``SPECTRUM_TOP`` eigenvalues of
+  :math:`\sum_c w_c \hat\mu_c \hat\mu_c^\top` and of the prediction's, relative to the
+  prediction's largest (as the identifiability report's spread); ``global_mean_norm``
+  :math:`\|\sum_c w_c \hat\mu_c\|` beside ``predicted_global_mean_norm``;
+  ``class_mean_norm`` / ``class_mean_norm_min``, the mean and least :math:`\|m_c\|` (1 when
+  every class has collapsed); ``within_class_spread``
+  :math:`\frac1N\sum_i \|h_i - m_{y_i}\|^2 = 1 - \frac1N\sum_c n_c\|m_c\|^2` (0 when
+  collapsed);
+- NC2 (Papyan et al.; centred means :math:`M_c = m_c - m_G`): ``nc2_equinorm``
+  :math:`\operatorname{std}_c\|M_c\| / \operatorname{mean}_c\|M_c\|`, ``nc2_equiangular`` the
+  standard deviation of :math:`\cos(M_c, M_{c'})` over :math:`c \ne c'`, ``nc2_maxangle`` the
+  mean of :math:`|\cos(M_c, M_{c'}) + 1/(K-1)|` and ``nc2_etf`` (Zhu et al. 2021)
+  :math:`\|MM^\top/\|MM^\top\|_F - (I - \mathbf 1\mathbf 1^\top/K)/\sqrt{K-1}\|_F`; all 0 at
+  a simplex equiangular tight frame (which imbalanced SupCon does not predict: compare them
+  with their values at the prediction, not with 0);
+- NC3, with a ``classifier`` (a ``K x d`` weight, or a module with one, acting on the monitored
+  embeddings): ``nc3`` :math:`\|W/\|W\|_F - M/\|M\|_F\|_F^2`;
+- NC4: ``ncc_accuracy``, the share of samples whose nearest class centre (Euclidean, among the
+  class means :math:`m_c`) is their label, and with a classifier ``nc4``, the share where the
+  classifier's ``argmax`` and the nearest centre disagree. The centres are the class means of
+  the previous pass (before the last :meth:`GeometryMonitor.reset`), so both are ``nan`` during
+  the first pass;
+- ``gram_rms_pinned``: 1 where the loss pins the pairwise cosines that the ``gram_rms`` numbers
+  compare, 0 where it does not (``K > d + 1``: rank-``d`` optima form a family of arrangements
+  of equal loss; or a ``pinned`` report saying so), ``nan`` before the first batch. Where it is
+  0 the monitor warns once (:class:`UnpinnedComparisonWarning`): judge such a run by
+  ``loss_gap`` and the invariants, not by ``gram_rms``.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -55,16 +90,26 @@ from dgp.errors import (
     InputTypeError,
     ParameterError,
     ParameterTypeError,
+    check_positive,
     check_sizes,
+    check_unit_interval,
     describe,
 )
-from dgp.prototypes import Prototypes
+from dgp.prototypes import Prototypes, prototype_loss
 from dgp.resources import check_memory
 from dgp.torch._compat import require_torch
 
 torch = require_torch()
 
-__all__ = ["GeometryMonitor", "target_gram"]
+__all__ = ["SPECTRUM_TOP", "GeometryMonitor", "UnpinnedComparisonWarning", "target_gram"]
+
+#: eigenvalues compared by ``spectrum_gap`` (the top ones, as the identifiability report does)
+SPECTRUM_TOP = 16
+
+
+class UnpinnedComparisonWarning(UserWarning):
+    """A monitored distance compares with an arrangement the loss does not pin (e.g. the
+    pairwise cosines when ``K > d + 1``): other arrangements reach the same loss."""
 
 Tensor = Any  # torch.Tensor
 
@@ -134,6 +179,17 @@ class GeometryMonitor:
         :class:`dgp.Prototypes` result when not given (and then must agree with it).
     uniform : array_like (K, K) or (K, d), optional
         Uniform targets (e.g. Targeted SupCon's fixed points) to report the distance to.
+    tau, eps : float, optional
+        The temperature (and Soft SupCon's ``eps``) of the class-level loss gap; taken from a
+        :class:`dgp.Prototypes` result (and then must agree with it). With the sizes they
+        add ``loss_gap`` and ``predicted_loss``.
+    classifier : Tensor (K, d) or torch.nn.Module, optional
+        A linear classifier on the monitored embeddings (its current ``weight`` is read at each
+        :meth:`compute`): adds ``nc3`` and ``nc4``.
+    pinned : mapping of str to bool, optional
+        Which invariants the loss pins (e.g. ``{"pairwise cosines": False}`` from an
+        identifiability report; read from the prediction's ``identifiability.pinned`` where it
+        has one). ``"pairwise cosines": False`` makes ``gram_rms_pinned`` 0 and warns.
 
     Notes
     -----
@@ -147,9 +203,14 @@ class GeometryMonitor:
     ``compute()`` returns a ``dict[str, float]`` whose keys depend only on the constructor's
     arguments: ``samples_seen``, ``classes_seen``, ``zero_norm_samples`` (embeddings of norm 0,
     counted in their class but without a direction), ``gram_rms`` (to the prediction),
-    ``gram_rms_simplex``, ``nc1``, then ``gram_rms_uniform`` when ``uniform`` is given and
-    ``cosine_minority_majority`` / ``predicted_cosine_minority_majority`` when the sizes are
-    known. **Until every class has been seen** (``classes_seen < K``), or where a class mean
+    ``gram_rms_simplex``, ``gram_rms_pinned``, ``nc1``, then ``gram_rms_uniform`` when
+    ``uniform`` is given, ``cosine_minority_majority`` /
+    ``predicted_cosine_minority_majority`` when the sizes are known, ``loss_gap`` /
+    ``predicted_loss`` when the sizes and ``tau`` are, then always ``spectrum_gap``,
+    ``global_mean_norm``, ``predicted_global_mean_norm``, ``class_mean_norm``,
+    ``class_mean_norm_min``, ``within_class_spread``, ``nc2_equinorm``, ``nc2_equiangular``,
+    ``nc2_maxangle``, ``nc2_etf``, ``ncc_accuracy``, and ``nc3`` / ``nc4`` with a classifier.
+    **Until every class has been seen** (``classes_seen < K``), or where a class mean
     is the zero vector, the geometry values are ``nan``: a Gram of the classes seen so far is
     not the Gram of the prediction, and is not reported as one. Balanced sizes have no
     minority: both minority cosines are then ``nan``.
@@ -158,7 +219,9 @@ class GeometryMonitor:
     """
 
     def __init__(self, prototypes: object, *, sizes: object | None = None,
-                 uniform: object | None = None) -> None:
+                 uniform: object | None = None, tau: float | None = None,
+                 eps: float | None = None, classifier: object | None = None,
+                 pinned: Mapping[str, bool] | None = None) -> None:
         self.target = target_gram(prototypes)
         self.K = int(self.target.shape[0])
         own = tuple(prototypes.sizes) if isinstance(prototypes, Prototypes) else None
@@ -177,15 +240,93 @@ class GeometryMonitor:
             raise ParameterError("uniform", f"has {self.uniform.shape[0]} classes, the "
                                  f"prototypes have {self.K}")
         self.simplex = simplex_gram(self.K)
+        self._loss_setup(prototypes, tau, eps)
+        self.classifier = self._check_classifier(classifier)
+        self.pinned = self._check_pinned(prototypes, pinned)
+        self._warned = False
         self.reset()
 
+    def _loss_setup(self, prototypes: object, tau: float | None, eps: float | None) -> None:
+        """The temperature, eps and predicted per-anchor loss of the class-level loss gap."""
+        if isinstance(prototypes, Prototypes):
+            if tau is not None and float(tau) != prototypes.tau:
+                raise ParameterError("tau", f"= {tau!r} differs from the prototypes' tau "
+                                     f"{prototypes.tau!r}")
+            if eps is not None and eps != prototypes.eps:
+                raise ParameterError("eps", f"= {eps!r} differs from the prototypes' eps "
+                                     f"{prototypes.eps!r}")
+            tau, eps = prototypes.tau, prototypes.eps
+        self.tau = None if tau is None else check_positive(tau, "tau")
+        self.eps = None if eps is None else check_unit_interval(eps, "eps")
+        if self.eps is not None and self.tau is None:
+            raise ParameterError("eps", "needs tau (the loss gap is that of Soft SupCon at tau)")
+        self._predicted_loss = math.nan
+        if self.tau is not None and self.sizes is not None:
+            self._predicted_loss = prototype_loss(self.target, self.sizes, tau=self.tau,
+                                                  eps=self.eps) / float(sum(self.sizes))
+
+    def _check_classifier(self, classifier: object | None) -> Any:
+        if classifier is None:
+            return None
+        weight = classifier if isinstance(classifier, torch.Tensor) else getattr(
+            classifier, "weight", None)
+        if not isinstance(weight, torch.Tensor) or weight.ndim != 2 or weight.shape[0] != self.K:
+            raise ParameterTypeError("classifier", f"must be a K x d weight tensor or a module "
+                                     f"with one (e.g. torch.nn.Linear(d, {self.K})), got "
+                                     f"{describe(classifier)}")
+        if not isinstance(classifier, torch.Tensor) and not callable(classifier):
+            raise ParameterTypeError("classifier", "must be callable (a module) or a tensor")
+        return classifier
+
+    @staticmethod
+    def _check_pinned(prototypes: object, pinned: Mapping[str, bool] | None) -> dict[str, bool]:
+        if pinned is None:  # an identifiability report on the prediction, where it has one
+            ident = getattr(prototypes, "identifiability", None)
+            pinned = getattr(ident, "pinned", None)
+            if not isinstance(pinned, Mapping):
+                return {}
+        if not isinstance(pinned, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, (bool, np.bool_)) for k, v in pinned.items()):
+            raise ParameterTypeError("pinned", "must map invariant names to True/False (e.g. "
+                                     f"{{'pairwise cosines': False}}), got {describe(pinned)}")
+        return {k: bool(v) for k, v in pinned.items()}
+
+    def cosines_pinned(self, dim: int | None = None) -> bool | None:
+        """Whether the loss pins the pairwise cosines the ``gram_rms`` distances compare: not
+        where ``K > d + 1`` (``d``, the embeddings' dimension, known after the first batch;
+        rank-``d`` optima then form a family of arrangements of equal loss) nor where
+        ``pinned`` (or the prediction's identifiability report) says ``"pairwise cosines"``
+        is not; ``None`` while undecided (no batch yet and nothing said)."""
+        if self.pinned.get("pairwise cosines") is False:
+            return False
+        if dim is None and self._sums is not None:
+            dim = int(self._sums.shape[1])
+        if dim is None:
+            return True if self.pinned.get("pairwise cosines") else None
+        return self.K <= dim + 1
+
     # -- state -----------------------------------------------------------------------------
-    def reset(self) -> None:
-        """Forget every batch seen (the device and dimension are chosen again)."""
+    def reset(self, *, forget_centres: bool = False) -> None:
+        """Forget every batch seen (the device and dimension are chosen again).
+
+        The class means of the pass that ends here (when every class had a direction) are
+        kept as the centres of ``ncc_accuracy`` and ``nc4`` for the next pass, unless
+        ``forget_centres``: a monitor keeps no embeddings, so it judges each sample's nearest
+        class centre against the previous pass's means (toolboxes make a second pass over the
+        data once the means are known; passing the same data twice, with a reset between,
+        gives their numbers exactly, and in a training loop reset each epoch they come one
+        epoch late)."""
+        centres = None
+        if not forget_centres and getattr(self, "_sums", None) is not None:
+            n, means, _ = self._host()
+            if (n > 0).all() and (np.linalg.norm(means, axis=1) > 0).all():
+                centres = torch.as_tensor(means)
+        self._centres: Tensor | None = centres  # (K, d) class means of the last pass
         self._counts: Tensor | None = None  # (K,) samples per class
         self._sums: Tensor | None = None  # (K, d) sums of h_i per class
         self._second: Tensor | None = None  # (d, d) sum of h_i h_i^T
         self._zero = 0
+        self._ncc = [0, 0, 0]  # samples judged, nearest centre == label, == classifier
 
     def __repr__(self) -> str:
         n = 0 if self._counts is None else int(self._counts.sum().item())
@@ -252,27 +393,77 @@ class GeometryMonitor:
         self._counts.index_add_(0, y, torch.ones_like(norms))
         self._sums.index_add_(0, y, H)
         self._second.addmm_(H.T, H)
+        if self._centres is not None and self._centres.shape[1] == H.shape[1]:
+            self._nearest_centre(Z, H, y, ~zero)
+
+    def _nearest_centre(self, Z: Tensor, H: Tensor, y: Tensor, ok: Tensor) -> None:
+        """NC4's counts: each sample's nearest class centre (the last pass's class means)
+        against its label and the classifier's prediction."""
+        means = self._centres.to(device=H.device, dtype=H.dtype)
+        d2 = (means * means).sum(dim=1)[None, :] - 2.0 * (H @ means.T)
+        ncc = d2.argmin(dim=1)[ok]
+        self._ncc[0] += int(ok.sum().item())
+        self._ncc[1] += int((ncc == y[ok]).sum().item())
+        if self.classifier is not None:
+            pred = self._classify(Z)[ok.to(Z.device)].to(ncc.device)
+            self._ncc[2] += int((pred == ncc).sum().item())
+
+    def _classify(self, Z: Tensor) -> Tensor:
+        if isinstance(self.classifier, torch.Tensor):
+            W = self.classifier.detach()
+            return (Z.to(device=W.device, dtype=W.dtype) @ W.T).argmax(dim=1)
+        weight = self.classifier.weight
+        return self.classifier(Z.to(device=weight.device, dtype=weight.dtype)).argmax(dim=1)
 
     # -- numbers ---------------------------------------------------------------------------
     def compute(self) -> dict[str, float]:
-        """The current numbers (see the class notes for the keys and when they are ``nan``)."""
+        """The current numbers (see the class notes for the keys and when they are ``nan``).
+
+        Warns
+        -----
+        UnpinnedComparisonWarning
+            Once per monitor, the first time the ``gram_rms`` distances compare with an
+            arrangement the loss does not pin (``gram_rms_pinned`` is then 0).
+        """
         out = {"samples_seen": 0.0, "classes_seen": 0.0,
                "zero_norm_samples": float(self._zero)}
-        keys = ["gram_rms", "gram_rms_simplex", "nc1"]
+        keys = ["gram_rms", "gram_rms_simplex", "gram_rms_pinned", "nc1"]
         if self.uniform is not None:
             keys.append("gram_rms_uniform")
         if self.sizes is not None:
             keys += ["cosine_minority_majority", "predicted_cosine_minority_majority"]
+        if not math.isnan(self._predicted_loss):
+            keys += ["loss_gap", "predicted_loss"]
+        keys += ["spectrum_gap", "global_mean_norm", "predicted_global_mean_norm",
+                 "class_mean_norm", "class_mean_norm_min", "within_class_spread",
+                 "nc2_equinorm", "nc2_equiangular", "nc2_maxangle", "nc2_etf",
+                 "ncc_accuracy"]
+        if self.classifier is not None:
+            keys += ["nc3", "nc4"]
         out.update(dict.fromkeys(keys, math.nan))
         groups = self._minority_majority()
         if groups is not None:
             out["predicted_cosine_minority_majority"] = float(
                 self.target[np.ix_(*groups)].mean())
+        if not math.isnan(self._predicted_loss):
+            out["predicted_loss"] = self._predicted_loss
+        weights = self._class_weights()
+        out["predicted_global_mean_norm"] = float(np.sqrt(max(weights @ self.target @ weights,
+                                                              0.0)))
+        pinned = self.cosines_pinned()
+        if pinned is not None:
+            out["gram_rms_pinned"] = float(pinned)
+            if not pinned:
+                self._warn_unpinned()
         if self._counts is None:
             return out
         n, means, S2 = self._host()
         out["samples_seen"] = float(n.sum())
         out["classes_seen"] = float((n > 0).sum())
+        if self._ncc[0]:
+            out["ncc_accuracy"] = self._ncc[1] / self._ncc[0]
+            if self.classifier is not None:
+                out["nc4"] = 1.0 - self._ncc[2] / self._ncc[0]
         G = self.learned_gram()
         if not np.isfinite(G).all():  # a class unseen, or whose mean is the zero vector
             return out
@@ -283,7 +474,88 @@ class GeometryMonitor:
             out["gram_rms_uniform"] = _gram_rms(G, self.uniform)
         if groups is not None:
             out["cosine_minority_majority"] = float(G[np.ix_(*groups)].mean())
+        if not math.isnan(self._predicted_loss):
+            learned = prototype_loss(G, self.sizes, tau=self.tau, eps=self.eps)
+            out["loss_gap"] = learned / float(sum(self.sizes)) - self._predicted_loss
+        out.update(self._invariants(G, n, means, weights))
+        out.update(self._nc2(n, means))
         return out
+
+    def _warn_unpinned(self) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        d = None if self._sums is None else int(self._sums.shape[1])
+        why = (f"K = {self.K} classes in d = {d} dimensions (K > d + 1)"
+               if d is not None and self.K > d + 1 else
+               "the prediction's identifiability report says they are not pinned")
+        warnings.warn(
+            f"GeometryMonitor: the loss does not pin the pairwise cosines here ({why}): other "
+            "arrangements reach the same loss, so gram_rms (and gram_rms_simplex/_uniform) can "
+            "stay large on a run that converged. Judge the run by loss_gap and the pinned "
+            "invariants (spectrum_gap, global_mean_norm, class_mean_norm, nc1, nc2_*).",
+            UnpinnedComparisonWarning, stacklevel=3)
+
+    def _class_weights(self) -> np.ndarray:
+        """The classes' shares ``n_c / N`` of the prediction (``1 / K`` without sizes)."""
+        if self.sizes is None:
+            return np.full(self.K, 1.0 / self.K)
+        s = np.asarray(self.sizes, dtype=float)
+        return s / s.sum()
+
+    def _spectrum(self, G: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Top eigenvalues of the class-weighted second moment ``sum_c w_c mu_c mu_c^T``
+        (those of ``D^1/2 G D^1/2``, ``D = diag(w)``), largest first."""
+        r = np.sqrt(w)
+        lam = np.linalg.eigvalsh(r[:, None] * G * r[None, :])[::-1]
+        return lam[:SPECTRUM_TOP]
+
+    def _invariants(self, G: np.ndarray, n: np.ndarray, means: np.ndarray,
+                    w: np.ndarray) -> dict[str, float]:
+        lam, ref = self._spectrum(G, w), self._spectrum(self.target, w)
+        norms = np.linalg.norm(means, axis=1)
+        N = float(n.sum())
+        return {
+            "spectrum_gap": float(np.abs(lam - ref).max() / max(float(ref[0]), 1e-300)),
+            "global_mean_norm": float(np.sqrt(max(w @ G @ w, 0.0))),
+            "class_mean_norm": float(norms.mean()),
+            "class_mean_norm_min": float(norms.min()),
+            "within_class_spread": float(max(1.0 - (n * norms**2).sum() / N, 0.0)),
+        }
+
+    def _centred_means(self, n: np.ndarray, means: np.ndarray) -> np.ndarray:
+        glob = (means * n[:, None]).sum(axis=0) / float(n.sum())
+        return means - glob
+
+    def _nc2(self, n: np.ndarray, means: np.ndarray) -> dict[str, float]:
+        M = self._centred_means(n, means)
+        K = self.K
+        norms = np.linalg.norm(M, axis=1)
+        out = dict.fromkeys(("nc2_equinorm", "nc2_equiangular", "nc2_maxangle", "nc2_etf"),
+                            math.nan)
+        if (norms == 0).any():
+            return out
+        U = M / norms[:, None]
+        C = U @ U.T
+        off = C[~np.eye(K, dtype=bool)]
+        P = M @ M.T
+        etf = (np.eye(K) - 1.0 / K) / math.sqrt(K - 1)
+        out.update({
+            "nc2_equinorm": float(norms.std() / norms.mean()),
+            "nc2_equiangular": float(off.std()),
+            "nc2_maxangle": float(np.abs(off + 1.0 / (K - 1)).mean()),
+            "nc2_etf": float(np.linalg.norm(P / np.linalg.norm(P) - etf)),
+        })
+        if self.classifier is not None:
+            W = self._classifier_weight()
+            if W.shape[1] == M.shape[1] and np.linalg.norm(W) > 0:
+                out["nc3"] = float(np.sum((W / np.linalg.norm(W) - M / np.linalg.norm(M))**2))
+        return out
+
+    def _classifier_weight(self) -> np.ndarray:
+        W = self.classifier if isinstance(self.classifier, torch.Tensor) else \
+            self.classifier.weight
+        return W.detach().cpu().double().numpy()
 
     def learned_gram(self) -> np.ndarray:
         """The ``K x K`` cosines :math:`\\hat G` of the normalised class means seen so far (to
