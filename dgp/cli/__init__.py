@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import fcntl
 import importlib
 import os
 import re
@@ -242,6 +241,14 @@ def _closed(stream: Any) -> bool:
     try:
         fd = stream.fileno()
     except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is an OSError
+        return False
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: an open descriptor is taken as usable
+        try:
+            os.fstat(fd)
+        except OSError:
+            return True
         return False
     try:  # closed, or open for reading only (a wrapper may have reused descriptor 2)
         return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
