@@ -443,6 +443,9 @@ RANK_D_POLISH_MAX_PRODUCTS = 20_000
 #: product budget binds first
 RANK_D_FACTOR_POLISH_INNER = 1000
 RANK_D_FACTOR_POLISH_STEPS = 1000
+#: the guard's floor on one row-problem evaluation, in operations at 1e9 per second: about
+#: 200 us of interpreter work whatever K (measured 200 us at K = 10, dim = 2)
+RANK_D_EVAL_OVERHEAD = 2e5
 #: the guard's rate of float64 matrix products on the factor path (flops per second): measured
 #: 4e10 on one loaded core of the 2-core test machine (numpy 2, OpenBLAS), with margin
 RANK_D_GEMM_RATE = 3e10

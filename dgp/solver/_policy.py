@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp.constants import (
+    RANK_D_EVAL_OVERHEAD,
     RANK_D_FACTOR_MAX_EVALS,
     RANK_D_FACTOR_MIN_EVALS,
     RANK_D_FACTOR_POLISH_INNER,
@@ -193,8 +194,11 @@ def rank_d_cost(K: int, dim: int, *, starts: int, given: int, rows: int,
     of :func:`~dgp.solver.check_time`): every candidate's descents, moves, polish and rounds, and
     the certificate of the answer. A row-problem evaluation (value, gradient and factor products)
     costs about ``3 rows K + 0.4 dim K^2`` (measured 55 ms on one loaded core at K = 1000,
-    dim = 128); a trust-region polish about 1000 evaluations, and the moves' descents stop early
-    (close to a minimiser: about half their budget)."""
+    dim = 128), and at least :data:`~dgp.constants.RANK_D_EVAL_OVERHEAD` (the interpreter's
+    share at small K); a trust-region step about two evaluations per inner step, a round half
+    a descent, and the moves' descents stop early (a quarter of their budget on average).
+    Measured against it: K = 10, d = 2 (moves) 4 s for an estimate of 25 s; N = 500, d = 8
+    (no moves) 8.5 s on a loaded core for 7.6 s."""
     policy = rank_d_policy(K, dim, factor_path=factor_path)
     candidates = max(starts + given, 1)
     if factor_path:
@@ -203,8 +207,10 @@ def rank_d_cost(K: int, dim: int, *, starts: int, given: int, rows: int,
         # the certificate: ~300 Lanczos products and one Cholesky factorisation (K^3 / 3)
         seconds += 300 * 2.0 * K * K / RANK_D_PASS_RATE + K**3 / 3 / RANK_D_GEMM_RATE
         return seconds * 1e9
-    per_eval = 3.0 * rows * K + 0.4 * dim * K * K
-    per_candidate = policy.run_iters + policy.hops * policy.move_iters / 2 + 1000
+    per_eval = max(3.0 * rows * K + 0.4 * dim * K * K, RANK_D_EVAL_OVERHEAD)
+    per_candidate = (policy.run_iters + policy.hops * policy.move_iters / 4
+                     + policy.rounds * policy.run_iters / 2
+                     + 2.0 * policy.polish_iters * policy.polish_inner)
     return per_eval * (candidates * per_candidate + 1000)
 
 
