@@ -40,6 +40,9 @@ def _server(mode: str) -> int:
                 c.close()
             elif mode == "close":
                 c.close()
+            elif mode == "short":  # a few bytes, too few for a frame header, then nothing
+                c.sendall(b"\x01\x00\x00")
+                c.close()
 
     threading.Thread(target=serve, daemon=True).start()
     return s.getsockname()[1]
@@ -52,7 +55,7 @@ def labels(tmp_path, monkeypatch):
     monkeypatch.setattr("dgp.cli.phase.SCHEDULER_TIMEOUT_S", 1.0)
 
 
-@pytest.mark.parametrize("mode", ["http", "close", "silent"])
+@pytest.mark.parametrize("mode", ["http", "close", "short", "silent"])
 def test_a_server_that_is_not_a_scheduler_is_exit_2(labels, cli, mode):
     port = _server(mode)
     start = time.monotonic()
