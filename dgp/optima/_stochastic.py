@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -49,6 +50,8 @@ COLD_LR = 0.5
 WARM_LR = 0.01
 #: batches (of their own stream) on which the kept run is chosen
 SELECT_BATCHES = 1000
+#: epochs of a typical run, for the time estimate
+TYPICAL_EPOCHS = 110
 #: target half-width (nats per anchor) of the 95% interval of the expected loss
 HALF_WIDTH = 0.002
 
@@ -344,6 +347,13 @@ def batch_optimum(
     if progress is None or progress:
         def say(msg: str) -> None:
             print(f"dgp: {msg}", file=sys.stderr, flush=True)
+    if say is not None:
+        est_s = _estimate_seconds(weights, sampler, spec, tau=tau, dim=dim, seed=seed,
+                                  runs=1 + replicates, min_batches=min_batches,
+                                  bound_batches=bound_batches)
+        say(f"expected-batch optimum of n = {n} in d = {dim}, B = {spec.batch_size}: about "
+            f"{_duration(est_s)} (estimated from timed batches: {1 + replicates} runs of about "
+            f"{TYPICAL_EPOCHS} epochs, held-out evaluation, bound)")
     runs, infos = [], []
     for r in range(1 + replicates):
         warm = r == 0 and full_batch is not None
@@ -392,6 +402,30 @@ def batch_optimum(
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,
                         status=status, monitor=kept.monitor if kept else (),
                         seconds=float(sum(i.seconds for i in infos)))
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def _estimate_seconds(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, dim: int,
+                      seed: int, runs: int, min_batches: int, bound_batches: int) -> float:
+    """A time estimate before the work: a few timed batch steps times the steps of a typical
+    run (:data:`TYPICAL_EPOCHS` epochs), the evaluation and the bound (measured: runs stop
+    after 80 to 100 epochs, annealing included, at N = 300 to 10 000)."""
+    from dgp.solver import batch_loss
+
+    rng = np.random.default_rng([seed, 6])
+    t0 = time.perf_counter()
+    for _ in range(3):
+        idx, m = sampler.draw(rng)
+        Zb = rng.standard_normal((idx.size, dim))
+        Zb /= np.linalg.norm(Zb, axis=1, keepdims=True)
+        batch_loss(Zb, m, weights.log_block(idx), tau=tau, spec=spec)
+    step = (time.perf_counter() - t0) / 3
+    per_epoch = max(1, weights.n // spec.batch_size)
+    return step * (runs * TYPICAL_EPOCHS * per_epoch + (runs + 1) * (min_batches + 1000) / 2
+                   + bound_batches * 100)
 
 
 def _kept(select: list, *, full: bool) -> int:
