@@ -18,7 +18,7 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
 
 KILL_GROUP = "import os, signal\nos.killpg(0, signal.SIGKILL)\n"
 DELETE_FOLDER = ("import os, shutil, sys\nshutil.rmtree(os.path.dirname(sys.argv[2]))\n"
-                 "def loss(z, y):\n    return z.sum()\n")
+                 "raise RuntimeError('the module deleted the audit folder')\n")
 SHADOW = "raise RuntimeError('the user argparse.py was imported')\n"
 USES_ARGPARSE = ("import argparse\nraise RuntimeError('module ran with argparse from '"
                  " + ('user' if 'mods' in argparse.__file__ else 'stdlib'))\n")

@@ -41,7 +41,7 @@ def _victim_intact() -> bool:
     (("classify", "W.npy", "--tau", "0.5", "--dim", "3", "--save-gram", "G.npy"), "G.npy"),
     (("supcon", "--sizes", "5,3,2", "--tau", "0.2", "--save-prototypes", "P.csv"), "P.csv"),
     (("phase", "--objective", "y-aware", "--labels", "y.csv", "--sigma", "1", "--grid",
-      "tau=0.5,1", "--dim", "3", "--csv", "T.csv"), "T.csv"),
+      "tau=0.5,1", "--dim", "3", "--no-excess", "--csv", "T.csv"), "T.csv"),
 ])
 def test_a_link_planted_at_a_temporary_name_is_never_followed(files, cli, argv, out):
     _plant(out)
