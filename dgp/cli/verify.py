@@ -23,6 +23,7 @@ EXPERIMENTS = (
     "soft-supcon-tau",
     "continuous-labels",
     "controls",
+    "sample-batch",
 )
 
 
@@ -33,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Train CNNs with mini-batches (several seeds, held-out images) and test dgp's "
             "predictions against the alternatives they compete with: supcon-imbalance, "
-            "batch-size, soft-supcon-tau, continuous-labels, controls, or all. --quick: "
+            "batch-size, soft-supcon-tau, continuous-labels, controls, sample-batch, or all. "
+            "--quick: "
             "scikit-learn digits on CPU; full mode: 5000 MNIST digits (mnist extra), meant for "
             "a GPU."
         ),
@@ -117,6 +119,8 @@ _COLUMNS = {
     "soft-supcon-tau": ("heldout_mean_cosine", "heldout_cosine_spread", "gram_rms_error"),
     "continuous-labels": ("heldout_procrustes_r2", "heldout_label_procrustes_r2", "knn_r2"),
     "controls": ("heldout_gram_rms_error", "heldout_procrustes_r2", "knn_r2"),
+    "sample-batch": ("heldout_procrustes_r2", "heldout_full_batch_procrustes_r2",
+                     "loss_excess"),
 }
 _SHORT = {
     "gram_rms_error": "train err",
@@ -130,6 +134,7 @@ _SHORT = {
     "heldout_procrustes_r2": "held r2 pred",
     "heldout_label_procrustes_r2": "held r2 lab",
     "knn_r2": "kNN R2",
+    "heldout_full_batch_procrustes_r2": "held r2 full",
 }
 
 
@@ -147,6 +152,9 @@ _LEGEND = {
                          "prediction / the labels' own geometry; kNN R2: of the held-out label.",
     "controls": "held err: RMS distance of the held-out prototype Gram to the prediction; held "
                 "r2: held-out Procrustes r2 against it; kNN R2: of the held-out label.",
+    "sample-batch": "held r2 pred / held r2 full: held-out Procrustes r2 against the "
+                    "expected-batch / full-batch prediction; excess: the runs' expected batch "
+                    "loss above the prediction's (nats/anchor, fresh batches).",
 }
 
 
@@ -212,7 +220,11 @@ def verdict_lines(report: dict[str, Any]) -> list[str]:
             lines.append(_comparison(f"{c['tau_over_tau_star']:g} tau* vs simplex", c))
     elif name == "continuous-labels":
         for c in sup["per_objective"]:
-            lines.append(_comparison(f"{c['condition']} vs labels", c))
+            vs = c.get("compared_with", "labels")
+            lines.append(_comparison(f"{c['condition']} vs {vs}", c))
+    elif name == "sample-batch":
+        for c in sup["per_condition"]:
+            lines.append(_comparison(f"{c['condition']}: expected vs full batch", c))
     elif name == "controls":
         for setting, per in sup.items():
             if isinstance(per, dict):

@@ -29,6 +29,11 @@ report says which one the runs support, with the criterion used.
 ``controls``
     Noise inputs (the free-point regime: an encoder can memorise them, nothing transfers), an
     untrained encoder and raw pixels, scored like the trained image runs.
+``sample-batch``
+    A sample-level weighting (y-Aware's kernel of the rotation angle, on no sphere) on 2000
+    rotated MNIST digits in batches of 256: the expected-batch prediction
+    (:func:`dgp.optimum` with ``batch_size`` and ``dim``) against the full-batch one, where
+    their expected batch losses differ beyond noise, and the same on noise inputs.
 
 **Evidence that can fail** (:mod:`~dgp.torch.experiments.statistics`):
 
@@ -74,6 +79,7 @@ from dgp.torch.experiments.batches import BATCH_SIZES, batch_size, steps_for_bat
 from dgp.torch.experiments.continuous import continuous_labels
 from dgp.torch.experiments.control_inputs import controls
 from dgp.torch.experiments.imbalance import supcon_imbalance
+from dgp.torch.experiments.sample_batch import sample_batch
 from dgp.torch.experiments.scoring import (
     gram_embedding,
     loss_excess,
@@ -105,6 +111,7 @@ __all__ = [
     "regular_simplex",
     "run_all",
     "run_experiment",
+    "sample_batch",
     "soft_supcon_tau",
     "steps_for_batch",
     "summarise",
@@ -120,6 +127,7 @@ EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
     "soft-supcon-tau": soft_supcon_tau,
     "continuous-labels": continuous_labels,
     "controls": controls,
+    "sample-batch": sample_batch,
 }
 
 
@@ -169,7 +177,9 @@ def applicable(name: str, data: datasets.Dataset | None) -> str | None:
     """Why experiment ``name`` cannot run on ``data`` (None when it can)."""
     if data is None:
         return None
-    if name == "continuous-labels":
+    if name in ("continuous-labels", "sample-batch"):
+        if name == "sample-batch" and not data.images:
+            return "needs images to rotate"
         if data.classes and not data.images:
             return "needs continuous labels, or images to rotate"
         return None

@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from dgp.classification import classify
 from dgp.errors import InputError
 from dgp.metrics import entropic_gap, procrustes_r2, similarity_r2
 from dgp.objectives import registry
+from dgp.solver import SampleBatches
 from dgp.torch._compat import require_torch
 from dgp.weights import objective_weights
 
@@ -30,6 +32,12 @@ from dgp.torch.experiments.base import (  # noqa: E402
     image_source,
     seeds_for,
     train_run,
+)
+from dgp.torch.experiments.expected_batch import (  # noqa: E402
+    SamplePrediction,
+    nearest_label_rows,
+    paired_losses,
+    sample_prediction,
 )
 from dgp.torch.experiments.scoring import (  # noqa: E402
     PROCRUSTES_PERMUTATIONS,
@@ -215,6 +223,7 @@ def continuous_run(
     progress: bool | None,
     cache: dict | None,
     data_id: int,
+    batch_prediction: bool = False,
 ) -> tuple[dict[str, Any], RunArtifacts]:
     """One run scored against its prediction and against the labels' own geometry
     (:func:`label_geometry`), on training and held-out samples; the held-out comparison is
@@ -226,11 +235,33 @@ def continuous_run(
     params = rec.own_params({"sigma": sigma, "label_tau": label_tau})
     sim = rec.similarity
     W = objective_weights(objective, cd.y, **params)
-    U, info = continuous_prediction(W, similarity=sim, tau=tau, dim=budget.dim)
-    Ut, info_t = continuous_prediction(
-        objective_weights(objective, cd.y_test, **params), similarity=sim, tau=tau,
-        dim=budget.dim
-    )
+    B = min(budget.batch_size, cd.y.shape[0])
+    pred: SamplePrediction | None = None
+    if batch_prediction:
+        # the prediction for the trainer's batches (DESIGN §13), the full-batch optimum in d as
+        # its alternative; held-out samples predicted at their nearest training label
+        from dgp.problem import Problem
+
+        problem = Problem(objective=objective, labels=cd.y, tau=tau, **params)
+        pred = cached_prediction(cache, ("continuous-prediction", objective, label_tau, tau,
+                                         budget.dim, B, data_id, cd.y.tobytes()),
+                                 lambda: sample_prediction(problem, dim=budget.dim,
+                                                           batch_size=B, seed=seed))
+        res = classify(W, similarity=sim, tau=tau, dim=budget.dim)
+        U = pred.batch
+        near = nearest_label_rows(cd.y, cd.y_test)
+        Ut, Ft = pred.batch[near], pred.full[near]
+        info = {"verdict": res.verdict, "rank": res.rank,
+                "prediction": (f"dgp.optimum(dim={budget.dim}, batch_size={B}): the "
+                               "expected-batch optimum"),
+                "batch_prediction": pred.info}
+        info_t = {"verdict": res.verdict}
+    else:
+        U, info = continuous_prediction(W, similarity=sim, tau=tau, dim=budget.dim)
+        Ut, info_t = continuous_prediction(
+            objective_weights(objective, cd.y_test, **params), similarity=sim, tau=tau,
+            dim=budget.dim
+        )
     A, At = label_geometry(cd.y, sim), label_geometry(cd.y_test, sim)
     X, X_test = cd.X, cd.X_test
     if inputs == "noise":
@@ -253,13 +284,39 @@ def continuous_run(
         )
     Z = unit_rows(run.Z) if sim == "cosine" else run.Z
     Zt = unit_rows(run.Z_test) if sim == "cosine" else run.Z_test
-    L, anchors = batch_losses(
-        [run.Z, U, A], np.arange(cd.y.shape[0]), indexed_loss(loss_fn, W),
-        batch_size=min(budget.batch_size, cd.y.shape[0]), batches=budget.mc_batches,
-        seed=10_000 + seed,
-    )
-    excess, se = per_anchor_difference(L[0], L[1], anchors)
-    delta, delta_se = per_anchor_difference(L[2], L[1], anchors)
+    extra: dict[str, Any] = {}
+    if pred is not None:
+        # every loss on the same fresh batches (a stream of its own), nats per anchor
+        est = paired_losses([Z, U, A, pred.full], pred, SampleBatches(cd.y.shape[0], B),
+                            seed=[seed, 10_000])
+        excess, se = _paired(est[0], est[1])
+        delta, delta_se = _paired(est[2], est[1])
+        fdelta, fdelta_se = _paired(est[3], est[1])
+        final = float(est[0].mean)
+        extra = {
+            "prediction_half_width": pred.half_width,
+            "prediction_kept_full_batch": pred.info["kept_full_batch"],
+            "prediction_identifiable": (pred.info["identifiability"] or {}).get("identifiable"),
+            "evaluation_batches": int(est[0].batches),
+        }
+        full_cmp = {
+            "delta": fdelta,
+            "delta_se": fdelta_se,
+            "same_point": bool(pred.info["kept_full_batch"]),
+            "train": {"dist_prediction": 1 - procrustes_r2(Z, U),
+                      "dist_alternative": 1 - procrustes_r2(Z, pred.full),
+                      "advantage": procrustes_r2(Z, U) - procrustes_r2(Z, pred.full)},
+            "heldout": procrustes_null(Zt, Ut, Ft, permutations=PROCRUSTES_PERMUTATIONS,
+                                       seed=21_000 + seed),
+        }
+    else:
+        L, anchors = batch_losses(
+            [run.Z, U, A], np.arange(cd.y.shape[0]), indexed_loss(loss_fn, W),
+            batch_size=B, batches=budget.mc_batches, seed=10_000 + seed,
+        )
+        excess, se = per_anchor_difference(L[0], L[1], anchors)
+        delta, delta_se = per_anchor_difference(L[2], L[1], anchors)
+        final = float(L[0].mean() / anchors.mean())
     probe, knn = probes(Z, cd.y, Zt, cd.y_test)
     r2_p, r2_a = procrustes_r2(Z, U), procrustes_r2(Z, A)
     conv = plateau(run.losses) if trained else None
@@ -288,9 +345,10 @@ def continuous_run(
         "heldout_label_procrustes_r2": procrustes_r2(Zt, At),
         "probe_r2": probe,
         "knn_r2": knn,
-        "final_loss": float(L[0].mean() / anchors.mean()),
+        "final_loss": final,
         "loss_excess": excess,
         "loss_excess_se": se,
+        **extra,
         "comparisons": {
             "labels": {
                 "delta": delta,
@@ -302,13 +360,35 @@ def continuous_run(
             }
         },
         "heldout_noise": None,
+        "heldout_prediction": ("nearest training label" if pred is not None
+                               else "optimum of the held-out labels"),
         "converged": conv.converged if conv is not None else None,
         "plateau": conv.to_dict() if conv is not None else None,
         "steps": run.steps,
         "train_seconds": run.seconds,
     }
+    if pred is not None:
+        out["comparisons"]["full-batch"] = full_cmp
+        out["full_batch_procrustes_r2"] = procrustes_r2(Z, pred.full)
+        out["heldout_full_batch_procrustes_r2"] = procrustes_r2(Zt, Ft)
     art = RunArtifacts("continuous-labels", condition, Z, U, sim, cd.y)
     return out, art
+
+
+def _paired(a: Any, b: Any) -> tuple[float, float]:
+    """Mean and standard error of ``a - b`` over the same batches (two
+    :class:`dgp.solver.Estimate`)."""
+    d = a.values - b.values
+    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
+
+
+def cached_prediction(cache: dict | None, key: tuple, make: Any) -> SamplePrediction:
+    """A prediction shared by runs on the same labels (the noise control and the images)."""
+    if cache is None:
+        return make()
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
 
 
 def indexed_loss(loss_fn: WInfoNCELoss, W: np.ndarray) -> WInfoNCELoss:
@@ -377,7 +457,7 @@ def continuous_labels(
                 subset(cd, *small) if on_subset else cd,
                 condition=cond, objective=objective, inputs=inputs, tau=tau, sigma=sigma,
                 label_tau=label_tau, budget=budget, seed=s, device=dev, progress=progress,
-                cache=cache, data_id=id(data),
+                cache=cache, data_id=id(data), batch_prediction=on_subset,
             )
             runs.append(rec)
             if s == seeds[0]:
@@ -415,12 +495,19 @@ def _continuous_verdict(runs: list[dict[str, Any]]) -> dict[str, Any]:
         v = decide(group, "labels", _NAMES)
         if same:
             v = {**v, "supports": "coincide", "why": "prediction = labels' geometry"}
+        if group[0].get("prediction_half_width") is not None:
+            v = not_pinned(v, group)
         per.append({"condition": cond, "verdict": group[0]["verdict"],
                     "label_geometry": group[0]["label_geometry"], **v})
+        if "full-batch" in group[0]["comparisons"]:
+            per.append({"condition": cond, "verdict": group[0]["verdict"],
+                        "label_geometry": group[0]["label_geometry"],
+                        **batch_vs_full(group)})
     per = holm(per)
     wins = {d["supports"] for d in per} - {"coincide", "uninformative", "undecided"}
-    overall = ("against" if "against" in wins or "labels' geometry" in wins
-               else "prediction" if wins == {"prediction"} else "mixed" if wins else "undecided")
+    overall = ("against" if wins & {"against", "labels' geometry", "full-batch"}
+               else "prediction" if wins <= {"prediction", "expected-batch"} and wins
+               else "mixed" if wins else "undecided")
     return {
         "criterion": (
             "per objective: held-out Procrustes r^2 against the prediction minus that against "
@@ -428,8 +515,51 @@ def _continuous_verdict(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "(Student t, 95%, Holm over the objectives); 'coincide' where the two references "
             "are the same, 'uninformative' where their expected batch losses differ by less "
             "than what training resolves, 'against' where the loss prefers the labels' "
-            "geometry or the runs beat the prediction's loss"
+            "geometry or the runs beat the prediction's loss. Inconsistent conditions (X-CLR "
+            "mismatched, y-Aware off the sphere): the prediction is the expected-batch optimum "
+            "at the trainer's batch size and dimension (dgp.optimum with batch_size and dim), "
+            "compared also with the full-batch optimum in d (alternative 'full-batch', the same "
+            "held-out statistic); every loss on the same fresh batches, nats per anchor; the "
+            "runs beat the prediction only when the median run's excess is below -(the "
+            "prediction's 95% half-width + 1.96 paired standard errors); 'uninformative' where "
+            "the loss does not pin the prediction's arrangement (near-optimal solutions of "
+            "other seeds differ)"
         ),
         "per_objective": per,
         "supports": overall,
     }
+
+
+#: the names of the two predictions of an inconsistent condition
+BATCH_NAMES = ("expected-batch", "full-batch")
+
+
+def not_pinned(v: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, Any]:
+    """A held-out geometry verdict demoted to ``uninformative`` where the loss does not pin the
+    prediction's arrangement (:attr:`dgp.BatchOptimum.identifiability`: near-optimal
+    solutions of other seeds differ in their pairwise cosines), on any seed's labels. Loss
+    verdicts (``against``) stand."""
+    free = [r["seed"] for r in group if r.get("prediction_identifiable") is False]
+    out = {**v, "arrangement_pinned_seeds": len(group) - len(free)}
+    if free and v["supports"] not in ("against", "coincide", "uninformative"):
+        out["supports"] = "uninformative"
+        out["why"] = (f"the loss does not pin the predicted arrangement (seeds {free}: "
+                      "near-optimal solutions differ in their pairwise cosines), so no "
+                      f"geometry can decide; held-out verdict would be {v['supports']}")
+    return out
+
+
+def batch_vs_full(group: list[dict[str, Any]]) -> dict[str, Any]:
+    """The expected-batch prediction against the full-batch one over a condition's runs
+    (:func:`~dgp.torch.experiments.statistics.decide`), ``coincide`` where dgp kept the
+    full-batch optimum as its batch prediction in every seed (no stochastic run did better
+    beyond noise: the two are one point)."""
+    v = decide(group, "full-batch", BATCH_NAMES)
+    if all(r["comparisons"]["full-batch"].get("same_point") for r in group):
+        v = {**v, "supports": "coincide",
+             "why": ("dgp kept the full-batch optimum as the expected-batch prediction in "
+                     "every seed (no stochastic run beat it beyond noise): one point")}
+    else:
+        v = not_pinned(v, group)
+    return {**v, "compared_with": "full-batch"}
+

@@ -24,6 +24,7 @@ __all__ = [
     "CONFIDENCE",
     "PLATEAU_RTOL",
     "PLATEAU_WINDOW",
+    "Z95",
     "Plateau",
     "change_point",
     "compare",
@@ -46,6 +47,8 @@ __all__ = [
 
 #: two-sided confidence of every paired verdict (Student's t over seeds)
 CONFIDENCE = 0.95
+#: the two-sided 95% normal quantile (a run's paired excess over a batch prediction)
+Z95 = 1.959963984540054
 #: convergence: the last ``PLATEAU_WINDOW`` of the steps against the window before it
 PLATEAU_WINDOW = 0.1
 #: convergence: a relative decrease of the mean training loss below this counts as stopped
@@ -219,7 +222,8 @@ def compare(runs: Sequence[dict[str, Any]], advantage: Callable[[dict[str, Any]]
 
 def identifiability(delta: Sequence[float], delta_se: Sequence[float],
                     final_losses: Sequence[float], learned_excess: Sequence[float],
-                    learned_excess_se: Sequence[float] | None = None) -> dict[str, Any]:
+                    learned_excess_se: Sequence[float] | None = None,
+                    prediction_half_width: Sequence[float] | None = None) -> dict[str, Any]:
     r"""Whether a comparison is informative, and which way the loss leans.
 
     ``delta`` (per run) is :math:`\Delta = \mathbb E_b[L_b(A)] - \mathbb E_b[L_b(P)]` per anchor,
@@ -236,6 +240,13 @@ def identifiability(delta: Sequence[float], delta_se: Sequence[float],
     expected batch loss is below the prediction's by more than three standard errors (the
     prediction is not the optimum of what training minimises). ``final_losses`` (each run's
     expected batch loss per anchor) are reported; their spread includes the batches' noise.
+
+    A prediction found on sampled batches (:class:`dgp.BatchOptimum`) carries the 95% interval
+    of its own expected loss, measured on batches its optimiser never saw; give its half-width
+    per run as ``prediction_half_width``. The runs then beat the prediction only beyond that
+    interval: the median run's excess must be below ``-(half_width + Z95 * se)`` (``se`` the
+    median paired standard error of the runs' excess), so that neither the prediction's own
+    sampling error nor the runs' can make it ``against``.
 
     >>> identifiability([0.02] * 3, [1e-4] * 3, [1.0, 1.003, 1.0], [1e-3, 2e-3, 1.5e-3]
     ...                 )["informative"]
@@ -256,7 +267,16 @@ def identifiability(delta: Sequence[float], delta_se: Sequence[float],
     ex_se = (float(np.median(learned_excess_se)) if learned_excess_se is not None
              and len(learned_excess_se) else float("nan"))
     median = float(np.median(ex)) if ex.size else float("nan")
-    beaten = bool(math.isfinite(ex_se) and median < -3.0 * max(ex_se, SCALE_FLOOR))
+    hw = (float(np.median(prediction_half_width)) if prediction_half_width is not None
+          and len(prediction_half_width) else None)
+    if hw is None:
+        beat_by = 3.0 * max(ex_se, SCALE_FLOOR) if math.isfinite(ex_se) else float("nan")
+        rule = "median run excess below -3 standard errors"
+    else:
+        beat_by = hw + Z95 * ex_se if math.isfinite(ex_se) else float("nan")
+        rule = ("median run excess below -(the prediction's 95% half-width + 1.96 paired "
+                "standard errors)")
+    beaten = bool(math.isfinite(beat_by) and median < -beat_by)
     return {
         "delta": mean,
         "delta_se": se,
@@ -270,6 +290,9 @@ def identifiability(delta: Sequence[float], delta_se: Sequence[float],
         "informative": informative,
         "loss_prefers": prefers,
         "runs_beat_prediction": beaten,
+        "beat_threshold": beat_by,
+        "beat_rule": rule,
+        "prediction_half_width": hw,
         "units": "nats per anchor",
     }
 
@@ -435,6 +458,8 @@ def decide(runs: Sequence[dict[str, Any]], alternative: str, names: tuple[str, s
         [c["delta"] for c in comps], [c["delta_se"] for c in comps],
         [r["final_loss"] for r in runs], [r["loss_excess"] for r in runs],
         [r.get("loss_excess_se", float("nan")) for r in runs],
+        ([r["prediction_half_width"] for r in runs]
+         if runs and all(r.get("prediction_half_width") is not None for r in runs) else None),
     )
     heldout = compare(runs, lambda r: r["comparisons"][alternative]["heldout"]["advantage"], names)
     heldout["distance"] = comps[0]["heldout"]["distance"] if comps else None
@@ -451,8 +476,9 @@ def decide(runs: Sequence[dict[str, Any]], alternative: str, names: tuple[str, s
     why = None
     if ident["runs_beat_prediction"]:
         supports = "against"
-        why = ("the runs reach a lower expected batch loss than the prediction: it is not the "
-               "optimum of what training minimises")
+        why = ("the runs reach a lower expected batch loss than the prediction (median excess "
+               f"{ident['learned_excess']:.2g} < -{ident['beat_threshold']:.2g} nats/anchor, "
+               f"{ident['beat_rule']}): it is not the optimum of what training minimises")
     elif ident["loss_prefers"] == "alternative":
         supports = "against"
         why = "the alternative has the lower expected batch loss of the two"
