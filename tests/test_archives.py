@@ -120,6 +120,7 @@ def test_sparse_shape_of_floats_names_the_shape_member(tmp_path, cli, monkeypatc
     assert "member 'shape' of the archive holds float64 numbers; it must hold integers" in r.err
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
 def test_verify_data_refuses_a_damaged_archive_before_reading(tmp_path, damage):
     pytest.importorskip("torch")
@@ -135,6 +136,7 @@ def test_verify_data_refuses_a_damaged_archive_before_reading(tmp_path, damage):
     assert not isinstance(info.value, MemoryError)
 
 
+@pytest.mark.torch
 def test_verify_data_cli_exit_2(tmp_path, cli, monkeypatch):
     pytest.importorskip("torch")
     monkeypatch.chdir(tmp_path)
