@@ -712,7 +712,7 @@ ASSIGNMENTS = ("identity", "hungarian")
 def _target_rows(targets: object) -> np.ndarray:
     """``M x d`` unit rows from a :class:`dgp.Prototypes` result, an array or a tensor."""
     if isinstance(targets, Prototypes):
-        rows = targets.factor if targets.factor is not None else targets.embedding
+        rows = targets.prototypes  # K x dim (K x rank without dim), the saved fixed targets
     elif isinstance(targets, torch.Tensor):
         rows = targets.detach().cpu().double().numpy()
     else:
@@ -800,9 +800,10 @@ class TargetedSupConLoss(torch.nn.Module):
     Parameters
     ----------
     targets : array_like (M, d), Tensor, dgp.Prototypes or None
-        Target vectors (rows normalised here); ``M >= K`` classes. A :class:`dgp.Prototypes`
-        result gives its ``factor`` (with ``dim``) or ``embedding``; its width must be the
-        embeddings' ``d``.
+        Target vectors (rows normalised here); ``M >= K`` classes; their width must be the
+        embeddings' ``d``. A :class:`dgp.Prototypes` result gives its ``prototypes`` (what
+        ``dgp supcon --save-prototypes`` saves: ``K x dim``, or ``K x rank`` without ``dim``,
+        then zero-padded to the embeddings' width, which keeps the Gram).
     tau, temperature : float
         Temperature ``> 0`` (``temperature`` is pytorch-metric-learning's name).
     assignment : None, "identity", "hungarian" or sequence of int
@@ -876,11 +877,15 @@ class TargetedSupConLoss(torch.nn.Module):
                 raise ParameterError("assignment", "needs targets (targets=None is plain SupCon)")
             self.register_buffer("targets", None)
             self.register_buffer("assignment", None)
+            self.pad_targets = False
             self.assignment_method = "none"
             return
         T = _target_rows(targets)
         M = T.shape[0]
         self.register_buffer("targets", torch.as_tensor(T, dtype=torch.float64))  # cast per batch
+        # a prediction in free dimension has rank-wide rows: zero-padded to the embeddings' width
+        # (the same Gram), as R^rank sits in R^d
+        self.pad_targets = isinstance(targets, Prototypes)
         if num_classes is not None:
             num_classes = check_int(num_classes, "num_classes", minimum=1, maximum=M)
         if isinstance(assignment, str):
@@ -933,6 +938,7 @@ class TargetedSupConLoss(torch.nn.Module):
             raise InputError("there are no targets to assign (targets=None)")
         Z = _as_embeddings(embeddings).detach()
         y = self._labels(labels, Z)
+        self._fit_width(Z)
         K = self.num_classes
         H = torch.nn.functional.normalize(Z.double(), dim=1).cpu()
         sums = torch.zeros(K, H.shape[1], dtype=H.dtype).index_add_(0, y.cpu(), H)
@@ -944,6 +950,15 @@ class TargetedSupConLoss(torch.nn.Module):
         a = hungarian_assignment(sums.numpy(), self.targets.detach().cpu().double().numpy())
         self.assignment = torch.as_tensor(a, dtype=torch.long, device=self.targets.device)
         return self.assignment
+
+    def _fit_width(self, Z: Tensor) -> None:
+        """Zero-pad a prediction's narrower targets to the embeddings' width, or refuse."""
+        w, d = self.targets.shape[1], Z.shape[1]
+        if w < d and self.pad_targets:
+            self.targets = torch.nn.functional.pad(self.targets, (0, d - w))
+        elif w != d:
+            raise InputError(f"embeddings have width {d}, the targets {w} (give targets of the "
+                             "embeddings' dimension, e.g. supcon_prototypes(..., dim=d))")
 
     def _labels(self, labels: Tensor, Z: Tensor) -> Tensor:
         y = _class_labels(labels).reshape(-1)
@@ -983,9 +998,7 @@ class TargetedSupConLoss(torch.nn.Module):
             W = (y[:, None] == y[None, :]).to(Z.dtype)
             return winfonce(Z, W, tau=self.tau, reduction=self.reduction,
                             empty_rows=self.empty_rows)
-        if Z.shape[1] != self.targets.shape[1]:
-            raise InputError(f"embeddings have width {Z.shape[1]}, the targets "
-                             f"{self.targets.shape[1]}")
+        self._fit_width(Z)
         if self.assignment is None:  # "hungarian", not assigned yet: the first full batch does
             if int(torch.unique(y).numel()) < self.num_classes:
                 raise InputError("assignment='hungarian' is not computed yet and this batch "
