@@ -37,17 +37,30 @@ _EXPORTS = {
 # ``dgp.optima`` (a package attribute named like a submodule would be overwritten by the import
 # system as soon as the submodule loads, so no public name shares a submodule's name).
 _SUBMODULES = (
+    "classification",
+    "constants",
     "design",
+    "display",
     "engine",
     "errors",
     "geometry",
+    "infonce",
     "io",
     "metrics",
+    "mplfigure",
     "objectives",
     "optima",
     "plots",
+    "problem",
+    "prototypes",
+    "records",
+    "result",
+    "solver",
+    "spec",
     "strategies",
     "symbolic",
+    "tolerance",
+    "torch",
     "weights",
 )
 
