@@ -39,6 +39,7 @@ from dgp.infonce import SIMILARITIES
 from dgp.tolerance import DEFAULT_POLICY, DEFAULT_RTOL
 
 __all__ = [
+    "GEOMETRY_MANY_CLASSES",
     "INSTALL_HINT",
     "MAX_PLOT_N",
     "c_family_grid",
@@ -308,6 +309,44 @@ def _label_3d_axes(
     ax.tick_params(labelsize=7, pad=0)
 
 
+#: above this many classes :func:`prototype_geometry` draws a size-sorted heat map and the
+#: cosines against the sizes instead of an MDS picture
+GEOMETRY_MANY_CLASSES = 12
+
+
+def _many_classes_geometry(G: np.ndarray, sizes: object | None, title: str | None):
+    """:func:`prototype_geometry` for many classes (see its notes)."""
+    K = G.shape[0]
+    n = None if sizes is None else np.asarray(sizes, dtype=float)
+    if n is not None and n.shape != (K,):
+        raise InputError(f"sizes must have {K} entries (one per row of gram), got {n.shape}")
+    order = np.arange(K) if n is None else np.argsort(-n, kind="stable")
+    S = G[np.ix_(order, order)].copy()
+    off = ~np.eye(K, dtype=bool)
+    np.fill_diagonal(S, np.nan)  # the unit diagonal would swamp the scale
+    fig = new_figure(10.5, 4.4)
+    ax = fig.add_subplot(1, 2, 1)
+    rows = np.where(off, G, np.nan)
+    x = np.arange(1, K + 1) if n is None else n
+    ax.scatter(x, np.nanmax(rows, axis=1), s=12, color="C3", label="nearest other class")
+    ax.scatter(x, np.nanmean(rows, axis=1), s=12, color="C0", label="mean over the others")
+    if n is not None and n.min() > 0:
+        ax.set_xscale("log")
+    ax.set_xlabel("class size" if n is not None else "class", fontsize=9)
+    ax.set_ylabel("cosine to the other prototypes", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.set_title(f"each of the {K} classes", fontsize=10)
+    axh = fig.add_subplot(1, 2, 2)
+    axh.set_xlabel("class (largest first)" if n is not None else "class", fontsize=9)
+    axh.set_ylabel("class (largest first)" if n is not None else "class", fontsize=9)
+    vmax = float(np.abs(G[off]).max())
+    _heatmap(fig, axh, S, title="cosines between prototypes (scale fitted to them)",
+             vmax=vmax, annotate=False)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig
+
+
 def prototype_geometry(
     gram: object,
     *,
@@ -344,8 +383,18 @@ def prototype_geometry(
     Returns
     -------
     matplotlib.figure.Figure
+
+    Notes
+    -----
+    Above ``GEOMETRY_MANY_CLASSES`` classes (K = 100 to 1000 in long-tailed sets) a 3-D picture
+    is a blob: the figure shows instead the heat map of the cosines with the classes sorted by
+    size (largest first) and a colour scale fitted to the off-diagonal cosines (the diagonal
+    is left blank), beside each class's nearest and mean cosine to the others against its size
+    (log scale): where the tail classes lean together, if they do.
     """
     G = np.asarray(gram, dtype=float)
+    if G.ndim == 2 and G.shape[0] == G.shape[1] and G.shape[0] > GEOMETRY_MANY_CLASSES:
+        return _many_classes_geometry(G, sizes, title)
     X3, lam = mds(G, 3)
     rank = DEFAULT_POLICY.rank(lam)
     dim = (2 if rank <= 2 else 3) if dim is None else int(dim)
