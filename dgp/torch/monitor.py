@@ -43,7 +43,9 @@ Definitions (class ``c`` has :math:`n_c` samples seen, :math:`N = \sum_c n_c`):
   SupCon at the prediction's ``tau``, the collapsed configuration of the prediction's sizes) of
   the learned Gram :math:`\hat G` minus that of the prediction, per anchor (divided by
   :math:`N = \sum n_c`), beside ``predicted_loss``. It is what the loss pins in every regime:
-  a run whose ``loss_gap`` is near 0 has reached the prediction's loss, whatever its cosines;
+  a run whose ``loss_gap`` is near 0 has reached the prediction's loss, whatever its cosines.
+  Both are full-batch class-level losses, also for a mini-batch prediction (whose gap can then
+  be negative: a run nearer the full-batch optimum than the batch prediction is);
 - invariants (class shares :math:`w_c = n_c / N` of the prediction, :math:`1/K` without sizes):
   ``spectrum_gap``, the largest difference between the top ``SPECTRUM_TOP`` eigenvalues of
   :math:`\sum_c w_c \hat\mu_c \hat\mu_c^\top` and of the prediction's, relative to the
