@@ -15,12 +15,12 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-from dgp.torch.experiments import continuous as C  # noqa: E402
-from dgp.torch.experiments.sample_batch import (  # noqa: E402
+from dgp.torch.experiments import continuous as C
+from dgp.torch.experiments import statistics as S
+from dgp.torch.experiments.sample_batch import (
     SAMPLE_BATCH,
     sample_batch_verdict,
 )
-from dgp.torch.experiments import statistics as S  # noqa: E402
 
 
 def _run(seed, *, advantage, delta=0.02, delta_se=2e-4, excess=1e-4, excess_se=1e-4,

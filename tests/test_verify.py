@@ -174,10 +174,20 @@ def test_continuous_labels_off_the_sphere(monkeypatch):
         assert r["verdict"] == "realizable" and r["label_geometry"] == "segment"
         assert r["knn_r2"] > 0.5
     for r in runs["y-aware-off-sphere"]:
-        # labels on no sphere: no cosine embedding attains y-Aware's bound (theorem 13)
-        assert r["verdict"] == "inconsistent" and "dim=16" in r["prediction"]
-        assert r["n_train"] == 80 and r["optimum_excess_loss"] > 0
-    per = {d["condition"]: d for d in exp.report["supports"]["per_objective"]}
+        # labels on no sphere: no cosine embedding attains y-Aware's bound (theorem 13); the
+        # prediction is the expected-batch optimum at the trainer's batch size and dimension,
+        # with a held-out interval, and the full-batch optimum in d is its alternative
+        assert r["verdict"] == "inconsistent" and "dim=16, batch_size=64" in r["prediction"]
+        bp = r["batch_prediction"]
+        lo, hi = bp["interval"]
+        assert r["n_train"] == 80 and lo <= bp["expected_loss"] <= hi
+        assert r["prediction_half_width"] == pytest.approx((hi - lo) / 2)
+        assert "full-batch" in r["comparisons"] and r["heldout_prediction"] == (
+            "nearest training label")
+    both = exp.report["supports"]["per_objective"]
+    assert [d.get("compared_with") for d in both if d["condition"] == "y-aware-off-sphere"] == [
+        None, "full-batch"]
+    per = {d["condition"]: d for d in both if "compared_with" not in d}
     assert set(per) == set(keep)
     for d in per.values():
         assert "identifiability" in d and d["heldout"]["all_runs"]["n"] == 3
@@ -270,6 +280,10 @@ def test_all_json_unconverged_runs_are_shown_and_the_results_page(monkeypatch, t
     tiny = dataclasses.replace(E.QUICK, seeds=2, steps=5, steps_continuous=5, mc_batches=4)
     monkeypatch.setitem(E.MODES, "quick", tiny)
     monkeypatch.setitem(C.OPTIMUM_SAMPLES, "quick", (24, 12))
+    from dgp.torch.experiments.sample_batch import SAMPLE_BATCH
+
+    monkeypatch.setitem(SAMPLE_BATCH, "quick", dataclasses.replace(
+        SAMPLE_BATCH["quick"], n_train=100, n_test=40))
     run = cli("verify", "all", "--quick", "--device", "cpu", "--json", "--out", tmp_path,
               "--taus", "0.5,1,1.5")
     assert run.code == 0

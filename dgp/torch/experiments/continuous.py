@@ -237,7 +237,7 @@ def continuous_run(
     W = objective_weights(objective, cd.y, **params)
     B = min(budget.batch_size, cd.y.shape[0])
     pred: SamplePrediction | None = None
-    if batch_prediction:
+    if batch_prediction and B < cd.y.shape[0]:
         # the prediction for the trainer's batches (DESIGN §13), the full-batch optimum in d as
         # its alternative; held-out samples predicted at their nearest training label
         from dgp.problem import Problem

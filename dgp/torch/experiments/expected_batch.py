@@ -142,10 +142,23 @@ def sample_prediction(problem: Any, *, dim: int, batch_size: int, seed: int) -> 
         raise InputError(f"batch_size must be in [2, {n - 1}] for a batch prediction, "
                          f"got {batch_size}")
     t0 = time.monotonic()
-    res = dgp.optimum(problem, dim=dim, batch_size=batch_size, seed=seed, replicates=1,
-                      progress=False)
+    if n <= DGP_FULL_BATCH_MAX_N:
+        # the dense weights: dgp's labels path at this size fails in its full-batch candidate
+        # (a default search budget left unset); the weights path is the same problem
+        from dgp.optima import quotient
+
+        W = problem.solver_weights()
+        rows = quotient(W).labels
+        res = dgp.optimum(W, tau=problem.tau, dim=dim, batch_size=batch_size, seed=seed,
+                          replicates=1, progress=False)
+    else:
+        rows = np.arange(n)
+        res = dgp.optimum(problem, dim=dim, batch_size=batch_size, seed=seed, replicates=1,
+                          progress=False)
     t_batch = time.monotonic() - t0
-    P = _unit(res.embedding)
+    # a BatchOptimum has one row per point of the weights' quotient; an Optimum one per sample
+    P = _unit(np.asarray(res.embedding)[rows] if isinstance(res, dgp.BatchOptimum)
+              else res.embedding)
     source = problem.batch_source()
     batch = getattr(res, "batch", None)
     if isinstance(res, dgp.BatchOptimum):
@@ -177,7 +190,7 @@ def sample_prediction(problem: Any, *, dim: int, batch_size: int, seed: int) -> 
                 "expected_loss": None if batch is None else float(res.loss)}
     t1 = time.monotonic()
     if n <= DGP_FULL_BATCH_MAX_N:
-        A = _unit(dgp.optimum(problem, dim=dim, seed=seed).embedding)
+        A = _unit(np.asarray(dgp.optimum(W, tau=problem.tau, dim=dim, seed=seed).embedding))
         info["full_batch_path"] = f"dgp.optimum(dim={dim}) (rank-d search)"
     else:
         full_spec = check_batch(np.ones(n, dtype=np.int64), batch_size=n, sampler="uniform",

@@ -20,7 +20,7 @@ is that loss gap against what training resolves.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dgp.metrics import procrustes_r2
@@ -209,6 +209,9 @@ def sample_batch(
     """
     budget = budget_for(quick, budget)
     setting = SAMPLE_BATCH.get(budget.name, SAMPLE_BATCH["full"])
+    # a smaller budget (a test's) shortens the runs, never lengthens them
+    setting = replace(setting, steps=min(setting.steps, budget.steps),
+                      seeds=min(setting.seeds, budget.seeds))
     dev = resolve_device(device)
     seeds = [seed + k for k in range(setting.seeds)]
     conditions = ("images", "noise")
