@@ -132,6 +132,7 @@ def small_case():
     return W, tau, d, B, spec, exact, res
 
 
+@pytest.mark.slow  # more than about 2 s of CPU
 def test_exact_path_still_answers_where_enumerable(small_case):
     W, tau, d, B, spec, exact, _ = small_case
     assert isinstance(exact, dgp.Optimum) and exact.batch.exact
@@ -142,6 +143,7 @@ def test_exact_path_still_answers_where_enumerable(small_case):
     assert _exact_expected(_unit(Zp), W, B, tau, spec) == pytest.approx(exact.loss, rel=1e-8)
 
 
+@pytest.mark.slow  # more than about 2 s of CPU
 def test_stochastic_numbers_are_honest_on_an_enumerable_case(small_case):
     W, tau, _, B, spec, exact, res = small_case
     true = _exact_expected(res.embedding, W, B, tau, spec)
@@ -154,6 +156,7 @@ def test_stochastic_numbers_are_honest_on_an_enumerable_case(small_case):
     assert res.batch.lower_bound <= true
 
 
+@pytest.mark.slow  # more than about 2 s of CPU
 def test_optimum_dispatches_beyond_enumeration_with_the_contract_fields():
     """Above exact_max the expected-batch optimum is found on fresh batches; the JSON has the
     v4 contract's fields and is serialisable."""
@@ -180,6 +183,7 @@ def test_beyond_enumeration_needs_a_dimension():
         dgp.optimum(W, tau=0.5, batch_size=4, exact_max=10)
 
 
+@pytest.mark.slow  # more than about 2 s of CPU
 def test_scaling_w_does_not_change_the_answer():
     """Only row-normalised targets enter a batch loss: W and 2^10 W give the same numbers."""
     _, W = _soft_weights(10, seed=4)
@@ -193,6 +197,7 @@ def test_scaling_w_does_not_change_the_answer():
     assert out[0].loss == pytest.approx(out[1].loss, abs=1e-9)
 
 
+@pytest.mark.slow  # more than about 2 s of CPU
 def test_a_labels_problem_is_read_one_batch_at_a_time(monkeypatch):
     """Above the full-batch comparison's size, a problem built from labels never builds the
     N x N weights: its batches are read from the labels."""
@@ -210,6 +215,7 @@ def test_a_labels_problem_is_read_one_batch_at_a_time(monkeypatch):
     assert res.batch.lower_bound <= res.loss
 
 
+@pytest.mark.slow  # more than about 2 s of CPU
 def test_labels_and_their_dense_weights_give_the_same_prediction():
     """The labels path and the dense weights of the same objective: one batch loss, so the same
     prediction to within the intervals."""
@@ -221,6 +227,7 @@ def test_labels_and_their_dense_weights_give_the_same_prediction():
     assert abs(a.loss - b.loss) <= 2 * half
 
 
+@pytest.mark.slow  # more than about 2 s of CPU
 def test_cli_optimum_from_labels_beyond_enumeration(tmp_path, cli):
     y = np.random.default_rng(7).standard_normal((30, 2))
     path = tmp_path / "y.csv"
@@ -233,3 +240,59 @@ def test_cli_optimum_from_labels_beyond_enumeration(tmp_path, cli):
     assert d["identifiability"]["resolution"] > 0
     bad = cli("optimum", "--sigma", "1", "--tau", "0.5", "--dim", "2", path)
     assert bad.code == 2 and bad.err.startswith("error:") and "--objective" in bad.err
+
+
+def test_finite_sum_is_the_mean_over_every_subset_and_its_gradient():
+    from dgp.solver import finite_batches
+
+    _, W = _soft_weights(8, seed=8)
+    with np.errstate(divide="ignore"):
+        L = np.log(W)
+    rng = np.random.default_rng(8)
+    for spec in SPECS:
+        fb = finite_batches(L, 4, spec, tau=0.4)
+        Z = _unit(rng.standard_normal((8, 3)))
+        F, g, _ = fb.value_grad(Z)
+        ref = np.mean([batch_loss(Z[list(c)], np.ones(4), L[np.ix_(c, c)], tau=0.4, spec=spec,
+                                  gradient=False)[0]
+                       for c in itertools.combinations(range(8), 4)])
+        assert F == pytest.approx(ref, rel=1e-12)
+        E = rng.standard_normal(Z.shape)
+        h = 1e-6
+        fd = (fb.value_grad(Z + h * E, gradient=False)[0]
+              - fb.value_grad(Z - h * E, gradient=False)[0]) / (2 * h)
+        assert fd == pytest.approx(float(np.sum(g * E)), rel=1e-6)
+
+
+@pytest.mark.slow  # more than about 2 s of CPU
+def test_finite_sum_and_row_problem_reach_one_optimum(small_case):
+    """Two exact methods (the row problem of the compositions, the finite sum of every subset)
+    agree on the expected-batch optimum in R^d, and the finite sum's bound holds."""
+    from dgp.solver import finite_batches, solve_finite
+
+    W, tau, d, B, spec, exact, _ = small_case
+    with np.errstate(divide="ignore"):
+        fb = finite_batches(np.log(W), B, spec, tau=tau)
+    sol = solve_finite(fb, d, starts=[], n_random=4, seed=0)
+    assert sol.loss == pytest.approx(exact.loss, rel=1e-9)
+    assert sol.lower_bound <= sol.loss
+    assert sol.lower_bound <= exact.loss + 1e-12
+    assert sol.gradient_norm < 1e-6
+
+
+@pytest.mark.slow  # more than about 2 s of CPU
+def test_optimum_is_exact_over_every_subset_between_the_row_path_and_the_stochastic_one():
+    """C(13, 4) = 715 subsets: the finite sum; its reported loss is the exact expected value of
+    its embedding, and a stochastic run on the same problem is never better."""
+    _, W = _soft_weights(13, seed=9)
+    spec = BatchSpec(4, "uniform", None, "mean", "drop")
+    res = dgp.optimum(W, tau=0.5, dim=2, batch_size=4)
+    assert isinstance(res, dgp.BatchOptimum) and res.batch.expectation == "exact"
+    assert res.batch.batches == 715 and res.batch.interval == (res.loss, res.loss)
+    assert _exact_expected(res.embedding, W, 4, 0.5, spec) == pytest.approx(res.loss, rel=1e-12)
+    assert res.batch.lower_bound <= res.loss
+    json.dumps(res.to_dict())
+    sto = dgp.optimum(W, tau=0.5, dim=2, batch_size=4, exact_max=10, progress=False)
+    assert sto.batch.expectation == "stochastic"
+    assert _exact_expected(sto.embedding, W, 4, 0.5, spec) >= res.loss - 1e-9
+    assert sto.batch.lower_bound <= res.loss

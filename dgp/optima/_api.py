@@ -22,6 +22,7 @@ the problem is solved by Burer–Monteiro at rank ``d`` (:mod:`dgp.solver._rank`
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
@@ -41,9 +42,16 @@ from dgp.errors import (
 )
 from dgp.optima._batch import batch_prediction
 from dgp.optima._result import LossFloor, Optimum
+from dgp.optima._stochastic import (
+    BatchOptimum,
+    batch_optimum,
+    finite_batch_optimum,
+    quotient_batch_optimum,
+)
 from dgp.optima._structure import Quotient, quotient, trivial_quotient
 from dgp.resources import check_memory
 from dgp.solver import (
+    FINITE_MAX_ENTRIES,
     NO_POSITIVE,
     REDUCTIONS,
     BatchSpec,
@@ -52,7 +60,10 @@ from dgp.solver import (
     block_problem,
     check_batch,
     check_time,
+    composition_count,
     compositions,
+    enumerable,
+    factor,
     frank_wolfe_bound,
     lift_certificate,
     rank_d_cost,
@@ -72,6 +83,14 @@ __all__ = ["FREE_MAX_K", "block_loss_floor", "loss_floor", "optimum"]
 FREE_MAX_K = 500
 #: in a fixed dimension, the free optimum is also computed (as a start and a lower bound) up to
 FREE_START_MAX_K = 200
+#: the expected-batch optimum beyond enumeration is compared with the full-batch optimum in the
+#: same dimension up to this many (twin) classes
+STOCHASTIC_FULL_BATCH_MAX_K = 1000
+#: sample-level batches in a fixed dimension: the row problem up to this many subsets (its KKT
+#: and lift certificates), the finite sum of every batch above (N / B times cheaper)
+FINITE_FROM = 500
+#: seeded random starts of the finite sum, besides the full-batch optimum
+FINITE_RANDOM_STARTS = 4
 #: dual residual below which a point counts as globally optimal
 GLOBAL_TOL = 1e-8
 
@@ -287,7 +306,8 @@ def optimum(
     exact_max: int = 20_000,
     starts: int | None = None,
     tol: float = SOLVER_TOL,
-) -> Optimum:
+    progress: bool | None = None,
+) -> Optimum | BatchOptimum:
     r"""The minimiser of the cosine w-InfoNCE loss of weighting ``W`` (module docstring).
 
     Parameters
@@ -308,7 +328,11 @@ def optimum(
     batch_size : int, optional
         Predict for the expected loss of uniform batches of this size (without replacement):
         exact over every index subset when there are at most ``exact_max`` compositions of the
-        twin classes, else a sample average over ``samples`` seeded batches.
+        twin classes (and their rows fit in memory); beyond, the expected-batch optimum in
+        ``dim`` (required) found on fresh batches and reported on others: a
+        :class:`~dgp.optima.BatchOptimum` (:mod:`dgp.optima._stochastic`). A
+        :class:`dgp.Problem` built from labels is then read one batch at a time, never as an
+        ``N x N`` array.
     sampler : {"uniform"}
         Class-aware samplers need labels: use :func:`dgp.supcon_prototypes` for class
         objectives.
@@ -316,8 +340,10 @@ def optimum(
     anchors_without_positives : {"drop", "zero"}
         As :func:`dgp.supcon_prototypes`.
     samples, replicates, seed, exact_max : int
-        Sample-average settings (``replicates`` extra seeded samples estimate the prediction's
-        sampling error).
+        Beyond enumeration: ``samples`` is the least number of held-out batches of the
+        reported expected loss, ``replicates`` the further seeded runs of the identifiability
+        report (at least 1), ``seed`` the seed of every stream; ``exact_max`` the largest
+        number of compositions enumerated.
     starts : int, optional
         Random candidates of the rank-``dim`` search (besides the free optimum's truncation
         and a spectral start), each descended and improved by its own chain of moves
@@ -326,10 +352,15 @@ def optimum(
         (:func:`dgp.solver.rank_d_starts`).
     tol : float
         Target KKT residual of the certified solver.
+    progress : bool, optional
+        Progress lines on stderr of a stochastic solve (every 5 s; default: on).
 
     Returns
     -------
-    Optimum
+    Optimum or BatchOptimum
+        ``BatchOptimum`` for the expected-batch optimum beyond exact enumeration (a different
+        solver kind: stochastic, with held-out intervals and a confidence bound instead of a
+        KKT certificate).
 
     Raises
     ------
@@ -351,11 +382,25 @@ def optimum(
     from dgp.spec import ProblemSpec, problem_fields  # a dgp.Problem, read by its protocol
 
     problem = W if isinstance(W, ProblemSpec) else None
-    if problem is not None:
-        W = problem.solver_weights()
     tau, batch_size, sampler, reduction, anchors_without_positives = problem_fields(
         problem, "dgp.optimum", tau=tau, batch_size=batch_size, sampler=sampler,
         reduction=reduction, anchors_without_positives=anchors_without_positives)
+    if problem is not None and problem.objective is not None and problem.sizes is None:
+        # labels of a sample-level objective: beyond exact enumeration, the batches are read
+        # from the labels, never as an N x N array
+        N = problem.n_samples
+        spec = _batch_spec(np.ones(N, dtype=np.int64), batch_size, sampler, reduction,
+                           anchors_without_positives)
+        if spec is not None and not enumerable(np.ones(N, dtype=np.int64), spec,
+                                               _check_int(exact_max, "exact_max", 1)):
+            return _labels_stochastic(problem, spec, tau=check_positive(tau, "tau"), dim=dim,
+                                      seed=_check_int(seed, "seed", 0),
+                                      replicates=_check_int(replicates, "replicates", 0),
+                                      samples=_check_int(samples, "samples", 2),
+                                      starts=_check_starts(starts), tol=tol,
+                                      exact_max=exact_max, progress=progress)
+    if problem is not None:
+        W = problem.solver_weights()
     A = check_weights(W)
     tau = check_positive(tau, "tau")
     if dim is not None:
@@ -372,6 +417,10 @@ def optimum(
         exact_max=_check_int(exact_max, "exact_max", 1), starts=_budget(starts, q.K, dim),
         tol=tol,
     )
+    if spec is not None and not enumerable(q.sizes, spec, kwargs["exact_max"]):
+        return _stochastic(q, spec, kwargs, progress)
+    if spec is not None and _finite_fits(q, spec, dim, kwargs["exact_max"]):
+        return _finite(q, spec, kwargs)
     if q.K == 1:
         q = _split_single_class(q)
     structure = "quotient" if q.K < N else "dense"
@@ -383,6 +432,82 @@ def optimum(
             q, structure = trivial_quotient(A), "dense"
             out = _solve(q, **kwargs)
     return _wrap(q, out, tau=tau, dim=dim, structure=structure)
+
+
+def _stochastic(q: Quotient, spec: BatchSpec, kwargs: dict,
+                progress: bool | None) -> BatchOptimum:
+    """The expected-batch optimum beyond exact enumeration: optimised on fresh batches, reported
+    on others (:mod:`dgp.optima._stochastic`), beside the full-batch optimum in the same
+    dimension (up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` points)."""
+    dim, tau = kwargs["dim"], kwargs["tau"]
+    if dim is None:
+        raise ParameterError(
+            "dim", f"is needed for a mini-batch prediction of {composition_count(q.sizes, spec)}"
+            f" compositions (above exact_max = {kwargs['exact_max']}, or above the memory of "
+            "exact enumeration): give the embedding dimension you train in"
+        )
+    full = (_full_batch_embedding(q, kwargs) if q.K <= STOCHASTIC_FULL_BATCH_MAX_K
+            else None)
+    return quotient_batch_optimum(
+        q.sizes, q.weights, spec, tau=tau, dim=dim, seed=kwargs["seed"],
+        replicates=max(1, kwargs["replicates"]), min_batches=kwargs["samples"],
+        full_batch=full, progress=progress,
+    )
+
+
+def _finite_fits(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: int) -> bool:
+    """Whether the expectation over every batch is taken by the finite sum (sample-level
+    batches, no twins, in a fixed dimension, more than :data:`FINITE_FROM` subsets and within
+    ``exact_max`` and the memory of the sum)."""
+    if dim is None or spec.sampler != "uniform" or (q.sizes != 1).any():
+        return False
+    C = math.comb(q.K, spec.batch_size)
+    return FINITE_FROM < C <= exact_max and C * spec.batch_size**2 <= FINITE_MAX_ENTRIES
+
+
+def _finite(q: Quotient, spec: BatchSpec, kwargs: dict) -> BatchOptimum:
+    """The exact expected-batch optimum over every subset (:mod:`dgp.solver._finite`), from
+    the full-batch optimum and seeded random starts, with its certificates."""
+    full = (_full_batch_embedding(q, kwargs) if q.K <= STOCHASTIC_FULL_BATCH_MAX_K
+            else None)
+    return finite_batch_optimum(q.weights, spec, tau=kwargs["tau"], dim=kwargs["dim"],
+                                seed=kwargs["seed"], full_batch=full,
+                                starts=min(kwargs["starts"], FINITE_RANDOM_STARTS))
+
+
+def _labels_stochastic(problem, spec: BatchSpec, *, tau: float, dim: object, seed: int,
+                       replicates: int, samples: int, starts: int | None, tol: float,
+                       exact_max: int, progress: bool | None) -> BatchOptimum:
+    """:func:`_stochastic` for a problem built from labels: the batches read from the labels;
+    the full-batch optimum (dense) only up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples."""
+    N = problem.n_samples
+    if dim is None:
+        raise ParameterError(
+            "dim", f"is needed for a mini-batch prediction of {N} samples in batches of "
+            f"{spec.batch_size} (beyond exact enumeration): give the embedding dimension you "
+            "train in")
+    dim = check_dim(dim, "dim")
+    full = None
+    if N <= STOCHASTIC_FULL_BATCH_MAX_K:
+        q = quotient(check_weights(problem.solver_weights()))
+        full = _full_batch_embedding(q, dict(tau=tau, dim=dim, spec=None, samples=samples,
+                                             replicates=0, seed=seed, exact_max=exact_max,
+                                             starts=_budget(starts, q.K, dim),
+                                             tol=check_unit_interval(tol, "tol")))
+        full = full[q.labels]
+    return batch_optimum(problem.batch_source(), spec, tau=tau, dim=dim, seed=seed,
+                         full_batch=full, replicates=max(1, replicates), min_batches=samples,
+                         progress=progress)
+
+
+def _full_batch_embedding(q: Quotient, kwargs: dict) -> np.ndarray:
+    """Unit rows (one per class of ``q``) of the full-batch optimum in ``kwargs["dim"]`` (the
+    one rank-d solver, its default budget)."""
+    with single_threaded(), validated_tau(kwargs["tau"]):
+        out = _solve(q if q.K > 1 else _split_single_class(q),
+                     **{**kwargs, "spec": None})
+    X = factor(out["gram"], kwargs["dim"])
+    return X.T / np.linalg.norm(X.T, axis=1, keepdims=True)
 
 
 def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str) -> Optimum:

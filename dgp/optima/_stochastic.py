@@ -37,7 +37,7 @@ from dgp.solver import (
 )
 
 __all__ = ["BatchEstimate", "BatchIdentifiability", "BatchOptimum", "batch_optimum",
-           "quotient_batch_optimum"]
+           "finite_batch_optimum", "quotient_batch_optimum"]
 
 #: a pairwise cosine (or a relative eigenvalue) that moves by more than this between
 #: near-optimal solutions is not pinned by the loss
@@ -52,6 +52,8 @@ WARM_LR = 0.01
 SELECT_BATCHES = 1000
 #: epochs of a typical run, for the time estimate
 TYPICAL_EPOCHS = 110
+#: relative gap under which an exact expected-batch optimum counts as certified
+EXACT_GAP_RTOL = 1e-6
 #: target half-width (nats per anchor) of the 95% interval of the expected loss
 HALF_WIDTH = 0.002
 
@@ -88,7 +90,8 @@ class BatchEstimate(Record):
         Optimiser steps (one batch each) and passes over the points of the kept run.
     seed : int
     expectation : str
-        ``"stochastic"``: optimised on fresh batches, reported on held-out ones.
+        ``"stochastic"``: optimised on fresh batches, reported on held-out ones; ``"exact"``:
+        the mean over every batch (interval of width 0, ``confidence`` 1).
     """
 
     spec: BatchSpec
@@ -202,11 +205,19 @@ class BatchOptimum(Record):
 
     @property
     def convergence(self) -> Convergence:
+        b = self.batch
+        if b.expectation == "exact":
+            return Convergence(
+                success=True, status=self.status, nit=b.steps, residual=b.gap,
+                certified=b.gap <= EXACT_GAP_RTOL * max(abs(b.expected_loss), 1.0),
+                certifies=("the global optimum over all Gram matrices to a relative gap of "
+                           f"{EXACT_GAP_RTOL:g}: the exact expected loss and a certified "
+                           "lower bound (the dual of the convex problem) that close"),
+            )
         return Convergence(
-            success=True, status=self.status, nit=self.batch.steps,
-            residual=self.batch.gap, certified=False,
+            success=True, status=self.status, nit=b.steps, residual=b.gap, certified=False,
             certifies=("nothing proven: a stochastic optimum; the lower bound holds at "
-                       f"{self.batch.confidence:.0%} confidence and the gap bounds the "
+                       f"{b.confidence:.0%} confidence and the gap bounds the "
                        "suboptimality at that confidence"),
         )
 
@@ -217,17 +228,27 @@ class BatchOptimum(Record):
         how = (f"optimised on {b.steps} fresh batches ({b.epochs:.0f} epochs)" if b.steps else
                "kept the full-batch optimum (no stochastic run beat it on the selection "
                "batches)")
-        pairs = [
-            ("batches", f"B = {s.batch_size}, {s.sampler}, reduction {s.reduction}; {how}, "
-             f"reported on {b.batches} other fresh batches"),
-            ("dimension", f"d = {self.dim}"),
-            ("expected loss", f"{b.expected_loss:.6f} nats per batch, 95% interval "
-             f"[{lo:.6f}, {hi:.6f}]"),
-            ("lower bound", f"{b.lower_bound:.6f} ({b.confidence:.0%} confidence; per-batch "
-             f"convex relaxation), gap {b.gap:.2g}"),
-        ]
+        if b.expectation == "exact":
+            pairs = [
+                ("batches", f"B = {s.batch_size}, {s.sampler}, reduction {s.reduction}; exact "
+                 f"over all {b.batches} batches"),
+                ("dimension", f"d = {self.dim}"),
+                ("expected loss", f"{b.expected_loss:.10g} nats per batch (exact)"),
+                ("lower bound", f"{b.lower_bound:.10g} (certified: dual of the convex "
+                 f"problem), gap {b.gap:.2g}"),
+            ]
+        else:
+            pairs = [
+                ("batches", f"B = {s.batch_size}, {s.sampler}, reduction {s.reduction}; {how}, "
+                 f"reported on {b.batches} other fresh batches"),
+                ("dimension", f"d = {self.dim}"),
+                ("expected loss", f"{b.expected_loss:.6f} nats per batch, 95% interval "
+                 f"[{lo:.6f}, {hi:.6f}]"),
+                ("lower bound", f"{b.lower_bound:.6f} ({b.confidence:.0%} confidence; "
+                 f"per-batch convex relaxation), gap {b.gap:.2g}"),
+            ]
         if b.full_batch_excess is not None:
-            hw = 1.96 * (b.full_batch_excess_se or 0.0)
+            hw = Z95 * (b.full_batch_excess_se or 0.0)
             if b.full_batch_excess > hw:
                 verdict = "batching changes the answer beyond noise"
             elif b.full_batch_excess < -hw:
@@ -235,8 +256,9 @@ class BatchOptimum(Record):
                            "least that much")
             else:
                 verdict = "no difference beyond noise"
+            pm = "" if b.expectation == "exact" else f" ± {hw:.2g}"
             pairs.append(("full batch", f"its prediction's expected batch loss is "
-                          f"{b.full_batch_excess:+.2g} ± {hw:.2g} above this one (paired, same "
+                          f"{b.full_batch_excess:+.2g}{pm} above this one (paired, same "
                           f"batches): {verdict}"))
         if self.identifiability is not None:
             pairs.append(("identifiable", self.identifiability.statement))
@@ -462,3 +484,45 @@ def quotient_batch_optimum(
                          sizes=None if (sizes == 1).all() else sizes,
                          full_batch=full_batch, replicates=replicates,
                          min_batches=min_batches, progress=progress)
+
+
+def finite_batch_optimum(
+    weights: np.ndarray, spec: BatchSpec, *, tau: float, dim: int, seed: int,
+    full_batch: np.ndarray | None, starts: int,
+) -> BatchOptimum:
+    """The exact expected-batch optimum of sample-level ``weights`` (``n x n``) over every
+    ``B``-subset (:func:`dgp.solver.solve_finite`): the reported loss is its exact expected
+    value, the lower bound certified (confidence 1), the full-batch optimum's exact expected
+    loss beside it, and the starts' solutions for the identifiability report."""
+    from dgp.solver import Estimate, finite_batches, solve_finite
+
+    t0 = time.monotonic()
+    with np.errstate(divide="ignore"):
+        L = np.log(weights)
+    fb = finite_batches(L, spec.batch_size, spec, tau=tau)
+    given = [] if full_batch is None else [full_batch]
+    sol = solve_finite(fb, dim, starts=given, n_random=starts, seed=seed)
+    fb_loss = fb_ex = None
+    if full_batch is not None:
+        fb_loss = fb.value_grad(full_batch, gradient=False)[0]
+        fb_ex = fb_loss - sol.loss
+    batch = BatchEstimate(
+        spec=spec, expected_loss=sol.loss, interval=(sol.loss, sol.loss),
+        lower_bound=sol.lower_bound, confidence=1.0, gap=sol.loss - sol.lower_bound,
+        full_batch_expected_loss=fb_loss,
+        full_batch_interval=None if fb_loss is None else (fb_loss, fb_loss),
+        full_batch_excess=fb_ex, full_batch_excess_se=None if fb_ex is None else 0.0,
+        batches=fb.count, bound_batches=0, steps=sol.iterations, epochs=0.0, seed=seed,
+        expectation="exact",
+    )
+    est = [Estimate(v, 0.0, fb.count) for v in sol.losses]
+    best = int(np.argmin(sol.losses))
+    ident = _identifiability(list(sol.embeddings), est, best, seed=seed,
+                             resolution=HALF_WIDTH)
+    status = (f"exact over all {fb.count} batches: L-BFGS from {len(sol.losses)} starts, "
+              f"Riemannian gradient {sol.gradient_norm:.2g} of its scale")
+    return BatchOptimum(n=fb.n, tau=tau, dim=dim, embedding=sol.embedding, batch=batch,
+                        identifiability=ident, status=status, monitor=(),
+                        seconds=time.monotonic() - t0,
+                        solver="L-BFGS on the product of spheres over the exact sum of every "
+                        "batch; dual bound of the convex problem")
