@@ -22,6 +22,7 @@ the problem is solved by Burer–Monteiro at rank ``d`` (:mod:`dgp.solver._rank`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
@@ -448,11 +449,12 @@ def _stochastic(q: Quotient, spec: BatchSpec, kwargs: dict,
         )
     full = (_full_batch_embedding(q, kwargs) if q.K <= STOCHASTIC_FULL_BATCH_MAX_K
             else None)
-    return quotient_batch_optimum(
+    res = quotient_batch_optimum(
         q.sizes, q.weights, spec, tau=tau, dim=dim, seed=kwargs["seed"],
         replicates=max(1, kwargs["replicates"]), min_batches=kwargs["samples"],
         full_batch=full, progress=progress,
     )
+    return res if q.K == int(q.sizes.sum()) else dataclasses.replace(res, labels=q.labels)
 
 
 def _finite_fits(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: int) -> bool:

@@ -175,6 +175,9 @@ class BatchOptimum(Record):
         The kept run's loss on its monitoring batches, per epoch.
     seconds : float
     solver : str
+    labels : ndarray of int or None
+        The row of :attr:`embedding` of each sample when the rows are twin classes
+        (samples with identical weights, collapsed); ``None``: one row per sample.
     """
 
     n: int
@@ -186,8 +189,15 @@ class BatchOptimum(Record):
     status: str
     monitor: tuple[float, ...] = field(repr=False)
     seconds: float = 0.0
+    labels: np.ndarray | None = field(default=None, repr=False)
     solver: str = ("Riemannian Adam on the product of spheres, fresh batches, decaying step, "
                    "iterate averaging")
+
+    @property
+    def sample_embedding(self) -> np.ndarray:
+        """One row per sample: ``embedding[labels]`` (the rows are twin classes when
+        ``labels`` is given, else the samples themselves)."""
+        return self.embedding if self.labels is None else self.embedding[self.labels]
 
     @property
     def loss(self) -> float:
