@@ -27,7 +27,7 @@ _EXPORTS = {
     "loss_floors": "dgp.design",
     "phase": "dgp.design",
     "recommend": "dgp.design",
-    "BatchOptimum": "dgp.optima",
+    "BatchOptimum": "dgp.solver",
     "Optimum": "dgp.optima",
     "optimum": "dgp.optima",
     "Prototypes": "dgp.prototypes",

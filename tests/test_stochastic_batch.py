@@ -1,5 +1,5 @@
 """The expected mini-batch loss optimised on fresh batches (dgp.solver._stochastic,
-dgp.optima._stochastic): one batch loss shared with the exact path, honest numbers on held-out
+dgp.solver._expected): one batch loss shared with the exact path, honest numbers on held-out
 batches, a lower bound that holds, and the dispatch of ``dgp.optimum`` beyond enumeration."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dgp
-from dgp.optima._stochastic import batch_optimum
 from dgp.solver import (
     BatchSpec,
     Compositions,
@@ -22,6 +21,7 @@ from dgp.solver import (
     InnerProductKernelWeights,
     SparseBatchWeights,
     batch_loss,
+    batch_optimum,
     batch_rows,
 )
 

@@ -7,7 +7,7 @@ mini-batches, with certificates computed from the solution.
   of :mod:`dgp.prototypes`, the rank-``d`` optimum by Burer–Monteiro
   (:mod:`dgp.solver._rank`), the expected loss of uniform mini-batches
   (:mod:`~dgp.optima._batch`), exact over every composition when few, else found on fresh
-  batches and reported on others (:mod:`~dgp.optima._stochastic`, a :class:`BatchOptimum`);
+  batches and reported on others (:mod:`dgp.solver._expected`, a :class:`BatchOptimum`);
 * :func:`loss_floor`, :func:`block_loss_floor` — the certified loss floor (excess over the
   entropic bound) in dimension ``d`` of a dense weighting, or of a class-block weighting given
   only class sizes and within/cross weights.
@@ -16,9 +16,15 @@ mini-batches, with certificates computed from the solution.
 from dgp.optima._api import FREE_MAX_K, block_loss_floor, loss_floor, optimum
 from dgp.optima._batch import batch_prediction, positive_pair_probability_from
 from dgp.optima._result import GRAM_JSON_MAX_N, LossFloor, Optimum
-from dgp.optima._stochastic import BatchEstimate, BatchIdentifiability, BatchOptimum
 from dgp.optima._structure import Quotient, quotient, trivial_quotient
-from dgp.solver import rank_d_solve, spectral_start, truncate
+from dgp.solver import (
+    BatchEstimate,
+    BatchIdentifiability,
+    BatchOptimum,
+    rank_d_solve,
+    spectral_start,
+    truncate,
+)
 
 __all__ = [
     "FREE_MAX_K",

@@ -43,20 +43,16 @@ from dgp.errors import (
 )
 from dgp.optima._batch import batch_prediction
 from dgp.optima._result import LossFloor, Optimum
-from dgp.optima._stochastic import (
-    BatchOptimum,
-    batch_optimum,
-    finite_batch_optimum,
-    quotient_batch_optimum,
-)
 from dgp.optima._structure import Quotient, quotient, trivial_quotient
 from dgp.resources import check_memory
 from dgp.solver import (
     FINITE_MAX_ENTRIES,
     NO_POSITIVE,
     REDUCTIONS,
+    BatchOptimum,
     BatchSpec,
     RowProblem,
+    batch_optimum,
     batch_rows,
     block_problem,
     check_batch,
@@ -65,8 +61,10 @@ from dgp.solver import (
     compositions,
     enumerable,
     factor,
+    finite_batch_optimum,
     frank_wolfe_bound,
     lift_certificate,
+    quotient_batch_optimum,
     rank_d_cost,
     rank_d_starts,
     row_budget_samples,
@@ -331,7 +329,7 @@ def optimum(
         exact over every index subset when there are at most ``exact_max`` compositions of the
         twin classes (and their rows fit in memory); beyond, the expected-batch optimum in
         ``dim`` (required) found on fresh batches and reported on others: a
-        :class:`~dgp.optima.BatchOptimum` (:mod:`dgp.optima._stochastic`). A
+        :class:`~dgp.optima.BatchOptimum` (:mod:`dgp.solver._expected`). A
         :class:`dgp.Problem` built from labels is then read one batch at a time, never as an
         ``N x N`` array.
     sampler : {"uniform"}
@@ -438,7 +436,7 @@ def optimum(
 def _stochastic(q: Quotient, spec: BatchSpec, kwargs: dict,
                 progress: bool | None) -> BatchOptimum:
     """The expected-batch optimum beyond exact enumeration: optimised on fresh batches, reported
-    on others (:mod:`dgp.optima._stochastic`), beside the full-batch optimum in the same
+    on others (:mod:`dgp.solver._expected`), beside the full-batch optimum in the same
     dimension (up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` points)."""
     dim, tau = kwargs["dim"], kwargs["tau"]
     if dim is None:

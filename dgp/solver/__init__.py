@@ -23,6 +23,10 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
 * :mod:`~dgp.solver._policy`: the one rank-``d`` solver (:func:`solve_rank_d`): its search
   policy and default budget, nested candidates (a larger budget is never worse), the
   certificate on every result;
+* :mod:`~dgp.solver._stochastic`, :mod:`~dgp.solver._finite` and :mod:`~dgp.solver._expected`:
+  the expected mini-batch loss of any weighting at dataset scale: optimised on fresh batches
+  (a Riemannian Adam) and reported on others with a 95% interval and a lower bound, or summed
+  exactly over every batch when few; one driver (:func:`batch_optimum`) and its result;
 * :mod:`~dgp.solver._guards`: the time budget of a solve, the largest temperature it resolves.
 
 A solve is accepted by the one rule of the tolerance policy,
@@ -46,6 +50,14 @@ from dgp.solver._batch import (
 )
 from dgp.solver._blockfactor import BLOCK_FACTOR_BUFFERS, BlockFactor
 from dgp.solver._conic import solve_conic
+from dgp.solver._expected import (
+    BatchEstimate,
+    BatchIdentifiability,
+    BatchOptimum,
+    batch_optimum,
+    finite_batch_optimum,
+    quotient_batch_optimum,
+)
 from dgp.solver._finite import (
     FINITE_MAX_ENTRIES,
     FiniteBatches,
@@ -121,6 +133,9 @@ __all__ = [
     "REDUCTIONS",
     "SAMPLERS",
     "Z95",
+    "BatchEstimate",
+    "BatchIdentifiability",
+    "BatchOptimum",
     "BatchPrediction",
     "BatchSpec",
     "BatchWeights",
@@ -150,6 +165,7 @@ __all__ = [
     "StochasticRun",
     "all_subsets",
     "batch_loss",
+    "batch_optimum",
     "batch_rows",
     "block_problem",
     "bm_lbfgs",
@@ -164,6 +180,7 @@ __all__ = [
     "evaluate",
     "face_uniqueness",
     "factor",
+    "finite_batch_optimum",
     "finite_batches",
     "frank_wolfe_bound",
     "lbfgs",
@@ -174,6 +191,7 @@ __all__ = [
     "nonnegative_stationarity",
     "oblique_hessian",
     "positive_pair_probability",
+    "quotient_batch_optimum",
     "rank_d_certificate",
     "rank_d_cost",
     "rank_d_policy",

@@ -25,12 +25,16 @@ import numpy as np
 
 from dgp.display import format_summary, html_summary
 from dgp.records import Convergence, Record
-from dgp.solver import (
+from dgp.solver._batch import BatchSpec
+from dgp.solver._finite import finite_batches, solve_finite
+from dgp.solver._stochastic import (
     Z95,
-    BatchSpec,
     BatchWeights,
     ClassBatches,
+    DenseBatchWeights,
+    Estimate,
     SampleBatches,
+    batch_loss,
     evaluate,
     relaxation_bound,
     stochastic_optimum,
@@ -445,8 +449,6 @@ def _estimate_seconds(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: f
     """A time estimate before the work: a few timed batch steps times the steps of a typical
     run (:data:`TYPICAL_EPOCHS` epochs), the evaluation and the bound (measured: runs stop
     after 80 to 100 epochs, annealing included, at N = 300 to 10 000)."""
-    from dgp.solver import batch_loss
-
     rng = np.random.default_rng([seed, 6])
     t0 = time.perf_counter()
     for _ in range(3):
@@ -485,8 +487,6 @@ def quotient_batch_optimum(
     """:func:`batch_optimum` of a (twin-)class quotient: ``weights[c, d]`` the weight of a
     sample of class ``c`` for one of class ``d`` (diagonal: within the class), ``sizes`` the
     class sizes (all ones: every sample its own point)."""
-    from dgp.solver import DenseBatchWeights
-
     with np.errstate(divide="ignore"):
         L = np.log(weights)
     source = DenseBatchWeights(L)
@@ -504,8 +504,6 @@ def finite_batch_optimum(
     ``B``-subset (:func:`dgp.solver.solve_finite`): the reported loss is its exact expected
     value, the lower bound certified (confidence 1), the full-batch optimum's exact expected
     loss beside it, and the starts' solutions for the identifiability report."""
-    from dgp.solver import Estimate, finite_batches, solve_finite
-
     t0 = time.monotonic()
     with np.errstate(divide="ignore"):
         L = np.log(weights)
