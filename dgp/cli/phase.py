@@ -164,7 +164,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "number of Dask workers")
     p.add_argument("--scheduler", metavar="ADDR",
                    help="run on Dask: 'local' (a LocalCluster of this machine) or a scheduler "
-                   "address such as tcp://HOST:8786 (needs the dask extra)")
+                   "address such as tcp://HOST:8786, where a Dask scheduler must answer "
+                   "Dask's handshake within 10 s, checked before the work (needs the dask "
+                   "extra)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--csv", metavar="FILE", type=FileArg("output", "text"),
