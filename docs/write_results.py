@@ -125,20 +125,21 @@ were rerun (five seeds, the same data and training) against the batch prediction
 rows are the published runs.""",
     "sample-batch": """\
 A sample-level weighting where batching changes the answer: 2000 MNIST digits (2, 3, 4, 5, 7)
-rotated by a uniform angle in `[0, pi)`, the label the angle itself (standardised: a segment,
-on no sphere), y-Aware's Gaussian kernel of it (`sigma = 0.5`, `tau = 0.1`), batches of 256,
-d = 16 (quick mode: 400 8x8 digits, batches of 64). Every sample is its own point (no class
-structure) and no cosine embedding attains the bound, so the optimum of the expected batch loss
-is not the full-batch one. Prediction (`pred`): `dgp.optimum(..., batch_size=256, dim=16)`, the
-expected-batch optimum found on fresh batches, with a 95% interval measured on batches its
-optimiser never saw. Alternative (`full`): the full-batch optimum in the same dimension. How the
-weighting was chosen: before any training, the paired difference of the two predictions'
-expected batch losses (same fresh batches) was measured for candidate weightings, and this one
-kept because that difference is many standard errors from zero (the numbers are in the
-verdicts below: `loss gap`). Held-out images are compared with the prediction at the training
-sample with the nearest label (the same rule for both predictions). `excess`: the runs'
-expected batch loss above the prediction's (nats per anchor, fresh batches). The noise row is
-the control: noise inputs with the same labels must not confirm the prediction.""",
+rotated by a uniform angle, the label the angle's point on the circle, X-CLR's kernel of it
+with the label temperature half the temperature (`label_tau = 0.05`, `tau = 0.1`: mismatched),
+batches of 256, d = 16 (quick mode: 400 8x8 digits, batches of 64). Every sample is its own
+point (no class structure) and no cosine embedding attains the bound, so the optimum of the
+expected batch loss need not be the full-batch one. Prediction (`pred`):
+`dgp.optimum(..., batch_size=256, dim=16)`, the expected-batch optimum found on fresh batches,
+with a 95% interval measured on batches its optimiser never saw. Alternative (`full`): the
+full-batch optimum in the same dimension (dgp refuses its rank-d search at N = 2000 on time, so
+it is computed here by L-BFGS on the full-batch loss, started at the prediction). HOW_CHOSEN
+Held-out images are compared with each prediction at the training sample with the nearest label
+(the same rule for both). `excess`: the runs' expected batch loss above the prediction's (nats
+per anchor, fresh batches). The noise row is the control: noise inputs with the same labels
+must not confirm the prediction. The seeds share one split and one draw of the angles (the
+first seed's: the prediction for 2000 samples is computed once) and differ in initialisation
+and batches; 600 steps of 256 (77 epochs) on MNIST.""",
     "controls": """\
 What the images add. The same imbalanced SupCon and Euclidean–Euclidean runs as above beside
 three controls: noise inputs (trained), an untrained CNN, and raw pixels, all scored on held-out
