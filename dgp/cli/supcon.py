@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from dgp.cli._output import FileArg, atomic_output, emit_json, save_array, table
+from dgp.cli._output import FileArg, atomic_output, emit_json, quiet, save_array, table
 from dgp.cli._text import printable
 from dgp.errors import InputError
 from dgp.io import load_labels
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             "batch_size": args.batch_size, "sampler": args.sampler,
             "samples_per_class": args.samples_per_class, "reduction": args.reduction,
             "anchors_without_positives": args.anchors_without_positives,
-            "samples": args.samples,
+            "samples": args.samples, "progress": not quiet(args),
         }
     elif (args.samples_per_class is not None or args.sampler != "uniform") and (
             args.tolerance is None):

@@ -67,20 +67,27 @@ from dgp.records import Record
 from dgp.resources import check_memory, memory_budget
 from dgp.solver import (
     BLOCK_FACTOR_BUFFERS,
+    Z95,
     BatchPrediction,
     BatchSpec,
     BlockFactor,
+    ClassBatches,
+    DenseBatchWeights,
     KKTCertificate,
     RowProblem,
     batch_rows,
     block_problem,
     check_batch,
     check_time,
+    composition_count,
     compositions,
+    enumerable,
+    evaluate,
     face_uniqueness,
     factor,
     lift_certificate,
     positive_pair_probability,
+    quotient_batch_optimum,
     rank_d_cost,
     rank_d_starts,
     row_budget_samples,
@@ -604,13 +611,18 @@ def _composition_losses(prob: RowProblem, G: np.ndarray, comp_index: np.ndarray,
 def _batched(
     n: np.ndarray, tau: float, eps: float | None, method: str, tol: float, spec: BatchSpec,
     *, samples: int, replicates: int, seed: int, exact_max: int, dim: int | None = None,
-    starts: int = 0,
+    starts: int = 0, progress: bool | None = None,
 ) -> Prototypes:
     K = n.size
     full = _full_batch(n, tau, eps, "auto" if method == "auto" else "numeric", tol)
     if dim is not None:  # the full-batch reference in the same dimension
         full = _in_dim(full, block_problem(n, block_weights(K, eps), tau=tau), n, dim,
                        starts=starts, seed=seed, tol=tol)
+    exchangeable = spec.sampler != "uniform" or bool((n == n[0]).all())
+    closed = method == "auto" and eps is None and exchangeable  # the regular simplex
+    if not enumerable(n, spec, exact_max) and not closed:
+        return _stochastic_batched(n, tau, eps, spec, full, dim=dim, seed=seed,
+                                   replicates=replicates, samples=samples, progress=progress)
     check_memory(
         24 * 8.0 * K * K, what=f"a batch prediction for K = {K} classes",
         hint=f"up to about K = {_fits(24 * 8.0)} classes fit; use fewer classes",
@@ -626,8 +638,7 @@ def _batched(
 
     comps, prob, ci = build(seed)
     simplex = equiangular_gram(K, -1.0 / (K - 1))
-    exchangeable = spec.sampler != "uniform" or bool((n == n[0]).all())
-    if method == "auto" and eps is None and exchangeable:
+    if closed:
         prob.set_scale(simplex)
         G, cert = simplex, row_certificate(prob, simplex)
         meth, reason, kkt = "closed-form", "regular simplex: the sampler treats classes alike", None
@@ -697,6 +708,64 @@ def _batched(
     )
 
 
+def _stochastic_batched(n: np.ndarray, tau: float, eps: float | None, spec: BatchSpec,
+                        full: Prototypes, *, dim: int | None, seed: int, replicates: int,
+                        samples: int, progress: bool | None) -> Prototypes:
+    r"""The class-level expected-batch prototypes beyond exact enumeration: optimised on fresh
+    compositions from the full-batch prototypes and seeded random starts
+    (:func:`dgp.solver.quotient_batch_optimum`), reported on others. Every Gram entry carries
+    its 95% interval over the ``1 + replicates`` independent runs (``t`` quantile of their
+    spread: the prediction is one run, not their mean); free dimension is dimension ``K``."""
+    from scipy.stats import t as student_t  # imported on use: scipy.stats is slow to import
+
+    K = n.size
+    d = K if dim is None else dim
+    X = factor(full.gram, d)
+    start = (X / np.linalg.norm(X, axis=0)).T
+    res = quotient_batch_optimum(n, block_weights(K, eps), spec, tau=tau, dim=d, seed=seed,
+                                 replicates=max(2, replicates), min_batches=samples,
+                                 full_batch=start, progress=progress)
+    G = res.gram
+    grams = np.array([Z @ Z.T for Z in res.runs])
+    half = student_t.ppf(0.975, grams.shape[0] - 1) * grams.std(axis=0, ddof=1)
+    np.fill_diagonal(half, 0.0)
+    b = res.batch
+    batch = BatchPrediction(
+        spec=spec, exact=False, compositions=composition_count(n, spec), drawn=b.batches,
+        seed=b.seed, loss_se=(b.interval[1] - b.expected_loss) / Z95,
+        gram_se=float(grams.std(axis=0, ddof=1).max()), replicates=grams.shape[0] - 1,
+        full_batch_gram=full.gram, shift=float(np.abs(G - full.gram).max()),
+        positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
+        estimate=b, gram_interval=(G - half, G + half),
+    )
+    anchors = float(spec.batch_size)
+    simplex_gap = simplex_se = math.nan
+    if K <= d + 1:  # the simplex's expected loss on the same fresh batches, paired
+        Xs = factor(equiangular_gram(K, -1.0 / (K - 1)), d)
+        with np.errstate(divide="ignore"):
+            source = DenseBatchWeights(np.log(block_weights(K, eps)))
+        est = evaluate([res.embedding, (Xs / np.linalg.norm(Xs, axis=0)).T], source,
+                       ClassBatches(n, spec), spec, tau=tau, seed=seed, stream=9,
+                       min_batches=samples)
+        diff = est[1].values - est[0].values
+        simplex_gap = float(diff.mean())
+        simplex_se = float(diff.std(ddof=1) / math.sqrt(diff.size))
+    log_gap = math.log(simplex_gap) if simplex_gap > 0 else -math.inf
+    ident = Identifiability(simplex_gap, None if math.isnan(simplex_se) else simplex_se,
+                            b.full_batch_excess, b.full_batch_excess_se, anchors,
+                            log_gap if not math.isnan(simplex_gap) else math.nan)
+    entropy = math.nan  # the expected batch entropic bound is not estimated on this path
+    return Prototypes(
+        objective="supcon" if eps is None else "soft-supcon",
+        sizes=tuple(int(v) for v in n), tau=tau, eps=eps, method="stochastic",
+        loss=b.expected_loss, entropic_bound=entropy, excess_loss=math.nan,
+        log_excess_loss=math.nan, kkt_residual=None, certificate=None, collapse=None,
+        rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
+        stop_reason=res.status, matrix=G, batch=batch, identifiability=ident,
+        dim=dim, lower_bound=b.lower_bound,
+    )
+
+
 def _batch_identifiability(prob: RowProblem, comps: Any, ci: np.ndarray, simplex: np.ndarray,
                            G_full: np.ndarray, G: np.ndarray) -> Identifiability:
     """Expected batch loss gaps of the simplex and of the full-batch prediction over the batch
@@ -735,6 +804,7 @@ def supcon_prototypes(
     tol: float = SOLVER_TOL,
     dim: int | None = None,
     starts: int | None = None,
+    progress: bool | None = None,
     nonnegative: bool = False,
     identifiability: bool = True,
 ) -> Prototypes:
@@ -773,14 +843,17 @@ def supcon_prototypes(
         For ``reduction="mean"``: left out of the mean (pytorch-metric-learning, and
         ``dgp.torch`` losses with ``reduction="mean"``) or counted as zeros (SupContrast).
     samples : int
-        Compositions drawn when there are more than ``exact_max`` (a sample average).
+        Beyond ``exact_max`` compositions: the least number of held-out batches of the reported
+        expected loss (the prototypes are optimised on fresh compositions by
+        :func:`dgp.solver.quotient_batch_optimum` and reported on others; ``method`` is then
+        ``"stochastic"``).
     replicates : int
-        Independent samples of compositions solved again to estimate the prediction's sampling
-        error (``gram_se``).
+        Beyond ``exact_max``: further independent runs (at least 2), whose spread gives each
+        Gram entry its 95% interval (``batch.gram_interval``).
     seed : int
-        Seed of the composition samples and of the random starts of a rank-``dim`` solve.
+        Seed of the batch streams and of the random starts of a rank-``dim`` solve.
     exact_max : int
-        Largest number of compositions whose expectation is computed exactly.
+        Largest number of compositions whose expectation is computed exactly (and certified).
     tol : float
         Target ``kkt_residual`` of the certified solver (reported, not assumed).
     dim : int, optional
@@ -810,6 +883,8 @@ def supcon_prototypes(
         :func:`~dgp.prototypes.nonnegative_prototypes` (the orthogonal frame, certified, when
         it fits; else seeded descents with a certified lower bound). Its result is a
         :class:`~dgp.prototypes.NonnegativePrototypes`.
+    progress : bool, optional
+        Progress lines on stderr beyond ``exact_max`` (every 5 s; default: on).
     identifiability : bool
         Also compute :attr:`Prototypes.identifiability` (the simplex's loss gap over the
         prediction: one more evaluation of the loss). ``False`` leaves it ``None`` for a full
@@ -935,6 +1010,7 @@ def supcon_prototypes(
         "exact_max": _check_int(exact_max, "exact_max", 1),
         "dim": dim,
         "starts": starts,
+        "progress": progress,
     }
     with single_threaded():
         return _batched(n, tau, eps, method, tol, spec, **kwargs)

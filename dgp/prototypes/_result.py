@@ -302,6 +302,9 @@ class Prototypes(Record):
             how = f"numeric (certified: KKT residual {self.kkt_residual:.1e})"
         elif self.method == "first-order":
             how = "first-order (an O(tau^2) approximation, not certified)"
+        elif self.method == "stochastic":
+            how = ("stochastic: optimised on fresh batches, reported on others (not certified; "
+                   "a lower bound at 95% confidence)")
         else:
             how = f"closed form ({self.stop_reason})"
         pairs.append(("method", how))
@@ -310,9 +313,13 @@ class Prototypes(Record):
             sampler = s.sampler + (
                 f", m = {s.samples_per_class}" if s.samples_per_class is not None else ""
             )
+            est = self.batch.estimate
             exp = (
                 f"exact over {self.batch.compositions} compositions"
                 if self.batch.exact
+                else f"{self.batch.compositions:.3g} compositions: optimised on {est.steps} fresh "
+                f"batches, reported on {est.batches} others"
+                if est is not None
                 else f"sample average of {self.batch.drawn} compositions (seed {self.batch.seed})"
             )
             red = s.reduction + (
@@ -328,9 +335,15 @@ class Prototypes(Record):
         bound_word = "<=" if self.method == "first-order" else "="
         where = "expected per batch" if self.batch is not None else f"summed over {N} anchors"
         loss = f"{bound_word} {self.loss:.10g} nats ({where})"
-        if self.batch is not None and self.batch.loss_se is not None:
+        if self.batch is not None and self.batch.estimate is not None:
+            lo, hi = self.batch.estimate.interval
+            loss += f", 95% interval [{lo:.6f}, {hi:.6f}]"
+        elif self.batch is not None and self.batch.loss_se is not None:
             loss += f", standard error {self.batch.loss_se:.2g}"
         pairs.append(("loss", loss))
+        if self.dim is None and self.method == "stochastic" and self.lower_bound is not None:
+            pairs.append(("bound", f"lower bound {self.lower_bound:.10g} (95% confidence; "
+                          f"per-batch convex relaxation), gap {self.loss - self.lower_bound:.3g}"))
         if self.dim is not None and self.lower_bound is not None:
             gap = max(0.0, self.loss - self.lower_bound)
             share = 100 * gap / max(abs(self.loss), SCALE_FLOOR)
@@ -344,12 +357,13 @@ class Prototypes(Record):
                                  "NOT second-order critical")
                               + ("; global optimum)" if r.global_optimal else
                                  "; not proven global)")))
-        ex = format_nats(self.excess_loss, self.log_excess_loss)
-        excess = f"{bound_word} {ex} nats above the entropic bound {self.entropic_bound:.10g}"
-        if self.certificate is not None and self.dim is None:  # in R^d: the line above
-            gap = format_nats(self.certificate.gap_bound, self.certificate.log_gap_bound)
-            excess += f" (gap to optimum <= {gap})"
-        pairs.append(("excess", excess))
+        if not math.isnan(self.excess_loss):
+            ex = format_nats(self.excess_loss, self.log_excess_loss)
+            excess = f"{bound_word} {ex} nats above the entropic bound {self.entropic_bound:.10g}"
+            if self.certificate is not None and self.dim is None:  # in R^d: the line above
+                gap = format_nats(self.certificate.gap_bound, self.certificate.log_gap_bound)
+                excess += f" (gap to optimum <= {gap})"
+            pairs.append(("excess", excess))
         if self.approximation is not None:
             a = self.approximation
             if a.psd_defect > 0:
@@ -369,10 +383,16 @@ class Prototypes(Record):
                 pairs.append(("cosines", f"all {self.equiangular:+.6f} (equiangular)"))
             else:
                 gs = gram_summary(self.gram)
+                pm = {"min": "", "max": ""}
+                if self.batch is not None and self.batch.gram_interval is not None:
+                    lo, hi = self.batch.gram_interval
+                    for key in pm:  # each cosine from sampled batches with its interval
+                        i, j = gs[f"{key}_pair"]
+                        pm[key] = f" in [{lo[i, j]:+.3f}, {hi[i, j]:+.3f}]"
                 pairs.append((
                     "cosines",
-                    f"min {gs['min_cosine']:+.6f} (classes {gs['min_pair'][0]},"
-                    f"{gs['min_pair'][1]}), max {gs['max_cosine']:+.6f} (classes "
+                    f"min {gs['min_cosine']:+.6f}{pm['min']} (classes {gs['min_pair'][0]},"
+                    f"{gs['min_pair'][1]}), max {gs['max_cosine']:+.6f}{pm['max']} (classes "
                     f"{gs['max_pair'][0]},{gs['max_pair'][1]}); "
                     f"simplex {gs['simplex_cosine']:+.6f}",
                 ))
@@ -380,10 +400,22 @@ class Prototypes(Record):
             pairs.append(("cosine", f"{float(self.gram[0, 1]):+.6f}"))
         if self.identifiability is not None:
             pairs += self.identifiability.summary_pairs()
-        if self.batch is not None:
+        if self.batch is not None and self.batch.gram_interval is not None:
+            lo, hi = self.batch.gram_interval
+            G_full = self.batch.full_batch_gram
+            iu = np.triu_indices(self.K, 1)
+            beyond = int(np.sum((G_full[iu] < lo[iu]) | (G_full[iu] > hi[iu])))
+            half = float(np.max((hi - lo)[iu]) / 2)
+            pairs.append(("moved", f"{beyond} of {iu[0].size} cosines moved from the full "
+                          f"batch beyond their 95% interval over independent runs (widest "
+                          f"half-width {half:.2g}; max |G_batch - G_full| = "
+                          f"{self.batch.shift:.3g})"))
+            pp = self.batch.positive_pair_probability
+        elif self.batch is not None:
             pp = self.batch.positive_pair_probability
             pairs.append(("moved", f"max |G_batch - G_full| = {self.batch.shift:.3g}" + (
                 f" (sampling error {self.batch.gram_se:.2g})" if self.batch.gram_se else "")))
+        if self.batch is not None:
             more = " ..." if len(pp) > 6 else ""
             pairs.append(("P(pair)", "probability of a positive pair: "
                           + ", ".join(f"{p:.3g}" for p in pp[:6]) + more))

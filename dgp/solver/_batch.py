@@ -375,6 +375,12 @@ class BatchPrediction(Record):
         ``max |G_batch - G_full|``.
     positive_pair_probability : tuple of float
         Probability that a batch holds two samples of each class.
+    estimate : BatchEstimate or None
+        Beyond exact enumeration: the expected loss and its bound from fresh batches
+        (:class:`dgp.solver.BatchEstimate`).
+    gram_interval : (ndarray, ndarray) or None
+        Beyond exact enumeration: each Gram entry's 95% interval over independent runs
+        (starts and batch streams).
     """
 
     spec: BatchSpec
@@ -388,16 +394,26 @@ class BatchPrediction(Record):
     full_batch_gram: np.ndarray
     shift: float
     positive_pair_probability: tuple[float, ...]
+    estimate: Any = None
+    gram_interval: tuple[np.ndarray, np.ndarray] | None = None
 
-    #: ``to_dict(gram=True)`` adds the full-batch Gram
+    #: ``to_dict(gram=True)`` adds the full-batch Gram (and the Gram's interval)
     JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": False}
 
     def json_items(self, options):
         yield from self.spec.json_items({})
-        yield from (("expectation", "exact" if self.exact else "sample-average"),
-                    ("compositions", self.compositions), ("drawn", self.drawn),
+        if self.estimate is not None:  # optimised on fresh batches, reported on others
+            yield "expectation", "stochastic"
+            for key, value in self.estimate.json_items({}):
+                if key not in ("expectation", *self.spec.__dataclass_fields__):
+                    yield key, value
+        else:
+            yield "expectation", "exact" if self.exact else "sample-average"
+        yield from (("compositions", self.compositions), ("drawn", self.drawn),
                     ("seed", self.seed), ("loss_se", self.loss_se), ("gram_se", self.gram_se),
                     ("replicates", self.replicates), ("shift_from_full_batch", self.shift),
                     ("positive_pair_probability", self.positive_pair_probability))
         if options["gram"]:
             yield "full_batch_gram", self.full_batch_gram
+            if self.gram_interval is not None:
+                yield "gram_interval", [self.gram_interval[0], self.gram_interval[1]]

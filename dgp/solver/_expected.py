@@ -179,6 +179,9 @@ class BatchOptimum(Record):
         The kept run's loss on its monitoring batches, per epoch.
     seconds : float
     solver : str
+    runs : tuple of ndarray
+        The embedding each run reached (independent starts and batch streams), for the spread
+        of the prediction.
     labels : ndarray of int or None
         The row of :attr:`embedding` of each sample when the rows are twin classes
         (samples with identical weights, collapsed); ``None``: one row per sample.
@@ -194,6 +197,7 @@ class BatchOptimum(Record):
     monitor: tuple[float, ...] = field(repr=False)
     seconds: float = 0.0
     labels: np.ndarray | None = field(default=None, repr=False)
+    runs: tuple[np.ndarray, ...] = field(default=(), repr=False)
     solver: str = ("Riemannian Adam on the product of spheres, fresh batches, decaying step, "
                    "iterate averaging")
 
@@ -437,7 +441,7 @@ def batch_optimum(
               "on the selection batches")
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,
                         status=status, monitor=kept.monitor if kept else (),
-                        seconds=float(sum(i.seconds for i in infos)))
+                        seconds=float(sum(i.seconds for i in infos)), runs=tuple(runs))
 
 
 def _duration(seconds: float) -> str:
@@ -491,7 +495,8 @@ def quotient_batch_optimum(
         L = np.log(weights)
     source = DenseBatchWeights(L)
     return batch_optimum(source, spec, tau=tau, dim=dim, seed=seed,
-                         sizes=None if (sizes == 1).all() else sizes,
+                         sizes=(None if (sizes == 1).all() and spec.sampler == "uniform"
+                                else sizes),
                          full_batch=full_batch, replicates=replicates,
                          min_batches=min_batches, progress=progress)
 

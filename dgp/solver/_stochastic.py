@@ -164,6 +164,11 @@ class SampleBatches:
     n: int
     batch_size: int
 
+    @property
+    def steps_per_epoch(self) -> int:
+        """Batches of one pass over the samples."""
+        return max(1, self.n // self.batch_size)
+
     def draw(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         idx = np.sort(rng.choice(self.n, size=self.batch_size, replace=False))
         return idx, np.ones(idx.size)
@@ -206,8 +211,13 @@ class ClassBatches:
         idx = np.flatnonzero(counts)
         return idx, counts[idx].astype(float)
 
+    @property
+    def steps_per_epoch(self) -> int:
+        """Batches of one pass over the samples (``N / B``)."""
+        return max(1, int(self.sizes.sum()) // self.spec.batch_size)
+
     def epoch(self, rng: np.random.Generator):
-        for _ in range(max(1, int(self.sizes.sum()) // self.spec.batch_size)):
+        for _ in range(self.steps_per_epoch):
             yield self.draw(rng)
 
 
@@ -369,7 +379,7 @@ def stochastic_optimum(
         Z = _unit_rows(np.array(start, dtype=float))
     mon = [sampler.draw(mon_rng) for _ in range(monitor_batches)]
     opt = _RiemannianAdam(Z, weights, tau, spec)
-    per_epoch = max(1, n // max(1, int(np.mean([m.size for _, m in mon]))))
+    per_epoch = sampler.steps_per_epoch
     t0 = last_said = time.monotonic()
     history: list[float] = [_mean_loss(Z, mon, weights, tau, spec)]
     step = 0
