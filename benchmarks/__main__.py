@@ -22,7 +22,7 @@ import numpy as np
 import scipy
 
 MODULES = ("classify", "structured", "prototypes", "optimum", "rank_d", "zeros", "torch_loss",
-           "phase")
+           "phase", "batch")
 DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
                    "benchmarks.md")
 
