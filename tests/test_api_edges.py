@@ -117,3 +117,13 @@ def test_an_imbalance_sweep_beyond_memory_is_refused_before_the_work(cli, monkey
     assert r.code == 2 and r.err.count("\n") == 1, r.err
     assert "(--classes 5 x --majority 1000000000000) needs about 72.8 TiB" in r.err
     assert "memory budget of 1.0 GiB" in r.err and "--majority <= 13421772 fits" in r.err
+
+
+def test_an_imbalance_sweep_too_large_for_memory_is_refused_from_python_too():
+    """The labels of a sweep's largest cell are guarded before they are built (the command line
+    refuses it before the work; the library names the memory it would need)."""
+    from dgp.errors import InputError
+
+    with pytest.raises(InputError, match="majority"):
+        dgp.phase("supcon", classes=3, majority=10**12, grid={"imbalance": (1, 10, 3)},
+                  tau=0.1, dim=2)

@@ -204,6 +204,9 @@ class DesignInput:
         assert self.rec is not None and self.classes is not None and self.majority is not None
         sizes = imbalanced_sizes(classes=self.classes, majority=self.majority,
                                  ratio=params["imbalance"], profile=self.profile)
+        # the labels are one integer per sample: a guard before np.repeat, not a MemoryError
+        check_memory(3 * 8.0 * float(sizes.sum()), what=f"the labels of {int(sizes.sum())} "
+                     "samples", hint="use a smaller majority (the geometry depends on ratios)")
         codes = np.repeat(np.arange(sizes.size), sizes)
         return Labels("class", codes, np.arange(sizes.size), sizes)
 
