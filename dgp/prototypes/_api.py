@@ -798,7 +798,7 @@ def supcon_prototypes(
     reduction: str | None = None,
     anchors_without_positives: str | None = None,
     samples: int = 2000,
-    replicates: int = 3,
+    replicates: int = 2,
     seed: int = 0,
     exact_max: int = 20_000,
     tol: float = SOLVER_TOL,
@@ -848,8 +848,8 @@ def supcon_prototypes(
         :func:`dgp.solver.quotient_batch_optimum` and reported on others; ``method`` is then
         ``"stochastic"``).
     replicates : int
-        Beyond ``exact_max``: further independent runs (at least 2), whose spread gives each
-        Gram entry its 95% interval (``batch.gram_interval``).
+        Beyond ``exact_max``: further independent runs (at least 2, default 2: three runs in
+        all), whose spread gives each Gram entry its 95% interval (``batch.gram_interval``).
     seed : int
         Seed of the batch streams and of the random starts of a rank-``dim`` solve.
     exact_max : int
