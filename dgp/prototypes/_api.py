@@ -729,6 +729,7 @@ def _stochastic_batched(n: np.ndarray, tau: float, eps: float | None, spec: Batc
     grams = np.array([Z @ Z.T for Z in res.runs])
     half = student_t.ppf(0.975, grams.shape[0] - 1) * grams.std(axis=0, ddof=1)
     np.fill_diagonal(half, 0.0)
+    lo, hi = np.clip(G - half, -1.0, 1.0), np.clip(G + half, -1.0, 1.0)  # cosines
     b = res.batch
     batch = BatchPrediction(
         spec=spec, exact=False, compositions=composition_count(n, spec), drawn=b.batches,
@@ -736,7 +737,7 @@ def _stochastic_batched(n: np.ndarray, tau: float, eps: float | None, spec: Batc
         gram_se=float(grams.std(axis=0, ddof=1).max()), replicates=grams.shape[0] - 1,
         full_batch_gram=full.gram, shift=float(np.abs(G - full.gram).max()),
         positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
-        estimate=b, gram_interval=(G - half, G + half),
+        estimate=b, gram_interval=(lo, hi),
     )
     anchors = float(spec.batch_size)
     simplex_gap = simplex_se = math.nan
