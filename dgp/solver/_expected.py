@@ -461,7 +461,7 @@ def _estimate_seconds(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: f
         Zb /= np.linalg.norm(Zb, axis=1, keepdims=True)
         batch_loss(Zb, m, weights.log_block(idx), tau=tau, spec=spec)
     step = (time.perf_counter() - t0) / 3
-    per_epoch = max(1, weights.n // spec.batch_size)
+    per_epoch = sampler.steps_per_epoch
     return step * (runs * TYPICAL_EPOCHS * per_epoch + (runs + 1) * (min_batches + 1000) / 2
                    + bound_batches * 100)
 
