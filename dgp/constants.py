@@ -403,6 +403,7 @@ RANK_D_HOP_SIZE = 0.5
 #: above this ``K * dim`` a candidate makes no moves (its descent is the costly part) and the
 #: default budget is RANK_D_LARGE_STARTS random candidates (besides the given starts)
 RANK_D_HOP_MAX_SIZE = 400
+#: random candidates of the default budget above RANK_D_HOP_MAX_SIZE when no start is given
 RANK_D_LARGE_STARTS = 1
 #: above this ``K * dim`` a row problem's candidates are polished with shorter inner solves
 #: (RANK_D_LARGE_POLISH_INNER) and its certificate skips the Lanczos estimate of the Riemannian
@@ -415,18 +416,23 @@ RANK_D_RUN_ITERS = 500
 RANK_D_MOVE_ITERS = 200
 #: trust-region steps of a candidate's polish, and inner (truncated CG) steps of each
 RANK_D_POLISH_ITERS = 20
+#: inner (truncated CG) steps of each trust-region step of that polish
 RANK_D_POLISH_INNER = 200
 #: rounds of L-BFGS and trust region a candidate may take to reach its stationarity target
 RANK_D_ROUNDS = 4
 #: above this ``K * dim`` a rank-d solve takes two rounds of shorter trust-region polish (a
 #: K = 1000, dim = 128 solve then fits in minutes on one core; the gap is reported either way)
 RANK_D_LARGE_SIZE = 50_000
+#: inner steps of a trust-region step above RANK_D_LARGE_SIZE
 RANK_D_LARGE_POLISH_INNER = 60
+#: rounds of a candidate above RANK_D_LARGE_SIZE
 RANK_D_LARGE_ROUNDS = 2
 #: seconds of L-BFGS evaluations a factor-path (many classes) candidate is given, by the
 #: guard's cost model of one evaluation, within the fewest and most evaluations below
 RANK_D_FACTOR_SECONDS = 120.0
+#: the fewest L-BFGS evaluations of a factor-path candidate
 RANK_D_FACTOR_MIN_EVALS = 100
+#: the most L-BFGS evaluations of a factor-path candidate
 RANK_D_FACTOR_MAX_EVALS = 5000
 #: seconds of trust-region Hessian-vector products a factor-path candidate is given after
 #: L-BFGS: the trust region runs without its stall rule, through the long descent of a flat
@@ -438,10 +444,12 @@ RANK_D_POLISH_SECONDS = 120.0
 RANK_D_PRODUCT_EVALS = 2.0
 #: a budget below this many products is not spent (a few inner steps do not polish anything)
 RANK_D_POLISH_MIN_PRODUCTS = 200
+#: the most products a factor-path polish is given
 RANK_D_POLISH_MAX_PRODUCTS = 20_000
 #: inner steps of one trust-region step, and trust-region steps, on the factor path: the
 #: product budget binds first
 RANK_D_FACTOR_POLISH_INNER = 1000
+#: trust-region steps of a factor-path polish (the product budget binds first)
 RANK_D_FACTOR_POLISH_STEPS = 1000
 #: the guard's floor on one row-problem evaluation, in operations at 1e9 per second: about
 #: 200 us of interpreter work whatever K (measured 200 us at K = 10, dim = 2)
@@ -454,4 +462,5 @@ RANK_D_PASS_RATE = 2e9
 #: L-BFGS iterations of a non-negative candidate's first descent, and of its descents after a
 #: move (squared parametrisation, then the support polish)
 NONNEG_RUN_ITERS = 2000
+#: L-BFGS iterations of a non-negative candidate's descent after a move
 NONNEG_MOVE_ITERS = 500

@@ -42,8 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      if OBJECTIVES[n].similarity == "cosine"))
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
     p.add_argument("--dim", type=int, metavar="D", help="embedding dimension (default: free)")
-    p.add_argument("--starts", type=int, default=4,
-                   help="random Burer-Monteiro starts with --dim (default 4)")
+    p.add_argument("--starts", type=int,
+                   help="random candidates of the rank-D search with --dim (default: the one "
+                   "rank-d solver's budget, 8 up to N * D = 400, else the given start alone; a "
+                   "larger budget is never worse)")
     b = p.add_argument_group("mini-batches")
     b.add_argument("--batch-size", type=int, metavar="B", help="predict for batches of B samples")
     b.add_argument("--reduction", choices=REDUCTIONS, default="mean", help="default: mean")

@@ -75,8 +75,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ReLU head: non-negative prototypes (the orthogonal frame, certified, "
                    "when D >= K; else seeded descents with a certified lower bound)")
     d.add_argument("--starts", type=int,
-                   help="random starts of the rank-D solve (default 16; 2 or 1 above K * D = "
-                   "50000, where one start is run; seeded by --seed)")
+                   help="random candidates of the rank-D solve (default: the one rank-d "
+                   "solver's budget, 8 up to K * D = 400, else the free optimum's factor alone; "
+                   "a larger budget is never worse; seeded by --seed)")
     b = p.add_argument_group("mini-batches")
     b.add_argument("--batch-size", type=int, metavar="B", help="predict for batches of B samples")
     b.add_argument("--sampler", choices=SAMPLERS, default="uniform", help="default: uniform")

@@ -37,6 +37,7 @@ from dgp.constants import (
     RANK_D_HESSIAN_RTOL,
     SCALE_FLOOR,
 )
+from dgp.errors import SolverError
 from dgp.records import CertificateProtocol
 from dgp.solver._blockfactor import BlockFactor
 from dgp.solver._program import RowProblem
@@ -166,6 +167,9 @@ def _hessian_extremes(prob: RowProblem | BlockFactor, X: np.ndarray,
     n = r * K
     if n <= HESSIAN_DENSE_MAX:
         H = np.column_stack([apply(e) for e in np.eye(n)])
+        if not np.isfinite(H).all():  # the scaled objective overflowed at this point
+            raise SolverError("the Riemannian Hessian of the rank-d point is not finite (its "
+                              "scaled objective overflowed)")
         lam = np.linalg.eigvalsh(0.5 * (H + H.T))
         return float(lam[0]), float(lam[-1]), "dense"
     v0 = np.random.default_rng(seed).standard_normal(n)
