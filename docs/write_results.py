@@ -144,9 +144,10 @@ sign again). A third candidate (y-Aware, `sigma = 0.1`) was started and stopped 
 lack of CPU time on the shared machine. Held-out images are compared with each prediction at
 the training sample with the nearest label (the same rule for both). `excess`: the runs'
 expected batch loss above the prediction's (nats per anchor, fresh batches). The noise row is
-the control: noise inputs with the same labels must not confirm the prediction. The seeds share one split and one draw of the angles (the
-first seed's: the prediction for 2000 samples is computed once) and differ in initialisation
-and batches; 600 steps of 256 (77 epochs) on MNIST.""",
+the control: noise inputs with the same labels must not confirm the prediction. The seeds
+share one split and one draw of the angles (the first seed's: the prediction for 2000 samples
+is computed once) and differ in initialisation and batches; 600 steps of 256 (77 epochs) on
+MNIST.""",
     "controls": """\
 What the images add. The same imbalanced SupCon and Euclidean–Euclidean runs as above beside
 three controls: noise inputs (trained), an untrained CNN, and raw pixels, all scored on held-out
