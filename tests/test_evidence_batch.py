@@ -136,3 +136,12 @@ def test_sample_batch_quick_mode_runs(monkeypatch):
         assert "identifiability" in d
     assert sup["supports"] in ("expected-batch", "against", "undecided", "uninformative",
                                "coincide", "neither")
+
+
+def test_a_lower_full_batch_loss_within_the_resolution_is_said():
+    # the full-batch point lower on the batch loss beyond the gap's SE, but within what
+    # training resolves: uninformative, and the page says which way the loss leans
+    runs = [_run(s, advantage=0.0, delta=-8e-4, delta_se=1e-6, excess=0.01 + 0.05 * s)
+            for s in range(3)]
+    v = C.batch_vs_full(runs)
+    assert v["supports"] == "uninformative" and "not the optimum" in v["why"]

@@ -47,7 +47,7 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
     procrustes_null,
     unit_rows,
 )
-from dgp.torch.experiments.statistics import decide, holm, plateau  # noqa: E402
+from dgp.torch.experiments.statistics import Z95, decide, holm, plateau  # noqa: E402
 from dgp.torch.losses import WInfoNCELoss, make_loss  # noqa: E402
 from dgp.torch.training import (  # noqa: E402
     progress_bar,
@@ -567,5 +567,13 @@ def batch_vs_full(group: list[dict[str, Any]]) -> dict[str, Any]:
                      "every seed (no stochastic run beat it beyond noise): one point")}
     else:
         v = not_pinned(v, group)
+        ident = v["identifiability"]
+        if v["supports"] == "uninformative" and ident["delta"] < -Z95 * ident["delta_se"]:
+            # within what training resolves, but beyond the gap's own noise: say which way
+            v["why"] = "; ".join(x for x in (v.get("why"), (
+                f"the full-batch point has the lower expected batch loss, by "
+                f"{-ident['delta']:.2g} ± {ident['delta_se']:.1g} nats per anchor (beyond its "
+                "standard error, within what training resolves): the batch prediction is not "
+                "the optimum of the expected batch loss")) if x)
     return {**v, "compared_with": "full-batch"}
 
