@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp._linalg import simplex_gram
-from dgp.constants import SOLVER_TOL
+from dgp.constants import LOSS_RESOLUTION, SOLVER_TOL
 from dgp.engine.target import check_weights
 from dgp.errors import (
     ParameterError,
@@ -49,6 +49,7 @@ from dgp.solver import (
     FINITE_MAX_ENTRIES,
     NO_POSITIVE,
     REDUCTIONS,
+    BatchIdentifiability,
     BatchOptimum,
     BatchSpec,
     RowProblem,
@@ -63,6 +64,7 @@ from dgp.solver import (
     factor,
     finite_batch_optimum,
     frank_wolfe_bound,
+    identifiability_report,
     lift_certificate,
     quotient_batch_optimum,
     rank_d_cost,
@@ -101,6 +103,7 @@ class _Solved:
     certificate: object
     stop_reason: str
     starts: int
+    identifiability: BatchIdentifiability | None = None
 
 
 def _guard(K: int, N: int, dim: int | None, rows: int, starts: int) -> None:
@@ -159,7 +162,11 @@ def _fixed_dim(
                        f"the free optimum has rank {free.certificate.rank} <= dim = {dim}", 0)
     sol = solve_rank_d(prob, dim, free_gram=None if free is None else free.gram,
                        weights=weights, starts=starts, seed=seed, tol=tol)
-    return _Solved(prob, sol.gram, sol.certificate, sol.reason, sol.starts)
+    losses = [v / prob.alpha_total for v in sol.candidate_losses]
+    ident = identifiability_report([X.T for X in sol.candidate_factors], losses,
+                                   int(np.argmin(losses)), seed=seed,
+                                   resolution=LOSS_RESOLUTION)
+    return _Solved(prob, sol.gram, sol.certificate, sol.reason, sol.starts, ident)
 
 
 class _NoCollapse(Exception):
@@ -239,6 +246,7 @@ def _solve(
         prob=prob, gram=G, cert=cert, lift=lift, loss=loss, excess=excess,
         log_excess=log_excess, lower=lower, certified_global=global_,
         stop_reason=sol.stop_reason, starts=sol.starts, free=free_prob, batch=batch,
+        identifiability=sol.identifiability,
     )
 
 
@@ -530,7 +538,21 @@ def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str
         unique=unique, uniqueness=why, certificate=cert, collapse=lift, structure=structure,
         stop_reason=out["stop_reason"], starts=out["starts"], batch=out["batch"],
         free_rank=None if out["free"] is None else out["free"].certificate.rank,
+        identifiability=(out["identifiability"] if out["identifiability"] is not None
+                         else _unique_report(unique, why) if dim is not None or
+                         out["batch"] is not None else None),
     )
+
+
+def _unique_report(unique: bool | None, why: str) -> BatchIdentifiability:
+    """What the loss pins when the optimum is the convex one: everything when it is unique up
+    to rotation (certified), not the arrangement on a face of minimisers."""
+    pinned = {"pairwise cosines": bool(unique), "spectrum": bool(unique),
+              "mean_norm": bool(unique)}
+    statement = ("yes: the optimum is unique up to rotation (" + why + ")" if unique else
+                 "not identifiable: " + why if unique is False else "undecided: " + why)
+    return BatchIdentifiability(pinned=pinned, spread={}, resolution=0.0,
+                                identifiable=bool(unique), solutions=1, statement=statement)
 
 
 def _floor(opt: Optimum) -> LossFloor:

@@ -12,7 +12,7 @@ from dgp.display import format_nats, format_summary, html_summary
 from dgp.geometry import embedding_from_gram
 from dgp.records import Convergence, Record
 from dgp.resources import check_memory
-from dgp.solver import BatchPrediction, KKTCertificate, LiftCertificate
+from dgp.solver import BatchIdentifiability, BatchPrediction, KKTCertificate, LiftCertificate
 
 __all__ = ["GRAM_JSON_MAX_N", "LossFloor", "Optimum"]
 
@@ -79,6 +79,10 @@ class Optimum(Record):
         For mini-batch predictions (the full-batch Gram there is the quotient one).
     free_rank : int or None
         Rank of the free-dimension optimum, when it was computed.
+    identifiability : BatchIdentifiability or None
+        In a fixed dimension or with batches: what the loss pins among near-optimal solutions
+        (the rank-d search's candidates within :data:`~dgp.constants.LOSS_RESOLUTION` nats per
+        anchor of the best; the certified uniqueness of a convex optimum).
     solver : str
     """
 
@@ -107,6 +111,7 @@ class Optimum(Record):
     starts: int = 0
     batch: BatchPrediction | None = None
     free_rank: int | None = None
+    identifiability: BatchIdentifiability | None = None
     solver: str = "dgp certified solver (Burer-Monteiro, L-BFGS, Riemannian trust region)"
 
     @cached_property
@@ -163,6 +168,8 @@ class Optimum(Record):
             ("unique", {True: "yes", False: "no", None: "undecided"}[self.unique]
              + f" ({self.uniqueness})"),
         ]
+        if self.identifiability is not None:
+            pairs.append(("pinned", self.identifiability.statement))
         if self.batch is not None:
             s = self.batch.spec
             exp = ("exact" if self.batch.exact
@@ -233,6 +240,8 @@ class Optimum(Record):
             )
         if self.batch is not None:
             yield "batch", self.batch.to_dict(gram=self.K <= GRAM_JSON_MAX_N)
+        if self.identifiability is not None:
+            yield "identifiability", self.identifiability
         yield "convergence", self.convergence
         if options["embedding"]:
             yield "embedding", self.embedding

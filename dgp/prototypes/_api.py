@@ -36,6 +36,7 @@ from dgp.constants import (
     BATCH_TAU_MIN,
     EQUIANGULAR_ATOL,
     LOG1P_SERIES_BELOW,
+    LOSS_RESOLUTION,
     RANK_D_LARGE_SIZE,
     RANK_D_STARTS,
     SOLVER_TOL,
@@ -85,6 +86,7 @@ from dgp.solver import (
     evaluate,
     face_uniqueness,
     factor,
+    identifiability_report,
     lift_certificate,
     positive_pair_probability,
     quotient_batch_optimum,
@@ -547,7 +549,8 @@ def _in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: floa
         log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=None,
         collapse=None, rank=DEFAULT_POLICY.rank(lam), unique=None,
         stop_reason=found.reason, matrix=G,
-        identifiability=Identifiability(math.nan, None, None, None, float(n.sum()), math.nan),
+        identifiability=_pinned(Identifiability(math.nan, None, None, None, float(n.sum()),
+                                                math.nan), found, float(n.sum()), seed),
         dim=dim, lower_bound=lower, rank_d=rcert, factor=X.T.copy(),
     )
 
@@ -578,9 +581,26 @@ def _in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, star
         log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=cert,
         collapse=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
         stop_reason=found.reason, matrix=G,
-        identifiability=_dim_identifiability(prob, G, dim),
+        identifiability=_pinned(_dim_identifiability(prob, G, dim), found,
+                                prob.alpha_total, seed),
         dim=dim, lower_bound=lower, rank_d=rcert,
     )
+
+
+def _pinned(ident: Identifiability | None, found: Any, anchors: float,
+            seed: int) -> Identifiability | None:
+    """``ident`` with what the loss pins among the rank-``dim`` search's candidates within
+    :data:`~dgp.constants.LOSS_RESOLUTION` nats per anchor of the best
+    (:func:`dgp.solver.identifiability_report`: their cosines, spectrum and mean)."""
+    if ident is None or not found.candidate_factors:
+        return ident
+    runs = [X.T for X in found.candidate_factors]
+    losses = [v / anchors for v in found.candidate_losses]
+    rep = identifiability_report(runs, losses, int(np.argmin(losses)), seed=seed,
+                                 resolution=LOSS_RESOLUTION)
+    return dataclasses.replace(ident, pinned=rep.pinned, spread=rep.spread,
+                               resolution=rep.resolution, identifiable=rep.identifiable,
+                               statement=rep.statement)
 
 
 def _dim_identifiability(prob: RowProblem, G: np.ndarray, dim: int) -> Identifiability | None:
@@ -752,9 +772,12 @@ def _stochastic_batched(n: np.ndarray, tau: float, eps: float | None, spec: Batc
         simplex_gap = float(diff.mean())
         simplex_se = float(diff.std(ddof=1) / math.sqrt(diff.size))
     log_gap = math.log(simplex_gap) if simplex_gap > 0 else -math.inf
+    rep = res.identifiability
     ident = Identifiability(simplex_gap, None if math.isnan(simplex_se) else simplex_se,
                             b.full_batch_excess, b.full_batch_excess_se, anchors,
-                            log_gap if not math.isnan(simplex_gap) else math.nan)
+                            log_gap if not math.isnan(simplex_gap) else math.nan,
+                            pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
+                            identifiable=rep.identifiable, statement=rep.statement)
     entropy = math.nan  # the expected batch entropic bound is not estimated on this path
     return Prototypes(
         objective="supcon" if eps is None else "soft-supcon",

@@ -111,6 +111,10 @@ class Identifiability(Record):
     log_simplex_gap : float
         Natural log of ``simplex_gap`` (finite where the gap underflows at small ``tau``;
         ``-inf`` where the prediction is the simplex).
+    pinned, spread, resolution, identifiable, statement
+        In a fixed dimension or with batches: what the loss pins among near-optimal
+        solutions (other candidates of the search, or independent runs), as
+        :class:`dgp.solver.BatchIdentifiability` says it; ``None`` otherwise.
     """
 
     simplex_gap: float
@@ -119,13 +123,27 @@ class Identifiability(Record):
     full_batch_gap_se: float | None
     anchors: float
     log_simplex_gap: float = -math.inf
+    pinned: dict | None = None
+    spread: dict | None = None
+    resolution: float | None = None
+    identifiable: bool | None = None
+    statement: str | None = None
 
     def json_items(self, options):
-        yield from super().json_items(options)
+        for key, value in super().json_items(options):
+            if key not in ("pinned", "spread", "resolution", "identifiable", "statement") or (
+                    self.pinned is not None):
+                yield key, value
         yield "units", "nats per anchor"
 
     def summary_pairs(self) -> list[tuple[str, str]]:
         """The lines of the text and HTML summaries (each fits 80 columns)."""
+        pairs = self._gap_pairs()
+        if self.statement is not None:
+            pairs.insert(0, ("pinned", self.statement))
+        return pairs
+
+    def _gap_pairs(self) -> list[tuple[str, str]]:
         if math.isnan(self.simplex_gap):
             pairs = [("identifiable", "no simplex gap: the simplex does not fit in this dim")]
             if self.full_batch_gap is not None:

@@ -56,6 +56,7 @@ from dgp.solver._expected import (
     BatchOptimum,
     batch_optimum,
     finite_batch_optimum,
+    identifiability_report,
     quotient_batch_optimum,
 )
 from dgp.solver._finite import (
@@ -183,6 +184,7 @@ __all__ = [
     "finite_batch_optimum",
     "finite_batches",
     "frank_wolfe_bound",
+    "identifiability_report",
     "lbfgs",
     "lift_certificate",
     "nonnegative_cost",

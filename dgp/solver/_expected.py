@@ -32,7 +32,6 @@ from dgp.solver._stochastic import (
     BatchWeights,
     ClassBatches,
     DenseBatchWeights,
-    Estimate,
     SampleBatches,
     batch_loss,
     evaluate,
@@ -40,8 +39,9 @@ from dgp.solver._stochastic import (
     stochastic_optimum,
 )
 
-__all__ = ["BatchEstimate", "BatchIdentifiability", "BatchOptimum", "batch_optimum",
-           "finite_batch_optimum", "quotient_batch_optimum"]
+__all__ = ["HALF_WIDTH", "BatchEstimate", "BatchIdentifiability", "BatchOptimum",
+           "batch_optimum", "finite_batch_optimum", "identifiability_report",
+           "quotient_batch_optimum"]
 
 #: a pairwise cosine (or a relative eigenvalue) that moves by more than this between
 #: near-optimal solutions is not pinned by the loss
@@ -313,18 +313,26 @@ def _invariants(Z: np.ndarray, pairs: np.ndarray, top: int) -> dict[str, Any]:
     return {"cos": cos, "spectrum": lam, "mean_norm": float(np.linalg.norm(Z.mean(axis=0)))}
 
 
-def _identifiability(runs: list[np.ndarray], est: list, best: int, *, seed: int,
-                     resolution: float) -> BatchIdentifiability:
+def identifiability_report(runs: list[np.ndarray], losses: list[float], best: int, *,
+                           seed: int, resolution: float) -> BatchIdentifiability:
+    """What the loss pins among the solutions ``runs`` (unit rows, one per point) whose loss
+    (nats per anchor, ``losses``) is within ``resolution`` of the best one's: pairwise cosines
+    (every pair up to :data:`PAIRS`, else that many seeded pairs), the top eigenvalues of
+    ``Z^T Z / n`` and the norm of the mean row, each pinned when its spread is at most
+    :data:`PINNED_SPREAD` (the class's docstring)."""
     n, d = runs[best].shape
-    rng = np.random.default_rng([seed, 4])
-    pairs = rng.integers(0, n, size=(PAIRS, 2))
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    if n * (n - 1) // 2 <= PAIRS:
+        pairs = np.argwhere(np.triu(np.ones((n, n), dtype=bool), 1))
+    else:
+        rng = np.random.default_rng([seed, 4])
+        pairs = rng.integers(0, n, size=(PAIRS, 2))
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     top = min(d, n, 16)
     ref = _invariants(runs[best], pairs, top)
     near = [k for k in range(len(runs)) if k != best
-            and est[k].mean - est[best].mean <= resolution]
+            and losses[k] - losses[best] <= resolution]
     spread = {"cosine_max": 0.0, "cosine_rms": 0.0, "spectrum": 0.0, "mean_norm": 0.0,
-              "loss": max((est[k].mean - est[best].mean for k in range(len(runs))), default=0.0)}
+              "loss": max((losses[k] - losses[best] for k in near), default=0.0)}
     for k in near:
         inv = _invariants(runs[k], pairs, top)
         dc = inv["cos"] - ref["cos"]
@@ -435,8 +443,9 @@ def batch_optimum(
         batches=e.batches, bound_batches=bound.batches,
         steps=kept.steps if kept else 0, epochs=kept.epochs if kept else 0.0, seed=seed + best,
     )
-    ident = (_identifiability(runs, est[: len(runs)], min(best, len(runs) - 1), seed=seed,
-                              resolution=half_width) if replicates else None)
+    means = [e.mean for e in est[: len(runs)]]
+    ident = (identifiability_report(runs, means, int(np.argmin(means)), seed=seed,
+                                    resolution=half_width) if replicates else None)
     status = (kept.status if kept else "the full-batch optimum: no stochastic run did better "
               "on the selection batches")
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,
@@ -528,10 +537,9 @@ def finite_batch_optimum(
         batches=fb.count, bound_batches=0, steps=sol.iterations, epochs=0.0, seed=seed,
         expectation="exact",
     )
-    est = [Estimate(v, 0.0, fb.count) for v in sol.losses]
     best = int(np.argmin(sol.losses))
-    ident = _identifiability(list(sol.embeddings), est, best, seed=seed,
-                             resolution=HALF_WIDTH)
+    ident = identifiability_report(list(sol.embeddings), list(sol.losses), best, seed=seed,
+                                   resolution=HALF_WIDTH)
     status = (f"exact over all {fb.count} batches: L-BFGS from {len(sol.losses)} starts, "
               f"Riemannian gradient {sol.gradient_norm:.2g} of its scale")
     return BatchOptimum(n=fb.n, tau=tau, dim=dim, embedding=sol.embedding, batch=batch,

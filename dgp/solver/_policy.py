@@ -258,6 +258,9 @@ class RankDSolution:
         a hint, not a certificate).
     reason : str
         How the point was found.
+    candidate_factors : tuple of ndarray
+        Each candidate's final point (``dim x K``), in the order of ``candidate_losses``: the
+        near-optimal ones tell what the loss pins (:func:`dgp.solver.identifiability_report`).
     """
 
     factor: np.ndarray
@@ -270,6 +273,7 @@ class RankDSolution:
     candidate_losses: tuple[float, ...]
     hits: int
     reason: str
+    candidate_factors: tuple[np.ndarray, ...] = ()
 
     @property
     def gram(self) -> np.ndarray:
@@ -430,9 +434,11 @@ def solve_rank_d(
                      np.random.default_rng([seed, 2, 0])))
     best = None
     losses = []
+    factors = []
     for X0, rng in jobs:
         X, parts = _candidate(prob, X0, rng, policy, target)
         losses.append(parts)
+        factors.append(X)
         if best is None or _key(parts) < _key(best[1]):
             best = (X, parts)
     assert best is not None
@@ -450,6 +456,7 @@ def solve_rank_d(
         factor=X, loss=parts[0], excess_loss=parts[1], log_excess_loss=parts[2],
         certificate=cert, starts=len(jobs), random_starts=len(jobs) - n_given,
         candidate_losses=tuple(p[0] for p in losses), hits=hits, reason=reason,
+        candidate_factors=tuple(factors),
     )
 
 

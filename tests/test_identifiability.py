@@ -1,0 +1,52 @@
+"""What the loss pins: the identifiability report of fixed-dimension and mini-batch
+predictions (near-optimal solutions compared on invariants that do not depend on a rotation)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dgp
+from dgp.solver import identifiability_report
+from dgp.weights import supcon_weights
+
+
+def _unit(X):
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def test_report_is_rotation_invariant_and_sees_a_rearrangement():
+    rng = np.random.default_rng(0)
+    Z = _unit(rng.standard_normal((12, 4)))
+    Q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    same = identifiability_report([Z, Z @ Q], [1.0, 1.0], 0, seed=0, resolution=1e-3)
+    assert same.identifiable and same.spread["cosine_max"] < 1e-12
+    swapped = Z.copy()
+    swapped[[0, 5]] = swapped[[5, 0]]  # two points exchange places: the same spectrum
+    moved = identifiability_report([Z, swapped], [1.0, 1.0], 0, seed=0, resolution=1e-3)
+    assert not moved.pinned["pairwise cosines"] and moved.pinned["spectrum"]
+    assert "not identifiable" in moved.statement
+    # a solution whose loss is beyond the resolution is not compared
+    far = identifiability_report([Z, swapped], [1.0, 1.1], 0, seed=0, resolution=1e-3)
+    assert far.solutions == 1 and "undecided" in far.statement
+
+
+@pytest.mark.slow  # more than about 2 s of CPU
+def test_supcon_in_r4_says_the_arrangement_is_not_pinned_and_names_what_is():
+    """The issue's example: K = 8 imbalanced classes in R^4 at tau 0.1, where different
+    arrangements reach the same loss within the resolution."""
+    p = dgp.supcon_prototypes(sizes=[50, 40, 30, 20, 10, 8, 5, 3], tau=0.1, dim=4)
+    ident = p.to_dict()["identifiability"]
+    assert ident["identifiable"] is False
+    assert ident["pinned"]["pairwise cosines"] is False and ident["pinned"]["spectrum"] is True
+    assert "not identifiable" in str(p) and "pinned: spectrum" in str(p)
+    opt = dgp.optimum(supcon_weights(np.repeat(np.arange(8), [50, 40, 30, 20, 10, 8, 5, 3])),
+                      tau=0.1, dim=4)
+    assert opt.identifiability.identifiable is False
+
+
+def test_a_unique_convex_optimum_pins_everything():
+    W = supcon_weights([0, 0, 1, 1, 2, 2])
+    opt = dgp.optimum(W, tau=0.5, dim=3)
+    d = opt.to_dict()["identifiability"]
+    assert d["identifiable"] is True and all(d["pinned"].values())
