@@ -19,7 +19,7 @@ from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_edge_list, load_labels, l
 
 __all__ = ["EDGE_SUFFIXES", "WEIGHTS_HELP", "add_objective_arguments", "add_weights_arguments",
            "is_edge_list", "label_column", "load_objective_labels", "load_weighting",
-           "read_weights"]
+           "read_weights", "refuse_label_flags"]
 
 #: WEIGHTS files with these suffixes are edge lists
 EDGE_SUFFIXES = (".edges", ".edgelist")
@@ -97,6 +97,20 @@ def add_objective_arguments(p: argparse.ArgumentParser, names: tuple[str, ...]) 
     p.add_argument("--sigma", type=float, help="label kernel width > 0 (y-aware, euclid-euclid)")
     p.add_argument("--eps", type=float, help="cross-class weight in (0, 1) (soft-supcon)")
     p.add_argument("--label-tau", type=float, help="label temperature > 0 (x-clr)")
+
+
+def refuse_label_flags(args: argparse.Namespace) -> None:
+    """Without ``--objective``, the flags that build a weighting from labels are refused.
+
+    Raises
+    ------
+    InputError
+        Naming the first such flag given.
+    """
+    for flag in ("labels", "label_column", "sigma", "eps", "label_tau"):
+        if getattr(args, flag) is not None:
+            raise InputError(f"--{flag.replace('_', '-')} needs --objective (it builds the "
+                             "weighting from labels)")
 
 
 def label_column(text: str | None) -> str | int | None:

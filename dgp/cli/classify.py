@@ -8,7 +8,12 @@ import sys
 import numpy as np
 
 from dgp.classification import METHODS, classify, weighting
-from dgp.cli._inputs import add_weights_arguments, is_edge_list, load_weighting
+from dgp.cli._inputs import (
+    add_weights_arguments,
+    is_edge_list,
+    load_weighting,
+    refuse_label_flags,
+)
 from dgp.cli._output import FileArg, atomic_output, emit_json, quiet, save_array
 from dgp.errors import InputError
 from dgp.infonce import SIMILARITIES
@@ -87,10 +92,7 @@ def run(args: argparse.Namespace) -> int:
              if path is not None}
     want_embedding = args.embedding or bool(saves)
     if args.objective is None:
-        for flag in ("labels", "label_column", "sigma", "eps", "label_tau"):
-            if getattr(args, flag) is not None:
-                raise InputError(f"--{flag.replace('_', '-')} needs --objective (it builds the "
-                                 "weighting from labels)")
+        refuse_label_flags(args)
         data = load_weighting(args)
         if isinstance(data, np.ndarray):  # dense: one N^3 reduction (sparse: its graph)
             _note_long(data.shape[0], args)

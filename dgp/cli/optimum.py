@@ -10,6 +10,7 @@ from dgp.cli._inputs import (
     add_weights_arguments,
     load_objective_labels,
     load_weighting,
+    refuse_label_flags,
 )
 from dgp.cli._output import FileArg, emit_json, quiet, save_array, table
 from dgp.errors import InputError
@@ -74,10 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from dgp.optima import optimum
 
     if args.objective is None:
-        for flag in ("labels", "label_column", "sigma", "eps", "label_tau"):
-            if getattr(args, flag) is not None:
-                raise InputError(f"--{flag.replace('_', '-')} needs --objective (it builds the "
-                                 "weighting from labels)")
+        refuse_label_flags(args)
         # dense, sparse (a k-NN graph) or a graph: validated by optimum
         W = load_weighting(args)
     else:

@@ -238,6 +238,14 @@ def batch_loss(
     r"""The loss of one batch (module docstring) at unit rows ``Zb`` (``u x d``) with ``counts``
     and log-weights ``L`` (``u x u``), and its Euclidean gradient with respect to ``Zb``
     (``None`` when ``gradient`` is false)."""
+    loss, Gam = _batch_terms(Zb, counts, L, tau=tau, spec=spec, gradient=gradient)
+    return loss, None if Gam is None else (Gam + Gam.T) @ Zb
+
+
+def _batch_terms(Zb, counts, L, *, tau, spec, gradient):
+    """The batch loss and (when ``gradient``) its derivative ``Gam`` with respect to the
+    entries of the batch's Gram, row-wise (the within-point cosines fixed at 1: a zero
+    diagonal); the Euclidean gradient in ``Zb`` is ``(Gam + Gam^T) Zb``."""
     u = Zb.shape[0]
     G = Zb @ Zb.T
     np.fill_diagonal(G, 1.0)
@@ -250,7 +258,7 @@ def batch_loss(
     has = np.isfinite(top_t)
     rho = _rho(counts, has, spec)
     if not has.any() or rho == 0.0:
-        return 0.0, (np.zeros_like(Zb) if gradient else None)
+        return 0.0, (np.zeros((u, u)) if gradient else None)
     T = T[has] - top_t[has, None]
     P = np.exp(T)
     P /= P.sum(axis=1, keepdims=True)
@@ -264,11 +272,10 @@ def batch_loss(
     loss = float(w @ (lse - lin))
     if not gradient:
         return loss, None
-    Q = E / tot[:, None]
     Gam = np.zeros((u, u))
-    Gam[has] = (w / tau)[:, None] * (Q - P)
+    Gam[has] = (w / tau)[:, None] * (E / tot[:, None] - P)
     np.fill_diagonal(Gam, 0.0)  # the within-point cosine is fixed at 1
-    return loss, (Gam + Gam.T) @ Zb
+    return loss, Gam
 
 
 # ---------------------------------------------------------------------------------- results
@@ -524,38 +531,11 @@ def _relaxed_batch_bound(Zb: np.ndarray, counts: np.ndarray, L: np.ndarray, *, t
     # with respect to G (the Euclidean gradient in Z is 2 C Z)
     G = Z @ Z.T
     np.fill_diagonal(G, 1.0)
-    Gam = _gram_gradient(Z, counts, L, tau=tau, spec=spec)
+    _, Gam = _batch_terms(Z, counts, L, tau=tau, spec=spec, gradient=True)
     C = 0.5 * (Gam + Gam.T)
     S = C - np.diag(np.einsum("ij,ji->i", C, G))
     lam = float(np.linalg.eigvalsh(S)[0])
     return f0, f + u * min(0.0, lam)
-
-
-def _gram_gradient(Z, counts, L, *, tau, spec) -> np.ndarray:
-    """The derivative of the batch loss with respect to the entries of its Gram (row-wise;
-    the within-point entries fixed)."""
-    u = Z.shape[0]
-    # batch_loss's gradient is (Gam + Gam^T) Z; recover Gam by one solve-free evaluation
-    G = Z @ Z.T
-    np.fill_diagonal(G, 1.0)
-    with np.errstate(divide="ignore"):
-        log_mu = np.broadcast_to(np.log(counts), (u, u)).copy()
-        np.fill_diagonal(log_mu, np.log(np.maximum(counts - 1.0, 0.0)))
-    T = L + log_mu
-    top_t = np.max(T, axis=1)
-    has = np.isfinite(top_t)
-    rho = _rho(counts, has, spec)
-    Gam = np.zeros((u, u))
-    if not has.any() or rho == 0.0:
-        return Gam
-    P = np.exp(T[has] - top_t[has, None])
-    P /= P.sum(axis=1, keepdims=True)
-    S = G[has] / tau + log_mu[has]
-    E = np.exp(S - np.max(S, axis=1)[:, None])
-    Q = E / E.sum(axis=1, keepdims=True)
-    Gam[has] = (rho * counts[has] / tau)[:, None] * (Q - P)
-    np.fill_diagonal(Gam, 0.0)
-    return Gam
 
 
 def relaxation_bound(
