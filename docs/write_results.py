@@ -251,6 +251,11 @@ def _cmp(d: dict[str, Any]) -> str:
     ident = d["identifiability"]
     parts.append(f"loss gap {_nats(ident['delta'])} ± {_nats(ident['delta_se'])} vs resolution "
                  f"{_nats(ident['resolution'])} nats/anchor")
+    if ident.get("prediction_half_width") is not None:
+        parts.append(f"runs' median excess {ident['learned_excess']:+.2g} nats/anchor against "
+                     f"the beat threshold -{ident['beat_threshold']:.2g} (the prediction's "
+                     f"half-width {ident['prediction_half_width']:.2g} + 1.96 paired SE): "
+                     + ("beaten" if ident["runs_beat_prediction"] else "not beaten"))
     nc, dp = h.get("noise_ceiling"), h.get("dist_prediction")
     if nc and dp:
         ratio = dp[0] / nc[0]
