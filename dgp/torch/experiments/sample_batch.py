@@ -287,8 +287,9 @@ def sample_batch_verdict(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "predictions' expected batch losses (paired, on fresh batches, nats per anchor) "
             "differ by less than what training resolves or the loss does not pin the "
             "predicted arrangement; 'against' where the full-batch prediction has the lower "
-            "expected batch loss, or the median run's excess over the prediction is below "
-            "-(the prediction's 95% half-width + 1.96 paired standard errors)"
+            "expected batch loss by more than what training resolves, or the median run's "
+            "excess over the prediction is below -(the prediction's 95% half-width + 1.96 "
+            "paired standard errors)"
         ),
         "names": list(BATCH_NAMES),
         "per_condition": per,
