@@ -33,6 +33,8 @@ def _run(seed, *, advantage, delta=0.02, delta_se=2e-4, excess=1e-4, excess_se=1
         "condition": condition, "seed": seed, "converged": True,
         "final_loss": 3.0 + excess, "loss_excess": excess, "loss_excess_se": excess_se,
         "prediction_half_width": half_width, "prediction_identifiable": identifiable,
+        "batch_prediction": {"identifiability": {"identifiable": identifiable, "pinned": {
+            "pairwise cosines": identifiable, "spectrum": True, "mean_norm": True}}},
         "heldout_noise": None,
         "comparisons": {"full-batch": {
             "delta": delta, "delta_se": delta_se, "same_point": same,
@@ -145,3 +147,16 @@ def test_a_lower_full_batch_loss_within_the_resolution_is_said():
             for s in range(3)]
     v = C.batch_vs_full(runs)
     assert v["supports"] == "uninformative" and "not the optimum" in v["why"]
+
+
+def test_only_the_pairwise_cosines_decide_whether_the_arrangement_is_pinned():
+    # a spectrum that moves between near-optimal solutions does not demote a Procrustes
+    # verdict; pairwise cosines that move do
+    runs = _runs([0.10, 0.12, 0.11, 0.09])
+    for r in runs:
+        r["batch_prediction"]["identifiability"]["pinned"]["spectrum"] = False
+        r["batch_prediction"]["identifiability"]["identifiable"] = False
+    assert C.batch_vs_full(runs)["supports"] == "expected-batch"
+    runs[0]["batch_prediction"]["identifiability"]["pinned"]["pairwise cosines"] = False
+    assert C.batch_vs_full(runs)["supports"] == "uninformative"
+

@@ -545,7 +545,7 @@ def not_pinned(v: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, Any]
     prediction's arrangement (:attr:`dgp.BatchOptimum.identifiability`: near-optimal
     solutions of other seeds differ in their pairwise cosines), on any seed's labels. Loss
     verdicts (``against``) stand."""
-    free = [r["seed"] for r in group if r.get("prediction_identifiable") is False]
+    free = [r["seed"] for r in group if arrangement_pinned(r) is False]
     out = {**v, "arrangement_pinned_seeds": len(group) - len(free)}
     if free and v["supports"] not in ("against", "coincide", "uninformative"):
         out["supports"] = "uninformative"
@@ -553,6 +553,17 @@ def not_pinned(v: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, Any]
                       "near-optimal solutions differ in their pairwise cosines), so no "
                       f"geometry can decide; held-out verdict would be {v['supports']}")
     return out
+
+
+def arrangement_pinned(run: dict[str, Any]) -> bool | None:
+    """Whether dgp's identifiability report of the run's batch prediction pins the pairwise
+    cosines (what a Procrustes comparison reads: unit rows' Gram); None without a report
+    or when no other solution came within the resolution."""
+    ident = (run.get("batch_prediction") or {}).get("identifiability") or {}
+    pinned = ident.get("pinned") or {}
+    if "pairwise cosines" in pinned:
+        return bool(pinned["pairwise cosines"])
+    return None
 
 
 def batch_vs_full(group: list[dict[str, Any]]) -> dict[str, Any]:
