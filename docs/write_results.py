@@ -280,7 +280,8 @@ def _batch_predictions(report: dict[str, Any]) -> list[str]:
         bp = r.get("batch_prediction")
         if not bp:
             continue
-        where = r.get("condition") if report["experiment"] == "continuous-labels" else "labels"
+        where = (r.get("condition") if report["experiment"] == "continuous-labels"
+                 else "the split all seeds share")
         key = (where, bp["expected_loss"])
         if key in seen:  # one prediction shared by several runs (sample-batch: one split)
             continue
