@@ -226,6 +226,7 @@ def test_optimum_bad_files_and_guards(cli, tmp_path):
     assert r.code == 2 and r.err.startswith("error:")
 
 
+@pytest.mark.slow  # more than about 10 s of CPU on a loaded machine
 def test_supcon_json_identifiability_shrinks_with_tau(cli):
     """`dgp supcon --json` says how far the loss separates the prediction from the simplex: on
     tenfold-imbalanced sizes far less at tau = 0.1 than at 0.5 (the geometry claim is hardly

@@ -299,13 +299,14 @@ def test_batch_prediction_of_a_supcon_matrix_equals_the_prototype_one():
                                proto.batch.positive_pair_probability, atol=1e-12)
 
 
+@pytest.mark.slow  # more than about 10 s of CPU on a loaded machine
 def test_batch_prediction_of_a_dense_weighting_matches_monte_carlo():
     rng = np.random.default_rng(6)
     W = rng.uniform(0.05, 1.0, (9, 9))
     tau, B = 0.4, 4
     opt = optimum(W, tau=tau, dim=3, batch_size=B, exact_max=10, samples=600, progress=False)
     assert opt.batch.expectation == "stochastic"
-    lo, hi = opt.batch.interval
+    _, hi = opt.batch.interval
     reported_se = (hi - opt.loss) / 1.96
     Z = opt.embedding
     draws = []  # an independent evaluation on other batches, with the library's loss

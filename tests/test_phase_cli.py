@@ -31,6 +31,7 @@ def test_phase_json_contract(cli):
     assert d == json.loads(json.dumps(pm.to_dict()))
 
 
+@pytest.mark.slow  # more than about 10 s of CPU on a loaded machine
 def test_phase_labels_csv_plot_and_text(tmp_path, cli):
     pytest.importorskip("matplotlib")
     t = np.linspace(0, 2 * np.pi, 21)[:-1]

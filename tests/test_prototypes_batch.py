@@ -194,6 +194,7 @@ def test_prediction_matches_an_independent_monte_carlo_minimiser():
     assert ours.batch.shift > 0.05  # and the prediction really moved from the full batch
 
 
+@pytest.mark.slow  # more than about 10 s of CPU on a loaded machine
 def test_stochastic_expectation_agrees_with_the_exact_one():
     """Beyond enumeration the prototypes are optimised on fresh compositions and reported on
     others: the exact expected loss of their Gram lies in the reported interval, is never

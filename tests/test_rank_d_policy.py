@@ -199,6 +199,7 @@ def test_no_internal_error_on_random_small_class_problems():
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # more than about 10 s of CPU on a loaded machine
 def test_reaches_the_best_of_256_descents_on_a_seeded_set():
     rng = np.random.default_rng(2024)
     hits = total = 0
