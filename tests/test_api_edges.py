@@ -127,3 +127,11 @@ def test_an_imbalance_sweep_too_large_for_memory_is_refused_from_python_too():
     with pytest.raises(InputError, match="majority"):
         dgp.phase("supcon", classes=3, majority=10**12, grid={"imbalance": (1, 10, 3)},
                   tau=0.1, dim=2)
+
+
+def test_a_dimension_above_n_is_n_not_a_time_refusal_blaming_the_weights():
+    """N points span at most N dimensions: optimum(dim=1e9) answers as dim = N."""
+    W = np.array([[0.0, 1.0, 0.5], [1.0, 0.0, 0.2], [0.5, 0.2, 0.0]])
+    big = dgp.optimum(W, tau=0.5, dim=10**9)
+    ref = dgp.optimum(W, tau=0.5, dim=3)
+    assert big.dim == 3 and big.loss == pytest.approx(ref.loss, rel=1e-12)

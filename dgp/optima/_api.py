@@ -331,7 +331,8 @@ def optimum(
     dim : int, optional
         Embedding dimension: the best embedding in :math:`\mathbb R^{dim}` (Burer–Monteiro),
         certified globally optimal when its dual matrix is PSD, else with its gap to the convex
-        lower bound. ``None``: free dimension.
+        lower bound. ``None``: free dimension. A ``dim`` above ``N`` is ``N`` (``N`` points
+        span at most ``N`` dimensions), and the result says ``dim = N``.
     batch_size : int, optional
         Predict for the expected loss of uniform batches of this size (without replacement):
         exact over every index subset when there are at most ``exact_max`` compositions of the
@@ -415,6 +416,8 @@ def optimum(
     tol = check_unit_interval(tol, "tol")
     starts = _check_starts(starts)
     N = A.shape[0]
+    if dim is not None:
+        dim = min(dim, N)  # N points span at most N dimensions: a larger dim changes nothing
     check_memory(4 * 8.0 * N * N, what=f"an N = {N} weighting", hint="use a smaller N")
     q = quotient(A)
     spec = _batch_spec(q.sizes, batch_size, sampler, reduction, anchors_without_positives)
@@ -494,7 +497,7 @@ def _labels_stochastic(problem, spec: BatchSpec, *, tau: float, dim: object, see
             "dim", f"is needed for a mini-batch prediction of {N} samples in batches of "
             f"{spec.batch_size} (beyond exact enumeration): give the embedding dimension you "
             "train in")
-    dim = check_dim(dim, "dim")
+    dim = min(check_dim(dim, "dim"), N)
     full = None
     if N <= STOCHASTIC_FULL_BATCH_MAX_K:
         q = quotient(check_weights(problem.solver_weights()))
