@@ -325,6 +325,13 @@ def check_sizes(sizes: object, name: str = "sizes", *, min_size: int = 2) -> np.
         raise ParameterError(name, f"must list at least 2 classes, got {arr.size}")
     if (arr < min_size).any():
         k = int(np.flatnonzero(arr < min_size)[0])
+        if arr.min() >= 0 and np.unique(arr).size < arr.size and arr.max() < arr.size:
+            # repeated small codes: one class label per sample, not one size per class
+            raise ParameterError(
+                name, f"= {describe(arr.tolist())} looks like one class label per sample, not "
+                "one size per class; give them as labels (labels=..., or --labels FILE), or "
+                "count them first (numpy.bincount)"
+            )
         raise ParameterError(
             name, f"[{k}] = {int(arr[k])}; every class needs at least {min_size} samples"
             + (" (a singleton has no positive pair)" if min_size == 2 else "")

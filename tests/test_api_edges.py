@@ -135,3 +135,15 @@ def test_a_dimension_above_n_is_n_not_a_time_refusal_blaming_the_weights():
     big = dgp.optimum(W, tau=0.5, dim=10**9)
     ref = dgp.optimum(W, tau=0.5, dim=3)
     assert big.dim == 3 and big.loss == pytest.approx(ref.loss, rel=1e-12)
+
+
+@pytest.mark.parametrize("labels", [[0, 0, 1, 1, 2, 2], [1, 0, 0, 1, 1]])
+def test_class_labels_given_as_sizes_get_a_hint(labels):
+    """One label per sample passed where sizes go is named for what it looks like."""
+    with pytest.raises(dgp.InvalidParameterError, match="one class label per sample"):
+        dgp.supcon_prototypes(sizes=labels, tau=0.5)
+
+
+def test_true_sizes_below_two_keep_their_own_message():
+    with pytest.raises(dgp.InvalidParameterError, match=r"sizes\[1\] = 1"):
+        dgp.supcon_prototypes(sizes=[5, 1, 3], tau=0.5)
