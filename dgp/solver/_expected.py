@@ -443,8 +443,8 @@ def batch_optimum(
         batches=e.batches, bound_batches=bound.batches,
         steps=kept.steps if kept else 0, epochs=kept.epochs if kept else 0.0, seed=seed + best,
     )
-    means = [e.mean for e in est[: len(runs)]]
-    ident = (identifiability_report(runs, means, int(np.argmin(means)), seed=seed,
+    # near the kept candidate (the full-batch optimum included), on the reporting batches
+    ident = (identifiability_report(cands, [e.mean for e in est], best, seed=seed,
                                     resolution=half_width) if replicates else None)
     status = (kept.status if kept else "the full-batch optimum: no stochastic run did better "
               "on the selection batches")
