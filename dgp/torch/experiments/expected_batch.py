@@ -135,8 +135,8 @@ def sample_prediction(problem: Any, *, dim: int, batch_size: int, seed: int) -> 
     (:func:`paired_losses`), so the full-batch excess and its standard error are measured
     here, on batches of a stream of their own, whichever path gave the prediction.
     """
-    import dgp
-    from dgp.solver import SampleBatches, check_batch
+    from dgp.optima import optimum
+    from dgp.solver import BatchOptimum, SampleBatches, check_batch
 
     n = problem.n_samples
     if not 2 <= batch_size < n:
@@ -150,19 +150,19 @@ def sample_prediction(problem: Any, *, dim: int, batch_size: int, seed: int) -> 
 
         W = problem.solver_weights()
         rows = quotient(W).labels
-        res = dgp.optimum(W, tau=problem.tau, dim=dim, batch_size=batch_size, seed=seed,
-                          replicates=1, progress=False)
+        res = optimum(W, tau=problem.tau, dim=dim, batch_size=batch_size, seed=seed,
+                      replicates=1, progress=False)
     else:
         rows = np.arange(n)
-        res = dgp.optimum(problem, dim=dim, batch_size=batch_size, seed=seed, replicates=1,
-                          progress=False)
+        res = optimum(problem, dim=dim, batch_size=batch_size, seed=seed, replicates=1,
+                      progress=False)
     t_batch = time.monotonic() - t0
     # a BatchOptimum has one row per point of the weights' quotient; an Optimum one per sample
-    P = _unit(np.asarray(res.embedding)[rows] if isinstance(res, dgp.BatchOptimum)
+    P = _unit(np.asarray(res.embedding)[rows] if isinstance(res, BatchOptimum)
               else res.embedding)
     source = problem.batch_source()
     batch = getattr(res, "batch", None)
-    if isinstance(res, dgp.BatchOptimum):
+    if isinstance(res, BatchOptimum):
         spec = res.batch.spec
         lo, hi = res.batch.interval
         kept_full = res.batch.steps == 0
@@ -191,7 +191,7 @@ def sample_prediction(problem: Any, *, dim: int, batch_size: int, seed: int) -> 
                 "expected_loss": None if batch is None else float(res.loss)}
     t1 = time.monotonic()
     if n <= DGP_FULL_BATCH_MAX_N:
-        A = _unit(np.asarray(dgp.optimum(W, tau=problem.tau, dim=dim, seed=seed).embedding))
+        A = _unit(np.asarray(optimum(W, tau=problem.tau, dim=dim, seed=seed).embedding))
         info["full_batch_path"] = f"dgp.optimum(dim={dim}) (rank-d search)"
     else:
         full_spec = check_batch(np.ones(n, dtype=np.int64), batch_size=n, sampler="uniform",
