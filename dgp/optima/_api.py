@@ -207,7 +207,7 @@ def _solve(
     if spec is None:
         prob, free_prob = full, free_full
     else:
-        prob, comp_index = batch_rows(comps, Wq, spec, tau=tau)
+        prob, _ = batch_rows(comps, Wq, spec, tau=tau)
         free_prob = certified_free(prob, [free_full.gram, *equi]) if need_free else None
     if dim is None:
         sol = free_prob
@@ -237,11 +237,7 @@ def _solve(
     global_ = cert.dual_residual <= GLOBAL_TOL and lift.collapsed
     batch = None
     if spec is not None:
-        batch = batch_prediction(
-            q, spec, comps, prob, comp_index, G, full_sol.gram, tau=tau, dim=dim,
-            free=free_prob, replicates=replicates, seed=seed, samples=samples,
-            exact_max=exact_max, tol=tol, starts=starts,
-        )
+        batch = batch_prediction(q, spec, comps, G, full_sol.gram)
     return dict(
         prob=prob, gram=G, cert=cert, lift=lift, loss=loss, excess=excess,
         log_excess=log_excess, lower=lower, certified_global=global_,

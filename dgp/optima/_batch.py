@@ -12,20 +12,10 @@ subsets: exact over all :math:`\binom{N}{B}` of them when few, else a seeded sam
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dgp.optima._structure import Quotient
-from dgp.solver import (
-    BatchPrediction,
-    BatchSpec,
-    Compositions,
-    RowProblem,
-    batch_rows,
-    compositions,
-    solve_rows,
-)
+from dgp.solver import BatchPrediction, BatchSpec, Compositions
 
 __all__ = ["batch_prediction", "positive_pair_probability_from"]
 
@@ -44,45 +34,16 @@ def batch_prediction(
     q: Quotient,
     spec: BatchSpec,
     comps: Compositions,
-    prob: RowProblem,
-    comp_index: np.ndarray,
     G: np.ndarray,
     G_full: np.ndarray,
-    *,
-    tau: float,
-    dim: int | None,
-    free: object,
-    replicates: int,
-    seed: int,
-    samples: int,
-    exact_max: int,
-    tol: float,
-    starts: int,
 ) -> BatchPrediction:
-    """Standard errors, the shift from the full batch and positive-pair probabilities."""
-    del dim, free, starts
-    loss_se = gram_se = None
-    reps = 0
-    if not comps.exact:
-        contrib = prob.alpha * prob.row_losses(G)
-        per = np.zeros(comps.prob.size)
-        np.add.at(per, comp_index, contrib)
-        per /= comps.prob
-        mean = float(comps.prob @ per)
-        var = float(comps.prob @ (per - mean) ** 2) * comps.drawn / max(comps.drawn - 1, 1)
-        loss_se = math.sqrt(var / comps.drawn)
-        if replicates > 0:
-            grams = [G]
-            for r in range(1, replicates + 1):
-                c_r = compositions(q.sizes, spec, exact_max=exact_max, samples=comps.drawn,
-                                   seed=seed + r)
-                p_r, _ = batch_rows(c_r, q.weights, spec, tau=tau)
-                grams.append(solve_rows(p_r, starts=[G], tol=tol).gram)
-            gram_se = float(np.std(np.array(grams), axis=0, ddof=1).max())
-            reps = replicates
+    """The exact expectation's record: its compositions, the shift from the full batch and the
+    positive-pair probabilities (beyond exact enumeration :func:`dgp.optimum` takes the
+    stochastic path of :mod:`dgp.solver._expected` instead)."""
+    assert comps.exact, "the row problem of optimum is solved for exact expectations only"
     return BatchPrediction(
-        spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
-        drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=reps,
+        spec=spec, exact=True, compositions=int(comps.counts.shape[0]),
+        drawn=comps.drawn, seed=comps.seed, loss_se=None, gram_se=None, replicates=0,
         full_batch_gram=G_full, shift=float(np.abs(G - G_full).max()),
         positive_pair_probability=tuple(
             float(p) for p in positive_pair_probability_from(comps, q.weights)
