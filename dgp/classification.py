@@ -32,7 +32,7 @@ from dgp.errors import (
 )
 from dgp.infonce import SIMILARITIES
 from dgp.result import Classification
-from dgp.spec import NOT_GIVEN, ProblemSpec, merged, tol_keyword
+from dgp.spec import ProblemSpec, merged, not_given, tol_keyword
 from dgp.tolerance import DEFAULT_RTOL, Tolerance, check_rtol
 
 __all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify", "floor_search", "refuse_batch",
@@ -55,7 +55,7 @@ def classify(
     floor: bool = False,
     starts: int | None = None,
     seed: int | None = None,
-    rtol: object = NOT_GIVEN,
+    rtol: object = not_given,
 ) -> Classification:
     r"""Classify the target geometry of a weighting.
 

@@ -22,19 +22,20 @@ from typing import Any
 
 from dgp.errors import InvalidParameterError, describe
 
-__all__ = ["NOT_GIVEN", "SAMPLING_DEFAULTS", "SAMPLING_FIELDS", "NotGiven", "ProblemSpec", "merged",
-           "problem_fields", "tol_keyword"]
+__all__ = ["SAMPLING_DEFAULTS", "SAMPLING_FIELDS", "NotGiven", "ProblemSpec", "merged",
+           "not_given", "problem_fields", "tol_keyword"]
 
 class NotGiven:
     """The default of a deprecated keyword, told apart from any value a caller may pass
     (``None`` included, which the keyword refuses as it always did)."""
 
     def __repr__(self) -> str:
-        return "NOT_GIVEN"
+        return "not_given"
 
 
-#: the default of ``rtol``, the deprecated alias of ``tol``
-NOT_GIVEN = NotGiven()
+#: the default of ``rtol``, the deprecated alias of ``tol`` (lower case: a signature shows it
+#: as the value it is, not as the name of a constant)
+not_given = NotGiven()
 
 #: the sampling fields of a problem, in the order of :func:`dgp.supcon_prototypes`
 SAMPLING_FIELDS = ("batch_size", "sampler", "samples_per_class", "reduction",
@@ -129,7 +130,7 @@ def tol_keyword(tol: object, rtol: object, default: float, *,
                 stacklevel: int = 3) -> tuple[Any, str]:
     """The value of ``tol``, with ``rtol`` accepted as its deprecated alias (a
     :class:`DeprecationWarning` pointing at the user's call, ``stacklevel`` frames up), ``default``
-    when neither is given (``rtol`` is :data:`NOT_GIVEN` by default: an explicit ``None`` is
+    when neither is given (``rtol`` is :data:`not_given` by default: an explicit ``None`` is
     refused by the validator, as before); and the name it was given as (for the messages of its
     validator).
 
@@ -141,7 +142,7 @@ def tol_keyword(tol: object, rtol: object, default: float, *,
     InvalidParameterError
         If both are given.
     """
-    if rtol is NOT_GIVEN:
+    if rtol is not_given:
         return (default if tol is None else tol), "tol"
     caller = sys._getframe(stacklevel - 1).f_globals.get("__name__", "")
     if caller != "dgp" and not caller.startswith("dgp."):

@@ -36,7 +36,7 @@ from dgp.records import Record
 from dgp.resources import check_memory
 from dgp.result import Classification
 from dgp.solver import check_time
-from dgp.spec import NOT_GIVEN
+from dgp.spec import not_given
 
 __all__ = [
     "LossFloors",
@@ -276,7 +276,7 @@ def loss_floors(
     seed: int = 0,
     tol: float | None = None,
     starts: int | None = None,
-    rtol: object = NOT_GIVEN,
+    rtol: object = not_given,
 ) -> LossFloors:
     r"""The optimal, collapsed and random-embedding losses of an objective on a batch.
 

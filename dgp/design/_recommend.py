@@ -46,7 +46,7 @@ from dgp.objectives.registry import OBJECTIVES
 from dgp.problem import Problem
 from dgp.records import Record
 from dgp.result import Classification
-from dgp.spec import NOT_GIVEN
+from dgp.spec import not_given
 
 __all__ = [
     "Recommendation",
@@ -377,7 +377,7 @@ def recommend(
     search: tuple[float, float] | None = None,
     points: int = 61,
     tol: float | None = None,
-    rtol: object = NOT_GIVEN,
+    rtol: object = not_given,
 ) -> Recommendation:
     r"""Answer an inverse design question, with a certificate.
 

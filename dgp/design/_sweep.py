@@ -47,7 +47,7 @@ from dgp.errors import (
 from dgp.problem import Problem
 from dgp.records import Record
 from dgp.resources import MEMORY_LIMIT_ENV, copies_that_fit, format_bytes
-from dgp.spec import NOT_GIVEN
+from dgp.spec import not_given
 
 __all__ = [
     "PhaseMap",
@@ -614,7 +614,7 @@ def phase(
     progress: bool = False,
     starts: int | None = None,
     seed: int | None = None,
-    rtol: object = NOT_GIVEN,
+    rtol: object = not_given,
 ) -> PhaseMap:
     r"""The verdict map of an objective (or a weighting) over a grid of one or two parameters.
 

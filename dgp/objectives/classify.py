@@ -28,7 +28,7 @@ from dgp.objectives.conditions import distortion_of, gaussian_explanation
 from dgp.objectives.registry import Labels, Objective
 from dgp.resources import blas_threads, check_memory
 from dgp.result import Classification
-from dgp.spec import NOT_GIVEN, tol_keyword
+from dgp.spec import not_given, tol_keyword
 from dgp.tolerance import DEFAULT_RTOL, Tolerance, check_rtol
 
 __all__ = ["ENGINES", "EXACT_SUMS_MAX_N", "METHODS", "classify_objective"]
@@ -59,7 +59,7 @@ def classify_objective(
     floor: bool = False,
     starts: int | None = None,
     seed: int | None = None,
-    rtol: object = NOT_GIVEN,
+    rtol: object = not_given,
 ) -> Classification:
     r"""Classify a named objective built from labels.
 

@@ -760,6 +760,8 @@ def _stochastic_batched(n: np.ndarray, tau: float, eps: float | None, spec: Batc
         estimate=b, gram_interval=(lo, hi),
     )
     anchors = float(spec.batch_size)
+    # gaps per anchor: a summed batch loss is over the batch's B anchors
+    per_anchor = 1.0 / spec.batch_size if spec.reduction == "sum" else 1.0
     simplex_gap = simplex_se = math.nan
     if K <= d + 1:  # the simplex's expected loss on the same fresh batches, paired
         Xs = factor(equiangular_gram(K, -1.0 / (K - 1)), d)
@@ -768,13 +770,15 @@ def _stochastic_batched(n: np.ndarray, tau: float, eps: float | None, spec: Batc
         est = evaluate([res.embedding, (Xs / np.linalg.norm(Xs, axis=0)).T], source,
                        ClassBatches(n, spec), spec, tau=tau, seed=seed, stream=9,
                        min_batches=samples)
-        diff = est[1].values - est[0].values
+        diff = (est[1].values - est[0].values) * per_anchor
         simplex_gap = float(diff.mean())
         simplex_se = float(diff.std(ddof=1) / math.sqrt(diff.size))
     log_gap = math.log(simplex_gap) if simplex_gap > 0 else -math.inf
     rep = res.identifiability
+    fb_gap = None if b.full_batch_excess is None else b.full_batch_excess * per_anchor
+    fb_se = None if b.full_batch_excess_se is None else b.full_batch_excess_se * per_anchor
     ident = Identifiability(simplex_gap, None if math.isnan(simplex_se) else simplex_se,
-                            b.full_batch_excess, b.full_batch_excess_se, anchors,
+                            fb_gap, fb_se, anchors,
                             log_gap if not math.isnan(simplex_gap) else math.nan,
                             pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
                             identifiable=rep.identifiable, statement=rep.statement)

@@ -111,10 +111,18 @@ class Identifiability(Record):
     log_simplex_gap : float
         Natural log of ``simplex_gap`` (finite where the gap underflows at small ``tau``;
         ``-inf`` where the prediction is the simplex).
-    pinned, spread, resolution, identifiable, statement
-        In a fixed dimension or with batches: what the loss pins among near-optimal
-        solutions (other candidates of the search, or independent runs), as
-        :class:`dgp.solver.BatchIdentifiability` says it; ``None`` otherwise.
+    pinned : dict or None
+        In a fixed dimension or with batches: each compared invariant of near-optimal
+        solutions (other candidates of the search, or independent runs) and whether the loss
+        pins it (:class:`dgp.solver.BatchIdentifiability`); ``None`` otherwise.
+    spread : dict or None
+        How much each invariant varies over those solutions.
+    resolution : float or None
+        The loss resolution (nats per anchor) within which solutions count as near-optimal.
+    identifiable : bool or None
+        Every compared invariant is pinned.
+    statement : str or None
+        What is pinned and what is not, in words.
     """
 
     simplex_gap: float

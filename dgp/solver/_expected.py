@@ -90,8 +90,10 @@ class BatchEstimate(Record):
         Fresh batches of the evaluation.
     bound_batches : int
         Further fresh batches of the relaxation bound.
-    steps, epochs : int, float
-        Optimiser steps (one batch each) and passes over the points of the kept run.
+    steps : int
+        Optimiser steps (one batch each) of the kept run (0: the full-batch optimum kept).
+    epochs : float
+        Its passes over the samples.
     seed : int
     expectation : str
         ``"stochastic"``: optimised on fresh batches, reported on held-out ones; ``"exact"``:
@@ -196,10 +198,10 @@ class BatchOptimum(Record):
     status: str
     monitor: tuple[float, ...] = field(repr=False)
     seconds: float = 0.0
-    labels: np.ndarray | None = field(default=None, repr=False)
-    runs: tuple[np.ndarray, ...] = field(default=(), repr=False)
     solver: str = ("Riemannian Adam on the product of spheres, fresh batches, decaying step, "
                    "iterate averaging")
+    runs: tuple[np.ndarray, ...] = field(default=(), repr=False)
+    labels: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def sample_embedding(self) -> np.ndarray:

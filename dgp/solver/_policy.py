@@ -105,8 +105,10 @@ class RankDPolicy:
         L-BFGS steps (or, on the factor path, evaluations) of a candidate's first descent.
     move_iters : int
         L-BFGS steps of the descent after a move.
-    polish_iters, polish_inner : int
-        Trust-region steps of a candidate's polish, and inner steps of each.
+    polish_iters : int
+        Trust-region steps of a candidate's polish.
+    polish_inner : int
+        Inner (truncated CG) steps of each trust-region step.
     rounds : int
         Rounds of L-BFGS and trust region towards the stationarity target.
     precondition : bool
@@ -243,8 +245,12 @@ class RankDSolution:
     ----------
     factor : ndarray, shape (dim, K)
         The best point found (unit columns); its Gram is :attr:`gram`.
-    loss, excess_loss, log_excess_loss : float
+    loss : float
         At :attr:`factor`, in nats, with the scale set at the point (what results report).
+    excess_loss : float
+        Its excess over the entropic bound (nats).
+    log_excess_loss : float
+        The natural log of the excess (finite where it underflows).
     certificate : RankDCertificate
         :func:`~dgp.solver.rank_d_certificate` of :attr:`factor`.
     starts : int

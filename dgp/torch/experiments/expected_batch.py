@@ -54,8 +54,10 @@ class SamplePrediction:
 
     Attributes
     ----------
-    batch, full : ndarray, shape (n, dim)
-        Unit rows: the expected-batch optimum and the full-batch optimum in ``dim``.
+    batch : ndarray, shape (n, dim)
+        Unit rows: the expected-batch optimum.
+    full : ndarray, shape (n, dim)
+        Unit rows: the full-batch optimum in ``dim``.
     source : dgp.solver.BatchWeights
         The weighting, read one batch at a time.
     spec : dgp.solver.BatchSpec

@@ -1,0 +1,75 @@
+r"""The expected mini-batch loss at dataset scale (DESIGN section 13): one page of the API for
+the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver modules.
+
+* :mod:`~dgp.solver._stochastic`: the batch loss of one composition, the weight sources read
+  one batch at a time, the samplers, the Riemannian Adam on fresh batches, the held-out
+  evaluation and the per-batch relaxation bound;
+* :mod:`~dgp.solver._finite`: the exact expectation over every subset of a sample-level
+  weighting, minimised on the spheres with its dual bound;
+* :mod:`~dgp.solver._expected`: the driver (:func:`batch_optimum`), its result
+  (:class:`BatchOptimum`) and the identifiability report.
+"""
+
+from dgp.solver._expected import (
+    BatchEstimate,
+    BatchIdentifiability,
+    BatchOptimum,
+    batch_optimum,
+    finite_batch_optimum,
+    identifiability_report,
+    quotient_batch_optimum,
+)
+from dgp.solver._finite import (
+    FINITE_MAX_ENTRIES,
+    FiniteBatches,
+    FiniteSolution,
+    all_subsets,
+    finite_batches,
+    solve_finite,
+)
+from dgp.solver._stochastic import (
+    BatchWeights,
+    ClassBatches,
+    DenseBatchWeights,
+    Estimate,
+    GaussianKernelWeights,
+    InnerProductKernelWeights,
+    RelaxationBound,
+    SampleBatches,
+    SparseBatchWeights,
+    StochasticRun,
+    batch_loss,
+    evaluate,
+    relaxation_bound,
+    stochastic_optimum,
+)
+
+__all__ = [
+    "FINITE_MAX_ENTRIES",
+    "BatchEstimate",
+    "BatchIdentifiability",
+    "BatchOptimum",
+    "BatchWeights",
+    "ClassBatches",
+    "DenseBatchWeights",
+    "Estimate",
+    "FiniteBatches",
+    "FiniteSolution",
+    "GaussianKernelWeights",
+    "InnerProductKernelWeights",
+    "RelaxationBound",
+    "SampleBatches",
+    "SparseBatchWeights",
+    "StochasticRun",
+    "all_subsets",
+    "batch_loss",
+    "batch_optimum",
+    "evaluate",
+    "finite_batch_optimum",
+    "finite_batches",
+    "identifiability_report",
+    "quotient_batch_optimum",
+    "relaxation_bound",
+    "solve_finite",
+    "stochastic_optimum",
+]
