@@ -112,7 +112,9 @@ def absolute(K: int, tau: float, *, limit_s: float) -> dict:
 
 
 def batch(K: int, B: int, tau: float, *, limit_s: float) -> dict:
-    """The mini-batch prediction (uniform batches, sample average with 3 replicates)."""
+    """The mini-batch prediction (uniform batches): beyond exact enumeration it is optimised on
+    fresh compositions and reported on others (three runs); its held-out 95% interval must be
+    at most 0.002 nats wide on each side and its gap to the lower bound at most 0.01."""
     sizes = np.random.default_rng(2).integers(20, 300, K)
     t = time.perf_counter()
     res = supcon_prototypes(sizes, tau=tau, batch_size=B)
@@ -120,6 +122,9 @@ def batch(K: int, B: int, tau: float, *, limit_s: float) -> dict:
     t = time.perf_counter()
     supcon_prototypes(sizes, tau=tau)
     full = time.perf_counter() - t
+    est = res.batch.estimate  # None where the expectation was enumerated exactly
+    half = 0.0 if est is None else est.interval[1] - est.expected_loss
+    gap = 0.0 if est is None else est.gap
     return {
         "name": f"supcon batch prediction K={K} B={B} tau={tau}",
         "baseline": f"time limit {limit_s:g} s (the full-batch solve is reported too)",
@@ -129,10 +134,12 @@ def batch(K: int, B: int, tau: float, *, limit_s: float) -> dict:
         "full_batch_s": full,
         "ratio": ours / limit_s,
         "ratio_meaning": "our time / time limit",
-        "target": f"< {limit_s:g} s with kkt_residual <= 1e-8",
-        "ok": bool(ours < limit_s and res.kkt_residual <= 1e-8),
-        "kkt_residual": res.kkt_residual,
-        "compositions": res.batch.drawn,
+        "target": f"< {limit_s:g} s, interval half-width <= 0.002, gap to the bound <= 0.01",
+        "ok": bool(ours < limit_s and half <= 0.002 + 1e-12 and gap <= 0.01),
+        "method": res.method,
+        "half_width": half,
+        "gap_to_bound": gap,
+        "held_out_batches": res.batch.drawn,
         "gram_se": res.batch.gram_se,
         "shift_from_full_batch": res.batch.shift,
     }
