@@ -49,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "larger budget is never worse)")
     b = p.add_argument_group("mini-batches")
     b.add_argument("--batch-size", type=int, metavar="B", help="predict for batches of B samples")
+    b.add_argument("--sampler", choices=("uniform", "class-balanced"),
+                   help="uniform: B distinct samples (default); class-balanced (--objective "
+                   "with class labels): each draw a class uniformly, then a sample of it")
     b.add_argument("--reduction", choices=REDUCTIONS, default="mean", help="default: mean")
     b.add_argument("--anchors-without-positives", choices=NO_POSITIVE, default="drop",
                    help="with mean: drop them (default) or count them as zeros")
@@ -90,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
         params = {k: getattr(args, k) for k in ("sigma", "eps", "label_tau")
                   if getattr(args, k) is not None}
         W = dgp.Problem(objective=args.objective, labels=labels, **params)
-    batch = {}
+    batch = {} if args.sampler is None else {"sampler": args.sampler}
     if args.batch_size is not None:
         batch = {"batch_size": args.batch_size, "reduction": args.reduction,
                  "anchors_without_positives": args.anchors_without_positives,
-                 "samples": args.samples, "exact_max": args.exact_max}
+                 "samples": args.samples, "exact_max": args.exact_max, **batch}
     res = optimum(W, tau=args.tau, dim=args.dim, starts=args.starts, seed=args.seed,
                   progress=not quiet(args), **batch)
     if args.save_gram is not None:

@@ -94,6 +94,8 @@ FINITE_FROM = 500
 FINITE_RANDOM_STARTS = 4
 #: dual residual below which a point counts as globally optimal
 GLOBAL_TOL = 1e-8
+#: the samplers of :func:`optimum` (``class-balanced`` for problems with class labels)
+OPTIMUM_SAMPLERS = ("uniform", "class-balanced")
 
 
 @dataclass(frozen=True, eq=False)
@@ -285,7 +287,7 @@ def _batch_spec(sizes, batch_size, sampler, reduction, anchors_without_positives
                 raise ParameterError(name, "applies to mini-batch predictions only; give "
                                            f"batch_size as well (got {name}={value!r})")
         return None
-    check_choice(sampler, ("uniform",), "sampler")
+    check_choice(sampler, OPTIMUM_SAMPLERS, "sampler")
     check_choice(reduction, REDUCTIONS, "reduction")
     check_choice(anchors_without_positives, NO_POSITIVE, "anchors_without_positives")
     return check_batch(
@@ -337,9 +339,14 @@ def optimum(
         :class:`~dgp.optima.BatchOptimum` (:mod:`dgp.solver._expected`). A
         :class:`dgp.Problem` built from labels is then read one batch at a time, never as an
         ``N x N`` array.
-    sampler : {"uniform"}
-        Class-aware samplers need labels: use :func:`dgp.supcon_prototypes` for class
-        objectives.
+    sampler : {"uniform", "class-balanced"}
+        ``uniform``: batches of ``B`` distinct samples. ``class-balanced`` (a
+        :class:`dgp.Problem` with class labels only: SupCon, Soft SupCon): each of the ``B``
+        draws picks a class uniformly, then a sample of it, with replacement (PyTorch's
+        ``WeightedRandomSampler`` with weights :math:`1/n_c`; a sample drawn twice is its own
+        positive, as in the loss on those rows); the classes are collapsed, and the
+        expectation is exact over the class compositions (multinomial) up to ``exact_max``,
+        else found on fresh batches.
     reduction : {"sum", "mean"}
     anchors_without_positives : {"drop", "zero"}
         As :func:`dgp.supcon_prototypes`.
@@ -389,6 +396,31 @@ def optimum(
     tau, batch_size, sampler, reduction, anchors_without_positives = problem_fields(
         problem, "dgp.optimum", tau=tau, batch_size=batch_size, sampler=sampler,
         reduction=reduction, anchors_without_positives=anchors_without_positives)
+    if batch_size is not None and sampler == "class-balanced":
+        # class-balanced batches of the samples of each class: the classes of the labels,
+        # collapsed (the K x K class problem; never N x N)
+        q = _label_quotient(problem)
+        spec = _batch_spec(q.sizes, batch_size, sampler, reduction, anchors_without_positives)
+        tau = check_positive(tau, "tau")
+        dim = None if dim is None else min(check_dim(dim, "dim"), int(q.sizes.sum()))
+        kwargs = dict(
+            tau=tau, dim=dim, spec=spec, samples=_check_int(samples, "samples", 2),
+            replicates=_check_int(replicates, "replicates", 0), seed=_check_int(seed, "seed", 0),
+            exact_max=_check_int(exact_max, "exact_max", 1),
+            starts=_budget(_check_starts(starts), q.K, dim),
+            tol=check_unit_interval(tol, "tol"),
+        )
+        if not enumerable(q.sizes, spec, kwargs["exact_max"]):
+            return _stochastic(q, spec, kwargs, progress)
+        with single_threaded(), validated_tau(tau):
+            try:
+                out = _solve(q, **kwargs)
+            except _NoCollapse:
+                raise ParameterError(
+                    "sampler", "= 'class-balanced' predicts for collapsed classes, and these "
+                    "classes do not all collapse at the full-batch optimum (its lifted "
+                    "certificate fails); use sampler='uniform'") from None
+        return _wrap(q, out, tau=tau, dim=dim, structure="quotient")
     if problem is not None and problem.objective is not None and problem.sizes is None:
         # labels of a sample-level objective: beyond exact enumeration, the batches are read
         # from the labels, never as an N x N array
@@ -505,6 +537,37 @@ def _labels_stochastic(problem, spec: BatchSpec, *, tau: float, dim: object, see
     return batch_optimum(problem.batch_source(), spec, tau=tau, dim=dim, seed=seed,
                          full_batch=full, replicates=max(1, replicates), min_batches=samples,
                          progress=progress)
+
+
+def _label_quotient(problem) -> Quotient:
+    """The classes of a problem with class labels as a quotient (class-level weights: 1 within
+    a class, the objective's cross weight across), for class-balanced batches.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``sampler``: without class labels (a weight matrix, continuous labels) or with
+        fewer than two classes, there are no classes to balance.
+    """
+    record = None if problem is None else problem.record
+    if record is None or record.labels != "class":
+        what = ("a weight matrix" if record is None else
+                f"objective {record.name!r}, whose labels are continuous")
+        raise ParameterError(
+            "sampler", f"= 'class-balanced' needs class labels, and the problem is {what}: give "
+            "dgp.Problem(objective='supcon' or 'soft-supcon', labels=...), or "
+            "sampler='uniform'")
+    lab = problem.labels_for_solver()
+    sizes = np.asarray(lab.sizes, dtype=np.int64)
+    if sizes.size < 2:
+        raise ParameterError("sampler", "= 'class-balanced' needs at least two classes; the "
+                             f"labels have {sizes.size}")
+    within, cross = record.block_log_weights(problem.objective_params(), int(sizes.size))
+    Wq = np.full((sizes.size, sizes.size), math.exp(cross) if np.isfinite(cross) else 0.0)
+    np.fill_diagonal(Wq, np.exp(within))
+    codes = np.asarray(lab.values, dtype=np.int64)
+    first = np.unique(codes, return_index=True)[1]
+    return Quotient(codes, sizes, Wq, first, True)
 
 
 def _full_batch_embedding(q: Quotient, kwargs: dict) -> np.ndarray:
