@@ -296,3 +296,20 @@ def test_optimum_is_exact_over_every_subset_between_the_row_path_and_the_stochas
     assert sto.batch.expectation == "stochastic"
     assert _exact_expected(sto.embedding, W, 4, 0.5, spec) >= res.loss - 1e-9
     assert sto.batch.lower_bound <= res.loss
+
+
+def test_sphere_lbfgs_reaches_the_rayleigh_minimum():
+    """The one sphere descent: the sum of Rayleigh quotients of unit rows is minimised by the
+    eigenvector of the smallest eigenvalue in every row (an independent reference)."""
+    from dgp.solver import sphere_lbfgs
+
+    rng = np.random.default_rng(11)
+    M = rng.standard_normal((5, 5))
+    A = M + M.T
+    lam, V = np.linalg.eigh(A)
+    Z, nit = sphere_lbfgs(lambda Z: (float(np.einsum("ij,jk,ik->", Z, A, Z)), 2 * Z @ A),
+                          rng.standard_normal((4, 5)), maxiter=500, gtol=1e-12, ftol=1e-16)
+    assert nit > 0
+    assert np.allclose(np.linalg.norm(Z, axis=1), 1.0)
+    assert float(np.einsum("ij,jk,ik->", Z, A, Z)) == pytest.approx(4 * lam[0], rel=1e-8)
+    assert np.allclose(np.abs(Z @ V[:, 0]), 1.0, atol=1e-5)

@@ -26,13 +26,17 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
 * :mod:`~dgp.solver._stochastic`, :mod:`~dgp.solver._finite` and :mod:`~dgp.solver._expected`:
   the expected mini-batch loss of any weighting at dataset scale: optimised on fresh batches
   (a Riemannian Adam) and reported on others with a 95% interval and a lower bound, or summed
-  exactly over every batch when few; one driver (:func:`batch_optimum`) and its result;
+  exactly over every batch when few; one driver (:func:`batch_optimum`) and its result; their
+  names are one list, :mod:`dgp.solver.batches`'s ``__all__``, re-exported here;
+* :mod:`~dgp.solver._sphere_lbfgs`: L-BFGS on the product of unit spheres (rows normalised
+  inside the objective), the one descent of the finite sum and the per-batch relaxation;
 * :mod:`~dgp.solver._guards`: the time budget of a solve, the largest temperature it resolves.
 
 A solve is accepted by the one rule of the tolerance policy,
 :meth:`dgp.tolerance.Tolerance.accepts`.
 """
 
+from dgp.solver import batches
 from dgp.solver._batch import (
     NO_POSITIVE,
     REDUCTIONS,
@@ -50,23 +54,6 @@ from dgp.solver._batch import (
 )
 from dgp.solver._blockfactor import BLOCK_FACTOR_BUFFERS, BlockFactor
 from dgp.solver._conic import solve_conic
-from dgp.solver._expected import (
-    BatchEstimate,
-    BatchIdentifiability,
-    BatchOptimum,
-    batch_optimum,
-    finite_batch_optimum,
-    identifiability_report,
-    quotient_batch_optimum,
-)
-from dgp.solver._finite import (
-    FINITE_MAX_ENTRIES,
-    FiniteBatches,
-    FiniteSolution,
-    all_subsets,
-    finite_batches,
-    solve_finite,
-)
 from dgp.solver._guards import check_solver_tau, check_time, time_budget, validated_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
@@ -109,64 +96,30 @@ from dgp.solver._solve import (
     single_threaded,
     solve_rows,
 )
-from dgp.solver._stochastic import (
-    Z95,
-    BatchWeights,
-    ClassBatches,
-    DenseBatchWeights,
-    Estimate,
-    GaussianKernelWeights,
-    InnerProductKernelWeights,
-    RelaxationBound,
-    SampleBatches,
-    SparseBatchWeights,
-    StochasticRun,
-    batch_loss,
-    evaluate,
-    relaxation_bound,
-    stochastic_optimum,
-)
+from dgp.solver._stochastic import Z95
+from dgp.solver.batches import *  # noqa: F403  (the expected-batch names: batches.__all__)
 
 __all__ = [
     "BLOCK_FACTOR_BUFFERS",
-    "FINITE_MAX_ENTRIES",
     "NO_POSITIVE",
     "REDUCTIONS",
     "SAMPLERS",
     "Z95",
-    "BatchEstimate",
-    "BatchIdentifiability",
-    "BatchOptimum",
     "BatchPrediction",
     "BatchSpec",
-    "BatchWeights",
     "BlockFactor",
     "BlockForm",
-    "ClassBatches",
     "Compositions",
     "DNNBound",
-    "DenseBatchWeights",
-    "Estimate",
     "FactorObjective",
-    "FiniteBatches",
-    "FiniteSolution",
-    "GaussianKernelWeights",
-    "InnerProductKernelWeights",
     "KKTCertificate",
     "LiftCertificate",
     "RankDCertificate",
     "RankDPolicy",
     "RankDSolution",
-    "RelaxationBound",
     "RowFactor",
     "RowProblem",
-    "SampleBatches",
     "SolveResult",
-    "SparseBatchWeights",
-    "StochasticRun",
-    "all_subsets",
-    "batch_loss",
-    "batch_optimum",
     "batch_rows",
     "block_problem",
     "bm_lbfgs",
@@ -178,13 +131,9 @@ __all__ = [
     "compositions",
     "dnn_lower_bound",
     "enumerable",
-    "evaluate",
     "face_uniqueness",
     "factor",
-    "finite_batch_optimum",
-    "finite_batches",
     "frank_wolfe_bound",
-    "identifiability_report",
     "lbfgs",
     "lift_certificate",
     "nonnegative_cost",
@@ -193,13 +142,11 @@ __all__ = [
     "nonnegative_stationarity",
     "oblique_hessian",
     "positive_pair_probability",
-    "quotient_batch_optimum",
     "rank_d_certificate",
     "rank_d_cost",
     "rank_d_policy",
     "rank_d_solve",
     "rank_d_starts",
-    "relaxation_bound",
     "row_budget_samples",
     "row_certificate",
     "rtr",
@@ -207,13 +154,12 @@ __all__ = [
     "set_factor_scale",
     "single_threaded",
     "solve_conic",
-    "solve_finite",
     "solve_rank_d",
     "solve_rows",
     "spectral_start",
     "stationarity",
-    "stochastic_optimum",
     "time_budget",
     "truncate",
     "validated_tau",
+    *batches.__all__,
 ]

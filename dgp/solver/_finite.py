@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from dgp.solver._batch import BatchSpec
+from dgp.solver._sphere_lbfgs import sphere_lbfgs
 
 __all__ = ["FINITE_MAX_ENTRIES", "FiniteBatches", "FiniteSolution", "all_subsets",
            "finite_batches", "solve_finite"]
@@ -156,22 +157,8 @@ class FiniteSolution:
 
 
 def _descend(fb: FiniteBatches, X0: np.ndarray, maxiter: int):
-    from scipy.optimize import minimize  # imported on use
-
-    shape = X0.shape
-
-    def fun(x):
-        X = x.reshape(shape)
-        nrm = np.linalg.norm(X, axis=1, keepdims=True)
-        Z = X / nrm
-        f, g, _ = fb.value_grad(Z)
-        g = (g - np.sum(g * Z, axis=1, keepdims=True) * Z) / nrm
-        return f, g.ravel()
-
-    res = minimize(fun, X0.ravel(), jac=True, method="L-BFGS-B",
-                   options={"maxiter": maxiter, "gtol": 1e-13, "ftol": 1e-16, "maxcor": 30})
-    X = res.x.reshape(shape)
-    return X / np.linalg.norm(X, axis=1, keepdims=True), int(res.nit)
+    return sphere_lbfgs(lambda Z: fb.value_grad(Z)[:2], X0, maxiter=maxiter, gtol=1e-13,
+                        ftol=1e-16, maxcor=30)
 
 
 def solve_finite(fb: FiniteBatches, dim: int, *, starts: list[np.ndarray], n_random: int,

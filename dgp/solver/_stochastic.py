@@ -42,6 +42,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from dgp.solver._batch import BatchSpec
+from dgp.solver._sphere_lbfgs import sphere_lbfgs
 
 __all__ = [
     "BatchWeights",
@@ -498,8 +499,6 @@ class RelaxationBound:
 def _relaxed_batch_bound(Zb: np.ndarray, counts: np.ndarray, L: np.ndarray, *, tau: float,
                          spec: BatchSpec, rank: int, iters: int) -> tuple[float, float]:
     """(loss of ``Zb``, a certified lower bound on the batch's free-Gram minimum)."""
-    from scipy.optimize import minimize  # imported on use
-
     u = Zb.shape[0]
     f0, _ = batch_loss(Zb, counts, L, tau=tau, spec=spec, gradient=False)
     r = min(u, rank)
@@ -512,18 +511,8 @@ def _relaxed_batch_bound(Zb: np.ndarray, counts: np.ndarray, L: np.ndarray, *, t
         U, s, _ = np.linalg.svd(Zb, full_matrices=False)
         X0 = U[:, :r] * s[:r]
 
-    def fun(x):
-        X = x.reshape(u, r)
-        nrm = np.linalg.norm(X, axis=1, keepdims=True)
-        Z = X / nrm
-        f, g = batch_loss(Z, counts, L, tau=tau, spec=spec)
-        g = (g - np.sum(g * Z, axis=1, keepdims=True) * Z) / nrm
-        return f, g.ravel()
-
-    res = minimize(fun, X0.ravel(), jac=True, method="L-BFGS-B",
-                   options={"maxiter": iters, "gtol": 1e-10, "ftol": 1e-15})
-    X = res.x.reshape(u, r)
-    Z = X / np.linalg.norm(X, axis=1, keepdims=True)
+    Z, _ = sphere_lbfgs(lambda Z: batch_loss(Z, counts, L, tau=tau, spec=spec), X0,
+                        maxiter=iters, gtol=1e-10, ftol=1e-15)
     f = batch_loss(Z, counts, L, tau=tau, spec=spec, gradient=False)[0]
     if not f <= f0:
         Z, f = Zb, f0

@@ -7,7 +7,11 @@ the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver m
 * :mod:`~dgp.solver._finite`: the exact expectation over every subset of a sample-level
   weighting, minimised on the spheres with its dual bound;
 * :mod:`~dgp.solver._expected`: the driver (:func:`batch_optimum`), its result
-  (:class:`BatchOptimum`) and the identifiability report.
+  (:class:`BatchOptimum`) and the identifiability report;
+* :mod:`~dgp.solver._sphere_lbfgs`: the one L-BFGS descent on the product of spheres that the
+  finite sum and the per-batch relaxation share.
+
+:mod:`dgp.solver` re-exports exactly this module's ``__all__`` (one list of these names).
 """
 
 from dgp.solver._expected import (
@@ -27,6 +31,7 @@ from dgp.solver._finite import (
     finite_batches,
     solve_finite,
 )
+from dgp.solver._sphere_lbfgs import sphere_lbfgs
 from dgp.solver._stochastic import (
     BatchWeights,
     ClassBatches,
@@ -71,5 +76,6 @@ __all__ = [
     "quotient_batch_optimum",
     "relaxation_bound",
     "solve_finite",
+    "sphere_lbfgs",
     "stochastic_optimum",
 ]
