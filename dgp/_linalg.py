@@ -1,12 +1,14 @@
 r"""Shared numerics: squared distances from differences, embeddings with fixed signs, the
-regular simplex and Soft SupCon's closed forms, tall QR factors, bracketed roots, and the
-threads of the :math:`O(N^2)` block passes (:func:`map_blocks`).
+regular simplex and Soft SupCon's closed forms, tall QR factors, bracketed roots, the
+threads of the :math:`O(N^2)` block passes (:func:`map_blocks`), and long LAPACK work that a
+signal can interrupt (:func:`interruptible`).
 
 Every module that needs one of these imports it from here, so that each is written once.
 """
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import threading
@@ -22,13 +24,18 @@ from dgp.constants import SIGN_FIX_SLACK
 
 __all__ = [
     "CLUSTER_RTOL",
+    "INTERRUPTIBLE_MIN_N",
+    "INTERRUPT_POLL_S",
     "bracketed_root",
     "centre_points",
     "deterministic_blas",
+    "dsytrd",
     "embedding_from_eigh",
     "fix_embedding",
     "fix_signs",
     "helmert",
+    "interruptible",
+    "join_left_running",
     "map_blocks",
     "pass_workers",
     "simplex_gram",
@@ -36,6 +43,7 @@ __all__ = [
     "soft_supcon_tau_star",
     "squared_distances",
     "tall_r",
+    "work_left_running",
 ]
 
 
@@ -97,6 +105,176 @@ def map_blocks(fn: Callable[[slice], _T], blocks: Sequence[slice],
     futures = [pool.submit(fn, b) for b in blocks]
     wait(futures)
     return [f.result() for f in futures]
+
+
+#: the smallest ``N`` whose dense ``N x N`` work runs in :func:`interruptible`'s worker thread
+#: (a reduction of about 0.1 s on one core: below it, starting a thread costs more than
+#: the wait it saves, about 0.2 ms a call)
+INTERRUPTIBLE_MIN_N = 1000
+#: seconds between two looks of the waiting main thread at its pending signals in
+#: :func:`interruptible`: the longest a signal that another thread received waits
+INTERRUPT_POLL_S = 0.05
+# worker threads of interruptible() whose caller was interrupted: still running their LAPACK
+# call, which nothing can stop (the command line exits without waiting for them)
+_LEFT_RUNNING: list[threading.Thread] = []
+
+
+def interruptible(fn: Callable[..., _T], /, *args: object, **kwargs: object) -> _T:
+    """``fn(*args, **kwargs)``, run so that a signal stops the caller within a fraction of a
+    second even while ``fn`` is inside one long LAPACK call.
+
+    Python runs a signal's handler (Ctrl-C's :class:`KeyboardInterrupt`, the command line's
+    SIGTERM) only between two bytecodes of the main thread, so a dense ``N x N`` reduction
+    (one ``dsytrd``: about a minute at ``N = 4000`` on one core) would make Ctrl-C wait for
+    the end of it. Called from the main thread, ``fn`` runs in a worker thread (numpy and scipy
+    release the GIL inside LAPACK) in a copy of the caller's context (so
+    :func:`dgp.resources.deterministic`, the memory scope of a command and numpy's error state
+    hold inside it), while the main thread waits in slices of :data:`INTERRUPT_POLL_S` seconds,
+    between which its signal handlers run. The result, or the exception ``fn`` raised, is
+    returned or raised as a direct call would: the arrays are the caller's (nothing is copied)
+    and the numbers are bit-identical (the same code on the same BLAS threads). Called from
+    any other thread (a worker of a pool, or ``fn``'s own thread), it is a direct call.
+
+    When the wait is interrupted, the exception (``KeyboardInterrupt``, ...) is raised at once
+    and ``fn`` keeps running to its end in its daemon thread, holding its arrays, since LAPACK
+    cannot be stopped from outside. The command line then exits at once without waiting for
+    it (:func:`work_left_running`); a Python session gets its prompt back at once, with the
+    work using its cores until it ends; a Python program that ends waits for it at exit
+    (:func:`join_left_running`), since the interpreter's exit would free what it still uses.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args, **kwargs)
+    context = contextvars.copy_context()
+    box: dict[str, object] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["value"] = context.run(fn, *args, **kwargs)
+        except BaseException as exc:  # handed to the caller, never printed by the thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=work, name="dgp-lapack", daemon=True)
+    worker.start()
+    try:
+        while not done.wait(INTERRUPT_POLL_S):
+            pass
+    except BaseException:
+        with _LOCK:
+            if not _LEFT_RUNNING:  # once per batch of left work: atexit keeps one entry
+                import atexit
+
+                atexit.unregister(join_left_running)
+                atexit.register(join_left_running)
+            _LEFT_RUNNING.append(worker)
+        raise
+    worker.join()
+    if "error" in box:
+        error = box.pop("error")
+        try:
+            raise error  # type: ignore[misc]
+        finally:
+            del error
+    return box.pop("value")  # type: ignore[return-value]
+
+
+_DSYTRD: list[Callable[..., None]] = []
+
+
+def _lapack_dsytrd() -> Callable[..., None]:
+    """LAPACK's ``dsytrd`` (the one scipy links, as :mod:`scipy.linalg.cython_lapack` exports
+    it) as a :mod:`ctypes` function, which releases the GIL while it runs."""
+    with _LOCK:
+        if not _DSYTRD:
+            import ctypes
+
+            from scipy.linalg import cython_lapack
+
+            capsule = ctypes.py_object(cython_lapack.__pyx_capi__["dsytrd"])
+            get_name = ctypes.pythonapi.PyCapsule_GetName
+            get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+            get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+            get_pointer.restype = ctypes.c_void_p
+            get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+            address = get_pointer(capsule, get_name(capsule))
+            _DSYTRD.append(ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 10)(address))
+        return _DSYTRD[0]
+
+
+def dsytrd(a: np.ndarray, lower: int = 0, lwork: int | None = None, overwrite_a: int = 0):
+    r"""LAPACK ``dsytrd`` (:math:`A = QTQ^\top`, ``T`` tridiagonal), called as
+    :func:`scipy.linalg.lapack.dsytrd` is and returning what it returns, ``(c, d, e, tau,
+    info)``, bit for bit, but interruptible (:func:`interruptible`): scipy's wrapper keeps the
+    GIL for the whole reduction (about a minute at ``N = 4000`` on one core), so no other
+    thread, and no signal handler, could run until it ends; this one calls the same LAPACK
+    routine through :mod:`ctypes`, which releases the GIL.
+
+    ``a`` is read in its ``lower`` (or upper) triangle and overwritten in place by the
+    reflectors when ``overwrite_a`` is set and it is a Fortran-ordered, writable float64 array
+    (as scipy's wrapper does; otherwise a Fortran copy is); ``lwork`` defaults to LAPACK's
+    optimal size (:func:`scipy.linalg.lapack.dsytrd_lwork`).
+    """
+    import ctypes
+
+    from scipy.linalg.lapack import dsytrd_lwork
+
+    a = np.asarray(a)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"dsytrd needs a square matrix, got shape {a.shape}")
+    n = a.shape[0]
+    if not (overwrite_a and a.dtype == np.float64 and a.flags.f_contiguous
+            and a.flags.writeable):
+        a = np.array(a, dtype=np.float64, order="F", copy=True)
+    if lwork is None:
+        query, info = dsytrd_lwork(n, lower=lower)
+        if info != 0:  # pragma: no cover - LAPACK argument error
+            return a, np.zeros(n), np.zeros(max(n - 1, 0)), np.zeros(max(n - 1, 0)), int(info)
+        lwork = int(query)
+    lwork = max(int(lwork), 1)
+    d = np.empty(n)
+    e = np.empty(max(n - 1, 0))
+    tau = np.empty(max(n - 1, 0))
+    work = np.empty(lwork)
+    uplo = ctypes.c_char(b"L" if lower else b"U")
+    size, lda = ctypes.c_int(n), ctypes.c_int(max(n, 1))
+    lw, info_out = ctypes.c_int(lwork), ctypes.c_int(0)
+    routine = _lapack_dsytrd()
+    held = (uplo, size, a, lda, d, e, tau, work, lw, info_out)
+
+    def call() -> None:
+        # the arrays and numbers are this closure's: alive until LAPACK returns, even after
+        # the caller was interrupted and dropped its own references
+        routine(*[x.ctypes.data if isinstance(x, np.ndarray) else ctypes.addressof(x)
+                  for x in held])
+
+    if n > 0:
+        interruptible(call)
+    return a, d, e, tau, int(info_out.value)
+
+
+def work_left_running() -> bool:
+    """Whether work of an interrupted :func:`interruptible` call is still running in its
+    thread. A process that ends before it does must end with :func:`os._exit` (after its exit
+    handlers, less :func:`join_left_running`, and a flush of its streams), or wait for it: the
+    interpreter's and the BLAS library's exit would free memory that LAPACK is still using
+    (a segmentation fault)."""
+    with _LOCK:
+        _LEFT_RUNNING[:] = [t for t in _LEFT_RUNNING if t.is_alive()]
+        return bool(_LEFT_RUNNING)
+
+
+def join_left_running() -> None:
+    """Wait until the work of every interrupted :func:`interruptible` call has ended.
+    Registered with :mod:`atexit` by the first interruption, so that a Python program that
+    ends after one exits cleanly (the command line unregisters it and exits at once,
+    :func:`work_left_running`)."""
+    with _LOCK:
+        left = list(_LEFT_RUNNING)
+    for thread in left:
+        thread.join()
+    work_left_running()
 
 
 def fix_signs(U: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dgp._linalg import INTERRUPTIBLE_MIN_N, interruptible
 from dgp.engine import target
 from dgp.engine.pipeline import classify_weights
 from dgp.errors import (
@@ -162,8 +163,13 @@ def classify(
     if compute_floor and weights.n <= FLOOR_MAX_N:
         # a copy: the engine consumes weights.L
         floor = _floor(np.exp(weights.L), tau, dim, search)
-    return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
-                            method=method, floor=floor)
+    if weights.n < INTERRUPTIBLE_MIN_N:
+        return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
+                                method=method, floor=floor)
+    # O(N^3) calls of LAPACK, each longer than a second at N = 4000: in a worker thread, so
+    # that Ctrl-C and SIGTERM stop the caller at once
+    return interruptible(classify_weights, weights, similarity=similarity, tau=tau, dim=dim,
+                         tol=tol, method=method, floor=floor)
 
 
 def floor_search(floor: bool, *, starts: object, seed: object) -> dict[str, int]:

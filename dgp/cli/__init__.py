@@ -494,7 +494,7 @@ def entry() -> None:
     except KeyboardInterrupt:
         status = _stopped(signal.SIGINT)
     if sys.stdout is None:
-        raise SystemExit(status)
+        _exit(status)
     try:
         sys.stdout.flush()
     except BrokenPipeError:
@@ -502,7 +502,30 @@ def entry() -> None:
     except OSError as exc:
         sys.stderr.write(f"error: cannot write the output ({exc.strerror or exc})\n")
         status = 1
-    raise SystemExit(status)
+    _exit(status)
+
+
+def _exit(status: int) -> None:
+    """End the process with ``status``: as usual (``SystemExit``), or, when an interrupted
+    LAPACK call is still running in its thread (:func:`dgp._linalg.work_left_running`: a Ctrl-C
+    or SIGTERM during a dense reduction), at once with :func:`os._exit` after the exit handlers
+    (less the one that would wait for that call) and the streams' flush: the interpreter's
+    own exit would free the arrays that LAPACK is still using."""
+    from dgp._linalg import join_left_running, work_left_running
+
+    if not work_left_running():
+        raise SystemExit(status)
+    import atexit
+
+    atexit.unregister(join_left_running)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 if __name__ == "__main__":  # pragma: no cover
