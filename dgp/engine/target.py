@@ -25,17 +25,29 @@ through one vertex generate the cycle space, so the potentials :math:`c_j = \log
 from __future__ import annotations
 
 import math
-import threading
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from dgp._linalg import map_blocks
 from dgp.constants import RATIO_NORMAL_MIN
-from dgp.errors import DgpWarning, InputError, ParameterError, ParameterTypeError
-from dgp.resources import ROW_BLOCK_ELEMENTS, check_memory, dense_weighting_bytes
+from dgp.errors import DgpWarning, InputError, ParameterError
+from dgp.resources import check_memory, dense_weighting_bytes
 from dgp.tolerance import Margin, Tolerance
+
+from ._canonical import (
+    CanonicalShift,
+    LogWeights,
+    Pairs,
+    Shift,
+    canonical,
+    first_bad,
+    is_symmetric,
+    row_blocks,
+)
+from ._dense_input import as_matrix, log_ratios_entropies
+from ._sparse_input import graph_weights, is_graph, sparse_log_weights, sparse_size
 
 __all__ = [
     "CanonicalShift",
@@ -60,300 +72,6 @@ __all__ = [
 ]
 
 _LN2 = math.log(2.0)
-
-
-def row_blocks(n: int, width: int | None = None):
-    """Slices of consecutive rows with about ``ROW_BLOCK_ELEMENTS`` entries each (bounded extra
-    memory: 2 MiB per temporary)."""
-    step = max(1, ROW_BLOCK_ELEMENTS // max(1, width if width is not None else n))
-    for s in range(0, n, step):
-        yield slice(s, min(n, s + step))
-
-
-class CanonicalShift:
-    r"""The inverse of the canonical shift, for whatever records ``shift``.
-
-    Canonical log-weights are :math:`L_{ij} = \log w_{ij} - \mathrm{shift}` (``shift`` the
-    largest log-weight), so the target :math:`s_{ij} = L_{ij} + c` of a canonical constant ``c``
-    is :math:`\log w_{ij} + (c - \mathrm{shift})`: every conversion between the two conventions
-    goes through these methods (defined here only).
-    """
-
-    __slots__ = ()
-    shift: float
-
-    def to_user_c(self, c: float | None) -> float | None:
-        r"""A constant of the canonical target in the user's convention :math:`s^* = \log w + c`
-        (``c - shift``); ``None`` stays ``None``."""
-        return None if c is None else float(c) - self.shift
-
-    def to_canonical_c(self, c: float) -> float:
-        """The user's constant ``c`` in the canonical convention (``c + shift``)."""
-        return float(c) + self.shift
-
-    def to_user_log_weights(self, L: np.ndarray) -> np.ndarray:
-        r"""The user's log-weights :math:`\log w_{ij}` from canonical ones (a new array)."""
-        return L + self.shift
-
-
-@dataclass(frozen=True)
-class Shift(CanonicalShift):
-    """A canonical shift on its own (a sub-problem's, whose constants are reported)."""
-
-    shift: float
-
-
-@dataclass(frozen=True, eq=False)
-class Pairs:
-    r"""The positive weights of a sparse weighting, off the diagonal, in row-major order.
-
-    Attributes
-    ----------
-    n : int
-        Number of samples.
-    rows : ndarray of int64
-        The rows ``i`` of the pairs ``(i, j)`` with :math:`w_{ij} > 0`, sorted by row then
-        column, no duplicates.
-    cols : ndarray of int64
-        Their columns ``j``.
-    logw : ndarray
-        Their canonical log-weights :math:`\log w_{ij} - \mathrm{shift}` (the largest is 0).
-    """
-
-    n: int
-    rows: np.ndarray
-    cols: np.ndarray
-    logw: np.ndarray
-
-
-@dataclass(frozen=True, eq=False)
-class LogWeights(CanonicalShift):
-    r"""A validated weighting as canonical log-weights: what :func:`log_weights` makes from any
-    accepted input, and what every caller (classification, metrics, plots, the CLI) receives.
-
-    Attributes
-    ----------
-    L : ndarray, shape (N, N), or None
-        :math:`\log w_{ij} - \mathrm{shift}` off the diagonal, :math:`-\infty` at zero weights
-        and on the diagonal. Owned by the engine, which may overwrite it while it classifies
-        (:meth:`copy` first to keep it). ``None`` when the weighting is kept as its ``pairs``.
-    shift : float
-        :math:`\log w_{\max}` (the largest log-weight off the diagonal); its inverse is
-        :meth:`~CanonicalShift.to_user_c`.
-    symmetric : bool
-        Whether :math:`w_{ij} = w_{ji}` for all pairs.
-    n_zero : int
-        Number of zero weights off the diagonal.
-    first_zero : tuple of int or None
-        The first zero weight ``(i, j)`` in row-major order.
-    unit_roundoff : float
-        Unit roundoff of the input (float32 input carries fewer digits).
-    warnings : tuple of str
-        What looked suspicious in the input (also issued as :class:`dgp.errors.DgpWarning`).
-    pairs : Pairs or None
-        The positive pairs of a sparse weighting with zero weights, kept without an ``N x N``
-        array (``L`` is then ``None``); ``None`` for the dense form.
-    entropies : ndarray or None
-        The row entropies :math:`H(p_i)`, when the validator found them on the way (dense
-        weights without zeros whose ratios to the largest are normal floats: it then reads
-        every weight once for both); ``None`` otherwise (:func:`entropic_bound` computes them
-        from ``L``).
-    magnitude : float
-        The absolute precision of the log-weights as given, in unit roundoffs: for log-weights,
-        their largest :math:`|\log w_{ij}|` (numbers of that size carry an error of one unit
-        roundoff of it, about :math:`|\log\alpha|\,u` for the log-weights of
-        :math:`\alpha W`, which the canonical shift does not remove); for weights, 0 when
-        every positive weight is a normal float (the logarithms of their ratios to the largest,
-        after an exact power-of-two normalisation where needed, are exact to a rounding of
-        their own size, whatever the scale of ``W``), else the relative precision of the
-        smallest subnormal weight over ``unit_roundoff``. The decisions widen their tolerance
-        by it (:attr:`LogTarget.roundoff_factor`).
-    """
-
-    L: np.ndarray | None
-    shift: float
-    symmetric: bool
-    n_zero: int
-    first_zero: tuple[int, int] | None
-    unit_roundoff: float
-    warnings: tuple[str, ...] = ()
-    pairs: Pairs | None = None
-    entropies: np.ndarray | None = None
-    magnitude: float = 0.0
-
-    @property
-    def n(self) -> int:
-        """Number of samples."""
-        return int(self.L.shape[0]) if self.L is not None else self.pairs.n
-
-    @property
-    def has_zeros(self) -> bool:
-        """Whether some weight off the diagonal is zero."""
-        return self.n_zero > 0
-
-    def zero_mask(self) -> np.ndarray:
-        """The zero weights off the diagonal, as an ``N x N`` boolean array (dense form).
-
-        Raises
-        ------
-        InputError
-            For the sparse form (its zeros are the pairs it does not hold).
-        """
-        if self.L is None:
-            raise InputError("a sparse weighting holds its positive pairs, not an N x N mask "
-                             "of its zero weights")
-        mask = self.L == -np.inf
-        np.fill_diagonal(mask, False)
-        return mask
-
-    def dense(self) -> LogWeights:
-        """The dense form: a :meth:`copy` of a dense one, the ``N x N`` matrix of a sparse one
-        (``-inf`` where it holds no pair)."""
-        if self.pairs is None:
-            return self.copy()
-        p = self.pairs
-        check_memory(dense_weighting_bytes(p.n), what=f"the {p.n} x {p.n} log-weights",
-                     hint="keep the weighting sparse (a structured objective, or fewer samples)")
-        L = np.full((p.n, p.n), -np.inf)
-        L[p.rows, p.cols] = p.logw
-        return replace(self, L=L, pairs=None)
-
-    def weights(self, name: str = "W") -> np.ndarray:
-        r"""The canonical weights :math:`w_{ij} / w_{\max} = e^{L_{ij}}` as a new dense
-        ``N x N`` float array (zero diagonal, zero weights 0), for the programs that need dense
-        weights (:func:`dgp.optimum`): every ``p_i``, hence every loss and optimum, is that of
-        the user's ``W``. A sparse weighting (a ``scipy.sparse`` matrix, a graph) is densified
-        here, after a memory check.
-
-        Raises
-        ------
-        MemoryLimitError
-            If the two ``N x N`` arrays (log-weights and weights) do not fit in memory.
-        ParameterError
-            If a positive weight is so far below the largest that its ratio underflows to zero
-            (it would be read as a zero weight).
-        """
-        n = self.n
-        check_memory(2 * 8.0 * n * n, what=f"the dense {n} x {n} weights",
-                     hint="use fewer samples, or a weighting with class structure "
-                     "(dgp.supcon_prototypes, --objective)")
-        L = self.L if self.L is not None else self.dense().L
-        with np.errstate(under="ignore"):
-            A = np.exp(L)
-        underflow = (A == 0.0) & np.isfinite(L)
-        np.fill_diagonal(underflow, False)
-        if underflow.any():
-            i, j = _first_bad(underflow, 0)
-            raise ParameterError(name, f"[{i}, {j}] is a positive weight e^{L[i, j]:.4g} times "
-                                 "the largest, below the smallest float: a dense program would "
-                                 "read it as a zero weight (rescale or drop the tiny weights)")
-        np.fill_diagonal(A, 0.0)
-        return A
-
-    def copy(self) -> LogWeights:
-        """A copy whose ``L`` the engine may consume while this one stays as it is."""
-        return replace(self, L=None if self.L is None else self.L.copy())
-
-
-def is_graph(M: object) -> bool:
-    """Whether ``M`` is a networkx graph (checked without importing networkx)."""
-    return any(c.__module__.split(".")[0] == "networkx" and c.__name__ in ("Graph", "DiGraph")
-               for c in type(M).__mro__)
-
-
-def graph_weights(G: object, name: str = "W"):
-    r"""The weight matrix of a networkx graph, as a ``scipy.sparse`` CSR matrix.
-
-    Row and column ``k`` are the ``k``-th node of ``G.nodes``; an edge ``u - v`` of a
-    :class:`networkx.Graph` gives :math:`w_{uv} = w_{vu}` = its ``weight`` attribute (1 when
-    absent), an edge ``u -> v`` of a :class:`networkx.DiGraph` gives :math:`w_{uv}` only (an
-    asymmetric weighting); missing edges are zero weights; self-loops are ignored (the diagonal
-    is). Every other check (finite, non-negative weights, a positive weight in every row) is
-    that of :func:`log_weights`.
-
-    Raises
-    ------
-    ParameterTypeError
-        If ``G`` is a multigraph (parallel edges have no single weight).
-    ParameterError
-        If the graph has fewer than 2 nodes, the sparse matrix would not fit in memory, or a
-        weight attribute is not a number.
-
-    Examples
-    --------
-    >>> import networkx as nx
-    >>> graph_weights(nx.path_graph(3)).toarray()
-    array([[0., 1., 0.],
-           [1., 0., 1.],
-           [0., 1., 0.]])
-    """
-    import networkx as nx
-
-    if G.is_multigraph():
-        raise ParameterTypeError(name, "is a networkx multigraph; parallel edges have no single "
-                                 "weight (merge them into a Graph or DiGraph first)")
-    n = G.number_of_nodes()
-    if n < 2:  # networkx refuses an empty graph with its own error
-        raise ParameterError(name, f"is a networkx graph with {n} node{'s' * (n != 1)}; a "
-                             "weighting needs at least 2 samples (nodes)")
-    check_memory(24.0 * (G.number_of_edges() * (1 if G.is_directed() else 2) + n),
-                 what=f"the sparse weights of a graph with {G.number_of_edges()} edges",
-                 hint="use a smaller graph")
-    try:
-        M = nx.to_scipy_sparse_array(G, nodelist=list(G.nodes), weight="weight", dtype=float,
-                                     format="csr")
-    except (TypeError, ValueError) as exc:
-        raise ParameterError(name, f"has an edge weight that is not a number ({exc})") from None
-    import scipy.sparse as sp
-
-    return sp.csr_matrix(M)
-
-
-def _as_matrix(M: object, name: str) -> tuple[np.ndarray, float]:
-    """A square real matrix (a view when possible) and the unit roundoff of its dtype."""
-    if is_graph(M):
-        M = graph_weights(M, name)
-    try:
-        import scipy.sparse as sp
-
-        if sp.issparse(M):
-            shape = M.shape
-            if len(shape) != 2 or shape[0] != shape[1]:
-                raise ParameterError(name, f"must be a square N x N matrix, got shape {shape}")
-            # the dense array, and beside it the validator's working copy made from it
-            check_memory(8.0 * shape[0] * shape[1] + dense_weighting_bytes(shape[0]),
-                         what=f"the dense {shape[0]} x {shape[1]} {name}",
-                         hint="use a smaller N, or a structured objective (--objective)")
-            M = M.toarray()
-    except ImportError:  # pragma: no cover - scipy is a dependency
-        pass
-    try:
-        arr = np.asarray(M)
-    except (ValueError, TypeError) as exc:
-        raise ParameterError(name, f"must be a real-valued N x N array ({exc})") from None
-    if arr.dtype.kind == "O":
-        raise ParameterTypeError(
-            name, "must be an array of real numbers, got an object array (convert it with "
-            "numpy.asarray(..., dtype=float) if it holds numbers)"
-        )
-    if arr.dtype.kind == "c":
-        raise ParameterTypeError(name, f"must be real, got complex dtype {arr.dtype}")
-    if arr.dtype.kind not in "biuf":
-        raise ParameterTypeError(name, f"must be an array of real numbers, got dtype "
-                                 f"{arr.dtype}")
-    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-        raise ParameterError(name, f"must be a square N x N matrix, got shape {arr.shape}")
-    if arr.shape[0] < 2:
-        raise ParameterError(
-            name, f"must have at least 2 rows (one anchor and one other), got {arr.shape[0]}"
-        )
-    u = float(np.finfo(arr.dtype).eps) if arr.dtype.kind == "f" else float(np.finfo(float).eps)
-    return arr, max(u, float(np.finfo(float).eps))
-
-
-def _first_bad(mask: np.ndarray, offset: int) -> tuple[int, int]:
-    i, j = (int(k) for k in np.argwhere(mask)[0])
-    return i + offset, j
 
 
 def log_weights(W: object = None, *, log_weights: object = None, name: str = "W",
@@ -395,12 +113,12 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     given = log_weights if is_log else W
     if isinstance(given, LogWeights):
         return given.copy()
-    if not is_log and sparse_above is not None and _size(W) > sparse_above:
+    if not is_log and sparse_above is not None and sparse_size(W) > sparse_above:
         kept = sparse_log_weights(W, name)
         if kept is not None:
             return kept
     label = "log_weights" if is_log else name
-    src, u = _as_matrix(given, label)
+    src, u = as_matrix(given, label)
     n = src.shape[0]
     notes: list[str] = []
     if src.dtype.kind == "f" and src.dtype.itemsize < 8:
@@ -428,11 +146,11 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
             # the smallest finite log-weight (the largest |log w| is at one end or the other)
             low = float(np.min(blk, where=np.isfinite(blk), initial=np.inf))
             if np.isnan(row_top).any():
-                i, j = _first_bad(np.isnan(blk), sl.start)
+                i, j = first_bad(np.isnan(blk), sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is NaN; log-weights must be numbers "
                                      "(-inf for a zero weight)")
             if (row_top == np.inf).any():
-                i, j = _first_bad(blk == np.inf, sl.start)
+                i, j = first_bad(blk == np.inf, sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is +inf; log-weights must be finite "
                                      "or -inf")
             zero = blk == -np.inf
@@ -445,11 +163,11 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
             # NaN propagates through min and max, -inf is the minimum, +inf a row's maximum:
             # both finite iff every weight is (no pass of its own)
             if not (math.isfinite(low) and np.isfinite(row_top).all()):
-                i, j = _first_bad(~np.isfinite(blk), sl.start)
+                i, j = first_bad(~np.isfinite(blk), sl.start)
                 raise ParameterError(label, f"[{i}, {j}] is {src[i, j]}; all weights must be "
                                      "finite")
             if low < 0:
-                i, j = _first_bad(blk < 0, sl.start)
+                i, j = first_bad(blk < 0, sl.start)
                 raise ParameterError(label, f"[{i}, {j}] = {float(src[i, j]):g} is negative; "
                                      "weights must be >= 0")
             if low > 0:  # no zero weight in the block: no mask to build
@@ -472,7 +190,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
         nz = 0 if zero is None else int(zero.sum())
         first, smallest = None, np.inf
         if nz:
-            first = _first_bad(zero, sl.start)
+            first = first_bad(zero, sl.start)
             if not is_log:
                 smallest = float(blk[blk > 0].min())
         return low, nz, first, smallest, float(row_top.max())
@@ -506,7 +224,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     elif min(smallest_positive, positive_low) / top > RATIO_NORMAL_MIN:
         # the ratios w / w_max are normal floats: log of the ratio, exact to one rounding
         if n_zero == 0:
-            entropies = _log_ratios_entropies(L, top)
+            entropies = log_ratios_entropies(L, top)
         else:
             def ratio_logs(sl: slice) -> None:
                 blk = L[sl]
@@ -540,145 +258,11 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
                 "(log_weights=...) so that they are not read as zero weights"
             )
     np.fill_diagonal(L, -np.inf)
-    symmetric = _is_symmetric(L)
+    symmetric = is_symmetric(L)
     for note in notes:
         warnings.warn(note, DgpWarning, stacklevel=3)
     return LogWeights(L, float(shift), symmetric, n_zero, first_zero, u, tuple(notes),
                       entropies=entropies, magnitude=float(magnitude))
-
-
-def _log_ratios_entropies(L: np.ndarray, top: float) -> np.ndarray:
-    r"""Overwrite the positive weights ``L`` (zero diagonal) with :math:`\log(w_{ij}/w_{\max})`
-    (``-inf`` on the diagonal) and return the row entropies :math:`H(p_i)` found on the way,
-    by blocks of rows (on every core, :func:`dgp._linalg.map_blocks`; each row's entropy is
-    computed from its row alone): with the ratios :math:`r_{ij} = w_{ij}/w_{\max}` (normal
-    floats) and :math:`S_i = \sum_{j \ne i} r_{ij}`, :math:`H(p_i) = \log S_i - \sum_j
-    r_{ij}\log r_{ij} / S_i`, so the bound costs no exponential of its own
-    (:func:`row_entropies` on ``L`` is the same number up to rounding)."""
-    n = L.shape[0]
-    H = np.empty(n)
-    scratch = threading.local()  # one temporary block per thread, not one per block
-
-    def block(sl: slice) -> None:
-        blk = L[sl]
-        tmp = getattr(scratch, "tmp", None)
-        if tmp is None:
-            tmp = scratch.tmp = np.empty(max(1, ROW_BLOCK_ELEMENTS // n) * n)
-        r = tmp[: blk.size].reshape(blk.shape)
-        np.divide(blk, top, out=r)  # the ratios, 0 on the diagonal
-        k = np.arange(blk.shape[0])
-        diag = (k, k + sl.start)
-        r[diag] = 1.0  # log 1 = 0: the diagonal drops out of the sum of r log r
-        np.log(r, out=blk)  # the logarithms land where they are kept: no copy back
-        r[diag] = 0.0
-        tot = r.sum(axis=1)
-        H[sl] = np.log(tot) - np.einsum("ij,ij->i", r, blk) / tot
-        blk[diag] = -np.inf
-
-    map_blocks(block, list(row_blocks(n)))
-    return H
-
-def _size(W: object) -> int:
-    """The number of samples of a sparse matrix or graph (0 when ``W`` is neither)."""
-    if is_graph(W):
-        return int(W.number_of_nodes())
-    import scipy.sparse as sp
-
-    return int(W.shape[0]) if sp.issparse(W) and len(W.shape) == 2 else 0
-
-
-def sparse_log_weights(W: object, name: str = "W") -> LogWeights | None:
-    r"""The sparse branch of :func:`log_weights`: a ``scipy.sparse`` matrix or networkx graph,
-    validated and canonicalised without an ``N x N`` array.
-
-    Returns the :class:`LogWeights` with its positive :class:`Pairs` (``L`` is ``None``) when
-    ``W`` has zero weights off the diagonal; ``None`` when ``W`` is not sparse or has no zero
-    weight (:func:`log_weights` then builds the dense form).
-    The checks are those of the dense form (missing and explicit zeros are zero weights, the
-    diagonal is ignored, logarithms from mantissa and exponent), the bad entry the first in
-    row-major order.
-
-    Raises
-    ------
-    ParameterError
-        If the matrix is not square with at least 2 rows, an entry off the diagonal is not
-        finite or is negative, or a row has no positive weight off the diagonal.
-    """
-    import scipy.sparse as sp
-
-    if is_graph(W):
-        W = graph_weights(W, name)
-    if not sp.issparse(W):
-        return None
-    shape = W.shape
-    if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 2:
-        raise ParameterError(name, f"must be a square N x N matrix with N >= 2, got shape "
-                             f"{shape}")
-    coo = sp.coo_matrix(W)
-    if coo.dtype.kind not in "biuf":
-        raise ParameterTypeError(name, f"must hold real numbers, got dtype {coo.dtype}")
-    n = int(shape[0])
-    r, c = coo.row.astype(np.int64), coo.col.astype(np.int64)
-    v = coo.data.astype(np.float64)
-    off = r != c
-    r, c, v = r[off], c[off], v[off]
-
-    def first(bad: np.ndarray) -> int:  # the first bad entry in row-major order
-        k = np.flatnonzero(bad)
-        return int(k[np.argmin(r[k] * n + c[k])])
-
-    bad = ~np.isfinite(v)
-    if bad.any():
-        k = first(bad)
-        raise ParameterError(name, f"[{r[k]}, {c[k]}] is {v[k]}; all weights must be finite")
-    if (v < 0).any():
-        k = first(v < 0)
-        raise ParameterError(name, f"[{r[k]}, {c[k]}] = {v[k]:g} is negative; weights must be "
-                             ">= 0")
-    pos = v > 0
-    r, c, v = r[pos], c[pos], v[pos]
-    key = r * n + c
-    if np.unique(key).size != key.size:  # duplicate entries of a COO matrix add up
-        csr = sp.csr_matrix((v, (r, c)), shape=(n, n))
-        csr.sum_duplicates()
-        coo2 = csr.tocoo()
-        r, c, v = coo2.row.astype(np.int64), coo2.col.astype(np.int64), coo2.data
-    counts = np.bincount(r, minlength=n)
-    if (counts == 0).any():
-        i = int(np.flatnonzero(counts == 0)[0])
-        raise ParameterError(name, f"row {i} has no positive weight off the diagonal; every "
-                             "anchor needs at least one positive weight")
-    notes: list[str] = []
-    u = float(np.finfo(float).eps)
-    if coo.dtype.kind == "f" and coo.dtype.itemsize < 8:
-        u = float(np.finfo(coo.dtype).eps)
-        notes.append(f"{name} is {coo.dtype}: its tolerances are those of {coo.dtype} (unit "
-                     f"roundoff {u:.2g})")
-    if r.size == n * (n - 1):  # no zero weight: the dense form decides it
-        return None
-    top = float(v.max())
-    m_max, e_max = np.frexp(np.float64(top))
-    m, e = np.frexp(v)
-    logw = np.log(m) - math.log(float(m_max)) + (e - int(e_max)) * math.log(2.0)
-    shift = math.log(float(m_max)) + int(e_max) * math.log(2.0)
-    order = np.lexsort((c, r))
-    r, c, logw = r[order], c[order], logw[order]
-    key = r * n + c
-    n_zero = n * (n - 1) - int(r.size)
-    first_zero = (0, 0)
-    for i in range(n):  # the first row with a zero, then its first zero column
-        lo, hi = np.searchsorted(key, [i * n, (i + 1) * n])
-        if hi - lo < n - 1:
-            present = set(c[lo:hi].tolist()) | {i}
-            first_zero = (i, next(j for j in range(n) if j not in present))
-            break
-    back = np.lexsort((r, c))  # the transposed pairs in row-major order
-    symmetric = bool(np.array_equal(key, c[back] * n + r[back])
-                     and np.array_equal(logw, logw[back]))
-    for note in notes:
-        warnings.warn(note, DgpWarning, stacklevel=3)
-    return LogWeights(None, float(shift), symmetric, n_zero, first_zero, u, tuple(notes),
-                      Pairs(n, r, c, logw))
 
 
 def check_weights(W: object, name: str = "W") -> np.ndarray:
@@ -706,41 +290,6 @@ def check_weights(W: object, name: str = "W") -> np.ndarray:
            [0.5, 0. ]])
     """
     return log_weights(W, name=name).weights(name)
-
-
-def canonical(L: np.ndarray) -> LogWeights:
-    """:class:`LogWeights` from log-weights that dgp built itself (validated labels): no
-    validation, only the canonical shift. ``L`` is taken over (overwritten)."""
-    n = L.shape[0]
-    np.fill_diagonal(L, -np.inf)
-    shift = float(L.max())
-    L -= shift
-    finite = np.isfinite(L)
-    n_zero = int(n * n - finite.sum()) - n
-    first = None
-    if n_zero:
-        off = ~finite
-        np.fill_diagonal(off, False)
-        first = tuple(int(k) for k in np.argwhere(off)[0])
-    return LogWeights(L, shift, _is_symmetric(L), n_zero, first, float(np.finfo(float).eps))
-
-
-def _is_symmetric(L: np.ndarray) -> bool:
-    """``L == L.T``, comparing each block of rows with its columns from the block's diagonal
-    tile on (the tiles below were compared as the columns of earlier blocks), the blocks on
-    every core (:func:`dgp._linalg.map_blocks`)."""
-    n = L.shape[0]
-    differ = threading.Event()  # a block that differs ends the search (the answer is known)
-
-    def same(sl: slice) -> bool:
-        if differ.is_set():
-            return False
-        if np.array_equal(L[sl, sl.start:], L[sl.start:, sl].T):
-            return True
-        differ.set()
-        return False
-
-    return all(map_blocks(same, list(row_blocks(n))))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -943,7 +492,6 @@ def log_target(weights: LogWeights, tol: Tolerance) -> LogTarget:
     cycle = None if consistent else (0, int(worst[0]), int(worst[1]))
     factor = max(1.0, size / (1.0 + (hi - lo)))
     return LogTarget(L, c, consistent, cycle, worst_val, margin, lo, hi, factor)
-
 
 
 def _user_target(W: object, log_w: object, tau: object) -> tuple[np.ndarray, float]:
