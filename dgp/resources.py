@@ -16,6 +16,10 @@ interval decisions and certificates do not (the tolerance policy decides them, n
 bits). Inside :func:`deterministic`, or with the environment variable ``DGP_DETERMINISTIC=1``
 (the command line's ``--deterministic``), BLAS runs on one thread and the output is
 bit-identical whatever the number of cores.
+
+Outputs: every file dgp writes goes through :func:`atomic_output` (a temporary file in the same
+folder, renamed over the output when complete), so an interrupted or failed write never leaves
+a partial file and never clobbers a good one.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import math
 import numbers
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -39,6 +45,7 @@ __all__ = [
     "ROW_BLOCK_ELEMENTS",
     "MemoryLimitError",
     "MemoryScope",
+    "atomic_output",
     "blas_threads",
     "check_memory",
     "copies_that_fit",
@@ -464,3 +471,69 @@ def blas_threads() -> Iterator[None]:
         return
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+# ----------------------------------------------------------------------------------------------
+# outputs
+# ----------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def atomic_output(path: str) -> Iterator[str]:
+    """A temporary path next to ``path`` (same extension) to write to; renamed over ``path``
+    when the block ends normally, removed when it raises (the target is then untouched): a
+    write that fails or is interrupted halfway never leaves a truncated file and never
+    replaces a good one.
+
+    The temporary file is created exclusively under an unpredictable name (``tempfile.mkstemp``:
+    ``O_CREAT | O_EXCL``, so a link planted in the folder is never followed), in the folder of
+    ``path``'s real path, so the rename stays on one file system. An existing file is replaced
+    by the new one, which keeps its permission bits (a hard link to the old file keeps the old
+    content); a new file gets the permission bits ``open`` would give it (``0o666`` less the
+    umask); a symbolic link is followed, so the link stays and its target is replaced.
+
+    Raises
+    ------
+    OSError
+        If the temporary file cannot be created, written or renamed: naming ``path`` (not the
+        temporary file).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "table.csv"
+    >>> with atomic_output(str(out)) as tmp:
+    ...     _ = pathlib.Path(tmp).write_text("a,b\\n")
+    >>> out.read_text()
+    'a,b\\n'
+    """
+    real = os.path.realpath(path)
+    folder, base = os.path.split(real)
+    ext = os.path.splitext(base)[1]
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{base[:100]}.", suffix=f".tmp{ext}", dir=folder)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), path) from exc
+    try:
+        if os.path.isfile(real):
+            shutil.copymode(real, tmp)
+        else:
+            os.fchmod(fd, 0o666 & ~_umask())
+        os.close(fd)
+        fd = -1
+        yield tmp
+        os.replace(tmp, real)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), path) from exc
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back: there is no getter)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -106,3 +106,81 @@ def test_a_folder_where_no_temporary_can_be_made_names_the_output(tmp_path):
         assert info.value.filename == str(folder / "x.npy")
     finally:
         os.chmod(folder, 0o700)
+
+
+def test_the_cli_and_the_library_share_one_atomic_write():
+    import dgp.cli._output
+    import dgp.resources
+
+    assert dgp.cli._output.atomic_output is dgp.resources.atomic_output
+
+
+class _Art:
+    """A condition of a class experiment, as ``save_figures`` reads it."""
+
+    similarity = "gram"
+
+    def __init__(self, condition: str, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((4, 3))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        self.condition = condition
+        self.predicted = X @ X.T
+        Y = X + 0.05 * rng.standard_normal(X.shape)
+        Y /= np.linalg.norm(Y, axis=1, keepdims=True)
+        self.learned = Y @ Y.T
+
+
+class _Experiment:
+    """A ``batch-size`` experiment: a Gram figure and a curve."""
+
+    def __init__(self) -> None:
+        self.artifacts = (_Art("B=16", 1), _Art("B=64", 2))
+        self.report = {
+            "experiment": "batch-size", "seeds": [0], "config": {"data": "synthetic"},
+            "summary": [{"condition": f"B={b}", "heldout_batch_rms_error": [0.1 / b, 0.01],
+                         "heldout_full_rms_error": [0.2 / b, 0.02]} for b in (16, 64)]}
+
+
+def _png(path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_verify_figures_are_written_whole(tmp_path):
+    pytest.importorskip("matplotlib")
+    from dgp.torch.plots import save_figures
+
+    paths = save_figures(_Experiment(), str(tmp_path))
+    assert [os.path.basename(p) for p in paths] == ["batch-size-gram.png", "batch-size-curve.png"]
+    assert all(_png(p) for p in paths)
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(p) for p in paths)
+
+
+def test_a_figure_write_that_fails_midway_leaves_the_old_figures_and_no_partial_file(
+        tmp_path, monkeypatch):
+    """matplotlib dies after writing half a file (a full disk, Ctrl-C): the figures of the
+    earlier run stay as they were, byte for byte, and no temporary file is left."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from dgp.torch.plots import save_figures
+
+    save_figures(_Experiment(), str(tmp_path))
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    real = Figure.savefig
+    calls = []
+
+    def dies_midway(self, fname, **kwargs):
+        calls.append(fname)
+        real(self, fname, **kwargs)
+        with open(fname, "r+b") as fh:  # half of it written, then the failure
+            fh.truncate(os.path.getsize(fname) // 2)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", dies_midway)
+    with pytest.raises(OSError) as info:
+        save_figures(_Experiment(), str(tmp_path))
+    assert info.value.filename == str(tmp_path / "batch-size-gram.png")
+    assert calls and all(os.path.basename(c) not in before for c in calls)  # never in place
+    assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before

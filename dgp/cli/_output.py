@@ -4,26 +4,25 @@ a command reads and writes.
 File arguments are declared with ``type=FileArg(...)`` (an input, or an output of a kind):
 :func:`check_files` then checks every one before the command does any work (each output's
 folder writable, its extension known, no output the same file as an input or as another
-output), and outputs are written through :func:`atomic_output` (a temporary file in the same
-folder, renamed over the target when complete), so an interrupted or failed run never leaves
-a partial or clobbered file."""
+output), and outputs are written through :func:`atomic_output` (that of
+:mod:`dgp.resources`, which the figures of ``dgp verify`` use too: a temporary file in the
+same folder, renamed over the target when complete), so an interrupted or failed run never
+leaves a partial or clobbered file."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from dgp.errors import InputError
 from dgp.records import plain
+from dgp.resources import atomic_output
 
 __all__ = [
     "FileArg",
@@ -160,50 +159,6 @@ def save_array(path: str, array) -> None:
             np.save(fh, arr, allow_pickle=False)
         else:
             np.savetxt(fh, arr, delimiter=",", fmt="%.17g")
-
-
-@contextmanager
-def atomic_output(path: str) -> Iterator[str]:
-    """A temporary path next to ``path`` (same extension) to write to; renamed over ``path``
-    when the block ends normally, removed when it raises (the target is then untouched).
-
-    The temporary file is created exclusively under an unpredictable name (``tempfile.mkstemp``:
-    ``O_CREAT | O_EXCL``, so a link planted in the folder is never followed), in the folder of
-    ``path``'s real path, so the rename stays on one file system. An existing file is replaced
-    by the new one, which keeps its permission bits (a hard link to the old file keeps the old
-    content); a new file gets the permission bits ``open`` would give it (``0o666`` less the
-    umask); a symbolic link is followed, so the link stays and its target is replaced. A
-    failure to write is an ``OSError`` naming ``path`` (not the temporary file)."""
-    real = os.path.realpath(path)
-    folder, base = os.path.split(real)
-    ext = os.path.splitext(base)[1]
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{base[:100]}.", suffix=f".tmp{ext}", dir=folder)
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror or str(exc), path) from exc
-    try:
-        if os.path.isfile(real):
-            shutil.copymode(real, tmp)
-        else:
-            os.fchmod(fd, 0o666 & ~_umask())
-        os.close(fd)
-        fd = -1
-        yield tmp
-        os.replace(tmp, real)
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror or str(exc), path) from exc
-    finally:
-        if fd >= 0:
-            os.close(fd)
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-
-
-def _umask() -> int:
-    """The process's umask (read by setting it and putting it back: there is no getter)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 class FileArg:

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from dgp.resources import atomic_output
+
 __all__ = ["save_figures"]
 
 
@@ -98,7 +100,9 @@ def _batch_curve(fig: Any, report: dict[str, Any]) -> None:
 def save_figures(experiment: Any, out_dir: str) -> list[str]:
     """Write the experiment's figures as PNG files into ``out_dir``.
 
-    Returns the paths written; an empty list when matplotlib is not installed.
+    Returns the paths written; an empty list when matplotlib is not installed. Each file is
+    written atomically (:func:`dgp.resources.atomic_output`): a write that fails or is
+    interrupted leaves no partial file, and an existing file of that name stays as it was.
 
     Raises
     ------
@@ -119,20 +123,29 @@ def save_figures(experiment: Any, out_dir: str) -> list[str]:
     title = f"{name}: seed {report['seeds'][0]}, {report['config'].get('data', '')}"
     if arts and arts[0].similarity == "gram":
         fig = plt.figure(figsize=(11, 3.3 * len(arts)), layout="constrained")
-        _grams(fig, arts, title)
-        paths.append(os.path.join(out_dir, f"{name}-gram.png"))
+        paths.append(_save(plt, fig, lambda: _grams(fig, arts, title),
+                           os.path.join(out_dir, f"{name}-gram.png")))
     elif arts:
         cols = min(3, len(arts))
         fig = plt.figure(figsize=(4 * cols, 3.8 * -(-len(arts) // cols)), layout="constrained")
-        _embeddings(fig, arts, title)
-        paths.append(os.path.join(out_dir, f"{name}-embedding.png"))
-    if arts:
-        fig.savefig(paths[-1], dpi=100)
-        plt.close(fig)
+        paths.append(_save(plt, fig, lambda: _embeddings(fig, arts, title),
+                           os.path.join(out_dir, f"{name}-embedding.png")))
     if name == "batch-size":
         fig = plt.figure(figsize=(6, 4), layout="constrained")
-        _batch_curve(fig, report)
-        paths.append(os.path.join(out_dir, f"{name}-curve.png"))
-        fig.savefig(paths[-1], dpi=100)
-        plt.close(fig)
+        paths.append(_save(plt, fig, lambda: _batch_curve(fig, report),
+                           os.path.join(out_dir, f"{name}-curve.png")))
     return paths
+
+
+def _save(plt: Any, fig: Any, draw: Any, path: str) -> str:
+    """Draw ``fig`` (``draw()``) and write it to ``path`` as a PNG through a temporary file
+    renamed when complete (:func:`dgp.resources.atomic_output`: a crash or Ctrl-C while
+    matplotlib writes leaves no truncated file and keeps the figure of an earlier run); the
+    figure is closed whatever happens. Returns ``path``."""
+    try:
+        draw()
+        with atomic_output(path) as tmp:
+            fig.savefig(tmp, dpi=100, format="png")
+    finally:
+        plt.close(fig)
+    return path
