@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 from scipy.linalg.blas import dsymv, dsyr2
-from scipy.linalg.lapack import dormqr, dstebz, dstein, dsytrd, dsytrd_lwork
+from scipy.linalg.lapack import dormqr, dstebz, dstein, dsytrd_lwork
 
+from dgp._linalg import dsytrd
 from dgp.errors import SolverError
 
 #: reflectors applied per LAPACK call in :meth:`Tridiagonal.apply_q`
