@@ -12,19 +12,18 @@ holds
 * the prototypes of a ReLU head (:mod:`~dgp.prototypes._nonnegative`): non-negative
   coordinates, the orthogonal frame where it is optimal, and a certified doubly non-negative
   bound otherwise;
+* the rooms of the entry point :func:`supcon_prototypes` (:mod:`~dgp.prototypes._api`, the
+  full batch): a fixed dimension in one place (:mod:`~dgp.prototypes._dim`), the mini-batch
+  paths over enumerable compositions (:mod:`~dgp.prototypes._batched`) and beyond them, on
+  fresh batches (:mod:`~dgp.prototypes._sampled`);
 * the prototype problem handed to the solver floor, :mod:`dgp.solver` (the convex program in
   log space, its certified solver, KKT and lift certificates, and the batch compositions of
   uniform, class-balanced and m-per-class samplers), which :mod:`dgp.optima` uses too.
 """
 
-from dgp.prototypes._api import (
-    BatchTolerance,
-    batch_size_for_tolerance,
-    block_weights,
-    kkt_certificate,
-    prototype_loss,
-    supcon_prototypes,
-)
+from dgp.prototypes._api import kkt_certificate, prototype_loss, supcon_prototypes
+from dgp.prototypes._batched import BatchTolerance, batch_size_for_tolerance
+from dgp.prototypes._blocks import block_weights
 from dgp.prototypes._closed_forms import (
     METHODS,
     entropic_bound_prototypes,

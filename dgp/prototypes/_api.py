@@ -22,27 +22,17 @@ with :math:`\beta_c = 0` for SupCon and, for Soft SupCon (weight 1 within a clas
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import numbers
-import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dgp.constants import (
-    BATCH_GRAM_TOL,
     BATCH_TAU_MIN,
     EQUIANGULAR_ATOL,
-    LOG1P_SERIES_BELOW,
-    LOSS_RESOLUTION,
-    RANK_D_LARGE_SIZE,
-    RANK_D_STARTS,
     SOLVER_TOL,
 )
 from dgp.errors import (
-    DgpWarning,
     ParameterError,
     ParameterTypeError,
     SolverError,
@@ -52,50 +42,49 @@ from dgp.errors import (
     check_sizes,
     check_unit_interval,
 )
+from dgp.prototypes._batched import BatchTolerance, batch_prototypes, batch_size_for_tolerance
+from dgp.prototypes._blocks import (
+    NUMERIC_MAX_K,
+    PROJECT_MAX_K,
+    block_weights,
+    check_int,
+    excess_gap,
+    fits,
+)
 from dgp.prototypes._closed_forms import (
     METHODS,
+    balanced_soft_supcon_simplex_loss,
+    balanced_supcon_loss,
     entropic_bound_prototypes,
     equiangular_gram,
     first_order_gram,
-    nearest_elliptope,
 )
+from dgp.prototypes._dim import (
+    DIM_DEFAULT_STARTS,
+    DIM_FACTOR_SIZE,
+    default_starts,
+    guard_dim,
+    in_dim,
+    in_dim_factor,
+    on_factor,
+)
+from dgp.prototypes._first_order import first_order_prototypes
 from dgp.prototypes._result import (
-    FirstOrderApproximation,
     Identifiability,
     Prototypes,
 )
-from dgp.records import Record
-from dgp.resources import check_memory, memory_budget
+from dgp.resources import check_memory
 from dgp.solver import (
-    BLOCK_FACTOR_BUFFERS,
-    Z95,
-    BatchPrediction,
-    BatchSpec,
-    BlockFactor,
-    ClassBatches,
-    DenseBatchWeights,
     KKTCertificate,
     RowProblem,
-    batch_rows,
     block_problem,
     check_batch,
     check_time,
-    composition_count,
-    compositions,
-    enumerable,
-    evaluate,
     face_uniqueness,
     factor,
-    identifiability_report,
     lift_certificate,
-    positive_pair_probability,
-    quotient_batch_optimum,
-    rank_d_cost,
-    rank_d_starts,
-    row_budget_samples,
     row_certificate,
     single_threaded,
-    solve_rank_d,
     solve_rows,
     validated_tau,
 )
@@ -109,21 +98,6 @@ __all__ = [
     "prototype_loss",
     "supcon_prototypes",
 ]
-
-#: largest K the certified solver takes on (its time grows as K^3 per iteration)
-NUMERIC_MAX_K = 3000
-#: largest K whose first-order Gram is projected on the elliptope (eigendecompositions)
-PROJECT_MAX_K = 1500
-
-
-def block_weights(K: int, eps: float | None) -> np.ndarray:
-    """Class-block weights of SupCon (``eps=None``: the identity) or Soft SupCon (1 within a
-    class, ``eps`` across).
-
-    >>> block_weights(2, 0.5).tolist()
-    [[1.0, 0.5], [0.5, 1.0]]
-    """
-    return np.eye(K) if eps is None else np.where(np.eye(K, dtype=bool), 1.0, eps)
 
 
 def _validate_gram(gram: object, K: int) -> np.ndarray:
@@ -187,45 +161,14 @@ def kkt_certificate(
     return row_certificate(prob, G)
 
 
-def _balanced_supcon_loss(n0: int, K: int, tau: float) -> tuple[float, float, float]:
-    """Loss, excess and log-excess at the simplex, balanced SupCon, without any K x K array."""
-    N = n0 * K
-    kappa = K / (K - 1.0)
-    log_x = math.log(n0 * (K - 1.0) / (n0 - 1.0)) - kappa / tau
-    x = math.exp(log_x) if log_x > -745 else 0.0
-    l1p = math.log1p(x) if x > 0 else 0.0
-    log_l1p = log_x + math.log(l1p / x) if x > LOG1P_SERIES_BELOW else log_x + math.log1p(-0.5 * x)
-    excess = N * l1p
-    return N * math.log(n0 - 1.0) + excess, excess, math.log(N) + log_l1p
-
-
 _FIRST_ORDER = "the first-order approximation (method first-order, O(tau^2) error)"
 
 
-def _fits(bytes_per_k2: float, cap: int | None = None) -> int | None:
-    """The largest K whose K x K arrays fit the memory budget (``None``: no limit)."""
-    budget = memory_budget()
-    k = None if budget is None else int(math.sqrt(budget / bytes_per_k2))
-    if cap is not None:
-        k = cap if k is None else min(k, cap)
-    return k
-
-
-def _balanced_soft_supcon_simplex_loss(n0: int, K: int, tau: float, eps: float) -> float:
-    r"""Soft SupCon's loss at the regular simplex, ``K`` classes of ``n0`` samples (no K x K
-    array): each anchor sees :math:`n_0 - 1` samples at cosine 1 with target :math:`1/Z` and
-    :math:`n_0(K-1)` at cosine :math:`-1/(K-1)` with target :math:`arepsilon/Z`,
-    :math:`Z = (n_0 - 1) + arepsilon n_0 (K - 1)`."""
-    s = -1.0 / (K - 1)
-    Z = (n0 - 1) + eps * n0 * (K - 1)
-    lin = ((n0 - 1) + eps * n0 * (K - 1) * s) / (tau * Z)
-    lse = 1.0 / tau + math.log((n0 - 1) + n0 * (K - 1) * math.exp((s - 1.0) / tau))
-    return n0 * K * (lse - lin)
 
 
 def _guard_numeric(K: int) -> None:
-    fits = _fits(24 * 8.0, NUMERIC_MAX_K)
-    instead = f"up to about K = {fits} classes fit; use {_FIRST_ORDER} or fewer classes"
+    most = fits(24 * 8.0, NUMERIC_MAX_K)
+    instead = f"up to about K = {most} classes fit; use {_FIRST_ORDER} or fewer classes"
     if K > NUMERIC_MAX_K:
         raise ParameterError(
             "sizes",
@@ -256,19 +199,6 @@ def _solve_block(prob: RowProblem, starts: list[np.ndarray], tol: float):
     return res
 
 
-def _excess_gap(prob: RowProblem, G_alt: np.ndarray, G: np.ndarray) -> tuple[float, float]:
-    """``F(G_alt) - F(G)`` per anchor of ``prob`` and its natural log, from the excesses over
-    the entropic bound and their logs (no cancellation of the two losses, finite logs where the
-    gap underflows); ``prob`` is left scaled at ``G``."""
-    prob.set_scale(G_alt)
-    _, alt, log_alt = prob.loss(G_alt)
-    prob.set_scale(G)
-    _, ex, log_ex = prob.loss(G)
-    per = math.log(prob.alpha_total)
-    if not log_alt > log_ex:  # the alternative is no worse (rounding at a tie)
-        return 0.0, -math.inf
-    log_gap = log_alt + math.log1p(-math.exp(log_ex - log_alt)) - per
-    return max(0.0, (alt - ex) / prob.alpha_total), log_gap
 
 
 def _full_identifiability(n: np.ndarray, tau: float, eps: float | None,
@@ -285,7 +215,7 @@ def _full_identifiability(n: np.ndarray, tau: float, eps: float | None,
     if K > PROJECT_MAX_K:
         return None
     prob = block_problem(n, block_weights(K, eps), tau=tau)
-    gap, log_gap = _excess_gap(prob, equiangular_gram(K, -1.0 / (K - 1)), G)
+    gap, log_gap = excess_gap(prob, equiangular_gram(K, -1.0 / (K - 1)), G)
     return Identifiability(gap, None, None, None, N, log_gap)
 
 
@@ -304,7 +234,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     bound = entropic_bound_prototypes(n, eps=eps)
     simplex = -1.0 / (K - 1)
     if method == "auto" and eps is None and (n == n[0]).all():
-        loss, excess, log_excess = _balanced_supcon_loss(int(n[0]), K, tau)
+        loss, excess, log_excess = balanced_supcon_loss(int(n[0]), K, tau)
         return Prototypes(
             **common, method="closed-form", loss=loss, entropic_bound=bound,
             excess_loss=excess, log_excess_loss=log_excess, kkt_residual=None,
@@ -329,7 +259,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     if method == "auto" and eps is not None:
         rho = 1.0 + tau * math.log(eps)
         if rho < simplex - EQUIANGULAR_ATOL and (n == n[0]).all():
-            loss = _balanced_soft_supcon_simplex_loss(int(n[0]), K, tau, eps)
+            loss = balanced_soft_supcon_simplex_loss(int(n[0]), K, tau, eps)
             excess = max(0.0, loss - bound)
             return Prototypes(
                 **common, method="closed-form", loss=loss, entropic_bound=bound,
@@ -364,7 +294,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
                 f"first-order is the small-tau formula of SupCon; drop eps (got {eps}) or use "
                 "method auto",
             )
-        return _first_order(n, tau, common, bound)
+        return first_order_prototypes(n, tau, common, bound)
     if not numeric:
         return None
     _guard_numeric(K)
@@ -379,7 +309,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     lift = lift_certificate(prob, G, n, cert)
     ident = None
     if gap:
-        loss_gap, log_gap = _excess_gap(prob, equiangular_gram(K, simplex), G)
+        loss_gap, log_gap = excess_gap(prob, equiangular_gram(K, simplex), G)
         ident = Identifiability(loss_gap, None, None, None, float(n.sum()), log_gap)
     return Prototypes(
         **common, method="numeric", loss=loss, entropic_bound=bound, excess_loss=excess,
@@ -389,429 +319,10 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     )
 
 
-def _first_order(n: np.ndarray, tau: float, common: dict[str, Any], bound: float) -> Prototypes:
-    K = n.size
-    check_memory(
-        6 * 8.0 * K * K,
-        what=f"the first-order Gram of K = {K} classes",
-        hint=f"up to about K = {_fits(6 * 8.0)} classes fit; use fewer classes",
-    )
-    G = first_order_gram(n, tau=tau)
-    lam_min = float(np.linalg.eigvalsh(G)[0]) if K <= PROJECT_MAX_K else math.nan
-    note = (
-        "the small-tau expansion around the simplex, exact to O(tau^2); it is not a solution "
-        "of the problem and carries no certificate"
-    )
-    if K > PROJECT_MAX_K:
-        approx = FirstOrderApproximation(
-            min_eigenvalue=lam_min, psd_defect=math.nan, projected_gram=None, distance=None,
-            converged=False,
-            note=note + f"; not projected on the elliptope above K = {PROJECT_MAX_K}, so no "
-            "loss is reported",
-        )
-        return Prototypes(
-            **common, method="first-order", loss=math.nan, entropic_bound=bound,
-            excess_loss=math.nan, log_excess_loss=math.nan, kkt_residual=None, certificate=None,
-            collapse=None, rank=K - 1, unique=None, stop_reason="first-order formula",
-            matrix=G, approximation=approx,
-        )
-    if lam_min >= 0:
-        P, converged = G, True
-    else:
-        P, converged, _ = nearest_elliptope(G)
-    approx = FirstOrderApproximation(
-        min_eigenvalue=lam_min,
-        psd_defect=max(0.0, -lam_min),
-        projected_gram=P,
-        distance=float(np.linalg.norm(P - G)),
-        converged=converged,
-        note=note + "; loss and excess are those of the projected Gram, a feasible point, "
-        "hence upper bounds on the optimum",
-    )
-    prob = block_problem(n, block_weights(K, None), tau=tau)
-    prob.set_scale(P)
-    loss, excess, log_excess = prob.loss(P)
-    lam = np.linalg.eigvalsh(P)
-    rank = DEFAULT_POLICY.rank(lam)
-    return Prototypes(
-        **common, method="first-order", loss=loss, entropic_bound=bound, excess_loss=excess,
-        log_excess_loss=log_excess, kkt_residual=None, certificate=None, collapse=None,
-        rank=rank, unique=None, stop_reason="first-order formula", matrix=G,
-        approximation=approx,
-    )
-
-
-#: above this ``K * dim`` a full-batch rank-d solve evaluates the loss on the factor
-#: (:class:`~dgp.solver.BlockFactor`: no row-problem tables, reused buffers, budgets of
-#: evaluations and products in seconds: the factor-path policy of
-#: :func:`dgp.solver.rank_d_policy`)
-DIM_FACTOR_SIZE = RANK_D_LARGE_SIZE
-#: default random candidates of a rank-d (and a non-negative) solve, the one search policy's
-#: (:func:`dgp.solver.rank_d_starts`)
-DIM_DEFAULT_STARTS = RANK_D_STARTS
-
-
-def _on_factor(K: int, dim: int) -> bool:
-    """Whether a full-batch rank-``dim`` solve works on the factor: a large ``K * dim``, or more
-    classes than the row problem (and the free solve) take."""
-    return K * dim > DIM_FACTOR_SIZE or K > NUMERIC_MAX_K
-
-
-def _default_starts(K: int, dim: int) -> int:
-    """The one search policy's default budget (one given start on the factor path when the free
-    optimum's truncation is given, none otherwise)."""
-    factor_path = _on_factor(K, dim)
-    given = int(factor_path and K <= PROJECT_MAX_K)
-    return rank_d_starts(K, dim, given=given, factor_path=factor_path)
-
-
-def _guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = False) -> None:
-    """Refuse a rank-``dim`` solve that would not fit in memory or in the time budget, with the
-    estimate of the one solver's cost model (:func:`dgp.solver.rank_d_cost`), before any work."""
-    instead = "use fewer classes, a smaller dim or fewer starts"
-    what = f"the rank-{dim} prototypes of K = {K} classes ({starts} random starts)"
-    if factor_path:
-        check_memory(BLOCK_FACTOR_BUFFERS * 8.0 * K * K + 8.0 * K * K,
-                     what=f"the rank-{dim} prototypes of K = {K} classes", hint=instead)
-    else:
-        check_memory(12 * 8.0 * rows * K, what=f"the rank-{dim} prototypes of K = {K} classes",
-                     hint=instead)
-    given = 1 if (not factor_path or K <= PROJECT_MAX_K) else 0
-    check_time(rank_d_cost(K, dim, starts=starts, given=given, rows=rows,
-                           factor_path=factor_path),
-               what=what, instead=instead, param="dim")
 
 
 def _check_starts(starts: object) -> int:
-    return _check_int(starts, "starts", 0)
-
-
-def _free_lower(free: Prototypes) -> float:
-    """A certified lower bound (nats) on the free-dimension optimum from its result: the loss
-    itself for closed forms, the loss less the KKT gap bound for certified solves."""
-    if free.method == "closed-form" or free.certificate is None:
-        return free.loss
-    return free.loss - free.certificate.gap_bound
-
-
-def _rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarray], *,
-                  starts: int, seed: int, tol: float, free_gram: np.ndarray | None = None,
-                  weights: np.ndarray | None = None):
-    """The best rank-``dim`` point of ``prob`` by the one rank-d solver
-    (:func:`dgp.solver.solve_rank_d`: the free optimum's truncation, the weights' spectral
-    start, ``given`` and ``starts`` random candidates), with its certificate; warns if it is not
-    stationary. Returns the factor, its certificate and the solution."""
-    found = solve_rank_d(prob, dim, free_gram=free_gram, weights=weights, given=given,
-                         starts=starts, seed=seed, tol=tol)
-    cert = found.certificate
-    if not cert.first_order:
-        # still a feasible point: its loss bounds the optimum in R^dim from above, and the
-        # lower bound (from the free optimum) holds whatever the point; the gap says it all
-        warnings.warn(
-            f"the rank-{dim} solver stopped before a stationary point: Riemannian gradient "
-            f"{cert.gradient_norm:.2g} of the gradient scale, above {cert.first_order_tol:.2g} "
-            f"({found.reason}); the loss is an upper bound on the optimum in R^{dim}, within "
-            "the reported gap of the lower bound", DgpWarning, stacklevel=4,
-        )
-    return found.factor, cert, found
-
-
-def _in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float | None,
-                   dim: int, *, starts: int, seed: int, tol: float) -> Prototypes:
-    r"""The full-batch prototypes in :math:`\mathbb R^{dim}` for many classes, on the factor
-    (:class:`~dgp.solver.BlockFactor`): no row-problem tables and no ``K x K``
-    eigendecomposition. The lower bound is the best of the entropic bound, the free optimum's
-    certified loss (``free``, when it could be computed) and the convex dual bound
-    :math:`F(G) - K\max(0, -\lambda_{\min}(S))` with :math:`\lambda_{\min}(S)` certified by
-    a Cholesky factorisation (theorem ``rank-d-certificate``)."""
-    K = n.size
-    obj = BlockFactor(n, tau, eps)
-    free_gram = None
-    if free is not None and free.matrix is not None and K <= PROJECT_MAX_K:
-        free_gram = free.gram
-    X, rcert, found = _rank_d_point(obj, dim, [], starts=starts, seed=seed, tol=tol,
-                                    free_gram=free_gram)
-    loss, excess, log_excess = found.loss, found.excess_loss, found.log_excess_loss
-    obj.set_scale(X)
-    gap_scaled = K * max(0.0, -rcert.dual_min_eig) * obj.gradient_scale(X)
-    dual_low = -math.inf
-    if gap_scaled > 0:
-        dual_low = loss - math.exp(math.log(gap_scaled) + math.log(obj.N) + obj.log_t)
-    entropy = entropic_bound_prototypes(n, eps=eps)
-    free_low = -math.inf if free is None else _free_lower(free)
-    lower = min(max(entropy, free_low, dual_low), loss)
-    lam = np.linalg.eigvalsh(X @ X.T)  # the nonzero spectrum of G = X^T X
-    G = X.T @ X
-    return Prototypes(
-        objective="supcon" if eps is None else "soft-supcon",
-        sizes=tuple(int(v) for v in n), tau=tau, eps=eps,
-        method="numeric", loss=loss, entropic_bound=entropy, excess_loss=excess,
-        log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=None,
-        collapse=None, rank=DEFAULT_POLICY.rank(lam), unique=None,
-        stop_reason=found.reason, matrix=G,
-        identifiability=_pinned(Identifiability(math.nan, None, None, None, float(n.sum()),
-                                                math.nan), found, float(n.sum()), seed),
-        dim=dim, lower_bound=lower, rank_d=rcert, factor=X.T.copy(),
-    )
-
-
-def _in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, starts: int,
-            seed: int, tol: float, given: list[np.ndarray] | None = None) -> Prototypes:
-    r"""The full-batch prototypes constrained to unit vectors of :math:`\mathbb R^{dim}`: the
-    free optimum when its rank fits, else the one rank-d solver's point (the search
-    :func:`dgp.optimum` runs on the same class weighting), with the free optimum's certified
-    loss as the lower bound."""
-    K = n.size
-    free_low = _free_lower(free)
-    if free.rank <= dim:
-        return dataclasses.replace(free, dim=dim, lower_bound=free_low)
-    _guard_dim(K, dim, starts, prob.R)
-    free_gram = free.gram if (free.matrix is not None or K <= PROJECT_MAX_K) else None
-    X, rcert, found = _rank_d_point(prob, dim, [] if given is None else list(given),
-                                    starts=starts, seed=seed, tol=tol, free_gram=free_gram,
-                                    weights=block_weights(K, free.eps))
-    G = X.T @ X
-    prob.set_scale(G)
-    cert = row_certificate(prob, G)
-    loss, excess, log_excess = found.loss, found.excess_loss, found.log_excess_loss
-    lower = min(max(prob.entropy, free_low, loss - cert.gap_bound), loss)
-    return Prototypes(
-        objective=free.objective, sizes=free.sizes, tau=free.tau, eps=free.eps,
-        method="numeric", loss=loss, entropic_bound=prob.entropy, excess_loss=excess,
-        log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=cert,
-        collapse=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
-        stop_reason=found.reason, matrix=G,
-        identifiability=_pinned(_dim_identifiability(prob, G, dim), found,
-                                prob.alpha_total, seed),
-        dim=dim, lower_bound=lower, rank_d=rcert,
-    )
-
-
-def _pinned(ident: Identifiability | None, found: Any, anchors: float,
-            seed: int) -> Identifiability | None:
-    """``ident`` with what the loss pins among the rank-``dim`` search's candidates within
-    :data:`~dgp.constants.LOSS_RESOLUTION` nats per anchor of the best
-    (:func:`dgp.solver.identifiability_report`: their cosines, spectrum and mean)."""
-    if ident is None or not found.candidate_factors:
-        return ident
-    runs = [X.T for X in found.candidate_factors]
-    losses = [v / anchors for v in found.candidate_losses]
-    rep = identifiability_report(runs, losses, int(np.argmin(losses)), seed=seed,
-                                 resolution=LOSS_RESOLUTION)
-    return dataclasses.replace(ident, pinned=rep.pinned, spread=rep.spread,
-                               resolution=rep.resolution, identifiable=rep.identifiable,
-                               statement=rep.statement)
-
-
-def _dim_identifiability(prob: RowProblem, G: np.ndarray, dim: int) -> Identifiability | None:
-    """The simplex gap in dimension ``dim``: the simplex fits only when ``K <= dim + 1``; above,
-    the gap is undefined (``nan``: no configuration of ``R^dim`` is the simplex)."""
-    K = G.shape[0]
-    if K <= dim + 1:
-        gap, log_gap = _excess_gap(prob, equiangular_gram(K, -1.0 / (K - 1)), G)
-        return Identifiability(gap, None, None, None, prob.alpha_total, log_gap)
-    return Identifiability(math.nan, None, None, None, prob.alpha_total, math.nan)
-
-
-def _check_int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
-        raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def _composition_losses(prob: RowProblem, G: np.ndarray, comp_index: np.ndarray,
-                        prob_of: np.ndarray) -> np.ndarray:
-    """Each composition's own loss (rows weighted without the composition's probability)."""
-    contrib = prob.alpha * prob.row_losses(G)
-    per = np.zeros(prob_of.size)
-    np.add.at(per, comp_index, contrib)
-    return per / prob_of
-
-
-def _batched(
-    n: np.ndarray, tau: float, eps: float | None, method: str, tol: float, spec: BatchSpec,
-    *, samples: int, replicates: int, seed: int, exact_max: int, dim: int | None = None,
-    starts: int = 0, progress: bool | None = None,
-) -> Prototypes:
-    K = n.size
-    full = _full_batch(n, tau, eps, "auto" if method == "auto" else "numeric", tol)
-    if dim is not None:  # the full-batch reference in the same dimension
-        full = _in_dim(full, block_problem(n, block_weights(K, eps), tau=tau), n, dim,
-                       starts=starts, seed=seed, tol=tol)
-    exchangeable = spec.sampler != "uniform" or bool((n == n[0]).all())
-    closed = method == "auto" and eps is None and exchangeable  # the regular simplex
-    if not enumerable(n, spec, exact_max) and not closed:
-        return _stochastic_batched(n, tau, eps, spec, full, dim=dim, seed=seed,
-                                   replicates=replicates, samples=samples, progress=progress)
-    check_memory(
-        24 * 8.0 * K * K, what=f"a batch prediction for K = {K} classes",
-        hint=f"up to about K = {_fits(24 * 8.0)} classes fit; use fewer classes",
-    )
-    G_full = full.gram
-    n_samp = row_budget_samples(K, samples)
-    weights = block_weights(K, eps)
-
-    def build(s: int):
-        comps = compositions(n, spec, exact_max=exact_max, samples=n_samp, seed=s)
-        prob, ci = batch_rows(comps, weights, spec, tau=tau)
-        return comps, prob, ci
-
-    comps, prob, ci = build(seed)
-    simplex = equiangular_gram(K, -1.0 / (K - 1))
-    if closed:
-        prob.set_scale(simplex)
-        G, cert = simplex, row_certificate(prob, simplex)
-        meth, reason, kkt = "closed-form", "regular simplex: the sampler treats classes alike", None
-    else:
-        res = solve_rows(prob, starts=[G_full, simplex], tol=tol)
-        G, cert, reason = res.gram, res.certificate, res.stop_reason
-        if not DEFAULT_POLICY.accepts(cert.kkt_residual, tol):
-            raise SolverError(
-                f"the certified solver did not converge on the batch problem: KKT residual "
-                f"{cert.kkt_residual:.2g} ({reason}); please report it"
-            )
-        meth, kkt = "numeric", cert.kkt_residual
-    rcert, lower = None, None
-    if dim is not None and cert.rank > dim:
-        prob.set_scale(G)
-        free_low = prob.loss(G)[0] - cert.gap_bound
-        _guard_dim(K, dim, starts, prob.R)
-        X, rcert, found = _rank_d_point(prob, dim, [factor(G_full, dim), factor(G, dim)],
-                                        starts=starts, seed=seed, tol=tol)
-        G = X.T @ X
-        prob.set_scale(G)
-        cert = row_certificate(prob, G)
-        meth, kkt, reason = "numeric", rcert.gradient_norm, found.reason
-        loss = prob.loss(G)[0]
-        lower = min(max(prob.entropy, free_low, loss - cert.gap_bound), loss)
-    elif dim is not None:
-        prob.set_scale(G)
-        lower = prob.loss(G)[0] - cert.gap_bound
-    loss, excess, log_excess = prob.loss(G)
-    loss_se = gram_se = None
-    reps = 0
-    if not comps.exact:
-        per = _composition_losses(prob, G, ci, comps.prob)
-        mean = float(comps.prob @ per)
-        var = float(comps.prob @ (per - mean) ** 2) * comps.drawn / max(comps.drawn - 1, 1)
-        loss_se = math.sqrt(var / comps.drawn)
-        if meth == "numeric" and replicates > 0 and rcert is None:
-            grams = [G]
-            for r in range(1, replicates + 1):
-                _, prob_r, _ = build(seed + r)
-                grams.append(solve_rows(prob_r, starts=[G], tol=tol).gram)
-            gram_se = float(np.std(np.array(grams), axis=0, ddof=1).max())
-            reps = replicates
-        elif meth == "closed-form":
-            gram_se = 0.0
-    # the lift certifies the collapse of a free-dimension optimum; a rank-d point has none
-    lift = lift_certificate(prob, G, n, cert) if rcert is None else None
-    ident = _batch_identifiability(prob, comps, ci, simplex, G_full, G)
-    if dim is not None and K > dim + 1:  # no simplex in R^dim
-        ident = dataclasses.replace(ident, simplex_gap=math.nan, simplex_gap_se=None,
-                                    log_simplex_gap=math.nan)
-    batch = BatchPrediction(
-        spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
-        drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=reps,
-        full_batch_gram=G_full, shift=float(np.abs(G - G_full).max()),
-        positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
-    )
-    return Prototypes(
-        objective="supcon" if eps is None else "soft-supcon",
-        sizes=tuple(int(v) for v in n), tau=tau, eps=eps, method=meth, loss=loss,
-        entropic_bound=prob.entropy, excess_loss=excess, log_excess_loss=log_excess,
-        kkt_residual=kkt, certificate=cert, collapse=lift,
-        rank=cert.rank if rcert is None else DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)),
-        unique=None if lift is None else lift.unique,
-        stop_reason=reason, matrix=G, batch=batch, identifiability=ident,
-        dim=dim, lower_bound=lower, rank_d=rcert,
-    )
-
-
-def _stochastic_batched(n: np.ndarray, tau: float, eps: float | None, spec: BatchSpec,
-                        full: Prototypes, *, dim: int | None, seed: int, replicates: int,
-                        samples: int, progress: bool | None) -> Prototypes:
-    r"""The class-level expected-batch prototypes beyond exact enumeration: optimised on fresh
-    compositions from the full-batch prototypes and seeded random starts
-    (:func:`dgp.solver.quotient_batch_optimum`), reported on others. Every Gram entry carries
-    its 95% interval over the ``1 + replicates`` independent runs (``t`` quantile of their
-    spread: the prediction is one run, not their mean); free dimension is dimension ``K``."""
-    from scipy.stats import t as student_t  # imported on use: scipy.stats is slow to import
-
-    K = n.size
-    d = K if dim is None else dim
-    X = factor(full.gram, d)
-    start = (X / np.linalg.norm(X, axis=0)).T
-    res = quotient_batch_optimum(n, block_weights(K, eps), spec, tau=tau, dim=d, seed=seed,
-                                 replicates=max(2, replicates), min_batches=samples,
-                                 full_batch=start, progress=progress)
-    G = res.gram
-    grams = np.array([Z @ Z.T for Z in res.runs])
-    half = student_t.ppf(0.975, grams.shape[0] - 1) * grams.std(axis=0, ddof=1)
-    np.fill_diagonal(half, 0.0)
-    lo, hi = np.clip(G - half, -1.0, 1.0), np.clip(G + half, -1.0, 1.0)  # cosines
-    b = res.batch
-    batch = BatchPrediction(
-        spec=spec, exact=False, compositions=composition_count(n, spec), drawn=b.batches,
-        seed=b.seed, loss_se=(b.interval[1] - b.expected_loss) / Z95,
-        gram_se=float(grams.std(axis=0, ddof=1).max()), replicates=grams.shape[0] - 1,
-        full_batch_gram=full.gram, shift=float(np.abs(G - full.gram).max()),
-        positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
-        estimate=b, gram_interval=(lo, hi),
-    )
-    anchors = float(spec.batch_size)
-    # gaps per anchor: a summed batch loss is over the batch's B anchors
-    per_anchor = 1.0 / spec.batch_size if spec.reduction == "sum" else 1.0
-    simplex_gap = simplex_se = math.nan
-    if K <= d + 1:  # the simplex's expected loss on the same fresh batches, paired
-        Xs = factor(equiangular_gram(K, -1.0 / (K - 1)), d)
-        with np.errstate(divide="ignore"):
-            source = DenseBatchWeights(np.log(block_weights(K, eps)))
-        est = evaluate([res.embedding, (Xs / np.linalg.norm(Xs, axis=0)).T], source,
-                       ClassBatches(n, spec), spec, tau=tau, seed=seed, stream=9,
-                       min_batches=samples)
-        diff = (est[1].values - est[0].values) * per_anchor
-        simplex_gap = float(diff.mean())
-        simplex_se = float(diff.std(ddof=1) / math.sqrt(diff.size))
-    log_gap = math.log(simplex_gap) if simplex_gap > 0 else -math.inf
-    rep = res.identifiability
-    fb_gap = None if b.full_batch_excess is None else b.full_batch_excess * per_anchor
-    fb_se = None if b.full_batch_excess_se is None else b.full_batch_excess_se * per_anchor
-    ident = Identifiability(simplex_gap, None if math.isnan(simplex_se) else simplex_se,
-                            fb_gap, fb_se, anchors,
-                            log_gap if not math.isnan(simplex_gap) else math.nan,
-                            pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
-                            identifiable=rep.identifiable, statement=rep.statement)
-    entropy = math.nan  # the expected batch entropic bound is not estimated on this path
-    return Prototypes(
-        objective="supcon" if eps is None else "soft-supcon",
-        sizes=tuple(int(v) for v in n), tau=tau, eps=eps, method="stochastic",
-        loss=b.expected_loss, entropic_bound=entropy, excess_loss=math.nan,
-        log_excess_loss=math.nan, kkt_residual=None, certificate=None, collapse=None,
-        rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
-        stop_reason=res.status, matrix=G, batch=batch, identifiability=ident,
-        dim=dim, lower_bound=b.lower_bound,
-    )
-
-
-def _batch_identifiability(prob: RowProblem, comps: Any, ci: np.ndarray, simplex: np.ndarray,
-                           G_full: np.ndarray, G: np.ndarray) -> Identifiability:
-    """Expected batch loss gaps of the simplex and of the full-batch prediction over the batch
-    prediction ``G``, per expected anchor, with paired standard errors over the sampled
-    compositions (none when the expectation is exact)."""
-
-    def se(G_alt: np.ndarray) -> float | None:
-        if comps.exact:
-            return None
-        d = (_composition_losses(prob, G_alt, ci, comps.prob)
-             - _composition_losses(prob, G, ci, comps.prob))
-        mean = float(comps.prob @ d)
-        var = float(comps.prob @ (d - mean) ** 2) * comps.drawn / max(comps.drawn - 1, 1)
-        return math.sqrt(var / comps.drawn) / prob.alpha_total
-
-    gap_s, log_s = _excess_gap(prob, simplex, G)
-    gap_f, _ = _excess_gap(prob, G_full, G)
-    return Identifiability(gap_s, se(simplex), gap_f, se(G_full), prob.alpha_total, log_s)
+    return check_int(starts, "starts", 0)
 
 
 def supcon_prototypes(
@@ -993,10 +504,10 @@ def supcon_prototypes(
                 "(use method auto or numeric)"
             )
         if starts is None:
-            starts = _default_starts(n.size, dim)
+            starts = default_starts(n.size, dim, DIM_FACTOR_SIZE)
         if n.size > dim + 1:  # a rank-dim solve will be needed: refuse it now, before any work
-            _guard_dim(n.size, dim, starts, n.size,
-                       factor_path=batch_size is None and _on_factor(n.size, dim))
+            guard_dim(n.size, dim, starts, n.size,
+                      factor_path=batch_size is None and on_factor(n.size, dim, DIM_FACTOR_SIZE))
     elif starts is None:
         starts = DIM_DEFAULT_STARTS
     if batch_size is None:
@@ -1009,14 +520,8 @@ def supcon_prototypes(
                 raise ParameterError(name, f"applies to mini-batch predictions only; give "
                                            f"batch_size as well (got {name}={value!r})")
         with single_threaded(), validated_tau(tau):  # failures at extreme tau: the user's
-            free = _full_batch(n, tau, eps, method, tol, gap=identifiability or dim is not None,
-                               numeric=dim is None or n.size <= NUMERIC_MAX_K)
-            if dim is None:
-                return free
-            if free is None or (_on_factor(n.size, dim) and free.rank > dim):
-                return _in_dim_factor(free, n, tau, eps, dim, starts=starts, seed=seed, tol=tol)
-            prob = block_problem(n, block_weights(n.size, eps), tau=tau)
-            return _in_dim(free, prob, n, dim, starts=starts, seed=seed, tol=tol)
+            return _full_in_dim(n, tau, eps, method, tol, dim, starts=starts, seed=seed,
+                                gap=identifiability or dim is not None)
     if method == "first-order":
         raise ParameterError(
             "method", "first-order has no mini-batch version; use method auto or numeric"
@@ -1032,129 +537,44 @@ def supcon_prototypes(
             f"about 2.5e-3); use tau >= {BATCH_TAU_MIN:g}, or the full batch (without a batch size)"
         )
     kwargs = {
-        "samples": _check_int(samples, "samples", 2),
-        "replicates": _check_int(replicates, "replicates", 0),
-        "seed": _check_int(seed, "seed", 0),
-        "exact_max": _check_int(exact_max, "exact_max", 1),
+        "samples": check_int(samples, "samples", 2),
+        "replicates": check_int(replicates, "replicates", 0),
+        "seed": check_int(seed, "seed", 0),
+        "exact_max": check_int(exact_max, "exact_max", 1),
         "dim": dim,
         "starts": starts,
         "progress": progress,
     }
     with single_threaded():
-        return _batched(n, tau, eps, method, tol, spec, **kwargs)
+        # the full-batch reference, in the same dimension
+        full = _full_in_dim(n, tau, eps, "auto" if method == "auto" else "numeric", tol, dim,
+                            starts=starts, seed=seed, gap=True, factor_path=False)
+        return batch_prototypes(n, tau, eps, method, tol, spec, full, **kwargs)
 
 
-@dataclass(frozen=True)
-class BatchTolerance(Record):
-    """The batch size from which the full-batch prediction is within a tolerance.
-
-    Attributes
-    ----------
-    batch_size : int or None
-        Smallest batch size ``B`` found with ``max |G_B - G_full| <= tol`` at ``B`` and at every
-        larger size tried; ``None`` if even the largest size tried is off.
-    tol : float
-    table : tuple of (int, float, float or None)
-        ``(B, shift, gram_se)`` for every size evaluated, increasing.
-    note : str
-        How the sizes were searched.
-    """
-
-    batch_size: int | None
-    tol: float
-    table: tuple[tuple[int, float, float | None], ...]
-    note: str
-
-    def json_items(self, options):
-        yield from (("batch_size", self.batch_size), ("tol", self.tol))
-        yield "table", [{"batch_size": b, "shift": s, "gram_se": e} for b, s, e in self.table]
-        yield "note", self.note
+def _full_in_dim(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float,
+                 dim: int | None, *, starts: int, seed: int, gap: bool,
+                 factor_path: bool = True) -> Prototypes:
+    """The full-batch prototypes, in free dimension or on the sphere of ``R^dim``
+    (:mod:`dgp.prototypes._dim`: the free optimum when its rank fits, else the rank-``dim``
+    solver's point, on the factor for many classes unless ``factor_path`` is false: the batch
+    paths' reference and start is the row problem's point, certified in the free solve)."""
+    free = _full_batch(n, tau, eps, method, tol, gap=gap,
+                       numeric=dim is None or not factor_path or n.size <= NUMERIC_MAX_K)
+    if dim is None:
+        return free
+    if free is None or (factor_path and on_factor(n.size, dim, DIM_FACTOR_SIZE)
+                        and free.rank > dim):
+        return in_dim_factor(free, n, tau, eps, dim, starts=starts, seed=seed, tol=tol)
+    prob = block_problem(n, block_weights(n.size, eps), tau=tau)
+    return in_dim(free, prob, n, dim, starts=starts, seed=seed, tol=tol)
 
 
-def batch_size_for_tolerance(
-    sizes: object,
-    *,
-    tau: float,
-    tol: float = BATCH_GRAM_TOL,
-    eps: float | None = None,
-    sampler: str = "uniform",
-    samples_per_class: int | None = None,
-    reduction: str = "mean",
-    anchors_without_positives: str = "drop",
-    samples: int = 1000,
-    seed: int = 0,
-    max_batch_size: int | None = None,
-) -> BatchTolerance:
-    """The smallest batch size from which the full-batch prediction is within ``tol`` (max
-    absolute difference of the prototype Grams).
+# the names the factor-path tests use (the functions live in dgp.prototypes._dim; the factor
+# path's threshold is read here, at each call, so that a test may lower it on this module)
+_guard_dim = guard_dim
 
-    Batch sizes are tried on a doubling grid from the smallest valid one up to ``N`` (or
-    ``max_batch_size``), then bisected between the last size off and the first within
-    ``tol`` — which assumes the shift decreases with ``B`` between grid points (stated in
-    ``note``; the table shows every size tried).
 
-    Raises
-    ------
-    ValueError, TypeError
-        As :func:`supcon_prototypes`, and if ``tol`` is not positive.
+def _default_starts(K: int, dim: int) -> int:
+    return default_starts(K, dim, DIM_FACTOR_SIZE)
 
-    >>> r = batch_size_for_tolerance([2, 5, 20], tau=0.5, tol=0.05)
-    >>> r.batch_size is not None and r.batch_size <= 27
-    True
-    """
-    n = check_sizes(sizes)
-    tol = check_positive(tol, "tol")
-    N, K = int(n.sum()), n.size
-    m = samples_per_class if sampler == "m-per-class" else None
-    low = 2 * int(m) if m else 3
-    high = N if max_batch_size is None else check_dim(max_batch_size, "max_batch_size")
-    if sampler == "m-per-class":
-        high = min(high, int(m) * K)
-    if high < low:
-        raise ParameterError("max_batch_size", f"must be at least {low}, got {high}")
-    step = int(m) if m else 1
-    cache: dict[int, tuple[float, float | None]] = {}
-
-    def shift(B: int) -> float:
-        if B not in cache:
-            p = supcon_prototypes(
-                n, tau=tau, eps=eps, batch_size=B, sampler=sampler,
-                samples_per_class=samples_per_class, reduction=reduction,
-                anchors_without_positives=anchors_without_positives, samples=samples,
-                replicates=1, seed=seed,
-            )
-            cache[B] = (p.batch.shift, p.batch.gram_se)
-        return cache[B][0]
-
-    grid = []
-    B = low
-    while B < high:
-        grid.append(B)
-        B = max(B * 2 // step * step, B + step)
-    grid.append(high)
-    shifts = [shift(B) for B in grid]
-    ok = [s <= tol for s in shifts]
-    if not ok[-1]:
-        found = None
-    else:
-        first = len(ok) - 1
-        while first > 0 and ok[first - 1]:
-            first -= 1
-        found = grid[first]
-        if first > 0:
-            lo, hi = grid[first - 1], grid[first]
-            while hi - lo > step:
-                mid = (lo + hi) // 2 // step * step
-                if mid <= lo:
-                    break
-                if shift(mid) <= tol:
-                    hi = mid
-                else:
-                    lo = mid
-            found = hi
-    table = tuple((b, cache[b][0], cache[b][1]) for b in sorted(cache))
-    return BatchTolerance(
-        batch_size=found, tol=tol, table=table,
-        note="doubling grid then bisection (assumes the shift decreases between grid points); "
-        f"sampler {sampler}, reduction {reduction}",
-    )

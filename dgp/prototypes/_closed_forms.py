@@ -34,11 +34,13 @@ import math
 
 import numpy as np
 
-from dgp.constants import NEAREST_ELLIPTOPE_TOL, SCALE_FLOOR
+from dgp.constants import LOG1P_SERIES_BELOW, NEAREST_ELLIPTOPE_TOL, SCALE_FLOOR
 from dgp.errors import ParameterError, check_positive, check_sizes, check_unit_interval
 
 __all__ = [
     "METHODS",
+    "balanced_soft_supcon_simplex_loss",
+    "balanced_supcon_loss",
     "entropic_bound_prototypes",
     "equiangular_gram",
     "first_order_gram",
@@ -213,3 +215,29 @@ def nearest_elliptope(
     d = np.sqrt(np.clip(np.diag(G), SCALE_FLOOR, None))
     G = G / np.outer(d, d)
     return 0.5 * (G + G.T), converged, it
+
+
+def balanced_supcon_loss(n0: int, K: int, tau: float) -> tuple[float, float, float]:
+    """Loss, excess and log-excess at the simplex, balanced SupCon, without any K x K array."""
+    N = n0 * K
+    kappa = K / (K - 1.0)
+    log_x = math.log(n0 * (K - 1.0) / (n0 - 1.0)) - kappa / tau
+    x = math.exp(log_x) if log_x > -745 else 0.0
+    l1p = math.log1p(x) if x > 0 else 0.0
+    log_l1p = (log_x + math.log(l1p / x) if x > LOG1P_SERIES_BELOW
+               else log_x + math.log1p(-0.5 * x))
+    excess = N * l1p
+    return N * math.log(n0 - 1.0) + excess, excess, math.log(N) + log_l1p
+
+
+def balanced_soft_supcon_simplex_loss(n0: int, K: int, tau: float, eps: float) -> float:
+    r"""Soft SupCon's loss at the regular simplex, ``K`` classes of ``n0`` samples (no K x K
+    array): each anchor sees :math:`n_0 - 1` samples at cosine 1 with target :math:`1/Z` and
+    :math:`n_0(K-1)` at cosine :math:`-1/(K-1)` with target :math:`\varepsilon/Z`,
+    :math:`Z = (n_0 - 1) + \varepsilon n_0 (K - 1)`."""
+    s = -1.0 / (K - 1)
+    Z = (n0 - 1) + eps * n0 * (K - 1)
+    lin = ((n0 - 1) + eps * n0 * (K - 1) * s) / (tau * Z)
+    lse = 1.0 / tau + math.log((n0 - 1) + n0 * (K - 1) * math.exp((s - 1.0) / tau))
+    return n0 * K * (lse - lin)
+

@@ -56,8 +56,9 @@ from dgp.errors import (
     check_sizes,
     check_unit_interval,
 )
-from dgp.prototypes._api import DIM_DEFAULT_STARTS, block_weights
+from dgp.prototypes._blocks import block_weights
 from dgp.prototypes._closed_forms import equiangular_gram, soft_supcon_rho
+from dgp.prototypes._dim import DIM_DEFAULT_STARTS
 from dgp.prototypes._result import Prototypes
 from dgp.records import CertificateProtocol
 from dgp.resources import check_memory

@@ -1,0 +1,292 @@
+"""Mini-batch prototypes over enumerable compositions: the expected batch loss of every class
+composition of the sampler (or a sample of them), solved and certified by the row solver, and
+the batch size from which the full-batch prediction is within a tolerance.
+
+Beyond :data:`exact_max` compositions the class-level path of :mod:`dgp.prototypes._sampled`
+takes over (optimised on fresh batches, reported on held-out ones).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dgp.constants import BATCH_GRAM_TOL
+from dgp.errors import ParameterError, SolverError, check_dim, check_positive, check_sizes
+from dgp.prototypes._blocks import block_weights, excess_gap, fits
+from dgp.prototypes._closed_forms import equiangular_gram
+from dgp.prototypes._dim import guard_dim, rank_d_point
+from dgp.prototypes._result import Identifiability, Prototypes
+from dgp.prototypes._sampled import stochastic_prototypes
+from dgp.records import Record
+from dgp.resources import check_memory
+from dgp.solver import (
+    BatchPrediction,
+    BatchSpec,
+    RowProblem,
+    batch_rows,
+    compositions,
+    enumerable,
+    factor,
+    lift_certificate,
+    positive_pair_probability,
+    row_budget_samples,
+    row_certificate,
+    solve_rows,
+)
+from dgp.tolerance import DEFAULT_POLICY
+
+__all__ = ["BatchTolerance", "batch_prototypes", "batch_size_for_tolerance"]
+
+
+def _composition_losses(prob: RowProblem, G: np.ndarray, comp_index: np.ndarray,
+                        prob_of: np.ndarray) -> np.ndarray:
+    """Each composition's own loss (rows weighted without the composition's probability)."""
+    contrib = prob.alpha * prob.row_losses(G)
+    per = np.zeros(prob_of.size)
+    np.add.at(per, comp_index, contrib)
+    return per / prob_of
+
+
+def batch_prototypes(
+    n: np.ndarray, tau: float, eps: float | None, method: str, tol: float, spec: BatchSpec,
+    full: Prototypes, *, samples: int, replicates: int, seed: int, exact_max: int,
+    dim: int | None = None, starts: int = 0, progress: bool | None = None,
+) -> Prototypes:
+    """The expected-batch prototypes of ``spec`` from the full-batch prediction ``full`` (in
+    the same dimension): exact over every composition up to ``exact_max`` of them (certified),
+    the closed-form simplex for a sampler that treats classes alike, beyond that the
+    stochastic class-level path (:func:`dgp.prototypes._sampled.stochastic_prototypes`)."""
+    K = n.size
+    exchangeable = spec.sampler != "uniform" or bool((n == n[0]).all())
+    closed = method == "auto" and eps is None and exchangeable  # the regular simplex
+    if not enumerable(n, spec, exact_max) and not closed:
+        return stochastic_prototypes(n, tau, eps, spec, full, dim=dim, seed=seed,
+                                   replicates=replicates, samples=samples, progress=progress)
+    check_memory(
+        24 * 8.0 * K * K, what=f"a batch prediction for K = {K} classes",
+        hint=f"up to about K = {fits(24 * 8.0)} classes fit; use fewer classes",
+    )
+    G_full = full.gram
+    n_samp = row_budget_samples(K, samples)
+    weights = block_weights(K, eps)
+
+    def build(s: int):
+        comps = compositions(n, spec, exact_max=exact_max, samples=n_samp, seed=s)
+        prob, ci = batch_rows(comps, weights, spec, tau=tau)
+        return comps, prob, ci
+
+    comps, prob, ci = build(seed)
+    simplex = equiangular_gram(K, -1.0 / (K - 1))
+    if closed:
+        prob.set_scale(simplex)
+        G, cert = simplex, row_certificate(prob, simplex)
+        meth, reason, kkt = "closed-form", "regular simplex: the sampler treats classes alike", None
+    else:
+        res = solve_rows(prob, starts=[G_full, simplex], tol=tol)
+        G, cert, reason = res.gram, res.certificate, res.stop_reason
+        if not DEFAULT_POLICY.accepts(cert.kkt_residual, tol):
+            raise SolverError(
+                f"the certified solver did not converge on the batch problem: KKT residual "
+                f"{cert.kkt_residual:.2g} ({reason}); please report it"
+            )
+        meth, kkt = "numeric", cert.kkt_residual
+    rcert, lower = None, None
+    if dim is not None and cert.rank > dim:
+        prob.set_scale(G)
+        free_low = prob.loss(G)[0] - cert.gap_bound
+        guard_dim(K, dim, starts, prob.R)
+        X, rcert, found = rank_d_point(prob, dim, [factor(G_full, dim), factor(G, dim)],
+                                        starts=starts, seed=seed, tol=tol)
+        G = X.T @ X
+        prob.set_scale(G)
+        cert = row_certificate(prob, G)
+        meth, kkt, reason = "numeric", rcert.gradient_norm, found.reason
+        loss = prob.loss(G)[0]
+        lower = min(max(prob.entropy, free_low, loss - cert.gap_bound), loss)
+    elif dim is not None:
+        prob.set_scale(G)
+        lower = prob.loss(G)[0] - cert.gap_bound
+    loss, excess, log_excess = prob.loss(G)
+    loss_se = gram_se = None
+    reps = 0
+    if not comps.exact:
+        per = _composition_losses(prob, G, ci, comps.prob)
+        mean = float(comps.prob @ per)
+        var = float(comps.prob @ (per - mean) ** 2) * comps.drawn / max(comps.drawn - 1, 1)
+        loss_se = math.sqrt(var / comps.drawn)
+        if meth == "numeric" and replicates > 0 and rcert is None:
+            grams = [G]
+            for r in range(1, replicates + 1):
+                _, prob_r, _ = build(seed + r)
+                grams.append(solve_rows(prob_r, starts=[G], tol=tol).gram)
+            gram_se = float(np.std(np.array(grams), axis=0, ddof=1).max())
+            reps = replicates
+        elif meth == "closed-form":
+            gram_se = 0.0
+    # the lift certifies the collapse of a free-dimension optimum; a rank-d point has none
+    lift = lift_certificate(prob, G, n, cert) if rcert is None else None
+    ident = _batch_identifiability(prob, comps, ci, simplex, G_full, G)
+    if dim is not None and K > dim + 1:  # no simplex in R^dim
+        ident = dataclasses.replace(ident, simplex_gap=math.nan, simplex_gap_se=None,
+                                    log_simplex_gap=math.nan)
+    batch = BatchPrediction(
+        spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
+        drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=reps,
+        full_batch_gram=G_full, shift=float(np.abs(G - G_full).max()),
+        positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
+    )
+    return Prototypes(
+        objective="supcon" if eps is None else "soft-supcon",
+        sizes=tuple(int(v) for v in n), tau=tau, eps=eps, method=meth, loss=loss,
+        entropic_bound=prob.entropy, excess_loss=excess, log_excess_loss=log_excess,
+        kkt_residual=kkt, certificate=cert, collapse=lift,
+        rank=cert.rank if rcert is None else DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)),
+        unique=None if lift is None else lift.unique,
+        stop_reason=reason, matrix=G, batch=batch, identifiability=ident,
+        dim=dim, lower_bound=lower, rank_d=rcert,
+    )
+
+
+
+def _batch_identifiability(prob: RowProblem, comps: Any, ci: np.ndarray, simplex: np.ndarray,
+                           G_full: np.ndarray, G: np.ndarray) -> Identifiability:
+    """Expected batch loss gaps of the simplex and of the full-batch prediction over the batch
+    prediction ``G``, per expected anchor, with paired standard errors over the sampled
+    compositions (none when the expectation is exact)."""
+
+    def se(G_alt: np.ndarray) -> float | None:
+        if comps.exact:
+            return None
+        d = (_composition_losses(prob, G_alt, ci, comps.prob)
+             - _composition_losses(prob, G, ci, comps.prob))
+        mean = float(comps.prob @ d)
+        var = float(comps.prob @ (d - mean) ** 2) * comps.drawn / max(comps.drawn - 1, 1)
+        return math.sqrt(var / comps.drawn) / prob.alpha_total
+
+    gap_s, log_s = excess_gap(prob, simplex, G)
+    gap_f, _ = excess_gap(prob, G_full, G)
+    return Identifiability(gap_s, se(simplex), gap_f, se(G_full), prob.alpha_total, log_s)
+
+
+
+@dataclass(frozen=True)
+class BatchTolerance(Record):
+    """The batch size from which the full-batch prediction is within a tolerance.
+
+    Attributes
+    ----------
+    batch_size : int or None
+        Smallest batch size ``B`` found with ``max |G_B - G_full| <= tol`` at ``B`` and at every
+        larger size tried; ``None`` if even the largest size tried is off.
+    tol : float
+    table : tuple of (int, float, float or None)
+        ``(B, shift, gram_se)`` for every size evaluated, increasing.
+    note : str
+        How the sizes were searched.
+    """
+
+    batch_size: int | None
+    tol: float
+    table: tuple[tuple[int, float, float | None], ...]
+    note: str
+
+    def json_items(self, options):
+        yield from (("batch_size", self.batch_size), ("tol", self.tol))
+        yield "table", [{"batch_size": b, "shift": s, "gram_se": e} for b, s, e in self.table]
+        yield "note", self.note
+
+
+def batch_size_for_tolerance(
+    sizes: object,
+    *,
+    tau: float,
+    tol: float = BATCH_GRAM_TOL,
+    eps: float | None = None,
+    sampler: str = "uniform",
+    samples_per_class: int | None = None,
+    reduction: str = "mean",
+    anchors_without_positives: str = "drop",
+    samples: int = 1000,
+    seed: int = 0,
+    max_batch_size: int | None = None,
+) -> BatchTolerance:
+    """The smallest batch size from which the full-batch prediction is within ``tol`` (max
+    absolute difference of the prototype Grams).
+
+    Batch sizes are tried on a doubling grid from the smallest valid one up to ``N`` (or
+    ``max_batch_size``), then bisected between the last size off and the first within
+    ``tol`` — which assumes the shift decreases with ``B`` between grid points (stated in
+    ``note``; the table shows every size tried).
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`supcon_prototypes`, and if ``tol`` is not positive.
+
+    >>> r = batch_size_for_tolerance([2, 5, 20], tau=0.5, tol=0.05)
+    >>> r.batch_size is not None and r.batch_size <= 27
+    True
+    """
+    from dgp.prototypes._api import supcon_prototypes  # the entry point (it imports this module)
+
+    n = check_sizes(sizes)
+    tol = check_positive(tol, "tol")
+    N, K = int(n.sum()), n.size
+    m = samples_per_class if sampler == "m-per-class" else None
+    low = 2 * int(m) if m else 3
+    high = N if max_batch_size is None else check_dim(max_batch_size, "max_batch_size")
+    if sampler == "m-per-class":
+        high = min(high, int(m) * K)
+    if high < low:
+        raise ParameterError("max_batch_size", f"must be at least {low}, got {high}")
+    step = int(m) if m else 1
+    cache: dict[int, tuple[float, float | None]] = {}
+
+    def shift(B: int) -> float:
+        if B not in cache:
+            p = supcon_prototypes(
+                n, tau=tau, eps=eps, batch_size=B, sampler=sampler,
+                samples_per_class=samples_per_class, reduction=reduction,
+                anchors_without_positives=anchors_without_positives, samples=samples,
+                replicates=1, seed=seed,
+            )
+            cache[B] = (p.batch.shift, p.batch.gram_se)
+        return cache[B][0]
+
+    grid = []
+    B = low
+    while B < high:
+        grid.append(B)
+        B = max(B * 2 // step * step, B + step)
+    grid.append(high)
+    shifts = [shift(B) for B in grid]
+    ok = [s <= tol for s in shifts]
+    if not ok[-1]:
+        found = None
+    else:
+        first = len(ok) - 1
+        while first > 0 and ok[first - 1]:
+            first -= 1
+        found = grid[first]
+        if first > 0:
+            lo, hi = grid[first - 1], grid[first]
+            while hi - lo > step:
+                mid = (lo + hi) // 2 // step * step
+                if mid <= lo:
+                    break
+                if shift(mid) <= tol:
+                    hi = mid
+                else:
+                    lo = mid
+            found = hi
+    table = tuple((b, cache[b][0], cache[b][1]) for b in sorted(cache))
+    return BatchTolerance(
+        batch_size=found, tol=tol, table=table,
+        note="doubling grid then bisection (assumes the shift decreases between grid points); "
+        f"sampler {sampler}, reduction {reduction}",
+    )

@@ -1,0 +1,96 @@
+"""The class-level expected-batch prototypes beyond exact enumeration (K = 100 or 1000 classes,
+B = 256): optimised on fresh class compositions of the sampler by the solver's stochastic
+driver (:func:`dgp.solver.quotient_batch_optimum`), reported on held-out ones, every Gram entry
+with its 95% interval over independent runs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dgp.prototypes._blocks import block_weights
+from dgp.prototypes._closed_forms import equiangular_gram
+from dgp.prototypes._result import Identifiability, Prototypes
+from dgp.solver import (
+    Z95,
+    BatchPrediction,
+    BatchSpec,
+    ClassBatches,
+    DenseBatchWeights,
+    composition_count,
+    evaluate,
+    factor,
+    positive_pair_probability,
+    quotient_batch_optimum,
+)
+from dgp.tolerance import DEFAULT_POLICY
+
+__all__ = ["stochastic_prototypes"]
+
+
+def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: BatchSpec,
+                          full: Prototypes, *, dim: int | None, seed: int, replicates: int,
+                          samples: int, progress: bool | None) -> Prototypes:
+    r"""The class-level expected-batch prototypes beyond exact enumeration: optimised on fresh
+    compositions from the full-batch prototypes and seeded random starts
+    (:func:`dgp.solver.quotient_batch_optimum`), reported on others. Every Gram entry carries
+    its 95% interval over the ``1 + replicates`` independent runs (``t`` quantile of their
+    spread: the prediction is one run, not their mean); free dimension is dimension ``K``."""
+    from scipy.stats import t as student_t  # imported on use: scipy.stats is slow to import
+
+    K = n.size
+    d = K if dim is None else dim
+    X = factor(full.gram, d)
+    start = (X / np.linalg.norm(X, axis=0)).T
+    res = quotient_batch_optimum(n, block_weights(K, eps), spec, tau=tau, dim=d, seed=seed,
+                                 replicates=max(2, replicates), min_batches=samples,
+                                 full_batch=start, progress=progress)
+    G = res.gram
+    grams = np.array([Z @ Z.T for Z in res.runs])
+    half = student_t.ppf(0.975, grams.shape[0] - 1) * grams.std(axis=0, ddof=1)
+    np.fill_diagonal(half, 0.0)
+    lo, hi = np.clip(G - half, -1.0, 1.0), np.clip(G + half, -1.0, 1.0)  # cosines
+    b = res.batch
+    batch = BatchPrediction(
+        spec=spec, exact=False, compositions=composition_count(n, spec), drawn=b.batches,
+        seed=b.seed, loss_se=(b.interval[1] - b.expected_loss) / Z95,
+        gram_se=float(grams.std(axis=0, ddof=1).max()), replicates=grams.shape[0] - 1,
+        full_batch_gram=full.gram, shift=float(np.abs(G - full.gram).max()),
+        positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
+        estimate=b, gram_interval=(lo, hi),
+    )
+    anchors = float(spec.batch_size)
+    # gaps per anchor: a summed batch loss is over the batch's B anchors
+    per_anchor = 1.0 / spec.batch_size if spec.reduction == "sum" else 1.0
+    simplex_gap = simplex_se = math.nan
+    if K <= d + 1:  # the simplex's expected loss on the same fresh batches, paired
+        Xs = factor(equiangular_gram(K, -1.0 / (K - 1)), d)
+        with np.errstate(divide="ignore"):
+            source = DenseBatchWeights(np.log(block_weights(K, eps)))
+        est = evaluate([res.embedding, (Xs / np.linalg.norm(Xs, axis=0)).T], source,
+                       ClassBatches(n, spec), spec, tau=tau, seed=seed, stream=9,
+                       min_batches=samples)
+        diff = (est[1].values - est[0].values) * per_anchor
+        simplex_gap = float(diff.mean())
+        simplex_se = float(diff.std(ddof=1) / math.sqrt(diff.size))
+    log_gap = math.log(simplex_gap) if simplex_gap > 0 else -math.inf
+    rep = res.identifiability
+    fb_gap = None if b.full_batch_excess is None else b.full_batch_excess * per_anchor
+    fb_se = None if b.full_batch_excess_se is None else b.full_batch_excess_se * per_anchor
+    ident = Identifiability(simplex_gap, None if math.isnan(simplex_se) else simplex_se,
+                            fb_gap, fb_se, anchors,
+                            log_gap if not math.isnan(simplex_gap) else math.nan,
+                            pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
+                            identifiable=rep.identifiable, statement=rep.statement)
+    entropy = math.nan  # the expected batch entropic bound is not estimated on this path
+    return Prototypes(
+        objective="supcon" if eps is None else "soft-supcon",
+        sizes=tuple(int(v) for v in n), tau=tau, eps=eps, method="stochastic",
+        loss=b.expected_loss, entropic_bound=entropy, excess_loss=math.nan,
+        log_excess_loss=math.nan, kkt_residual=None, certificate=None, collapse=None,
+        rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
+        stop_reason=res.status, matrix=G, batch=batch, identifiability=ident,
+        dim=dim, lower_bound=b.lower_bound,
+    )
+
