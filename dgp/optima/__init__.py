@@ -7,14 +7,16 @@ mini-batches, with certificates computed from the solution.
   of :mod:`dgp.prototypes`, the rank-``d`` optimum by Burer–Monteiro
   (:mod:`dgp.solver._rank`), the expected loss of uniform mini-batches
   (:mod:`~dgp.optima._batch`), exact over every composition when few, else found on fresh
-  batches and reported on others (:mod:`dgp.solver._expected`, a :class:`BatchOptimum`);
+  batches and reported on others (:mod:`~dgp.optima._batch_paths`, :mod:`dgp.solver._expected`,
+  a :class:`BatchOptimum`); uniform or, for class labels, class-balanced batches;
 * :func:`loss_floor`, :func:`block_loss_floor` — the certified loss floor (excess over the
   entropic bound) in dimension ``d`` of a dense weighting, or of a class-block weighting given
-  only class sizes and within/cross weights.
+  only class sizes and within/cross weights (:mod:`~dgp.optima._floors`).
 """
 
-from dgp.optima._api import FREE_MAX_K, block_loss_floor, loss_floor, optimum
+from dgp.optima._api import FREE_MAX_K, optimum
 from dgp.optima._batch import batch_prediction, positive_pair_probability_from
+from dgp.optima._floors import block_loss_floor, loss_floor
 from dgp.optima._result import GRAM_JSON_MAX_N, LossFloor, Optimum
 from dgp.optima._structure import Quotient, quotient, trivial_quotient
 from dgp.solver import (

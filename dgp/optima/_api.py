@@ -1,6 +1,7 @@
 r"""``optimum``: the true minimiser of a cosine w-InfoNCE, free or in dimension ``d``, full batch
-or for mini-batches; ``loss_floor`` and ``block_loss_floor``: the certified loss floor in
-dimension ``d``.
+or for mini-batches (the paths beyond the row problem of exact compositions are
+:mod:`dgp.optima._batch_paths`; the loss floors built on this optimum,
+:mod:`dgp.optima._floors`).
 
 With cosine similarity :math:`s_{ij} = G_{ij}/\tau` the loss summed over anchors,
 
@@ -22,8 +23,6 @@ the problem is solved by Burer–Monteiro at rank ``d`` (:mod:`dgp.solver._rank`
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import numbers
 from dataclasses import dataclass
 
@@ -35,38 +34,36 @@ from dgp.engine.target import check_weights
 from dgp.errors import (
     ParameterError,
     SolverError,
-    check_choice,
     check_dim,
     check_positive,
-    check_sizes,
     check_unit_interval,
 )
 from dgp.optima._batch import batch_prediction
-from dgp.optima._result import LossFloor, Optimum
+from dgp.optima._batch_paths import (
+    batch_spec,
+    finite_fits,
+    finite_path,
+    label_quotient,
+    labels_path,
+    stochastic_path,
+)
+from dgp.optima._result import Optimum
 from dgp.optima._structure import Quotient, quotient, trivial_quotient
 from dgp.resources import check_memory
 from dgp.solver import (
-    FINITE_MAX_ENTRIES,
-    NO_POSITIVE,
-    REDUCTIONS,
     BatchIdentifiability,
     BatchOptimum,
     BatchSpec,
     RowProblem,
-    batch_optimum,
     batch_rows,
     block_problem,
-    check_batch,
     check_time,
-    composition_count,
     compositions,
     enumerable,
     factor,
-    finite_batch_optimum,
     frank_wolfe_bound,
     identifiability_report,
     lift_certificate,
-    quotient_batch_optimum,
     rank_d_cost,
     rank_d_starts,
     row_budget_samples,
@@ -78,26 +75,14 @@ from dgp.solver import (
 )
 from dgp.tolerance import DEFAULT_POLICY
 
-__all__ = ["FREE_MAX_K", "block_loss_floor", "loss_floor", "optimum"]
+__all__ = ["FREE_MAX_K", "NoCollapse", "collapsed_optimum", "optimum"]
 
 #: largest number of (twin) classes whose free-dimension optimum is computed (K^3 per iteration)
 FREE_MAX_K = 500
 #: in a fixed dimension, the free optimum is also computed (as a start and a lower bound) up to
 FREE_START_MAX_K = 200
-#: the expected-batch optimum beyond enumeration is compared with the full-batch optimum in the
-#: same dimension up to this many (twin) classes
-STOCHASTIC_FULL_BATCH_MAX_K = 1000
-#: sample-level batches in a fixed dimension: the row problem up to this many subsets (its KKT
-#: and lift certificates), the finite sum of every batch above (N / B times cheaper)
-FINITE_FROM = 500
-#: seeded random starts of the finite sum, besides the full-batch optimum
-FINITE_RANDOM_STARTS = 4
 #: dual residual below which a point counts as globally optimal
 GLOBAL_TOL = 1e-8
-#: the samplers of :func:`optimum` (``class-balanced`` for problems with class labels)
-OPTIMUM_SAMPLERS = ("uniform", "class-balanced")
-
-
 @dataclass(frozen=True, eq=False)
 class _Solved:
     prob: RowProblem
@@ -171,7 +156,7 @@ def _fixed_dim(
     return _Solved(prob, sol.gram, sol.certificate, sol.reason, sol.starts, ident)
 
 
-class _NoCollapse(Exception):
+class NoCollapse(Exception):
     """The collapsed quotient is not optimal for the N x N problem (some class spreads)."""
 
 
@@ -181,7 +166,7 @@ def _solve(
 ):
     """Solve the quotient problem; returns everything an Optimum needs.
 
-    Raises ``_NoCollapse`` when the free optimum of the collapsed quotient fails its lifted
+    Raises ``NoCollapse`` when the free optimum of the collapsed quotient fails its lifted
     certificate (then only the N x N problem is right)."""
     n, Wq, K = q.sizes, q.weights, q.K
     N = int(n.sum())
@@ -202,7 +187,7 @@ def _solve(
         sol = _free(prob, starts_, tol)
         prob.set_scale(sol.gram)
         if K < N and not lift_certificate(prob, sol.gram, n, sol.certificate).collapsed:
-            raise _NoCollapse
+            raise NoCollapse
         return sol
 
     free_full = certified_free(full, equi) if need_free else None
@@ -275,25 +260,6 @@ def _check_int(value: object, name: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
         raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
     return int(value)
-
-
-def _batch_spec(sizes, batch_size, sampler, reduction, anchors_without_positives):
-    if batch_size is None:
-        for name, value, default in (
-            ("sampler", sampler, "uniform"), ("reduction", reduction, "mean"),
-            ("anchors_without_positives", anchors_without_positives, "drop"),
-        ):
-            if value != default:
-                raise ParameterError(name, "applies to mini-batch predictions only; give "
-                                           f"batch_size as well (got {name}={value!r})")
-        return None
-    check_choice(sampler, OPTIMUM_SAMPLERS, "sampler")
-    check_choice(reduction, REDUCTIONS, "reduction")
-    check_choice(anchors_without_positives, NO_POSITIVE, "anchors_without_positives")
-    return check_batch(
-        sizes, batch_size=batch_size, sampler=sampler, samples_per_class=None,
-        reduction=reduction, anchors_without_positives=anchors_without_positives,
-    )
 
 
 def optimum(
@@ -396,59 +362,42 @@ def optimum(
     tau, batch_size, sampler, reduction, anchors_without_positives = problem_fields(
         problem, "dgp.optimum", tau=tau, batch_size=batch_size, sampler=sampler,
         reduction=reduction, anchors_without_positives=anchors_without_positives)
+    A = None
     if batch_size is not None and sampler == "class-balanced":
         # class-balanced batches of the samples of each class: the classes of the labels,
         # collapsed (the K x K class problem; never N x N)
-        q = _label_quotient(problem)
-        spec = _batch_spec(q.sizes, batch_size, sampler, reduction, anchors_without_positives)
-        tau = check_positive(tau, "tau")
-        dim = None if dim is None else min(check_dim(dim, "dim"), int(q.sizes.sum()))
-        kwargs = dict(
-            tau=tau, dim=dim, spec=spec, samples=_check_int(samples, "samples", 2),
-            replicates=_check_int(replicates, "replicates", 0), seed=_check_int(seed, "seed", 0),
-            exact_max=_check_int(exact_max, "exact_max", 1),
-            starts=_budget(_check_starts(starts), q.K, dim),
-            tol=check_unit_interval(tol, "tol"),
-        )
-        if not enumerable(q.sizes, spec, kwargs["exact_max"]):
-            return _stochastic(q, spec, kwargs, progress)
-        with single_threaded(), validated_tau(tau):
-            try:
-                out = _solve(q, **kwargs)
-            except _NoCollapse:
-                raise ParameterError(
-                    "sampler", "= 'class-balanced' predicts for collapsed classes, and these "
-                    "classes do not all collapse at the full-batch optimum (its lifted "
-                    "certificate fails); use sampler='uniform'") from None
-        return _wrap(q, out, tau=tau, dim=dim, structure="quotient")
-    if problem is not None and problem.objective is not None and problem.sizes is None:
-        # labels of a sample-level objective: beyond exact enumeration, the batches are read
-        # from the labels, never as an N x N array
-        N = problem.n_samples
-        spec = _batch_spec(np.ones(N, dtype=np.int64), batch_size, sampler, reduction,
-                           anchors_without_positives)
-        if spec is not None and not enumerable(np.ones(N, dtype=np.int64), spec,
-                                               _check_int(exact_max, "exact_max", 1)):
-            return _labels_stochastic(problem, spec, tau=check_positive(tau, "tau"), dim=dim,
-                                      seed=_check_int(seed, "seed", 0),
-                                      replicates=_check_int(replicates, "replicates", 0),
-                                      samples=_check_int(samples, "samples", 2),
-                                      starts=_check_starts(starts), tol=tol,
-                                      exact_max=exact_max, progress=progress)
-    if problem is not None:
-        W = problem.solver_weights()
-    A = check_weights(W)
+        q = label_quotient(problem)
+    else:
+        if problem is not None and problem.objective is not None and problem.sizes is None:
+            # labels of a sample-level objective: beyond exact enumeration, the batches are
+            # read from the labels, never as an N x N array
+            ones = np.ones(problem.n_samples, dtype=np.int64)
+            spec = batch_spec(ones, batch_size, sampler, reduction, anchors_without_positives)
+            if spec is not None and not enumerable(ones, spec,
+                                                   _check_int(exact_max, "exact_max", 1)):
+                tau = check_positive(tau, "tau")
+                return labels_path(
+                    problem, spec, tau=tau, dim=dim, seed=_check_int(seed, "seed", 0),
+                    replicates=_check_int(replicates, "replicates", 0),
+                    samples=_check_int(samples, "samples", 2), progress=progress,
+                    full_batch=lambda d: _labels_full_batch(problem, tau=tau, dim=d, seed=seed,
+                                                            starts=starts, tol=tol))
+        if problem is not None:
+            W = problem.solver_weights()
+        A = check_weights(W)
     tau = check_positive(tau, "tau")
     if dim is not None:
         dim = check_dim(dim, "dim")
     tol = check_unit_interval(tol, "tol")
     starts = _check_starts(starts)
-    N = A.shape[0]
+    if A is not None:
+        check_memory(4 * 8.0 * A.shape[0] ** 2, what=f"an N = {A.shape[0]} weighting",
+                     hint="use a smaller N")
+        q = quotient(A)
+    N = int(q.sizes.sum())
     if dim is not None:
         dim = min(dim, N)  # N points span at most N dimensions: a larger dim changes nothing
-    check_memory(4 * 8.0 * N * N, what=f"an N = {N} weighting", hint="use a smaller N")
-    q = quotient(A)
-    spec = _batch_spec(q.sizes, batch_size, sampler, reduction, anchors_without_positives)
+    spec = batch_spec(q.sizes, batch_size, sampler, reduction, anchors_without_positives)
     kwargs = dict(
         tau=tau, dim=dim, spec=spec, samples=_check_int(samples, "samples", 2),
         replicates=_check_int(replicates, "replicates", 0), seed=_check_int(seed, "seed", 0),
@@ -456,118 +405,36 @@ def optimum(
         tol=tol,
     )
     if spec is not None and not enumerable(q.sizes, spec, kwargs["exact_max"]):
-        return _stochastic(q, spec, kwargs, progress)
-    if spec is not None and _finite_fits(q, spec, dim, kwargs["exact_max"]):
-        return _finite(q, spec, kwargs)
+        return stochastic_path(q, spec, kwargs, progress, _full_batch_embedding)
+    if spec is not None and finite_fits(q, spec, dim, kwargs["exact_max"]):
+        return finite_path(q, spec, kwargs, _full_batch_embedding)
     if q.K == 1:
         q = _split_single_class(q)
     structure = "quotient" if q.K < N else "dense"
     with single_threaded(), validated_tau(tau):  # failures at extreme tau are the user's
         try:
             out = _solve(q, **kwargs)
-        except _NoCollapse:
+        except NoCollapse:
+            if A is None:  # class-balanced: the classes are the labels'
+                raise ParameterError(
+                    "sampler", "= 'class-balanced' predicts for collapsed classes, and these "
+                    "classes do not all collapse at the full-batch optimum (its lifted "
+                    "certificate fails); use sampler='uniform'") from None
             # a twin class that does not collapse: solve the N x N problem itself
             q, structure = trivial_quotient(A), "dense"
             out = _solve(q, **kwargs)
     return _wrap(q, out, tau=tau, dim=dim, structure=structure)
 
 
-def _stochastic(q: Quotient, spec: BatchSpec, kwargs: dict,
-                progress: bool | None) -> BatchOptimum:
-    """The expected-batch optimum beyond exact enumeration: optimised on fresh batches, reported
-    on others (:mod:`dgp.solver._expected`), beside the full-batch optimum in the same
-    dimension (up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` points)."""
-    dim, tau = kwargs["dim"], kwargs["tau"]
-    if dim is None:
-        raise ParameterError(
-            "dim", f"is needed for a mini-batch prediction of {composition_count(q.sizes, spec)}"
-            f" compositions (above exact_max = {kwargs['exact_max']}, or above the memory of "
-            "exact enumeration): give the embedding dimension you train in"
-        )
-    full = (_full_batch_embedding(q, kwargs) if q.K <= STOCHASTIC_FULL_BATCH_MAX_K
-            else None)
-    res = quotient_batch_optimum(
-        q.sizes, q.weights, spec, tau=tau, dim=dim, seed=kwargs["seed"],
-        replicates=max(1, kwargs["replicates"]), min_batches=kwargs["samples"],
-        full_batch=full, progress=progress,
-    )
-    return res if q.K == int(q.sizes.sum()) else dataclasses.replace(res, labels=q.labels)
-
-
-def _finite_fits(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: int) -> bool:
-    """Whether the expectation over every batch is taken by the finite sum (sample-level
-    batches, no twins, in a fixed dimension, more than :data:`FINITE_FROM` subsets and within
-    ``exact_max`` and the memory of the sum)."""
-    if dim is None or spec.sampler != "uniform" or (q.sizes != 1).any():
-        return False
-    C = math.comb(q.K, spec.batch_size)
-    return FINITE_FROM < C <= exact_max and C * spec.batch_size**2 <= FINITE_MAX_ENTRIES
-
-
-def _finite(q: Quotient, spec: BatchSpec, kwargs: dict) -> BatchOptimum:
-    """The exact expected-batch optimum over every subset (:mod:`dgp.solver._finite`), from
-    the full-batch optimum and seeded random starts, with its certificates."""
-    full = (_full_batch_embedding(q, kwargs) if q.K <= STOCHASTIC_FULL_BATCH_MAX_K
-            else None)
-    return finite_batch_optimum(q.weights, spec, tau=kwargs["tau"], dim=kwargs["dim"],
-                                seed=kwargs["seed"], full_batch=full,
-                                starts=min(kwargs["starts"], FINITE_RANDOM_STARTS))
-
-
-def _labels_stochastic(problem, spec: BatchSpec, *, tau: float, dim: object, seed: int,
-                       replicates: int, samples: int, starts: int | None, tol: float,
-                       exact_max: int, progress: bool | None) -> BatchOptimum:
-    """:func:`_stochastic` for a problem built from labels: the batches read from the labels;
-    the full-batch optimum (dense) only up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples."""
-    N = problem.n_samples
-    if dim is None:
-        raise ParameterError(
-            "dim", f"is needed for a mini-batch prediction of {N} samples in batches of "
-            f"{spec.batch_size} (beyond exact enumeration): give the embedding dimension you "
-            "train in")
-    dim = min(check_dim(dim, "dim"), N)
-    full = None
-    if N <= STOCHASTIC_FULL_BATCH_MAX_K:
-        q = quotient(check_weights(problem.solver_weights()))
-        full = _full_batch_embedding(q, dict(tau=tau, dim=dim, spec=None, samples=samples,
-                                             replicates=0, seed=seed, exact_max=exact_max,
-                                             starts=_budget(starts, q.K, dim),
-                                             tol=check_unit_interval(tol, "tol")))
-        full = full[q.labels]
-    return batch_optimum(problem.batch_source(), spec, tau=tau, dim=dim, seed=seed,
-                         full_batch=full, replicates=max(1, replicates), min_batches=samples,
-                         progress=progress)
-
-
-def _label_quotient(problem) -> Quotient:
-    """The classes of a problem with class labels as a quotient (class-level weights: 1 within
-    a class, the objective's cross weight across), for class-balanced batches.
-
-    Raises
-    ------
-    ParameterError
-        Naming ``sampler``: without class labels (a weight matrix, continuous labels) or with
-        fewer than two classes, there are no classes to balance.
-    """
-    record = None if problem is None else problem.record
-    if record is None or record.labels != "class":
-        what = ("a weight matrix" if record is None else
-                f"objective {record.name!r}, whose labels are continuous")
-        raise ParameterError(
-            "sampler", f"= 'class-balanced' needs class labels, and the problem is {what}: give "
-            "dgp.Problem(objective='supcon' or 'soft-supcon', labels=...), or "
-            "sampler='uniform'")
-    lab = problem.labels_for_solver()
-    sizes = np.asarray(lab.sizes, dtype=np.int64)
-    if sizes.size < 2:
-        raise ParameterError("sampler", "= 'class-balanced' needs at least two classes; the "
-                             f"labels have {sizes.size}")
-    within, cross = record.block_log_weights(problem.objective_params(), int(sizes.size))
-    Wq = np.full((sizes.size, sizes.size), math.exp(cross) if np.isfinite(cross) else 0.0)
-    np.fill_diagonal(Wq, np.exp(within))
-    codes = np.asarray(lab.values, dtype=np.int64)
-    first = np.unique(codes, return_index=True)[1]
-    return Quotient(codes, sizes, Wq, first, True)
+def _labels_full_batch(problem, *, tau: float, dim: int, seed: object, starts: object,
+                       tol: float) -> np.ndarray:
+    """The full-batch optimum of a labels problem in ``dim``, one row per sample (dense)."""
+    q = quotient(check_weights(problem.solver_weights()))
+    kwargs = dict(tau=tau, dim=dim, spec=None, samples=2, replicates=0,
+                  seed=_check_int(seed, "seed", 0), exact_max=1,
+                  starts=_budget(_check_starts(starts), q.K, dim),
+                  tol=check_unit_interval(tol, "tol"))
+    return _full_batch_embedding(q, kwargs)[q.labels]
 
 
 def _full_batch_embedding(q: Quotient, kwargs: dict) -> np.ndarray:
@@ -617,133 +484,18 @@ def _unique_report(unique: bool | None, why: str) -> BatchIdentifiability:
                                 identifiable=bool(unique), solutions=1, statement=statement)
 
 
-def _floor(opt: Optimum) -> LossFloor:
-    lower = max(0.0, opt.lower_bound - opt.entropic_bound)
-    upper = max(opt.excess_loss, lower)
-    return LossFloor(
-        lower=lower, upper=upper, gap=upper - lower, certified=opt.certified_global,
-        dim=int(opt.dim), rank=opt.rank, free_rank=opt.free_rank,
-        entropic_bound=opt.entropic_bound, log_upper=opt.log_excess_loss,
-    )
-
-
-def loss_floor(W: object, *, tau: float, dim: int, starts: int | None = None,
-               seed: int = 0) -> LossFloor:
-    r"""The loss floor of a cosine weighting in dimension ``dim``: the excess of the best
-    embedding in :math:`\mathbb R^{dim}` over the entropic bound, as a certified interval
-    ``[lower, upper]`` (nats, summed over anchors).
-
-    ``upper`` is attained by an embedding found by Burer–Monteiro (so the floor is at most
-    ``upper``); ``lower`` is a convex lower bound (the floor is at least ``lower``); they agree,
-    ``certified=True``, when the embedding's dual matrix is PSD.
-
-    Parameters
-    ----------
-    W : array_like, shape (N, N)
-    tau : float
-    dim : int
-    starts : int, optional
-        Random candidates of the rank-``dim`` search, as :func:`optimum` (``None``: its
-        default budget).
-    seed : int
-
-    Returns
-    -------
-    LossFloor
+def collapsed_optimum(q: Quotient, *, tau: float, dim: int | None, starts: int | None,
+                      seed: int) -> Optimum:
+    """The optimum of the class-level problem ``q`` with every class collapsed (validated
+    ``tau`` and ``dim``; ``starts``: the rank-d budget, ``None`` for the default).
 
     Raises
     ------
-    ValueError, TypeError
-        As :func:`optimum`.
-
-    Examples
-    --------
-    >>> from dgp.weights import supcon_weights
-    >>> f = loss_floor(supcon_weights([0, 0, 1, 1, 2, 2]), tau=0.5, dim=2)
-    >>> f.certified, f.rank, bool(f.lower <= f.upper)
-    (True, 2, True)
+    NoCollapse
+        When collapse is not optimal (the lifted certificate of the free optimum fails).
     """
-    return _floor(optimum(W, tau=tau, dim=check_dim(dim, "dim"), starts=starts, seed=seed))
-
-
-def block_loss_floor(
-    sizes: object,
-    *,
-    within: object,
-    cross: object,
-    tau: float,
-    dim: int,
-    starts: int | None = None,
-    seed: int = 0,
-) -> LossFloor:
-    r"""The loss floor in dimension ``dim`` of a class-block weighting, without any ``N x N``
-    matrix: :math:`w_{ij}` = ``within[c]`` for two samples of class ``c``, ``cross[c, d]`` for a
-    sample of class ``c`` and one of class ``d``.
-
-    SupCon is ``within=1, cross=0``; Soft SupCon ``within=1, cross=eps``. Labels give the sizes
-    as ``np.unique(labels, return_counts=True)[1]``. Solved on the ``K x K`` quotient with the
-    classes collapsed; the interval is certified as in :func:`loss_floor` (``upper``: the best
-    collapsed embedding in :math:`\mathbb R^{dim}`, an upper bound on the floor whether or not
-    collapse is optimal in that dimension; ``lower``: the convex lower bound, valid for every
-    embedding).
-
-    Parameters
-    ----------
-    sizes : sequence of int
-        Class sizes (each ``>= 2``, at least two classes).
-    within : float or array_like, shape (K,)
-        Within-class weights ``> 0``.
-    cross : float or array_like, shape (K, K)
-        Cross-class weights ``>= 0`` (the diagonal is ignored).
-    tau : float
-    dim : int
-    starts : int, optional
-        Random candidates of the rank-``dim`` search, as :func:`optimum` (``None``: its
-        default budget).
-    seed : int
-
-    Returns
-    -------
-    LossFloor
-
-    Raises
-    ------
-    ValueError, TypeError
-        On invalid sizes or weights, or a problem too large for memory or time.
-
-    Examples
-    --------
-    >>> f = block_loss_floor([5, 3, 2], within=1.0, cross=0.0, tau=0.1, dim=1)
-    >>> f.certified, f.free_rank, bool(f.lower > 0)
-    (False, 2, True)
-    >>> block_loss_floor([5, 3, 2], within=1.0, cross=0.0, tau=0.1, dim=2).certified
-    True
-    """
-    n = check_sizes(sizes)
-    K = n.size
-    tau = check_positive(tau, "tau")
-    dim = check_dim(dim, "dim")
-    w_in = np.broadcast_to(np.asarray(within, dtype=float), (K,)).copy()
-    w_x = np.broadcast_to(np.asarray(cross, dtype=float), (K, K)).copy()
-    if not (np.isfinite(w_in).all() and (w_in > 0).all()):
-        raise ParameterError("within", "must be finite weights > 0, one or one per class")
-    np.fill_diagonal(w_x, 0.0)
-    if not (np.isfinite(w_x).all() and (w_x >= 0).all()):
-        raise ParameterError("cross", "must be finite weights >= 0, one or K x K")
-    Wq = w_x + np.diag(w_in)
-    labels = np.repeat(np.arange(K), n)
-    q = Quotient(labels, n, Wq, np.concatenate([[0], np.cumsum(n)[:-1]]), True)
-    try:
-        with single_threaded():
-            out = _solve(q, tau=tau, dim=dim, spec=None, samples=2, replicates=0, seed=seed,
-                         exact_max=1, starts=_budget(_check_starts(starts), K, dim),
-                         tol=SOLVER_TOL)
-    except _NoCollapse:
-        raise ParameterError(
-            "within",
-            "and cross give a weighting whose classes do not all collapse at the optimum (its "
-            "lifted certificate fails); its floor needs the N x N problem: call loss_floor with "
-            "the N x N weights",
-        ) from None
-    return _floor(_wrap(q, out, tau=tau, dim=dim, structure="quotient"))
-
+    with single_threaded():
+        out = _solve(q, tau=tau, dim=dim, spec=None, samples=2, replicates=0, seed=seed,
+                     exact_max=1, starts=_budget(_check_starts(starts), q.K, dim),
+                     tol=SOLVER_TOL)
+    return _wrap(q, out, tau=tau, dim=dim, structure="quotient")

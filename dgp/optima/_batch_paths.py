@@ -1,0 +1,168 @@
+r"""The mini-batch paths of :func:`dgp.optimum` beyond the row problem of exact compositions.
+
+* the sampling spec of an optimum (:func:`batch_spec`) and, for class-balanced batches, the
+  classes of the labels as a quotient (:func:`label_quotient`);
+* beyond exact enumeration, the expected-batch optimum found on fresh batches and reported on
+  others (:func:`stochastic_path`; :func:`labels_path` for a problem read from its labels one
+  batch at a time, never as an ``N x N`` array);
+* sample-level batches in a fixed dimension between the row problem and the stochastic path:
+  the exact mean over every subset (:func:`finite_fits`, :func:`finite_path`).
+
+Each path is handed the full-batch optimum as a callable (the certified solve of
+:mod:`dgp.optima._api`), evaluated only where the path compares with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from dgp.errors import ParameterError, check_choice, check_dim
+from dgp.optima._structure import Quotient
+from dgp.solver import (
+    FINITE_MAX_ENTRIES,
+    NO_POSITIVE,
+    REDUCTIONS,
+    BatchOptimum,
+    BatchSpec,
+    batch_optimum,
+    check_batch,
+    composition_count,
+    finite_batch_optimum,
+    quotient_batch_optimum,
+)
+
+__all__ = ["FINITE_FROM", "FINITE_RANDOM_STARTS", "OPTIMUM_SAMPLERS",
+           "STOCHASTIC_FULL_BATCH_MAX_K", "batch_spec", "finite_fits", "finite_path",
+           "label_quotient", "labels_path", "stochastic_path"]
+
+#: the samplers of :func:`dgp.optimum` (``class-balanced`` for problems with class labels)
+OPTIMUM_SAMPLERS = ("uniform", "class-balanced")
+#: the expected-batch optimum beyond enumeration is compared with the full-batch optimum in the
+#: same dimension up to this many (twin) classes
+STOCHASTIC_FULL_BATCH_MAX_K = 1000
+#: sample-level batches in a fixed dimension: the row problem up to this many subsets (its KKT
+#: and lift certificates), the finite sum of every batch above (N / B times cheaper)
+FINITE_FROM = 500
+#: seeded random starts of the finite sum, besides the full-batch optimum
+FINITE_RANDOM_STARTS = 4
+
+#: the full-batch optimum's unit rows (one per point of the quotient) in the settings' dim
+FullBatch = Callable[[Quotient, dict], np.ndarray]
+
+
+def batch_spec(sizes: np.ndarray, batch_size: object, sampler: object, reduction: object,
+               anchors_without_positives: object) -> BatchSpec | None:
+    """The validated sampling spec (``None`` without ``batch_size``, when the other fields
+    must be their defaults)."""
+    if batch_size is None:
+        for name, value, default in (
+            ("sampler", sampler, "uniform"), ("reduction", reduction, "mean"),
+            ("anchors_without_positives", anchors_without_positives, "drop"),
+        ):
+            if value != default:
+                raise ParameterError(name, "applies to mini-batch predictions only; give "
+                                           f"batch_size as well (got {name}={value!r})")
+        return None
+    check_choice(sampler, OPTIMUM_SAMPLERS, "sampler")
+    check_choice(reduction, REDUCTIONS, "reduction")
+    check_choice(anchors_without_positives, NO_POSITIVE, "anchors_without_positives")
+    return check_batch(
+        sizes, batch_size=batch_size, sampler=sampler, samples_per_class=None,
+        reduction=reduction, anchors_without_positives=anchors_without_positives,
+    )
+
+
+def label_quotient(problem) -> Quotient:
+    """The classes of a problem with class labels as a quotient (class-level weights: 1 within
+    a class, the objective's cross weight across), for class-balanced batches.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``sampler``: without class labels (a weight matrix, continuous labels) or with
+        fewer than two classes, there are no classes to balance.
+    """
+    record = None if problem is None else problem.record
+    if record is None or record.labels != "class":
+        what = ("a weight matrix" if record is None else
+                f"objective {record.name!r}, whose labels are continuous")
+        raise ParameterError(
+            "sampler", f"= 'class-balanced' needs class labels, and the problem is {what}: give "
+            "dgp.Problem(objective='supcon' or 'soft-supcon', labels=...), or "
+            "sampler='uniform'")
+    lab = problem.labels_for_solver()
+    sizes = np.asarray(lab.sizes, dtype=np.int64)
+    if sizes.size < 2:
+        raise ParameterError("sampler", "= 'class-balanced' needs at least two classes; the "
+                             f"labels have {sizes.size}")
+    within, cross = record.block_log_weights(problem.objective_params(), int(sizes.size))
+    Wq = np.full((sizes.size, sizes.size), float(np.exp(cross)))
+    np.fill_diagonal(Wq, np.exp(within))
+    codes = np.asarray(lab.values, dtype=np.int64)
+    return Quotient(codes, sizes, Wq, np.unique(codes, return_index=True)[1], True)
+
+
+def _full(q: Quotient, kwargs: dict, full_batch: FullBatch) -> np.ndarray | None:
+    return full_batch(q, kwargs) if q.K <= STOCHASTIC_FULL_BATCH_MAX_K else None
+
+
+def stochastic_path(q: Quotient, spec: BatchSpec, kwargs: dict, progress: bool | None,
+                    full_batch: FullBatch) -> BatchOptimum:
+    """The expected-batch optimum beyond exact enumeration: optimised on fresh batches, reported
+    on others (:mod:`dgp.solver._expected`), beside the full-batch optimum in the same
+    dimension (up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` points)."""
+    dim, tau = kwargs["dim"], kwargs["tau"]
+    if dim is None:
+        raise ParameterError(
+            "dim", f"is needed for a mini-batch prediction of {composition_count(q.sizes, spec)}"
+            f" compositions (above exact_max = {kwargs['exact_max']}, or above the memory of "
+            "exact enumeration): give the embedding dimension you train in"
+        )
+    res = quotient_batch_optimum(
+        q.sizes, q.weights, spec, tau=tau, dim=dim, seed=kwargs["seed"],
+        replicates=max(1, kwargs["replicates"]), min_batches=kwargs["samples"],
+        full_batch=_full(q, kwargs, full_batch), progress=progress,
+    )
+    return res if q.K == int(q.sizes.sum()) else dataclasses.replace(res, labels=q.labels)
+
+
+def finite_fits(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: int) -> bool:
+    """Whether the expectation over every batch is taken by the finite sum (sample-level
+    batches, no twins, in a fixed dimension, more than :data:`FINITE_FROM` subsets and within
+    ``exact_max`` and the memory of the sum)."""
+    if dim is None or spec.sampler != "uniform" or (q.sizes != 1).any():
+        return False
+    C = math.comb(q.K, spec.batch_size)
+    return FINITE_FROM < C <= exact_max and C * spec.batch_size**2 <= FINITE_MAX_ENTRIES
+
+
+def finite_path(q: Quotient, spec: BatchSpec, kwargs: dict,
+                full_batch: FullBatch) -> BatchOptimum:
+    """The exact expected-batch optimum over every subset (:mod:`dgp.solver._finite`), from
+    the full-batch optimum and seeded random starts, with its certificates."""
+    return finite_batch_optimum(q.weights, spec, tau=kwargs["tau"], dim=kwargs["dim"],
+                                seed=kwargs["seed"], full_batch=_full(q, kwargs, full_batch),
+                                starts=min(kwargs["starts"], FINITE_RANDOM_STARTS))
+
+
+def labels_path(problem, spec: BatchSpec, *, tau: float, dim: object, seed: int,
+                replicates: int, samples: int, progress: bool | None,
+                full_batch: Callable[[int], np.ndarray]) -> BatchOptimum:
+    """:func:`stochastic_path` for a problem built from labels: the batches read from the
+    labels; the full-batch optimum (``full_batch(dim)``: one row per sample, dense) only up to
+    :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples."""
+    N = problem.n_samples
+    if dim is None:
+        raise ParameterError(
+            "dim", f"is needed for a mini-batch prediction of {N} samples in batches of "
+            f"{spec.batch_size} (beyond exact enumeration): give the embedding dimension you "
+            "train in")
+    dim = min(check_dim(dim, "dim"), N)
+    full = full_batch(dim) if N <= STOCHASTIC_FULL_BATCH_MAX_K else None
+    return batch_optimum(problem.batch_source(), spec, tau=tau, dim=dim, seed=seed,
+                         full_batch=full, replicates=max(1, replicates), min_batches=samples,
+                         progress=progress)
