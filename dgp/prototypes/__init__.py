@@ -38,6 +38,7 @@ from dgp.prototypes._nonnegative import (
     NonnegativePrototypes,
     nonnegative_prototypes,
 )
+from dgp.prototypes._rates import PositivePairRates, positive_pair_rates
 from dgp.prototypes._result import (
     GRAM_JSON_MAX_K,
     FirstOrderApproximation,
@@ -73,6 +74,7 @@ __all__ = [
     "LiftCertificate",
     "NonnegativeCertificate",
     "NonnegativePrototypes",
+    "PositivePairRates",
     "Prototypes",
     "batch_size_for_tolerance",
     "block_weights",
@@ -83,6 +85,7 @@ __all__ = [
     "kkt_certificate",
     "nearest_elliptope",
     "nonnegative_prototypes",
+    "positive_pair_rates",
     "prototype_loss",
     "soft_supcon_rho",
     "soft_supcon_tau_star",
