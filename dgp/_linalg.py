@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextvars
 import math
-import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -64,10 +63,12 @@ _LOCK = threading.Lock()
 
 def pass_workers() -> int:
     """Threads for the elementwise :math:`O(N^2)` passes (:func:`map_blocks`): as many as BLAS
-    runs on (by default every core), one when bit-identical output is asked for
-    (:func:`dgp.resources.deterministic_requested`; the passes are bit-identical whatever the
-    count, this only keeps the promise of running on one core)."""
-    from dgp.resources import deterministic_requested
+    runs on, never more than the cores this process may use
+    (:func:`dgp.resources.available_cores`: its affinity and its cgroup's CPU quota), one when
+    bit-identical output is asked for (:func:`dgp.resources.deterministic_requested`; the
+    passes are bit-identical whatever the count, this only keeps the promise of running on one
+    core)."""
+    from dgp.resources import available_cores, deterministic_requested
 
     if deterministic_requested():
         return 1
@@ -76,8 +77,7 @@ def pass_workers() -> int:
             _CONTROLLER.append(ThreadpoolController())
     counts = [lib.num_threads for lib in _CONTROLLER[0].lib_controllers
               if lib.user_api == "blas"]
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min([cores or 1, *counts]))
+    return max(1, min([available_cores(), *counts]))
 
 
 def map_blocks(fn: Callable[[slice], _T], blocks: Sequence[slice],
