@@ -375,3 +375,38 @@ def test_dgp_optimum_is_the_function_like_dgp_classify():
     W = np.array([[1.0, 0.5, 0.2], [0.5, 1.0, 0.3], [0.2, 0.3, 1.0]])
     assert dgp.optimum(W, tau=0.5).loss == optimum(W, tau=0.5).loss
     assert isinstance(dgp.optimum(W, tau=0.5), dgp.Optimum)
+
+
+def test_rank_d_certificate_and_short_form():
+    """In a dimension below the free optimum's rank the Optimum carries the rank-d solver's
+    certificate (a first-order critical point of cosines +-1, the only points in R^1); in
+    free dimension, or where the free optimum fits, it is None. The short form is the text
+    without the Gram table, and the JSON keeps every other key."""
+    from dgp.weights import supcon_weights
+
+    W = supcon_weights([0, 0, 1, 1, 2, 2])
+    low = optimum(W, tau=0.5, dim=1)
+    assert low.free_rank == 2 and low.rank_d is not None and low.rank_d.dim == 1
+    assert low.rank_d.first_order and low.rank_d.gradient_norm <= low.rank_d.first_order_tol
+    # the one-dimensional optimum of three collapsed classes: cosines are +-1
+    assert np.allclose(np.abs(low.quotient_gram), 1.0, atol=1e-6)
+    d = low.to_dict()
+    assert d["rank_d"]["kind"] == "rank-d" and d["rank_d"]["dim"] == 1
+    for key in ("loss", "lower_bound", "certificate", "identifiability", "convergence"):
+        assert key in d
+    free, fits = optimum(W, tau=0.5), optimum(W, tau=0.5, dim=3)
+    assert free.rank_d is None and fits.rank_d is None and "rank_d" not in free.to_dict()
+    text = str(fits)
+    assert fits.summary() + "\n  optimal Gram:" in text
+    assert "optimal Gram" not in fits.summary() and "critical" not in fits.summary()
+    assert "critical" in low.summary()
+
+
+def test_cli_optimum_prints_the_short_form_then_one_table(cli, tmp_path):
+    from dgp.weights import supcon_weights
+
+    np.save(tmp_path / "w.npy", supcon_weights([0, 0, 1, 1, 2, 2]))
+    r = cli("optimum", tmp_path / "w.npy", "--tau", "0.5", "--dim", "1")
+    assert r.code == 0, r.err
+    assert r.out.count("optimal Gram") == 1 and "critical" in r.out
+    assert r.out.startswith(optimum(np.load(tmp_path / "w.npy"), tau=0.5, dim=1).summary())

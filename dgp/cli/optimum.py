@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(res.to_dict(gram=True if args.gram else None, embedding=args.embedding))
         return 0
-    print(str(res).split("\n  optimal Gram:")[0])
+    print(res.summary())
     if res.n <= _MAX_TABLE or args.gram:
         head = ["", *[str(j) for j in range(res.n)]]
         rows = [[str(i), *(f"{v:+.4f}" for v in res.gram[i])] for i in range(res.n)]

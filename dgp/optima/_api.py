@@ -54,6 +54,7 @@ from dgp.solver import (
     BatchIdentifiability,
     BatchOptimum,
     BatchSpec,
+    RankDCertificate,
     RowProblem,
     batch_rows,
     block_problem,
@@ -91,6 +92,7 @@ class _Solved:
     stop_reason: str
     starts: int
     identifiability: BatchIdentifiability | None = None
+    rank_d: RankDCertificate | None = None
 
 
 def _guard(K: int, N: int, dim: int | None, rows: int, starts: int) -> None:
@@ -153,7 +155,8 @@ def _fixed_dim(
     ident = identifiability_report([X.T for X in sol.candidate_factors], losses,
                                    int(np.argmin(losses)), seed=seed,
                                    resolution=LOSS_RESOLUTION)
-    return _Solved(prob, sol.gram, sol.certificate, sol.reason, sol.starts, ident)
+    return _Solved(prob, sol.gram, sol.certificate, sol.reason, sol.starts, ident,
+                   rank_d=sol.certificate)
 
 
 class NoCollapse(Exception):
@@ -229,7 +232,7 @@ def _solve(
         prob=prob, gram=G, cert=cert, lift=lift, loss=loss, excess=excess,
         log_excess=log_excess, lower=lower, certified_global=global_,
         stop_reason=sol.stop_reason, starts=sol.starts, free=free_prob, batch=batch,
-        identifiability=sol.identifiability,
+        identifiability=sol.identifiability, rank_d=sol.rank_d,
     )
 
 
@@ -470,6 +473,7 @@ def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str
         identifiability=(out["identifiability"] if out["identifiability"] is not None
                          else _unique_report(unique, why) if dim is not None or
                          out["batch"] is not None else None),
+        rank_d=out["rank_d"],
     )
 
 

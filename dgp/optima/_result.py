@@ -12,7 +12,13 @@ from dgp.display import format_nats, format_summary, html_summary
 from dgp.geometry import embedding_from_gram
 from dgp.records import Convergence, Record
 from dgp.resources import check_memory
-from dgp.solver import BatchIdentifiability, BatchPrediction, KKTCertificate, LiftCertificate
+from dgp.solver import (
+    BatchIdentifiability,
+    BatchPrediction,
+    KKTCertificate,
+    LiftCertificate,
+    RankDCertificate,
+)
 
 __all__ = ["GRAM_JSON_MAX_N", "LossFloor", "Optimum"]
 
@@ -83,6 +89,11 @@ class Optimum(Record):
         In a fixed dimension or with batches: what the loss pins among near-optimal solutions
         (the rank-d search's candidates within :data:`~dgp.constants.LOSS_RESOLUTION` nats per
         anchor of the best; the certified uniqueness of a convex optimum).
+    rank_d : RankDCertificate or None
+        In a fixed dimension, when the one rank-``dim`` solver ran (the free optimum's rank
+        exceeds ``dim``): the first- and second-order certificates of its point
+        (:func:`dgp.solver.rank_d_certificate`); ``None`` in free dimension or when the free
+        optimum fits in ``dim`` (its KKT :attr:`certificate` is then global).
     solver : str
     """
 
@@ -112,6 +123,7 @@ class Optimum(Record):
     batch: BatchPrediction | None = None
     free_rank: int | None = None
     identifiability: BatchIdentifiability | None = None
+    rank_d: RankDCertificate | None = None
     solver: str = "dgp certified solver (Burer-Monteiro, L-BFGS, Riemannian trust region)"
 
     @cached_property
@@ -168,6 +180,14 @@ class Optimum(Record):
             ("unique", {True: "yes", False: "no", None: "undecided"}[self.unique]
              + f" ({self.uniqueness})"),
         ]
+        if self.rank_d is not None:
+            r = self.rank_d
+            pairs.append(("critical", f"rank-{r.dim} point: gradient {r.gradient_norm:.1e}, "
+                          f"Hessian min {r.hessian_min_eig:+.1e} ("
+                          + ("second-order critical" if r.second_order else
+                             f"NOT second-order critical: {r.hessian_method}")
+                          + ("; global optimum)" if r.global_optimal else
+                             "; not proven global)")))
         if self.identifiability is not None:
             pairs.append(("pinned", self.identifiability.statement))
         if self.batch is not None:
@@ -182,8 +202,13 @@ class Optimum(Record):
     def _title(self) -> str:
         return f"Optimum of a cosine w-InfoNCE: N = {self.n}, tau = {self.tau:g}"
 
+    def summary(self) -> str:
+        """The short form: the titled summary without the optimal Gram's table (what
+        ``str`` shows first; the command line prints its own table after it)."""
+        return format_summary(self._title(), self._summary_pairs())
+
     def __str__(self) -> str:
-        text = format_summary(self._title(), self._summary_pairs())
+        text = self.summary()
         if self.n <= _TABLE_MAX_N:
             G = self.gram
             rows = [f"  {'':4}" + "".join(f"{j:>9}" for j in range(self.n))]
@@ -242,6 +267,8 @@ class Optimum(Record):
             yield "batch", self.batch.to_dict(gram=self.K <= GRAM_JSON_MAX_N)
         if self.identifiability is not None:
             yield "identifiability", self.identifiability
+        if self.rank_d is not None:
+            yield "rank_d", self.rank_d
         yield "convergence", self.convergence
         if options["embedding"]:
             yield "embedding", self.embedding

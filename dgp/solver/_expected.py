@@ -287,8 +287,12 @@ class BatchOptimum(Record):
     def _title(self) -> str:
         return f"Expected-batch optimum: n = {self.n}, tau = {self.tau:g}, d = {self.dim}"
 
-    def __str__(self) -> str:
+    def summary(self) -> str:
+        """The short form (the whole text: no matrix is printed)."""
         return format_summary(self._title(), self._summary_pairs())
+
+    def __str__(self) -> str:
+        return self.summary()
 
     def _repr_html_(self) -> str:
         return html_summary(self._title(), self._summary_pairs())
