@@ -20,6 +20,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from dgp.constants import SIGN_FIX_SLACK
+from dgp.errors import InvalidParameterError
 
 __all__ = [
     "CLUSTER_RTOL",
@@ -207,9 +208,11 @@ def dsytrd(a: np.ndarray, lower: int = 0, lwork: int | None = None, overwrite_a:
     r"""LAPACK ``dsytrd`` (:math:`A = QTQ^\top`, ``T`` tridiagonal), called as
     :func:`scipy.linalg.lapack.dsytrd` is and returning what it returns, ``(c, d, e, tau,
     info)``, bit for bit, but interruptible (:func:`interruptible`): scipy's wrapper keeps the
-    GIL for the whole reduction (about a minute at ``N = 4000`` on one core), so no other
+    GIL for the whole reduction (tens of seconds at ``N = 4000`` on one core), so no other
     thread, and no signal handler, could run until it ends; this one calls the same LAPACK
-    routine through :mod:`ctypes`, which releases the GIL.
+    routine (the pointer :mod:`scipy.linalg.cython_lapack` exports) through :mod:`ctypes`,
+    which releases the GIL. Where that pointer cannot be had (another scipy), scipy's wrapper
+    runs instead: the same numbers, not interruptible.
 
     ``a`` is read in its ``lower`` (or upper) triangle and overwritten in place by the
     reflectors when ``overwrite_a`` is set and it is a Fortran-ordered, writable float64 array
@@ -222,7 +225,7 @@ def dsytrd(a: np.ndarray, lower: int = 0, lwork: int | None = None, overwrite_a:
 
     a = np.asarray(a)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
-        raise ValueError(f"dsytrd needs a square matrix, got shape {a.shape}")
+        raise InvalidParameterError("a", f"must be a square matrix, got shape {a.shape}")
     n = a.shape[0]
     if not (overwrite_a and a.dtype == np.float64 and a.flags.f_contiguous
             and a.flags.writeable):
@@ -240,7 +243,12 @@ def dsytrd(a: np.ndarray, lower: int = 0, lwork: int | None = None, overwrite_a:
     uplo = ctypes.c_char(b"L" if lower else b"U")
     size, lda = ctypes.c_int(n), ctypes.c_int(max(n, 1))
     lw, info_out = ctypes.c_int(lwork), ctypes.c_int(0)
-    routine = _lapack_dsytrd()
+    try:
+        routine = _lapack_dsytrd()
+    except (AttributeError, KeyError, TypeError, ValueError, OSError):  # pragma: no cover
+        from scipy.linalg.lapack import dsytrd as scipy_dsytrd
+
+        return scipy_dsytrd(a, lower=lower, lwork=lwork, overwrite_a=1)
     held = (uplo, size, a, lda, d, e, tau, work, lw, info_out)
 
     def call() -> None:

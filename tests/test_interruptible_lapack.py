@@ -24,6 +24,7 @@ from dgp._linalg import (
     join_left_running,
     work_left_running,
 )
+from dgp.errors import InvalidParameterError
 
 
 def _symmetric(n: int, seed: int) -> np.ndarray:
@@ -56,7 +57,7 @@ def test_dsytrd_reduces_to_a_similar_tridiagonal():
 
 
 def test_dsytrd_refuses_a_matrix_that_is_not_square():
-    with pytest.raises(ValueError, match="square"):
+    with pytest.raises(InvalidParameterError, match="square"):
         dsytrd(np.zeros((3, 4)))
 
 
