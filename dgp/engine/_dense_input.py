@@ -9,11 +9,10 @@ import threading
 import numpy as np
 
 from dgp._linalg import map_blocks
+from dgp.engine._canonical import row_blocks
+from dgp.engine._sparse_input import graph_weights, is_graph
 from dgp.errors import ParameterError, ParameterTypeError
 from dgp.resources import ROW_BLOCK_ELEMENTS, check_memory, dense_weighting_bytes
-
-from ._canonical import row_blocks
-from ._sparse_input import graph_weights, is_graph
 
 
 def as_matrix(M: object, name: str) -> tuple[np.ndarray, float]:

@@ -9,10 +9,9 @@ import warnings
 
 import numpy as np
 
+from dgp.engine._canonical import LogWeights, Pairs
 from dgp.errors import DgpWarning, ParameterError, ParameterTypeError
 from dgp.resources import check_memory
-
-from ._canonical import LogWeights, Pairs
 
 
 def is_graph(M: object) -> bool:

@@ -32,11 +32,7 @@ import numpy as np
 
 from dgp._linalg import map_blocks
 from dgp.constants import RATIO_NORMAL_MIN
-from dgp.errors import DgpWarning, InputError, ParameterError
-from dgp.resources import check_memory, dense_weighting_bytes
-from dgp.tolerance import Margin, Tolerance
-
-from ._canonical import (
+from dgp.engine._canonical import (
     CanonicalShift,
     LogWeights,
     Pairs,
@@ -46,8 +42,11 @@ from ._canonical import (
     is_symmetric,
     row_blocks,
 )
-from ._dense_input import as_matrix, log_ratios_entropies
-from ._sparse_input import graph_weights, is_graph, sparse_log_weights, sparse_size
+from dgp.engine._dense_input import as_matrix, log_ratios_entropies
+from dgp.engine._sparse_input import graph_weights, is_graph, sparse_log_weights, sparse_size
+from dgp.errors import DgpWarning, InputError, ParameterError
+from dgp.resources import check_memory, dense_weighting_bytes
+from dgp.tolerance import Margin, Tolerance
 
 __all__ = [
     "CanonicalShift",

@@ -27,6 +27,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp.errors import InputError, InputTypeError, check_choice, describe
+from dgp.io._archive import (
+    binary_array,
+    is_sparse_npz,
+    npz_members,
+    pick_member,
+    read_member,
+    read_sparse,
+)
+from dgp.io._edges import read_edges
+from dgp.io._labels import binary_labels, text_labels
+from dgp.io._npy import NUMERIC, read_npy, shape_text, weights_work
+from dgp.io._source import dispatch_error, open_regular
+from dgp.io._text import MAX_LINE as _MAX_LINE  # noqa: F401 (its name before the split, kept)
+from dgp.io._text import numeric_table, text_array
 from dgp.resources import (
     DEFAULT_MEMORY_FRACTION,
     MEMORY_LIMIT_ENV,
@@ -36,21 +50,6 @@ from dgp.resources import (
     hold,
     memory_budget,
 )
-
-from ._archive import (
-    binary_array,
-    is_sparse_npz,
-    npz_members,
-    pick_member,
-    read_member,
-    read_sparse,
-)
-from ._edges import read_edges
-from ._labels import binary_labels, text_labels
-from ._npy import NUMERIC, read_npy, shape_text, weights_work
-from ._source import dispatch_error, open_regular
-from ._text import MAX_LINE as _MAX_LINE  # noqa: F401 (its name before the split, kept)
-from ._text import numeric_table, text_array
 
 __all__ = [
     "DEFAULT_MEMORY_FRACTION",

@@ -10,10 +10,9 @@ import zlib
 import numpy as np
 
 from dgp.errors import describe
+from dgp.io._npy import NPY_MAGIC, no_work, read_npy
+from dgp.io._source import Source, suggest
 from dgp.resources import check_memory
-
-from ._npy import NPY_MAGIC, no_work, read_npy
-from ._source import Source, suggest
 
 
 def npz_members(src: Source) -> tuple[zipfile.ZipFile, dict[str, zipfile.ZipInfo]]:

@@ -7,9 +7,8 @@ import re
 import numpy as np
 
 from dgp.errors import describe
-
-from ._source import Source
-from ._text import check_text_memory, data_line, is_number, loadtxt, longest_line, read_layout
+from dgp.io._source import Source
+from dgp.io._text import check_text_memory, data_line, is_number, loadtxt, longest_line, read_layout
 
 _EDGE_HEADER_WORDS = {
     "source", "target", "weight", "from", "to", "u", "v", "i", "j", "node1", "node2", "src",

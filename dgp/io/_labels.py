@@ -7,11 +7,10 @@ import re
 import numpy as np
 
 from dgp.errors import describe
-
-from ._archive import binary_array, npz_members
-from ._npy import NUMERIC, shape_text
-from ._source import Source, suggest
-from ._text import (
+from dgp.io._archive import binary_array, npz_members
+from dgp.io._npy import NUMERIC, shape_text
+from dgp.io._source import Source, suggest
+from dgp.io._text import (
     INDEX_NAMES,
     check_text_memory,
     data_line,

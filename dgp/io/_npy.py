@@ -12,9 +12,8 @@ from typing import BinaryIO
 import numpy as np
 
 from dgp.errors import InputError, describe
+from dgp.io._source import Source
 from dgp.resources import check_memory, dense_weighting_bytes, format_bytes
-
-from ._source import Source
 
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGIC = b"PK\x03\x04"

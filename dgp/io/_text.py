@@ -14,10 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp.errors import describe
+from dgp.io._npy import NPY_MAGIC, ZIP_MAGIC, no_work
+from dgp.io._source import Source
 from dgp.resources import check_memory
-
-from ._npy import NPY_MAGIC, ZIP_MAGIC, no_work
-from ._source import Source
 
 MAX_LINE = 1 << 26  # one text line may not exceed 64 Mi characters
 

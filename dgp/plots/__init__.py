@@ -28,10 +28,10 @@ Examples
 
 from __future__ import annotations
 
-from ._canvas import INSTALL_HINT, new_figure, require_matplotlib
-from ._classification import classification_figure
-from ._geometry import GEOMETRY_MANY_CLASSES, gram_heatmaps, mds, prototype_geometry
-from ._spectrum import MAX_PLOT_N, c_family_grid, c_family_spectrum
+from dgp.plots._canvas import INSTALL_HINT, new_figure, require_matplotlib
+from dgp.plots._classification import classification_figure
+from dgp.plots._geometry import GEOMETRY_MANY_CLASSES, gram_heatmaps, mds, prototype_geometry
+from dgp.plots._spectrum import MAX_PLOT_N, c_family_grid, c_family_spectrum
 
 __all__ = [
     "GEOMETRY_MANY_CLASSES",

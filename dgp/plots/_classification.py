@@ -10,9 +10,8 @@ import numpy as np
 
 from dgp.constants import PLOT_VARIES_RTOL, UNIT_NORM_ATOL
 from dgp.errors import InputError
-
-from ._canvas import VERDICT_COLOURS, figure_number, label_3d_axes, new_figure, wrap_title
-from ._spectrum import MAX_PLOT_N, draw_spectrum, family_grid, grid_size
+from dgp.plots._canvas import VERDICT_COLOURS, figure_number, label_3d_axes, new_figure, wrap_title
+from dgp.plots._spectrum import MAX_PLOT_N, draw_spectrum, family_grid, grid_size
 
 _POSITIVE, _ZERO = "#4a86c5", "0.84"  # weight-matrix colours: positive, zero
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from dgp.errors import InputError
+from dgp.plots._canvas import heatmap, label_3d_axes, new_figure
 from dgp.tolerance import DEFAULT_POLICY
-
-from ._canvas import heatmap, label_3d_axes, new_figure
 
 
 def mds(gram: object, dim: int = 2) -> tuple[np.ndarray, np.ndarray]:

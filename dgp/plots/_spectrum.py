@@ -11,9 +11,8 @@ import numpy as np
 from dgp.constants import PLOT_MIN_SPAN, PLOT_ZERO_RTOL
 from dgp.errors import InputError, check_choice, check_positive
 from dgp.infonce import SIMILARITIES
+from dgp.plots._canvas import figure_number, new_figure
 from dgp.tolerance import DEFAULT_RTOL
-
-from ._canvas import figure_number, new_figure
 
 #: largest N drawn by :func:`c_family_spectrum` / ``--plot`` (one eigvalsh of N x N per grid point)
 MAX_PLOT_N = 1500
