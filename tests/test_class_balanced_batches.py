@@ -197,3 +197,18 @@ def test_cli_optimum_class_balanced(tmp_path, cli):
     bad = cli("optimum", tmp_path / "w.npy", "--tau", "0.5", "--batch-size", "3", "--sampler",
               "class-balanced")
     assert bad.code == 2 and "class labels" in bad.err
+
+
+def test_class_balanced_supcon_is_the_regular_simplex_whatever_the_sizes():
+    """Class-balanced compositions do not depend on the class sizes (multinomial (B, 1/K)), so
+    the free expected-batch optimum of SupCon is symmetric in the classes: the certified
+    regular simplex (cosines -1/(K-1)); uniform batches of the same imbalanced labels move the
+    minority classes together."""
+    labels = [0] * 6 + [1] * 6 + [2] * 2 + [3] * 2
+    p = dgp.Problem(objective="supcon", labels=labels, tau=0.2, batch_size=6)
+    bal = dgp.optimum(p, sampler="class-balanced")
+    assert bal.certified_global and bal.rank == 3
+    G = bal.quotient_gram
+    assert np.allclose(G[~np.eye(4, dtype=bool)], -1.0 / 3.0, atol=1e-6)
+    uni = dgp.optimum(p)
+    assert uni.quotient_gram[2, 3] > -1.0 / 3.0 + 0.1  # the minority classes pulled together
