@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         if K <= _MAX_TABLE or args.gram:
             print(f"% computed prototype Gram ({res.method})\n{_latex_matrix(res.gram)}")
         return 0
-    print(str(res).split("\n  prototype Gram:")[0])
+    print(res.summary(gram=False))
     if names is not None:
         shown = ", ".join(f"c{k} = {printable(name)} (n={n})" for k, (name, n) in
                           enumerate(zip(names, sizes, strict=True)))

@@ -33,6 +33,12 @@ from dgp.prototypes._closed_forms import (
     soft_supcon_rho,
     soft_supcon_tau_star,
 )
+from dgp.prototypes._collapse import (
+    MINORITY_COSINE_FLOOR,
+    MINORITY_GROUP_SHARE,
+    MinorityCollapse,
+    minority_collapse,
+)
 from dgp.prototypes._nonnegative import (
     NonnegativeCertificate,
     NonnegativePrototypes,
@@ -62,6 +68,8 @@ from dgp.solver import (
 __all__ = [
     "GRAM_JSON_MAX_K",
     "METHODS",
+    "MINORITY_COSINE_FLOOR",
+    "MINORITY_GROUP_SHARE",
     "NO_POSITIVE",
     "REDUCTIONS",
     "SAMPLERS",
@@ -72,6 +80,7 @@ __all__ = [
     "Identifiability",
     "KKTCertificate",
     "LiftCertificate",
+    "MinorityCollapse",
     "NonnegativeCertificate",
     "NonnegativePrototypes",
     "PositivePairRates",
@@ -83,6 +92,7 @@ __all__ = [
     "first_order_gram",
     "gram_summary",
     "kkt_certificate",
+    "minority_collapse",
     "nearest_elliptope",
     "nonnegative_prototypes",
     "positive_pair_rates",

@@ -9,10 +9,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dgp.constants import SCALE_FLOOR
 from dgp.display import format_nats, format_summary, html_summary
 from dgp.geometry import canonical_frame, embedding_from_gram
 from dgp.prototypes._closed_forms import equiangular_gram
+from dgp.prototypes._collapse import MinorityCollapse, equiangular_verdict, minority_collapse
+from dgp.prototypes._rates import PositivePairRates, rates_for_spec
+from dgp.prototypes._summary import body_pairs, gram_summary, lead_pairs
 from dgp.records import Convergence, Record
 from dgp.resources import check_memory
 from dgp.solver import BatchPrediction, KKTCertificate, LiftCertificate, RankDCertificate
@@ -29,21 +31,6 @@ __all__ = [
 #: is about 5 MB of JSON); beyond it the JSON says how to ask for it
 GRAM_JSON_MAX_K = 500
 _TABLE_MAX_K = 8
-
-
-def gram_summary(G: np.ndarray) -> dict[str, Any]:
-    """Extreme off-diagonal cosines and where they are (class indices from 0)."""
-    K = G.shape[0]
-    iu = np.triu_indices(K, 1)
-    off = G[iu]
-    lo, hi = int(np.argmin(off)), int(np.argmax(off))
-    return {
-        "min_cosine": float(off[lo]),
-        "min_pair": [int(iu[0][lo]), int(iu[1][lo])],
-        "max_cosine": float(off[hi]),
-        "max_pair": [int(iu[0][hi]), int(iu[1][hi])],
-        "simplex_cosine": -1.0 / (K - 1),
-    }
 
 
 @dataclass(frozen=True, eq=False)
@@ -228,6 +215,10 @@ class Prototypes(Record):
     rank_d : RankDCertificate or None
         With ``dim`` below the free optimum's rank: first- and second-order certificates of
         the rank-``dim`` point (:func:`dgp.solver.rank_d_certificate`).
+    minority : MinorityCollapse or None
+        The minority-collapse verdict where the path that made the prediction computed it
+        (from independent runs, with paired intervals); else ``None`` and
+        :attr:`minority_collapse` computes it from the Gram and its intervals.
     """
 
     objective: str
@@ -254,6 +245,7 @@ class Prototypes(Record):
     lower_bound: float | None = None
     rank_d: RankDCertificate | None = None
     factor: np.ndarray | None = None
+    minority: MinorityCollapse | None = None
 
     @property
     def K(self) -> int:
@@ -318,142 +310,57 @@ class Prototypes(Record):
         Z = canonical_frame(Z[:, :d])
         return Z / np.linalg.norm(Z, axis=1, keepdims=True)
 
+    @cached_property
+    def minority_collapse(self) -> MinorityCollapse:
+        """Whether the tail classes' prototypes lean together beyond the prediction's noise
+        (:class:`~dgp.prototypes.MinorityCollapse`: the largest third of the classes against
+        the smallest third, with 95% intervals where the prediction comes from sampled
+        batches; ``collapsed`` is ``None`` where the loss does not pin the cosines)."""
+        if self.minority is not None:
+            return self.minority
+        if self.equiangular is not None:
+            return equiangular_verdict(self.sizes, self.equiangular)
+        interval = None if self.batch is None else self.batch.gram_interval
+        exact = ("first-order approximation, no interval" if self.method == "first-order" else
+                 "exact: full batch, no sampling error" if self.batch is None else
+                 "exact: every batch composition, no sampling error" if self.batch.exact else
+                 "exact: a closed form, no sampling error")
+        return minority_collapse(self.gram, self.sizes, interval=interval,
+                                 pinned=self._cosines_pinned(), exact=exact)
+
+    def _cosines_pinned(self) -> bool | None:
+        ident = self.identifiability
+        if ident is not None and ident.pinned and "pairwise cosines" in ident.pinned:
+            return bool(ident.pinned["pairwise cosines"])
+        return None if self.dim is None or self.K <= self.dim + 1 else False
+
+    @cached_property
+    def full_batch_minority_collapse(self) -> MinorityCollapse | None:
+        """With batches: the verdict of the full-batch prediction (in the same dimension), what
+        batching changes; ``None`` without batches."""
+        if self.batch is None:
+            return None
+        pinned = None if self.dim is None or self.K <= self.dim + 1 else False
+        return minority_collapse(self.batch.full_batch_gram, self.sizes, pinned=pinned,
+                                 exact="exact: full batch, no sampling error")
+
+    @cached_property
+    def positive_pairs(self) -> PositivePairRates | None:
+        """With batches: the per-class positive-pair rates of the sampler and batch size
+        (:func:`~dgp.prototypes.positive_pair_rates`; for another sampler than uniform, with
+        uniform's beside them); ``None`` for the full batch."""
+        return None if self.batch is None else rates_for_spec(np.asarray(self.sizes),
+                                                              self.batch.spec)
+
     def _summary_pairs(self) -> list[tuple[str, str]]:
-        N = sum(self.sizes)
-        pairs = []
-        if self.rank_d is not None:
-            how = (f"numeric in R^{self.dim} (rank-{self.dim} Burer-Monteiro, non-convex): "
-                   f"{self.stop_reason}")
-        elif self.method == "numeric" and self.certificate is not None:
-            how = f"numeric (certified: KKT residual {self.kkt_residual:.1e})"
-        elif self.method == "first-order":
-            how = "first-order (an O(tau^2) approximation, not certified)"
-        elif self.method == "stochastic":
-            how = ("stochastic: optimised on fresh batches, reported on others (not certified; "
-                   "a lower bound at 95% confidence)")
-        else:
-            how = f"closed form ({self.stop_reason})"
-        pairs.append(("method", how))
-        if self.batch is not None:
-            s = self.batch.spec
-            sampler = s.sampler + (
-                f", m = {s.samples_per_class}" if s.samples_per_class is not None else ""
-            )
-            est = self.batch.estimate
-            exp = (
-                f"exact over {self.batch.compositions} compositions"
-                if self.batch.exact
-                else f"{self.batch.compositions:.3g} compositions: optimised on {est.steps} fresh "
-                f"batches, reported on {est.batches} others"
-                if est is not None
-                else f"sample average of {self.batch.drawn} compositions (seed {self.batch.seed})"
-            )
-            red = s.reduction + (
-                f", anchors without positives: {s.anchors_without_positives}"
-                if s.reduction == "mean"
-                else ""
-            )
-            pairs += [
-                ("batches", f"B = {s.batch_size}, sampler {sampler}"),
-                ("reduction", red),
-                ("expectation", exp),
-            ]
-        bound_word = "<=" if self.method == "first-order" else "="
-        where = "expected per batch" if self.batch is not None else f"summed over {N} anchors"
-        loss = f"{bound_word} {self.loss:.10g} nats ({where})"
-        if self.batch is not None and self.batch.estimate is not None:
-            lo, hi = self.batch.estimate.interval
-            loss += f", 95% interval [{lo:.6f}, {hi:.6f}]"
-        elif self.batch is not None and self.batch.loss_se is not None:
-            loss += f", standard error {self.batch.loss_se:.2g}"
-        pairs.append(("loss", loss))
-        if self.dim is None and self.method == "stochastic" and self.lower_bound is not None:
-            pairs.append(("bound", f"lower bound {self.lower_bound:.10g} (95% confidence; "
-                          f"per-batch convex relaxation), gap {self.loss - self.lower_bound:.3g}"))
-        if self.dim is not None and self.lower_bound is not None:
-            gap = max(0.0, self.loss - self.lower_bound)
-            share = 100 * gap / max(abs(self.loss), SCALE_FLOOR)
-            pairs.append(("in R^d", f"dim = {self.dim}; lower bound {self.lower_bound:.10g}, gap "
-                          f"{gap:.3g} nats ({share:.2g}% of the loss)"))
-            if self.rank_d is not None:
-                r = self.rank_d
-                pairs.append(("critical", f"gradient {r.gradient_norm:.1e}, Hessian min "
-                              f"{r.hessian_min_eig:+.1e} ("
-                              + ("second-order critical" if r.second_order else
-                                 "NOT second-order critical")
-                              + ("; global optimum)" if r.global_optimal else
-                                 "; not proven global)")))
-        if not math.isnan(self.excess_loss):
-            ex = format_nats(self.excess_loss, self.log_excess_loss)
-            excess = f"{bound_word} {ex} nats above the entropic bound {self.entropic_bound:.10g}"
-            if self.certificate is not None and self.dim is None:  # in R^d: the line above
-                gap = format_nats(self.certificate.gap_bound, self.certificate.log_gap_bound)
-                excess += f" (gap to optimum <= {gap})"
-            pairs.append(("excess", excess))
-        if self.approximation is not None:
-            a = self.approximation
-            if a.psd_defect > 0:
-                pairs.append((
-                    "PSD defect",
-                    f"{a.psd_defect:.3g} (lowest eigenvalue {a.min_eigenvalue:+.3g}: not a Gram of "
-                    "unit vectors)",
-                ))
-            if a.distance is not None:
-                pairs.append(("projected", f"nearest point of the elliptope at distance "
-                              f"{a.distance:.3g}; the loss above is taken there"))
-        uniq = {True: "unique minimiser up to rotation", False: "not unique: a face of minimisers",
-                None: "uniqueness undecided"}[self.unique]
-        pairs.append(("rank", f"{self.rank} ({uniq})"))
-        if self.K > 2:
-            if self.equiangular is not None:
-                pairs.append(("cosines", f"all {self.equiangular:+.6f} (equiangular)"))
-            else:
-                gs = gram_summary(self.gram)
-                pm = {"min": "", "max": ""}
-                if self.batch is not None and self.batch.gram_interval is not None:
-                    lo, hi = self.batch.gram_interval
-                    for key in pm:  # each cosine from sampled batches with its interval
-                        i, j = gs[f"{key}_pair"]
-                        pm[key] = f" in [{lo[i, j]:+.3f}, {hi[i, j]:+.3f}]"
-                pairs.append((
-                    "cosines",
-                    f"min {gs['min_cosine']:+.6f}{pm['min']} (classes {gs['min_pair'][0]},"
-                    f"{gs['min_pair'][1]}), max {gs['max_cosine']:+.6f}{pm['max']} (classes "
-                    f"{gs['max_pair'][0]},{gs['max_pair'][1]}); "
-                    f"simplex {gs['simplex_cosine']:+.6f}",
-                ))
-        elif self.matrix is not None or self.equiangular is not None:
-            pairs.append(("cosine", f"{float(self.gram[0, 1]):+.6f}"))
-        if self.identifiability is not None:
-            pairs += self.identifiability.summary_pairs()
-        if self.batch is not None and self.batch.gram_interval is not None:
-            lo, hi = self.batch.gram_interval
-            G_full = self.batch.full_batch_gram
-            iu = np.triu_indices(self.K, 1)
-            beyond = int(np.sum((G_full[iu] < lo[iu]) | (G_full[iu] > hi[iu])))
-            half = float(np.max((hi - lo)[iu]) / 2)
-            pairs.append(("moved", f"{beyond} of {iu[0].size} cosines moved from the full "
-                          f"batch beyond their 95% interval over independent runs (widest "
-                          f"half-width {half:.2g}; max |G_batch - G_full| = "
-                          f"{self.batch.shift:.3g})"))
-            pp = self.batch.positive_pair_probability
-        elif self.batch is not None:
-            pp = self.batch.positive_pair_probability
-            pairs.append(("moved", f"max |G_batch - G_full| = {self.batch.shift:.3g}" + (
-                f" (sampling error {self.batch.gram_se:.2g})" if self.batch.gram_se else "")))
-        if self.batch is not None:
-            more = " ..." if len(pp) > 6 else ""
-            pairs.append(("P(pair)", "probability of a positive pair: "
-                          + ", ".join(f"{p:.3g}" for p in pp[:6]) + more))
-        return pairs
+        return body_pairs(self)
 
-    def _title(self) -> str:
-        name = "SupCon" if self.eps is None else f"Soft SupCon (eps = {self.eps:g})"
-        return f"{name} prototypes: K = {self.K}, N = {sum(self.sizes)}, tau = {self.tau:g}"
-
-    def __str__(self) -> str:
-        text = format_summary(self._title(), self._summary_pairs())
-        if self.K <= _TABLE_MAX_K:
+    def summary(self, gram: bool | None = None) -> str:
+        """The text summary: the lead (minority collapse; with batches the positive-pair rates
+        and what the sampler changes), then how it was solved, loss, bounds and cosines;
+        ``gram``: with the Gram table (``None``: when ``K <= 8``)."""
+        text = format_summary(self._title(), lead_pairs(self) + self._summary_pairs())
+        if gram or (gram is None and self.K <= _TABLE_MAX_K):
             G = self.gram
             head = "".join(f"{f'c{c}':>10}" for c in range(self.K))
             rows = [f"  {'':6}{head}"] + [
@@ -462,11 +369,18 @@ class Prototypes(Record):
             text += "\n  prototype Gram:\n" + "\n".join(rows)
         return text
 
+    def _title(self) -> str:
+        name = "SupCon" if self.eps is None else f"Soft SupCon (eps = {self.eps:g})"
+        return f"{name} prototypes: K = {self.K}, N = {sum(self.sizes)}, tau = {self.tau:g}"
+
+    def __str__(self) -> str:
+        return self.summary()
+
     def _repr_html_(self) -> str:
         small = self.K <= _TABLE_MAX_K
         return html_summary(
             self._title(),
-            self._summary_pairs(),
+            lead_pairs(self) + self._summary_pairs(),
             matrix=self.gram if small else None,
             labels=[f"c{c} (n={n})" for c, n in enumerate(self.sizes)] if small else None,
             caption="prototype Gram (cosines)",
@@ -511,11 +425,14 @@ class Prototypes(Record):
     JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": None, "embedding": False}
 
     def json_items(self, options):
-        """``objective``, ``sizes``, ``tau``, ``eps``, ``gram``, ``loss``, ``method``,
+        """``objective``, ``sizes``, ``tau``, ``eps``, ``minority_collapse``, ``positive_pairs``
+        (with batches), ``gram``, ``loss``, ``method``,
         ``kkt_residual`` and the other attributes (``JSON_OPTIONS``)."""
         include = self.K <= GRAM_JSON_MAX_K if options["gram"] is None else bool(options["gram"])
         yield from (("objective", self.objective), ("sizes", self.sizes), ("tau", self.tau),
-                    ("eps", self.eps), ("gram", self.gram if include else None),
+                    ("eps", self.eps), ("minority_collapse", self.minority_collapse),
+                    ("positive_pairs", self.positive_pairs),
+                    ("gram", self.gram if include else None),
                     ("loss", self.loss))
         if self.dim is not None:
             yield from (("lower_bound", self.lower_bound), ("dim", self.dim),

@@ -11,6 +11,7 @@ import numpy as np
 
 from dgp.prototypes._blocks import block_weights
 from dgp.prototypes._closed_forms import equiangular_gram
+from dgp.prototypes._collapse import minority_collapse
 from dgp.prototypes._result import Identifiability, Prototypes
 from dgp.solver import (
     Z95,
@@ -83,6 +84,9 @@ def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: Ba
                             log_gap if not math.isnan(simplex_gap) else math.nan,
                             pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
                             identifiable=rep.identifiable, statement=rep.statement)
+    # paired over the runs: each run's tail-pair cosine against its own head mean
+    minority = minority_collapse(G, n, runs=grams,
+                                 pinned=(rep.pinned or {}).get("pairwise cosines"))
     entropy = math.nan  # the expected batch entropic bound is not estimated on this path
     return Prototypes(
         objective="supcon" if eps is None else "soft-supcon",
@@ -91,6 +95,6 @@ def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: Ba
         log_excess_loss=math.nan, kkt_residual=None, certificate=None, collapse=None,
         rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
         stop_reason=res.status, matrix=G, batch=batch, identifiability=ident,
-        dim=dim, lower_bound=b.lower_bound,
+        dim=dim, lower_bound=b.lower_bound, minority=minority,
     )
 

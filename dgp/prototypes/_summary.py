@@ -1,0 +1,187 @@
+"""The text of a prototypes result: the lead that answers (minority collapse, per-class
+positive-pair rates, what a class-balanced sampler changes) and the body (how it was solved,
+loss, bounds, cosines, identifiability)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dgp.constants import SCALE_FLOOR
+from dgp.display import format_nats
+
+__all__ = ["body_pairs", "gram_summary", "lead_pairs"]
+
+
+def gram_summary(G: np.ndarray) -> dict[str, Any]:
+    """Extreme off-diagonal cosines and where they are (class indices from 0)."""
+    K = G.shape[0]
+    iu = np.triu_indices(K, 1)
+    off = G[iu]
+    lo, hi = int(np.argmin(off)), int(np.argmax(off))
+    return {
+        "min_cosine": float(off[lo]),
+        "min_pair": [int(iu[0][lo]), int(iu[1][lo])],
+        "max_cosine": float(off[hi]),
+        "max_pair": [int(iu[0][hi]), int(iu[1][hi])],
+        "simplex_cosine": -1.0 / (K - 1),
+    }
+
+
+def body_pairs(p: Any) -> list[tuple[str, str]]:
+    """The lines of a prototypes summary after its lead: how it was solved, the loss and its
+    bounds, rank and cosines, identifiability, what batches moved."""
+    N = sum(p.sizes)
+    pairs = []
+    if p.rank_d is not None:
+        how = (f"numeric in R^{p.dim} (rank-{p.dim} Burer-Monteiro, non-convex): "
+               f"{p.stop_reason}")
+    elif p.method == "numeric" and p.certificate is not None:
+        how = f"numeric (certified: KKT residual {p.kkt_residual:.1e})"
+    elif p.method == "first-order":
+        how = "first-order (an O(tau^2) approximation, not certified)"
+    elif p.method == "stochastic":
+        how = ("stochastic: optimised on fresh batches, reported on others (not certified; "
+               "a lower bound at 95% confidence)")
+    else:
+        how = f"closed form ({p.stop_reason})"
+    pairs.append(("method", how))
+    if p.batch is not None:
+        s = p.batch.spec
+        sampler = s.sampler + (
+            f", m = {s.samples_per_class}" if s.samples_per_class is not None else ""
+        )
+        est = p.batch.estimate
+        exp = (
+            f"exact over {p.batch.compositions} compositions"
+            if p.batch.exact
+            else f"{p.batch.compositions:.3g} compositions: optimised on {est.steps} fresh "
+            f"batches, reported on {est.batches} others"
+            if est is not None
+            else f"sample average of {p.batch.drawn} compositions (seed {p.batch.seed})"
+        )
+        red = s.reduction + (
+            f", anchors without positives: {s.anchors_without_positives}"
+            if s.reduction == "mean"
+            else ""
+        )
+        pairs += [
+            ("batches", f"B = {s.batch_size}, sampler {sampler}"),
+            ("reduction", red),
+            ("expectation", exp),
+        ]
+    bound_word = "<=" if p.method == "first-order" else "="
+    where = "expected per batch" if p.batch is not None else f"summed over {N} anchors"
+    loss = f"{bound_word} {p.loss:.10g} nats ({where})"
+    if p.batch is not None and p.batch.estimate is not None:
+        lo, hi = p.batch.estimate.interval
+        loss += f", 95% interval [{lo:.6f}, {hi:.6f}]"
+    elif p.batch is not None and p.batch.loss_se is not None:
+        loss += f", standard error {p.batch.loss_se:.2g}"
+    pairs.append(("loss", loss))
+    if p.dim is None and p.method == "stochastic" and p.lower_bound is not None:
+        pairs.append(("bound", f"lower bound {p.lower_bound:.10g} (95% confidence; "
+                      f"per-batch convex relaxation), gap {p.loss - p.lower_bound:.3g}"))
+    if p.dim is not None and p.lower_bound is not None:
+        gap = max(0.0, p.loss - p.lower_bound)
+        share = 100 * gap / max(abs(p.loss), SCALE_FLOOR)
+        pairs.append(("in R^d", f"dim = {p.dim}; lower bound {p.lower_bound:.10g}, gap "
+                      f"{gap:.3g} nats ({share:.2g}% of the loss)"))
+        if p.rank_d is not None:
+            r = p.rank_d
+            pairs.append(("critical", f"gradient {r.gradient_norm:.1e}, Hessian min "
+                          f"{r.hessian_min_eig:+.1e} ("
+                          + ("second-order critical" if r.second_order else
+                             "NOT second-order critical")
+                          + ("; global optimum)" if r.global_optimal else
+                             "; not proven global)")))
+    if not math.isnan(p.excess_loss):
+        ex = format_nats(p.excess_loss, p.log_excess_loss)
+        excess = f"{bound_word} {ex} nats above the entropic bound {p.entropic_bound:.10g}"
+        if p.certificate is not None and p.dim is None:  # in R^d: the line above
+            gap = format_nats(p.certificate.gap_bound, p.certificate.log_gap_bound)
+            excess += f" (gap to optimum <= {gap})"
+        pairs.append(("excess", excess))
+    if p.approximation is not None:
+        a = p.approximation
+        if a.psd_defect > 0:
+            pairs.append((
+                "PSD defect",
+                f"{a.psd_defect:.3g} (lowest eigenvalue {a.min_eigenvalue:+.3g}: not a Gram of "
+                "unit vectors)",
+            ))
+        if a.distance is not None:
+            pairs.append(("projected", f"nearest point of the elliptope at distance "
+                          f"{a.distance:.3g}; the loss above is taken there"))
+    uniq = {True: "unique minimiser up to rotation", False: "not unique: a face of minimisers",
+            None: "uniqueness undecided"}[p.unique]
+    pairs.append(("rank", f"{p.rank} ({uniq})"))
+    if p.K > 2:
+        if p.equiangular is not None:
+            pairs.append(("cosines", f"all {p.equiangular:+.6f} (equiangular)"))
+        else:
+            gs = gram_summary(p.gram)
+            pm = {"min": "", "max": ""}
+            if p.batch is not None and p.batch.gram_interval is not None:
+                lo, hi = p.batch.gram_interval
+                for key in pm:  # each cosine from sampled batches with its interval
+                    i, j = gs[f"{key}_pair"]
+                    pm[key] = f" in [{lo[i, j]:+.3f}, {hi[i, j]:+.3f}]"
+            pairs.append((
+                "cosines",
+                f"min {gs['min_cosine']:+.6f}{pm['min']} (classes {gs['min_pair'][0]},"
+                f"{gs['min_pair'][1]}), max {gs['max_cosine']:+.6f}{pm['max']} (classes "
+                f"{gs['max_pair'][0]},{gs['max_pair'][1]}); "
+                f"simplex {gs['simplex_cosine']:+.6f}",
+            ))
+    elif p.matrix is not None or p.equiangular is not None:
+        pairs.append(("cosine", f"{float(p.gram[0, 1]):+.6f}"))
+    if p.identifiability is not None:
+        pairs += p.identifiability.summary_pairs()
+    if p.batch is not None and p.batch.gram_interval is not None:
+        lo, hi = p.batch.gram_interval
+        G_full = p.batch.full_batch_gram
+        iu = np.triu_indices(p.K, 1)
+        beyond = int(np.sum((G_full[iu] < lo[iu]) | (G_full[iu] > hi[iu])))
+        half = float(np.max((hi - lo)[iu]) / 2)
+        pairs.append(("moved", f"{beyond} of {iu[0].size} cosines moved from the full "
+                      f"batch beyond their 95% interval over independent runs (widest "
+                      f"half-width {half:.2g}; max |G_batch - G_full| = "
+                      f"{p.batch.shift:.3g})"))
+    elif p.batch is not None:
+        pairs.append(("moved", f"max |G_batch - G_full| = {p.batch.shift:.3g}" + (
+            f" (sampling error {p.batch.gram_se:.2g})" if p.batch.gram_se else "")))
+    return pairs
+
+
+def lead_pairs(p: Any) -> list[tuple[str, str]]:
+    """The lines a prototypes summary leads with: whether tail classes merge (beyond noise, with
+    the interval), then, with batches, how often each class's anchors meet a positive, and for
+    another sampler than uniform what it changes (rates against uniform batches of the same
+    size, geometry against the full batch)."""
+    pairs = []
+    mc = p.minority_collapse
+    if mc is not None and mc.pair is not None:
+        pairs += mc.summary_pairs()
+    rates = p.positive_pairs
+    if rates is None:
+        return pairs
+    order = np.argsort(-np.asarray(p.sizes), kind="stable")
+    pairs.append(("positives", rates.summary(order)))
+    small = int(order[-1])
+    pairs.append(("", f"batches with a positive pair of class {small}: "
+                      f"{100 * float(rates.batch_rate[small]):.3g}%"))
+    if rates.uniform is not None:
+        full = p.full_batch_minority_collapse
+        was = "" if full is None or full.collapsed is None else (
+            "; full batch: minority collapse " + ("yes" if full.collapsed else "no"))
+        now = "" if mc is None or mc.collapsed is None else (
+            "minority collapse " + ("yes" if mc.collapsed else "no"))
+        pairs.append(("sampler", f"{rates.sampler} against uniform batches: tail anchors meet a "
+                      f"positive {100 * float(rates.anchor_rate[small]):.3g}% against "
+                      f"{100 * float(rates.uniform.anchor_rate[small]):.3g}%; geometry: "
+                      f"max |G - G_full| = {p.batch.shift:.3g}"
+                      + (f", {now}{was}" if now else "")))
+    return pairs
