@@ -155,25 +155,21 @@ def test_an_inherited_ignored_sigint_stays_ignored(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
-# ``python -m dgp`` in the foreground (tests/_foreground.py), with LAPACK's dsytrd marked: a line
-# on stderr when the dense reduction starts. SIMULATE makes the engine call dgp's dsytrd (the
-# one-line change of dgp/engine/tridiag.py that the test without it waits for)
+# ``python -m dgp`` in the foreground (tests/_foreground.py), with the engine's dsytrd marked: a
+# line on stderr when the dense reduction starts
 _MARKED_BOOT = """
-import os, runpy, signal, sys
+import runpy, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
-import scipy.linalg.lapack as lapack
 import dgp._linalg as la
-def marking(real):
-    def call(*args, **kwargs):
-        sys.stderr.write("MARK\\n"); sys.stderr.flush()
-        return real(*args, **kwargs)
-    return call
-la.dsytrd = marking(la.dsytrd)
-lapack.dsytrd = la.dsytrd if os.environ.get("SIMULATE") else marking(lapack.dsytrd)
+real = la.dsytrd
+def marked(*args, **kwargs):
+    sys.stderr.write("MARK\\n"); sys.stderr.flush()
+    return real(*args, **kwargs)
+la.dsytrd = marked  # before the engine imports it
 sys.argv[0] = "dgp"
 runpy.run_module("dgp", run_name="__main__", alter_sys=True)
 """
-#: N of the interrupted dense classify: a reduction of a few seconds on one core
+#: N of the interrupted dense classify: a reduction of several seconds on one core
 _INTERRUPT_N = 3500
 
 
@@ -185,58 +181,42 @@ def big_weights(tmp_path_factory):
     return path
 
 
-def _engine_uses_dgps_dsytrd() -> bool:
+def test_the_engine_reduces_through_the_interruptible_dsytrd():
+    """The dense engine calls dgp._linalg.dsytrd (scipy's wrapper keeps the GIL, so no signal
+    handler could run before the reduction ends)."""
     import sys
 
     import dgp._linalg
     import dgp.engine.dense  # loads the modules of the dense reduction
 
-    return any(getattr(m, "dsytrd", None) is dgp._linalg.dsytrd
-               for name, m in list(sys.modules.items()) if name.startswith("dgp.engine"))
+    users = [name for name, m in list(sys.modules.items())
+             if name.startswith("dgp.engine") and getattr(m, "dsytrd", None) is not None]
+    assert users and all(sys.modules[u].dsytrd is dgp._linalg.dsytrd for u in users)
 
 
-def _interrupt_classify(weights, out_dir, sig, simulate: bool):
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code", "line"), [
+    (signal.SIGINT, 130, "error: interrupted"),
+    (signal.SIGTERM, 143, "error: terminated (SIGTERM)"),
+])
+def test_a_signal_stops_a_dense_classify_within_a_second(big_weights, tmp_path, sig, code, line):
+    """Signalled 0.3 s into the reduction, which has seconds left on one core (about 9 s at
+    this N when the reduction kept the GIL), the command ends within a second with its one line
+    and status, no output and no temporary file."""
     import os
     import sys
 
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               SIMULATE="1" if simulate else "")
-    saved = out_dir / "E.npy"
-    proc = subprocess.Popen([sys.executable, "-c", _MARKED_BOOT, "classify", str(weights),
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-c", _MARKED_BOOT, "classify", str(big_weights),
                              "--tau", "0.5", "--dim", "3", "--no-floor", "--quiet", "--json",
-                             "--save-embedding", str(saved)],
+                             "--save-embedding", str(tmp_path / "E.npy")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stderr.readline() == "MARK\n"
     time.sleep(0.3)  # inside the reduction
     sent = time.monotonic()
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=300)
-    return proc.returncode, time.monotonic() - sent, out, err, sorted(out_dir.iterdir())
-
-
-_SIGNALS = [(signal.SIGINT, 130, "error: interrupted"),
-            (signal.SIGTERM, 143, "error: terminated (SIGTERM)")]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("sig", "code", "line"), _SIGNALS)
-def test_a_signal_stops_a_dense_classify_within_a_second(big_weights, tmp_path, sig, code, line):
-    """With dgp's dsytrd (which releases the GIL) as the engine's reduction: the command ends
-    within a second of the signal, though the reduction has seconds left, with its one line
-    and status, no output and no temporary file."""
-    status, latency, out, err, left = _interrupt_classify(big_weights, tmp_path, sig,
-                                                          simulate=True)
-    assert (status, out, err.strip().splitlines(), left) == (code, "", [line], [])
-    assert latency < 1.0
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(not _engine_uses_dgps_dsytrd(), strict=True,
-                   reason="dgp/engine/tridiag.py still calls scipy's dsytrd, which keeps the "
-                   "GIL: the one-line change is 'from dgp._linalg import dsytrd' in place of "
-                   "scipy's")
-def test_ctrl_c_stops_the_engines_own_dense_classify_within_a_second(big_weights, tmp_path):
-    status, latency, out, err, left = _interrupt_classify(big_weights, tmp_path, signal.SIGINT,
-                                                          simulate=False)
-    assert (status, out, err.strip().splitlines(), left) == (130, "", ["error: interrupted"], [])
+    latency = time.monotonic() - sent
+    assert (proc.returncode, out, err.strip().splitlines()) == (code, "", [line])
+    assert list(tmp_path.iterdir()) == []
     assert latency < 1.0

@@ -517,6 +517,8 @@ def _exit(status: int) -> None:
         raise SystemExit(status)
     import atexit
 
+    for signum in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C: the same exit, no traceback
+        signal.signal(signum, signal.SIG_IGN)
     atexit.unregister(join_left_running)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
