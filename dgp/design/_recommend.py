@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from dgp._linalg import bracketed_root
 from dgp.constants import (
     EPS_SEARCH,
     EPS_T_TOL,
     MINORITY_TAU_SEARCH,
     PROTOTYPE_T_TOL,
-    ROOT_XTOL,
-    ROUNDOFF_RTOL,
     TAU_SEARCH,
     TAU_T_TOL,
 )
 from dgp.design._common import (
     OBJECTIVE_PARAMETERS,
     DesignInput,
-    check_value,
     closed_form_boundary,
     describe_input,
     design_input,
@@ -32,7 +27,16 @@ from dgp.design._common import (
     prototype_rank,
     tolerance,
 )
-from dgp.display import distinct_digits, format_rows, html_rows
+from dgp.design._recommendation import Recommendation, parse_want
+from dgp.design._scan_search import (
+    EPS_AXIS,
+    TAU_AXIS,
+    check_range,
+    psd_margin,
+    scan_and_bisect,
+    verdict_point,
+)
+from dgp.display import distinct_digits
 from dgp.errors import (
     ParameterError,
     ParameterTypeError,
@@ -44,8 +48,6 @@ from dgp.errors import (
 )
 from dgp.objectives.registry import OBJECTIVES
 from dgp.problem import Problem
-from dgp.records import Record
-from dgp.result import Classification
 from dgp.spec import not_given
 
 __all__ = [
@@ -57,307 +59,6 @@ __all__ = [
 # ----------------------------------------------------------------------------------------------
 # recommend: inverse questions by scan and bisection, with certificates
 # ----------------------------------------------------------------------------------------------
-
-
-def parse_want(want: object) -> tuple[str, float | None]:
-    """Split ``want`` into the question and its threshold (``"minority-cosine<=0.2"``).
-
-    Raises
-    ------
-    ValueError
-        If ``want`` is not one of :data:`WANTS` (the threshold a number in ``[-1, 1]``).
-
-    >>> parse_want("minority-cosine<=0.25")
-    ('minority-cosine', 0.25)
-    """
-    choices = "realizable, simplex, minority-cosine<=X (X a cosine), min-dim"
-    if not isinstance(want, str):
-        raise ParameterError("want", f"must be one of {choices}; got {describe(want)}")
-    text = want.strip()
-    if text in ("realizable", "simplex", "min-dim"):
-        return text, None
-    head, sep, tail = text.partition("<=")
-    if head.strip() == "minority-cosine" and sep:
-        try:
-            x = float(tail)
-        except ValueError:
-            x = float("nan")
-        if not (-1.0 <= x <= 1.0):
-            raise ParameterError("want", f"minority-cosine<=X needs a cosine X in [-1, 1], got "
-                                 f"{tail.strip()!r}")
-        return "minority-cosine", x
-    raise ParameterError("want", f"must be one of {choices}; got {describe(want)}")
-
-
-@dataclass(frozen=True, eq=False)
-class Recommendation(Record):
-    """The answer of :func:`recommend`, with its certificate.
-
-    Attributes
-    ----------
-    objective : str
-        The objective, or ``"weights"``.
-    want : str
-        The question, as asked.
-    parameter : str
-        The parameter found: ``"tau"``, ``"eps"`` or ``"dim"``.
-    value : float or int or None
-        Its value; ``None`` when none exists in the searched range (``reason`` says why).
-    reason : str
-        One sentence: the answer and why it holds.
-    certificate : dict
-        What to re-check: the verdicts (or cosines) on both sides of ``value`` (``bracket``),
-        the bracket's relative width, the scan, and the closed form where one exists.
-    given : dict
-        The fixed parameters of the question.
-    """
-
-    objective: str
-    want: str
-    parameter: str
-    value: float | int | None
-    reason: str
-    certificate: dict[str, Any]
-    given: dict[str, Any]
-
-    def json_items(self, options):
-        """The JSON of ``dgp recommend --json``: ``objective``, ``want``, the parameter found
-        (e.g. ``"tau"``) with its value, ``certificate``, ``reason`` and ``given``."""
-        yield from (("objective", self.objective), ("want", self.want),
-                    (self.parameter, self.value), ("certificate", self.certificate),
-                    ("reason", self.reason), ("given", self.given))
-        if self.value is None:
-            yield "next", self.next_question
-
-    @property
-    def next_question(self) -> str | None:
-        """When nothing was found, the question to ask next (keyword arguments as
-        ``name=value``; the command line says them as flags); ``None`` otherwise."""
-        if self.value is not None:
-            return None
-        return _NEXT.get(self.want.partition("<=")[0], _NEXT["minority-cosine"])
-
-    def _rows(self) -> list[tuple[str, str]]:
-        br = self.certificate.get("bracket") or {}
-        sides = [s for s in ("below", "above") if br.get(s)]
-        # enough digits that the two ends of the bracket (and the value) print differently
-        ends = [br[s][k] for s in sides for k in ("tau", "eps") if isinstance(br[s].get(k),
-                                                                              float)]
-        digits = distinct_digits(*ends, *([self.value] if isinstance(self.value, float)
-                                          else []), minimum=12)
-        shown = "none" if self.value is None else (
-            str(self.value) if isinstance(self.value, int) else f"{self.value:.{digits}g}")
-        rows = [("want", self.want), ("objective", self.objective),
-                (self.parameter, shown), ("reason", self.reason)]
-        for side in sides:
-            rows.append((side, _describe_point(br[side], digits)))
-        if self.value is None:
-            rows.append(("next", self.next_question))
-        cf = self.certificate.get("closed_form")
-        if cf:
-            rows.append(("closed form", f"{cf['formula']} = {cf['value']:.12g} (relative "
-                         f"difference {cf['relative_difference']:.1e})"))
-        return rows
-
-    def __str__(self) -> str:
-        return format_rows(self._rows())
-
-    def _repr_html_(self) -> str:
-        return html_rows(self._rows())
-
-
-#: what to ask when a question has no answer in the searched range (by ``want``)
-_NEXT = {
-    "realizable": "the bound is not attained in this dimension at any scanned tau: ask "
-    "want='min-dim' at one tau=T (the smallest dimension that attains it there), a larger "
-    "dim=D, or a wider search=(lo, hi)",
-    "min-dim": "the bound is attained in no dimension at this tau: ask want='realizable' with "
-    "dim=D (the temperatures at which it is attained, if any), or ask what training reaches "
-    "instead: the loss floor in your dimension (dgp floors, with dim=D) and the optimal "
-    "geometry (dgp optimum for a weight matrix, dgp supcon for class objectives)",
-    "simplex": "the target is not the simplex in the searched range: try a wider "
-    "search=(lo, hi), or ask want='realizable' with dim=D (where the bound is attained)",
-    "minority-cosine": "no tau in the searched range keeps the minority cosines below the "
-    "threshold: ask a larger threshold (want='minority-cosine<=X'), a wider search=(lo, hi), or "
-    "see the prototypes at one tau=T (dgp supcon)",
-}
-
-
-def _describe_point(p: Mapping[str, Any], digits: int = 12) -> str:
-    parts = [f"{k} = {p[k]:.{digits}g}" if isinstance(p[k], float) else f"{k} = {p[k]}"
-             for k in ("tau", "eps", "dim") if k in p]
-    if "verdict" in p:
-        parts.append(p["verdict"] + (f" (rank {p['rank']})" if p.get("rank") is not None
-                                     else ""))
-        if p.get("near_threshold"):
-            parts.append("near threshold")
-    if "max_cosine" in p:
-        parts.append(f"largest minority cosine {p['max_cosine']:.10g}")
-    return ", ".join(parts)
-
-
-@dataclass(frozen=True)
-class _Axis:
-    """A searched parameter and the monotone coordinate the bisection works in."""
-
-    name: str
-    to_t: Callable[[float], float]
-    from_t: Callable[[float], float]
-
-
-_TAU_AXIS = _Axis("tau", math.log, math.exp)
-# eps in (0, 1) through u = -log eps: t = log u keeps tiny eps (1e-50) and eps near 1 resolved
-_EPS_AXIS = _Axis("eps", lambda e: math.log(-math.log(e)), lambda t: math.exp(-math.exp(t)))
-
-
-def _search(holds: Callable[[float], tuple[bool, dict]], axis: _Axis, lo: float, hi: float, *,
-            num: int, t_tol: float,
-            margin: Callable[[float], float | None] | None = None,
-            candidates: Sequence[float] = ()) -> dict[str, Any]:
-    """Scan ``t`` on ``[t(lo), t(hi)]``, take the first stretch where ``holds`` (from the low
-    end of ``t``), bisect its upper end to ``t_tol``.
-
-    ``candidates`` (parameter values, e.g. the objective's closed-form critical temperatures)
-    join the scan points: a request that holds at one isolated value (a stretch of one point,
-    which no scan step resolves) is found there, its upper end bisected like any other.
-
-    Returns the last point that holds (``below``), the first that does not (``above``), the
-    stretches seen on the scan and the number of evaluations. With ``margin`` (a continuous
-    function, positive where ``holds``), the boundary is then located as the root of the
-    margin (:func:`_refine`): the bisection on verdicts stops at the edge of the engine's
-    tolerance band, the root does not."""
-    holds, margin = _in_search(holds, axis), None if margin is None else _in_search(margin, axis)
-    t0, t1 = sorted((axis.to_t(lo), axis.to_t(hi)))
-    extra = sorted({axis.to_t(v) for v in candidates if lo <= v <= hi})
-    ts = np.union1d(np.linspace(t0, t1, num), extra) if extra else np.linspace(t0, t1, num)
-    num = int(ts.size)
-    flags, infos = [], []
-    for t in ts:
-        ok, info = holds(axis.from_t(float(t)))
-        flags.append(ok)
-        infos.append(info)
-    stretches = []
-    k = 0
-    while k < num:
-        if flags[k]:
-            j = k
-            while j + 1 < num and flags[j + 1]:
-                j += 1
-            stretches.append([axis.from_t(float(ts[k])), axis.from_t(float(ts[j]))])
-            k = j + 1
-        else:
-            k += 1
-    out: dict[str, Any] = {"scan": {"range": [lo, hi], "points": num,
-                                    "stretches_holding": stretches},
-                           "evaluations": num}
-    if extra:
-        out["scan"]["candidates"] = [axis.from_t(t) for t in extra]
-    if not stretches:
-        out["status"] = "never"
-        return out
-    first = next(i for i, f in enumerate(flags) if f)
-    last = first
-    while last + 1 < num and flags[last + 1]:
-        last += 1
-    if last == num - 1:
-        out["status"] = "up-to-range-end"
-        out["below"] = infos[last]
-        return out
-    a, b = float(ts[last]), float(ts[last + 1])
-    info_a, info_b = infos[last], infos[last + 1]
-    steps = 0
-    while b - a > t_tol * max(1.0, abs(a)) and steps < 200:
-        mid = 0.5 * (a + b)
-        if mid in (a, b):
-            break
-        ok, info = holds(axis.from_t(mid))
-        steps += 1
-        if ok:
-            a, info_a = mid, info
-        else:
-            b, info_b = mid, info
-    out.update(status="found", below=info_a, above=info_b, bisection_steps=steps,
-               evaluations=num + steps, value=axis.from_t(a),
-               relative_width=abs(axis.from_t(b) - axis.from_t(a)) / abs(axis.from_t(a)))
-    if margin is not None:
-        root = _refine(margin, axis, a, b, float(ts[last]), float(ts[last + 1]))
-        if root is not None:
-            out["boundary"] = root
-            out["value"] = root["root"]
-            out["evaluations"] += root.pop("evaluations")
-    return out
-
-
-def _in_search(f: Callable[[float], Any], axis: _Axis) -> Callable[[float], Any]:
-    """``f`` of a searched value, a refusal of that value (a temperature beyond floating
-    point) reported as one of the search range, the flag the user gave."""
-
-    def call(v: float) -> Any:
-        try:
-            return f(v)
-        except ParameterError as exc:
-            if exc.param != axis.name:
-                raise
-            raise ParameterError("search", f"reaches {axis.name} = {v:.3g}: {exc}; narrow "
-                                 "the search range") from None
-
-    return call
-
-
-def _refine(margin: Callable[[float], float | None], axis: _Axis, a: float, b: float,
-            t_lo: float, t_hi: float) -> dict[str, Any] | None:
-    """The root of a continuous margin near the verdict flip ``[a, b]`` (in ``t``), searched
-    no further than the scan step ``[t_lo, t_hi]``; ``None`` when it does not change sign."""
-    calls = 0
-
-    def m(t: float) -> float:
-        nonlocal calls
-        calls += 1
-        v = margin(axis.from_t(t))
-        return float("nan") if v is None else v
-
-    width = max(b - a, ROUNDOFF_RTOL * max(1.0, abs(a)))
-    lo, hi = a, b
-    m_lo, m_hi = m(lo), m(hi)
-    while not m_lo > 0 and lo > t_lo:  # the tolerance band may reach past the root
-        lo, width = max(t_lo, lo - width), 4.0 * width
-        m_lo = m(lo)
-    width = max(b - a, ROUNDOFF_RTOL * max(1.0, abs(b)))
-    while not m_hi < 0 and hi < t_hi:
-        hi, width = min(t_hi, hi + width), 4.0 * width
-        m_hi = m(hi)
-    if not (m_lo > 0 > m_hi):
-        return None
-    t = bracketed_root(m, lo, hi, xtol=ROOT_XTOL * max(1.0, abs(lo)),
-                       rtol=4 * np.finfo(float).eps, maxiter=200)
-    return {"quantity": "max over c of the smallest eigenvalue of G(c) (continuous, zero at "
-            "the boundary)", "root": axis.from_t(t), "margin_below": m_lo,
-            "margin_above": m_hi, "evaluations": calls,
-            "at": [axis.from_t(lo), axis.from_t(hi)]}
-
-
-def _psd_margin(res: Classification) -> float | None:
-    """The continuous margin of a cosine verdict: the largest smallest eigenvalue of the target
-    family, when the certificate reports it."""
-    value = res.to_dict()["certificate"].get("max_min_eigenvalue")
-    return None if value is None else float(value)
-
-
-def _point(res: Classification, **params: Any) -> dict[str, Any]:
-    return {**params, "verdict": res.verdict, "rank": res.rank,
-            "near_threshold": res.near_threshold, "min_dim": res.min_dim}
-
-
-def _check_range(search: object, default: tuple[float, float], name: str) -> tuple[float, float]:
-    if search is None:
-        return default
-    if not isinstance(search, Sequence) or len(search) != 2:
-        raise ParameterError("search", f"must be a pair (lo, hi) of {name} values, got "
-                             f"{describe(search)}")
-    lo, hi = (check_value(name, v, "search") for v in search)
-    if not lo < hi:
-        raise ParameterError("search", f"must have lo < hi, got {describe(search)}")
-    return float(lo), float(hi)
 
 
 def recommend(
@@ -475,7 +176,7 @@ def recommend(
         if tau is not None:
             raise ParameterError("tau", "is what want='realizable' finds; do not give it")
         fixed = fixed_parameters(problem, given, ("tau",), needed_parameters(problem))
-        return _recommend_realizable(problem, fixed, _check_range(search, TAU_SEARCH, "tau"),
+        return _recommend_realizable(problem, fixed, check_range(search, TAU_SEARCH, "tau"),
                                      pts, want)
     if not problem.is_class:
         raise ParameterError("want", f"'minority-cosine' compares class prototypes; it applies to "
@@ -488,19 +189,19 @@ def recommend(
         fixed["dim"] = check_dim(dim)
     assert threshold is not None
     return _recommend_minority(problem, fixed, threshold, minority,
-                               _check_range(search, MINORITY_TAU_SEARCH, "tau"), pts, want)
+                               check_range(search, MINORITY_TAU_SEARCH, "tau"), pts, want)
 
 
 def _recommend_realizable(problem: DesignInput, fixed: dict, rng: tuple[float, float], pts: int,
                           want: str) -> Recommendation:
     def holds(t: float) -> tuple[bool, dict]:
         res = problem.classify({**fixed, "tau": t})
-        return res.verdict == "realizable", _point(res, tau=t, dim=fixed["dim"])
+        return res.verdict == "realizable", verdict_point(res, tau=t, dim=fixed["dim"])
 
     def margin(t: float) -> float | None:
-        return _psd_margin(problem.classify({**fixed, "tau": t}))
+        return psd_margin(problem.classify({**fixed, "tau": t}))
 
-    out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=TAU_T_TOL,
+    out = scan_and_bisect(holds, TAU_AXIS, *rng, num=pts, t_tol=TAU_T_TOL,
                   margin=margin if problem.similarity == "cosine" else None,
                   candidates=_critical_temperatures(problem, fixed))
     value = out.pop("value", None)
@@ -565,32 +266,32 @@ def _recommend_simplex(problem: DesignInput, tau, eps, search, pts) -> Recommend
     singletons = bool(problem.labels.sizes.min() < 2)
     if eps is not None:
         e = check_unit_interval(eps, "eps")
-        rng = _check_range(search, TAU_SEARCH, "tau")
+        rng = check_range(search, TAU_SEARCH, "tau")
 
         def holds(t: float) -> tuple[bool, dict]:
             res = problem.classify({"tau": t, "dim": K, "eps": e})
-            return res.attainable, _point(res, tau=t, dim=K)
+            return res.attainable, verdict_point(res, tau=t, dim=K)
 
         def margin(t: float) -> float | None:
-            return _psd_margin(problem.classify({"tau": t, "dim": K, "eps": e}))
+            return psd_margin(problem.classify({"tau": t, "dim": K, "eps": e}))
 
-        out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=TAU_T_TOL, margin=margin)
+        out = scan_and_bisect(holds, TAU_AXIS, *rng, num=pts, t_tol=TAU_T_TOL, margin=margin)
         parameter, given = "tau", {"eps": e}
         cf_value = K / ((K - 1.0) * -math.log(e))
         formula = "tau* = K / ((K - 1)(-log eps))"
     else:
         t = check_positive(tau, "tau")
-        rng = _check_range(search, EPS_SEARCH, "eps")
+        rng = check_range(search, EPS_SEARCH, "eps")
 
         def holds(e: float) -> tuple[bool, dict]:
             res = problem.classify({"tau": t, "dim": K, "eps": e})
-            return res.attainable, _point(res, eps=e, dim=K)
+            return res.attainable, verdict_point(res, eps=e, dim=K)
 
         # realizable for eps >= eps*: in t = log(-log eps), the first stretch from small t
         def margin(e: float) -> float | None:
-            return _psd_margin(problem.classify({"tau": t, "dim": K, "eps": e}))
+            return psd_margin(problem.classify({"tau": t, "dim": K, "eps": e}))
 
-        out = _search(holds, _EPS_AXIS, *rng, num=pts, t_tol=EPS_T_TOL, margin=margin)
+        out = scan_and_bisect(holds, EPS_AXIS, *rng, num=pts, t_tol=EPS_T_TOL, margin=margin)
         parameter, given = "eps", {"tau": t}
         cf_value = math.exp(-K / ((K - 1.0) * t))
         formula = "eps* = exp(-K / ((K - 1) tau))"
@@ -602,7 +303,7 @@ def _recommend_simplex(problem: DesignInput, tau, eps, search, pts) -> Recommend
     if value is not None:
         at = problem.classify({**given, parameter: value, "dim": K - 1})
         rho = 1.0 + (given.get("tau", value) * math.log(given.get("eps", value)))
-        cert["at_value"] = _point(at, **{parameter: value}, dim=K - 1) | {
+        cert["at_value"] = verdict_point(at, **{parameter: value}, dim=K - 1) | {
             "prototype_cosine": rho, "simplex_cosine": -1.0 / (K - 1)}
         if not singletons:
             cert["closed_form"] = {"formula": formula, "value": cf_value,
@@ -624,13 +325,13 @@ def _recommend_min_dim(problem: DesignInput, fixed: dict) -> Recommendation:
                             "min_dim - 1 and min_dim"}
     if d is None:
         reason = ("the bound is not attained in any dimension: " + probe.reason)
-        cert["bracket"] = {"below": None, "above": _point(probe, dim=1)}
+        cert["bracket"] = {"below": None, "above": verdict_point(probe, dim=1)}
         return Recommendation(problem.name, "min-dim", "dim", None, reason, cert,
                               _given(fixed))
     at = problem.classify({**fixed, "dim": d})
     below = problem.classify({**fixed, "dim": d - 1}) if d > 1 else None
-    cert["bracket"] = {"below": None if below is None else _point(below, dim=d - 1),
-                       "at": _point(at, dim=d)}
+    cert["bracket"] = {"below": None if below is None else verdict_point(below, dim=d - 1),
+                       "at": verdict_point(at, dim=d)}
     ok = at.attainable and (below is None or not below.attainable)
     if not ok:  # the engine's min_dim disagrees with its own verdicts: dgp's failure
         from dgp.errors import SolverError
@@ -686,7 +387,7 @@ def _recommend_minority(problem: DesignInput, fixed: dict, x: float, minority, r
                 "rank": prototype_rank(p.gram)}
         return float(M[a, b]) <= x, info
 
-    out = _search(holds, _TAU_AXIS, *rng, num=pts, t_tol=PROTOTYPE_T_TOL)
+    out = scan_and_bisect(holds, TAU_AXIS, *rng, num=pts, t_tol=PROTOTYPE_T_TOL)
     value = out.pop("value", None)
     cert: dict[str, Any] = {
         "method": "geometric scan of tau, then bisection on the largest optimal prototype "
