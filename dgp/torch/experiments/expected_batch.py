@@ -93,29 +93,20 @@ def full_batch_descent(source: Any, spec: Any, *, tau: float, starts: list[np.nd
     (rows normalised inside the objective), the whole set as one batch
     (:func:`dgp.solver.batch_loss`); the best of ``starts`` by the full-batch loss. Returns
     unit rows and their full-batch loss (per anchor)."""
-    from scipy.optimize import minimize
-
-    from dgp.solver import batch_loss
+    from dgp.solver import batch_loss, sphere_lbfgs
 
     n = source.n
     idx = np.arange(n)
     L = source.log_block(idx)
     ones = np.ones(n)
 
-    def fun(x: np.ndarray, d: int) -> tuple[float, np.ndarray]:
-        X = x.reshape(n, d)
-        nrm = np.linalg.norm(X, axis=1, keepdims=True)
-        Z = X / nrm
-        f, g = batch_loss(Z, ones, L, tau=tau, spec=spec)
-        g = (g - np.sum(g * Z, axis=1, keepdims=True) * Z) / nrm
-        return f, g.ravel()
+    def value_grad(Z: np.ndarray) -> tuple[float, np.ndarray]:
+        return batch_loss(Z, ones, L, tau=tau, spec=spec)
 
     best: tuple[np.ndarray, float] | None = None
     for Z0 in starts:
-        d = Z0.shape[1]
-        res = minimize(fun, _unit(Z0).ravel(), args=(d,), jac=True, method="L-BFGS-B",
-                       options={"maxiter": iters, "gtol": 1e-9, "ftol": 1e-14})
-        Z = _unit(res.x.reshape(n, d))
+        Z, _ = sphere_lbfgs(value_grad, _unit(Z0), maxiter=iters, gtol=1e-9, ftol=1e-14)
+        Z = _unit(Z)
         f = batch_loss(Z, ones, L, tau=tau, spec=spec, gradient=False)[0]
         if best is None or f < best[1]:
             best = (Z, float(f))
