@@ -145,3 +145,27 @@ def test_a_callers_lower_count_is_kept(monkeypatch):
         with resources.blas_threads():
             assert set(_blas_counts()) <= {1}
         assert set(_blas_counts()) <= {1}
+
+
+def test_a_parallel_sweep_within_a_one_core_quota_runs_serially(fake_cgroups, monkeypatch):
+    """jobs=4 where the cgroup allows one core (the affinity may hold more): no worker process
+    is started, and the map is the serial one."""
+    joblib = pytest.importorskip("joblib")
+    from dgp import phase
+
+    kwargs = {"objective": "soft-supcon", "sizes": [6, 4, 3], "eps": 0.1, "dim": 3,
+              "grid": {"tau": [0.1, 1.0]}}
+    serial = phase(**kwargs, jobs=1)
+    asked = []
+    real = joblib.Parallel
+
+    def recording(*args, **kw):
+        asked.append(kw.get("n_jobs"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(joblib, "Parallel", recording)
+    fake_cgroups.write("cpu.max", "100000 100000\n")
+    assert resources.available_cores() == 1
+    capped = phase(**kwargs, jobs=4)
+    assert asked == []
+    assert capped.cells == serial.cells

@@ -22,7 +22,7 @@ from dgp.design._common import (
     prototype_rank,
 )
 from dgp.errors import DgpWarning, ParameterError, check_int, describe
-from dgp.resources import MEMORY_LIMIT_ENV, copies_that_fit, format_bytes
+from dgp.resources import MEMORY_LIMIT_ENV, available_cores, copies_that_fit, format_bytes
 
 
 def _evaluate(problem: DesignInput, params: Mapping[str, Any], excess: bool) -> dict[str, Any]:
@@ -183,8 +183,10 @@ def map_cells(problem: DesignInput, cells: list[dict], *, excess: bool, jobs: in
         return out
     joblib = _require_joblib()
     if scheduler is None:
-        # never more workers than cells or cores: each costs a process start
-        workers = min(joblib.cpu_count() if jobs == -1 else jobs, len(cells), joblib.cpu_count())
+        # never more workers than cells or than the cores this process may use (its affinity
+        # and cgroup quota): each costs a process start, and each runs one BLAS thread
+        cores = available_cores()
+        workers = min(cores if jobs == -1 else jobs, len(cells), cores)
         workers = _workers_that_fit(problem, workers)
         if workers <= 1:
             return map_cells(problem, cells, excess=excess, jobs=1, scheduler=None,
@@ -202,8 +204,9 @@ def map_cells(problem: DesignInput, cells: list[dict], *, excess: bool, jobs: in
             raise
         return out
     if scheduler == "local":
+        cores = available_cores()
         workers = _workers_that_fit(
-            problem, 2 if jobs == 1 else (joblib.cpu_count() if jobs == -1 else jobs))
+            problem, min(2 if jobs == 1 else (cores if jobs == -1 else jobs), cores))
         with dask_local_cluster(workers) as address:
             return _on_dask(address, problem, cells, excess, bar)
     return _on_dask(scheduler, problem, cells, excess, bar)
