@@ -21,6 +21,7 @@ from scipy.special import logsumexp
 from dgp.prototypes import (
     BatchSpec,
     batch_size_for_tolerance,
+    block_weights,
     soft_supcon_tau_star,
     supcon_prototypes,
 )
@@ -108,6 +109,10 @@ def test_samplers_that_treat_classes_alike_give_the_simplex_whatever_the_sizes()
     np.testing.assert_allclose(mp.gram, simplex(4), atol=1e-8)
     full = supcon_prototypes(sizes, tau=0.2)
     assert np.abs(full.gram - simplex(4)).max() > 0.05  # while the full batch is not
+    # beyond enumeration (sampled compositions) the closed form keeps the simplex's rank
+    wide = supcon_prototypes([50, 40, 30, 20, 10, 8, 5, 3], tau=0.1, batch_size=16,
+                             sampler="class-balanced")
+    assert wide.method == "closed-form" and not wide.batch.exact and wide.rank == 7
 
 
 # ------------------------------------------------------------------ convergence to full batch
@@ -220,6 +225,20 @@ def test_stochastic_expectation_agrees_with_the_exact_one():
     again = supcon_prototypes(sizes, tau=tau, batch_size=B, method="numeric", exact_max=10,
                               samples=1500, replicates=2)
     np.testing.assert_array_equal(again.gram, sto.gram)  # seeded: deterministic
+    # minority collapse: paired over the runs, and its interval holds the exact excess
+    mc, ex = sto.minority_collapse, exact.minority_collapse
+    assert "paired over 3" in mc.noise and "exact" in ex.noise and mc.pair == ex.pair == (0, 3)
+    assert mc.excess_interval[0] <= ex.excess <= mc.excess_interval[1]
+
+
+@pytest.mark.parametrize("eps", [None, 0.3])
+def test_class_block_weights_are_the_dense_block(eps):
+    from dgp.prototypes._sampled import ClassBlockWeights
+
+    with np.errstate(divide="ignore"):
+        L = np.log(block_weights(40, eps))
+    idx = np.array([0, 3, 7, 8, 20, 39])
+    np.testing.assert_array_equal(ClassBlockWeights(40, eps).log_block(idx), L[np.ix_(idx, idx)])
 
 
 def test_reductions_change_the_prediction_as_stated():

@@ -145,7 +145,10 @@ def batch_prototypes(
         sizes=tuple(int(v) for v in n), tau=tau, eps=eps, method=meth, loss=loss,
         entropic_bound=prob.entropy, excess_loss=excess, log_excess_loss=log_excess,
         kkt_residual=kkt, certificate=cert, collapse=lift,
-        rank=cert.rank if rcert is None else DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)),
+        # the closed-form simplex has rank K - 1 (a certificate on sampled compositions is of
+        # the sample, not of the expectation the simplex solves exactly)
+        rank=K - 1 if closed else cert.rank if rcert is None else DEFAULT_POLICY.rank(
+            np.linalg.eigvalsh(G)),
         unique=None if lift is None else lift.unique,
         stop_reason=reason, matrix=G, batch=batch, identifiability=ident,
         dim=dim, lower_bound=lower, rank_d=rcert,
