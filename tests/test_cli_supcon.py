@@ -259,3 +259,17 @@ def test_summaries_wrap_to_100_columns_under_their_first_word(cli, extra):
     col = len(keys[0]) - len(keys[0][2:].split("  ", 1)[1].lstrip()) if keys else 0
     cont = [ln for ln in lines[1:] if ln.startswith("   ")]
     assert cont and all(len(ln) - len(ln.lstrip()) == col for ln in cont)
+
+
+def test_supcon_text_leads_with_minority_collapse_and_prints_the_gram_once(cli):
+    r = cli("supcon", "--sizes", "50,40,30,20,10,8,5,3", "--tau", "0.1", "--batch-size", "16",
+            "--sampler", "class-balanced")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert lines[1].split()[:3] == ["minority", "collapse:", "no."]
+    flat = " ".join(r.out.split())
+    assert "positives anchors with a positive:" in flat and "against uniform batches" in flat
+    # the result's own short form: the CLI's Gram table, not the summary's, and only once
+    assert "prototype Gram:" not in r.out and r.out.count("prototype Gram (cosines") == 1
+    d = ok(cli("supcon", "--sizes", "50,40,30,20,10,8,5,3", "--tau", "0.1", "--json"))
+    assert d["minority_collapse"]["collapsed"] is True and d["positive_pairs"] is None
