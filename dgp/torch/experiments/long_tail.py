@@ -77,6 +77,7 @@ __all__ = [
     "CONTROLS",
     "LONG_TAIL",
     "RULE",
+    "UNIFORMITY_TAU",
     "LongTailSetting",
     "collapsed_supcon_loss",
     "long_tail_targets",
@@ -174,11 +175,18 @@ _KEYS = ("balanced_accuracy", "tail_accuracy", "head_accuracy", "supcon_loss", "
 # targets, probe and loss of a configuration
 
 
-def uniform_targets(K: int, d: int, *, seed: int = 0, steps: int = 1000) -> np.ndarray:
+#: temperature of the repulsive energy that spreads uniform targets beyond the simplex
+UNIFORMITY_TAU = 0.1
+
+
+def uniform_targets(K: int, d: int, *, seed: int = 0, steps: int = 2000) -> np.ndarray:
     r"""``K`` unit vectors in ``R^d`` spread uniformly, as TSC's targets: the regular simplex
-    (pairwise cosine :math:`-1/(K-1)`) when :math:`K \le d + 1`, else the minimiser of TSC's
-    objective (the mean over targets of the log-sum-exp of its cosines to the others at
-    temperature 0.1) by Adam from a seeded random start.
+    (pairwise cosine :math:`-1/(K-1)`) when :math:`K \le d + 1`, else points spread by a
+    repulsive energy as TSC spreads its targets: the Gaussian energy
+    :math:`\log\sum_{i \ne j} e^{\langle t_i, t_j\rangle / 0.1}` (the uniformity loss of Wang and
+    Isola), minimised by L-BFGS from a seeded random start (at most ``steps`` iterations). On
+    the circle its minimiser is the regular polygon; a mean of per-target log-sum-exps would
+    instead let a few targets merge.
 
     >>> T = uniform_targets(4, 3)
     >>> np.round(T @ T.T, 6)[0].tolist()
@@ -199,18 +207,27 @@ def uniform_targets(K: int, d: int, *, seed: int = 0, steps: int = 1000) -> np.n
         out = np.zeros((K, d))
         out[:, : K - 1] = S @ basis.T
         return out
-    gen = torch.Generator().manual_seed(int(seed))
-    T = torch.randn(int(K), int(d), generator=gen, dtype=torch.float64).requires_grad_(True)
-    opt = torch.optim.Adam([T], lr=0.01)
-    mask = torch.eye(int(K), dtype=torch.bool)
-    for _ in range(steps):
-        U = torch.nn.functional.normalize(T, dim=1)
-        C = (U @ U.T / 0.1).masked_fill(mask, -math.inf)
-        loss = torch.logsumexp(C, dim=1).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return unit_rows(T.detach().numpy())
+    from scipy.optimize import minimize
+
+    off = ~np.eye(int(K), dtype=bool)
+
+    def energy(flat: np.ndarray) -> tuple[float, np.ndarray]:
+        T = flat.reshape(int(K), int(d))
+        norms = np.linalg.norm(T, axis=1, keepdims=True)
+        U = T / norms
+        C = (U @ U.T) / UNIFORMITY_TAU
+        top = C[off].max()
+        W = np.where(off, np.exp(C - top), 0.0)
+        total = W.sum()
+        W /= total
+        gU = (2.0 / UNIFORMITY_TAU) * (W @ U)  # W is symmetric
+        gT = (gU - np.sum(gU * U, axis=1, keepdims=True) * U) / norms
+        return float(top + np.log(total)), gT.ravel()
+
+    start = np.random.default_rng(seed).standard_normal(int(K) * int(d))
+    res = minimize(energy, start, jac=True, method="L-BFGS-B",
+                   options={"maxiter": steps, "gtol": 1e-10, "ftol": 1e-15})
+    return unit_rows(res.x.reshape(int(K), int(d)))
 
 
 def random_rotation(d: int, seed: int) -> np.ndarray:
@@ -452,7 +469,7 @@ def long_tail_targets(
                 "dgp targets": f"dgp.supcon_prototypes(sizes, tau={setting.tau:g}, "
                                f"dim={setting.dim}) ({targets.method}), row c for class c",
                 "TSC targets": ("regular simplex" if K <= setting.dim + 1 else
-                                "uniform on the sphere (TSC's objective)")
+                                "uniform on the sphere (a repulsive energy)")
                                + ", Hungarian assignment",
                 "rotation": "one random rotation per seed, the same for both target sets",
             },
