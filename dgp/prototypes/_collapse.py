@@ -102,6 +102,10 @@ class MinorityCollapse(Record):
         ]
 
 
+def _signed(x: float) -> str:
+    return f"{round(float(x), 3) + 0.0:+.3f}"  # no "-0.000"
+
+
 def _groups(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     K = sizes.size
     h = max(2, math.ceil(MINORITY_GROUP_SHARE * K))
@@ -180,8 +184,8 @@ def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | Non
                 "the tail merges: a pair at cosine 1, above the head beyond noise")
     else:
         collapsed = False
-        text = ("no tail pair lies above the head beyond noise (closest below: the pair "
-                f"{excess[k]:+.3f} above the head, interval down to {low[k]:+.3f})")
+        text = ("no tail pair lies above the head beyond noise (the closest: "
+                f"{_signed(excess[k])} above the head, interval down to {_signed(low[k])})")
     return MinorityCollapse(
         collapsed=collapsed, pair=(i, j), pair_sizes=(int(n[i]), int(n[j])), cosine=c,
         cosine_interval=(max(-1.0, c - float(half_pair[k])), min(1.0, c + float(half_pair[k]))),

@@ -102,9 +102,10 @@ def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: Ba
                             log_gap if not math.isnan(simplex_gap) else math.nan,
                             pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
                             identifiable=rep.identifiable, statement=rep.statement)
-    # paired over the runs: each run's tail-pair cosine against its own head mean
-    minority = minority_collapse(G, n, runs=grams,
-                                 pinned=(rep.pinned or {}).get("pairwise cosines"))
+    # paired over the runs: each run's tail-pair cosine against its own head mean; the runs'
+    # spread is the noise, what the loss leaves free among them included (no global override
+    # from the identifiability report: a pair on which every run agrees is a finding)
+    minority = minority_collapse(G, n, runs=grams)
     entropy = math.nan  # the expected batch entropic bound is not estimated on this path
     return Prototypes(
         objective="supcon" if eps is None else "soft-supcon",
