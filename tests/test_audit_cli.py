@@ -228,7 +228,7 @@ def test_help_says_it_runs_the_code(cli):
 
 def test_worker_is_not_given_the_current_directory(modules, monkeypatch):
     """The bootstrap drops sys.path[0] (the current directory of `python -c`)."""
-    from dgp.cli.audit import _BOOTSTRAP
+    from dgp.cli._audit_supervisor import _BOOTSTRAP
 
     probe_code = _BOOTSTRAP.split("from dgp")[0] + "import os; print(os.getcwd() in sys.path)"
     cfg = json.dumps({"path": [], "dgp": os.getcwd()})
