@@ -9,7 +9,8 @@ references do not depend on dgp).
 The draws (seeded, ``numpy.random.default_rng(seed)``): ``d`` uniform in 2..8, ``K`` uniform in
 ``d + 2``..30 (signed) or ``d + 1``..30 (non-negative, sample-level), ``tau`` uniform in
 [0.1, 0.5], class sizes long-tailed and in random order (``2 + floor(6 * Pareto(1.2))``, at
-most 300). Three kinds of problem:
+most 300; ``--sizes flat``: uniform in 2..39, where the first measurement found the misses).
+Three kinds of problem:
 
 * signed class prototypes, K > d + 1: ``dgp.supcon_prototypes(sizes, tau=, dim=)``;
 * non-negative (ReLU-head) prototypes, K > d: the factor search of
@@ -214,8 +215,10 @@ def reference(loss, K: int, dim: int, *, nonneg: bool, seed: int, starts: int = 
     return float(f.min())
 
 
-def draw(rng: np.random.Generator, kind: str, k_max: int = 30, d_max: int = 8) -> dict:
-    """One random case of ``kind`` (module docstring)."""
+def draw(rng: np.random.Generator, kind: str, k_max: int = 30, d_max: int = 8,
+         sizes: str = "long-tailed") -> dict:
+    """One random case of ``kind`` (module docstring); ``sizes="flat"``: class sizes uniform
+    in 2..39 (the draws of the first measurement, where the non-negative misses were)."""
     dim = int(rng.integers(2, d_max + 1))
     low = dim + 2 if kind == "signed" else dim + 1
     K = int(rng.integers(low, max(low, k_max) + 1))
@@ -225,8 +228,11 @@ def draw(rng: np.random.Generator, kind: str, k_max: int = 30, d_max: int = 8) -
         case["labels"] = rng.standard_normal((K, 2)).tolist()
         case["sigma"] = float(rng.uniform(0.3, 1.0))
     else:
-        sizes = 2 + np.floor(6.0 * rng.pareto(1.2, size=K))
-        case["sizes"] = np.minimum(sizes, 300).astype(int).tolist()
+        if sizes == "flat":
+            case["sizes"] = rng.integers(2, 40, size=K).tolist()
+        else:
+            n = 2 + np.floor(6.0 * rng.pareto(1.2, size=K))
+            case["sizes"] = np.minimum(n, 300).astype(int).tolist()
     return case
 
 
@@ -271,7 +277,8 @@ def _reference_of(case: dict, key: str, cache: dict | None, seed: int) -> tuple[
 
 
 def rate(kind: str, draws: int, *, k_max: int = 30, d_max: int = 8, seed: int,
-         cache_path: str | None = None, verbose: bool = False) -> dict:
+         sizes: str = "long-tailed", cache_path: str | None = None,
+         verbose: bool = False) -> dict:
     """The hit rate of dgp's default over ``draws`` seeded draws of ``kind``."""
     cache = None
     if cache_path is not None:
@@ -279,8 +286,8 @@ def rate(kind: str, draws: int, *, k_max: int = 30, d_max: int = 8, seed: int,
     rng = np.random.default_rng([seed, KINDS.index(kind)])
     table = []
     for i in range(draws):
-        case = draw(rng, kind, k_max, d_max)
-        key = f"{kind}/{seed}/{k_max}/{d_max}/{i}"
+        case = draw(rng, kind, k_max, d_max, sizes)
+        key = f"{kind}/{sizes}/{seed}/{k_max}/{d_max}/{i}"
         ref, ref_s = _reference_of(case, key, cache, seed=1000 * seed + i)
         if cache is not None:
             with open(cache_path, "w") as fh:
@@ -299,7 +306,8 @@ def rate(kind: str, draws: int, *, k_max: int = 30, d_max: int = 8, seed: int,
             "relu": "non-negative prototypes, K > d",
             "sample": "sample-level optimum (Gaussian kernel, N = K)"}[kind]
     return {
-        "name": f"rank-d {what}, {draws} draws, K <= {k_max}, d <= {d_max}",
+        "name": f"rank-d {what}, {draws} draws, K <= {k_max}, d <= {d_max}"
+                + ("" if kind == "sample" else f", {sizes} sizes"),
         "baseline": (f"best of {REF_STARTS} random-start L-BFGS descents, the best {REF_KEEP} "
                      f"with {REF_SWAPS} class-swap moves each"),
         "ratio": hits / draws,
@@ -331,13 +339,14 @@ if __name__ == "__main__":  # pragma: no cover
     ap.add_argument("--kind", choices=KINDS, action="append")
     ap.add_argument("--draws", type=int, default=40)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--sizes", choices=("long-tailed", "flat"), default="long-tailed")
     ap.add_argument("--cache", default=None)
     args = ap.parse_args()
     if args.quick:
         rows = run(quick=True)
     else:
-        rows = [rate(kind, args.draws, seed=args.seed, cache_path=args.cache, verbose=True)
-                for kind in (args.kind or KINDS)]
+        rows = [rate(kind, args.draws, seed=args.seed, sizes=args.sizes, cache_path=args.cache,
+                     verbose=True) for kind in (args.kind or KINDS)]
     for row in rows:
         table = row.pop("table")
         print(row)
