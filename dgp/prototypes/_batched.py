@@ -101,7 +101,7 @@ def batch_prototypes(
         free_low = prob.loss(G)[0] - cert.gap_bound
         guard_dim(K, dim, starts, prob.R)
         X, rcert, found = rank_d_point(prob, dim, [factor(G_full, dim), factor(G, dim)],
-                                        starts=starts, seed=seed, tol=tol)
+                                       starts=starts, seed=seed, tol=tol)
         G = X.T @ X
         prob.set_scale(G)
         cert = row_certificate(prob, G)

@@ -100,11 +100,12 @@ def free_lower(free: Prototypes) -> float:
 
 def rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarray], *,
                  starts: int, seed: int, tol: float, free_gram: np.ndarray | None = None,
-                 weights: np.ndarray | None = None):
+                 weights: np.ndarray | None = None, stacklevel: int = 4):
     """The best rank-``dim`` point of ``prob`` by the one rank-d solver
     (:func:`dgp.solver.solve_rank_d`: the free optimum's truncation, the weights' spectral
     start, ``given`` and ``starts`` random candidates), with its certificate; warns if it is not
-    stationary. Returns the factor, its certificate and the solution."""
+    stationary (``stacklevel``: at the caller of :func:`dgp.supcon_prototypes`). Returns the
+    factor, its certificate and the solution."""
     found = solve_rank_d(prob, dim, free_gram=free_gram, weights=weights, given=given,
                          starts=starts, seed=seed, tol=tol)
     cert = found.certificate
@@ -115,7 +116,7 @@ def rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarra
             f"the rank-{dim} solver stopped before a stationary point: Riemannian gradient "
             f"{cert.gradient_norm:.2g} of the gradient scale, above {cert.first_order_tol:.2g} "
             f"({found.reason}); the loss is an upper bound on the optimum in R^{dim}, within "
-            "the reported gap of the lower bound", DgpWarning, stacklevel=4,
+            "the reported gap of the lower bound", DgpWarning, stacklevel=stacklevel,
         )
     return found.factor, cert, found
 
@@ -134,7 +135,7 @@ def in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float
     if free is not None and free.matrix is not None and K <= PROJECT_MAX_K:
         free_gram = free.gram
     X, rcert, found = rank_d_point(obj, dim, [], starts=starts, seed=seed, tol=tol,
-                                    free_gram=free_gram)
+                                   free_gram=free_gram, stacklevel=5)
     loss, excess, log_excess = found.loss, found.excess_loss, found.log_excess_loss
     obj.set_scale(X)
     gap_scaled = K * max(0.0, -rcert.dual_min_eig) * obj.gradient_scale(X)
@@ -173,8 +174,8 @@ def in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, start
     guard_dim(K, dim, starts, prob.R)
     free_gram = free.gram if (free.matrix is not None or K <= PROJECT_MAX_K) else None
     X, rcert, found = rank_d_point(prob, dim, [] if given is None else list(given),
-                                    starts=starts, seed=seed, tol=tol, free_gram=free_gram,
-                                    weights=block_weights(K, free.eps))
+                                   starts=starts, seed=seed, tol=tol, free_gram=free_gram,
+                                   weights=block_weights(K, free.eps), stacklevel=5)
     G = X.T @ X
     prob.set_scale(G)
     cert = row_certificate(prob, G)
