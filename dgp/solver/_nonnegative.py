@@ -5,11 +5,11 @@ A ReLU head gives embeddings with non-negative coordinates, so the prototype Gra
 unit rows. This module holds
 
 * :func:`nonnegative_factor`: the search policy of the one rank-``d`` solver
-  (:func:`dgp.solver.solve_rank_d`: nested seeded candidates, each with its own chain of swap
-  and noise moves, so a larger budget is never worse) on the non-negative part of the oblique
-  manifold (L-BFGS on the squared parametrisation :math:`Z_{ck} = V_{ck}^2 / \|V_c^2\|`, then an
-  active-set polish on the support), and :func:`nonnegative_stationarity`, its first-order
-  (KKT) residual computed from ``Z`` alone;
+  (:func:`dgp.solver.solve_rank_d`: nested seeded candidates, each with its own chain of
+  swap, relocation and noise moves, so a larger budget is never worse) on the non-negative part
+  of the oblique manifold (L-BFGS on the squared parametrisation
+  :math:`Z_{ck} = V_{ck}^2 / \|V_c^2\|`, then an active-set polish on the support), and
+  :func:`nonnegative_stationarity`, its first-order (KKT) residual computed from ``Z`` alone;
 * :func:`dnn_lower_bound`: a certified lower bound on :math:`\min F` over completely positive
   Grams of rank ``<= d``, from the *doubly non-negative* relaxation
   :math:`\mathcal D_K = \{M \succeq 0,\ M \ge 0,\ \operatorname{diag}M = 1\}` and, when
@@ -41,13 +41,13 @@ from dgp.constants import (
     DNN_SOLVER_TOL,
     NONNEG_CUT_VIOLATION,
     NONNEG_MOVE_ITERS,
+    NONNEG_NOISE_PERIOD,
     NONNEG_RUN_ITERS,
     NONNEG_SUPPORT_TOL,
     RANK_D_HOP_MAX_SIZE,
     RANK_D_HOP_SIZE,
     RANK_D_HOP_STALL,
     RANK_D_HOPS,
-    RANK_D_SWAP_PERIOD,
     SCALE_FLOOR,
 )
 from dgp.records import Record
@@ -180,18 +180,48 @@ def _nats(prob: RowProblem, Z: np.ndarray) -> tuple[float, float]:
     return (log_excess, loss)
 
 
-def _move(Z: np.ndarray, h: int, rng: np.random.Generator) -> np.ndarray:
-    """Move ``h`` of a chain (the policy of :func:`dgp.solver.solve_rank_d`): two classes'
-    rows exchanged, or absolute Gaussian noise every RANK_D_SWAP_PERIOD-th move."""
+def _relocated(Z: np.ndarray, rng: np.random.Generator, structured: bool) -> np.ndarray:
+    """One class's row moved elsewhere in the non-negative orthant: a random direction, or
+    (``structured``) a place where the optima of the non-negative problem put classes: onto
+    another class, a coordinate axis, or the middle of two axes."""
     K, r = Z.shape
-    if K > 2 and h % RANK_D_SWAP_PERIOD != RANK_D_SWAP_PERIOD - 1:
+    i = int(rng.integers(K))
+    Y = Z.copy()
+    if not structured:
+        v = np.abs(rng.standard_normal(r))
+    else:
+        where = int(rng.integers(3)) if K > 1 else 1 + int(rng.integers(2))
+        v = np.zeros(r)
+        if where == 0:
+            v = Z[(i + 1 + int(rng.integers(K - 1))) % K].copy()
+        elif where == 1 or r == 1:
+            v[int(rng.integers(r))] = 1.0
+        else:
+            v[rng.choice(r, size=2, replace=False)] = 1.0
+    v = v + NONNEG_SUPPORT_TOL
+    Y[i] = v / np.linalg.norm(v)
+    return Y
+
+
+def _move(Z: np.ndarray, h: int, rng: np.random.Generator) -> np.ndarray:
+    """Move ``h`` of a chain (the policy of :func:`dgp.solver.solve_rank_d`, with the moves of
+    the orthant): of every four, two classes' rows exchanged, one class relocated to a random
+    direction, one relocated onto another class, an axis or the middle of two axes; every
+    :data:`~dgp.constants.NONNEG_NOISE_PERIOD`-th move is absolute Gaussian noise instead.
+    Relocations are what the orthant needs: which classes share a coordinate is combinatorial,
+    and a swap never changes it when the sizes are alike."""
+    K, r = Z.shape
+    if h % NONNEG_NOISE_PERIOD == NONNEG_NOISE_PERIOD - 1:
+        Y = np.abs(Z + RANK_D_HOP_SIZE * rng.standard_normal(Z.shape) / math.sqrt(r))
+        Y += NONNEG_SUPPORT_TOL
+        return Y / np.linalg.norm(Y, axis=1, keepdims=True)
+    kind = h % 4
+    if K > 2 and kind in (0, 2):
         i, j = rng.choice(K, size=2, replace=False)
         Y = Z.copy()
         Y[[i, j]] = Z[[j, i]]
         return Y
-    Y = np.abs(Z + RANK_D_HOP_SIZE * rng.standard_normal(Z.shape) / math.sqrt(r))
-    Y += NONNEG_SUPPORT_TOL
-    return Y / np.linalg.norm(Y, axis=1, keepdims=True)
+    return _relocated(Z, rng, structured=kind >= 2)
 
 
 def _descend(prob: RowProblem, Z0: np.ndarray, maxiter: int) -> np.ndarray:
@@ -220,8 +250,9 @@ def nonnegative_factor(
     """The best non-negative unit-row factor (``K x dim``) found by the policy of the one
     rank-d solver (:func:`dgp.solver.solve_rank_d`): ``starts`` candidates, candidate ``i``
     from :func:`nonnegative_starts`'s start ``i``, descended (squared parametrisation), polished
-    on its support, then improved by its own chain of moves (two classes exchanged, or noise;
-    seeded by ``default_rng([seed, 2, i])``), each descended and kept when its loss is lower.
+    on its support, then improved by its own chain of moves (two classes exchanged, one class
+    relocated, or noise; seeded by ``default_rng([seed, 2, i])``), each
+    descended and kept when its loss is lower.
     No candidate depends on another: a larger budget is never worse.
 
     Returns the best factor (lowest loss; ties to the earlier candidate) and the number of
