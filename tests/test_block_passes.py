@@ -19,6 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dgp._linalg as la
+import dgp.engine._canonical as canonical
+import dgp.engine._dense_input as dense_input
 import dgp.engine.target as target
 from dgp.errors import ParameterError
 
@@ -47,7 +49,9 @@ def _weights(seed: int, n: int, kind: str) -> np.ndarray:
 def _run(W: object, workers: int, block: int = SMALL_BLOCK, **kw) -> target.LogWeights:
     with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        mp.setattr(target, "ROW_BLOCK_ELEMENTS", block)
+        # the row blocks of the canonical passes and of the dense reader
+        mp.setattr(canonical, "ROW_BLOCK_ELEMENTS", block)
+        mp.setattr(dense_input, "ROW_BLOCK_ELEMENTS", block)
         mp.setattr(la, "pass_workers", lambda: workers)
         return target.log_weights(W, **kw)
 
@@ -154,7 +158,8 @@ def test_threaded_offdiag_range_and_symmetry(seed, n, workers):
     results = []
     for w in (1, workers):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(target, "ROW_BLOCK_ELEMENTS", SMALL_BLOCK)
+            mp.setattr(canonical, "ROW_BLOCK_ELEMENTS", SMALL_BLOCK)
+            mp.setattr(dense_input, "ROW_BLOCK_ELEMENTS", SMALL_BLOCK)
             mp.setattr(la, "pass_workers", lambda w=w: w)
             results.append((target.offdiag_range(M), target.canonical(M.copy()).symmetric))
         assert np.array_equal(M.diagonal(), diag)  # set aside, then restored
