@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from dgp._linalg import fix_embedding, fix_signs
-from dgp.engine.blocks import BlockEuclideanSpectrum, BlockSpectrum, dense_blocks
+from dgp.engine._block_spectra import BlockEuclideanSpectrum, BlockSpectrum, dense_blocks
 from dgp.engine.family import (
     CosineSpectrum,
     EuclideanSpectrum,
