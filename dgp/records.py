@@ -13,7 +13,8 @@ results...) and every certificate derives from :class:`Record`, so they all beha
   and each nested record receives the options it declares (``gram=True`` on a ``Prototypes``
   reaches its batch and approximation records).
 Certificates add the :class:`CertificateProtocol`: a ``kind``, a ``statement`` (how to check
-it, in words), its decisive ``margins`` and :meth:`CertificateProtocol.check`, which re-derives
+it, in words), ``certified`` (bool; these three open every certificate's ``to_dict``), its
+decisive ``margins`` and :meth:`CertificateProtocol.check`, which re-derives
 what the certificate claims from the numbers it carries and returns the claims that fail
 (nothing here reads a solver status). Solvers report one frozen :class:`Convergence` block, like
 scipy's ``OptimizeResult`` fields.
@@ -166,9 +167,20 @@ class CertificateProtocol(Record):
     kind: ClassVar[str] = "certificate"
 
     def json_items(self, options: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+        """``kind``, ``statement`` and ``certified`` first (the one certificate block every
+        ``to_dict`` carries), then the fields.
+
+        ``certified`` is the class's own ``certified`` (a field or a property saying the
+        conclusion of its statement: a point globally optimal, a bound met) where it declares
+        one, else whether its own numbers support its ``statement``: every margin and every
+        claim of :meth:`check` holds."""
+        names = {f.name for f in fields(self)}  # type: ignore[arg-type]
         yield "kind", self.kind
-        if "statement" not in {f.name for f in fields(self)}:  # type: ignore[arg-type]
+        if "statement" not in names:
             yield "statement", self.statement  # type: ignore[attr-defined]
+        if "certified" not in names:
+            own = getattr(self, "certified", None)
+            yield "certified", bool(own) if own is not None else not self.check()
         yield from super().json_items(options)
 
     def claims(self) -> Iterator[tuple[str, bool]]:

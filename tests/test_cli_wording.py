@@ -4,6 +4,7 @@ file in messages and JSON; ``recommend`` and ``phase`` output people read right.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -184,12 +185,17 @@ def test_recommend_with_no_answer_suggests_the_next_question_in_flags(cli):
     r = cli("recommend", "--objective", "soft-supcon", "--sizes", "3,3,3", "--eps", "0.2",
             "--want", "realizable", "--dim", "1", "--json")
     assert r.json["tau"] is None
-    assert "--want min-dim" in r.json["next"] and "--search LO:HI" in r.json["next"]
-    # the library says the same question with keyword arguments
+    # --json is the result's dict as it is: the library's question, in keyword arguments
     import dgp
 
     res = dgp.recommend("soft-supcon", sizes=[3, 3, 3], eps=0.2, want="realizable", dim=1)
-    assert "want='min-dim'" in res.next_question and "next" in res.to_dict()
+    assert "want='min-dim'" in res.next_question and r.json["next"] == res.next_question
+    assert r.json == json.loads(json.dumps(res.to_dict()))
+    # the text says the same question in flags
+    r = cli("recommend", "--objective", "soft-supcon", "--sizes", "3,3,3", "--eps", "0.2",
+            "--want", "realizable", "--dim", "1")
+    nxt = _row(r.out, "next")
+    assert "--want min-dim" in nxt and "--search LO:HI" in nxt and "want=" not in nxt
 
 
 def test_recommend_asks_for_a_missing_value_without_phase_words(cli):

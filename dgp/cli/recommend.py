@@ -69,12 +69,9 @@ def run(args: argparse.Namespace) -> int:
     )
     from dgp.cli import cli_words, command_flags
 
-    flags = command_flags(args)  # the library's keyword hints said as flags
-    if args.json:
-        out = res.to_dict()
-        if out.get("next"):
-            out["next"] = cli_words(out["next"], flags)
-        emit_json(out)
+    if args.json:  # exactly the result's dict (its hints in the library's keyword words)
+        emit_json(res.to_dict())
     else:
-        print(cli_words(str(res), flags))
+        flags = command_flags(args)  # the library's keyword hints said as flags
+        print(res.summary(lambda text: cli_words(text, flags)))
     return 0

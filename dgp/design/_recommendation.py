@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +12,7 @@ from dgp.errors import (
     ParameterError,
     describe,
 )
-from dgp.records import Record
+from dgp.records import Convergence, Record
 
 
 def parse_want(want: object) -> tuple[str, float | None]:
@@ -62,8 +62,11 @@ class Recommendation(Record):
     reason : str
         One sentence: the answer and why it holds.
     certificate : dict
-        What to re-check: the verdicts (or cosines) on both sides of ``value`` (``bracket``),
-        the bracket's relative width, the scan, and the closed form where one exists.
+        What to re-check: the common certificate block first (``kind`` ``"bracket"``,
+        ``statement``, ``certified``: the answer is bracketed by evaluated points on both
+        sides), then ``method``, the verdicts (or cosines) on both sides of ``value``
+        (``bracket``), the bracket's relative width, the scan, and the closed form where one
+        exists.
     given : dict
         The fixed parameters of the question.
     """
@@ -76,14 +79,37 @@ class Recommendation(Record):
     certificate: dict[str, Any]
     given: dict[str, Any]
 
+    def __post_init__(self) -> None:
+        # the one certificate block (kind, statement, certified) opens the certificate
+        object.__setattr__(self, "certificate", {
+            "kind": "bracket", "statement": _BRACKET_STATEMENT,
+            "certified": self.value is not None, **self.certificate})
+
+    @property
+    def convergence(self) -> Convergence:
+        """How the scan and bisection ended (:class:`dgp.records.Convergence`): ``nit`` the
+        evaluations, ``residual`` the bracket's relative width (``None`` where no bisection
+        ran), ``certified`` when an answer is bracketed."""
+        cert = self.certificate
+        return Convergence(
+            success=self.value is not None,
+            status=cert.get("status", "found" if self.value is not None else "never"),
+            nit=cert.get("evaluations"), residual=cert.get("relative_width"),
+            certified=bool(cert["certified"]),
+            certifies="the answer: the request holds at one end of the bracket and not at the "
+            "other, both evaluated",
+        )
+
     def json_items(self, options):
         """The JSON of ``dgp recommend --json``: ``objective``, ``want``, the parameter found
-        (e.g. ``"tau"``) with its value, ``certificate``, ``reason`` and ``given``."""
+        (e.g. ``"tau"``) with its value, ``certificate``, ``reason`` and ``given`` (``next``
+        when nothing was found), and ``convergence``."""
         yield from (("objective", self.objective), ("want", self.want),
                     (self.parameter, self.value), ("certificate", self.certificate),
                     ("reason", self.reason), ("given", self.given))
         if self.value is None:
             yield "next", self.next_question
+        yield "convergence", self.convergence
 
     @property
     def next_question(self) -> str | None:
@@ -93,7 +119,7 @@ class Recommendation(Record):
             return None
         return _NEXT.get(self.want.partition("<=")[0], _NEXT["minority-cosine"])
 
-    def _rows(self) -> list[tuple[str, str]]:
+    def _rows(self, words: Callable[[str], str] = str) -> list[tuple[str, str]]:
         br = self.certificate.get("bracket") or {}
         sides = [s for s in ("below", "above") if br.get(s)]
         # enough digits that the two ends of the bracket (and the value) print differently
@@ -104,23 +130,36 @@ class Recommendation(Record):
         shown = "none" if self.value is None else (
             str(self.value) if isinstance(self.value, int) else f"{self.value:.{digits}g}")
         rows = [("want", self.want), ("objective", self.objective),
-                (self.parameter, shown), ("reason", self.reason)]
+                (self.parameter, shown), ("reason", words(self.reason))]
         for side in sides:
             rows.append((side, _describe_point(br[side], digits)))
         if self.value is None:
-            rows.append(("next", self.next_question))
+            rows.append(("next", words(self.next_question or "")))
         cf = self.certificate.get("closed_form")
         if cf:
             rows.append(("closed form", f"{cf['formula']} = {cf['value']:.12g} (relative "
                          f"difference {cf['relative_difference']:.1e})"))
         return rows
 
+    def summary(self, words: Callable[[str], str] | None = None) -> str:
+        """The short form (what ``str`` shows): one row per item. ``words`` rephrases the
+        sentences that quote keyword arguments (``reason``, ``next``); the command line passes
+        one that says them as its flags."""
+        return format_rows(self._rows(words or str))
+
     def __str__(self) -> str:
-        return format_rows(self._rows())
+        return self.summary()
 
     def _repr_html_(self) -> str:
         return html_rows(self._rows())
 
+
+#: the statement of a recommendation's certificate (kind ``"bracket"``)
+_BRACKET_STATEMENT = (
+    "the request holds at bracket.below (or bracket.at for min-dim) and fails at the other end "
+    "of the bracket, both evaluated by the engine (re-evaluate them to check); certified when "
+    "an answer was bracketed, relative_width the bracket's width"
+)
 
 #: what to ask when a question has no answer in the searched range (by ``want``)
 _NEXT = {
