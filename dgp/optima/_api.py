@@ -47,8 +47,15 @@ from dgp.optima._batch_paths import (
     labels_path,
     stochastic_path,
 )
+from dgp.optima._reductions import (
+    Chain,
+    PointSolution,
+    TwinQuotient,
+    choose_reductions,
+    samples_problem,
+)
 from dgp.optima._result import Optimum
-from dgp.optima._structure import Quotient, quotient, trivial_quotient
+from dgp.optima._structure import Quotient
 from dgp.resources import check_memory
 from dgp.solver import (
     BatchIdentifiability,
@@ -393,10 +400,14 @@ def optimum(
         dim = check_dim(dim, "dim")
     tol = check_unit_interval(tol, "tol")
     starts = _check_starts(starts)
+    chain, inverse = None, []  # the class-balanced quotient is the problem itself
     if A is not None:
         check_memory(4 * 8.0 * A.shape[0] ** 2, what=f"an N = {A.shape[0]} weighting",
                      hint="use a smaller N")
-        q = quotient(A)
+        # the one choice of reductions (dgp.optima._reductions): the analysis below runs on
+        # the reduced problem and its result is lifted back once, by _wrap
+        chain = choose_reductions(samples_problem(A), batched=batch_size is not None)
+        q, inverse = chain.apply(samples_problem(A))
     N = int(q.sizes.sum())
     if dim is not None:
         dim = min(dim, N)  # N points span at most N dimensions: a larger dim changes nothing
@@ -411,8 +422,8 @@ def optimum(
         return stochastic_path(q, spec, kwargs, progress, _full_batch_embedding)
     if spec is not None and finite_fits(q, spec, dim, kwargs["exact_max"]):
         return finite_path(q, spec, kwargs, _full_batch_embedding)
-    if q.K == 1:
-        q = _split_single_class(q)
+    if q.K == 1:  # a batched solve of one twin class (the full-batch chain splits it)
+        q, chain = _split_single_class(q), None
     structure = "quotient" if q.K < N else "dense"
     with single_threaded(), validated_tau(tau):  # failures at extreme tau are the user's
         try:
@@ -424,15 +435,17 @@ def optimum(
                     "classes do not all collapse at the full-batch optimum (its lifted "
                     "certificate fails); use sampler='uniform'") from None
             # a twin class that does not collapse: solve the N x N problem itself
-            q, structure = trivial_quotient(A), "dense"
+            chain = (chain or Chain()).without(TwinQuotient)
+            (q, inverse), structure = chain.apply(samples_problem(A)), "dense"
             out = _solve(q, **kwargs)
-    return _wrap(q, out, tau=tau, dim=dim, structure=structure)
+    return _wrap(q, out, tau=tau, dim=dim, structure=structure, chain=chain, inverse=inverse)
 
 
 def _labels_full_batch(problem, *, tau: float, dim: int, seed: object, starts: object,
                        tol: float) -> np.ndarray:
     """The full-batch optimum of a labels problem in ``dim``, one row per sample (dense)."""
-    q = quotient(check_weights(problem.solver_weights()))
+    A = check_weights(problem.solver_weights())
+    q, _ = choose_reductions(samples_problem(A)).apply(samples_problem(A))
     kwargs = dict(tau=tau, dim=dim, spec=None, samples=2, replicates=0,
                   seed=_check_int(seed, "seed", 0), exact_max=1,
                   starts=_budget(_check_starts(starts), q.K, dim),
@@ -450,8 +463,15 @@ def _full_batch_embedding(q: Quotient, kwargs: dict) -> np.ndarray:
     return X.T / np.linalg.norm(X.T, axis=1, keepdims=True)
 
 
-def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str) -> Optimum:
+def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str,
+          chain: Chain | None = None, inverse: list | None = None) -> Optimum:
+    """The Optimum of the solved problem ``q``, lifted back once through the inverse of the
+    reductions that made ``q`` (``chain``, ``inverse``; none: ``q`` is the problem)."""
     cert, lift = out["cert"], out["lift"]
+    reduced = PointSolution.of_points(out["gram"], out["loss"])
+    lifted = (Chain() if chain is None else chain).invert(reduced, inverse or [])
+    if chain is None:
+        lifted = PointSolution(lifted.gram, lifted.loss, q.labels)
     if dim is None:
         unique, why = lift.unique, lift.reason
     elif (out["certified_global"] and out["free"] is not None
@@ -459,13 +479,14 @@ def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str
         unique, why = lift.unique, lift.reason + " (the free optimum fits in this dimension)"
     else:
         unique, why = None, "not decided in a fixed dimension below the free optimum's rank"
-    loss = out["loss"]
+    loss = lifted.loss
+    lower = out["lower"] + (lifted.loss - reduced.loss)  # the loss's constant, if any
     return Optimum(
-        n=int(q.sizes.sum()), tau=tau, dim=dim, labels=q.labels,
-        sizes=tuple(int(v) for v in q.sizes), quotient_gram=out["gram"], loss=loss,
+        n=int(q.sizes.sum()), tau=tau, dim=dim, labels=lifted.labels,
+        sizes=tuple(int(v) for v in q.sizes), quotient_gram=lifted.gram, loss=loss,
         entropic_bound=out["prob"].entropy, excess_loss=out["excess"],
-        log_excess_loss=out["log_excess"], lower_bound=out["lower"],
-        duality_gap=max(0.0, loss - out["lower"]), dual_min_eig=cert.min_eig_dual,
+        log_excess_loss=out["log_excess"], lower_bound=lower,
+        duality_gap=max(0.0, loss - lower), dual_min_eig=cert.min_eig_dual,
         certified_global=out["certified_global"], rank=cert.rank, rank_tol=cert.rank_tol,
         unique=unique, uniqueness=why, certificate=cert, collapse=lift, structure=structure,
         stop_reason=out["stop_reason"], starts=out["starts"], batch=out["batch"],
