@@ -301,3 +301,9 @@ def test_quick_run_the_control_sits_at_chance_and_the_verdict_follows_the_runs(q
     assert text.index("Decision rule") < text.index("held bal acc")  # the rule comes first
     assert max(len(line) for line in text.splitlines()) <= 80
     assert math.isfinite(rep["summary"][0]["supcon_loss"][0])
+    page = LT.results_markdown(rep)  # the results page: the rule before any number
+    assert page.index("Decision rule") < page.index("| condition |")
+    dgp_row = next(line for line in page.splitlines() if line.startswith("| dgp targets |"))
+    mean = sup["per_condition"]["dgp targets"]["balanced_accuracy"]["mean"]
+    assert f"{mean:.3f}" in dgp_row
+    assert f"**Supports: {sup['supports']}.**" in page

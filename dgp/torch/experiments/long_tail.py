@@ -83,6 +83,7 @@ __all__ = [
     "long_tail_targets",
     "long_tail_verdict",
     "nearest_class_mean",
+    "results_markdown",
     "supcon_loss",
     "uniform_targets",
 ]
@@ -578,3 +579,71 @@ def long_tail_verdict(runs: list[dict[str, Any]], identifiability: dict[str, Any
         out["supports"] = "undecided"
         out["why"] = "the permuted-label control came out for dgp's targets"
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# the results page
+
+
+def _pm(m: dict[str, Any]) -> str:
+    ci = m.get("interval")
+    return f"{m['mean']:.3f}" + (f" ({ci[0]:.3f} to {ci[1]:.3f})" if ci else "")
+
+
+def _diff(v: dict[str, Any]) -> str:
+    if "interval" not in v:
+        return f"no interval ({v.get('why', 'fewer than 2 seeds')})"
+    lo, hi = v["interval"]
+    return f"{v['difference'][0]:+.3f} (95% {lo:+.3f} to {hi:+.3f}, p = {v['p_value']:.2g})"
+
+
+def results_markdown(report: dict[str, Any]) -> str:
+    """The section of ``docs/results.md`` for one ``long-tail-targets`` report (its JSON): the
+    decision rule first, then the setting, the accuracies with their 95% intervals over seeds,
+    the paired comparisons, the identifiability and the control, every number from the report.
+    """
+    sup, cfg = report["supports"], report["config"]
+    setting = cfg["setting"]
+    tail = ", ".join(f"class {c} ({n} images)" for c, n in
+                     zip(cfg["tail_classes"], cfg["tail_sizes"], strict=True))
+    conv = {r["condition"]: f"{r['n_converged']}/{r['n_seeds']}" for r in report["summary"]}
+    lines = [
+        f"**{sup['rule']}**",
+        "",
+        f"Data: {cfg['data']}, training sizes {cfg['sizes']} (ratio {cfg['ratio']:g}, "
+        f"{cfg['profile']}), {cfg['heldout_per_class']} held-out images per class (balanced); "
+        f"tail: {tail}. Encoder: {cfg['encoder']}; {setting['steps']} Adam steps of uniform "
+        f"batches of {setting['batch_size']}, lr {setting['lr']:g}, tau = {cfg['tau']:g}, "
+        f"d = {cfg['dim']}; seeds {report['seeds']} (each its own images, initialisation and "
+        f"batches, shared by the conditions: paired). Targets: dgp, "
+        f"{cfg['targets']['dgp targets']}; TSC, {cfg['targets']['TSC targets']}; "
+        f"{cfg['targets']['rotation']}. Probe: {cfg['probe']}. Device {report['device']}.",
+        "",
+        "| condition | conv | held-out balanced accuracy (95%) | tail accuracy (95%) |",
+        "|---|---|---|---|",
+    ]
+    for cond, per in sup["per_condition"].items():
+        lines.append(f"| {cond} | {conv.get(cond, '-')} | {_pm(per['balanced_accuracy'])} | "
+                     f"{_pm(per['tail_accuracy'])} |")
+    lines.append("")
+    for c in sup["comparisons"]:
+        lines.append(f"- {c['comparison']}: **{c['verdict']}**; balanced-accuracy difference "
+                     f"{_diff(c['heldout']['all_runs'])}, Holm-adjusted p = "
+                     f"{c.get('p_holm', 1.0):.2g}; tail accuracy (secondary) "
+                     f"{_diff(c['tail']['all_runs'])}.")
+    i = sup["identifiability"]
+    lines.append(
+        f"- Identifiability: the TSC configuration's SupCon loss minus dgp's, each class "
+        f"collapsed on its target, is {i['delta']:.2g} nats per anchor (dgp's solver: "
+        f"{i['solver_simplex_gap']:.2g}) against a resolution of {i['resolution']:.2g} (the "
+        f"seed-to-seed spread of the runs' own SupCon loss): "
+        + ("the loss can tell the two target sets apart."
+           if i["informative"] else "the loss cannot tell the two target sets apart."))
+    ctrl = sup["control"]
+    lines.append(f"- Control ({ctrl['condition']}, {ctrl['inputs']}): {ctrl['supports']}, "
+                 f"difference {_diff(ctrl['heldout']['all_runs'])}; "
+                 + ("it does not confirm." if ctrl["falsifiable"]
+                    else "**it confirms: no evidence.**"))
+    lines += ["", f"**Supports: {sup['supports']}.**"
+              + (f" ({sup['why']})" if sup.get("why") else "")]
+    return "\n".join(lines)
