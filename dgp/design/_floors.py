@@ -6,6 +6,7 @@ import html
 import math
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -99,6 +100,11 @@ class LossFloors(Record):
     random_samples : int
         Monte Carlo replicates.
     seed : int
+    optimal_certified : bool
+        ``optimal_sum`` is proven the minimum: the entropic bound attained (the
+        classification's certificate), class prototypes whose certificate is global, or a
+        :func:`dgp.optimum` point whose dual matrix is PSD. ``certificate`` in ``to_dict``
+        says it with the common certificate keys.
     """
 
     objective: str
@@ -116,6 +122,7 @@ class LossFloors(Record):
     random_interval: tuple[float, float] | None
     random_samples: int
     seed: int
+    optimal_certified: bool = False
 
     def per_anchor(self, convention: str) -> dict[str, float | None]:
         """``optimal``, ``collapsed``, ``random`` (and ``entropic_bound``) in a convention.
@@ -148,7 +155,16 @@ class LossFloors(Record):
                     ("conventions", {c: self.per_anchor(c) for c in CONVENTIONS}),
                     ("random_stderr", self.random_stderr),
                     ("random_interval", self.random_interval),
-                    ("random_samples", self.random_samples), ("seed", self.seed))
+                    ("random_samples", self.random_samples), ("seed", self.seed),
+                    ("certificate", self.certificate))
+
+    @property
+    def certificate(self) -> dict[str, Any]:
+        """The certificate block of the optimal loss (``kind``, ``statement``, ``certified``),
+        with the ``lower_bound`` it proves (``optimal_sum`` when certified, else ``None``)."""
+        return {"kind": "loss-floor", "statement": _FLOOR_STATEMENT,
+                "certified": self.optimal_certified, "source": self.optimal_source,
+                "lower_bound": self.optimal_sum if self.optimal_certified else None}
 
     def _table(self) -> list[list[str]]:
         conv = {c: self.per_anchor(c) for c in CONVENTIONS}
@@ -187,6 +203,15 @@ class LossFloors(Record):
                        for r in self._table())
         return (f"<p>{html.escape(str(self).splitlines()[0])}</p><table><tr>{head}</tr>{body}"
                 f"</table>")
+
+
+#: the statement of the loss floors' certificate (kind ``"loss-floor"``)
+_FLOOR_STATEMENT = (
+    "optimal_sum is the minimum of the loss (in R^dim when dim is given) when certified: the "
+    "entropic bound attained (the classification's certificate), the loss of class prototypes "
+    "certified globally optimal, or of a dgp.optimum point whose dual matrix is PSD; source "
+    "says which, and uncertified it is only the loss of the best point found"
+)
 
 
 def log_mgf_cosine(kappa: float, d: int) -> float:
@@ -365,7 +390,7 @@ def loss_floors(
     t = fixed["tau"]
     res = problem.classify({**fixed, "dim": fixed.get("dim", n)})
     bound = res.entropic_bound
-    optimal, source = _optimal_loss(problem, fixed, res)
+    optimal, source, certified = _optimal_loss(problem, fixed, res)
     collapsed = n * math.log(n - 1.0)
     random_sum = random_se = None
     interval = None
@@ -374,22 +399,23 @@ def loss_floors(
         random_sum, random_se = n * mean, n * se
         interval = (collapsed, n * (math.log(n - 1.0) + log_mgf_cosine(1.0 / t, fixed["dim"])))
     return LossFloors(problem.name, n, n, t, fixed.get("dim"), base, bound, optimal, source,
-                      collapsed, random_sum, random_se, interval, reps, seed)
+                      collapsed, random_sum, random_se, interval, reps, seed, certified)
 
 
 def _optimal_loss(problem: DesignInput, fixed: dict, res: Classification) -> tuple[float | None,
-                                                                               str]:
+                                                                               str, bool]:
+    """The optimal loss, how it was obtained, and whether it is proven the minimum."""
     where = "free dimension" if "dim" not in fixed else f"R^{fixed['dim']}"
     if res.attainable:
         if res.entropic_bound is None:
             return None, "not computed: the entropic bound is attained but was not computed " \
-                "(N above the exact-sums limit)"
+                "(N above the exact-sums limit)", False
         return res.entropic_bound, (f"the entropic bound sum_i H(p_i), attained in {where} "
-                                    f"({res.verdict})")
+                                    f"({res.verdict})"), True
     if problem.is_class:
         protos, code = cell_prototypes(problem, {**fixed, "dim": fixed.get("dim", res.n)})
         if protos is None:
-            return None, EXCESS_SOURCES[code]
+            return None, EXCESS_SOURCES[code], False
         r = prototype_rank(protos.gram)
         if "dim" in fixed and r > fixed["dim"]:  # the free prototypes do not fit in R^dim
             return _optimum_in(problem, fixed, where)
@@ -397,24 +423,26 @@ def _optimal_loss(problem: DesignInput, fixed: dict, res: Classification) -> tup
             f"certified solver, KKT residual {protos.kkt_residual:.1e}")
         return float(protos.loss), (f"the optimal class prototypes (dgp.supcon_prototypes, "
                                     f"{how}; rank {r}), classes collapsed; the bound "
-                                    "is not attained")
+                                    "is not attained"), protos.convergence.certified
     if res.similarity != "cosine":
-        return None, EXCESS_SOURCES["not-computed-euclidean"]
+        return None, EXCESS_SOURCES["not-computed-euclidean"], False
     if res.n > GENERAL_OPTIMUM_MAX_N:
-        return None, EXCESS_SOURCES["not-computed-size"]
+        return None, EXCESS_SOURCES["not-computed-size"], False
     return _optimum_in(problem, fixed, where)
 
 
-def _optimum_in(problem: DesignInput, fixed: dict, where: str) -> tuple[float | None, str]:
+def _optimum_in(problem: DesignInput, fixed: dict, where: str) -> tuple[float | None, str,
+                                                                            bool]:
     """The loss of :func:`dgp.optimum` in ``R^dim`` (or free), under its memory and time
     guards (a class weighting is reduced to its K classes there)."""
     if not optimum_takes_dim():
-        return None, EXCESS_SOURCES["not-computed-solver"]
+        return None, EXCESS_SOURCES["not-computed-solver"], False
     from dgp.optima import optimum
 
     opt = optimum(problem.dense_weights(fixed), tau=fixed["tau"], dim=fixed.get("dim"),
                   **problem.search)
     how = "certified globally optimal" if opt.certified_global else "best of its starts, gap " \
         f"{opt.duality_gap:.2g} nats to the convex lower bound"
-    return float(opt.loss), f"dgp.optimum in {where} (rank {opt.rank}, {how})"
+    return (float(opt.loss), f"dgp.optimum in {where} (rank {opt.rank}, {how})",
+            bool(opt.certified_global))
 

@@ -274,6 +274,14 @@ class Optimum(Record):
             yield "embedding", self.embedding
 
 
+#: the statement of a loss floor's certificate (kind ``"loss-floor-interval"``)
+_INTERVAL_STATEMENT = (
+    "the floor (the least excess over the entropic bound in R^d) lies in [lower, upper]: lower "
+    "is the convex lower bound (every dimension), upper the excess of an embedding in R^d; "
+    "certified when its dual matrix is PSD, so that the two agree to the solver tolerance"
+)
+
+
 @dataclass(frozen=True)
 class LossFloor(Record):
     """The loss floor of a cosine weighting in dimension ``d``: the excess of the best embedding
@@ -311,6 +319,14 @@ class LossFloor(Record):
     free_rank: int | None
     entropic_bound: float
     log_upper: float
+
+    def json_items(self, options):
+        """The fields, then the common certificate block (``kind``, ``statement``,
+        ``certified``, the ``lower_bound`` and ``gap`` of the interval)."""
+        yield from super().json_items(options)
+        yield "certificate", {
+            "kind": "loss-floor-interval", "statement": _INTERVAL_STATEMENT,
+            "certified": self.certified, "lower_bound": self.lower, "gap": self.gap}
 
     def __str__(self) -> str:
         return format_summary(
