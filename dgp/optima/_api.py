@@ -14,7 +14,8 @@ is convex in :math:`G` (log-sum-exp of linear maps), so
 :math:`\min L(G)` s.t. :math:`G \succeq 0`, :math:`\operatorname{diag} G = 1` is a convex
 program; a minimiser of rank ``r`` is optimal in every dimension ``d >= r``. Samples with
 identical rows and columns of ``W`` (twins) are first merged into classes with multiplicities
-(:mod:`dgp.optima._structure`), and the quotient is solved by the certified log-space solver of
+(:mod:`dgp.optima._structure`) by the reductions that :mod:`dgp.optima._reductions` chooses in
+one place (each owns its inverse: the result is lifted back once), and the quotient is solved by the certified log-space solver of
 :mod:`dgp.prototypes`; the collapse of every class, the rank (strict complementarity) and the
 uniqueness of the ``N x N`` minimiser are certified from the solution
 (:mod:`dgp.solver._lift`), never from a solver status or a face width. In a fixed dimension
