@@ -15,11 +15,12 @@ is convex in :math:`G` (log-sum-exp of linear maps), so
 program; a minimiser of rank ``r`` is optimal in every dimension ``d >= r``. Samples with
 identical rows and columns of ``W`` (twins) are first merged into classes with multiplicities
 (:mod:`dgp.optima._structure`) by the reductions that :mod:`dgp.optima._reductions` chooses in
-one place (each owns its inverse: the result is lifted back once), and the quotient is solved by the certified log-space solver of
-:mod:`dgp.prototypes`; the collapse of every class, the rank (strict complementarity) and the
-uniqueness of the ``N x N`` minimiser are certified from the solution
-(:mod:`dgp.solver._lift`), never from a solver status or a face width. In a fixed dimension
-the problem is solved by Burer–Monteiro at rank ``d`` (:mod:`dgp.solver._rank`).
+one place (each owns its inverse: the result is lifted back once), and the quotient is
+solved by the certified log-space solver of :mod:`dgp.prototypes`; the collapse of every
+class, the rank (strict complementarity) and the uniqueness of the ``N x N`` minimiser are
+certified from the solution (:mod:`dgp.solver._lift`), never from a solver status or a face
+width. In a fixed dimension the problem is solved by Burer–Monteiro at rank ``d``
+(:mod:`dgp.solver._rank`).
 """
 
 from __future__ import annotations
