@@ -48,6 +48,7 @@ from dgp.errors import (
 )
 from dgp.objectives.registry import OBJECTIVES
 from dgp.problem import Problem
+from dgp.result import Classification
 from dgp.spec import not_given
 
 __all__ = [
@@ -264,37 +265,31 @@ def _recommend_simplex(problem: DesignInput, tau, eps, search, pts) -> Recommend
     assert problem.labels is not None
     K = int(problem.labels.sizes.size)
     singletons = bool(problem.labels.sizes.min() < 2)
-    if eps is not None:
-        e = check_unit_interval(eps, "eps")
+    if eps is not None:  # the tau of the simplex at this eps
+        given = {"eps": check_unit_interval(eps, "eps")}
+        parameter, axis, t_tol = "tau", TAU_AXIS, TAU_T_TOL
         rng = check_range(search, TAU_SEARCH, "tau")
-
-        def holds(t: float) -> tuple[bool, dict]:
-            res = problem.classify({"tau": t, "dim": K, "eps": e})
-            return res.attainable, verdict_point(res, tau=t, dim=K)
-
-        def margin(t: float) -> float | None:
-            return psd_margin(problem.classify({"tau": t, "dim": K, "eps": e}))
-
-        out = scan_and_bisect(holds, TAU_AXIS, *rng, num=pts, t_tol=TAU_T_TOL, margin=margin)
-        parameter, given = "tau", {"eps": e}
-        cf_value = K / ((K - 1.0) * -math.log(e))
+        cf_value = K / ((K - 1.0) * -math.log(given["eps"]))
         formula = "tau* = K / ((K - 1)(-log eps))"
-    else:
-        t = check_positive(tau, "tau")
+    else:  # the eps at this tau: realizable for eps >= eps*, in t = log(-log eps) the first
+        # stretch from small t
+        given = {"tau": check_positive(tau, "tau")}
+        parameter, axis, t_tol = "eps", EPS_AXIS, EPS_T_TOL
         rng = check_range(search, EPS_SEARCH, "eps")
-
-        def holds(e: float) -> tuple[bool, dict]:
-            res = problem.classify({"tau": t, "dim": K, "eps": e})
-            return res.attainable, verdict_point(res, eps=e, dim=K)
-
-        # realizable for eps >= eps*: in t = log(-log eps), the first stretch from small t
-        def margin(e: float) -> float | None:
-            return psd_margin(problem.classify({"tau": t, "dim": K, "eps": e}))
-
-        out = scan_and_bisect(holds, EPS_AXIS, *rng, num=pts, t_tol=EPS_T_TOL, margin=margin)
-        parameter, given = "eps", {"tau": t}
-        cf_value = math.exp(-K / ((K - 1.0) * t))
+        cf_value = math.exp(-K / ((K - 1.0) * given["tau"]))
         formula = "eps* = exp(-K / ((K - 1) tau))"
+
+    def classify_at(v: float) -> Classification:
+        return problem.classify({**given, parameter: v, "dim": K})
+
+    def holds(v: float) -> tuple[bool, dict]:
+        res = classify_at(v)
+        return res.attainable, verdict_point(res, **{parameter: v}, dim=K)
+
+    def margin(v: float) -> float | None:
+        return psd_margin(classify_at(v))
+
+    out = scan_and_bisect(holds, axis, *rng, num=pts, t_tol=t_tol, margin=margin)
     value = out.pop("value", None)
     cert: dict[str, Any] = {
         "method": f"scan of {parameter}, then bisection on whether the bound is attained in dim "
