@@ -12,9 +12,10 @@ from dgp.engine.target import check_weights
 from dgp.infonce import winfonce_loss
 from dgp.optima import optimum, quotient
 from dgp.optima._api import _budget, _solve, _split_single_class
+from dgp.optima._batch_paths import batch_spec
 from dgp.optima._reductions import (
-    CanonicalShift,
     Chain,
+    LogWeightShift,
     PointSolution,
     Reduction,
     TwinQuotient,
@@ -93,12 +94,15 @@ def test_round_trip_of_the_reduced_optimum_is_the_optimum(labels, seed):
 def test_canonical_shift_is_exact_and_its_loss_constant_holds():
     W = _planted([0, 1, 1, 2, 0], 3, scale=3.0e7)
     p = samples_problem(W)
-    shift = CanonicalShift()
+    shift = LogWeightShift()
     assert shift.applies(p) and isinstance(shift, Reduction)
     red, data = shift.apply(p)
     assert 1.0 <= red.weights.max() < 4.0
     assert np.array_equal(np.ldexp(red.weights, 2 * data.power), W)  # bit-for-bit inverse
     assert data.shift == pytest.approx(math.log(W.max()) - math.log(red.weights.max()))
+    # the engine's inverse of the shift maps the canonical log-weights back to the user's
+    pos = W > 0
+    assert np.allclose(data.to_user_log_weights(np.log(red.weights[pos])), np.log(W[pos]))
     assert not shift.applies(red)  # canonical already
     # weights whose division would underflow a positive weight: not applied
     tiny = W.copy()
@@ -232,3 +236,18 @@ def test_reduction_commutes_with_permuting_samples(labels, seed):
     same_a = pa.labels[:, None] == pa.labels[None, :]
     same_b = pb.labels[:, None] == pb.labels[None, :]
     assert np.array_equal(same_a[np.ix_(perm, perm)], same_b)
+
+
+def test_batched_single_class_through_the_chain_equals_the_split():
+    """A batched solve of one twin class: the chooser's split equals today's split of the
+    quotient (loss, Gram, labels)."""
+    A = np.ones((5, 5)) - np.eye(5)
+    opt = optimum(A, tau=0.5, batch_size=3, tol=1e-10)
+    q = _split_single_class(quotient(check_weights(A)))
+    spec = batch_spec(np.array([5]), 3, "uniform", "mean", "drop")
+    with single_threaded():
+        out = _solve(q, tau=0.5, dim=None, spec=spec, samples=2000, replicates=0, seed=0,
+                     exact_max=20_000, starts=_budget(None, 1, None), tol=1e-10)
+    assert opt.loss == out["loss"]
+    assert np.array_equal(opt.quotient_gram, out["gram"])
+    assert opt.labels.tolist() == q.labels.tolist() == [0, 1, 1, 1, 1]

@@ -424,7 +424,10 @@ def optimum(
         return stochastic_path(q, spec, kwargs, progress, _full_batch_embedding)
     if spec is not None and finite_fits(q, spec, dim, kwargs["exact_max"]):
         return finite_path(q, spec, kwargs, _full_batch_embedding)
-    if q.K == 1:  # a batched solve of one twin class (the full-batch chain splits it)
+    if q.K == 1 and A is not None:  # a batched solve of one twin class (full batch: split)
+        chain = choose_reductions(samples_problem(A), batched=True, split_single=True)
+        q, inverse = chain.apply(samples_problem(A))
+    elif q.K == 1:  # class-balanced: label_quotient refuses fewer than two classes
         q, chain = _split_single_class(q), None
     structure = "quotient" if q.K < N else "dense"
     with single_threaded(), validated_tau(tau):  # failures at extreme tau are the user's

@@ -10,7 +10,7 @@ solution is a :class:`PointSolution`: a Gram matrix of the problem's points, the
 point of every original sample, so lifting is a change of ``labels`` and ``gram`` and never
 builds the ``N x N`` matrix (``gram[labels][:, labels]`` is the lifted Gram).
 
-* :class:`CanonicalShift` — the log-weights minus their maximum, rounded to an even power of
+* :class:`LogWeightShift` — the log-weights minus their maximum, rounded to an even power of
   two so that the shift is exact in floating point (every row's target, and so every number
   of the solve, is bit-for-bit unchanged; only overflow and underflow of the weights go). The
   loss sums row-normalised targets, so its inverse adds the constant ``0`` and keeps the
@@ -33,11 +33,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from dgp.engine.target import Shift
 from dgp.optima._structure import Quotient, quotient
 
 __all__ = [
-    "CanonicalShift",
     "Chain",
+    "LogWeightShift",
     "PointSolution",
     "Reduction",
     "TwinQuotient",
@@ -100,8 +101,10 @@ class Reduction(Protocol):
 
 
 @dataclass(frozen=True)
-class ShiftData:
-    """Inverse data of :class:`CanonicalShift`.
+class ShiftData(Shift):
+    """Inverse data of :class:`LogWeightShift`: the engine's canonical shift
+    (:class:`dgp.engine.target.Shift`, whose methods convert constants and log-weights back to
+    the user's convention) with what the loss needs.
 
     Attributes
     ----------
@@ -120,7 +123,7 @@ class ShiftData:
 
 
 @dataclass(frozen=True)
-class CanonicalShift:
+class LogWeightShift:
     """Log-weights minus their maximum (to an even power of two, so the shift is exact)."""
 
     name: str = "canonical shift"
@@ -242,13 +245,16 @@ class Chain:
         return Chain(tuple(r for r in self.reductions if not isinstance(r, kind)))
 
 
-def choose_reductions(problem: Quotient, *, batched: bool = False) -> Chain:
+def choose_reductions(problem: Quotient, *, batched: bool = False,
+                      split_single: bool | None = None) -> Chain:
     """The one place that picks the reductions of a problem from its structure.
 
     The twin quotient always (it merges nothing where there are no twins); the canonical
     shift for the full-batch loss, whose row-normalised targets make it exact (the batch
-    paths read the weights themselves); the split of a single twin class only where the
-    full-batch solve follows (a batch path keeps the one class)."""
-    reductions: list = [] if batched else [CanonicalShift()]
-    reductions.append(TwinQuotient(split_single=not batched))
+    paths read the weights themselves); the split of a single twin class where a solve of the
+    quotient follows (``split_single``; default: full batch; the batch paths over
+    compositions keep the one class)."""
+    reductions: list = [] if batched else [LogWeightShift()]
+    split = not batched if split_single is None else split_single
+    reductions.append(TwinQuotient(split_single=split))
     return Chain(tuple(r for r in reductions if r.applies(problem)))
