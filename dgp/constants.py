@@ -464,9 +464,9 @@ RANK_D_PASS_RATE = 2e9
 NONNEG_RUN_ITERS = 2000
 #: L-BFGS iterations of a non-negative candidate's descent after a move
 NONNEG_MOVE_ITERS = 500
-#: of every NONNEG_NOISE_PERIOD moves of a non-negative chain the last is a noise move (the
-#: others: class swaps and relocations, dgp.solver.nonnegative_factor)
-NONNEG_NOISE_PERIOD = 8
+#: of every NONNEG_RELOCATE_PERIOD moves of a non-negative chain the last relocates one class
+#: (the others: class swaps and noise as RANK_D_SWAP_PERIOD says; dgp.solver.nonnegative_factor)
+NONNEG_RELOCATE_PERIOD = 6
 
 #: the loss resolution of training, in nats per anchor, under which two solutions are told
 #: apart by nothing: the run-to-run spread of the final loss in the experiments of

@@ -41,13 +41,14 @@ from dgp.constants import (
     DNN_SOLVER_TOL,
     NONNEG_CUT_VIOLATION,
     NONNEG_MOVE_ITERS,
-    NONNEG_NOISE_PERIOD,
+    NONNEG_RELOCATE_PERIOD,
     NONNEG_RUN_ITERS,
     NONNEG_SUPPORT_TOL,
     RANK_D_HOP_MAX_SIZE,
     RANK_D_HOP_SIZE,
     RANK_D_HOP_STALL,
     RANK_D_HOPS,
+    RANK_D_SWAP_PERIOD,
     SCALE_FLOOR,
 )
 from dgp.records import Record
@@ -204,24 +205,23 @@ def _relocated(Z: np.ndarray, rng: np.random.Generator, structured: bool) -> np.
 
 
 def _move(Z: np.ndarray, h: int, rng: np.random.Generator) -> np.ndarray:
-    """Move ``h`` of a chain (the policy of :func:`dgp.solver.solve_rank_d`, with the moves of
-    the orthant): of every four, two classes' rows exchanged, one class relocated to a random
-    direction, one relocated onto another class, an axis or the middle of two axes; every
-    :data:`~dgp.constants.NONNEG_NOISE_PERIOD`-th move is absolute Gaussian noise instead.
-    Relocations are what the orthant needs: which classes share a coordinate is combinatorial,
-    and a swap never changes it when the sizes are alike."""
+    """Move ``h`` of a chain (the policy of :func:`dgp.solver.solve_rank_d`, with a move of the
+    orthant): two classes' rows exchanged, but every third move absolute Gaussian noise and
+    every :data:`~dgp.constants.NONNEG_RELOCATE_PERIOD`-th move one class relocated (to a
+    random direction, onto another class, an axis or the middle of two axes, in turn).
+    Relocations are what the orthant needs besides swaps: which classes share a coordinate is
+    combinatorial, and a swap never changes it when the sizes are alike."""
     K, r = Z.shape
-    if h % NONNEG_NOISE_PERIOD == NONNEG_NOISE_PERIOD - 1:
-        Y = np.abs(Z + RANK_D_HOP_SIZE * rng.standard_normal(Z.shape) / math.sqrt(r))
-        Y += NONNEG_SUPPORT_TOL
-        return Y / np.linalg.norm(Y, axis=1, keepdims=True)
-    kind = h % 4
-    if K > 2 and kind in (0, 2):
+    if h % NONNEG_RELOCATE_PERIOD == NONNEG_RELOCATE_PERIOD - 1:
+        return _relocated(Z, rng, structured=(h // NONNEG_RELOCATE_PERIOD) % 2 == 1)
+    if K > 2 and h % RANK_D_SWAP_PERIOD != RANK_D_SWAP_PERIOD - 1:
         i, j = rng.choice(K, size=2, replace=False)
         Y = Z.copy()
         Y[[i, j]] = Z[[j, i]]
         return Y
-    return _relocated(Z, rng, structured=kind >= 2)
+    Y = np.abs(Z + RANK_D_HOP_SIZE * rng.standard_normal(Z.shape) / math.sqrt(r))
+    Y += NONNEG_SUPPORT_TOL
+    return Y / np.linalg.norm(Y, axis=1, keepdims=True)
 
 
 def _descend(prob: RowProblem, Z0: np.ndarray, maxiter: int) -> np.ndarray:
