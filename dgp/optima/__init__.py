@@ -3,9 +3,11 @@ mini-batches, with certificates computed from the solution.
 
 * :func:`optimum` — the minimiser of ``W``'s loss (:mod:`~dgp.optima._api`): twins (samples
   with identical rows and columns) merged into a quotient with multiplicities
-  (:mod:`~dgp.optima._structure`), the convex program solved by the certified log-space solver
-  of :mod:`dgp.prototypes`, the rank-``d`` optimum by Burer–Monteiro
-  (:mod:`dgp.solver._rank`), the expected loss of uniform mini-batches
+  (:mod:`~dgp.optima._structure`) and the weights brought to their canonical scale, by the
+  reductions chosen in one place, each owning its inverse (:mod:`~dgp.optima._reductions`:
+  the analysis runs on the reduced problem and is lifted back once), the convex program
+  solved by the certified log-space solver of :mod:`dgp.prototypes`, the rank-``d`` optimum
+  by Burer–Monteiro (:mod:`dgp.solver._rank`), the expected loss of uniform mini-batches
   (:mod:`~dgp.optima._batch`), exact over every composition when few, else found on fresh
   batches and reported on others (:mod:`~dgp.optima._batch_paths`, :mod:`dgp.solver._expected`,
   a :class:`BatchOptimum`); uniform or, for class labels, class-balanced batches;
