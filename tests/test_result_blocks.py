@@ -233,8 +233,6 @@ def test_batch_optimum_blocks():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="BatchOptimum (dgp/solver/_expected.py, another "
-                   "helper's) has no certificate block in its to_dict")
 def test_batch_optimum_certificate_block():
     cert = _batch_optimum().to_dict()["certificate"]
     assert isinstance(cert["certified"], bool) and cert["kind"] and cert["statement"]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import dgp
 from dgp.solver import (
+    BatchCertificate,
     BatchSpec,
     Compositions,
     DenseBatchWeights,
@@ -313,3 +314,26 @@ def test_sphere_lbfgs_reaches_the_rayleigh_minimum():
     assert np.allclose(np.linalg.norm(Z, axis=1), 1.0)
     assert float(np.einsum("ij,jk,ik->", Z, A, Z)) == pytest.approx(4 * lam[0], rel=1e-8)
     assert np.allclose(np.abs(Z @ V[:, 0]), 1.0, atol=1e-5)
+
+
+@pytest.mark.slow  # the small case runs the stochastic optimiser
+def test_batch_certificate_says_what_is_proven(small_case):
+    """A stochastic optimum proves nothing (its lower bound holds at a confidence); an exact
+    expectation whose loss and dual bound close is certified, and stops being so once the
+    gap is spoiled; the gap is recomputed from the loss and the bound, not trusted."""
+    _, _, _, _, _, _, res = small_case
+    cert = res.certificate
+    d = res.to_dict()["certificate"]
+    assert (d["kind"], d["certified"]) == ("expected-batch", False)
+    assert cert.check() == ()  # its numbers support its statement
+    assert res.convergence.certified is False
+    assert d["gap"] == pytest.approx(res.batch.expected_loss - res.batch.lower_bound)
+    exact = BatchCertificate(expectation="exact", expected_loss=2.0, lower_bound=2.0 - 1e-9,
+                             gap=1e-9, confidence=1.0)
+    assert exact.certified and exact.check() == ()
+    loose = BatchCertificate(expectation="exact", expected_loss=2.0, lower_bound=1.99,
+                             gap=0.01, confidence=1.0)
+    assert not loose.certified
+    lying = BatchCertificate(expectation="exact", expected_loss=2.0, lower_bound=1.99,
+                             gap=1e-9, confidence=1.0)
+    assert lying.check() and not lying.certified  # a gap that is not loss - bound

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dgp.display import format_summary, html_summary
-from dgp.records import Convergence, Record
+from dgp.records import CertificateProtocol, Convergence, Record
 from dgp.solver._batch import BatchSpec
 from dgp.solver._finite import finite_batches, solve_finite
 from dgp.solver._stochastic import (
@@ -39,7 +39,8 @@ from dgp.solver._stochastic import (
     stochastic_optimum,
 )
 
-__all__ = ["HALF_WIDTH", "BatchEstimate", "BatchIdentifiability", "BatchOptimum",
+__all__ = ["HALF_WIDTH", "BatchCertificate", "BatchEstimate", "BatchIdentifiability",
+           "BatchOptimum",
            "batch_optimum", "finite_batch_optimum", "identifiability_report",
            "quotient_batch_optimum"]
 
@@ -159,6 +160,60 @@ class BatchIdentifiability(Record):
     statement: str
 
 
+@dataclass(frozen=True)
+class BatchCertificate(CertificateProtocol):
+    """What an expected-batch optimum proves: with ``expectation == "exact"``, the global
+    optimum over all Gram matrices when the exact expected loss and the dual lower bound close
+    to a relative gap of :data:`EXACT_GAP_RTOL`; with ``"stochastic"``, nothing beyond a lower
+    bound that holds at its confidence (the gap bounds the suboptimality at that confidence).
+
+    Attributes
+    ----------
+    expectation : str
+        ``"exact"`` or ``"stochastic"`` (:class:`BatchEstimate`).
+    expected_loss : float
+    lower_bound : float
+    gap : float
+        ``expected_loss - lower_bound``.
+    confidence : float
+        Of the lower bound (1 when exact).
+    rtol : float
+        The relative gap under which an exact optimum counts as certified.
+    """
+
+    kind: ClassVar[str] = "expected-batch"
+
+    expectation: str
+    expected_loss: float
+    lower_bound: float
+    gap: float
+    confidence: float
+    rtol: float = EXACT_GAP_RTOL
+
+    @property
+    def certified(self) -> bool:
+        """Globally optimal to the relative gap ``rtol`` (exact expectations only, and only
+        where the certificate's own numbers check)."""
+        return (self.expectation == "exact" and not self.check()
+                and self.gap <= self.rtol * max(abs(self.expected_loss), 1.0))
+
+    @property
+    def statement(self) -> str:
+        if self.expectation == "exact":
+            return ("the global optimum over all Gram matrices to a relative gap of "
+                    f"{self.rtol:g}: the exact expected loss and a certified lower bound (the "
+                    "dual of the convex problem) that close")
+        return ("nothing proven: a stochastic optimum; the lower bound holds at "
+                f"{self.confidence:.0%} confidence and the gap bounds the suboptimality at "
+                "that confidence")
+
+    def claims(self):
+        yield ("gap = expected loss - lower bound",
+               math.isclose(self.gap, self.expected_loss - self.lower_bound,
+                            rel_tol=1e-9, abs_tol=1e-12))
+        yield "the gap is not negative", self.gap >= -1e-12 * max(abs(self.expected_loss), 1.0)
+
+
 @dataclass(frozen=True, eq=False)
 class BatchOptimum(Record):
     """The minimiser of the expected mini-batch loss in ``R^dim`` found on fresh batches
@@ -224,22 +279,17 @@ class BatchOptimum(Record):
         return self.embedding @ self.embedding.T
 
     @property
-    def convergence(self) -> Convergence:
+    def certificate(self) -> BatchCertificate:
+        """What this optimum proves (:class:`BatchCertificate`)."""
         b = self.batch
-        if b.expectation == "exact":
-            return Convergence(
-                success=True, status=self.status, nit=b.steps, residual=b.gap,
-                certified=b.gap <= EXACT_GAP_RTOL * max(abs(b.expected_loss), 1.0),
-                certifies=("the global optimum over all Gram matrices to a relative gap of "
-                           f"{EXACT_GAP_RTOL:g}: the exact expected loss and a certified "
-                           "lower bound (the dual of the convex problem) that close"),
-            )
-        return Convergence(
-            success=True, status=self.status, nit=b.steps, residual=b.gap, certified=False,
-            certifies=("nothing proven: a stochastic optimum; the lower bound holds at "
-                       f"{b.confidence:.0%} confidence and the gap bounds the "
-                       "suboptimality at that confidence"),
-        )
+        return BatchCertificate(expectation=b.expectation, expected_loss=b.expected_loss,
+                                lower_bound=b.lower_bound, gap=b.gap, confidence=b.confidence)
+
+    @property
+    def convergence(self) -> Convergence:
+        b, cert = self.batch, self.certificate
+        return Convergence(success=True, status=self.status, nit=b.steps, residual=b.gap,
+                           certified=cert.certified, certifies=cert.statement)
 
     def _summary_pairs(self) -> list[tuple[str, str]]:
         b = self.batch
@@ -307,7 +357,7 @@ class BatchOptimum(Record):
                                             self.batch.full_batch_expected_loss),
                     ("identifiability", self.identifiability), ("status", self.status),
                     ("seconds", self.seconds), ("solver", self.solver),
-                    ("convergence", self.convergence))
+                    ("certificate", self.certificate), ("convergence", self.convergence))
         if options["embedding"]:
             yield "embedding", self.embedding
 

@@ -15,6 +15,7 @@ the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver m
 """
 
 from dgp.solver._expected import (
+    BatchCertificate,
     BatchEstimate,
     BatchIdentifiability,
     BatchOptimum,
@@ -51,6 +52,7 @@ from dgp.solver._stochastic import (
 
 __all__ = [
     "FINITE_MAX_ENTRIES",
+    "BatchCertificate",
     "BatchEstimate",
     "BatchIdentifiability",
     "BatchOptimum",
