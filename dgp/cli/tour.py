@@ -56,72 +56,24 @@ def tour_cases() -> list[Case]:
         Case("SupCon", "zero weights, Euclidean", supcon_weights(y), "euclidean", 0.1, 2),
     ]
     soft_temps = ((0.5, "tau = tau*/2"), (1.0, "tau = tau* (simplex)"), (1.5, "tau = 1.5 tau*"))
-    for f, tag in soft_temps:
-        cases.append(
-            Case(
-                "Soft SupCon",
-                tag,
-                soft_supcon_weights(y, eps=eps),
-                "cosine",
-                f * tau_star,
-                3,
-            )
-        )
+    W_soft = soft_supcon_weights(y, eps=eps)
+    cases += [Case("Soft SupCon", tag, W_soft, "cosine", f * tau_star, 3) for f, tag in soft_temps]
     ya_temps = ((0.5, "circle, tau R^2 < sigma^2"), (1.0, "circle, tau R^2 = sigma^2"),
                 (2.0, "circle, tau R^2 > sigma^2"))
-    for f, tag in ya_temps:
-        cases.append(
-            Case(
-                "y-Aware",
-                tag,
-                gaussian_kernel_weights(circle, sigma=sigma),
-                "cosine",
-                f * tau_c,
-                2,
-            )
-        )
-    cases.append(
-        Case(
-            "y-Aware",
-            "labels off any sphere",
-            gaussian_kernel_weights(off_sphere, sigma=sigma),
-            "cosine",
-            tau_c,
-            2,
-        )
-    )
-    cases.append(
-        Case(
-            "y-Aware",
-            "column-normalised (public code)",
-            column_normalised_y_aware_weights(circle, sigma=sigma),
-            "cosine",
-            tau_c,
-            2,
-        )
-    )
-    for f, tag in ((0.5, "tau = tau_y/2"), (1.0, "tau = tau_y"), (2.0, "tau = 2 tau_y")):
-        cases.append(
-            Case(
-                "X-CLR",
-                tag,
-                xclr_weights(label_emb, label_tau=label_tau),
-                "cosine",
-                f * label_tau,
-                3,
-            )
-        )
-    for d in (2, 3, 11):
-        cases.append(
-            Case(
-                "Euclidean-Euclidean",
-                f"3-d labels, d = {d}",
-                gaussian_kernel_weights(lin, sigma=sigma),
-                "euclidean",
-                0.5,
-                d,
-            )
-        )
+    W_circle = gaussian_kernel_weights(circle, sigma=sigma)
+    cases += [Case("y-Aware", tag, W_circle, "cosine", f * tau_c, 2) for f, tag in ya_temps]
+    cases += [
+        Case("y-Aware", "labels off any sphere", gaussian_kernel_weights(off_sphere, sigma=sigma),
+             "cosine", tau_c, 2),
+        Case("y-Aware", "column-normalised (public code)",
+             column_normalised_y_aware_weights(circle, sigma=sigma), "cosine", tau_c, 2),
+    ]
+    xclr_temps = ((0.5, "tau = tau_y/2"), (1.0, "tau = tau_y"), (2.0, "tau = 2 tau_y"))
+    W_xclr = xclr_weights(label_emb, label_tau=label_tau)
+    cases += [Case("X-CLR", tag, W_xclr, "cosine", f * label_tau, 3) for f, tag in xclr_temps]
+    W_lin = gaussian_kernel_weights(lin, sigma=sigma)
+    cases += [Case("Euclidean-Euclidean", f"3-d labels, d = {d}", W_lin, "euclidean", 0.5, d)
+              for d in (2, 3, 11)]
     # a weighting whose row ratios around 0 -> 1 -> 2 -> 0 do not multiply to one
     Wa = np.ones((4, 4))
     Wa[0, 1], Wa[1, 2], Wa[2, 0] = 2.0, 2.0, 2.0
