@@ -93,3 +93,15 @@ def test_metrics_json_is_the_metrics_from_python(cli, files):
         "similarity_r2": metrics.similarity_r2(Z, Zref, similarity="cosine"),
         "entropic_gap": metrics.entropic_gap(Z, _W, tau=0.5), "tau": 0.5,
     }
+
+
+@pytest.mark.slow
+def test_audit_json_is_to_dict(cli):
+    """The audit runs the user's module in a worker process; what it prints is the report's
+    ``to_dict()`` as ``audit_loss`` gives it here (no key added on the way)."""
+    pytest.importorskip("torch")
+    from dgp.torch.audit import audit_loss
+    from dgp.torch.audit_examples import y_aware_loss
+
+    target = "dgp.torch.audit_examples:y_aware_loss"
+    _same(cli("audit", target, "--json"), audit_loss(y_aware_loss, name=target))
