@@ -39,6 +39,7 @@ import scipy.optimize as so
 
 from dgp.constants import (
     DNN_SOLVER_TOL,
+    NONNEG_CHEAP_SIZE,
     NONNEG_CUT_VIOLATION,
     NONNEG_MOVE_ITERS,
     NONNEG_RELOCATE_PERIOD,
@@ -65,6 +66,9 @@ __all__ = [
     "nonnegative_stationarity",
 ]
 
+#: chain j of a candidate starts from start i + j * NONNEG_CHAIN_STRIDE (never another
+#: candidate's start)
+NONNEG_CHAIN_STRIDE = 1 << 20
 #: largest number of rows whose convex relaxation is solved as a nonlinear (exponential-cone)
 #: program; beyond it the bound is linearised at the given points only
 DNN_MAX_ROWS = 400
@@ -235,12 +239,32 @@ def _descend(prob: RowProblem, Z0: np.ndarray, maxiter: int) -> np.ndarray:
     return Zp
 
 
+def _chain(prob: RowProblem, Z: np.ndarray, rng: np.random.Generator,
+           hops: int) -> tuple[tuple[float, float], np.ndarray]:
+    """A chain of moves from the descended ``Z``: each move descended, kept when its loss is
+    lower; it ends after ``hops`` moves or RANK_D_HOP_STALL failures in a row."""
+    key = _nats(prob, Z)
+    failed = 0
+    for h in range(hops):
+        Y = _descend(prob, _move(Z, h, rng), NONNEG_MOVE_ITERS)
+        k = _nats(prob, Y)
+        if k < key:
+            Z, key, failed = Y, k, 0
+        else:
+            failed += 1
+            if failed >= RANK_D_HOP_STALL:
+                break
+    return key, Z
+
+
 def nonnegative_cost(K: int, r: int, *, starts: int) -> float:
     """The guard's estimate (operations at 1e9 per second) of :func:`nonnegative_factor`: each
-    candidate's descent and polish and its moves' (each L-BFGS step about ``4 K^2 r``)."""
+    candidate's chains' descent and polish and their moves' (each L-BFGS step about
+    ``4 K^2 r``)."""
     hops = RANK_D_HOPS if K * r <= RANK_D_HOP_MAX_SIZE else 0
     steps = 2 * NONNEG_RUN_ITERS + hops * NONNEG_MOVE_ITERS
-    return 4.0 * max(starts, 1) * steps * K * K * r
+    chains = max(1, NONNEG_CHEAP_SIZE // max(K * r, 1))
+    return 4.0 * max(starts, 1) * chains * steps * K * K * r
 
 
 def nonnegative_factor(
@@ -252,7 +276,10 @@ def nonnegative_factor(
     from :func:`nonnegative_starts`'s start ``i``, descended (squared parametrisation), polished
     on its support, then improved by its own chain of moves (two classes exchanged, one class
     relocated, or noise; seeded by ``default_rng([seed, 2, i])``), each
-    descended and kept when its loss is lower.
+    descended and kept when its loss is lower; where ``K * dim`` is below
+    :data:`~dgp.constants.NONNEG_CHEAP_SIZE` a candidate is the best of
+    ``NONNEG_CHEAP_SIZE // (K * dim)`` such chains (the first as above, the others from their
+    own starts and seeds ``[seed, 2, i, j]``).
     No candidate depends on another: a larger budget is never worse.
 
     Returns the best factor (lowest loss; ties to the earlier candidate) and the number of
@@ -261,21 +288,18 @@ def nonnegative_factor(
     K = prob.K
     hops = RANK_D_HOPS if K * dim <= RANK_D_HOP_MAX_SIZE else 0
     found = []  # (key, factor)
+    chains = max(1, NONNEG_CHEAP_SIZE // (K * dim))
     for i in range(max(starts, 1)):
-        rng = np.random.default_rng([seed, 2, i])
-        Z = _descend(prob, _nonnegative_start(K, dim, i, seed), maxiter)
-        key = _nats(prob, Z)
-        failed = 0
-        for h in range(hops):
-            Y = _descend(prob, _move(Z, h, rng), NONNEG_MOVE_ITERS)
-            k = _nats(prob, Y)
-            if k < key:
-                Z, key, failed = Y, k, 0
-            else:
-                failed += 1
-                if failed >= RANK_D_HOP_STALL:
-                    break
-        found.append((key, Z))
+        # candidate i: the best of its chains (one, or a few on a cheap problem); chain j from
+        # start i + j * NONNEG_CHAIN_STRIDE, so chain 0 is the candidate of any size
+        best_chain = None
+        for j in range(chains):
+            rng = np.random.default_rng([seed, 2, i] if j == 0 else [seed, 2, i, j])
+            start = _nonnegative_start(K, dim, i + j * NONNEG_CHAIN_STRIDE, seed)
+            chain = _chain(prob, _descend(prob, start, maxiter), rng, hops)
+            if best_chain is None or chain[0] < best_chain[0]:
+                best_chain = chain
+        found.append(best_chain)
     best_key, best = found[0]
     for key, Z in found[1:]:
         if key < best_key:
