@@ -4,6 +4,7 @@ their fields.
 Every result class (``Classification``, ``Prototypes``, ``Optimum``, the phase and audit
 results...) and every certificate derives from :class:`Record`, so they all behave alike:
 
+* ``summary()`` is the short form in words (what the command line prints);
 * ``to_dict(**options)`` gives plain JSON values (numpy scalars and arrays become Python numbers
   and lists, non-finite floats ``None``), built from the dataclass fields in their declared
   order; a field declared with :func:`skip` is not exported, one declared with
@@ -109,6 +110,11 @@ class Record:
                 )
         opts = {**self.JSON_OPTIONS, **options}
         return {key: plain(value, opts) for key, value in self.json_items(opts)}
+
+    def summary(self) -> str:
+        """The short form the command line prints (no required arguments on any result): here
+        ``str(self)``; a result whose ``str`` holds more (a table) says less here."""
+        return str(self)
 
     def json_items(self, options: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         """The ``(key, value)`` pairs of :meth:`to_dict`, before conversion: the dataclass fields

@@ -96,6 +96,14 @@ def test_to_dict_is_plain_json_and_the_record_is_frozen(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_summary_is_the_short_form_with_no_arguments(name):
+    res = result(name)
+    text = res.summary()  # one name, no required argument, on every result
+    assert isinstance(text, str) and text.strip()
+    assert str(res).startswith(text.splitlines()[0])  # the head of the long form
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_one_certificate_block(name):
     d = result(name).to_dict()
     if name in _NO_CERTIFICATE:

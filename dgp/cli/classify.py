@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(res.to_dict(embedding=args.embedding))
     else:
-        print(res)
+        print(res.summary())
         if plot is not None:
             print(f"figure       {plot}")
     return 0

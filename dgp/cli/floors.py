@@ -44,5 +44,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(res.to_dict())
     else:
-        print(res)
+        print(res.summary())
     return 0

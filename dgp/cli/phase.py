@@ -271,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
     if args.csv is not None:
         with atomic_output(args.csv) as tmp:
             pm.to_csv(tmp)
-    print(pm)
+    print(pm.summary())
     if args.csv is not None:
         print(f"\ntable        {args.csv} ({len(pm.cells)} rows)")
     if plot is not None:
