@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dgp.engine.target import check_weights
 from dgp.infonce import winfonce_loss
-from dgp.optima import optimum, quotient
+from dgp.optima import optimum, quotient, trivial_quotient
 from dgp.optima._api import _budget, _solve, _split_single_class
 from dgp.optima._batch_paths import batch_spec
 from dgp.optima._reductions import (
@@ -251,3 +251,22 @@ def test_batched_single_class_through_the_chain_equals_the_split():
     assert opt.loss == out["loss"]
     assert np.array_equal(opt.quotient_gram, out["gram"])
     assert opt.labels.tolist() == q.labels.tolist() == [0, 1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("scale", [1.0, 4.0**8])
+def test_twins_that_do_not_collapse_fall_back_to_the_chain_without_the_quotient(scale):
+    """Complete bipartite weights: the samples of a side are twins, but their collapsed point
+    fails the lifted certificate, so the N x N problem is solved (the chain without the twin
+    quotient; the shift stays) and equals today's direct solve of the trivial quotient."""
+    n = 3
+    B = np.zeros((2 * n, 2 * n))
+    B[:n, n:] = B[n:, :n] = scale
+    assert quotient(check_weights(B)).K == 2  # twins exist
+    opt = optimum(B, tau=0.5, tol=1e-10)
+    assert opt.structure == "dense" and opt.sizes == (1,) * (2 * n)
+    with single_threaded():
+        out = _solve(trivial_quotient(check_weights(B / scale)), tau=0.5, dim=None, spec=None,
+                     samples=2, replicates=0, seed=0, exact_max=1, starts=1, tol=1e-10)
+    assert opt.loss == out["loss"]
+    assert np.array_equal(opt.quotient_gram, out["gram"])
+    assert opt.labels.tolist() == list(range(2 * n))
