@@ -164,6 +164,8 @@ def test_recommendation_certified_iff_bracketed_and_the_bracket_holds():
     assert none.value is None and not none.certificate["certified"]
     assert found.convergence.certified and not none.convergence.certified
     assert found.convergence.nit == found.certificate["evaluations"]
+    # the block is said from the value, also for a copy with another one
+    assert not dataclasses.replace(found, value=None).certificate["certified"]
     # re-evaluate both ends of the bracket: realizable below, not above
     labels = np.repeat(np.arange(3), 3)
     br = found.certificate["bracket"]

@@ -80,10 +80,13 @@ class Recommendation(Record):
     given: dict[str, Any]
 
     def __post_init__(self) -> None:
-        # the one certificate block (kind, statement, certified) opens the certificate
+        # the one certificate block (kind, statement, certified) opens the certificate, said
+        # from the value (also when dataclasses.replace gives another)
+        rest = {k: v for k, v in self.certificate.items()
+                if k not in ("kind", "statement", "certified")}
         object.__setattr__(self, "certificate", {
             "kind": "bracket", "statement": _BRACKET_STATEMENT,
-            "certified": self.value is not None, **self.certificate})
+            "certified": self.value is not None, **rest})
 
     @property
     def convergence(self) -> Convergence:
