@@ -196,7 +196,9 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.slow) if "dim" in name else name
+    for name in sorted(CASES)])  # the rank-d search of "dim 2": about 2 s
 def test_optimum_through_the_chain_equals_the_old_path(name):
     """Loss, Gram, labels and certificate of dgp.optimum equal today's path computed directly
     (twins, no twins, class structure, sparse, one class, scaled weights, a fixed dimension)."""
