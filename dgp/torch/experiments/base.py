@@ -294,6 +294,19 @@ def encoder_name(X: np.ndarray, budget: Budget) -> str:
     return f"MLP {X.shape[1]}-{budget.hidden}-{budget.hidden}-{budget.dim}"
 
 
+def paired_difference(a: Any, b: Any) -> tuple[float, float]:
+    """Mean and standard error of ``a - b`` over the same batches: two estimates with a
+    ``values`` array each (:class:`dgp.solver.Estimate`); the error is 0 for one batch.
+
+    >>> from types import SimpleNamespace as NS
+    >>> paired_difference(NS(values=np.array([3.0, 5.0])), NS(values=np.array([1.0, 2.0])))
+    (2.5, 0.5)
+    """
+    d = np.asarray(a.values, dtype=float) - np.asarray(b.values, dtype=float)
+    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
+    return float(d.mean()), se
+
+
 def cached_run(cache: dict | None, key: tuple, make: Callable[[], TrainedRun]) -> TrainedRun:
     if cache is None:
         return make()

@@ -19,7 +19,6 @@ is that loss gap against what training resolves.
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, replace
 from typing import Any
@@ -40,6 +39,7 @@ from dgp.torch.experiments.base import (  # noqa: E402
     build_experiment,
     cached_run,
     encoder_name,
+    paired_difference,
     train_run,
 )
 from dgp.torch.experiments.continuous import (  # noqa: E402
@@ -56,6 +56,7 @@ from dgp.torch.experiments.expected_batch import (  # noqa: E402
 )
 from dgp.torch.experiments.scoring import (  # noqa: E402
     PROCRUSTES_PERMUTATIONS,
+    procrustes_null,
     unit_rows,
 )
 from dgp.torch.experiments.statistics import holm, plateau  # noqa: E402
@@ -103,11 +104,6 @@ _KEYS = (
 )
 
 
-def _paired(a: Any, b: Any) -> tuple[float, float]:
-    d = a.values - b.values
-    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
-
-
 def sample_batch_run(cd: Any, *, inputs: str, setting: SampleBatchSetting, budget: Budget,
                      seed: int, device: Any, progress: bool | None, cache: dict | None,
                      data_id: int, pred_seed: int = 0) -> tuple[dict[str, Any], RunArtifacts]:
@@ -141,12 +137,10 @@ def sample_batch_run(cd: Any, *, inputs: str, setting: SampleBatchSetting, budge
     Z, Zt = unit_rows(run.Z), unit_rows(run.Z_test)
     P, A = pred.batch, pred.full
     est = paired_losses([Z, P, A], pred, SampleBatches(cd.y.shape[0], B), seed=[seed, 10_000])
-    excess, se = _paired(est[0], est[1])
-    delta, delta_se = _paired(est[2], est[1])
+    excess, se = paired_difference(est[0], est[1])
+    delta, delta_se = paired_difference(est[2], est[1])
     near = nearest_label_rows(cd.y, cd.y_test)
     Pt, At = P[near], A[near]
-    from dgp.torch.experiments.scoring import procrustes_null
-
     r2p, r2a = procrustes_r2(Z, P), procrustes_r2(Z, A)
     probe, knn = probes(Z, cd.y, Zt, cd.y_test)
     conv = plateau(run.losses)
