@@ -476,3 +476,26 @@ NONNEG_CHEAP_SIZE = 32
 #: apart by nothing: the run-to-run spread of the final loss in the experiments of
 #: docs/results.md is 3e-4 to 6e-4 (identifiability reports of fixed-dimension searches)
 LOSS_RESOLUTION = 5e-4
+
+#: GeometryMonitor, mini-batch prediction: the fewest batches on which the learned and the
+#: predicted Gram's batch losses are compared (paired, the same batches for both)
+MONITOR_LOSS_BATCHES = 200
+
+#: GeometryMonitor, mini-batch prediction: the most batches of that comparison (it stops
+#: earlier once the 95% half-width of the gap is MONITOR_LOSS_HALF_WIDTH)
+MONITOR_LOSS_MAX_BATCHES = 2000
+
+#: GeometryMonitor, mini-batch prediction: the 95% half-width (nats per anchor) at which the
+#: paired estimate of the expected batch loss gap stops drawing batches
+MONITOR_LOSS_HALF_WIDTH = 1e-3
+
+#: GeometryMonitor: the floats (samples times dimension, 64 MiB in float64) of a first pass
+#: (no earlier class centres) kept to judge ncc_accuracy / nc4 against the current pass's
+#: centres at compute(); beyond them the first samples that fit are judged, and their count
+#: is reported as ncc_samples
+MONITOR_FIRST_PASS_ENTRIES = 2**23
+
+#: GeometryMonitor, mini-batch prediction: a loss gap this small relative to the predicted
+#: loss (floating-point rounding of two equal Grams' batch losses) is within the uncertainty
+#: even where the paired estimate's own half-width is smaller still
+MONITOR_LOSS_ROUNDING = 1e-12

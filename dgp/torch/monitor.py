@@ -39,13 +39,20 @@ Definitions (class ``c`` has :math:`n_c` samples seen, :math:`N = \sum_c n_c`):
   balanced sizes have no minority at all; ``cosine_minority_majority`` is the mean of
   :math:`\hat G_{cc'}` over minority ``c`` and majority ``c'``, beside the same mean of the
   predicted Gram;
-- ``loss_gap``: the class-level loss (:func:`dgp.prototypes.prototype_loss`, SupCon or Soft
-  SupCon at the prediction's ``tau``, the collapsed configuration of the prediction's sizes) of
-  the learned Gram :math:`\hat G` minus that of the prediction, per anchor (divided by
-  :math:`N = \sum n_c`), beside ``predicted_loss``. It is what the loss pins in every regime:
-  a run whose ``loss_gap`` is near 0 has reached the prediction's loss, whatever its cosines.
-  Both are full-batch class-level losses, also for a mini-batch prediction (whose gap can then
-  be negative: a run nearer the full-batch optimum than the batch prediction is);
+- ``loss_gap``: the loss of the learned Gram :math:`\hat G` minus that of the prediction,
+  beside ``predicted_loss``, both in the prediction's own loss (``GeometryMonitor.loss_kind``
+  says which). For a full-batch prediction: the class-level loss
+  (:func:`dgp.prototypes.prototype_loss`, SupCon or Soft SupCon at the prediction's ``tau``,
+  the collapsed configuration of the prediction's sizes) per anchor (divided by
+  :math:`N = \sum n_c`). For a mini-batch prediction (a :class:`dgp.Prototypes` result with a
+  ``batch``): the expected batch loss under the prediction's sampler, batch size and
+  reduction, ``predicted_loss`` the prediction's ``loss`` and the gap estimated on the same
+  batches for both Grams (paired), with ``loss_gap_uncertainty`` (the gap's 95% half-width
+  combined in quadrature with the prediction's own, ``Z95 * loss_se``, where it was sampled)
+  and ``loss_gap_within_uncertainty`` (1 where :math:`|` ``loss_gap`` :math:`|` is within it:
+  the gap does not tell the run from the prediction). It is what the loss pins in every
+  regime: a run whose ``loss_gap`` is near 0 has reached the prediction's loss, whatever its
+  cosines;
 - invariants (class shares :math:`w_c = n_c / N` of the prediction, :math:`1/K` without sizes):
   ``spectrum_gap``, the largest difference between the top ``SPECTRUM_TOP`` eigenvalues of
   :math:`\sum_c w_c \hat\mu_c \hat\mu_c^\top` and of the prediction's, relative to the
@@ -67,8 +74,11 @@ Definitions (class ``c`` has :math:`n_c` samples seen, :math:`N = \sum_c n_c`):
 - NC4: ``ncc_accuracy``, the share of samples whose nearest class centre (Euclidean, among the
   class means :math:`m_c`) is their label, and with a classifier ``nc4``, the share where the
   classifier's ``argmax`` and the nearest centre disagree. The centres are the class means of
-  the previous pass (before the last :meth:`GeometryMonitor.reset`), so both are ``nan`` during
-  the first pass;
+  the previous pass (before the last :meth:`GeometryMonitor.reset`); in a first pass (a fresh
+  monitor, say one built for each evaluation) the monitor keeps the normalised embeddings of
+  its first ``MONITOR_FIRST_PASS_ENTRIES // d`` samples and judges them at ``compute()``
+  against the current pass's class means; ``ncc_samples`` is the number judged. Both are
+  ``nan`` only while a class has no direction;
 - ``gram_rms_pinned``: 1 where the loss pins the pairwise cosines that the ``gram_rms`` numbers
   compare, 0 where it does not (``K > d + 1``: rank-``d`` optima form a family of arrangements
   of equal loss; or a ``pinned`` report saying so), ``nan`` before the first batch. Where it is
@@ -86,10 +96,8 @@ from typing import Any
 import numpy as np
 
 from dgp._linalg import simplex_gram
-from dgp.constants import GRAM_RANK_RTOL, MONITOR_GRAM_ATOL
+from dgp.constants import MONITOR_FIRST_PASS_ENTRIES, MONITOR_GRAM_ATOL, MONITOR_LOSS_ROUNDING
 from dgp.errors import (
-    InputError,
-    InputTypeError,
     ParameterError,
     ParameterTypeError,
     check_positive,
@@ -100,6 +108,15 @@ from dgp.errors import (
 from dgp.prototypes import Prototypes, prototype_loss
 from dgp.resources import check_memory
 from dgp.torch._compat import require_torch
+from dgp.torch._monitor_input import check_batch, check_classifier, check_pinned
+from dgp.torch._monitor_numbers import (
+    batch_loss_gap,
+    gram_rms,
+    minority_majority,
+    nc1,
+    nc2,
+    spectrum,
+)
 
 torch = require_torch()
 
@@ -162,10 +179,10 @@ def target_gram(prototypes: object, name: str = "prototypes") -> np.ndarray:
     return G
 
 
-def _gram_rms(G: np.ndarray, T: np.ndarray) -> float:
-    K = G.shape[0]
-    off = ~np.eye(K, dtype=bool)
-    return float(np.sqrt(np.mean((G[off] - T[off]) ** 2)))
+def _nearest(H: Tensor, centres: Tensor) -> Tensor:
+    """Each row's nearest centre (Euclidean; ``|h|^2`` is common to a row, so left out)."""
+    d2 = (centres * centres).sum(dim=1)[None, :] - 2.0 * (H @ centres.T)
+    return d2.argmin(dim=1)
 
 
 class GeometryMonitor:
@@ -200,7 +217,11 @@ class GeometryMonitor:
     of the prediction's classes. The sums are kept on the device of the first batch in float64
     (float32 on Apple ``mps``, which has no float64).
 
-    ``learned_gram()`` gives the ``K x K`` Gram of the class means itself.
+    ``learned_gram()`` gives the ``K x K`` Gram of the class means itself. ``loss_kind`` says
+    in words which loss ``loss_gap`` and ``predicted_loss`` are in (full batch per anchor, or
+    the expected batch loss with the prediction's batch size, sampler and reduction), and
+    ``batch`` is the prediction's :class:`dgp.prototypes.BatchPrediction` (``None`` for a
+    full-batch prediction).
 
     ``compute()`` returns a ``dict[str, float]`` whose keys depend only on the constructor's
     arguments: ``samples_seen``, ``classes_seen``, ``zero_norm_samples`` (embeddings of norm 0,
@@ -208,10 +229,12 @@ class GeometryMonitor:
     ``gram_rms_simplex``, ``gram_rms_pinned``, ``nc1``, then ``gram_rms_uniform`` when
     ``uniform`` is given, ``cosine_minority_majority`` /
     ``predicted_cosine_minority_majority`` when the sizes are known, ``loss_gap`` /
-    ``predicted_loss`` when the sizes and ``tau`` are, then always ``spectrum_gap``,
+    ``predicted_loss`` when the sizes and ``tau`` are (and ``loss_gap_uncertainty`` /
+    ``loss_gap_within_uncertainty`` for a mini-batch prediction), then always ``spectrum_gap``,
     ``global_mean_norm``, ``predicted_global_mean_norm``, ``class_mean_norm``,
     ``class_mean_norm_min``, ``within_class_spread``, ``nc2_equinorm``, ``nc2_equiangular``,
-    ``nc2_maxangle``, ``nc2_etf``, ``ncc_accuracy``, and ``nc3`` / ``nc4`` with a classifier.
+    ``nc2_maxangle``, ``nc2_etf``, ``ncc_accuracy``, ``ncc_samples``, and ``nc3`` / ``nc4``
+    with a classifier.
     **Until every class has been seen** (``classes_seen < K``), or where a class mean
     is the zero vector, the geometry values are ``nan``: a Gram of the classes seen so far is
     not the Gram of the prediction, and is not reported as one. Balanced sizes have no
@@ -243,8 +266,8 @@ class GeometryMonitor:
                                  f"prototypes have {self.K}")
         self.simplex = simplex_gram(self.K)
         self._loss_setup(prototypes, tau, eps)
-        self.classifier = self._check_classifier(classifier)
-        self.pinned = self._check_pinned(prototypes, pinned)
+        self.classifier = check_classifier(classifier, self.K)
+        self.pinned = check_pinned(prototypes, pinned)
         self._warned = False
         self.reset()
 
@@ -263,35 +286,16 @@ class GeometryMonitor:
         if self.eps is not None and self.tau is None:
             raise ParameterError("eps", "needs tau (the loss gap is that of Soft SupCon at tau)")
         self._predicted_loss = math.nan
-        if self.tau is not None and self.sizes is not None:
+        self.batch = getattr(prototypes, "batch", None)  # a mini-batch prediction's BatchPrediction
+        self.loss_kind = "full batch, per anchor"
+        if self.batch is not None and self.tau is not None:
+            spec = self.batch.spec
+            self.loss_kind = (f"expected batch loss, B = {spec.batch_size}, {spec.sampler} "
+                              f"sampler, {spec.reduction} reduction")
+            self._predicted_loss = float(prototypes.loss)
+        elif self.tau is not None and self.sizes is not None:
             self._predicted_loss = prototype_loss(self.target, self.sizes, tau=self.tau,
                                                   eps=self.eps) / float(sum(self.sizes))
-
-    def _check_classifier(self, classifier: object | None) -> Any:
-        if classifier is None:
-            return None
-        weight = classifier if isinstance(classifier, torch.Tensor) else getattr(
-            classifier, "weight", None)
-        if not isinstance(weight, torch.Tensor) or weight.ndim != 2 or weight.shape[0] != self.K:
-            raise ParameterTypeError("classifier", f"must be a K x d weight tensor or a module "
-                                     f"with one (e.g. torch.nn.Linear(d, {self.K})), got "
-                                     f"{describe(classifier)}")
-        if not isinstance(classifier, torch.Tensor) and not callable(classifier):
-            raise ParameterTypeError("classifier", "must be callable (a module) or a tensor")
-        return classifier
-
-    @staticmethod
-    def _check_pinned(prototypes: object, pinned: Mapping[str, bool] | None) -> dict[str, bool]:
-        if pinned is None:  # an identifiability report on the prediction, where it has one
-            ident = getattr(prototypes, "identifiability", None)
-            pinned = getattr(ident, "pinned", None)
-            if not isinstance(pinned, Mapping):
-                return {}
-        if not isinstance(pinned, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, (bool, np.bool_)) for k, v in pinned.items()):
-            raise ParameterTypeError("pinned", "must map invariant names to True/False (e.g. "
-                                     f"{{'pairwise cosines': False}}), got {describe(pinned)}")
-        return {k: bool(v) for k, v in pinned.items()}
 
     def cosines_pinned(self, dim: int | None = None) -> bool | None:
         """Whether the loss pins the pairwise cosines the ``gram_rms`` distances compare: not
@@ -313,11 +317,12 @@ class GeometryMonitor:
 
         The class means of the pass that ends here (when every class had a direction) are
         kept as the centres of ``ncc_accuracy`` and ``nc4`` for the next pass, unless
-        ``forget_centres``: a monitor keeps no embeddings, so it judges each sample's nearest
-        class centre against the previous pass's means (toolboxes make a second pass over the
-        data once the means are known; passing the same data twice, with a reset between,
-        gives their numbers exactly, and in a training loop reset each epoch they come one
-        epoch late)."""
+        ``forget_centres``: beyond a first pass (whose first samples it keeps to judge
+        against that pass's own means) a monitor keeps no embeddings, so it judges each
+        sample's nearest class centre against the previous pass's means (toolboxes make a
+        second pass over the data once the means are known; passing the same data twice, with
+        a reset between, gives their numbers exactly, and in a training loop reset each epoch
+        they come one epoch late)."""
         centres = None
         if not forget_centres and getattr(self, "_sums", None) is not None:
             n, means, _ = self._host()
@@ -329,6 +334,10 @@ class GeometryMonitor:
         self._second: Tensor | None = None  # (d, d) sum of h_i h_i^T
         self._zero = 0
         self._ncc = [0, 0, 0]  # samples judged, nearest centre == label, == classifier
+        # a first pass (no centres): its first MONITOR_FIRST_PASS_ENTRIES // d samples (h, label,
+        # classifier's prediction), judged at compute() against this pass's own class means
+        self._first: list[tuple[Tensor, Tensor, Tensor | None]] = []
+        self._first_n = 0
 
     def __repr__(self) -> str:
         n = 0 if self._counts is None else int(self._counts.sum().item())
@@ -358,31 +367,11 @@ class GeometryMonitor:
             If shapes disagree, ``d`` changed since the first batch, a label is out of range or
             an embedding is not finite.
         """
-        if not isinstance(embeddings, torch.Tensor) or not embeddings.is_floating_point():
-            raise InputTypeError("embeddings must be a floating-point torch.Tensor, got "
-                                 f"{describe(embeddings)}")
-        if embeddings.ndim != 2:
-            raise InputError("embeddings must be a B x d tensor, got shape "
-                             f"{tuple(embeddings.shape)}")
-        Z = embeddings.detach()
-        if self._sums is not None and Z.shape[1] != self._sums.shape[1]:
-            raise InputError(f"embeddings have dimension {Z.shape[1]}, earlier batches had "
-                             f"{self._sums.shape[1]} (call reset() to start over)")
-        y = labels.detach() if isinstance(labels, torch.Tensor) else torch.as_tensor(labels)
-        if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
-            raise InputTypeError(f"labels must be integer class indices, got dtype {y.dtype}")
-        y = y.reshape(-1)
-        if y.shape[0] != Z.shape[0]:
-            raise InputError(f"labels has {y.shape[0]} entries for {Z.shape[0]} embeddings")
-        if y.numel() == 0:
+        d = None if self._sums is None else int(self._sums.shape[1])
+        checked = check_batch(embeddings, labels, self.K, d)
+        if checked is None:  # an empty batch
             return
-        lo, hi = int(y.min().item()), int(y.max().item())
-        if lo < 0 or hi >= self.K:
-            bad = lo if lo < 0 else hi
-            raise InputError(f"labels must be classes 0..{self.K - 1} (the prototypes' order), "
-                             f"got {bad}")
-        if not bool(torch.isfinite(Z).all().item()):
-            raise InputError("embeddings hold NaN or infinite values")
+        Z, y = checked
         if self._sums is None:  # the first batch that counts chooses the device and d
             self._allocate(Z.device, int(Z.shape[1]))
         acc = self._sums
@@ -397,13 +386,32 @@ class GeometryMonitor:
         self._second.addmm_(H.T, H)
         if self._centres is not None and self._centres.shape[1] == H.shape[1]:
             self._nearest_centre(Z, H, y, ~zero)
+        elif self._first_n < MONITOR_FIRST_PASS_ENTRIES // int(H.shape[1]):
+            take = min(MONITOR_FIRST_PASS_ENTRIES // int(H.shape[1]) - self._first_n,
+                       int(H.shape[0]))
+            ok = ~zero[:take]
+            pred = None if self.classifier is None else self._classify(Z[:take]).to(
+                H.device)[ok]
+            self._first.append((H[:take][ok], y[:take][ok], pred))
+            self._first_n += take
+
+    def _first_pass_ncc(self, means: np.ndarray) -> tuple[int, int, int]:
+        """NC4's counts of a first pass: the kept samples against this pass's class means."""
+        judged = hits = agree = 0
+        for H, y, pred in self._first:
+            centres = torch.as_tensor(means, device=H.device, dtype=H.dtype)
+            ncc = _nearest(H, centres)
+            judged += int(y.numel())
+            hits += int((ncc == y).sum().item())
+            if pred is not None:
+                agree += int((pred.to(ncc.device) == ncc).sum().item())
+        return judged, hits, agree
 
     def _nearest_centre(self, Z: Tensor, H: Tensor, y: Tensor, ok: Tensor) -> None:
         """NC4's counts: each sample's nearest class centre (the last pass's class means)
         against its label and the classifier's prediction."""
         means = self._centres.to(device=H.device, dtype=H.dtype)
-        d2 = (means * means).sum(dim=1)[None, :] - 2.0 * (H @ means.T)
-        ncc = d2.argmin(dim=1)[ok]
+        ncc = _nearest(H, means)[ok]
         self._ncc[0] += int(ok.sum().item())
         self._ncc[1] += int((ncc == y[ok]).sum().item())
         if self.classifier is not None:
@@ -436,14 +444,16 @@ class GeometryMonitor:
             keys += ["cosine_minority_majority", "predicted_cosine_minority_majority"]
         if not math.isnan(self._predicted_loss):
             keys += ["loss_gap", "predicted_loss"]
+            if self.batch is not None:
+                keys += ["loss_gap_uncertainty", "loss_gap_within_uncertainty"]
         keys += ["spectrum_gap", "global_mean_norm", "predicted_global_mean_norm",
                  "class_mean_norm", "class_mean_norm_min", "within_class_spread",
                  "nc2_equinorm", "nc2_equiangular", "nc2_maxangle", "nc2_etf",
-                 "ncc_accuracy"]
+                 "ncc_accuracy", "ncc_samples"]
         if self.classifier is not None:
             keys += ["nc3", "nc4"]
         out.update(dict.fromkeys(keys, math.nan))
-        groups = self._minority_majority()
+        groups = minority_majority(self.sizes)
         if groups is not None:
             out["predicted_cosine_minority_majority"] = float(
                 self.target[np.ix_(*groups)].mean())
@@ -462,26 +472,43 @@ class GeometryMonitor:
         n, means, S2 = self._host()
         out["samples_seen"] = float(n.sum())
         out["classes_seen"] = float((n > 0).sum())
-        if self._ncc[0]:
-            out["ncc_accuracy"] = self._ncc[1] / self._ncc[0]
+        counts = self._ncc
+        if self._centres is None and self._first and (n > 0).all() and (
+                np.linalg.norm(means, axis=1) > 0).all():
+            counts = self._first_pass_ncc(means)
+        out["ncc_samples"] = float(counts[0])
+        if counts[0]:
+            out["ncc_accuracy"] = counts[1] / counts[0]
             if self.classifier is not None:
-                out["nc4"] = 1.0 - self._ncc[2] / self._ncc[0]
+                out["nc4"] = 1.0 - counts[2] / counts[0]
         G = self.learned_gram()
         if not np.isfinite(G).all():  # a class unseen, or whose mean is the zero vector
             return out
-        out["nc1"] = self._nc1(n, means, S2)
-        out["gram_rms"] = _gram_rms(G, self.target)
-        out["gram_rms_simplex"] = _gram_rms(G, self.simplex)
+        out["nc1"] = nc1(n, means, S2)
+        out["gram_rms"] = gram_rms(G, self.target)
+        out["gram_rms_simplex"] = gram_rms(G, self.simplex)
         if self.uniform is not None:
-            out["gram_rms_uniform"] = _gram_rms(G, self.uniform)
+            out["gram_rms_uniform"] = gram_rms(G, self.uniform)
         if groups is not None:
             out["cosine_minority_majority"] = float(G[np.ix_(*groups)].mean())
         if not math.isnan(self._predicted_loss):
-            learned = prototype_loss(G, self.sizes, tau=self.tau, eps=self.eps)
-            out["loss_gap"] = learned / float(sum(self.sizes)) - self._predicted_loss
+            out.update(self._loss_gap(G))
         out.update(self._invariants(G, n, means, weights))
-        out.update(self._nc2(n, means))
+        W = None if self.classifier is None else self._classifier_weight()
+        out.update(nc2(n, means, W))
         return out
+
+    def _loss_gap(self, G: np.ndarray) -> dict[str, float]:
+        """The loss gap in the prediction's own loss: full batch, exact; for a mini-batch
+        prediction, paired on the same batches of its sampler, with its uncertainty."""
+        if self.batch is None:
+            learned = prototype_loss(G, self.sizes, tau=self.tau, eps=self.eps)
+            return {"loss_gap": learned / float(sum(self.sizes)) - self._predicted_loss}
+        est = batch_loss_gap(G, self.target, self.sizes, tau=self.tau, eps=self.eps,
+                             batch=self.batch, seed=self.batch.seed or 0)
+        return {"loss_gap": est.gap, "loss_gap_uncertainty": est.uncertainty,
+                "loss_gap_within_uncertainty": float(abs(est.gap) <= max(
+                    est.uncertainty, MONITOR_LOSS_ROUNDING * max(1.0, abs(self._predicted_loss))))}
 
     def _warn_unpinned(self) -> None:
         if self._warned:
@@ -505,16 +532,9 @@ class GeometryMonitor:
         s = np.asarray(self.sizes, dtype=float)
         return s / s.sum()
 
-    def _spectrum(self, G: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """Top eigenvalues of the class-weighted second moment ``sum_c w_c mu_c mu_c^T``
-        (those of ``D^1/2 G D^1/2``, ``D = diag(w)``), largest first."""
-        r = np.sqrt(w)
-        lam = np.linalg.eigvalsh(r[:, None] * G * r[None, :])[::-1]
-        return lam[:SPECTRUM_TOP]
-
     def _invariants(self, G: np.ndarray, n: np.ndarray, means: np.ndarray,
                     w: np.ndarray) -> dict[str, float]:
-        lam, ref = self._spectrum(G, w), self._spectrum(self.target, w)
+        lam, ref = spectrum(G, w, SPECTRUM_TOP), spectrum(self.target, w, SPECTRUM_TOP)
         norms = np.linalg.norm(means, axis=1)
         N = float(n.sum())
         return {
@@ -524,35 +544,6 @@ class GeometryMonitor:
             "class_mean_norm_min": float(norms.min()),
             "within_class_spread": float(max(1.0 - (n * norms**2).sum() / N, 0.0)),
         }
-
-    def _centred_means(self, n: np.ndarray, means: np.ndarray) -> np.ndarray:
-        glob = (means * n[:, None]).sum(axis=0) / float(n.sum())
-        return means - glob
-
-    def _nc2(self, n: np.ndarray, means: np.ndarray) -> dict[str, float]:
-        M = self._centred_means(n, means)
-        K = self.K
-        norms = np.linalg.norm(M, axis=1)
-        out = dict.fromkeys(("nc2_equinorm", "nc2_equiangular", "nc2_maxangle", "nc2_etf"),
-                            math.nan)
-        if (norms == 0).any():
-            return out
-        U = M / norms[:, None]
-        C = U @ U.T
-        off = C[~np.eye(K, dtype=bool)]
-        P = M @ M.T
-        etf = (np.eye(K) - 1.0 / K) / math.sqrt(K - 1)
-        out.update({
-            "nc2_equinorm": float(norms.std() / norms.mean()),
-            "nc2_equiangular": float(off.std()),
-            "nc2_maxangle": float(np.abs(off + 1.0 / (K - 1)).mean()),
-            "nc2_etf": float(np.linalg.norm(P / np.linalg.norm(P) - etf)),
-        })
-        if self.classifier is not None:
-            W = self._classifier_weight()
-            if W.shape[1] == M.shape[1] and np.linalg.norm(W) > 0:
-                out["nc3"] = float(np.sum((W / np.linalg.norm(W) - M / np.linalg.norm(M))**2))
-        return out
 
     def _classifier_weight(self) -> np.ndarray:
         W = self.classifier if isinstance(self.classifier, torch.Tensor) else \
@@ -585,33 +576,3 @@ class GeometryMonitor:
         n = self._counts.cpu().double().numpy()
         S = self._sums.cpu().double().numpy()
         return n, S / np.maximum(n, 1.0)[:, None], self._second.cpu().double().numpy()
-
-    def _minority_majority(self) -> tuple[np.ndarray, np.ndarray] | None:
-        if self.sizes is None:
-            return None
-        s = np.asarray(self.sizes, dtype=float)
-        med = float(np.median(s))
-        below, above, at = s < med, s > med, s == med
-        if not below.any() and not above.any():
-            return None  # balanced: no minority
-        if not below.any():
-            below = at  # e.g. sizes 50, 10, 10: the classes at the median are the minority
-        elif not above.any():
-            above = at
-        return np.flatnonzero(below), np.flatnonzero(above)
-
-    def _nc1(self, n: np.ndarray, means: np.ndarray, S2: np.ndarray) -> float:
-        N = float(n.sum())
-        sigma_w = (S2 - (means * n[:, None]).T @ means) / N
-        glob = (means * n[:, None]).sum(axis=0) / N
-        C = means - glob
-        sigma_b = C.T @ C / self.K
-        lam, V = np.linalg.eigh(0.5 * (sigma_b + sigma_b.T))
-        top = float(lam[-1])
-        within = float(np.trace(sigma_w))
-        if top <= GRAM_RANK_RTOL * max(top, within) or top <= 0:
-            return math.inf if within > 0 else math.nan  # no between-class spread at all
-        keep = lam > GRAM_RANK_RTOL * top
-        Vk = V[:, keep]
-        pinv = (Vk / lam[keep]) @ Vk.T
-        return float(np.trace(sigma_w @ pinv) / self.K)
