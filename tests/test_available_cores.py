@@ -12,6 +12,7 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import dgp.resources as resources
+import dgp.resources._cores as cores_module  # the cgroup paths are read where defined
 from dgp._linalg import pass_workers
 
 
@@ -24,8 +25,8 @@ def fake_cgroups(tmp_path, monkeypatch):
     root.mkdir()
     self_file = tmp_path / "self-cgroup"
     self_file.write_text("0::/\n")
-    monkeypatch.setattr(resources, "_CGROUP_ROOT", str(root))
-    monkeypatch.setattr(resources, "_SELF_CGROUP", str(self_file))
+    monkeypatch.setattr(cores_module, "_CGROUP_ROOT", str(root))
+    monkeypatch.setattr(cores_module, "_SELF_CGROUP", str(self_file))
 
     class Tree:
         def write(self, rel: str, text: str) -> None:
