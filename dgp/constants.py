@@ -467,9 +467,10 @@ NONNEG_MOVE_ITERS = 500
 #: of every NONNEG_RELOCATE_PERIOD moves of a non-negative chain the last relocates one class
 #: (the others: class swaps and noise as RANK_D_SWAP_PERIOD says; dgp.solver.nonnegative_factor)
 NONNEG_RELOCATE_PERIOD = 6
-#: a non-negative candidate is the best of NONNEG_CHEAP_SIZE // (K * dim) chains (at least one):
-#: where K * dim is small a chain costs a fraction of a second and one attractor can hold 5 of 8
-#: chains (K = 8, d = 2: 8 starts stop at 892.6488, 16 reach 892.4474)
+#: a non-negative candidate has NONNEG_CHEAP_SIZE // (K * dim) relocation chains (at least
+#: one) beside its chain of swaps and noise: where K * dim is small a chain costs a fraction of
+#: a second and one attractor can hold 5 of 8 chains (K = 8, d = 2: 8 starts stop at
+#: 892.6488, 16 reach 892.4474)
 NONNEG_CHEAP_SIZE = 32
 
 #: the loss resolution of training, in nats per anchor, under which two solutions are told

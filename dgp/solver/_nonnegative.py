@@ -208,15 +208,15 @@ def _relocated(Z: np.ndarray, rng: np.random.Generator, structured: bool) -> np.
     return Y
 
 
-def _move(Z: np.ndarray, h: int, rng: np.random.Generator) -> np.ndarray:
+def _move(Z: np.ndarray, h: int, rng: np.random.Generator, relocate: bool = True) -> np.ndarray:
     """Move ``h`` of a chain (the policy of :func:`dgp.solver.solve_rank_d`, with a move of the
     orthant): two classes' rows exchanged, but every third move absolute Gaussian noise and
-    every :data:`~dgp.constants.NONNEG_RELOCATE_PERIOD`-th move one class relocated (to a
-    random direction, onto another class, an axis or the middle of two axes, in turn).
-    Relocations are what the orthant needs besides swaps: which classes share a coordinate is
-    combinatorial, and a swap never changes it when the sizes are alike."""
+    (``relocate``) every :data:`~dgp.constants.NONNEG_RELOCATE_PERIOD`-th move one class
+    relocated (to a random direction, onto another class, an axis or the middle of two axes,
+    in turn). Relocations are what the orthant needs besides swaps: which classes share a
+    coordinate is combinatorial, and a swap never changes it when the sizes are alike."""
     K, r = Z.shape
-    if h % NONNEG_RELOCATE_PERIOD == NONNEG_RELOCATE_PERIOD - 1:
+    if relocate and h % NONNEG_RELOCATE_PERIOD == NONNEG_RELOCATE_PERIOD - 1:
         return _relocated(Z, rng, structured=(h // NONNEG_RELOCATE_PERIOD) % 2 == 1)
     if K > 2 and h % RANK_D_SWAP_PERIOD != RANK_D_SWAP_PERIOD - 1:
         i, j = rng.choice(K, size=2, replace=False)
@@ -239,14 +239,14 @@ def _descend(prob: RowProblem, Z0: np.ndarray, maxiter: int) -> np.ndarray:
     return Zp
 
 
-def _chain(prob: RowProblem, Z: np.ndarray, rng: np.random.Generator,
-           hops: int) -> tuple[tuple[float, float], np.ndarray]:
+def _chain(prob: RowProblem, Z: np.ndarray, rng: np.random.Generator, hops: int,
+           relocate: bool) -> tuple[tuple[float, float], np.ndarray]:
     """A chain of moves from the descended ``Z``: each move descended, kept when its loss is
     lower; it ends after ``hops`` moves or RANK_D_HOP_STALL failures in a row."""
     key = _nats(prob, Z)
     failed = 0
     for h in range(hops):
-        Y = _descend(prob, _move(Z, h, rng), NONNEG_MOVE_ITERS)
+        Y = _descend(prob, _move(Z, h, rng, relocate), NONNEG_MOVE_ITERS)
         k = _nats(prob, Y)
         if k < key:
             Z, key, failed = Y, k, 0
@@ -263,7 +263,7 @@ def nonnegative_cost(K: int, r: int, *, starts: int) -> float:
     ``4 K^2 r``)."""
     hops = RANK_D_HOPS if K * r <= RANK_D_HOP_MAX_SIZE else 0
     steps = 2 * NONNEG_RUN_ITERS + hops * NONNEG_MOVE_ITERS
-    chains = max(1, NONNEG_CHEAP_SIZE // max(K * r, 1))
+    chains = 1 + max(1, NONNEG_CHEAP_SIZE // max(K * r, 1))
     return 4.0 * max(starts, 1) * chains * steps * K * K * r
 
 
@@ -274,12 +274,11 @@ def nonnegative_factor(
     """The best non-negative unit-row factor (``K x dim``) found by the policy of the one
     rank-d solver (:func:`dgp.solver.solve_rank_d`): ``starts`` candidates, candidate ``i``
     from :func:`nonnegative_starts`'s start ``i``, descended (squared parametrisation), polished
-    on its support, then improved by its own chain of moves (two classes exchanged, one class
-    relocated, or noise; seeded by ``default_rng([seed, 2, i])``), each
-    descended and kept when its loss is lower; where ``K * dim`` is below
-    :data:`~dgp.constants.NONNEG_CHEAP_SIZE` a candidate is the best of
-    ``NONNEG_CHEAP_SIZE // (K * dim)`` such chains (the first as above, the others from their
-    own starts and seeds ``[seed, 2, i, j]``).
+    on its support, then improved by two chains of moves seeded by ``default_rng([seed, 2, i])``
+    (one of swaps and noise, one with class relocations too), each move descended and kept
+    when its loss is lower; the candidate is the better chain's end. Where ``K * dim`` is below
+    :data:`~dgp.constants.NONNEG_CHEAP_SIZE` it has ``NONNEG_CHEAP_SIZE // (K * dim) - 1``
+    further relocation chains from their own starts and seeds ``[seed, 2, i, j]``.
     No candidate depends on another: a larger budget is never worse.
 
     Returns the best factor (lowest loss; ties to the earlier candidate) and the number of
@@ -290,14 +289,18 @@ def nonnegative_factor(
     found = []  # (key, factor)
     chains = max(1, NONNEG_CHEAP_SIZE // (K * dim))
     for i in range(max(starts, 1)):
-        # candidate i: the best of its chains (one, or a few on a cheap problem); chain j from
-        # start i + j * NONNEG_CHAIN_STRIDE, so chain 0 is the candidate of any size
-        best_chain = None
+        # candidate i: the best of its chains: from start i, one of swaps and noise and one
+        # with relocations too (the same seed); on a cheap problem more with relocations, chain
+        # j from start i + j * NONNEG_CHAIN_STRIDE
+        Z0 = _descend(prob, _nonnegative_start(K, dim, i, seed), maxiter)
+        best_chain = _chain(prob, Z0, np.random.default_rng([seed, 2, i]), hops, False)
         for j in range(chains):
             rng = np.random.default_rng([seed, 2, i] if j == 0 else [seed, 2, i, j])
-            start = _nonnegative_start(K, dim, i + j * NONNEG_CHAIN_STRIDE, seed)
-            chain = _chain(prob, _descend(prob, start, maxiter), rng, hops)
-            if best_chain is None or chain[0] < best_chain[0]:
+            if j:
+                Z0 = _descend(prob, _nonnegative_start(K, dim, i + j * NONNEG_CHAIN_STRIDE,
+                                                       seed), maxiter)
+            chain = _chain(prob, Z0, rng, hops, True) if hops else best_chain
+            if chain[0] < best_chain[0]:
                 best_chain = chain
         found.append(best_chain)
     best_key, best = found[0]
