@@ -30,6 +30,7 @@ from dgp.torch.experiments.base import (  # noqa: E402
     cached_run,
     encoder_name,
     image_source,
+    paired_difference,
     seeds_for,
     train_run,
 )
@@ -291,9 +292,9 @@ def continuous_run(
         # every loss on the same fresh batches (a stream of its own), nats per anchor
         est = paired_losses([Z, U, A, pred.full], pred, SampleBatches(cd.y.shape[0], B),
                             seed=[seed, 10_000])
-        excess, se = _paired(est[0], est[1])
-        delta, delta_se = _paired(est[2], est[1])
-        fdelta, fdelta_se = _paired(est[3], est[1])
+        excess, se = paired_difference(est[0], est[1])
+        delta, delta_se = paired_difference(est[2], est[1])
+        fdelta, fdelta_se = paired_difference(est[3], est[1])
         final = float(est[0].mean)
         extra = {
             "prediction_half_width": pred.half_width,
@@ -375,13 +376,6 @@ def continuous_run(
         out["heldout_full_batch_procrustes_r2"] = procrustes_r2(Zt, Ft)
     art = RunArtifacts("continuous-labels", condition, Z, U, sim, cd.y)
     return out, art
-
-
-def _paired(a: Any, b: Any) -> tuple[float, float]:
-    """Mean and standard error of ``a - b`` over the same batches (two
-    :class:`dgp.solver.Estimate`)."""
-    d = a.values - b.values
-    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
 
 
 def cached_prediction(cache: dict | None, key: tuple, make: Any) -> SamplePrediction:
