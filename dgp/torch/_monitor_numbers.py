@@ -140,17 +140,25 @@ def batch_loss_gap(G: np.ndarray, target: np.ndarray, sizes: tuple[int, ...], *,
                    eps: float | None, batch: object, seed: int = 0) -> BatchLossGap:
     """The paired expected-batch loss gap of ``G`` against ``target`` under ``batch``'s spec
     (a :class:`dgp.prototypes.BatchPrediction`): both Grams' batch losses on the same
-    ``MONITOR_LOSS_BATCHES``-or-more batches of the class sampler, seeded by ``seed``."""
+    ``MONITOR_LOSS_BATCHES`` batches of the class sampler, seeded by ``seed``, more (up to
+    ``MONITOR_LOSS_MAX_BATCHES``) while the gap's 95% half-width exceeds
+    ``MONITOR_LOSS_HALF_WIDTH``."""
     K = G.shape[0]
     L = np.full((K, K), -np.inf if eps is None else math.log(eps))
     np.fill_diagonal(L, 0.0)
     spec = batch.spec
-    est = evaluate([_unit_factor(G), _unit_factor(target)], DenseBatchWeights(L),
-                   ClassBatches(np.asarray(sizes, dtype=np.int64), spec), spec, tau=tau,
-                   seed=seed, half_width=MONITOR_LOSS_HALF_WIDTH,
-                   min_batches=MONITOR_LOSS_BATCHES, max_batches=MONITOR_LOSS_MAX_BATCHES)
-    diff = est[0].values - est[1].values
-    half = Z95 * float(np.std(diff, ddof=1) / math.sqrt(diff.size))
+    Zs = [_unit_factor(G), _unit_factor(target)]
+    sampler = ClassBatches(np.asarray(sizes, dtype=np.int64), spec)
+    want = MONITOR_LOSS_BATCHES
+    while True:  # the paired gap's own spread decides (far below each loss's spread)
+        est = evaluate(Zs, DenseBatchWeights(L), sampler, spec, tau=tau, seed=seed,
+                       half_width=math.inf, min_batches=want, max_batches=want)
+        diff = est[0].values - est[1].values
+        half = Z95 * float(np.std(diff, ddof=1) / math.sqrt(diff.size))
+        if half <= MONITOR_LOSS_HALF_WIDTH or want >= MONITOR_LOSS_MAX_BATCHES:
+            break
+        want = min(MONITOR_LOSS_MAX_BATCHES,
+                   int(want * (half / MONITOR_LOSS_HALF_WIDTH) ** 2 * 1.1) + 1)
     own = 0.0 if batch.loss_se is None else Z95 * float(batch.loss_se)
     return BatchLossGap(float(diff.mean()), est[0].mean, half, math.hypot(half, own),
                         int(diff.size))
