@@ -4,14 +4,17 @@ Under imbalance the loss is dominated by the head (the largest classes); the fie
 (Fang et al. 2021, "minority collapse") is that the tail classes are pushed together. Here the
 classes are split by size: the **head** is the largest third (at least two classes), the
 **tail** the smallest third. The head's cosine is the mean prototype cosine over the head's
-pairs; a tail pair *leans together beyond noise* when its cosine minus the head's is above
-:data:`MINORITY_COSINE_FLOOR` at the lower end of its 95% interval. That is the verdict
-``collapsed = True``: the tail is squeezed relative to the head. How far it is from merging
-outright is the pair's cosine against 1, stated beside it.
+pairs; the tail *leans together beyond noise* when a tail pair's cosine minus the head's, or
+the tail's mean pairwise cosine minus the head's, is above :data:`MINORITY_COSINE_FLOOR` at the
+lower end of its interval. That is the verdict ``collapsed = True``: the tail is squeezed
+relative to the head. How far it is from merging outright is the pair's cosine against 1,
+stated beside it.
 
 The intervals are those of the prediction: paired over the independent runs of a prediction
-from sampled batches (each run's tail-pair cosine minus its own head mean, ``t`` quantile), or,
-from the Gram entries' intervals alone, their conservative sum; exact predictions (closed forms,
+from sampled batches (each run's tail-pair cosine minus its own head mean, ``t`` quantile),
+simultaneous at 95% over the family of every tail pair and the tail's mean (Bonferroni: the
+pair most above the head is chosen among many, and its own 95% interval would headline noise),
+or, from the Gram entries' intervals alone, their conservative sum; exact predictions (closed forms,
 certified solves, every batch composition) carry none. Where the loss does not pin the pairwise
 cosines (a fixed dimension with ``K > dim + 1``; :class:`~dgp.prototypes.Identifiability`),
 the verdict is ``None``: the cosines of one solution say nothing.
@@ -61,7 +64,12 @@ class MinorityCollapse(Record):
     excess : float
         ``cosine - head_cosine``.
     excess_interval : tuple of float
-        Its 95% interval (paired over runs where they are known).
+        Its interval, simultaneous over the tail pairs (paired over runs where they are known).
+    tail_excess : float
+        The tail's mean pairwise cosine minus the head's.
+    tail_excess_interval : tuple of float
+        Its interval (the second member of the family; ``collapsed`` is also true when it lies
+        above :data:`MINORITY_COSINE_FLOOR`).
     head_classes : int
         Classes in the head (the largest).
     tail_classes : int
@@ -81,6 +89,8 @@ class MinorityCollapse(Record):
     head_interval: tuple[float, float]
     excess: float
     excess_interval: tuple[float, float]
+    tail_excess: float
+    tail_excess_interval: tuple[float, float]
     head_classes: int
     tail_classes: int
     noise: str
@@ -116,18 +126,21 @@ def _groups(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _undecided(statement: str, K: int, h: int) -> MinorityCollapse:
     nan2 = (math.nan, math.nan)
     return MinorityCollapse(None, None, None, math.nan, nan2, math.nan, nan2, math.nan, nan2,
-                            h, h, "none", statement)
+                            math.nan, nan2, h, h, "none", statement)
 
 
 def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | None = None,
                       interval: tuple[np.ndarray, np.ndarray] | None = None,
-                      pinned: bool | None = None, exact: str = "exact") -> MinorityCollapse:
+                      pinned: bool | None = None, exact: str = "exact",
+                      df: int | None = None) -> MinorityCollapse:
     """The minority-collapse verdict of a prototype Gram (module docstring).
 
     ``runs``: the Grams of independent runs (``R x K x K``, ``R >= 2``), whose spread gives
-    paired 95% intervals around ``gram``; else ``interval`` (each entry's ``(lo, hi)``), summed
-    conservatively; else none (``exact`` says why). ``pinned=False``: the loss does not pin the
-    pairwise cosines, the verdict is ``None``.
+    paired intervals around ``gram``, simultaneous at 95% over the tail pairs and the tail's
+    mean (Bonferroni: a pair chosen among many is not judged by its own 95% interval); else
+    ``interval`` (each entry's 95% ``(lo, hi)`` over ``df + 1`` runs), summed conservatively;
+    else none (``exact`` says why). ``pinned=False``: the loss does not pin the pairwise cosines,
+    the verdict is ``None``.
 
     >>> G = np.full((4, 4), -1 / 3); np.fill_diagonal(G, 1.0)
     >>> minority_collapse(G, [10, 8, 3, 2]).collapsed
@@ -150,29 +163,46 @@ def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | Non
     a, b = tail[ti], tail[tj]
     head_mean = float(G[head[hi_], head[hj]].mean())
     excess = G[a, b] - head_mean
+    tail_excess = float(excess.mean())
+    # the family: the m tail pairs and the tail's mean, each side of alpha = 0.05 split in two
+    # (Bonferroni): a pair chosen among m is judged by a simultaneous interval
+    pairs = a.size
+    q_pair = q_mean = 0.0
     if runs is not None and len(runs) >= 2:
         R = np.asarray(runs, dtype=float)
-        q = float(student_t.ppf(0.975, R.shape[0] - 1))
+        q_pair = float(student_t.ppf(1 - 0.0125 / pairs, R.shape[0] - 1))
+        q_mean = float(student_t.ppf(1 - 0.0125, R.shape[0] - 1))
         run_head = R[:, head[hi_], head[hj]].mean(axis=1)
-        half_pair = q * R[:, a, b].std(axis=0, ddof=1)
-        half_excess = q * (R[:, a, b] - run_head[:, None]).std(axis=0, ddof=1)
-        half_head = q * float(run_head.std(ddof=1))
-        noise = f"95% intervals, paired over {R.shape[0]} independent runs"
+        run_pairs = R[:, a, b] - run_head[:, None]
+        half_pair = q_pair * R[:, a, b].std(axis=0, ddof=1)
+        half_excess = q_pair * run_pairs.std(axis=0, ddof=1)
+        half_head = q_mean * float(run_head.std(ddof=1))
+        half_tail = q_mean * float(run_pairs.mean(axis=1).std(ddof=1))
+        noise = (f"simultaneous 95% intervals over the {pairs} tail pairs and the tail's mean, "
+                 f"paired over {R.shape[0]} independent runs")
     elif interval is not None:
         lo, hi = (np.asarray(v, dtype=float) for v in interval)
-        half_pair = (hi[a, b] - lo[a, b]) / 2
-        half_head = float(np.mean((hi - lo)[head[hi_], head[hj]]) / 2)
-        half_excess = half_pair + half_head
-        noise = "95% intervals of the entries, summed (conservative)"
+        scale_pair = scale_mean = 1.0
+        if df is not None and df >= 1:  # the entries' 95% intervals made simultaneous
+            q95 = float(student_t.ppf(0.975, df))
+            scale_pair = float(student_t.ppf(1 - 0.0125 / pairs, df)) / q95
+            scale_mean = float(student_t.ppf(1 - 0.0125, df)) / q95
+        half_pair = scale_pair * (hi[a, b] - lo[a, b]) / 2
+        half_head = scale_mean * float(np.mean((hi - lo)[head[hi_], head[hj]]) / 2)
+        half_excess = half_pair + half_head * scale_pair / scale_mean
+        half_tail = scale_mean * float(np.mean(hi[a, b] - lo[a, b]) / 2) + half_head
+        noise = "the entries' 95% intervals, summed (conservative)"
     else:
         half_pair = half_excess = np.zeros(a.size)
-        half_head = 0.0
+        half_head = half_tail = 0.0
         noise = exact
     low = excess - half_excess
     k = int(np.argmax(low))
     i, j = int(a[k]), int(b[k])
     c = float(G[i, j])
     found = bool(low[k] > MINORITY_COSINE_FLOOR)
+    tail_low = tail_excess - half_tail
+    leans = bool(tail_low > MINORITY_COSINE_FLOOR)
     if pinned is False:
         collapsed, text = None, ("the loss does not pin the pairwise cosines here (see "
                                  "identifiability): one solution's cosines say nothing")
@@ -182,10 +212,16 @@ def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | Non
                 f"(at least {low[k]:+.3f}); not merged, which is cosine 1"
                 if c < 1.0 - MINORITY_COSINE_FLOOR else
                 "the tail merges: a pair at cosine 1, above the head beyond noise")
+    elif leans:
+        collapsed = True
+        text = (f"the tail leans together beyond noise on average: its pairs {tail_excess:+.3f} "
+                f"above the head's (at least {tail_low:+.3f}); no single pair beyond its "
+                "simultaneous interval")
     else:
         collapsed = False
-        text = ("no tail pair lies above the head beyond noise (the closest: "
-                f"{_signed(excess[k])} above the head, interval down to {_signed(low[k])})")
+        text = ("no tail pair, nor the tail's mean, lies above the head beyond noise (the "
+                f"closest pair: {_signed(excess[k])} above the head, interval down to "
+                f"{_signed(low[k])})")
     return MinorityCollapse(
         collapsed=collapsed, pair=(i, j), pair_sizes=(int(n[i]), int(n[j])), cosine=c,
         cosine_interval=(max(-1.0, c - float(half_pair[k])), min(1.0, c + float(half_pair[k]))),
@@ -193,6 +229,7 @@ def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | Non
         head_interval=(head_mean - half_head, head_mean + half_head),
         excess=float(excess[k]),
         excess_interval=(float(excess[k] - half_excess[k]), float(excess[k] + half_excess[k])),
+        tail_excess=tail_excess, tail_excess_interval=(tail_low, tail_excess + half_tail),
         head_classes=int(head.size), tail_classes=int(tail.size), noise=noise, statement=text,
     )
 
@@ -210,7 +247,8 @@ def equiangular_verdict(sizes: object, cosine: float) -> MinorityCollapse:
     return MinorityCollapse(
         collapsed=False, pair=(i, j), pair_sizes=(int(n[i]), int(n[j])), cosine=c,
         cosine_interval=(c, c), head_cosine=c, head_interval=(c, c), excess=0.0,
-        excess_interval=(0.0, 0.0), head_classes=int(head.size), tail_classes=int(tail.size),
+        excess_interval=(0.0, 0.0), tail_excess=0.0, tail_excess_interval=(0.0, 0.0),
+        head_classes=int(head.size), tail_classes=int(tail.size),
         noise="exact: every pair at the same cosine",
         statement="no tail pair lies above the head: the prototypes are equiangular",
     )

@@ -326,7 +326,8 @@ class Prototypes(Record):
                  "exact: every batch composition, no sampling error" if self.batch.exact else
                  "exact: a closed form, no sampling error")
         return minority_collapse(self.gram, self.sizes, interval=interval,
-                                 pinned=self._cosines_pinned(), exact=exact)
+                                 pinned=self._cosines_pinned(), exact=exact,
+                                 df=None if self.batch is None else self.batch.replicates)
 
     def _cosines_pinned(self) -> bool | None:
         ident = self.identifiability
