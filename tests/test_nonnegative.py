@@ -399,3 +399,33 @@ def test_hits_count_starts_not_points(starts):
     assert q.method == "numeric" and 1 <= q.hits <= q.starts == starts
     assert ("one seeded" in q.stop_reason) == (starts == 1)
     assert "certifies" in q.to_dict()["convergence"]
+
+
+def test_the_guard_estimates_relu_targets_at_imagenet_lt_scale_without_refusing():
+    """K = 1000 classes in d = 128 with the default 8 candidates took 267 s of CPU on this
+    project's loaded 2-core machine (a new user's measurement); the guard refused it as "about
+    4.6 hours" (every descent to its iteration cap at 1e9 operations per second). Its estimate
+    must stay within a small factor of the measured time (not refuse under the default one-hour
+    budget), grow with the candidates, and not fall below a descent's one evaluation."""
+    from dgp.constants import RANK_D_EVAL_OVERHEAD
+    from dgp.solver import nonnegative_cost
+
+    seconds = nonnegative_cost(1000, 128, starts=8) / 1e9
+    assert 267 / 3 <= seconds <= 267 * 5
+    assert nonnegative_cost(1000, 128, starts=16) == pytest.approx(2 * seconds * 1e9)
+    assert nonnegative_cost(3, 2, starts=1) >= RANK_D_EVAL_OVERHEAD
+
+
+@pytest.mark.slow  # a few seconds of CPU
+def test_the_guard_does_not_underestimate_a_small_relu_search():
+    """On a small problem with moves, the estimate is not below the CPU time it takes (an
+    underestimate lets the guard start work it should refuse)."""
+    import time
+
+    from dgp.solver import nonnegative_cost
+
+    sizes, tau, d = [20, 12, 8, 5, 3, 2, 2, 2], 0.3, 3
+    t0 = time.process_time()
+    nonnegative_prototypes(sizes, tau=tau, dim=d, starts=2)
+    used = time.process_time() - t0
+    assert nonnegative_cost(len(sizes), d, starts=2) / 1e9 >= used / 2
