@@ -102,6 +102,23 @@ def test_large_k_is_a_summary_unless_asked(cli):
     assert np.array(d["gram"]).shape == (600, 600)
 
 
+def test_many_classes_from_labels_fit_a_terminal(cli, tmp_path):
+    """The classes counted from a labels file are listed in full up to a table's size, and
+    beyond it as the first and last three, on a line that fits a terminal."""
+    labels = tmp_path / "y.csv"
+    labels.write_text("\n".join(f"k{c:02d}" for c in range(40) for _ in range(2 + c % 3)) + "\n")
+    r = cli("supcon", "--labels", str(labels), "--tau", "0.5")
+    assert r.code == 0, r.err
+    line = next(ln for ln in r.out.splitlines() if ln.startswith("classes counted from"))
+    assert "c0 = k00 (n=2)" in line and "c39 = k39 (n=2)" in line and "... 34 more ..." in line
+    assert "k20" not in line
+    assert len(line) < 200 + len(str(labels))
+    small = tmp_path / "s.csv"
+    small.write_text("a\na\nb\nb\nc\n")
+    r = cli("supcon", "--labels", str(small), "--tau", "0.5")
+    assert "c0 = a (n=2), c1 = b (n=2), c2 = c (n=1)" in r.out
+
+
 @pytest.mark.parametrize("ext", [".npy", ".csv"])
 def test_supcon_exports(cli, tmp_path, ext):
     g, e = tmp_path / f"g{ext}", tmp_path / f"e{ext}"

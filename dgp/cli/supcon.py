@@ -214,9 +214,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(res.summary(gram=False))
     if names is not None:
-        shown = ", ".join(f"c{k} = {printable(name)} (n={n})" for k, (name, n) in
-                          enumerate(zip(names, sizes, strict=True)))
-        print(f"\nclasses counted from {printable(args.labels)}: {shown}")
+        listed = [f"c{k} = {printable(name)} (n={n})" for k, (name, n) in
+                  enumerate(zip(names, sizes, strict=True))]
+        if len(listed) > _MAX_TABLE and not args.gram:  # a line that fits a terminal
+            listed = [*listed[:3], f"... {len(listed) - 6} more ...", *listed[-3:]]
+        print(f"\nclasses counted from {printable(args.labels)}: {', '.join(listed)}")
     if K <= _MAX_TABLE or args.gram:
         label = "first-order Gram (as derived)" if res.method == "first-order" else (
             "prototype Gram (cosines between class prototypes)")
