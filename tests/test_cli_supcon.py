@@ -114,9 +114,13 @@ def test_many_classes_from_labels_fit_a_terminal(cli, tmp_path):
     assert "k20" not in line
     assert len(line) < 200 + len(str(labels))
     small = tmp_path / "s.csv"
-    small.write_text("a\na\nb\nb\nc\n")
+    small.write_text("a\na\nb\nb\nc\nc\nc\n")
     r = cli("supcon", "--labels", str(small), "--tau", "0.5")
-    assert "c0 = a (n=2), c1 = b (n=2), c2 = c (n=1)" in r.out
+    assert "c0 = a (n=2), c1 = b (n=2), c2 = c (n=3)" in r.out
+    small.write_text("a\na\nb\nb\nc\n")  # a singleton class: said of the file, not as sizes
+    r = cli("supcon", "--labels", str(small), "--tau", "0.5")
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert r.err.startswith("error: --labels: class 'c' has 1 sample") and "--sizes" not in r.err
 
 
 @pytest.mark.parametrize("ext", [".npy", ".csv"])

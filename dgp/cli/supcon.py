@@ -146,6 +146,11 @@ def _class_sizes(args: argparse.Namespace) -> tuple[list[int], list[str] | None]
     lab = load_labels(args.labels, name="--labels", column=args.label_column, kind="class")
     codes, counts = np.unique(lab.values, return_counts=True)
     names = [lab.class_name(int(c)) for c in codes]
+    if (counts < 2).any():  # said of the file's classes, not as sizes given by hand
+        k = int(np.flatnonzero(counts < 2)[0])
+        raise InputError(f"--labels: class {printable(names[k])!r} has {int(counts[k])} "
+                         "sample; every class needs at least 2 (a singleton has no positive "
+                         "pair): drop it or merge it into another class")
     return [int(v) for v in counts], names
 
 
