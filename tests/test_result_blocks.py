@@ -208,9 +208,6 @@ def test_a_spoiled_certificate_is_not_certified():
     assert collapse.to_dict()["certified"] and not wrong.to_dict()["certified"]
 
 
-@pytest.mark.xfail(strict=True, reason="RankDCertificate (dgp/solver/_rank.py, another "
-                   "helper's) declares no certified of its own: its to_dict says only that its "
-                   "numbers support its statement, not that the point is globally optimal")
 def test_rank_d_certificate_declares_what_it_certifies():
     cert = result("optimum_dim").rank_d
     assert cert is not None

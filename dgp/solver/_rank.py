@@ -132,6 +132,13 @@ class RankDCertificate(CertificateProtocol):
     )
 
     @property
+    def certified(self) -> bool:
+        """What the certificate concludes, as every certificate block says it: the point is
+        globally optimal (the dual is PSD). A first- or second-order critical point is not
+        certified; :attr:`first_order` and :attr:`second_order` say how far it got."""
+        return bool(self.global_optimal)
+
+    @property
     def margins(self) -> tuple[Margin, ...]:
         """The two decisive comparisons (each against zero)."""
         return (
