@@ -36,6 +36,7 @@ from dgp.prototypes._closed_forms import (
 from dgp.prototypes._collapse import (
     MINORITY_COSINE_FLOOR,
     MINORITY_GROUP_SHARE,
+    MINORITY_MERGED_COSINE,
     MinorityCollapse,
     minority_collapse,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "METHODS",
     "MINORITY_COSINE_FLOOR",
     "MINORITY_GROUP_SHARE",
+    "MINORITY_MERGED_COSINE",
     "NO_POSITIVE",
     "REDUCTIONS",
     "SAMPLERS",

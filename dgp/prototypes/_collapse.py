@@ -29,11 +29,16 @@ import numpy as np
 
 from dgp.records import Record
 
-__all__ = ["MINORITY_COSINE_FLOOR", "MINORITY_GROUP_SHARE", "MinorityCollapse",
+__all__ = ["MINORITY_COSINE_FLOOR", "MINORITY_GROUP_SHARE", "MINORITY_MERGED_COSINE",
+           "MinorityCollapse",
            "equiangular_verdict", "minority_collapse"]
 
 #: share of the classes, by size, in the head (the largest) and in the tail (the smallest)
 MINORITY_GROUP_SHARE = 1.0 / 3.0
+#: a tail pair whose cosine is at least this (at the lower end of its interval) has merged:
+#: "minority collapse" in the field's sense (Fang et al. 2021); below it the tail only leans
+#: together
+MINORITY_MERGED_COSINE = 0.99
 #: smallest excess of a tail pair's cosine over the head's that counts, also where the
 #: prediction carries no sampling error (a certified Gram is accurate far below it)
 MINORITY_COSINE_FLOOR = 1e-3
@@ -96,13 +101,27 @@ class MinorityCollapse(Record):
     noise: str
     statement: str
 
+    @property
+    def word(self) -> str:
+        """The verdict in one phrase: ``"yes: merged"`` (a tail pair at cosine
+        :data:`MINORITY_MERGED_COSINE` or more, beyond noise), ``"partial: the tail leans
+        together, not merged"`` (beyond noise above the head, short of merging), ``"no"`` or
+        ``"undecided"``."""
+        if self.collapsed is None:
+            return "undecided"
+        if not self.collapsed:
+            return "no"
+        if self.cosine_interval[0] >= MINORITY_MERGED_COSINE:
+            return "yes: merged"
+        return "partial: the tail leans together, not merged"
+
     def summary_pairs(self) -> list[tuple[str, str]]:
         """The lead lines of the text and HTML summaries."""
         if self.pair is None:
             return [("minority", "collapse: undecided. " + self.statement)]
         lo, hi = self.cosine_interval
         hlo, hhi = self.head_interval
-        word = {True: "yes", False: "no", None: "undecided"}[self.collapsed]
+        word = self.word
         i, j = self.pair
         return [
             ("minority", f"collapse: {word}. {self.statement}"),

@@ -176,9 +176,8 @@ def lead_pairs(p: Any) -> list[tuple[str, str]]:
     if rates.uniform is not None:
         full = p.full_batch_minority_collapse
         was = "" if full is None or full.collapsed is None else (
-            "; full batch: minority collapse " + ("yes" if full.collapsed else "no"))
-        now = "" if mc is None or mc.collapsed is None else (
-            "minority collapse " + ("yes" if mc.collapsed else "no"))
+            "; full batch: minority collapse " + full.word)
+        now = "" if mc is None or mc.collapsed is None else "minority collapse " + mc.word
         pairs.append(("sampler", f"{rates.sampler} against uniform batches: tail anchors meet a "
                       f"positive {100 * float(rates.anchor_rate[small]):.3g}% against "
                       f"{100 * float(rates.uniform.anchor_rate[small]):.3g}%; geometry: "
