@@ -429,3 +429,18 @@ def test_the_guard_does_not_underestimate_a_small_relu_search():
     nonnegative_prototypes(sizes, tau=tau, dim=d, starts=2)
     used = time.process_time() - t0
     assert nonnegative_cost(len(sizes), d, starts=2) / 1e9 >= used / 2
+
+
+def test_the_certificate_states_the_relaxation_it_used():
+    """Above DNN_MAX_K classes the bound is the elliptope's, and the statement says so (it
+    claimed the DNN relaxation with rank cuts whatever was built)."""
+    from dgp.prototypes._nonnegative import DNN_MAX_K
+
+    sizes = [3 + k % 5 for k in range(DNN_MAX_K + 1)]
+    p = nonnegative_prototypes(sizes, tau=0.5, dim=8, starts=1)
+    d = p.certificate.to_dict()
+    assert "elliptope" in d["statement"] and "doubly non-negative relaxation with" not in d[
+        "statement"]
+    assert d["cuts"] == 0 and d["lower_bound"] <= p.loss
+    small = nonnegative_prototypes([50, 20, 5, 3], tau=0.2, dim=3, starts=2).certificate
+    assert "doubly non-negative" in small.statement and small.cuts > 0

@@ -139,11 +139,14 @@ class NonnegativeCertificate(CertificateProtocol):
     margins: tuple[Margin, ...]
 
     kind: ClassVar[str] = "nonnegative-bound"
-    statement: ClassVar[str] = (
-        "lower_bound is a certified lower bound on the loss over non-negative Grams of rank <= "
-        "dim (DNN relaxation: PSD, entrywise >= 0, unit diagonal, plus rank-d cuts w^T G w >= "
-        "(1^T w)^2/d); the Gram is optimal when loss - lower_bound <= gap_atol"
-    )
+
+    @property
+    def statement(self) -> str:
+        """What the bound rests on, as :attr:`relaxation` says it for this result (the DNN
+        relaxation with its rank cuts, the elliptope above its size, or a closed form)."""
+        return ("lower_bound is a certified lower bound on the loss over non-negative Grams of "
+                f"rank <= dim, from {self.relaxation}; the Gram is optimal when loss - "
+                "lower_bound <= gap_atol")
 
     def claims(self):
         yield "the gap is non-negative", self.gap_bound >= 0
