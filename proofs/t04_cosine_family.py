@@ -103,6 +103,12 @@ def test_property_interval_matches_dense_scan(W, tau):
     assert ref.lam_min(ref.gram(ell, tau, lo - delta)) < 0
     assert ref.lam_min(ref.gram(ell, tau, hi + delta)) < 0
     ranks = res.certificate.ranks
+    if res.near_threshold:
+        # an eigenvalue at an end point lies within the tolerance band of a rank decision (a
+        # weight perturbed by 1e-12 splits a triple eigenvalue by about tau 1e-12): the engine
+        # says so, and the reference's own tolerance may decide that rank the other way
+        event("rank decided within tolerance (near_threshold)")
+        return
     for key, c in (("lo", lo), ("hi", hi), ("interior", 0.5 * (lo + hi))):
         r = ref.gram_rank(ref.gram(ell, tau, c))
         if not r.ambiguous and hi - lo > 1e-5 * max(1.0, abs(hi)):
