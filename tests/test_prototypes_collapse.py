@@ -127,3 +127,19 @@ def test_summaries_lead_with_the_verdict_and_the_rates():
 def test_full_batch_json_has_no_rates():
     d = supcon_prototypes(LT, tau=0.1).to_dict()
     assert d["positive_pairs"] is None and d["minority_collapse"]["collapsed"] is True
+
+
+def test_the_verdict_and_the_rates_display_themselves():
+    """A notebook shows the verdict and the rates as short tables (no array of one float per
+    class), the same facts as the text."""
+    p = supcon_prototypes(LT, tau=0.1)
+    mc = p.minority_collapse
+    text, html = str(mc), mc._repr_html_()
+    assert text.startswith("Minority collapse") and mc.word in " ".join(text.split())
+    assert "<table" in html and "minority" in html and mc.word.split(":")[0] in html
+    r = positive_pair_rates(LT, batch_size=8, sampler="class-balanced")
+    text, html = str(r), r._repr_html_()
+    assert text.startswith("Positive-pair rates") and "class-balanced" in text
+    assert "[" not in text and len(text.splitlines()) <= 5  # no per-class array
+    small = int(np.argmin(np.asarray(LT)))
+    assert f"{100 * r.anchor_rate[small]:.3g}%" in text and "<table" in html

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dgp.display import format_summary, html_summary
 from dgp.records import Record
 
 __all__ = ["MINORITY_COSINE_FLOOR", "MINORITY_GROUP_SHARE", "MINORITY_MERGED_COSINE",
@@ -114,6 +115,12 @@ class MinorityCollapse(Record):
         if self.cosine_interval[0] >= MINORITY_MERGED_COSINE:
             return "yes: merged"
         return "partial: the tail leans together, not merged"
+
+    def __str__(self) -> str:
+        return format_summary("Minority collapse", self.summary_pairs())
+
+    def _repr_html_(self) -> str:
+        return html_summary("Minority collapse", self.summary_pairs())
 
     def summary_pairs(self) -> list[tuple[str, str]]:
         """The lead lines of the text and HTML summaries."""

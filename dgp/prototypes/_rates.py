@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
+from dgp.display import format_summary, html_summary
 from dgp.errors import check_sizes
 from dgp.records import Record
 from dgp.solver import BatchSpec, check_batch, positive_pair_probability
@@ -79,6 +80,23 @@ class PositivePairRates(Record):
             u = self.uniform.anchor_rate
             text += f"; uniform {_pct(u[big])} to {_pct(u[small])}"
         return text
+
+    def _pairs(self) -> list[tuple[str, str]]:
+        order = np.argsort(-self.anchors_per_batch, kind="stable")
+        small = int(order[-1])
+        sampler = self.sampler + (f" (m = {self.samples_per_class})"
+                                  if self.samples_per_class is not None else "")
+        return [("batches", f"B = {self.batch_size}, {sampler}, {self.anchor_rate.size} classes"),
+                ("positives", self.summary(order)),
+                ("", f"batches with a positive pair of class {small}: "
+                     f"{_pct(self.batch_rate[small])}")]
+
+    def __str__(self) -> str:
+        """A few lines (the arrays, one entry per class, are in :meth:`to_dict`)."""
+        return format_summary("Positive-pair rates", self._pairs())
+
+    def _repr_html_(self) -> str:
+        return html_summary("Positive-pair rates", self._pairs())
 
 
 def _pct(p: float) -> str:
