@@ -312,3 +312,21 @@ def test_certificate_of_a_point_that_is_not_stationary():
     assert not c.first_order and not c.second_order and c.gradient_norm > 1e-3
     assert c.hessian_method.startswith("skipped") and np.isnan(c.hessian_min_eig)
     assert c.check() == ()
+
+
+def test_a_long_rank_d_solve_says_its_estimate_before_it_starts(capsys, monkeypatch):
+    """A rank-dim solve estimated at ANNOUNCE_AFTER_S or more says so on stderr before any
+    work (236 s ran silent at K = 1000, d = 128); progress=False keeps stderr empty; a short one
+    says nothing."""
+    import dgp.prototypes._dim as dim_room
+
+    calls = []
+    monkeypatch.setattr(dim_room, "rank_d_cost", lambda *a, **k: calls.append(k) or 3e11)
+    dim_room.guard_dim(1000, 128, 0, 1000, factor_path=True, progress=True)
+    err = capsys.readouterr().err
+    assert err.startswith("dgp: the rank-128 prototypes of K = 1000 classes") and "5 min" in err
+    dim_room.guard_dim(1000, 128, 0, 1000, factor_path=True, progress=False)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(dim_room, "rank_d_cost", lambda *a, **k: 1e9)
+    dim_room.guard_dim(10, 2, 4, 10, progress=True)
+    assert capsys.readouterr().err == "" and calls

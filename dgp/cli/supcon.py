@@ -175,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
     if args.dim is None and args.starts is not None and not args.nonnegative:
         raise InputError("--starts applies to a fixed dimension or --nonnegative: add --dim D")
     fixed = {} if args.dim is None else {"dim": args.dim}
+    if args.dim is not None and not batch:  # batch carries it already
+        fixed["progress"] = not quiet(args)
     if args.dim is not None or batch:
         fixed["seed"] = args.seed
     if args.starts is not None:

@@ -423,7 +423,8 @@ def supcon_prototypes(
         it fits; else seeded descents with a certified lower bound). Its result is a
         :class:`~dgp.prototypes.NonnegativePrototypes`.
     progress : bool, optional
-        Progress lines on stderr beyond ``exact_max`` (every 5 s; default: on).
+        Progress lines on stderr beyond ``exact_max`` (every 5 s), and a line with the time
+        estimate before a rank-``dim`` solve of 10 s or more (default: on).
     identifiability : bool
         Also compute :attr:`Prototypes.identifiability` (the simplex's loss gap over the
         prediction: one more evaluation of the loss). ``False`` leaves it ``None`` for a full
@@ -507,7 +508,8 @@ def supcon_prototypes(
             starts = default_starts(n.size, dim, DIM_FACTOR_SIZE)
         if n.size > dim + 1:  # a rank-dim solve will be needed: refuse it now, before any work
             guard_dim(n.size, dim, starts, n.size,
-                      factor_path=batch_size is None and on_factor(n.size, dim, DIM_FACTOR_SIZE))
+                      factor_path=batch_size is None and on_factor(n.size, dim, DIM_FACTOR_SIZE),
+                      progress=progress is None or bool(progress))
     elif starts is None:
         starts = DIM_DEFAULT_STARTS
     if batch_size is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import warnings
 from typing import Any
 
@@ -73,9 +74,16 @@ def default_starts(K: int, dim: int, size: int = DIM_FACTOR_SIZE) -> int:
     return rank_d_starts(K, dim, given=given, factor_path=factor_path)
 
 
-def guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = False) -> None:
+#: a rank-``dim`` solve estimated at this many seconds or more says so on stderr before it
+#: starts (the one solver's cost model: 236 s estimated and measured at K = 1000, d = 128)
+ANNOUNCE_AFTER_S = 10.0
+
+
+def guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = False,
+              progress: bool = False) -> None:
     """Refuse a rank-``dim`` solve that would not fit in memory or in the time budget, with the
-    estimate of the one solver's cost model (:func:`dgp.solver.rank_d_cost`), before any work."""
+    estimate of the one solver's cost model (:func:`dgp.solver.rank_d_cost`), before any work;
+    with ``progress``, say the estimate on stderr when it is :data:`ANNOUNCE_AFTER_S` or more."""
     instead = "use fewer classes, a smaller dim or fewer starts"
     what = f"the rank-{dim} prototypes of K = {K} classes ({starts} random starts)"
     if factor_path:
@@ -85,9 +93,13 @@ def guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = F
         check_memory(12 * 8.0 * rows * K, what=f"the rank-{dim} prototypes of K = {K} classes",
                      hint=instead)
     given = 1 if (not factor_path or K <= PROJECT_MAX_K) else 0
-    check_time(rank_d_cost(K, dim, starts=starts, given=given, rows=rows,
-                           factor_path=factor_path),
-               what=what, instead=instead, param="dim")
+    cost = rank_d_cost(K, dim, starts=starts, given=given, rows=rows, factor_path=factor_path)
+    check_time(cost, what=what, instead=instead, param="dim")
+    seconds = cost / 1e9  # check_time's unit: operations at 1e9 per second
+    if progress and seconds >= ANNOUNCE_AFTER_S:
+        about = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+        print(f"dgp: {what}: about {about} (the rank-d solver's cost model; no line follows "
+              "until it ends)", file=sys.stderr, flush=True)
 
 
 def free_lower(free: Prototypes) -> float:
