@@ -424,7 +424,7 @@ def supcon_prototypes(
         :class:`~dgp.prototypes.NonnegativePrototypes`.
     progress : bool, optional
         Progress lines on stderr beyond ``exact_max`` (every 5 s), and a line with the time
-        estimate before a rank-``dim`` solve of 10 s or more (default: on).
+        estimate before a rank-``dim`` solve estimated at a minute or more (default: on).
     identifiability : bool
         Also compute :attr:`Prototypes.identifiability` (the simplex's loss gap over the
         prediction: one more evaluation of the loss). ``False`` leaves it ``None`` for a full

@@ -75,8 +75,9 @@ def default_starts(K: int, dim: int, size: int = DIM_FACTOR_SIZE) -> int:
 
 
 #: a rank-``dim`` solve estimated at this many seconds or more says so on stderr before it
-#: starts (the one solver's cost model: 236 s estimated and measured at K = 1000, d = 128)
-ANNOUNCE_AFTER_S = 10.0
+#: starts (the one solver's cost model: 236 s estimated and measured at K = 1000, d = 128; it
+#: overestimates small searches with moves about fivefold, 23 s for about 4 s at K = 6, d = 2)
+ANNOUNCE_AFTER_S = 60.0
 
 
 def guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = False,
