@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _dgp_imports import imports_of, module_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "dgp"
@@ -38,33 +39,6 @@ def _room(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _module_of(path: Path, root: Path = ROOT) -> str:
-    rel = path.relative_to(root).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def _imports(path: Path, root: Path = ROOT):
-    """(line, imported module, names) of every dgp import in ``path``, relative ones resolved."""
-    module = _module_of(path, root)
-    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            if target == "dgp" or target.startswith("dgp."):
-                yield node.lineno, target, [a.name for a in node.names]
-        elif isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name == "dgp" or a.name.startswith("dgp."):
-                    yield node.lineno, a.name, []
-
-
 def _sources():
     return sorted(PACKAGE.rglob("*.py"))
 
@@ -86,8 +60,8 @@ def test_the_page_lists_every_room_once():
 def _upward(root: Path, floors: dict[str, int]) -> list[str]:
     upward = []
     for path in sorted((root / "dgp").rglob("*.py")):
-        src = _room(_module_of(path, root))
-        for line, target, names in _imports(path, root):
+        src = _room(module_of(path, root))
+        for line, target, names in imports_of(path, root):
             dst = _room(target)
             if target == "dgp" and names:  # `from dgp import x`: the facade, or a subpackage
                 dst = names[0] if names[0] in floors else "__init__"
@@ -118,7 +92,7 @@ def test_the_check_sees_an_upward_import(tmp_path):
 def test_peers_never_import_each_other(a, b):
     found = [f"{p.relative_to(ROOT)}:{line} imports {target}"
              for p in sorted((PACKAGE / a).rglob("*.py"))
-             for line, target, _ in _imports(p) if _room(target) == b]
+             for line, target, _ in imports_of(p) if _room(target) == b]
     assert not found, "\n".join(found)
 
 
@@ -128,7 +102,7 @@ def test_no_private_name_crosses_a_module():
         return (base / f"{name}.py").exists() or (base / name / "__init__.py").exists()
 
     found = [f"{p.relative_to(ROOT)}:{line} from {target} import {name}"
-             for p in _sources() for line, target, names in _imports(p) for name in names
+             for p in _sources() for line, target, names in imports_of(p) for name in names
              if name.startswith("_") and not name.startswith("__")
              and not is_module(target, name)]
     assert not found, "\n".join(found)

@@ -12,41 +12,28 @@ those rooms, so a new one anywhere else, or across rooms, fails here.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from _dgp_imports import imports_of, module_of
 
 ROOT = Path(__file__).resolve().parents[1]
 #: rooms that still hold a circle (each one inside the room); none may appear elsewhere
 ROOMS_WITH_CIRCLES = {"solver", "prototypes", "design"}
 
 
-def _module_of(path: Path, root: Path) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
 def import_graph(root: Path) -> dict[str, set[str]]:
     """Module -> the dgp modules it imports (each file of ``root/dgp``)."""
-    files = {_module_of(p, root): p for p in sorted((root / "dgp").rglob("*.py"))}
+    files = {module_of(p, root): p for p in sorted((root / "dgp").rglob("*.py"))}
     graph: dict[str, set[str]] = {m: set() for m in files}
     for module, path in files.items():
-        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package[: len(package) - node.level + 1]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
-                for alias in node.names:
-                    if f"{target}.{alias.name}" in files:
-                        graph[module].add(f"{target}.{alias.name}")
-                    elif target in files:
-                        graph[module].add(target)
-            elif isinstance(node, ast.Import):
-                graph[module] |= {a.name for a in node.names if a.name in files}
+        for _, target, names in imports_of(path, root):
+            # an edge to the submodule named by `from package import submodule`, else to the
+            # module itself (`import dgp.x` names nothing)
+            for sub in [f"{target}.{name}" for name in names] or [target]:
+                if sub in files:
+                    graph[module].add(sub)
+                elif target in files:
+                    graph[module].add(target)
         graph[module].discard(module)
     return graph
 
