@@ -207,7 +207,8 @@ def _lapack_dsytrd() -> Callable[..., None]:
 def dsytrd(a: np.ndarray, lower: int = 0, lwork: int | None = None, overwrite_a: int = 0):
     r"""LAPACK ``dsytrd`` (:math:`A = QTQ^\top`, ``T`` tridiagonal), called as
     :func:`scipy.linalg.lapack.dsytrd` is and returning what it returns, ``(c, d, e, tau,
-    info)``, bit for bit, but interruptible (:func:`interruptible`): scipy's wrapper keeps the
+    info)``, bit for bit, but interruptible from ``N =`` :data:`INTERRUPTIBLE_MIN_N` on
+    (:func:`interruptible`; shorter reductions are called directly): scipy's wrapper keeps the
     GIL for the whole reduction (tens of seconds at ``N = 4000`` on one core), so no other
     thread, and no signal handler, could run until it ends; this one calls the same LAPACK
     routine (the pointer :mod:`scipy.linalg.cython_lapack` exports) through :mod:`ctypes`,
@@ -257,8 +258,10 @@ def dsytrd(a: np.ndarray, lower: int = 0, lwork: int | None = None, overwrite_a:
         routine(*[x.ctypes.data if isinstance(x, np.ndarray) else ctypes.addressof(x)
                   for x in held])
 
-    if n > 0:
+    if n >= INTERRUPTIBLE_MIN_N:
         interruptible(call)
+    elif n > 0:  # a short reduction: starting a thread would cost more than the wait it saves
+        call()
     return a, d, e, tau, int(info_out.value)
 
 
