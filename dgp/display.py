@@ -13,8 +13,8 @@ import numpy as np
 
 from dgp.constants import SCALE_FLOOR
 
-__all__ = ["HTML_MONOSPACE", "distinct_digits", "format_nats", "format_rows", "format_summary",
-           "html_pre", "html_rows", "html_summary"]
+__all__ = ["HTML_MONOSPACE", "distinct_digits", "format_duration", "format_nats", "format_rows",
+           "format_summary", "html_pre", "html_rows", "html_summary"]
 
 #: the font of ASCII drawings in HTML: monospace whatever the page's stylesheet (an nbconvert
 #: export or a docs theme may set ``pre`` in a proportional font), so that columns line up
@@ -41,6 +41,15 @@ def distinct_digits(*values: float, minimum: int = 6) -> int:
         if len({f"{v:.{k}g}" for v in distinct}) == len(distinct):
             return k
     return _ROUND_TRIP_DIGITS
+
+
+def format_duration(seconds: float) -> str:
+    """An estimated duration as people read it: seconds below two minutes, else minutes.
+
+    >>> format_duration(23.4), format_duration(236.1)
+    ('23 s', '4 min')
+    """
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def format_nats(value: float, log_value: float | None = None) -> str:

@@ -15,6 +15,7 @@ from dgp.cli._inputs import (
     refuse_label_flags,
 )
 from dgp.cli._output import FileArg, atomic_output, emit_json, quiet, save_array
+from dgp.display import format_duration
 from dgp.errors import InputError
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, load_labels
@@ -139,9 +140,7 @@ def _note_long(n: int, args: argparse.Namespace) -> None:
     seconds = (n / 2000.0) ** 3  # about a second per 2000^3 on one core
     if seconds >= 10 and not quiet(args):
         sys.stderr.write(f"note: N = {n}: one dense {n} x {n} tridiagonalisation, about "
-                         f"{seconds / 60:.0f} min on one core...\n" if seconds >= 120 else
-                         f"note: N = {n}: one dense {n} x {n} tridiagonalisation, about "
-                         f"{seconds:.0f} s on one core...\n")
+                         f"{format_duration(seconds)} on one core...\n")
         sys.stderr.flush()
 
 

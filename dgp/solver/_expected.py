@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dgp.display import format_summary, html_summary
+from dgp.display import format_duration, format_summary, html_summary
 from dgp.records import CertificateProtocol, Convergence, Record
 from dgp.solver._batch import BatchSpec
 from dgp.solver._finite import finite_batches, solve_finite
@@ -362,8 +362,8 @@ def batch_optimum(
                                   runs=1 + replicates, min_batches=min_batches,
                                   bound_batches=bound_batches)
         say(f"expected-batch optimum of n = {n} in d = {dim}, B = {spec.batch_size}: about "
-            f"{_duration(est_s)} (estimated from timed batches: {1 + replicates} runs of about "
-            f"{TYPICAL_EPOCHS} epochs, held-out evaluation, bound)")
+            f"{format_duration(est_s)} (estimated from timed batches: {1 + replicates} runs of "
+            f"about {TYPICAL_EPOCHS} epochs, held-out evaluation, bound)")
     runs, infos = [], []
     for r in range(1 + replicates):
         warm = r == 0 and full_batch is not None
@@ -413,10 +413,6 @@ def batch_optimum(
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,
                         status=status, monitor=kept.monitor if kept else (),
                         seconds=float(sum(i.seconds for i in infos)), runs=tuple(runs))
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def _estimate_seconds(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, dim: int,
