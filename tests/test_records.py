@@ -185,7 +185,7 @@ def test_one_class_named_labels():
         assert dgp.io.Labels is dgp.io.LabelFile
     assert any(issubclass(w.category, DeprecationWarning) for w in caught)
     names = _classes("Labels")
-    assert names == ["objectives/registry.py"], names
+    assert names == ["objectives/_weightings.py"], names
 
 
 def _classes(name: str) -> list[str]:
