@@ -95,7 +95,7 @@ def test_supcon_weighting_agrees_with_prototypes(sizes, tau):
     assert opt.loss == pytest.approx(proto.loss, rel=1e-12)
     assert opt.entropic_bound == pytest.approx(entropic_bound(supcon_weights(y)), rel=1e-12)
     assert opt.loss == pytest.approx(loss_of_gram(opt.gram, supcon_weights(y), tau), rel=1e-9)
-    assert 0 <= opt.duality_gap <= 1e-8 * max(1.0, opt.excess_loss) + 1e-12
+    assert 0 <= opt.gap <= 1e-8 * max(1.0, opt.excess_loss) + 1e-12
 
 
 @pytest.mark.parametrize("tau_factor", [0.3, 0.8, 1.3, 3.0])
@@ -224,7 +224,7 @@ def test_rank_d_is_certified_global_where_the_dual_is_psd():
     y = labels_of([3, 2, 4])
     W = supcon_weights(y)
     opt = optimum(W, tau=0.3, dim=2)
-    assert opt.certified_global and opt.rank == 2 and opt.duality_gap <= 1e-9
+    assert opt.certified_global and opt.rank == 2 and opt.gap <= 1e-9
     free = optimum(W, tau=0.3)
     np.testing.assert_allclose(opt.gram, free.gram, atol=1e-8)
     low = optimum(W, tau=0.3, dim=1)
@@ -352,7 +352,7 @@ def test_bad_input(W, kwargs, exc, match):
 def test_display_and_to_dict():
     opt = optimum(supcon_weights(labels_of([2, 3])), tau=0.5)
     d = opt.to_dict()
-    for key in ("gram", "loss", "entropic_bound", "duality_gap", "rank", "unique", "labels",
+    for key in ("gram", "loss", "entropic_bound", "gap", "rank", "unique", "labels",
                 "certified_global", "lower_bound", "certificate", "collapse"):
         assert key in d
     assert d["unique"] is True and d["rank"] == 1 and np.array(d["gram"]).shape == (5, 5)
@@ -410,3 +410,19 @@ def test_cli_optimum_prints_the_short_form_then_one_table(cli, tmp_path):
     assert r.code == 0, r.err
     assert r.out.count("optimal Gram") == 1 and "critical" in r.out
     assert r.out.startswith(optimum(np.load(tmp_path / "w.npy"), tau=0.5, dim=1).summary())
+
+
+def test_gap_is_named_as_every_result_names_it_and_duality_gap_is_its_deprecated_alias():
+    # issue 39: Optimum said duality_gap where LossFloor, the prototypes' to_dict and batch say gap
+    W = supcon_weights(labels_of([3, 2, 4]))
+    opt = optimum(W, tau=0.3, dim=1)
+    d = opt.to_dict()
+    assert "duality_gap" not in d
+    assert d["gap"] == opt.gap == max(0.0, opt.loss - opt.lower_bound)
+    assert opt.gap > 1e-6  # rank 1 is below the free optimum's rank 2: a real gap
+    with pytest.warns(DeprecationWarning, match="use Optimum.gap"):
+        old = opt.duality_gap
+    assert old == opt.gap
+    floor = loss_floor(W, tau=0.3, dim=1)
+    # the same gap, seen from the floor (excesses over the same entropic bound)
+    assert floor.gap == pytest.approx(opt.gap, rel=1e-9, abs=1e-12)

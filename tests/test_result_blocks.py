@@ -134,7 +134,7 @@ def test_one_convergence_block(name):
 @pytest.mark.parametrize("name", ["optimum", "optimum_dim"])
 def test_optimum_gap_is_loss_minus_lower_bound(name):
     d = result(name).to_dict()
-    assert d["duality_gap"] == pytest.approx(d["loss"] - d["lower_bound"], abs=1e-12)
+    assert d["gap"] == pytest.approx(d["loss"] - d["lower_bound"], abs=1e-12)
     assert d["lower_bound"] <= d["loss"] + 1e-9
     # convergence says the certificate: certified means globally optimal
     assert d["convergence"]["certified"] == (d["certified_global"]

@@ -491,7 +491,7 @@ def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str
         sizes=tuple(int(v) for v in q.sizes), quotient_gram=lifted.gram, loss=loss,
         entropic_bound=out["prob"].entropy, excess_loss=out["excess"],
         log_excess_loss=out["log_excess"], lower_bound=lower,
-        duality_gap=max(0.0, loss - lower), dual_min_eig=cert.min_eig_dual,
+        gap=max(0.0, loss - lower), dual_min_eig=cert.min_eig_dual,
         certified_global=out["certified_global"], rank=cert.rank, rank_tol=cert.rank_tol,
         unique=unique, uniqueness=why, certificate=cert, collapse=lift, structure=structure,
         stop_reason=out["stop_reason"], starts=out["starts"], batch=out["batch"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
@@ -56,9 +57,10 @@ class Optimum(Record):
     lower_bound : float
         Certified lower bound on the minimum of the convex problem over all Gram matrices (a
         lower bound in every dimension).
-    duality_gap : float
+    gap : float
         ``loss - lower_bound``: a certified upper bound on how far the loss is from the convex
-        optimum.
+        optimum (the name every result uses: :class:`LossFloor`, ``Prototypes.to_dict()``,
+        ``batch.gap``; ``duality_gap`` is its deprecated alias).
     dual_min_eig : float
         :math:`\\lambda_{\\min}(S)/\\nu` of the dual matrix (relative).
     certified_global : bool
@@ -108,7 +110,7 @@ class Optimum(Record):
     excess_loss: float
     log_excess_loss: float
     lower_bound: float
-    duality_gap: float
+    gap: float
     dual_min_eig: float
     certified_global: bool
     rank: int
@@ -163,6 +165,13 @@ class Optimum(Record):
         """Number of twin classes."""
         return len(self.sizes)
 
+    @property
+    def duality_gap(self) -> float:
+        """Deprecated name of :attr:`gap` (a :class:`DeprecationWarning`): results say ``gap``."""
+        warnings.warn("Optimum.duality_gap is deprecated: use Optimum.gap (the same number)",
+                      DeprecationWarning, stacklevel=2)
+        return self.gap
+
     def _summary_pairs(self) -> list[tuple[str, str]]:
         where = "expected per batch" if self.batch is not None else "summed over anchors"
         pairs = [
@@ -175,7 +184,7 @@ class Optimum(Record):
              f"entropic bound {self.entropic_bound:.10g}"),
             ("certified", ("globally optimal: dual PSD" if self.certified_global
                            else "not proven optimal: dual not PSD")
-             + f", gap to the convex lower bound {self.duality_gap:.3g} nats"),
+             + f", gap to the convex lower bound {self.gap:.3g} nats"),
             ("rank", f"{self.rank}"),
             ("unique", {True: "yes", False: "no", None: "undecided"}[self.unique]
              + f" ({self.uniqueness})"),
@@ -246,7 +255,7 @@ class Optimum(Record):
                     ("labels", self.labels), ("loss", self.loss),
                     ("entropic_bound", self.entropic_bound), ("excess_loss", self.excess_loss),
                     ("log_excess_loss", self.log_excess_loss),
-                    ("lower_bound", self.lower_bound), ("duality_gap", self.duality_gap),
+                    ("lower_bound", self.lower_bound), ("gap", self.gap),
                     ("dual_min_eig", self.dual_min_eig),
                     ("certified_global", self.certified_global), ("rank", self.rank),
                     ("rank_tol", self.rank_tol), ("unique", self.unique),
