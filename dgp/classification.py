@@ -25,9 +25,9 @@ from dgp.engine import target
 from dgp.engine.pipeline import classify_weights
 from dgp.errors import (
     InvalidParameterError,
-    ParameterTypeError,
     check_choice,
     check_dim,
+    check_flag,
     check_int,
     check_positive,
 )
@@ -145,8 +145,7 @@ def classify(
     dim = check_dim(dim)
     check_choice(method, METHODS, "method")
     Tolerance.make(rtol)
-    if not isinstance(floor, bool):
-        raise ParameterTypeError("floor", f"must be True or False, got {floor!r}")
+    floor = check_flag(floor, "floor")
     search = floor_search(floor, starts=starts, seed=seed)
     if problem is not None:
         return problem.classification(tau=tau, dim=dim, rtol=rtol, method=method, floor=floor,

@@ -24,6 +24,7 @@ __all__ = [
     "SolverError",
     "check_choice",
     "check_dim",
+    "check_flag",
     "check_int",
     "check_labels_class",
     "check_labels_continuous",
@@ -182,6 +183,19 @@ def check_dim(value: object, name: str = "dim") -> int:
         If ``value < 1``.
     """
     return check_int(value, name, minimum=1)
+
+
+def check_flag(value: object, name: str) -> bool:
+    """Return ``value`` as a ``bool`` if it is ``True`` or ``False`` (numpy's too).
+
+    Raises
+    ------
+    ParameterTypeError
+        If ``value`` is anything else (``0``, ``1``, ``"yes"``, ``None``).
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise ParameterTypeError(name, f"must be True or False, got {describe(value)}")
+    return bool(value)
 
 
 def check_choice(value: object, choices: tuple[str, ...], name: str) -> str:

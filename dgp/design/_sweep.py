@@ -26,7 +26,7 @@ from dgp.design._common import (
     tolerance,
 )
 from dgp.design._phasemap import PhaseMap
-from dgp.errors import ParameterError, ParameterTypeError, check_choice, describe
+from dgp.errors import ParameterError, ParameterTypeError, check_choice, check_flag, describe
 from dgp.problem import Problem
 from dgp.spec import not_given
 
@@ -195,8 +195,7 @@ def phase(
                                  f"{describe_input(problem)} (it takes {', '.join(needed)})")
     jobs = check_jobs(jobs)
     sched = check_scheduler(scheduler)
-    if not isinstance(excess, bool):
-        raise ParameterTypeError("excess", f"must be True or False, got {describe(excess)}")
+    excess = check_flag(excess, "excess")
     names = tuple(axes)
     cells = [dict(fixed) | {p: _plain(v) for p, v in zip(names, combo, strict=True)}
              for combo in itertools.product(*(axes[p] for p in names))]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgp.errors import InputError, InputTypeError, check_choice, describe
+from dgp.errors import InputError, InputTypeError, check_choice, check_flag
 from dgp.io._archive import (
     binary_array,
     is_sparse_npz,
@@ -430,8 +430,7 @@ def load_edge_list(path: str | os.PathLike, *, directed: bool = False, name: str
     >>> sorted(G.edges(data="weight")), G.nodes[0]["name"]
     ([(0, 1, 2.5), (1, 2, 1.0)], 'cat')
     """
-    if not isinstance(directed, (bool, np.bool_)):
-        raise InputTypeError(f"directed must be True or False, got {describe(directed)}")
+    directed = check_flag(directed, "directed")
     try:
         import networkx as nx
     except ImportError:

@@ -21,7 +21,14 @@ from dgp.engine.blocks import BlockWeights, classify_blocks
 from dgp.engine.lowrank import classify_lowrank, gaussian_target, row_statistics
 from dgp.engine.pipeline import classify_weights
 from dgp.engine.target import canonical
-from dgp.errors import ParameterError, check_choice, check_dim, check_int, check_positive
+from dgp.errors import (
+    ParameterError,
+    check_choice,
+    check_dim,
+    check_flag,
+    check_int,
+    check_positive,
+)
 from dgp.infonce import SIMILARITIES
 from dgp.objectives import registry
 from dgp.objectives.conditions import distortion_of, gaussian_explanation
@@ -146,8 +153,7 @@ def classify_objective(
             "engine", f"'structured' has no path for {rec.name} (its target has a non-constant "
             "diagonal); use 'auto' or 'dense'"
         )
-    if not isinstance(floor, bool):
-        raise ParameterError("floor", f"must be True or False, got {floor!r}")
+    floor = check_flag(floor, "floor")
     search = floor_search(floor, starts=starts, seed=seed)
     lab = rec.check_labels(labels)
     with blas_threads():

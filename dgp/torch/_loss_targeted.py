@@ -13,6 +13,7 @@ from dgp.errors import (
     ParameterError,
     ParameterTypeError,
     check_choice,
+    check_flag,
     check_int,
     describe,
 )
@@ -193,10 +194,7 @@ class TargetedSupConLoss(torch.nn.Module):
             raise ParameterError("target_weight", f"must be a finite number >= 0, got "
                                  f"{describe(target_weight)}")
         self.target_weight = lam
-        if not isinstance(target_anchors, bool):
-            raise ParameterTypeError("target_anchors", f"must be True or False, got "
-                                     f"{describe(target_anchors)}")
-        self.target_anchors = target_anchors
+        self.target_anchors = check_flag(target_anchors, "target_anchors")
         if targets is None:
             if assignment is not None or num_classes is not None:
                 raise ParameterError("assignment", "needs targets (targets=None is plain SupCon)")
