@@ -25,7 +25,6 @@ width. In a fixed dimension the problem is solved by Burer–Monteiro at rank ``
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +36,7 @@ from dgp.errors import (
     ParameterError,
     SolverError,
     check_dim,
+    check_int,
     check_positive,
     check_unit_interval,
 )
@@ -258,7 +258,7 @@ def _split_single_class(q: Quotient) -> Quotient:
 
 def _check_starts(starts: object) -> int | None:
     """``starts`` checked (``None``: the default budget, :func:`_budget`)."""
-    return None if starts is None else _check_int(starts, "starts", 0)
+    return None if starts is None else check_int(starts, "starts", minimum=0)
 
 
 def _budget(starts: int | None, K: int, dim: int | None) -> int:
@@ -266,12 +266,6 @@ def _budget(starts: int | None, K: int, dim: int | None) -> int:
     if starts is not None:
         return starts
     return rank_d_starts(K, 1 if dim is None else dim, given=2)
-
-
-def _check_int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
-        raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
-    return int(value)
 
 
 def optimum(
@@ -386,12 +380,12 @@ def optimum(
             ones = np.ones(problem.n_samples, dtype=np.int64)
             spec = batch_spec(ones, batch_size, sampler, reduction, anchors_without_positives)
             if spec is not None and not enumerable(ones, spec,
-                                                   _check_int(exact_max, "exact_max", 1)):
+                                                   check_int(exact_max, "exact_max", minimum=1)):
                 tau = check_positive(tau, "tau")
                 return labels_path(
-                    problem, spec, tau=tau, dim=dim, seed=_check_int(seed, "seed", 0),
-                    replicates=_check_int(replicates, "replicates", 0),
-                    samples=_check_int(samples, "samples", 2), progress=progress,
+                    problem, spec, tau=tau, dim=dim, seed=check_int(seed, "seed", minimum=0),
+                    replicates=check_int(replicates, "replicates", minimum=0),
+                    samples=check_int(samples, "samples", minimum=2), progress=progress,
                     full_batch=lambda d: _labels_full_batch(problem, tau=tau, dim=d, seed=seed,
                                                             starts=starts, tol=tol))
         if problem is not None:
@@ -415,9 +409,10 @@ def optimum(
         dim = min(dim, N)  # N points span at most N dimensions: a larger dim changes nothing
     spec = batch_spec(q.sizes, batch_size, sampler, reduction, anchors_without_positives)
     kwargs = dict(
-        tau=tau, dim=dim, spec=spec, samples=_check_int(samples, "samples", 2),
-        replicates=_check_int(replicates, "replicates", 0), seed=_check_int(seed, "seed", 0),
-        exact_max=_check_int(exact_max, "exact_max", 1), starts=_budget(starts, q.K, dim),
+        tau=tau, dim=dim, spec=spec, samples=check_int(samples, "samples", minimum=2),
+        replicates=check_int(replicates, "replicates", minimum=0),
+        seed=check_int(seed, "seed", minimum=0),
+        exact_max=check_int(exact_max, "exact_max", minimum=1), starts=_budget(starts, q.K, dim),
         tol=tol,
     )
     if spec is not None and not enumerable(q.sizes, spec, kwargs["exact_max"]):
@@ -452,7 +447,7 @@ def _labels_full_batch(problem, *, tau: float, dim: int, seed: object, starts: o
     A = check_weights(problem.solver_weights())
     q, _ = choose_reductions(samples_problem(A)).apply(samples_problem(A))
     kwargs = dict(tau=tau, dim=dim, spec=None, samples=2, replicates=0,
-                  seed=_check_int(seed, "seed", 0), exact_max=1,
+                  seed=check_int(seed, "seed", minimum=0), exact_max=1,
                   starts=_budget(_check_starts(starts), q.K, dim),
                   tol=check_unit_interval(tol, "tol"))
     return _full_batch_embedding(q, kwargs)[q.labels]
