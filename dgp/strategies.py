@@ -401,12 +401,7 @@ def temperatures_near(
     """
     if not (critical > 0 and math.isfinite(critical)):
         raise InputError(f"critical must be a finite number > 0, got {critical!r}")
-    delta = st.one_of(
-        st.just(0.0),
-        st.floats(min_rel, rel),
-        st.floats(-rel, -min_rel),
-    )
-    return delta.map(lambda d: critical * (1.0 + d))
+    return _delta(rel, min_rel).map(lambda d: critical * (1.0 + d))
 
 
 @dataclass(frozen=True)
@@ -433,7 +428,14 @@ class CriticalCase:
 
 
 def _delta(rel: float, min_rel: float) -> st.SearchStrategy[float]:
+    # exactly 0 or min_rel <= |delta| <= rel on either side; shrinks towards 0
     return st.one_of(st.just(0.0), st.floats(min_rel, rel), st.floats(-rel, -min_rel))
+
+
+def _near(draw, critical: float, rel: float, min_rel: float, params: dict) -> CriticalCase:
+    """The case at ``critical * (1 + delta)``, ``delta`` drawn by :func:`_delta`."""
+    d = draw(_delta(rel, min_rel))
+    return CriticalCase(critical * (1 + d), critical, d, params)
 
 
 @st.composite
@@ -449,8 +451,7 @@ def soft_supcon_near_critical(
     eps = draw(st.floats(*SOFT_SUPCON_EPS_RANGE))
     K = len(n_per)
     tau_star = K / ((K - 1) * (-math.log(eps)))
-    d = draw(_delta(rel, min_rel))
-    return CriticalCase(tau_star * (1 + d), tau_star, d, {"sizes": n_per, "eps": eps})
+    return _near(draw, tau_star, rel, min_rel, {"sizes": n_per, "eps": eps})
 
 
 @st.composite
@@ -470,10 +471,7 @@ def y_aware_near_critical(
     sph = draw(sphere_labels(n, dim, centred=centred))
     tau_c = draw(temperatures(0.05, 2.0))
     sigma = sph.radius * math.sqrt(tau_c)
-    d = draw(_delta(rel, min_rel))
-    return CriticalCase(
-        tau_c * (1 + d), tau_c, d, {"labels": sph.labels, "sigma": sigma, "sphere": sph}
-    )
+    return _near(draw, tau_c, rel, min_rel, {"labels": sph.labels, "sigma": sigma, "sphere": sph})
 
 
 @st.composite
@@ -493,10 +491,5 @@ def xclr_near_critical(
     # any positive rescaling of each label leaves X-CLR unchanged
     rng = np.random.default_rng(draw(seeds()))
     labels = sph.directions * rng.uniform(0.2, 5.0, size=(sph.labels.shape[0], 1))
-    d = draw(_delta(rel, min_rel))
-    return CriticalCase(
-        label_tau * (1 + d),
-        label_tau,
-        d,
-        {"labels": labels, "label_tau": label_tau, "directions": sph.directions},
-    )
+    return _near(draw, label_tau, rel, min_rel,
+                 {"labels": labels, "label_tau": label_tau, "directions": sph.directions})
