@@ -11,11 +11,12 @@ import numpy as np
 from dgp._linalg import fix_signs, helmert
 from dgp.engine._block_model import BlockTarget
 from dgp.engine.family import (
-    CosineSpectrum,
-    EuclideanSpectrum,
     FarkasData,
+    MultiplicityEuclideanSpectrum,
+    MultiplicitySpectrum,
     combine_farkas,
     farkas_offset,
+    repeat_smallest,
 )
 
 #: largest N for which certificate vectors (Farkas) are listed sample by sample
@@ -77,21 +78,7 @@ def dense_blocks(ell: np.ndarray, spread: float) -> tuple[BlockTarget, list[np.n
     return BlockTarget(sizes, within, cross, spread), members
 
 
-def _merge(values: np.ndarray, mults: np.ndarray, k: int) -> np.ndarray:
-    """The ``k`` smallest of ``values`` repeated ``mults`` times, ascending."""
-    order = np.argsort(values, kind="stable")
-    out, left = [], k
-    for i in order:
-        take = int(min(left, mults[i]))
-        if take:
-            out.append(np.full(take, values[i]))
-            left -= take
-        if left == 0:
-            break
-    return np.concatenate(out) if out else np.zeros(0)
-
-
-class BlockSpectrum(CosineSpectrum):
+class BlockSpectrum(MultiplicitySpectrum):
     """:math:`G(\\mu)` of a block target from its quotient (module docstring)."""
 
     def __init__(self, t: BlockTarget, tau: float, members: list[np.ndarray] | None) -> None:
@@ -121,7 +108,7 @@ class BlockSpectrum(CosineSpectrum):
         self._cache = (mu, out)
         return out
 
-    def _values(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
+    def eigenvalues(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
         lam, _, delta = self.parts(mu)
         vals = np.concatenate([lam, delta[self.multi]])
         mults = np.concatenate([np.ones(lam.size), (self.t.sizes - 1)[self.multi]])
@@ -136,26 +123,12 @@ class BlockSpectrum(CosineSpectrum):
             return float(delta[self.multi].min()), -1.0  # zero-sum vectors: 1^T x = 0
         return float(lam[0]), float((self.s @ vec[:, 0]) ** 2 - 1.0)
 
-    def lam_max(self, mu: float) -> float:
-        vals, _ = self._values(mu)
-        return float(vals.max())
-
-    def smallest(self, mu: float, k: int) -> np.ndarray:
-        vals, mults = self._values(mu)
-        return _merge(vals, mults, k)
-
-    def count_at_most(self, mu: float, x: float) -> int:
-        vals, mults = self._values(mu)
-        return int(mults[vals <= x].sum())
-
     def smallest_slopes(self, mu: float, k: int) -> tuple[np.ndarray, np.ndarray]:
-        lam, vec, delta = self.parts(mu)
-        vals = np.concatenate([lam, delta[self.multi]])
-        mults = np.concatenate([np.ones(lam.size), (self.t.sizes - 1)[self.multi]])
+        _, vec, _ = self.parts(mu)
+        vals, mults = self.eigenvalues(mu)
         slopes = np.concatenate([(self.s @ vec) ** 2 - 1.0, -np.ones(int(self.multi.sum()))])
-        order = np.argsort(vals, kind="stable")
-        reps = np.minimum(mults[order].astype(np.int64), k)
-        return (np.repeat(vals[order], reps)[:k], np.repeat(slopes[order], reps)[:k])
+        bottom, bottom_slopes = repeat_smallest(k, vals, mults, slopes)
+        return bottom, bottom_slopes
 
     def structure(self, mu: float) -> dict[str, Any]:
         lam, _, delta = self.parts(mu)
@@ -249,7 +222,7 @@ def block_embedding(
     return fix_signs(Z)
 
 
-class BlockEuclideanSpectrum(EuclideanSpectrum):
+class BlockEuclideanSpectrum(MultiplicityEuclideanSpectrum):
     """:math:`B = V^\\top\\ell V` of a block target (module docstring)."""
 
     def __init__(self, t: BlockTarget, members: list[np.ndarray] | None) -> None:
@@ -273,15 +246,6 @@ class BlockEuclideanSpectrum(EuclideanSpectrum):
         self.multi = t.sizes >= 2
         self.vals = np.concatenate([self.q_lam, self.w_lam[self.multi]])
         self.mults = np.concatenate([np.ones(self.q_lam.size), (t.sizes - 1)[self.multi]])
-
-    def extremes(self) -> tuple[float, float]:
-        return float(self.vals.min()), float(self.vals.max())
-
-    def smallest(self, k: int) -> np.ndarray:
-        return _merge(self.vals, self.mults, k)
-
-    def count_at_most(self, x: float) -> int:
-        return int(self.mults[self.vals <= x].sum())
 
     def structure(self) -> dict[str, Any]:
         return {"quotient_eigenvalues": self.q_lam.tolist(),

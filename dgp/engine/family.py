@@ -47,6 +47,8 @@ __all__ = [
     "EuclideanSpectrum",
     "Family",
     "FarkasData",
+    "MultiplicityEuclideanSpectrum",
+    "MultiplicitySpectrum",
     "argmax_concave",
     "check_cosine_scale",
     "check_tau_inverse",
@@ -54,6 +56,7 @@ __all__ = [
     "cosine_family",
     "euclidean_family",
     "farkas_offset",
+    "repeat_smallest",
 ]
 
 _EPS = float(np.finfo(float).eps)
@@ -266,6 +269,45 @@ class CosineSpectrum:
     def embedding(self, mu: float, r: int) -> np.ndarray:
         """The ``N x r`` embedding from the top ``r`` eigenpairs (clipped, fixed signs)."""
         raise NotImplementedError
+
+
+def repeat_smallest(
+    k: int, values: np.ndarray, mults: np.ndarray, *columns: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """The ``k`` smallest of ``values``, ascending, each repeated ``mults`` times (a value of
+    multiplicity 0 is left out; ties keep their order), and each of ``columns`` (one entry per
+    value, e.g. its slope) repeated alike: the tuple ``(values, *columns)``.
+
+    The one reading of a spectrum given as distinct eigenvalues with multiplicities (the block,
+    grouped and low-rank engines), never materialised beyond ``k`` entries.
+    """
+    k = max(int(k), 0)
+    keep = mults > 0
+    order = np.argsort(values[keep], kind="stable")
+    reps = np.minimum(mults[keep][order], k).astype(np.int64)
+    return tuple(np.repeat(a[keep][order], reps)[:k] for a in (values, *columns))
+
+
+class MultiplicitySpectrum(CosineSpectrum):
+    """A cosine spectrum an engine knows as distinct eigenvalues with multiplicities
+    (:meth:`eigenvalues`): the largest, the ``k`` smallest and the count below ``x`` are read
+    from them here, once."""
+
+    def eigenvalues(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct eigenvalues of :math:`G(\\mu)` and their multiplicities (any order)."""
+        raise NotImplementedError
+
+    def lam_max(self, mu: float) -> float:
+        vals, mults = self.eigenvalues(mu)
+        return float(vals[mults > 0].max())
+
+    def smallest(self, mu: float, k: int) -> np.ndarray:
+        vals, mults = self.eigenvalues(mu)
+        return repeat_smallest(k, vals, mults)[0]
+
+    def count_at_most(self, mu: float, x: float) -> int:
+        vals, mults = self.eigenvalues(mu)
+        return int(mults[vals <= x].sum())
 
 
 class EuclideanSpectrum:
@@ -579,3 +621,22 @@ def euclidean_family(spec: EuclideanSpectrum, *, tau: float, tol: Tolerance) -> 
         margins=() if margin is None else (margin,), structure=spec.structure(),
         embed=lambda c, r: spec.embedding(c, r, tau),
     )
+
+
+class MultiplicityEuclideanSpectrum(EuclideanSpectrum):
+    """A Euclidean spectrum an engine knows as distinct eigenvalues ``vals`` with
+    multiplicities ``mults`` (set by its constructor): the extremes, the ``k`` smallest and the
+    count below ``x`` are read from them here, once."""
+
+    vals: np.ndarray
+    mults: np.ndarray
+
+    def extremes(self) -> tuple[float, float]:
+        present = self.vals[self.mults > 0]
+        return float(present.min()), float(present.max())
+
+    def smallest(self, k: int) -> np.ndarray:
+        return repeat_smallest(k, self.vals, self.mults)[0]
+
+    def count_at_most(self, x: float) -> int:
+        return int(self.mults[self.vals <= x].sum())

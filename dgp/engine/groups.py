@@ -28,13 +28,14 @@ import numpy as np
 
 from dgp.engine import rules
 from dgp.engine.family import (
-    CosineSpectrum,
-    EuclideanSpectrum,
     FarkasData,
+    MultiplicityEuclideanSpectrum,
+    MultiplicitySpectrum,
     combine_farkas,
     cosine_family,
     euclidean_family,
     farkas_offset,
+    repeat_smallest,
 )
 from dgp.engine.rules import Context
 
@@ -67,20 +68,12 @@ class Groups:
                 "group_sizes": self.n.tolist(), "classes_per_group": self.g.tolist()}
 
 
-def _values(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    vals = np.concatenate([v for v, _ in parts])
-    mults = np.concatenate([m for _, m in parts])
-    keep = mults > 0
-    order = np.argsort(vals[keep], kind="stable")
-    return vals[keep][order], mults[keep][order]
+def _values(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    """The parts' values, multiplicities (and slopes, where given) side by side."""
+    return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
 
 
-def _first_k(vals: np.ndarray, mults: np.ndarray, k: int) -> np.ndarray:
-    reps = np.minimum(mults, max(k, 0)).astype(np.int64)
-    return np.repeat(vals, reps)[: max(k, 0)]
-
-
-class GroupedSpectrum(CosineSpectrum):
+class GroupedSpectrum(MultiplicitySpectrum):
     """:math:`G(\\mu)` of a constant-cross block target (module docstring)."""
 
     def __init__(self, gr: Groups, tau: float) -> None:
@@ -103,11 +96,12 @@ class GroupedSpectrum(CosineSpectrum):
         self._cache = (mu, out)
         return out
 
-    def _spectrum(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
+    def eigenvalues(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
         lam, _, d, within = self.parts(mu)
         gr = self.gr
-        return _values([(lam, np.ones(lam.size, dtype=np.int64)), (d, gr.g - 1),
-                        (within, gr.g * (gr.n - 1))])
+        vals, mults = _values([(lam, np.ones(lam.size, dtype=np.int64)), (d, gr.g - 1),
+                               (within, gr.g * (gr.n - 1))])
+        return vals, mults
 
     def box(self) -> tuple[float, float]:
         return self._box
@@ -125,30 +119,14 @@ class GroupedSpectrum(CosineSpectrum):
         best, slope, _ = self._bottom(mu)
         return best, slope
 
-    def lam_max(self, mu: float) -> float:
-        vals, _ = self._spectrum(mu)
-        return float(vals[-1])
-
-    def smallest(self, mu: float, k: int) -> np.ndarray:
-        vals, mults = self._spectrum(mu)
-        return _first_k(vals, mults, k)
-
     def smallest_slopes(self, mu: float, k: int) -> tuple[np.ndarray, np.ndarray]:
         lam, vec, d, within = self.parts(mu)
         gr = self.gr
-        parts = [(lam, np.ones(lam.size, dtype=np.int64), (gr.omega @ vec) ** 2 - 1.0),
-                 (d, gr.g - 1, -np.ones(d.size)), (within, gr.g * (gr.n - 1), -np.ones(d.size))]
-        vals = np.concatenate([p[0] for p in parts])
-        mults = np.concatenate([p[1] for p in parts])
-        slopes = np.concatenate([p[2] for p in parts])
-        keep = mults > 0
-        order = np.argsort(vals[keep], kind="stable")
-        reps = np.minimum(mults[keep][order], max(k, 0)).astype(np.int64)
-        return (np.repeat(vals[keep][order], reps)[:k], np.repeat(slopes[keep][order], reps)[:k])
-
-    def count_at_most(self, mu: float, x: float) -> int:
-        vals, mults = self._spectrum(mu)
-        return int(mults[vals <= x].sum())
+        vals, mults, slopes = _values([
+            (lam, np.ones(lam.size, dtype=np.int64), (gr.omega @ vec) ** 2 - 1.0),
+            (d, gr.g - 1, -np.ones(d.size)), (within, gr.g * (gr.n - 1), -np.ones(d.size))])
+        bottom, bottom_slopes = repeat_smallest(k, vals, mults, slopes)
+        return bottom, bottom_slopes
 
     def structure(self, mu: float) -> dict[str, Any]:
         lam, _, d, within = self.parts(mu)
@@ -176,7 +154,7 @@ class GroupedSpectrum(CosineSpectrum):
                              "entries; use the prototypes of dgp.supcon_prototypes instead")
 
 
-class GroupedEuclideanSpectrum(EuclideanSpectrum):
+class GroupedEuclideanSpectrum(MultiplicityEuclideanSpectrum):
     """:math:`B = V^\\top\\ell V` of a constant-cross block target (module docstring)."""
 
     def __init__(self, gr: Groups) -> None:
@@ -193,15 +171,6 @@ class GroupedEuclideanSpectrum(EuclideanSpectrum):
             C = P.T @ np.diag(e) @ P
             parts.append((np.linalg.eigvalsh(0.5 * (C + C.T)), np.ones(m - 1, dtype=np.int64)))
         self.vals, self.mults = _values(parts)
-
-    def extremes(self) -> tuple[float, float]:
-        return float(self.vals[0]), float(self.vals[-1])
-
-    def smallest(self, k: int) -> np.ndarray:
-        return _first_k(self.vals, self.mults, k)
-
-    def count_at_most(self, x: float) -> int:
-        return int(self.mults[self.vals <= x].sum())
 
     def structure(self) -> dict[str, Any]:
         return self.gr.structure()

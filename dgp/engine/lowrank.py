@@ -29,15 +29,16 @@ import numpy as np
 from dgp._linalg import fix_signs, tall_r
 from dgp.engine import rules
 from dgp.engine.family import (
-    CosineSpectrum,
-    EuclideanSpectrum,
     FarkasData,
+    MultiplicityEuclideanSpectrum,
+    MultiplicitySpectrum,
     check_cosine_scale,
     check_tau_inverse,
     combine_farkas,
     cosine_family,
     euclidean_family,
     farkas_offset,
+    repeat_smallest,
 )
 from dgp.engine.rules import Context, Explanation
 from dgp.engine.tridiag import ones_reflector_vectors
@@ -111,7 +112,7 @@ def gaussian_target(x: np.ndarray, kappa: float, *, shift: float = 0.0) -> LowRa
     return LowRankTarget(U, C, shift, (shift - 4.0 * kappa * r2, shift))
 
 
-class LowRankSpectrum(CosineSpectrum):
+class LowRankSpectrum(MultiplicitySpectrum):
     """:math:`G(\\mu)` of a low-rank target from its capacitance matrix (module docstring)."""
 
     def __init__(self, t: LowRankTarget, tau: float) -> None:
@@ -145,7 +146,7 @@ class LowRankSpectrum(CosineSpectrum):
         self._cache = (mu, out)
         return out
 
-    def _values(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
+    def eigenvalues(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
         lam, _, alpha = self.parts(mu)
         if self.n_comp:
             return np.append(lam, alpha), np.append(np.ones(lam.size), self.n_comp)
@@ -160,28 +161,14 @@ class LowRankSpectrum(CosineSpectrum):
             return float(alpha), -1.0  # the complement is orthogonal to 1
         return float(lam[0]), float((self.r1 @ vec[:, 0]) ** 2 - 1.0)
 
-    def lam_max(self, mu: float) -> float:
-        vals, _ = self._values(mu)
-        return float(vals.max())
-
-    def smallest(self, mu: float, k: int) -> np.ndarray:
-        vals, mults = self._values(mu)
-        order = np.argsort(vals, kind="stable")
-        return _first_k(vals[order], mults[order], k)
-
-    def count_at_most(self, mu: float, x: float) -> int:
-        vals, mults = self._values(mu)
-        return int(mults[vals <= x].sum())
-
     def smallest_slopes(self, mu: float, k: int) -> tuple[np.ndarray, np.ndarray]:
         _, vec, _ = self.parts(mu)
-        vals, mults = self._values(mu)
+        vals, mults = self.eigenvalues(mu)
         slopes = (self.r1 @ vec) ** 2 - 1.0
         if self.n_comp:
             slopes = np.append(slopes, -1.0)
-        order = np.argsort(vals, kind="stable")
-        reps = np.minimum(mults[order].astype(np.int64), k)
-        return (np.repeat(vals[order], reps)[:k], np.repeat(slopes[order], reps)[:k])
+        bottom, bottom_slopes = repeat_smallest(k, vals, mults, slopes)
+        return bottom, bottom_slopes
 
     def structure(self, mu: float) -> dict[str, Any]:
         lam, _, alpha = self.parts(mu)
@@ -233,20 +220,7 @@ class LowRankSpectrum(CosineSpectrum):
         return fix_signs(np.column_stack(cols))
 
 
-def _first_k(vals: np.ndarray, mults: np.ndarray, k: int) -> np.ndarray:
-    if k <= 0:
-        return np.zeros(0)
-    out, left = [], k
-    for v, c in zip(vals, mults, strict=True):
-        take = int(min(left, c))
-        out.append(np.full(take, v))
-        left -= take
-        if not left:
-            break
-    return np.concatenate(out)
-
-
-class LowRankEuclideanSpectrum(EuclideanSpectrum):
+class LowRankEuclideanSpectrum(MultiplicityEuclideanSpectrum):
     """:math:`B = V^\\top\\ell V` of a low-rank target (module docstring)."""
 
     def __init__(self, t: LowRankTarget, spread: float) -> None:
@@ -267,16 +241,6 @@ class LowRankEuclideanSpectrum(EuclideanSpectrum):
             self.mults = np.append(np.ones(self.lam_s.size), self.n_comp)
         else:
             self.vals, self.mults = self.lam_s, np.ones(self.lam_s.size)
-
-    def extremes(self) -> tuple[float, float]:
-        return float(self.vals.min()), float(self.vals.max())
-
-    def smallest(self, k: int) -> np.ndarray:
-        order = np.argsort(self.vals, kind="stable")
-        return _first_k(self.vals[order], self.mults[order], k)
-
-    def count_at_most(self, x: float) -> int:
-        return int(self.mults[self.vals <= x].sum())
 
     def structure(self) -> dict[str, Any]:
         return {"capacitance_eigenvalues": self.lam_s.tolist(),

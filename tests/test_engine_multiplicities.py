@@ -1,0 +1,78 @@
+"""The one reading of a spectrum given as distinct eigenvalues with multiplicities
+(``dgp.engine.family.repeat_smallest``, ``MultiplicitySpectrum``), shared by the block, grouped
+and low-rank engines since issue 39 (each had its own copy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgp.engine.family import MultiplicitySpectrum, repeat_smallest
+from dgp.engine.groups import GROUPED_MIN_K
+from dgp.objectives import classify_objective
+
+
+@st.composite
+def spectra(draw):
+    m = draw(st.integers(1, 8))
+    # few distinct values, so that ties occur
+    vals = np.array(draw(st.lists(st.sampled_from([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0]),
+                                  min_size=m, max_size=m)))
+    mults = np.array(draw(st.lists(st.integers(0, 5), min_size=m, max_size=m)))
+    return vals, mults, np.arange(m, dtype=float)
+
+
+@given(spectra(), st.integers(-2, 30))
+@settings(max_examples=200, deadline=None)
+def test_repeat_smallest_is_the_expanded_spectrum_sorted_and_cut(spec, k):
+    vals, mults, tags = spec
+    # the independent reference: write every eigenvalue out, sort stably, cut at k
+    full_vals = np.repeat(vals, mults)
+    full_tags = np.repeat(tags, mults)
+    order = np.argsort(full_vals, kind="stable")
+    want = max(k, 0)
+    got_vals, got_tags = repeat_smallest(k, vals, mults, tags)
+    np.testing.assert_array_equal(got_vals, full_vals[order][:want])
+    np.testing.assert_array_equal(got_tags, full_tags[order][:want])
+    assert got_vals.size == min(want, int(mults.sum()))
+
+
+class _Explicit(MultiplicitySpectrum):
+    def __init__(self, vals, mults):
+        self.vals, self.mults = vals, mults
+
+    def eigenvalues(self, mu):
+        return self.vals + mu, self.mults
+
+
+@given(spectra(), st.floats(-1, 1), st.floats(-3, 3))
+@settings(max_examples=100, deadline=None)
+def test_multiplicity_spectrum_reads_what_the_expanded_spectrum_says(spec, mu, x):
+    vals, mults, _ = spec
+    if mults.sum() == 0:
+        return
+    full = np.sort(np.repeat(vals + mu, mults))
+    s = _Explicit(vals, mults)
+    assert s.lam_max(mu) == full[-1]
+    assert s.lam_min(mu) == full[0]
+    assert s.count_at_most(mu, x) == int((full <= x).sum())
+    np.testing.assert_array_equal(s.smallest(mu, 3), full[:3])
+    assert s.kth(mu, full.size - 1) == full[-1]
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "euclidean"])
+def test_structured_engines_agree_with_the_dense_spectrum(similarity):
+    # blocks (few classes) and grouped (many classes): the spectra the shared base reads give
+    # the dense engine's verdict, rank and interval
+    for sizes in ([3, 5, 2, 4], [2] * (GROUPED_MIN_K // 2) + [3] * (GROUPED_MIN_K // 2 + 2)):
+        y = np.repeat(np.arange(len(sizes)), sizes)
+        for tau in (0.2, 1.5):
+            s = classify_objective("soft-supcon", y, eps=0.3, tau=tau, dim=3,
+                                   similarity=similarity, engine="structured").to_dict()
+            d = classify_objective("soft-supcon", y, eps=0.3, tau=tau, dim=3,
+                                   similarity=similarity, engine="dense").to_dict()
+            assert (s["verdict"], s["rank"]) == (d["verdict"], d["rank"])
+            for a, b in zip(s["c_interval"] or [], d["c_interval"] or [], strict=True):
+                assert (a is None and b is None) or a == pytest.approx(b, rel=1e-9, abs=1e-9)
