@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 from test_prototypes_dim import SIZES_24, scipy_descents, supcon_loss
 
-import dgp.prototypes._api as api
+import dgp.prototypes._dim as dim_rules
 from dgp.errors import ParameterError
 from dgp.prototypes import block_weights, supcon_prototypes
+from dgp.prototypes._dim import default_starts, guard_dim
 from dgp.solver import (
     BlockFactor,
     block_problem,
@@ -110,7 +111,7 @@ def test_dual_bound_stays_below_the_free_optimum():
 @pytest.fixture
 def factor_path(monkeypatch):
     """The factor path at a small size (its threshold lowered), where references are cheap."""
-    monkeypatch.setattr(api, "DIM_FACTOR_SIZE", 50)
+    monkeypatch.setattr(dim_rules, "DIM_FACTOR_SIZE", 50)
 
 
 def test_factor_path_point_is_critical_and_its_bound_valid(factor_path):
@@ -141,9 +142,9 @@ def test_factor_path_is_invariant_under_permuting_the_classes(factor_path):
 
 
 def test_guard_admits_ten_thousand_classes_and_refuses_far_more():
-    api._guard_dim(10_000, 128, api._default_starts(10_000, 128), 10_000, factor_path=True)
+    guard_dim(10_000, 128, default_starts(10_000, 128), 10_000, factor_path=True)
     with pytest.raises(ParameterError, match="hours") as e:
-        api._guard_dim(15_000, 2048, 1, 15_000, factor_path=True)
+        guard_dim(15_000, 2048, 1, 15_000, factor_path=True)
     assert "dim" in str(e.value)
 
 

@@ -42,6 +42,9 @@ from dgp.errors import (
     check_sizes,
     check_unit_interval,
 )
+
+# DIM_FACTOR_SIZE is read at each call (a test may lower it on dgp.prototypes._dim)
+from dgp.prototypes import _dim as dim_rules
 from dgp.prototypes._batched import BatchTolerance, batch_prototypes, batch_size_for_tolerance
 from dgp.prototypes._blocks import (
     NUMERIC_MAX_K,
@@ -61,7 +64,6 @@ from dgp.prototypes._closed_forms import (
 )
 from dgp.prototypes._dim import (
     DIM_DEFAULT_STARTS,
-    DIM_FACTOR_SIZE,
     default_starts,
     guard_dim,
     in_dim,
@@ -505,10 +507,10 @@ def supcon_prototypes(
                 "(use method auto or numeric)"
             )
         if starts is None:
-            starts = default_starts(n.size, dim, DIM_FACTOR_SIZE)
+            starts = default_starts(n.size, dim, dim_rules.DIM_FACTOR_SIZE)
         if n.size > dim + 1:  # a rank-dim solve will be needed: refuse it now, before any work
-            guard_dim(n.size, dim, starts, n.size,
-                      factor_path=batch_size is None and on_factor(n.size, dim, DIM_FACTOR_SIZE),
+            on = on_factor(n.size, dim, dim_rules.DIM_FACTOR_SIZE)
+            guard_dim(n.size, dim, starts, n.size, factor_path=batch_size is None and on,
                       progress=progress is None or bool(progress))
     elif starts is None:
         starts = DIM_DEFAULT_STARTS
@@ -565,18 +567,9 @@ def _full_in_dim(n: np.ndarray, tau: float, eps: float | None, method: str, tol:
                        numeric=dim is None or not factor_path or n.size <= NUMERIC_MAX_K)
     if dim is None:
         return free
-    if free is None or (factor_path and on_factor(n.size, dim, DIM_FACTOR_SIZE)
+    if free is None or (factor_path and on_factor(n.size, dim, dim_rules.DIM_FACTOR_SIZE)
                         and free.rank > dim):
         return in_dim_factor(free, n, tau, eps, dim, starts=starts, seed=seed, tol=tol)
     prob = block_problem(n, block_weights(n.size, eps), tau=tau)
     return in_dim(free, prob, n, dim, starts=starts, seed=seed, tol=tol)
-
-
-# the names the factor-path tests use (the functions live in dgp.prototypes._dim; the factor
-# path's threshold is read here, at each call, so that a test may lower it on this module)
-_guard_dim = guard_dim
-
-
-def _default_starts(K: int, dim: int) -> int:
-    return default_starts(K, dim, DIM_FACTOR_SIZE)
 
