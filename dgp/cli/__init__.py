@@ -1,7 +1,9 @@
 """The ``dgp`` command line: one module per subcommand, errors as one ``error:`` line.
 
-Each subcommand module defines ``register(subparsers)``, which adds its parser and sets
-``func(args) -> int``. The library raises errors that name its *parameters*
+Each subcommand module says what its command is and does: ``HELP`` (its line in ``dgp
+--help``), ``DESCRIPTION`` (and ``EPILOG`` where it has one), ``add_arguments(parser)`` (its flags)
+and ``run(args) -> int``; :func:`build_parser` makes every subparser from them in one place. The
+library raises errors that name its *parameters*
 (:class:`dgp.errors.ParameterError`); here they become one line on stderr starting with
 ``error:``, naming the flag instead, with exit status 2, and so do the other input errors
 (:class:`dgp.errors.InputError`, :class:`dgp.errors.InputTypeError`). The exception's class
@@ -191,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in _COMMANDS:
-        importlib.import_module(f"dgp.cli.{name}").register(sub)
+        _add_command(sub, name, importlib.import_module(f"dgp.cli.{name}"))
     for p in sub.choices.values():  # a global flag, also accepted after the command
         p.add_argument("--deterministic", action="store_true", default=argparse.SUPPRESS,
                        help=_DETERMINISTIC_HELP)
@@ -200,6 +202,14 @@ def build_parser() -> argparse.ArgumentParser:
                            help="no progress lines on stderr (the 'still working' notes)")
     parser.set_defaults(subcommands=sub.choices)
     return parser
+
+
+def _add_command(sub: argparse._SubParsersAction, name: str, command: Any) -> None:
+    """The subparser of one command, from what its module declares (module docstring)."""
+    p = sub.add_parser(name, help=command.HELP, description=command.DESCRIPTION,
+                       epilog=getattr(command, "EPILOG", None))
+    command.add_arguments(p)
+    p.set_defaults(func=command.run)
 
 
 def _warning_printer(flags: Mapping[str, str | None]):

@@ -1,11 +1,14 @@
-"""The weighting a command reads: one set of arguments and one loader for every command that
-takes W (``classify``, ``optimum``, ``phase``, ``recommend``, ``floors``, ``metrics --weights``).
+"""What a command reads: one set of arguments and one loader for every command that takes a
+weighting W (``classify``, ``optimum``, ``phase``, ``recommend``, ``floors``, ``metrics
+--weights``), the labels of ``--objective`` and the class sizes of ``--sizes``.
 
 A weighting is a WEIGHTS file (an ``N x N`` matrix: ``.npy``, ``.npz`` of :func:`numpy.savez` or
 of :func:`scipy.sparse.save_npz`, e.g. a saved :func:`sklearn.neighbors.kneighbors_graph`, or
 text) or an edge list (``--edges FILE``, or a WEIGHTS file named ``*.edges``/``*.edgelist``).
 The files are only read here; what a weighting may hold is decided by the library's one
-validator (:func:`dgp.engine.target.log_weights`), which every command hands the data to.
+validator (:func:`dgp.engine.target.log_weights`), which every command hands the data to. Each
+loader makes its checks of the command line first and then reads its file with one call of
+:mod:`dgp.io`, so that a command walks down: command line, these loaders, the readers.
 """
 
 from __future__ import annotations
@@ -15,11 +18,15 @@ import os
 
 from dgp.cli._output import FileArg
 from dgp.errors import InputError
+from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_edge_list, load_labels, load_weights
+from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
+from dgp.tolerance import DEFAULT_RTOL
 
-__all__ = ["EDGE_SUFFIXES", "WEIGHTS_HELP", "add_objective_arguments", "add_weights_arguments",
-           "is_edge_list", "label_column", "load_objective_labels", "load_weighting",
-           "read_weights", "refuse_label_flags"]
+__all__ = ["EDGE_SUFFIXES", "WEIGHTS_HELP", "add_input_arguments", "add_objective_arguments",
+           "add_parameter_arguments", "add_weights_arguments", "input_kwargs", "is_edge_list",
+           "label_column", "load_objective_labels", "load_weighting", "parse_sizes",
+           "read_labels", "read_weights", "refuse_label_flags"]
 
 #: WEIGHTS files with these suffixes are edge lists
 EDGE_SUFFIXES = (".edges", ".edgelist")
@@ -49,10 +56,12 @@ def is_edge_list(path: object) -> bool:
     return str(os.fspath(path)).lower().endswith(EDGE_SUFFIXES)
 
 
-def read_weights(path: object, *, name: str, directed: bool = False):
-    """The weighting in ``path``: a networkx graph for an edge list (by its suffix), else the
-    matrix of :func:`dgp.io.load_weights` (dense, or ``scipy.sparse``)."""
-    if is_edge_list(path):
+def read_weights(path: object, *, name: str, directed: bool = False,
+                 edge_list: bool | None = None):
+    """The weighting in ``path``: a networkx graph for an edge list (``edge_list``, by default
+    told by the suffix), else the matrix of :func:`dgp.io.load_weights` (dense, or
+    ``scipy.sparse``)."""
+    if is_edge_list(path) if edge_list is None else edge_list:
         return load_edge_list(path, directed=directed, name=name)
     return load_weights(path, name=name)
 
@@ -64,24 +73,28 @@ def load_weighting(args: argparse.Namespace, *, required: bool = True):
     Raises
     ------
     InputError
-        If both or (when ``required``) neither are given, or ``--directed`` is given without an
-        edge list.
+        If both or (when ``required``) neither are given, ``--directed`` is given without an
+        edge list, or ``--log-weights`` (where the command has it) with one.
     """
     if args.weights is not None and args.edges is not None:
         raise InputError("give a WEIGHTS file or --edges FILE, not both")
-    if args.edges is not None:
-        return load_edge_list(args.edges, directed=args.directed, name="--edges")
-    if args.weights is None:
+    edges = args.edges is not None or is_edge_list(args.weights)
+    if getattr(args, "log_weights", False) and edges:
+        raise InputError("--log-weights applies to a WEIGHTS matrix; an edge list holds "
+                         "weights")
+    if args.weights is None and args.edges is None:
         if required:
             raise InputError("give a WEIGHTS file (an N x N matrix) or --edges FILE (an edge "
                              "list)")
         if args.directed:
             raise InputError("--directed applies to an edge list (--edges FILE)")
         return None
-    if args.directed and not is_edge_list(args.weights):
+    if args.directed and not edges:
         raise InputError("--directed applies to an edge list (--edges FILE); a WEIGHTS matrix "
                          "says its own direction (row i holds the weights of anchor i)")
-    return read_weights(args.weights, name="WEIGHTS", directed=args.directed)
+    if args.edges is not None:
+        return read_weights(args.edges, name="--edges", directed=args.directed, edge_list=True)
+    return read_weights(args.weights, name="WEIGHTS", directed=args.directed, edge_list=edges)
 
 
 def add_objective_arguments(p: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
@@ -120,16 +133,106 @@ def label_column(text: str | None) -> str | int | None:
     return int(text)
 
 
-def load_objective_labels(args: argparse.Namespace, kind: str):
-    """The labels of ``--labels`` for an objective whose labels are of ``kind`` (``"class"``
-    or ``"continuous"``).
+def read_labels(args: argparse.Namespace, kind: str):
+    """The labels of ``--labels`` (its ``--label-column`` where the command has one) for an
+    objective whose labels are of ``kind`` (``"class"`` or ``"continuous"``); class names are
+    kept, for the messages and the JSON to say them."""
+    column = label_column(getattr(args, "label_column", None))
+    return load_labels(args.labels, name="LABELS", column=column, kind=kind).labels
+
+
+def load_objective_labels(args: argparse.Namespace):
+    """The labels of ``--objective`` with ``--labels``, after the checks of that input:
+    ``--directed`` (an edge list's flag) and, where the command has it, ``--log-weights`` (a
+    WEIGHTS file's) are refused, ``--labels`` is required, and the objective's parameters are
+    checked (cheap) before the file is read.
 
     Raises
     ------
     InputError
-        If ``--labels`` is missing.
+        If ``--labels`` is missing, or a WEIGHTS-only flag is given.
     """
+    if args.directed:
+        raise InputError("--directed applies to an edge list (--edges FILE)")
     if args.labels is None:
         raise InputError(f"--objective {args.objective} needs --labels LABELS")
-    return load_labels(args.labels, name="LABELS", column=label_column(args.label_column),
-                       kind=kind).labels
+    if getattr(args, "log_weights", False):
+        raise InputError("--log-weights applies to a WEIGHTS file, not to --objective")
+    rec = OBJECTIVES[args.objective]
+    rec.check_params(sigma=args.sigma, eps=args.eps, label_tau=args.label_tau)
+    return read_labels(args, rec.labels)
+
+
+def parse_sizes(text: str) -> list[int]:
+    """Parse ``--sizes n1,n2,...`` into integers.
+
+    Raises
+    ------
+    InputError
+        If an item is empty or not an integer.
+    """
+    items = [s.strip() for s in str(text).split(",")]
+    out = []
+    for k, item in enumerate(items):
+        try:
+            out.append(int(item))
+        except ValueError:
+            raise InputError(
+                f"--sizes must be comma-separated integers such as 10,5,2; item {k} is "
+                f"{item!r} in {text!r}"
+            ) from None
+    return out
+
+
+def add_input_arguments(p: argparse.ArgumentParser) -> None:
+    """The input of the design commands (``phase``, ``recommend``, ``floors``): WEIGHTS,
+    ``--objective``, ``--labels``, ``--sizes``, ``--similarity`` and ``--rtol``."""
+    add_weights_arguments(p, help_prefix="a weighting instead of --objective: ")
+    p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from --labels/--sizes")
+    p.add_argument("--labels", metavar="LABELS", type=FileArg("input"),
+                   help="labels file for --objective: " + LABEL_FORMATS.replace("%", "%%"))
+    p.add_argument("--sizes", metavar="n1,n2,...",
+                   help="class sizes instead of --labels (supcon, soft-supcon)")
+    p.add_argument("--similarity", choices=SIMILARITIES,
+                   help="latent similarity (default: the objective's own, cosine for WEIGHTS)")
+    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+                   help=f"relative tolerance of every classification (default {DEFAULT_RTOL:g})")
+
+
+def add_parameter_arguments(p: argparse.ArgumentParser, *, tau_required: bool = False) -> None:
+    """``--tau``, ``--dim``, ``--eps``, ``--sigma``, ``--label-tau``."""
+    p.add_argument("--tau", type=float, required=tau_required, help="temperature > 0")
+    p.add_argument("--dim", type=int, help="embedding dimension >= 1")
+    p.add_argument("--eps", type=float, help="cross-class weight in (0, 1) (soft-supcon)")
+    p.add_argument("--sigma", type=float, help="label kernel width > 0 (y-aware, euclid-euclid)")
+    p.add_argument("--label-tau", type=float, help="label temperature > 0 (x-clr)")
+
+
+def input_kwargs(args: argparse.Namespace) -> dict:
+    """The library's input arguments of :func:`add_input_arguments` (``W``, or ``objective``
+    with ``labels``/``sizes``), with ``similarity`` and ``rtol``.
+
+    Raises
+    ------
+    InputError
+        If not exactly one of a weighting and ``--objective`` is given, or a flag of the other
+        input is.
+    """
+    if (args.weights is None and args.edges is None) == (args.objective is None):
+        raise InputError("give either a WEIGHTS file (or --edges FILE) or --objective with "
+                         "--labels (or --sizes), not both")
+    out: dict = {"similarity": args.similarity, "rtol": args.rtol}
+    if args.objective is None:
+        for flag in ("labels", "sizes"):
+            if getattr(args, flag) is not None:
+                raise InputError(f"--{flag} needs --objective (it builds the weighting)")
+        out["W"] = load_weighting(args)
+        return out
+    if args.directed:
+        raise InputError("--directed applies to an edge list (--edges FILE)")
+    out["objective"] = args.objective
+    if args.sizes is not None:
+        out["sizes"] = parse_sizes(args.sizes)
+    if args.labels is not None:
+        out["labels"] = read_labels(args, OBJECTIVES[args.objective].labels)
+    return out

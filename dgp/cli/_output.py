@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -26,14 +27,17 @@ from dgp.resources import atomic_output
 
 __all__ = [
     "FileArg",
+    "add_json_flag",
     "array_path",
     "atomic_output",
     "check_files",
     "emit_json",
     "jsonable",
     "plot_path",
+    "print_result",
     "quiet",
     "save_array",
+    "save_arrays",
     "table",
 ]
 
@@ -48,9 +52,27 @@ def quiet(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "quiet", False) or getattr(args, "json", False))
 
 
+def add_json_flag(p: argparse.ArgumentParser | argparse._ActionsContainer) -> None:
+    """``--json`` (on a parser, or on a group of its flags): one JSON object on stdout."""
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
 def emit_json(obj: Any) -> None:
     """Print one JSON object on stdout and nothing else."""
     sys.stdout.write(json.dumps(jsonable(obj), indent=2) + "\n")
+
+
+def print_result(args: argparse.Namespace, result: Any, *, words: Any = None,
+                 **fields: Any) -> bool:
+    """A command's result on stdout: under ``--json`` exactly ``result.to_dict(**fields)``
+    (nothing added, dropped or rewritten), else its ``summary()`` (``summary(words)`` when a
+    rewording of its hints is given). Returns whether it printed JSON, after which nothing else
+    may go to stdout."""
+    if args.json:
+        emit_json(result.to_dict(**fields))
+        return True
+    print(result.summary() if words is None else result.summary(words))
+    return False
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:
@@ -159,6 +181,15 @@ def save_array(path: str, array) -> None:
             np.save(fh, arr, allow_pickle=False)
         else:
             np.savetxt(fh, arr, delimiter=",", fmt="%.17g")
+
+
+def save_arrays(result: Any, outputs: Iterable[tuple[str, str | None]]) -> None:
+    """Write the array attribute ``name`` of ``result`` to ``path`` (:func:`save_array`) for
+    each ``(name, path)`` whose path was given (``--save-NAME FILE``); an array not asked for is
+    not computed."""
+    for name, path in outputs:
+        if path is not None:
+            save_array(path, getattr(result, name))
 
 
 class FileArg:

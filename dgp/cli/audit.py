@@ -33,8 +33,18 @@ from dgp.cli._output import emit_json, table
 from dgp.constants import MATCH_RTOL
 from dgp.errors import InputError
 
-__all__ = ["DEFAULT_TIMEOUT", "UserCodeError", "descendants", "load_callable", "register", "run",
-           "supervise", "worker"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "DESCRIPTION",
+    "HELP",
+    "UserCodeError",
+    "add_arguments",
+    "descendants",
+    "load_callable",
+    "run",
+    "supervise",
+    "worker",
+]
 
 #: seconds an audit may take, import of the module included, before it is stopped
 DEFAULT_TIMEOUT = 300.0
@@ -45,19 +55,23 @@ _WARNING = (
 )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "audit",
-        help="recover and classify the weighting a torch loss really optimises (runs the "
-        "named code; torch extra)",
-        description=(
-            _WARNING + " It calls the loss at several probe embeddings, recovers its anchor "
-            "weights and weighting from the gradients, matches them against the registered "
-            "objectives, classifies the effective weighting and predicts its geometry. A "
-            "class is instantiated with no arguments. Example: "
-            "dgp audit pytorch_metric_learning.losses:SupConLoss"
-        ),
-    )
+#: ``dgp audit``: its line in ``dgp --help``
+HELP = (
+    "recover and classify the weighting a torch loss really optimises (runs the "
+    "named code; torch extra)"
+)
+
+#: ``dgp audit``: what ``dgp audit --help`` says first
+DESCRIPTION = (
+    _WARNING + " It calls the loss at several probe embeddings, recovers its anchor "
+    "weights and weighting from the gradients, matches them against the registered "
+    "objectives, classifies the effective weighting and predicts its geometry. A "
+    "class is instantiated with no arguments. Example: "
+    "dgp audit pytorch_metric_learning.losses:SupConLoss"
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", metavar="MODULE:CALLABLE",
                    help="the loss: a function or an nn.Module instance, or a class")
     p.add_argument("--n", type=int, default=12,
@@ -90,7 +104,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="put DIR first on the module search path (repeatable; the current "
                    "directory is searched only when given as --path .)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=run)
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,19 +10,26 @@ import numpy as np
 from dgp.classification import METHODS, classify, weighting
 from dgp.cli._inputs import (
     add_weights_arguments,
-    is_edge_list,
+    load_objective_labels,
     load_weighting,
     refuse_label_flags,
 )
-from dgp.cli._output import FileArg, atomic_output, emit_json, quiet, save_array
+from dgp.cli._output import (
+    FileArg,
+    add_json_flag,
+    atomic_output,
+    print_result,
+    quiet,
+    save_array,
+)
 from dgp.display import format_duration
 from dgp.errors import InputError
 from dgp.infonce import SIMILARITIES
-from dgp.io import LABEL_FORMATS, load_labels
-from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES, classify_objective
+from dgp.io import LABEL_FORMATS
+from dgp.objectives import OBJECTIVE_NAMES, classify_objective
 from dgp.tolerance import DEFAULT_RTOL
 
-__all__ = ["register", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
 _LABELS_HELP = (
     "labels file for --objective: one column of class labels (integers or names) for "
@@ -31,14 +38,18 @@ _LABELS_HELP = (
 )
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "classify",
-        help="classify the target geometry of a weighting",
-        description="Classify the target geometry of a weight matrix (WEIGHTS) or of a named "
-        "objective built from labels (--objective with --labels) as realizable, degenerate or "
-        "inconsistent, with a certificate. Exit status 0 whatever the verdict.",
-    )
+#: ``dgp classify``: its line in ``dgp --help``
+HELP = "classify the target geometry of a weighting"
+
+#: ``dgp classify``: what ``dgp classify --help`` says first
+DESCRIPTION = (
+    "Classify the target geometry of a weight matrix (WEIGHTS) or of a named "
+    "objective built from labels (--objective with --labels) as realizable, degenerate or "
+    "inconsistent, with a certificate. Exit status 0 whatever the verdict."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_weights_arguments(p)
     p.add_argument("--log-weights", action="store_true",
                    help="WEIGHTS holds log-weights (-inf for a zero weight): narrow kernels keep "
@@ -59,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"relative tolerance per sample (default {DEFAULT_RTOL:g}, float64 "
                    "rounding noise)")
     p.add_argument("--method", choices=METHODS, default="spectral", help="default: spectral")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(p)
     p.add_argument("--embedding", action="store_true",
                    help="include the optimal embedding in --json output")
     p.add_argument("--plot", metavar="FILE", type=FileArg("output", "figure"),
@@ -71,7 +82,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no notes on stderr")
     p.add_argument("--no-floor", action="store_true",
                    help="skip the loss floor in dimension D of an inconsistent cosine verdict")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,9 +89,6 @@ def run(args: argparse.Namespace) -> int:
     if len(given) != 1:
         raise InputError("give one of a WEIGHTS file, --edges FILE, or --objective with "
                          "--labels")
-    if args.log_weights and (args.edges is not None or is_edge_list(args.weights)):
-        raise InputError("--log-weights applies to a WEIGHTS matrix; an edge list holds "
-                         "weights")
     plot = None
     if args.plot is not None:
         from dgp.plots import require_matplotlib
@@ -105,18 +112,7 @@ def run(args: argparse.Namespace) -> int:
         res = classify(similarity=similarity, tau=args.tau, dim=args.dim, rtol=args.rtol,
                        method=args.method, floor=not args.no_floor, **kwargs)
     else:
-        if args.directed:
-            raise InputError("--directed applies to an edge list (--edges FILE)")
-        if args.labels is None:
-            raise InputError(f"--objective {args.objective} needs --labels LABELS")
-        if args.log_weights:
-            raise InputError("--log-weights applies to a WEIGHTS file, not to --objective")
-        rec = OBJECTIVES[args.objective]
-        # the flags first (cheap), then the file
-        rec.check_params(sigma=args.sigma, eps=args.eps, label_tau=args.label_tau)
-        kind = rec.labels
-        data = load_labels(args.labels, name="LABELS", column=_column(args.label_column),
-                           kind=kind).labels  # class names kept: messages and JSON say them
+        data = load_objective_labels(args)
         res = classify_objective(
             args.objective, data, tau=args.tau, dim=args.dim, sigma=args.sigma, eps=args.eps,
             label_tau=args.label_tau, similarity=args.similarity, rtol=args.rtol,
@@ -126,12 +122,8 @@ def run(args: argparse.Namespace) -> int:
     if plot is not None:
         _plot(args, res, data, plot)
     _save(res, saves)
-    if args.json:
-        emit_json(res.to_dict(embedding=args.embedding))
-    else:
-        print(res.summary())
-        if plot is not None:
-            print(f"figure       {plot}")
+    if not print_result(args, res, embedding=args.embedding) and plot is not None:
+        print(f"figure       {plot}")
     return 0
 
 
@@ -157,13 +149,6 @@ def _save(res, saves: dict[str, str]) -> None:
             continue
         Z = res.embedding
         save_array(path, Z if flag == "--save-embedding" else Z @ Z.T)
-
-
-def _column(text: str | None) -> str | int | None:
-    """``--label-column``: a header name, or a 0-based position (as ``load_labels``)."""
-    if text is None or not text.lstrip("-").isdigit():
-        return text
-    return int(text)
 
 
 def _plot(args: argparse.Namespace, res, data, path: str) -> None:

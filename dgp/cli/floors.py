@@ -5,24 +5,28 @@ from __future__ import annotations
 
 import argparse
 
-from dgp.cli._output import emit_json
-from dgp.cli.phase import add_input_arguments, add_parameter_arguments, input_kwargs
+from dgp.cli._inputs import add_input_arguments, add_parameter_arguments, input_kwargs
+from dgp.cli._output import add_json_flag, print_result
 from dgp.design import SUPCONTRAST_BASE_TEMPERATURE, loss_floors
 
-__all__ = ["register", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "floors",
-        help="loss floors: the optimal, collapsed and random losses of a batch",
-        description="Reference values for reading a training curve: the optimal loss (the "
-        "floor), the loss with every embedding at one point (collapse) and the expected loss of "
-        "random unit embeddings (needs --dim), summed over anchors, per anchor as "
-        "pytorch-metric-learning's SupConLoss reports it, and as the SupContrast reference "
-        "reports it (times tau / base temperature). --sizes counts the rows of one batch (with "
-        "several views per sample, each view is a row).",
-    )
+#: ``dgp floors``: its line in ``dgp --help``
+HELP = "loss floors: the optimal, collapsed and random losses of a batch"
+
+#: ``dgp floors``: what ``dgp floors --help`` says first
+DESCRIPTION = (
+    "Reference values for reading a training curve: the optimal loss (the "
+    "floor), the loss with every embedding at one point (collapse) and the expected loss of "
+    "random unit embeddings (needs --dim), summed over anchors, per anchor as "
+    "pytorch-metric-learning's SupConLoss reports it, and as the SupContrast reference "
+    "reports it (times tau / base temperature). --sizes counts the rows of one batch (with "
+    "several views per sample, each view is a row)."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input_arguments(p)
     add_parameter_arguments(p, tau_required=True)
     p.add_argument("--base-temperature", type=float, default=SUPCONTRAST_BASE_TEMPERATURE,
@@ -31,8 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int,
                    help="Monte Carlo draws of the random embedding (default: about 4e6 / N)")
     p.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo draws")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=run)
+    add_json_flag(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,8 +44,5 @@ def run(args: argparse.Namespace) -> int:
         label_tau=args.label_tau, base_temperature=args.base_temperature, samples=args.samples,
         seed=args.seed,
     )
-    if args.json:
-        emit_json(res.to_dict())
-    else:
-        print(res.summary())
+    print_result(args, res)
     return 0

@@ -9,18 +9,20 @@ from dgp.cli._inputs import WEIGHTS_HELP
 from dgp.cli._output import FileArg, emit_json, table
 from dgp.errors import InputError
 
-__all__ = ["register", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "metrics",
-        help="compare learned embeddings with a reference embedding",
-        description=(
-            "Procrustes r² (rigid, no scaling) and similarity r² of embeddings Z against a "
-            "reference ZREF; with --weights and --tau also the entropic gap L(Z) - Σ H(p_i)."
-        ),
-    )
+#: ``dgp metrics``: its line in ``dgp --help``
+HELP = "compare learned embeddings with a reference embedding"
+
+#: ``dgp metrics``: what ``dgp metrics --help`` says first
+DESCRIPTION = (
+    "Procrustes r² (rigid, no scaling) and similarity r² of embeddings Z against a "
+    "reference ZREF; with --weights and --tau also the entropic gap L(Z) - Σ H(p_i)."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--embeddings", required=True, metavar="Z", type=FileArg("input"),
         help="N x d array (.npy, .npz, .csv, .txt)"
@@ -40,7 +42,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--similarity", default="cosine", choices=("cosine", "euclidean"), help="default: cosine"
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,32 +12,36 @@ from dgp.cli._inputs import (
     load_weighting,
     refuse_label_flags,
 )
-from dgp.cli._output import FileArg, emit_json, quiet, save_array, table
+from dgp.cli._output import FileArg, add_json_flag, print_result, quiet, save_arrays, table
 from dgp.errors import InputError
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
 from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 
-__all__ = ["register", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
 _MAX_TABLE = 12
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "optimum",
-        help="true minimiser of a cosine w-InfoNCE (free dimension or R^D)",
-        description="Minimise the cosine w-InfoNCE loss of the weight matrix WEIGHTS over unit "
-        "embeddings (WEIGHTS may be sparse, e.g. a saved k-NN graph, or an edge list; the program "
-        "is dense, N x N): the loss and its certified gap, the rank of the optimum, whether it is "
-        "unique, and an embedding. Samples with identical rows and columns are merged first. "
-        "With --dim D the best embedding in R^D (certified globally optimal when its dual "
-        "matrix is PSD, else with its gap to the convex lower bound); with --batch-size B the "
-        "prediction for uniform mini-batches: exact over every composition when few, else "
-        "optimised on fresh batches and reported on others (a 95% interval, a lower bound "
-        "at 95% confidence, the full-batch optimum on the same batches, what the loss pins; "
-        "progress on stderr). --objective with --labels builds the weighting from labels, read "
-        "one batch at a time beyond exact enumeration.",
-    )
+#: ``dgp optimum``: its line in ``dgp --help``
+HELP = "true minimiser of a cosine w-InfoNCE (free dimension or R^D)"
+
+#: ``dgp optimum``: what ``dgp optimum --help`` says first
+DESCRIPTION = (
+    "Minimise the cosine w-InfoNCE loss of the weight matrix WEIGHTS over unit "
+    "embeddings (WEIGHTS may be sparse, e.g. a saved k-NN graph, or an edge list; the program "
+    "is dense, N x N): the loss and its certified gap, the rank of the optimum, whether it is "
+    "unique, and an embedding. Samples with identical rows and columns are merged first. "
+    "With --dim D the best embedding in R^D (certified globally optimal when its dual "
+    "matrix is PSD, else with its gap to the convex lower bound); with --batch-size B the "
+    "prediction for uniform mini-batches: exact over every composition when few, else "
+    "optimised on fresh batches and reported on others (a 95% interval, a lower bound "
+    "at 95% confidence, the full-batch optimum on the same batches, what the loss pins; "
+    "progress on stderr). --objective with --labels builds the weighting from labels, read "
+    "one batch at a time beyond exact enumeration."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_weights_arguments(p)
     add_objective_arguments(p, tuple(n for n in OBJECTIVE_NAMES
                                      if OBJECTIVES[n].similarity == "cosine"))
@@ -64,14 +68,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "beyond, the expected-batch optimum is found on fresh batches (needs --dim)")
     b.add_argument("--seed", type=int, default=0, help="seed of random starts and batches")
     o = p.add_argument_group("output")
-    o.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(o)
     o.add_argument("--gram", action="store_true", help="print the Gram (and keep it in --json)")
     o.add_argument("--embedding", action="store_true", help="--json also holds the embedding")
     o.add_argument("--save-gram", metavar="FILE", type=FileArg("output", "array"),
                    help="write the N x N Gram (.npy, .csv or .txt)")
     o.add_argument("--save-embedding", metavar="FILE", type=FileArg("output", "array"),
                    help="write the N x rank embedding (.npy, .csv or .txt)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,14 +88,12 @@ def run(args: argparse.Namespace) -> int:
         if args.weights is not None or args.edges is not None:
             raise InputError("give a WEIGHTS file, --edges FILE or --objective with --labels, "
                              "not two of them")
-        import dgp
+        from dgp.problem import Problem
 
-        rec = OBJECTIVES[args.objective]
-        rec.check_params(sigma=args.sigma, eps=args.eps, label_tau=args.label_tau)
-        labels = load_objective_labels(args, rec.labels)
+        labels = load_objective_labels(args)
         params = {k: getattr(args, k) for k in ("sigma", "eps", "label_tau")
                   if getattr(args, k) is not None}
-        W = dgp.Problem(objective=args.objective, labels=labels, **params)
+        W = Problem(objective=args.objective, labels=labels, **params)
     batch = {} if args.sampler is None else {"sampler": args.sampler}
     if args.batch_size is not None:
         batch = {"batch_size": args.batch_size, "reduction": args.reduction,
@@ -100,14 +101,10 @@ def run(args: argparse.Namespace) -> int:
                  "samples": args.samples, "exact_max": args.exact_max, **batch}
     res = optimum(W, tau=args.tau, dim=args.dim, starts=args.starts, seed=args.seed,
                   progress=not quiet(args), **batch)
-    if args.save_gram is not None:
-        save_array(args.save_gram, res.gram)
-    if args.save_embedding is not None:
-        save_array(args.save_embedding, res.embedding)
-    if args.json:
-        emit_json(res.to_dict(gram=True if args.gram else None, embedding=args.embedding))
+    saved = (("gram", args.save_gram), ("embedding", args.save_embedding))
+    save_arrays(res, saved)
+    if print_result(args, res, gram=True if args.gram else None, embedding=args.embedding):
         return 0
-    print(res.summary())
     if res.n <= _MAX_TABLE or args.gram:
         head = ["", *[str(j) for j in range(res.n)]]
         rows = [[str(i), *(f"{v:+.4f}" for v in res.gram[i])] for i in range(res.n)]
@@ -116,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\nuse --gram to print the Gram, --json --embedding for the embedding, or "
               "--save-gram/--save-embedding FILE to write them")
-    for flag, path in (("gram", args.save_gram), ("embedding", args.save_embedding)):
+    for name, path in saved:
         if path is not None:
-            print(f"wrote {flag} to {path}")
+            print(f"wrote {name} to {path}")
     return 0

@@ -1,8 +1,4 @@
-"""``dgp phase``: the verdict map of an objective over a grid of one or two parameters.
-
-Also the input flags shared with ``dgp recommend`` and ``dgp floors`` (:func:`add_input_arguments`,
-:func:`input_kwargs`): a WEIGHTS file, or ``--objective`` with ``--labels`` or ``--sizes``.
-"""
+"""``dgp phase``: the verdict map of an objective over a grid of one or two parameters."""
 
 from __future__ import annotations
 
@@ -12,18 +8,13 @@ import sys
 
 import numpy as np
 
-from dgp.cli._inputs import add_weights_arguments, load_weighting
-from dgp.cli._output import FileArg, atomic_output, emit_json, quiet
+from dgp.cli._inputs import add_input_arguments, add_parameter_arguments, input_kwargs
+from dgp.cli._output import FileArg, add_json_flag, atomic_output, print_result, quiet
 from dgp.design import GRID_PARAMETERS, MAX_CELLS, PROFILES, phase
 from dgp.errors import InputError, ParameterError
-from dgp.infonce import SIMILARITIES
-from dgp.io import LABEL_FORMATS, load_labels
-from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
 from dgp.resources import check_memory, memory_budget
-from dgp.tolerance import DEFAULT_RTOL
 
-__all__ = ["add_input_arguments", "add_parameter_arguments", "input_kwargs", "parse_axis",
-           "register", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "parse_axis", "run"]
 
 _GRID_HELP = (
     "a swept parameter and its values: NAME=LO:HI:N (N values evenly spaced), "
@@ -31,54 +22,6 @@ _GRID_HELP = (
     f"{', '.join(GRID_PARAMETERS)} (label-tau also accepted). Give one or two; the first runs "
     "along the x axis"
 )
-
-
-def add_input_arguments(p: argparse.ArgumentParser) -> None:
-    """WEIGHTS, ``--objective``, ``--labels``, ``--sizes``, ``--similarity`` and ``--rtol``."""
-    add_weights_arguments(p, help_prefix="a weighting instead of --objective: ")
-    p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from --labels/--sizes")
-    p.add_argument("--labels", metavar="LABELS", type=FileArg("input"),
-                   help="labels file for --objective: " + LABEL_FORMATS.replace("%", "%%"))
-    p.add_argument("--sizes", metavar="n1,n2,...",
-                   help="class sizes instead of --labels (supcon, soft-supcon)")
-    p.add_argument("--similarity", choices=SIMILARITIES,
-                   help="latent similarity (default: the objective's own, cosine for WEIGHTS)")
-    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
-                   help=f"relative tolerance of every classification (default {DEFAULT_RTOL:g})")
-
-
-def add_parameter_arguments(p: argparse.ArgumentParser, *, tau_required: bool = False) -> None:
-    """``--tau``, ``--dim``, ``--eps``, ``--sigma``, ``--label-tau``."""
-    p.add_argument("--tau", type=float, required=tau_required, help="temperature > 0")
-    p.add_argument("--dim", type=int, help="embedding dimension >= 1")
-    p.add_argument("--eps", type=float, help="cross-class weight in (0, 1) (soft-supcon)")
-    p.add_argument("--sigma", type=float, help="label kernel width > 0 (y-aware, euclid-euclid)")
-    p.add_argument("--label-tau", type=float, help="label temperature > 0 (x-clr)")
-
-
-def input_kwargs(args: argparse.Namespace) -> dict:
-    """The library's input arguments (``W`` or ``objective`` with ``labels``/``sizes``)."""
-    from dgp.cli.supcon import parse_sizes
-
-    if (args.weights is None and args.edges is None) == (args.objective is None):
-        raise InputError("give either a WEIGHTS file (or --edges FILE) or --objective with "
-                         "--labels (or --sizes), not both")
-    out: dict = {"similarity": args.similarity, "rtol": args.rtol}
-    if args.objective is None:
-        for flag in ("labels", "sizes"):
-            if getattr(args, flag) is not None:
-                raise InputError(f"--{flag} needs --objective (it builds the weighting)")
-        out["W"] = load_weighting(args)
-        return out
-    if args.directed:
-        raise InputError("--directed applies to an edge list (--edges FILE)")
-    out["objective"] = args.objective
-    if args.labels is not None:
-        kind = OBJECTIVES[args.objective].labels
-        out["labels"] = load_labels(args.labels, name="LABELS", kind=kind).labels
-    if args.sizes is not None:
-        out["sizes"] = parse_sizes(args.sizes)
-    return out
 
 
 def parse_axis(text: str) -> tuple[str, np.ndarray]:
@@ -136,16 +79,20 @@ def parse_axis(text: str) -> tuple[str, np.ndarray]:
     return name, values
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "phase",
-        help="verdict map over a grid of one or two parameters",
-        description="The verdict (realizable, degenerate, inconsistent), rank, c interval and "
-        "excess loss of an objective (or a weight matrix) on a grid of one or two parameters, "
-        "with the closed-form boundaries (Soft SupCon's tau*, y-Aware's tau R^2 = sigma^2, "
-        "X-CLR's tau R^2 = tau_y) checked against every cell. Runs in parallel with --jobs, or "
-        "on a Dask cluster with --scheduler; the output is the same whichever runs it.",
-    )
+#: ``dgp phase``: its line in ``dgp --help``
+HELP = "verdict map over a grid of one or two parameters"
+
+#: ``dgp phase``: what ``dgp phase --help`` says first
+DESCRIPTION = (
+    "The verdict (realizable, degenerate, inconsistent), rank, c interval and "
+    "excess loss of an objective (or a weight matrix) on a grid of one or two parameters, "
+    "with the closed-form boundaries (Soft SupCon's tau*, y-Aware's tau R^2 = sigma^2, "
+    "X-CLR's tau R^2 = tau_y) checked against every cell. Runs in parallel with --jobs, or "
+    "on a Dask cluster with --scheduler; the output is the same whichever runs it."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input_arguments(p)
     p.add_argument("--grid", nargs="+", action="extend", required=True, metavar="NAME=SPEC",
                    help=_GRID_HELP)
@@ -168,12 +115,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "Dask's handshake within 10 s, checked before the work (needs the dask "
                    "extra)")
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(out)
     out.add_argument("--csv", metavar="FILE", type=FileArg("output", "text"),
                      help="write the table, one row per cell, as CSV")
     p.add_argument("--plot", metavar="FILE", type=FileArg("output", "figure"),
                    help="also save a figure (.png, .pdf or .svg; needs the plot extra)")
-    p.set_defaults(func=run)
 
 
 #: bytes per sample that a cell of an imbalance sweep holds: its int64 class codes and a copy
@@ -265,13 +211,11 @@ def run(args: argparse.Namespace) -> int:
     if plot is not None:
         with atomic_output(plot) as tmp:
             pm.figure().savefig(tmp, dpi=100)
-    if args.json:
-        emit_json(pm.to_dict())
-        return 0
     if args.csv is not None:
         with atomic_output(args.csv) as tmp:
             pm.to_csv(tmp)
-    print(pm.summary())
+    if print_result(args, pm):
+        return 0
     if args.csv is not None:
         print(f"\ntable        {args.csv} ({len(pm.cells)} rows)")
     if plot is not None:

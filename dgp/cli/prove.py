@@ -12,19 +12,21 @@ import sys
 
 from dgp.cli._output import emit_json, quiet, table
 
-__all__ = ["register", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "prove",
-        help="run every theorem as an executable check (sympy + hypothesis)",
-        description=(
-            "Run the theorems of dgp.proofs: sympy derivations and hypothesis property tests "
-            "(derandomized, >= 100 examples each) against independent reference computations. "
-            "Exit 0 if all are verified, 1 if one fails."
-        ),
-    )
+#: ``dgp prove``: its line in ``dgp --help``
+HELP = "run every theorem as an executable check (sympy + hypothesis)"
+
+#: ``dgp prove``: what ``dgp prove --help`` says first
+DESCRIPTION = (
+    "Run the theorems of dgp.proofs: sympy derivations and hypothesis property tests "
+    "(derandomized, >= 100 examples each) against independent reference computations. "
+    "Exit 0 if all are verified, 1 if one fails."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--only",
         action="append",
@@ -34,7 +36,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true",
                    help="no progress lines on stderr (--json is quiet too)")
-    p.set_defaults(func=run)
 
 
 def _load_profile() -> None:

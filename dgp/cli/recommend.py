@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from dgp.cli._output import emit_json
-from dgp.cli.phase import add_input_arguments, add_parameter_arguments, input_kwargs
+from dgp.cli._inputs import add_input_arguments, add_parameter_arguments, input_kwargs
+from dgp.cli._output import add_json_flag, print_result
 from dgp.design import recommend
 from dgp.errors import InputError
 
-__all__ = ["register", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
 
 def _floats(text: str, flag: str, count: int | None = None) -> list[float]:
@@ -30,19 +30,23 @@ def _ints(text: str, flag: str) -> list[int]:
         raise InputError(f"{flag} {text!r}: expected class codes such as 2,3,4") from None
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "recommend",
-        help="which tau / eps / dim gives the geometry you want",
-        description="Inverse questions, each answered by a scan and a bisection on the engine's "
-        "verdicts, with a certificate (the verdicts or cosines on both sides of the answer, and "
-        "the closed form where one exists). --want realizable: the largest tau at which the "
-        "weighting stays realizable in --dim. --want simplex: the tau (given --eps) or the eps "
-        "(given --tau) at which Soft SupCon's target is the centred regular simplex. --want "
-        "'minority-cosine<=X': the largest tau keeping every minority-pair prototype cosine "
-        "<= X (supcon, soft-supcon). --want min-dim: the smallest dimension attaining the bound "
-        "(given --tau).",
-    )
+#: ``dgp recommend``: its line in ``dgp --help``
+HELP = "which tau / eps / dim gives the geometry you want"
+
+#: ``dgp recommend``: what ``dgp recommend --help`` says first
+DESCRIPTION = (
+    "Inverse questions, each answered by a scan and a bisection on the engine's "
+    "verdicts, with a certificate (the verdicts or cosines on both sides of the answer, and "
+    "the closed form where one exists). --want realizable: the largest tau at which the "
+    "weighting stays realizable in --dim. --want simplex: the tau (given --eps) or the eps "
+    "(given --tau) at which Soft SupCon's target is the centred regular simplex. --want "
+    "'minority-cosine<=X': the largest tau keeping every minority-pair prototype cosine "
+    "<= X (supcon, soft-supcon). --want min-dim: the smallest dimension attaining the bound "
+    "(given --tau)."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input_arguments(p)
     p.add_argument("--want", required=True, metavar="WANT",
                    help="realizable, simplex, minority-cosine<=X or min-dim")
@@ -55,8 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "0.01:10)")
     p.add_argument("--points", type=int, default=61,
                    help="scan points before the bisection (default 61)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=run)
+    add_json_flag(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,9 +72,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from dgp.cli import cli_words, command_flags
 
-    if args.json:  # exactly the result's dict (its hints in the library's keyword words)
-        emit_json(res.to_dict())
-    else:
-        flags = command_flags(args)  # the library's keyword hints said as flags
-        print(res.summary(lambda text: cli_words(text, flags)))
+    # --json: exactly the result's dict (its hints in the library's keyword words); the text
+    # says the library's keyword hints as flags
+    flags = command_flags(args)
+    print_result(args, res, words=lambda text: cli_words(text, flags))
     return 0

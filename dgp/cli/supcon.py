@@ -7,7 +7,16 @@ import argparse
 
 import numpy as np
 
-from dgp.cli._output import FileArg, atomic_output, emit_json, quiet, save_array, table
+from dgp.cli._inputs import parse_sizes
+from dgp.cli._output import (
+    FileArg,
+    add_json_flag,
+    atomic_output,
+    emit_json,
+    quiet,
+    save_arrays,
+    table,
+)
 from dgp.cli._text import printable
 from dgp.errors import InputError
 from dgp.io import load_labels
@@ -20,42 +29,25 @@ from dgp.prototypes import (
     supcon_prototypes,
 )
 
-__all__ = ["parse_sizes", "register", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
 _MAX_TABLE = 12  # largest K printed as a full table without --gram
 _MAX_SYMBOLIC = 3  # largest K whose symbolic first-order Gram and KKT matrix are printed
 
 
-def parse_sizes(text: str) -> list[int]:
-    """Parse ``--sizes n1,n2,...`` into integers.
+#: ``dgp supcon``: its line in ``dgp --help``
+HELP = "optimal class prototypes of SupCon / Soft SupCon (full batch or mini-batches)"
 
-    Raises
-    ------
-    ValueError
-        If an item is empty, not an integer, or the list is empty.
-    """
-    items = [s.strip() for s in str(text).split(",")]
-    out = []
-    for k, item in enumerate(items):
-        try:
-            out.append(int(item))
-        except ValueError:
-            raise InputError(
-                f"--sizes must be comma-separated integers such as 10,5,2; item {k} is "
-                f"{item!r} in {text!r}"
-            ) from None
-    return out
+#: ``dgp supcon``: what ``dgp supcon --help`` says first
+DESCRIPTION = (
+    "Optimal class-prototype Gram of SupCon (or Soft SupCon with --eps) for the "
+    "given class sizes: a closed form where one is exact, else a certified solver with a "
+    "KKT residual. With --batch-size, the prediction for mini-batch training: the minimiser "
+    "of the expected batch loss of the sampler."
+)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "supcon",
-        help="optimal class prototypes of SupCon / Soft SupCon (full batch or mini-batches)",
-        description="Optimal class-prototype Gram of SupCon (or Soft SupCon with --eps) for the "
-        "given class sizes: a closed form where one is exact, else a certified solver with a "
-        "KKT residual. With --batch-size, the prediction for mini-batch training: the minimiser "
-        "of the expected batch loss of the sampler.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", help="class sizes n1,n2,...,nK (each >= 2)")
     p.add_argument("--labels", metavar="FILE", type=FileArg("input"),
                    help="count the class sizes from a labels file instead (.npy, .csv, .txt: "
@@ -94,7 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also find the batch size from which the full-batch prediction is "
                    "within TOL (max |G_B - G_full|) for this sampler")
     o = p.add_argument_group("output")
-    o.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(o)
     o.add_argument("--gram", action="store_true",
                    help="print the whole Gram (and keep it in --json for any K)")
     o.add_argument("--embedding", action="store_true", help="--json also holds the prototypes")
@@ -112,7 +104,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--plot", metavar="FILE", type=FileArg("output", "figure"),
         help="also save the prototype geometry (needs the plot extra)"
     )
-    p.set_defaults(func=run)
 
 
 def _latex_pairs(K: int) -> list[tuple[str, str]]:
@@ -192,12 +183,9 @@ def run(args: argparse.Namespace) -> int:
             samples_per_class=args.samples_per_class, reduction=args.reduction,
             anchors_without_positives=args.anchors_without_positives, seed=args.seed,
         )
-    if args.save_gram is not None:
-        save_array(args.save_gram, res.gram)
-    if args.save_embedding is not None:
-        save_array(args.save_embedding, res.embedding)
-    if args.save_prototypes is not None:
-        save_array(args.save_prototypes, res.prototypes)
+    saved = (("gram", args.save_gram), ("embedding", args.save_embedding),
+             ("prototypes", args.save_prototypes))
+    save_arrays(res, saved)
     if args.plot is not None:
         _plot(res, args.plot)
     K = len(res.sizes)
@@ -241,10 +229,9 @@ def run(args: argparse.Namespace) -> int:
         rows = [[str(b), f"{sh:.3g}", "-" if se is None else f"{se:.2g}"]
                 for b, sh, se in within.table]
         print(table(rows, ["B", "max |G_B - G_full|", "sampling error"]))
-    for flag, path in (("gram", args.save_gram), ("embedding", args.save_embedding),
-                       ("prototypes", args.save_prototypes), ("figure", args.plot)):
+    for name, path in (*saved, ("figure", args.plot)):
         if path is not None:
-            print(f"wrote {flag} to {path}")
+            print(f"wrote {name} to {path}")
     return 0
 
 

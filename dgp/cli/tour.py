@@ -19,7 +19,7 @@ from dgp.weights import (
     xclr_weights,
 )
 
-__all__ = ["TOUR", "register", "tour_cases"]
+__all__ = ["DESCRIPTION", "HELP", "TOUR", "add_arguments", "tour_cases"]
 
 
 @dataclass(frozen=True)
@@ -171,15 +171,18 @@ def used_words(text: str) -> tuple[tuple[str, str], ...]:
     return tuple((k, v) for k, v in GLOSSARY if k.split(" (")[0] in flat)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "tour",
-        help="a guided walk through the main results on built-in examples",
-        description="Classify the paper's objectives on built-in example data and print a table "
-        "of verdicts with one-line reasons.",
-    )
+#: ``dgp tour``: its line in ``dgp --help``
+HELP = "a guided walk through the main results on built-in examples"
+
+#: ``dgp tour``: what ``dgp tour --help`` says first
+DESCRIPTION = (
+    "Classify the paper's objectives on built-in example data and print a table "
+    "of verdicts with one-line reasons."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=run)
 
 
 def _verdict(res: Classification) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from dgp.cli._output import FileArg, atomic_output, emit_json, jsonable, quiet, table
 from dgp.errors import InputError
 
-__all__ = ["EXPERIMENTS", "register", "run"]
+__all__ = ["DESCRIPTION", "EXPERIMENTS", "HELP", "add_arguments", "run"]
 
 EXPERIMENTS = (
     "supcon-imbalance",
@@ -28,32 +28,36 @@ EXPERIMENTS = (
 )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "verify",
-        help="train CNNs and test the predicted geometry (torch extra)",
-        description=(
-            "Train CNNs with mini-batches (several seeds, held-out images) and test dgp's "
-            "predictions against the alternatives they compete with: supcon-imbalance, "
-            "batch-size, soft-supcon-tau, continuous-labels, controls, sample-batch, "
-            "long-tail-targets, or all (every one but long-tail-targets). --quick: "
-            "scikit-learn digits on CPU; full mode: 5000 MNIST digits (mnist extra), meant for "
-            "a GPU. long-tail-targets (mnist extra) reads MNIST in every mode and is sized for "
-            "a CPU: about 10 minutes by default, under a minute with --quick."
-        ),
-        epilog=(
-            "Verdicts, per comparison of a prediction with its alternative: the winner's name "
-            "(decided on held-out images over all seeds, Student t 95%, Holm over the "
-            "experiment's comparisons); undecided; uninformative (the two geometries' expected "
-            "batch losses differ by less than what training resolves: no geometry is evidence "
-            "for either); against (the alternative has the lower loss, or the runs beat the "
-            "prediction's loss); neither (the prediction wins but stays more than 3 noise "
-            "ceilings from the held-out Gram); tie (held-out data cannot tell two equiangular "
-            "levels apart: see the level on training images); boundary (tau*: both regimes "
-            "meet); coincide (the prediction is the alternative). docs/results.md explains "
-            "each rule and shows the published runs."
-        ),
-    )
+#: ``dgp verify``: its line in ``dgp --help``
+HELP = "train CNNs and test the predicted geometry (torch extra)"
+
+#: ``dgp verify``: what ``dgp verify --help`` says first
+DESCRIPTION = (
+    "Train CNNs with mini-batches (several seeds, held-out images) and test dgp's "
+    "predictions against the alternatives they compete with: supcon-imbalance, "
+    "batch-size, soft-supcon-tau, continuous-labels, controls, sample-batch, "
+    "long-tail-targets, or all (every one but long-tail-targets). --quick: "
+    "scikit-learn digits on CPU; full mode: 5000 MNIST digits (mnist extra), meant for "
+    "a GPU. long-tail-targets (mnist extra) reads MNIST in every mode and is sized for "
+    "a CPU: about 10 minutes by default, under a minute with --quick."
+)
+
+#: ``dgp verify``: what ``dgp verify --help`` says last
+EPILOG = (
+    "Verdicts, per comparison of a prediction with its alternative: the winner's name "
+    "(decided on held-out images over all seeds, Student t 95%, Holm over the "
+    "experiment's comparisons); undecided; uninformative (the two geometries' expected "
+    "batch losses differ by less than what training resolves: no geometry is evidence "
+    "for either); against (the alternative has the lower loss, or the runs beat the "
+    "prediction's loss); neither (the prediction wins but stays more than 3 noise "
+    "ceilings from the held-out Gram); tie (held-out data cannot tell two equiangular "
+    "levels apart: see the level on training images); boundary (tau*: both regimes "
+    "meet); coincide (the prediction is the alternative). docs/results.md explains "
+    "each rule and shows the published runs."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "experiment",
         choices=(*EXPERIMENTS, "all"),
@@ -81,7 +85,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=".npz with X (or images/features) and y")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.set_defaults(func=run)
 
 
 def _multiples(text: str) -> tuple[float, ...]:
