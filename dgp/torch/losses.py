@@ -336,7 +336,18 @@ class SoftSupConLoss(ObjectiveLoss):
                          empty_rows=empty_rows, eps=eps)
 
 
-class YAwareLoss(ObjectiveLoss):
+class _BandwidthLoss(ObjectiveLoss):
+    """The objectives whose one parameter is the label kernel's bandwidth ``sigma`` (y-Aware,
+    Euclidean–Euclidean, y-Aware column-normalised): one constructor for the three."""
+
+    def __init__(self, *, sigma: float, tau: float | None = None,
+                 temperature: float | None = None, reduction: str = "sum",
+                 empty_rows: str = "error") -> None:
+        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
+                         empty_rows=empty_rows, sigma=sigma)
+
+
+class YAwareLoss(_BandwidthLoss):
     """y-Aware (Dufumier et al. 2021): cosine latent, Gaussian kernel of the labels (row
     normalised, as the w-InfoNCE definition says; not the column-normalised public slip, which
     is :class:`YAwareColnormLoss`).
@@ -347,14 +358,8 @@ class YAwareLoss(ObjectiveLoss):
 
     objective = "y-aware"
 
-    def __init__(self, *, sigma: float, tau: float | None = None,
-                 temperature: float | None = None, reduction: str = "sum",
-                 empty_rows: str = "error") -> None:
-        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
-                         empty_rows=empty_rows, sigma=sigma)
 
-
-class EuclidEuclidLoss(ObjectiveLoss):
+class EuclidEuclidLoss(_BandwidthLoss):
     """Euclidean–Euclidean: Gaussian label kernel with a Euclidean latent; its optimum is
     ``z = (sqrt(tau) / sigma) y`` up to a rigid motion.
 
@@ -363,12 +368,6 @@ class EuclidEuclidLoss(ObjectiveLoss):
     """
 
     objective = "euclid-euclid"
-
-    def __init__(self, *, sigma: float, tau: float | None = None,
-                 temperature: float | None = None, reduction: str = "sum",
-                 empty_rows: str = "error") -> None:
-        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
-                         empty_rows=empty_rows, sigma=sigma)
 
 
 class XCLRLoss(ObjectiveLoss):
@@ -388,7 +387,7 @@ class XCLRLoss(ObjectiveLoss):
                          empty_rows=empty_rows, label_tau=label_tau)
 
 
-class YAwareColnormLoss(ObjectiveLoss):
+class YAwareColnormLoss(_BandwidthLoss):
     """y-Aware as public code computes it: the full Gaussian kernel (diagonal included), then
     ``W /= W.sum(1)`` (:func:`column_normalise`, a column normalisation), then the w-InfoNCE.
 
@@ -399,12 +398,6 @@ class YAwareColnormLoss(ObjectiveLoss):
     """
 
     objective = "y-aware-colnorm"
-
-    def __init__(self, *, sigma: float, tau: float | None = None,
-                 temperature: float | None = None, reduction: str = "sum",
-                 empty_rows: str = "error") -> None:
-        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
-                         empty_rows=empty_rows, sigma=sigma)
 
 
 def _named_losses() -> dict[str, type[ObjectiveLoss]]:
