@@ -21,6 +21,18 @@ from dgp.torch.audit.model import (  # noqa: E402
 # the report
 
 
+#: the keys of :meth:`AuditReport.to_dict`, in order (each an attribute but ``labels``,
+#: ``model`` and ``geometry``, whose values ``json_items`` computes)
+_JSON_KEYS = (
+    "callable", "n", "tau", "tau_source", "tau_given", "tau_estimate", "tau_residual",
+    "learned_temperature", "similarity", "similarity_source", "call", "labels", "labels_note",
+    "row_labels", "identified", "named_form", "model", "hypotheses", "match_rtol", "match",
+    "closest", "verdict", "classification", "reduction_scale", "anchor_weights", "anchor_spread",
+    "symmetric_part", "effective_weights", "representative_residual", "geometry", "intended",
+    "candidates", "probes", "attempts", "warnings",
+)
+
+
 @dataclass(frozen=True, eq=False)
 class AuditReport(Record):
     """What :func:`audit_loss` found. ``to_dict()`` gives the JSON of ``dgp audit --json``.
@@ -177,42 +189,9 @@ class AuditReport(Record):
             "condition": self.fit.condition}
         geometry = None if self.geometry is None else {
             k: v for k, v in self.geometry.items() if k != "embedding"}
-        yield from (
-            ("callable", self.callable),
-            ("n", self.n),
-            ("tau", self.tau),
-            ("tau_source", self.tau_source),
-            ("tau_given", self.tau_given),
-            ("tau_estimate", self.tau_estimate),
-            ("tau_residual", self.tau_residual),
-            ("learned_temperature", self.learned_temperature),
-            ("similarity", self.similarity),
-            ("similarity_source", self.similarity_source),
-            ("call", self.call),
-            ("labels", self.labels_kind),
-            ("labels_note", self.labels_note),
-            ("row_labels", self.row_labels),
-            ("identified", self.identified),
-            ("named_form", self.named_form),
-            ("model", fit),
-            ("hypotheses", self.hypotheses),
-            ("match_rtol", self.match_rtol),
-            ("match", self.match),
-            ("closest", self.closest),
-            ("verdict", self.verdict),
-            ("classification", self.classification),
-            ("reduction_scale", self.reduction_scale),
-            ("anchor_weights", self.anchor_weights),
-            ("anchor_spread", self.anchor_spread),
-            ("symmetric_part", self.symmetric_part),
-            ("effective_weights", self.effective_weights),
-            ("representative_residual", self.representative_residual),
-            ("geometry", geometry),
-            ("intended", self.intended),
-            ("candidates", self.candidates),
-            ("probes", self.probes),
-            ("attempts", self.attempts),
-            ("warnings", self.warnings),
-        )
+        # the attributes in this order, under their own names but for these three
+        values = {"labels": self.labels_kind, "model": fit, "geometry": geometry}
+        yield from ((key, values[key] if key in values else getattr(self, key))
+                    for key in _JSON_KEYS)
 
 
