@@ -175,56 +175,7 @@ def _fmt(x: Any) -> str:
 
 def _text(out: dict[str, Any]) -> str:
     lines = [f"audit of {out['callable']}  ({_WARNING.split(' (')[0].lower()})"]
-    kv: list[tuple[str, str]] = []
-    call = {"embeddings": "loss(embeddings, labels)", "views": "loss(features [b, 2, d], labels)",
-            "pair": "loss(z1, z2, labels)"}[out["call"]]
-    kv.append(("called as", f"{call}, N = {out['n']}"))
-    kv.append(("labels", f"{out['labels']}: {out['labels_note']}"))
-    tau_text = f"{out['tau']:.6g} ({out['tau_source']}"
-    if out["tau_given"] is not None and out["tau_source"] == "estimated":
-        tau_text += f"; the given {out['tau_given']:g} does not fit"
-    tau_text += f"; estimate {out['tau_estimate']:.6g}, residual {out['tau_residual']:.2g})"
-    kv.append(("temperature", tau_text))
-    kv.append(("latent", f"{out['similarity']} ({out['similarity_source']})"))
-    model = out["model"]
-    if out["identified"]:
-        kv.append(("model", f"w-InfoNCE, partition {model['partition']} (residual "
-                   f"{model['residual']:.2g} over {out['probes']['count']} probes)"))
-    else:
-        kv.append(("model", f"not identified (best residual {model['residual']:.2g}, partition "
-                   f"{model['partition']})"))
-        named = out["named_form"]
-        if named is not None:
-            kv.append(("form", f"{named['form']}: {named['description']} (residual "
-                       f"{named['residual']:.2g} at tau = {named['tau_estimate']:.6g})"))
-    match = out["match"]
-    if match is not None:
-        par = "" if match["parameter"] is None else f" {match['parameter']}={match['value']:.6g}"
-        kv.append(("match", f"{match['objective']}{par}, {match['form']}: {match['form_text']}"
-                   f" (error {match['error']:.2g})"))
-    elif out["identified"]:
-        kv.append(("match", "none within --match-rtol"))
-    if out["anchor_weights"] is not None:
-        a = np.asarray(out["anchor_weights"])
-        kv.append(("anchors", f"weights {a.min():.4g}..{a.max():.4g} (mean 1); reduction scale "
-                   f"{out['reduction_scale']:.4g}"))
-    c = out["classification"]
-    if c is not None:
-        kv.append(("verdict", f"{c['verdict']} (effective weighting, d = {c['dim']}): "
-                   f"{c['reason']}"))
-    geo = out["geometry"]
-    if geo is not None:
-        G = np.asarray(geo["gram"], dtype=float)
-        off = G[~np.eye(len(G), dtype=bool)]
-        what = "cosines" if out["similarity"] == "cosine" else "squared distances"
-        kv.append(("geometry", f"optimal {what} in [{off.min():.4g}, {off.max():.4g}] "
-                   f"({geo['reason']})"))
-    inten = out["intended"]
-    if inten is not None:
-        par = "".join(f" {k}={v:.4g}" for k, v in inten["params"].items())
-        kv.append(("vs intended", f"{inten['objective']}{par} ({inten['note']}): "
-                   f"{inten['gap_measure']} {inten['max_gap']:.3g}, similarity r^2 "
-                   f"{inten['similarity_r2']:.4f}"))
+    kv = _rows(out)
     import textwrap
 
     from dgp.display import format_rows
@@ -242,3 +193,66 @@ def _text(out: dict[str, Any]) -> str:
     for w in out["warnings"]:
         lines += textwrap.wrap("warning: " + w, width=79, subsequent_indent="  ")
     return "\n".join(lines)
+
+
+def _rows(out: dict[str, Any]) -> list[tuple[str, str]]:
+    """The report's rows (label, text): what was called and found, then one row for each
+    section the report holds (a section that is ``None`` has no row)."""
+    call = {"embeddings": "loss(embeddings, labels)", "views": "loss(features [b, 2, d], labels)",
+            "pair": "loss(z1, z2, labels)"}[out["call"]]
+    kv = [("called as", f"{call}, N = {out['n']}"),
+          ("labels", f"{out['labels']}: {out['labels_note']}"),
+          ("temperature", _tau_text(out)),
+          ("latent", f"{out['similarity']} ({out['similarity_source']})")]
+    model = out["model"]
+    if out["identified"]:
+        kv.append(("model", f"w-InfoNCE, partition {model['partition']} (residual "
+                   f"{model['residual']:.2g} over {out['probes']['count']} probes)"))
+    else:
+        kv.append(("model", f"not identified (best residual {model['residual']:.2g}, partition "
+                   f"{model['partition']})"))
+        kv += _section("form", out["named_form"], lambda named: (
+            f"{named['form']}: {named['description']} (residual {named['residual']:.2g} at "
+            f"tau = {named['tau_estimate']:.6g})"))
+    if out["match"] is None and out["identified"]:
+        kv.append(("match", "none within --match-rtol"))
+    kv += _section("match", out["match"], _match_text)
+    kv += _section("anchors", out["anchor_weights"], lambda weights: (
+        f"weights {np.min(weights):.4g}..{np.max(weights):.4g} (mean 1); reduction scale "
+        f"{out['reduction_scale']:.4g}"))
+    kv += _section("verdict", out["classification"], lambda c: (
+        f"{c['verdict']} (effective weighting, d = {c['dim']}): {c['reason']}"))
+    kv += _section("geometry", out["geometry"], lambda geo: _geometry_text(geo, out))
+    kv += _section("vs intended", out["intended"], _intended_text)
+    return kv
+
+
+def _section(label: str, section: Any, say: Any) -> list[tuple[str, str]]:
+    """The row ``label`` saying ``say(section)``, or none when the report lacks the section."""
+    return [] if section is None else [(label, say(section))]
+
+
+def _tau_text(out: dict[str, Any]) -> str:
+    text = f"{out['tau']:.6g} ({out['tau_source']}"
+    if out["tau_given"] is not None and out["tau_source"] == "estimated":
+        text += f"; the given {out['tau_given']:g} does not fit"
+    return text + f"; estimate {out['tau_estimate']:.6g}, residual {out['tau_residual']:.2g})"
+
+
+def _match_text(match: dict[str, Any]) -> str:
+    par = "" if match["parameter"] is None else f" {match['parameter']}={match['value']:.6g}"
+    return (f"{match['objective']}{par}, {match['form']}: {match['form_text']} (error "
+            f"{match['error']:.2g})")
+
+
+def _geometry_text(geo: dict[str, Any], out: dict[str, Any]) -> str:
+    G = np.asarray(geo["gram"], dtype=float)
+    off = G[~np.eye(len(G), dtype=bool)]
+    what = "cosines" if out["similarity"] == "cosine" else "squared distances"
+    return f"optimal {what} in [{off.min():.4g}, {off.max():.4g}] ({geo['reason']})"
+
+
+def _intended_text(inten: dict[str, Any]) -> str:
+    par = "".join(f" {k}={v:.4g}" for k, v in inten["params"].items())
+    return (f"{inten['objective']}{par} ({inten['note']}): {inten['gap_measure']} "
+            f"{inten['max_gap']:.3g}, similarity r^2 {inten['similarity_r2']:.4f}")
