@@ -163,8 +163,9 @@ def _plot(args: argparse.Namespace, res, data, path: str) -> None:
                          "(drop --plot)")
     if args.objective is None:
         weights = data  # the weighting classify was given
-    else:
-        weights = log_weights(log_weights=objective_log_weights(
-            args.objective, data, sigma=args.sigma, eps=args.eps, label_tau=args.label_tau))
+    else:  # the objective's log-weights, then the one validator (as classify_objective)
+        given = objective_log_weights(args.objective, data, sigma=args.sigma, eps=args.eps,
+                                      label_tau=args.label_tau)
+        weights = log_weights(log_weights=given)
     with atomic_output(path) as tmp:
         classification_figure(weights, res).savefig(tmp, dpi=100)
