@@ -39,16 +39,13 @@ from dgp.errors import (
     check_dim,
     check_int,
     check_positive,
-    check_sizes,
-    check_unit_interval,
     describe,
 )
-from dgp.infonce import SIMILARITIES
 from dgp.objectives import registry
 from dgp.objectives.classify import classify_labels
 from dgp.objectives.registry import Labels, Objective
 from dgp.objectives.spheres import label_sphere, on_label_sphere
-from dgp.problem import Problem
+from dgp.problem import PARAMETER_CONSTRAINTS, Problem
 from dgp.resources import check_memory, dense_weighting_bytes, hold
 from dgp.result import Classification
 from dgp.spec import merged, tol_keyword
@@ -222,6 +219,10 @@ class DesignInput:
         return self.rec.weights(self.labels_for(params), self.object_params(params))
 
 
+def _similarity(value: object) -> str:
+    return PARAMETER_CONSTRAINTS["similarity"].check(value, "similarity", None)
+
+
 def make_problem(
     objective: object,
     labels: object,
@@ -247,8 +248,7 @@ def make_problem(
         if sweeps_imbalance:
             raise ParameterError("grid", "sweeps imbalance, which needs a class objective, not a "
                                  "weight matrix W")
-        sim = "cosine" if similarity is None else check_choice(similarity, SIMILARITIES,
-                                                               "similarity")
+        sim = "cosine" if similarity is None else _similarity(similarity)
         weights = canonical_log_weights(W)
         if weights.L is not None:  # alive for the whole command, beside every cell's copy
             hold(weights.L.nbytes, "the validated log-weights")
@@ -257,8 +257,7 @@ def make_problem(
         raise ParameterError("objective", "is missing: give an objective (with labels, or sizes "
                              "for supcon / soft-supcon) or a weight matrix W")
     rec = registry.get(objective)
-    sim = rec.similarity if similarity is None else check_choice(similarity, SIMILARITIES,
-                                                                  "similarity")
+    sim = rec.similarity if similarity is None else _similarity(similarity)
     if rec.labels != "class":
         for name, value in (("sizes", sizes), ("classes", classes), ("majority", majority)):
             if value is not None:
@@ -293,7 +292,7 @@ def make_problem(
         raise ParameterError("labels", f"or sizes: give exactly one for objective {rec.name!r} "
                              "(class labels, or the class sizes n_1..n_K)")
     if sizes is not None:
-        n = check_sizes(sizes, min_size=rec.min_class_size)
+        n = PARAMETER_CONSTRAINTS["sizes"].check(sizes, "sizes", rec)
         check_memory(3 * 8.0 * float(n.sum()), what=f"the labels of {int(n.sum())} samples",
                      hint="give smaller class sizes (the geometry depends on their ratios)")
         lab = Labels("class", np.repeat(np.arange(n.size), n), np.arange(n.size), n)
@@ -380,19 +379,22 @@ def search_settings(starts: object, seed: object) -> dict[str, int]:
 
 
 def check_value(name: str, value: object, label: str | None = None) -> float | int:
-    """Validate one value of a parameter; errors name ``label`` (default: the parameter)."""
+    """Validate one value of a parameter; errors name ``label`` (default: the parameter).
+
+    ``tau`` and the objectives' parameters are checked against their one declaration,
+    :data:`dgp.problem.PARAMETER_CONSTRAINTS`; ``dim`` (a keyword, not a field of a problem)
+    and ``imbalance`` (the design tools' own) here.
+    """
     label = name if label is None else label
     if name == "dim":
         return check_dim(value, label)
-    if name == "eps":
-        return check_unit_interval(value, label)
     if name == "imbalance":
         v = check_positive(value, label)
         if v < 1.0:
             raise ParameterError(label, f"is the ratio n_max / n_min and must be >= 1, got "
                                  f"{describe(value)}")
         return v
-    return check_positive(value, label)
+    return PARAMETER_CONSTRAINTS[name].check(value, label, None)
 
 
 def fixed_parameters(problem: DesignInput, given: Mapping[str, object], swept: Sequence[str],
