@@ -92,3 +92,13 @@ def test_the_design_tools_read_the_declaration_itself(monkeypatch):
         phase("soft-supcon", sizes=[3, 3], eps=0.6, tau=0.5, grid={"dim": [2]})
     with pytest.raises(InvalidParameterError, match=r"grid\['eps'\] must be at most 0\.5 here"):
         phase("soft-supcon", sizes=[3, 3], tau=0.5, dim=2, grid={"eps": [0.4, 0.6]})
+
+
+@pytest.mark.parametrize(("name", "value"), [("eps", 1.0), ("eps", 0.0), ("tau", -0.5),
+                                             ("tau", float("inf"))])
+def test_recommend_simplex_checks_its_given_value_against_the_declaration(name, value):
+    want = _problem_error(name, value)
+    other = {"tau": None, "eps": None, name: value}
+    with pytest.raises(InvalidParameterError) as info:
+        recommend("soft-supcon", sizes=[3, 3, 3], want="simplex", **other)
+    assert str(info.value) == str(want)

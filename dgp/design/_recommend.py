@@ -19,6 +19,7 @@ from dgp.constants import (
 from dgp.design._common import (
     OBJECTIVE_PARAMETERS,
     DesignInput,
+    check_value,
     closed_form_boundary,
     describe_input,
     design_input,
@@ -42,8 +43,6 @@ from dgp.errors import (
     ParameterTypeError,
     check_dim,
     check_int,
-    check_positive,
-    check_unit_interval,
     describe,
 )
 from dgp.objectives.registry import OBJECTIVES
@@ -266,14 +265,14 @@ def _recommend_simplex(problem: DesignInput, tau, eps, search, pts) -> Recommend
     K = int(problem.labels.sizes.size)
     singletons = bool(problem.labels.sizes.min() < 2)
     if eps is not None:  # the tau of the simplex at this eps
-        given = {"eps": check_unit_interval(eps, "eps")}
+        given = {"eps": check_value("eps", eps)}
         parameter, axis, t_tol = "tau", TAU_AXIS, TAU_T_TOL
         rng = check_range(search, TAU_SEARCH, "tau")
         cf_value = K / ((K - 1.0) * -math.log(given["eps"]))
         formula = "tau* = K / ((K - 1)(-log eps))"
     else:  # the eps at this tau: realizable for eps >= eps*, in t = log(-log eps) the first
         # stretch from small t
-        given = {"tau": check_positive(tau, "tau")}
+        given = {"tau": check_value("tau", tau)}
         parameter, axis, t_tol = "eps", EPS_AXIS, EPS_T_TOL
         rng = check_range(search, EPS_SEARCH, "eps")
         cf_value = math.exp(-K / ((K - 1.0) * given["tau"]))
