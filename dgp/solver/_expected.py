@@ -37,9 +37,9 @@ from dgp.solver._stochastic import (
     ClassBatches,
     DenseBatchWeights,
     SampleBatches,
-    batch_loss,
     evaluate,
     relaxation_bound,
+    step_timings,
     stochastic_optimum,
 )
 
@@ -54,8 +54,14 @@ COLD_LR = 0.5
 WARM_LR = 0.01
 #: batches (of their own stream) on which the kept run is chosen
 SELECT_BATCHES = 1000
-#: epochs of a typical run, for the time estimate
-TYPICAL_EPOCHS = 110
+#: epochs of a typical run, annealing included, for the time estimate (measured: 36 to 48 at
+#: K = 100 classes, B = 256; 80 to 100 at N = 300 to 10 000 samples; about 100 at K = 1000)
+TYPICAL_EPOCHS = 80
+#: monitoring batches of a run (read after every epoch) and the most batches of an evaluation
+MONITOR_BATCHES = 64
+MAX_EVALUATION_BATCHES = 20_000
+#: L-BFGS iterations of each batch's relaxation bound
+BOUND_ITERS = 200
 #: relative gap under which an exact expected-batch optimum counts as certified
 EXACT_GAP_RTOL = 1e-6
 #: target half-width (nats per anchor) of the 95% interval of the expected loss
@@ -360,7 +366,9 @@ def batch_optimum(
     if say is not None:
         est_s = _estimate_seconds(weights, sampler, spec, tau=tau, dim=dim, seed=seed,
                                   runs=1 + replicates, min_batches=min_batches,
-                                  bound_batches=bound_batches)
+                                  bound_batches=bound_batches,
+                                  candidates=1 + replicates + (full_batch is not None),
+                                  half_width=half_width, at=full_batch)
         say(f"expected-batch optimum of n = {n} in d = {dim}, B = {spec.batch_size}: about "
             f"{format_duration(est_s)} (estimated from timed batches: {1 + replicates} runs of "
             f"about {TYPICAL_EPOCHS} epochs, held-out evaluation, bound)")
@@ -373,7 +381,8 @@ def batch_optimum(
                                   "from a random start)"))
         run = stochastic_optimum(weights, sampler, spec, tau=tau, dim=dim, seed=seed + r,
                                  start=full_batch if warm else None,
-                                 lr=WARM_LR if warm else COLD_LR, progress=say)
+                                 lr=WARM_LR if warm else COLD_LR, progress=say,
+                                 monitor_batches=MONITOR_BATCHES)
         runs.append(run.embedding)
         infos.append(run)
     # the full-batch optimum is a candidate too (the answer is never worse than it); the kept
@@ -383,12 +392,12 @@ def batch_optimum(
                       min_batches=SELECT_BATCHES, max_batches=SELECT_BATCHES, stream=5)
     best = _kept(select, full=full_batch is not None)
     est = evaluate(cands, weights, sampler, spec, tau=tau, seed=seed, half_width=half_width,
-                   min_batches=min_batches)
+                   min_batches=min_batches, max_batches=MAX_EVALUATION_BATCHES)
     Z, e = cands[best], est[best]
     if say is not None:
         say(f"relaxation bound on {bound_batches} fresh batches")
     bound = relaxation_bound(Z, e, weights, sampler, spec, tau=tau, seed=seed,
-                             batches=bound_batches)
+                             batches=bound_batches, iters=BOUND_ITERS)
     fb = fb_int = fb_ex = fb_se = None
     if full_batch is not None:
         f = est[-1]
@@ -416,21 +425,25 @@ def batch_optimum(
 
 
 def _estimate_seconds(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, dim: int,
-                      seed: int, runs: int, min_batches: int, bound_batches: int) -> float:
-    """A time estimate before the work: a few timed batch steps times the steps of a typical
-    run (:data:`TYPICAL_EPOCHS` epochs), the evaluation and the bound (measured: runs stop
-    after 80 to 100 epochs, annealing included, at N = 300 to 10 000)."""
-    rng = np.random.default_rng([seed, 6])
-    t0 = time.perf_counter()
-    for _ in range(3):
-        idx, m = sampler.draw(rng)
-        Zb = rng.standard_normal((idx.size, dim))
-        Zb /= np.linalg.norm(Zb, axis=1, keepdims=True)
-        batch_loss(Zb, m, weights.log_block(idx), tau=tau, spec=spec)
-    step = (time.perf_counter() - t0) / 3
-    per_epoch = sampler.steps_per_epoch
-    return step * (runs * TYPICAL_EPOCHS * per_epoch + (runs + 1) * (min_batches + 1000) / 2
-                   + bound_batches * 100)
+                      seed: int, runs: int, min_batches: int, bound_batches: int,
+                      candidates: int, half_width: float, at: np.ndarray | None = None,
+                      monitor_batches: int = MONITOR_BATCHES,
+                      bound_iters: int = BOUND_ITERS) -> float:
+    """A time estimate before the work, from the pieces timed on a few batches
+    (:func:`dgp.solver.step_timings`, at the start ``at`` when given): ``runs`` runs of
+    :data:`TYPICAL_EPOCHS` epochs (each epoch's steps and its monitoring batches), the
+    selection and the held-out evaluation of ``candidates`` embeddings (on as many batches as
+    the timed batches' spread asks for a 95% half-width of ``half_width``, at least
+    ``min_batches``) and the relaxation bound."""
+    t = step_timings(weights, sampler, spec, tau=tau, dim=dim, seed=seed, at=at)
+    epoch = sampler.steps_per_epoch * t.step + monitor_batches * t.value
+    optimise = runs * TYPICAL_EPOCHS * epoch
+    spread = t.spread if math.isfinite(t.spread) else 0.0
+    report = min(MAX_EVALUATION_BATCHES,
+                 max(min_batches, math.ceil(1.1 * (Z95 * spread / half_width) ** 2)))
+    evaluation = (SELECT_BATCHES + report) * (t.build + candidates * t.value)
+    bound = bound_batches * (t.build + bound_iters * t.bound_iteration)
+    return optimise + evaluation + bound
 
 
 def _kept(select: list, *, full: bool) -> int:

@@ -45,19 +45,26 @@ from dgp.solver._batch import BatchSpec
 from dgp.solver._sphere_lbfgs import sphere_lbfgs
 
 __all__ = [
+    "BatchFunction",
     "BatchWeights",
     "ClassBatches",
     "DenseBatchWeights",
     "Estimate",
     "GaussianKernelWeights",
     "InnerProductKernelWeights",
+    "LogBlockWeights",
     "RelaxationBound",
+    "RowBatch",
     "SampleBatches",
     "SparseBatchWeights",
+    "StepTimes",
     "StochasticRun",
+    "batch_function",
     "batch_loss",
     "evaluate",
+    "reduction_factor",
     "relaxation_bound",
+    "step_timings",
     "stochastic_optimum",
 ]
 
@@ -67,13 +74,37 @@ PROGRESS_EVERY_S = 5.0
 ADAM_BETA1 = 0.9
 ADAM_BETA2 = 0.999
 ADAM_EPS = 1e-12
+#: the rank of a batch's relaxation beyond the embedding's dimension (room to leave it)
+BOUND_EXTRA_RANK = 16
 #: the two-sided 95% normal quantile and the one-sided one
 Z95 = float(ndtri(0.975))
 Z95_ONE_SIDED = float(ndtri(0.95))
 
 
+class BatchFunction(Protocol):
+    """The loss of one drawn batch as a function of its rows, prepared once per batch (its
+    target and reduction do not depend on the embedding): :class:`RowBatch`."""
+
+    def terms(self, Zb: np.ndarray,
+              gradient: bool = True) -> tuple[float, np.ndarray | None]:
+        """The batch loss at unit rows ``Zb`` (``u x r``, any ``r``) and (with ``gradient``)
+        its derivative ``Gam`` with respect to the batch's Gram entries (``u x u``, row-wise,
+        zero diagonal)."""
+
+    def value_grad(self, Zb: np.ndarray,
+                   gradient: bool = True) -> tuple[float, np.ndarray | None]:
+        """The batch loss and its Euclidean gradient in ``Zb`` (``(Gam + Gam^T) Zb``)."""
+
+
 class BatchWeights(Protocol):
-    """Log-weights of a weighting read on demand, one batch at a time."""
+    """Log-weights of a weighting read on demand, one batch at a time.
+
+    A weights object may also build a batch's loss itself, by a method
+    ``batch_function(idx, counts, *, tau, spec) -> BatchFunction`` (class-block weights do,
+    without the ``u x u`` target: :class:`dgp.solver.ClassBlockWeights`);
+    :func:`batch_function` calls it where it exists and otherwise builds the generic loss from
+    :meth:`log_block`. Every loss the driver, the evaluation, the bound and the time estimate
+    compute goes through :func:`batch_function`."""
 
     n: int
 
@@ -84,8 +115,28 @@ class BatchWeights(Protocol):
         a batch loss."""
 
 
+class LogBlockWeights:
+    """The generic :meth:`batch_function` of a weights object from its :meth:`log_block`
+    (:meth:`RowBatch.of_log_weights`): a base of the weight sources here."""
+
+    def batch_function(self, idx: np.ndarray, counts: np.ndarray, *, tau: float,
+                       spec: BatchSpec) -> RowBatch:
+        """The loss of the batch ``idx`` with ``counts`` (:class:`RowBatch`)."""
+        return RowBatch.of_log_weights(self.log_block(idx), counts, tau=tau, spec=spec)
+
+
+def batch_function(weights: BatchWeights, idx: np.ndarray, counts: np.ndarray, *, tau: float,
+                   spec: BatchSpec) -> BatchFunction:
+    """The loss of the batch ``idx`` (counts ``counts``) of ``weights``: its own
+    ``batch_function`` where it has one, else the generic loss of its log-weights block."""
+    own = getattr(weights, "batch_function", None)
+    if own is not None:
+        return own(idx, counts, tau=tau, spec=spec)
+    return RowBatch.of_log_weights(weights.log_block(idx), counts, tau=tau, spec=spec)
+
+
 @dataclass(frozen=True, eq=False)
-class DenseBatchWeights:
+class DenseBatchWeights(LogBlockWeights):
     """A dense ``N x N`` array of log-weights (diagonal: the weight between copies)."""
 
     L: np.ndarray
@@ -99,7 +150,7 @@ class DenseBatchWeights:
 
 
 @dataclass(frozen=True, eq=False)
-class SparseBatchWeights:
+class SparseBatchWeights(LogBlockWeights):
     """A sparse weight matrix (CSR; missing entries are zero weights; diagonal ignored)."""
 
     W: object  # scipy.sparse.csr_matrix
@@ -117,7 +168,7 @@ class SparseBatchWeights:
 
 
 @dataclass(frozen=True, eq=False)
-class GaussianKernelWeights:
+class GaussianKernelWeights(LogBlockWeights):
     r""":math:`\log w_{ij} = -\|y_i - y_j\|^2 / (2\sigma^2)` (y-Aware, Euclidean–Euclidean)
     from ``N x p`` labels."""
 
@@ -138,7 +189,7 @@ class GaussianKernelWeights:
 
 
 @dataclass(frozen=True, eq=False)
-class InnerProductKernelWeights:
+class InnerProductKernelWeights(LogBlockWeights):
     r""":math:`\log w_{ij} = \langle \hat y_i, \hat y_j\rangle / \tau_y` up to a constant per row
     (X-CLR: the row softmax's normaliser cancels in a batch's row-normalised target), with
     ``features`` the L2-normalised label embeddings."""
@@ -223,13 +274,118 @@ class ClassBatches:
 
 
 # ------------------------------------------------------------------------------- batch loss
-def _rho(counts: np.ndarray, has: np.ndarray, spec: BatchSpec) -> float:
+def reduction_factor(counts: np.ndarray, has: np.ndarray, spec: BatchSpec) -> float:
+    r"""The reduction :math:`\rho` of a batch with ``counts`` whose anchors ``has`` positives
+    (module docstring)."""
     if spec.reduction == "sum":
         return 1.0
     if spec.anchors_without_positives == "zero":
         return 1.0 / spec.batch_size
     anchors = float(counts[has].sum())
     return 1.0 / anchors if anchors > 0 else 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class RowBatch:
+    r"""The loss of one batch (module docstring), prepared once: only the anchors that have
+    positives enter it, so only their rows of the batch's Gram are formed (``rows x u``, not
+    ``u x u``: under SupCon a class-level batch's anchors with positives are the classes with
+    two samples or more, a fraction of the classes present).
+
+    Attributes
+    ----------
+    rows : ndarray of int
+        The points whose anchors have positives (and a non-zero reduction).
+    weight : ndarray
+        :math:`
+ho\, m_c` of each of them.
+    offset : ndarray
+        ``rows x u``: :math:`\log\mu_{cd}` (the diagonal :math:`\log(m_c - 1)`).
+    target : ndarray or None
+        ``rows x u``: the target :math:`p_{cd}`; ``None`` where every anchor's target mass is
+        on copies of itself (SupCon's class-level batches: the linear term is :math:`1/	au`).
+    tau : float
+    """
+
+    rows: np.ndarray
+    weight: np.ndarray
+    offset: np.ndarray
+    target: np.ndarray | None
+    tau: float
+
+    @classmethod
+    def of_log_weights(cls, L: np.ndarray, counts: np.ndarray, *, tau: float,
+                       spec: BatchSpec) -> RowBatch:
+        r"""The batch of points with ``counts`` and log-weights ``L`` (``u x u``; diagonal:
+        between copies), its target :math:`p_{cd} \propto \mu_{cd} w_{cd}` normalised in log
+        space."""
+        counts = np.asarray(counts, dtype=float)
+        u = counts.size
+        with np.errstate(divide="ignore"):
+            log_mu = np.broadcast_to(np.log(counts), (u, u)).copy()
+            np.fill_diagonal(log_mu, np.log(np.maximum(counts - 1.0, 0.0)))
+        T = L + log_mu
+        top = np.max(T, axis=1)
+        has = np.isfinite(top)
+        rho = reduction_factor(counts, has, spec)
+        if rho == 0.0:
+            has[:] = False
+        T = T[has] - top[has, None]
+        P = np.exp(T)
+        P /= P.sum(axis=1, keepdims=True)
+        return cls(np.flatnonzero(has), rho * counts[has], log_mu[has], P, float(tau))
+
+    def row_terms(self, Zb: np.ndarray,
+                  gradient: bool = True) -> tuple[float, np.ndarray | None]:
+        """The loss and (with ``gradient``) the rows ``rows`` of ``Gam``
+        (:meth:`BatchFunction.terms`)."""
+        r = self.rows
+        k = np.arange(r.size)
+        Gr = Zb[r] @ Zb.T
+        Gr[k, r] = 1.0  # the within-point cosine is 1
+        S = Gr / self.tau + self.offset
+        top = np.max(S, axis=1)
+        E = np.exp(S - top[:, None])
+        tot = E.sum(axis=1)
+        lse = top + np.log(tot)
+        if self.target is None:
+            lin = 1.0 / self.tau
+        else:
+            lin = np.sum(self.target * Gr, axis=1) / self.tau
+        loss = float(self.weight @ (lse - lin))
+        if not gradient:
+            return loss, None
+        E /= tot[:, None]
+        if self.target is not None:
+            E -= self.target
+        E *= (self.weight / self.tau)[:, None]
+        E[k, r] = 0.0  # the within-point cosine is fixed at 1
+        return loss, E
+
+    def terms(self, Zb: np.ndarray,
+              gradient: bool = True) -> tuple[float, np.ndarray | None]:
+        """:meth:`BatchFunction.terms`."""
+        u = Zb.shape[0]
+        if self.rows.size == 0:
+            return 0.0, (np.zeros((u, u)) if gradient else None)
+        loss, D = self.row_terms(Zb, gradient)
+        if D is None:
+            return loss, None
+        Gam = np.zeros((u, u))
+        Gam[self.rows] = D
+        return loss, Gam
+
+    def value_grad(self, Zb: np.ndarray,
+                   gradient: bool = True) -> tuple[float, np.ndarray | None]:
+        """:meth:`BatchFunction.value_grad`, in ``O(rows u r)``."""
+        if self.rows.size == 0:
+            return 0.0, (np.zeros_like(Zb) if gradient else None)
+        loss, D = self.row_terms(Zb, gradient)
+        if D is None:
+            return loss, None
+        g = D.T @ Zb[self.rows]
+        g[self.rows] += D @ Zb
+        return loss, g
 
 
 def batch_loss(
@@ -239,44 +395,8 @@ def batch_loss(
     r"""The loss of one batch (module docstring) at unit rows ``Zb`` (``u x d``) with ``counts``
     and log-weights ``L`` (``u x u``), and its Euclidean gradient with respect to ``Zb``
     (``None`` when ``gradient`` is false)."""
-    loss, Gam = _batch_terms(Zb, counts, L, tau=tau, spec=spec, gradient=gradient)
-    return loss, None if Gam is None else (Gam + Gam.T) @ Zb
-
-
-def _batch_terms(Zb, counts, L, *, tau, spec, gradient):
-    """The batch loss and (when ``gradient``) its derivative ``Gam`` with respect to the
-    entries of the batch's Gram, row-wise (the within-point cosines fixed at 1: a zero
-    diagonal); the Euclidean gradient in ``Zb`` is ``(Gam + Gam^T) Zb``."""
-    u = Zb.shape[0]
-    G = Zb @ Zb.T
-    np.fill_diagonal(G, 1.0)
-    with np.errstate(divide="ignore"):
-        log_mu = np.broadcast_to(np.log(counts), (u, u)).copy()
-        np.fill_diagonal(log_mu, np.log(np.maximum(counts - 1.0, 0.0)))
-    # target: p_cd proportional to mu_cd w_cd, in log space
-    T = L + log_mu
-    top_t = np.max(T, axis=1)
-    has = np.isfinite(top_t)
-    rho = _rho(counts, has, spec)
-    if not has.any() or rho == 0.0:
-        return 0.0, (np.zeros((u, u)) if gradient else None)
-    T = T[has] - top_t[has, None]
-    P = np.exp(T)
-    P /= P.sum(axis=1, keepdims=True)
-    S = G[has] / tau + log_mu[has]
-    top_s = np.max(S, axis=1)
-    E = np.exp(S - top_s[:, None])
-    tot = E.sum(axis=1)
-    lse = top_s + np.log(tot)
-    lin = np.sum(P * G[has], axis=1) / tau
-    w = rho * counts[has]
-    loss = float(w @ (lse - lin))
-    if not gradient:
-        return loss, None
-    Gam = np.zeros((u, u))
-    Gam[has] = (w / tau)[:, None] * (E / tot[:, None] - P)
-    np.fill_diagonal(Gam, 0.0)  # the within-point cosine is fixed at 1
-    return loss, Gam
+    fn = RowBatch.of_log_weights(L, counts, tau=tau, spec=spec)
+    return fn.value_grad(Zb, gradient)
 
 
 # ---------------------------------------------------------------------------------- results
@@ -322,8 +442,8 @@ class _RiemannianAdam:
 
     def step(self, idx: np.ndarray, counts: np.ndarray, eta: float) -> None:
         Zb = self.Z[idx]
-        _, g = batch_loss(Zb, counts, self.weights.log_block(idx), tau=self.tau,
-                          spec=self.spec)
+        fn = batch_function(self.weights, idx, counts, tau=self.tau, spec=self.spec)
+        _, g = fn.value_grad(Zb)
         g -= np.sum(g * Zb, axis=1, keepdims=True) * Zb  # tangent part
         self.T[idx] += 1
         mb = self.M1[idx]
@@ -341,10 +461,8 @@ def _unit_rows(Z: np.ndarray) -> np.ndarray:
     return Z / np.linalg.norm(Z, axis=1, keepdims=True)
 
 
-def _mean_loss(Z, batches, weights: BatchWeights, tau, spec) -> float:
-    vals = [batch_loss(Z[idx], m, weights.log_block(idx), tau=tau, spec=spec,
-                       gradient=False)[0] for idx, m in batches]
-    return float(np.mean(vals))
+def _mean_loss(Z, batches: list[tuple[np.ndarray, BatchFunction]]) -> float:
+    return float(np.mean([fn.terms(Z[idx], gradient=False)[0] for idx, fn in batches]))
 
 
 def stochastic_optimum(
@@ -385,11 +503,12 @@ def stochastic_optimum(
         Z = _unit_rows(rng.standard_normal((n, dim)))
     else:
         Z = _unit_rows(np.array(start, dtype=float))
-    mon = [sampler.draw(mon_rng) for _ in range(monitor_batches)]
+    mon = [(idx, batch_function(weights, idx, m, tau=tau, spec=spec))
+           for idx, m in (sampler.draw(mon_rng) for _ in range(monitor_batches))]
     opt = _RiemannianAdam(Z, weights, tau, spec)
     per_epoch = sampler.steps_per_epoch
     t0 = last_said = time.monotonic()
-    history: list[float] = [_mean_loss(Z, mon, weights, tau, spec)]
+    history: list[float] = [_mean_loss(Z, mon)]
     step = 0
     scale, plateau_at, halvings = 1.0, 0, 0
     status = f"epoch budget spent ({max_epochs} epochs)"
@@ -397,7 +516,7 @@ def stochastic_optimum(
         for idx, m in sampler.epoch(rng):
             step += 1
             opt.step(idx, m, scale * lr / math.sqrt(1.0 + step / per_epoch))
-        history.append(_mean_loss(Z, mon, weights, tau, spec))
+        history.append(_mean_loss(Z, mon))
         if progress is not None and time.monotonic() - last_said >= PROGRESS_EVERY_S:
             last_said = time.monotonic()
             progress(f"epoch {epoch + 1}: monitored loss {history[-1]:.6f} "
@@ -426,13 +545,73 @@ def stochastic_optimum(
     seen = np.linalg.norm(avg, axis=1) > 0
     A = Z.copy()
     A[seen] = _unit_rows(avg[seen])
-    last = _mean_loss(Z, mon, weights, tau, spec)
-    averaged = _mean_loss(A, mon, weights, tau, spec)
+    last = _mean_loss(Z, mon)
+    averaged = _mean_loss(A, mon)
     out = A if averaged <= last else Z
     history.append(min(last, averaged))
     status += f", then {anneal} annealing steps (step decaying to zero, iterates averaged)"
     return StochasticRun(out, step, step / per_epoch, time.monotonic() - t0, tuple(history),
                          status)
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """Seconds of the pieces of an expected-batch solve, timed on a few batches before the
+    work (:func:`step_timings`), for its time estimate.
+
+    Attributes
+    ----------
+    step : float
+        One optimiser step: drawing the batch, building its loss, the gradient and the update.
+    build : float
+        Drawing a batch and building its loss (:func:`batch_function`).
+    value : float
+        The loss of one embedding on a built batch (no gradient).
+    bound_iteration : float
+        One L-BFGS iteration of a batch's relaxation bound.
+    spread : float
+        Standard deviation of the batch loss over the timed batches, at the embedding given
+        (else at the random start): what sets the batches an evaluation needs.
+    """
+
+    step: float
+    build: float
+    value: float
+    bound_iteration: float
+    spread: float
+
+
+def step_timings(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, dim: int,
+                 seed: int, at: np.ndarray | None = None, steps: int = 20,
+                 bound_iters: int = 10) -> StepTimes:
+    """Time ``steps`` optimiser steps (from ``at``, else a random start), as many evaluations
+    and one batch's relaxation bound cut to ``bound_iters`` iterations (stream ``[seed, 6]``,
+    which no reported number uses)."""
+    rng = np.random.default_rng([seed, 6])
+    Z = (_unit_rows(rng.standard_normal((weights.n, dim))) if at is None
+         else _unit_rows(np.array(at, dtype=float)))
+    Z0 = Z.copy()
+    opt = _RiemannianAdam(Z, weights, tau, spec)
+    opt.step(*sampler.draw(rng), 1e-3)  # first call: imports and caches out of the timing
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        idx, m = sampler.draw(rng)
+        opt.step(idx, m, 1e-3)
+    step = (time.perf_counter() - t0) / steps
+    t0 = time.perf_counter()
+    fns = []
+    for _ in range(steps):
+        idx, m = sampler.draw(rng)
+        fns.append((idx, batch_function(weights, idx, m, tau=tau, spec=spec)))
+    build = (time.perf_counter() - t0) / steps
+    t0 = time.perf_counter()
+    vals = [fn.terms(Z0[idx], gradient=False)[0] for idx, fn in fns]
+    value = (time.perf_counter() - t0) / steps
+    idx, fn = fns[0]
+    t0 = time.perf_counter()
+    _relaxed_batch_bound(Z0[idx], fn, rank=dim + BOUND_EXTRA_RANK, iters=bound_iters)
+    bound = (time.perf_counter() - t0) / bound_iters
+    return StepTimes(step, build, value, bound, float(np.std(vals, ddof=1)))
 
 
 # ------------------------------------------------------------------------------ evaluation
@@ -465,9 +644,9 @@ def evaluate(
     while True:
         while len(vals[0]) < want:
             idx, m = sampler.draw(rng)
-            L = weights.log_block(idx)
+            fn = batch_function(weights, idx, m, tau=tau, spec=spec)
             for k, Z in enumerate(embeddings):
-                vals[k].append(batch_loss(Z[idx], m, L, tau=tau, spec=spec, gradient=False)[0])
+                vals[k].append(fn.terms(Z[idx], gradient=False)[0])
         se = [float(np.std(v, ddof=1) / math.sqrt(len(v))) for v in vals]
         worst = max(se)
         if Z95 * worst <= half_width or want >= max_batches:
@@ -496,11 +675,11 @@ class RelaxationBound:
     confidence: float = 0.95
 
 
-def _relaxed_batch_bound(Zb: np.ndarray, counts: np.ndarray, L: np.ndarray, *, tau: float,
-                         spec: BatchSpec, rank: int, iters: int) -> tuple[float, float]:
+def _relaxed_batch_bound(Zb: np.ndarray, fn: BatchFunction, *, rank: int,
+                         iters: int) -> tuple[float, float]:
     """(loss of ``Zb``, a certified lower bound on the batch's free-Gram minimum)."""
     u = Zb.shape[0]
-    f0, _ = batch_loss(Zb, counts, L, tau=tau, spec=spec, gradient=False)
+    f0, _ = fn.terms(Zb, gradient=False)
     r = min(u, rank)
     X0 = np.zeros((u, r))
     X0[:, : min(r, Zb.shape[1])] = Zb[:, : min(r, Zb.shape[1])]
@@ -511,16 +690,15 @@ def _relaxed_batch_bound(Zb: np.ndarray, counts: np.ndarray, L: np.ndarray, *, t
         U, s, _ = np.linalg.svd(Zb, full_matrices=False)
         X0 = U[:, :r] * s[:r]
 
-    Z, _ = sphere_lbfgs(lambda Z: batch_loss(Z, counts, L, tau=tau, spec=spec), X0,
-                        maxiter=iters, gtol=1e-10, ftol=1e-15)
-    f = batch_loss(Z, counts, L, tau=tau, spec=spec, gradient=False)[0]
+    Z, _ = sphere_lbfgs(fn.value_grad, X0, maxiter=iters, gtol=1e-10, ftol=1e-15)
+    f = fn.terms(Z, gradient=False)[0]
     if not f <= f0:
         Z, f = Zb, f0
     # the dual bound at Z: f + u * lambda_min(C - Diag(diag(C G))), C the symmetric gradient
     # with respect to G (the Euclidean gradient in Z is 2 C Z)
     G = Z @ Z.T
     np.fill_diagonal(G, 1.0)
-    _, Gam = _batch_terms(Z, counts, L, tau=tau, spec=spec, gradient=True)
+    _, Gam = fn.terms(Z, gradient=True)
     C = 0.5 * (Gam + Gam.T)
     S = C - np.diag(np.einsum("ij,ji->i", C, G))
     lam = float(np.linalg.eigvalsh(S)[0])
@@ -537,8 +715,9 @@ def relaxation_bound(
     gaps = []
     for _ in range(batches):
         idx, m = sampler.draw(rng)
-        f0, low = _relaxed_batch_bound(Z[idx], m, weights.log_block(idx), tau=tau, spec=spec,
-                                       rank=rank or Z.shape[1] + 16, iters=iters)
+        fn = batch_function(weights, idx, m, tau=tau, spec=spec)
+        f0, low = _relaxed_batch_bound(Z[idx], fn, rank=rank or Z.shape[1] + BOUND_EXTRA_RANK,
+                                       iters=iters)
         gaps.append(f0 - low)
     g = np.array(gaps)
     mean_gap = float(g.mean())

@@ -1,9 +1,12 @@
 r"""The expected mini-batch loss at dataset scale (DESIGN section 13): one page of the API for
 the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver modules.
 
-* :mod:`~dgp.solver._stochastic`: the batch loss of one composition, the weight sources read
-  one batch at a time, the samplers, the Riemannian Adam on fresh batches, the held-out
-  evaluation and the per-batch relaxation bound;
+* :mod:`~dgp.solver._stochastic`: the batch loss of one composition (prepared once per
+  batch: :class:`RowBatch`), the weight sources read one batch at a time, the samplers, the
+  Riemannian Adam on fresh batches, the held-out evaluation and the per-batch relaxation
+  bound;
+* :mod:`~dgp.solver._classlevel`: the class-block weights of collapsed classes
+  (:class:`ClassBlockWeights`), whose batch loss needs no ``u x u`` target;
 * :mod:`~dgp.solver._finite`: the exact expectation over every subset of a sample-level
   weighting, minimised on the spheres with its dual bound;
 * :mod:`~dgp.solver._expected`: the driver (:func:`batch_optimum`), its result
@@ -14,6 +17,12 @@ the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver m
 :mod:`dgp.solver` re-exports exactly this module's ``__all__`` (one list of these names).
 """
 
+from dgp.solver._classlevel import (
+    ClassBlockWeights,
+    class_batch_loss,
+    class_batch_terms,
+    class_block_batch,
+)
 from dgp.solver._expected import (
     BatchCertificate,
     BatchEstimate,
@@ -34,19 +43,26 @@ from dgp.solver._finite import (
 )
 from dgp.solver._sphere_lbfgs import sphere_lbfgs
 from dgp.solver._stochastic import (
+    BatchFunction,
     BatchWeights,
     ClassBatches,
     DenseBatchWeights,
     Estimate,
     GaussianKernelWeights,
     InnerProductKernelWeights,
+    LogBlockWeights,
     RelaxationBound,
+    RowBatch,
     SampleBatches,
     SparseBatchWeights,
+    StepTimes,
     StochasticRun,
+    batch_function,
     batch_loss,
     evaluate,
+    reduction_factor,
     relaxation_bound,
+    step_timings,
     stochastic_optimum,
 )
 
@@ -54,30 +70,41 @@ __all__ = [
     "FINITE_MAX_ENTRIES",
     "BatchCertificate",
     "BatchEstimate",
+    "BatchFunction",
     "BatchIdentifiability",
     "BatchOptimum",
     "BatchWeights",
     "ClassBatches",
+    "ClassBlockWeights",
     "DenseBatchWeights",
     "Estimate",
     "FiniteBatches",
     "FiniteSolution",
     "GaussianKernelWeights",
     "InnerProductKernelWeights",
+    "LogBlockWeights",
     "RelaxationBound",
+    "RowBatch",
     "SampleBatches",
     "SparseBatchWeights",
+    "StepTimes",
     "StochasticRun",
     "all_subsets",
+    "batch_function",
     "batch_loss",
     "batch_optimum",
+    "class_batch_loss",
+    "class_batch_terms",
+    "class_block_batch",
     "evaluate",
     "finite_batch_optimum",
     "finite_batches",
     "identifiability_report",
     "quotient_batch_optimum",
+    "reduction_factor",
     "relaxation_bound",
     "solve_finite",
     "sphere_lbfgs",
+    "step_timings",
     "stochastic_optimum",
 ]
