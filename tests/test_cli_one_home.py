@@ -99,3 +99,22 @@ def test_objective_input_is_checked_alike_by_classify_and_optimum(cli, files, ex
         assert runs[0].err == message
     else:
         assert "--eps" in runs[0].err
+
+
+@pytest.mark.parametrize("argv, work", [
+    (("classify", "W", "--tau", "0.5", "--dim", "4"), "classify"),
+    (("phase", "W", "--grid", "tau=0.1:1:3", "--dim", "2"), "phase"),
+    (("supcon", "--sizes", "3,2,2", "--tau", "0.5"), "supcon_prototypes"),
+])
+def test_a_figure_without_the_plot_extra_is_refused_before_any_work(cli, files, tmp_path,
+                                                                   monkeypatch, argv, work):
+    import sys
+
+    done = []
+    monkeypatch.setattr(f"dgp.cli.{argv[0]}.{work}", lambda *a, **k: done.append(work))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the plot extra were missing
+    figure = tmp_path / "f.png"
+    r = cli(*(files / "w.npy" if a == "W" else a for a in argv), "--plot", figure)
+    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1, r.err
+    assert r.err.startswith("error: ") and "plot" in r.err
+    assert not figure.exists() and done == []

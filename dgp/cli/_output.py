@@ -223,14 +223,20 @@ def check_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
     """Check every :class:`FileArg` of ``args`` before any work, and put each output's real
     path (``.png`` added to a figure without extension) back into ``args``.
 
+    A figure to write needs the ``plot`` extra (matplotlib): that too is checked here, before
+    any work.
+
     Raises
     ------
     InputError
         If an output is a directory (or, for a folder, a file), has an unknown extension, lies
         in a missing or unwritable folder, or is the same file as an input or another output.
+    ImportError
+        If a figure is asked for and matplotlib is missing (naming the ``plot`` extra).
     """
     inputs: list[tuple[str, str]] = []
     outputs: list[tuple[str, str]] = []
+    figures = False
     for action in parser._actions:
         spec = action.type
         value = getattr(args, action.dest, None)
@@ -241,6 +247,8 @@ def check_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         if spec.role == "input":
             inputs += [(flag, v) for v in values if os.path.isfile(v)]
             continue
+        if spec.kind == "figure":
+            figures = True
         checked = [_output_path(v, flag, spec.kind) for v in values]
         setattr(args, action.dest, checked if isinstance(value, list) else checked[0])
         outputs += [(flag, v) for v in checked]
@@ -253,6 +261,10 @@ def check_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
             if _same(path, other):
                 raise InputError(f"{flag} {path!r} and {other_flag} {other!r} are the same file; "
                                  "give each output its own name")
+    if figures:
+        from dgp.plots import require_matplotlib
+
+        require_matplotlib()
 
 
 def _output_path(path: str, flag: str, kind: str | None) -> str:

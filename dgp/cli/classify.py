@@ -89,12 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if len(given) != 1:
         raise InputError("give one of a WEIGHTS file, --edges FILE, or --objective with "
                          "--labels")
-    plot = None
-    if args.plot is not None:
-        from dgp.plots import require_matplotlib
-
-        require_matplotlib()  # fail before any work when the plot extra is missing
-        plot = args.plot  # checked by check_files
+    plot = args.plot  # checked by check_files, with the plot extra, before any work
     saves = {flag: path for flag, path in
              (("--save-embedding", args.save_embedding), ("--save-gram", args.save_gram))
              if path is not None}

@@ -187,12 +187,7 @@ def _check_scheduler(address: str | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    plot = None
-    if args.plot is not None:
-        from dgp.plots import require_matplotlib
-
-        require_matplotlib()  # fail before any work when the plot extra is missing
-        plot = args.plot  # checked by check_files
+    plot = args.plot  # checked by check_files, with the plot extra, before any work
     grid: dict[str, np.ndarray] = {}
     for item in args.grid:
         name, values = parse_axis(item)

@@ -147,10 +147,6 @@ def _class_sizes(args: argparse.Namespace) -> tuple[list[int], list[str] | None]
 
 def run(args: argparse.Namespace) -> int:
     sizes, names = _class_sizes(args)
-    if args.plot is not None:
-        from dgp.plots import require_matplotlib
-
-        require_matplotlib()  # fail before any work when the plot extra is missing
     batch = {}
     if args.batch_size is not None:
         batch = {
