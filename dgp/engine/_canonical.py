@@ -215,13 +215,16 @@ def first_bad(mask: np.ndarray, offset: int) -> tuple[int, int]:
     return i + offset, j
 
 
-def canonical(L: np.ndarray) -> LogWeights:
-    """:class:`LogWeights` from log-weights that dgp built itself (validated labels): no
-    validation, only the canonical shift. ``L`` is taken over (overwritten)."""
+def canonical(
+    L: np.ndarray, *, shift: float = 0.0, unit_roundoff: float = float(np.finfo(float).eps)
+) -> LogWeights:
+    """:class:`LogWeights` from log-weights that dgp built itself (validated labels, or a
+    block of weights already validated): no validation, only the canonical shift, added to
+    ``shift`` (the shift the log-weights already carry). ``L`` is taken over (overwritten)."""
     n = L.shape[0]
     np.fill_diagonal(L, -np.inf)
-    shift = float(L.max())
-    L -= shift
+    top = float(L.max())
+    L -= top
     finite = np.isfinite(L)
     n_zero = int(n * n - finite.sum()) - n
     first = None
@@ -229,7 +232,7 @@ def canonical(L: np.ndarray) -> LogWeights:
         off = ~finite
         np.fill_diagonal(off, False)
         first = tuple(int(k) for k in np.argwhere(off)[0])
-    return LogWeights(L, shift, is_symmetric(L), n_zero, first, float(np.finfo(float).eps))
+    return LogWeights(L, shift + top, is_symmetric(L), n_zero, first, unit_roundoff)
 
 
 def is_symmetric(L: np.ndarray) -> bool:

@@ -82,11 +82,18 @@ def sdp_family(target: LogTarget, *, similarity: str, tau: float, tol: Tolerance
     return _euclidean(ell, target.spread, tau, tol)
 
 
-def _cosine(ell: np.ndarray, tau: float, tol: Tolerance) -> Family:
+def _family(ell: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """``A`` and ``E`` of the cosine family :math:`G(\\mu) = A + \\mu E`: ``A = I + tau ell``
+    (unit diagonal), ``E = 11^T - I``."""
     n = ell.shape[0]
     A = tau * ell
     np.fill_diagonal(A, 1.0)
-    E = np.ones((n, n)) - np.eye(n)
+    return A, np.ones((n, n)) - np.eye(n)
+
+
+def _cosine(ell: np.ndarray, tau: float, tol: Tolerance) -> Family:
+    n = ell.shape[0]
+    A, E = _family(ell, tau)
     mu = cp.Variable()
     G = cp.Constant(A) + mu * cp.Constant(E)
     cons = [0.5 * (G + G.T) >> 0]
@@ -166,9 +173,7 @@ def nearest_target(ell: np.ndarray, tau: float) -> tuple[np.ndarray, float, floa
     """The unit-diagonal PSD matrix nearest (Frobenius) to the family :math:`G(\\mu)`: returns
     it, the :math:`\\mu` of the nearest member and the distance (0 iff some member is PSD)."""
     n = ell.shape[0]
-    A = tau * ell
-    np.fill_diagonal(A, 1.0)
-    E = np.ones((n, n)) - np.eye(n)
+    A, E = _family(ell, tau)
     G = cp.Variable((n, n), PSD=True)
     mu = cp.Variable()
     prob = cp.Problem(cp.Minimize(cp.norm(G - A - mu * E, "fro")), [cp.diag(G) == 1])

@@ -83,20 +83,12 @@ def _all_cliques(pattern: ZeroPattern) -> bool:
 
 def _blocks_failure(pattern, comps, ctx) -> Classification:
     """Complete blocks with a block whose own target does not fit (as before)."""
-    n_comp, comp = connected_components(pattern.support(), directed=False)
-    by_vertex = np.argsort(comp, kind="stable")
-    v_bounds = np.searchsorted(comp[by_vertex], np.arange(n_comp + 1))
-    comp_rows = comp[pattern.rows]
-    by_pair = np.argsort(comp_rows, kind="stable")
-    p_bounds = np.searchsorted(comp_rows[by_pair], np.arange(n_comp + 1))
-    order = sorted(range(n_comp), key=lambda k: int(by_vertex[v_bounds[k]]))
+    parts = list(pattern.components())
     done = {int(c.members[0]): c for c in comps}
     blocks, failing, margins = [], None, []
-    for b, k in enumerate(order):
-        idx = np.sort(by_vertex[v_bounds[k]:v_bounds[k + 1]])
+    for b, (idx, sel) in enumerate(parts):
         c = done.get(int(idx[0]))
         if c is None:  # not examined (after the first failing block): decide it now
-            sel = np.sort(by_pair[p_bounds[k]:p_bounds[k + 1]])
             c = clique(pattern, idx, sel, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol,
                         base={"members": idx.tolist()})
         ok = c.kind == "fixed"
@@ -105,7 +97,7 @@ def _blocks_failure(pattern, comps, ctx) -> Classification:
         margins.extend(c.margins)
         if not ok and failing is None:
             failing = (b, f"needs dimension {c.info['rank']} > dim = {ctx.dim}")
-    return rules.blocks_verdict(ctx, n_blocks=n_comp, failing=failing, blocks=tuple(blocks),
+    return rules.blocks_verdict(ctx, n_blocks=len(parts), failing=failing, blocks=tuple(blocks),
                                 n_zero=pattern.n_zero, margins=tuple(margins))
 
 

@@ -4,7 +4,6 @@ component."""
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse.csgraph import connected_components
 
 from dgp.engine.zeros._components import asymmetric_component, symmetric_component
 from dgp.engine.zeros._order import potentials, scale_order
@@ -28,21 +27,10 @@ def decide_pattern(pattern: ZeroPattern, *, dim: int, tau: float, tol: Tolerance
     bad, _height = scale_order(pattern, mutual, label)
     if bad is not None:
         return PatternDecision("order", cycle=bad[0], steps=bad[1])
-    U = pattern.support()
-    n_comp, comp = connected_components(U, directed=False)
-    # members and positive pairs of each component, by one sort (no pass per component)
-    by_vertex = np.argsort(comp, kind="stable")
-    v_bounds = np.searchsorted(comp[by_vertex], np.arange(n_comp + 1))
-    comp_rows = comp[pattern.rows]
-    by_pair = np.argsort(comp_rows, kind="stable")
-    p_bounds = np.searchsorted(comp_rows[by_pair], np.arange(n_comp + 1))
-    first = [int(by_vertex[v_bounds[k]]) for k in range(n_comp)]
     rng = np.random.default_rng(seed)
     out: list[ComponentDecision] = []
     peeled: list[Peeled] = []
-    for k in sorted(range(n_comp), key=lambda k: first[k]):
-        members = np.sort(by_vertex[v_bounds[k]:v_bounds[k + 1]])
-        sel = np.sort(by_pair[p_bounds[k]:p_bounds[k + 1]])
+    for members, sel in pattern.components():
         one_way = bool((~mutual[sel]).any())
         if one_way:
             decs, peel = asymmetric_component(pattern, members, sel, mutual, psi, dim=dim,

@@ -3,13 +3,15 @@ and the decisions built on it (the data types every other module of the package 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
-from dgp.engine.target import LogWeights, row_blocks
+from dgp.engine.target import LogWeights, canonical, row_blocks
 from dgp.tolerance import Margin
 
 #: largest component listed sample by sample (X0, Y) in a certificate
@@ -18,19 +20,8 @@ LIST_MAX_N = 2000
 
 def sub_weights(weights: LogWeights, idx: np.ndarray) -> LogWeights:
     """The canonical log-weights of the samples ``idx`` (a copy, re-canonicalised)."""
-    L = weights.L[np.ix_(idx, idx)]
-    np.fill_diagonal(L, -np.inf)
-    top = float(L.max())
-    L -= top
-    finite = np.isfinite(L)
-    n_zero = int((~finite).sum()) - idx.size
-    first = None
-    if n_zero:
-        off = ~finite
-        np.fill_diagonal(off, False)
-        first = tuple(int(k) for k in np.argwhere(off)[0])
-    return LogWeights(L, weights.shift + top, bool(np.array_equal(L, L.T)), n_zero, first,
-                      weights.unit_roundoff, ())
+    return canonical(weights.L[np.ix_(idx, idx)], shift=weights.shift,
+                     unit_roundoff=weights.unit_roundoff)
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,6 +94,20 @@ class ZeroPattern:
         """The boolean support :math:`w_{ij} > 0` (CSR)."""
         ones = np.ones(self.rows.size, dtype=np.int8)
         return sp.csr_matrix((ones, (self.rows, self.cols)), shape=(self.n, self.n))
+
+    def components(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The connected components of the support (as an undirected graph), in the order of
+        their first sample: each as its samples and the indices of its positive pairs (into
+        :attr:`rows`), both ascending; one sort for all of them, no pass per component."""
+        n_comp, comp = connected_components(self.support(), directed=False)
+        by_vertex = np.argsort(comp, kind="stable")
+        v_bounds = np.searchsorted(comp[by_vertex], np.arange(n_comp + 1))
+        comp_rows = comp[self.rows]
+        by_pair = np.argsort(comp_rows, kind="stable")
+        p_bounds = np.searchsorted(comp_rows[by_pair], np.arange(n_comp + 1))
+        for k in sorted(range(n_comp), key=lambda k: int(by_vertex[v_bounds[k]])):
+            yield (np.sort(by_vertex[v_bounds[k]:v_bounds[k + 1]]),
+                   np.sort(by_pair[p_bounds[k]:p_bounds[k + 1]]))
 
     def lookup(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """:math:`L_{ij}` for pairs known to be positive."""
