@@ -84,6 +84,18 @@ def _fit(pr: Probes, rows: np.ndarray | None, part: str, *, tau: float,
                      anchors=partition_anchors(n, part))
 
 
+def _estimate(pr: Probes, rows: np.ndarray | None, part: str, *, similarity: str,
+              hypothesis: dict[str, Any]) -> tuple[float, Any]:
+    """The temperature that partition ``part``'s fit estimates (:func:`estimate_tau`), noted in
+    its ``hypothesis``."""
+    n = pr.T.shape[1]
+    tau_hat, hat = estimate_tau(pr, similarity=similarity,
+                                logc=partition_log_weights(n, rows, part), partition=part,
+                                anchors=partition_anchors(n, part))
+    hypothesis.update(tau_estimate=tau_hat, tau_residual=hat.residual)
+    return tau_hat, hat
+
+
 def _identify(
     pr: Probes, row_labels: np.ndarray | None, *, call: str, tau: float | None,
     probe_tau: float, similarity: str, match_rtol: float,
@@ -103,19 +115,15 @@ def _identify(
         ok = [f for f in given_fits if f.residual <= match_rtol]
         if ok:
             part = ok[0].partition
-            logc, anchors = partition_log_weights(n, row_labels, part), partition_anchors(n, part)
-            tau_hat, hat = estimate_tau(pr, similarity=similarity, logc=logc, partition=part,
-                                        anchors=anchors)
-            hyps[part].update(tau_estimate=tau_hat, tau_residual=hat.residual)
+            tau_hat, hat = _estimate(pr, row_labels, part, similarity=similarity,
+                                     hypothesis=hyps[part])
             return {"fit": ok[0], "hypotheses": list(hyps.values()), "identified": True,
                     "probes": pr, "tau": tau, "tau_estimate": tau_hat,
                     "tau_residual": hat.residual, "tau_changed": False}
     estimates = []
     for part in parts:
-        logc, anchors = partition_log_weights(n, row_labels, part), partition_anchors(n, part)
-        tau_hat, hat = estimate_tau(pr, similarity=similarity, logc=logc, partition=part,
-                                    anchors=anchors)
-        hyps[part].update(tau_estimate=tau_hat, tau_residual=hat.residual)
+        tau_hat, hat = _estimate(pr, row_labels, part, similarity=similarity,
+                                 hypothesis=hyps[part])
         if tau is None:
             hyps[part]["residual"] = hat.residual
         estimates.append((tau_hat, hat))
