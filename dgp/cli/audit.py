@@ -29,7 +29,7 @@ import numpy as np
 
 from dgp.cli._audit_supervisor import descendants, run_child, supervise
 from dgp.cli._audit_worker import UserCodeError, load_callable, split_target, worker
-from dgp.cli._output import emit_json, table
+from dgp.cli._output import add_json_flag, emit_json, table
 from dgp.constants import MATCH_RTOL
 from dgp.errors import InputError
 
@@ -103,7 +103,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--path", action="append", default=[], metavar="DIR",
                    help="put DIR first on the module search path (repeatable; the current "
                    "directory is searched only when given as --path .)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(p)
 
 
 # --------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from dgp.cli._inputs import WEIGHTS_HELP
-from dgp.cli._output import FileArg, emit_json, table
+from dgp.cli._output import FileArg, add_json_flag, emit_json, table
 from dgp.errors import InputError
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--similarity", default="cosine", choices=("cosine", "euclidean"), help="default: cosine"
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(p)
 
 
 def run(args: argparse.Namespace) -> int:

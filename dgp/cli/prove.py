@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dgp.cli._output import emit_json, quiet, table
+from dgp.cli._output import add_json_flag, emit_json, quiet, table
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="run only this theorem id (repeatable; see the table for ids)",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(p)
     p.add_argument("--quiet", action="store_true",
                    help="no progress lines on stderr (--json is quiet too)")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp.classification import Classification, classify
-from dgp.cli._output import emit_json, table
+from dgp.cli._output import add_json_flag, emit_json, table
 from dgp.weights import (
     column_normalised_y_aware_weights,
     gaussian_kernel_weights,
@@ -182,7 +182,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(p)
 
 
 def _verdict(res: Classification) -> str:

@@ -12,7 +12,7 @@ import sys
 import textwrap
 from typing import Any
 
-from dgp.cli._output import FileArg, atomic_output, emit_json, jsonable, quiet, table
+from dgp.cli._output import FileArg, add_json_flag, atomic_output, emit_json, jsonable, quiet, table
 from dgp.errors import InputError
 
 __all__ = ["DESCRIPTION", "EXPERIMENTS", "HELP", "add_arguments", "run"]
@@ -83,7 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the JSON reports and figures here")
     p.add_argument("--data", metavar="FILE", type=FileArg("input"),
                    help=".npz with X (or images/features) and y")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
