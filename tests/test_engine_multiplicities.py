@@ -76,3 +76,23 @@ def test_structured_engines_agree_with_the_dense_spectrum(similarity):
             assert (s["verdict"], s["rank"]) == (d["verdict"], d["rank"])
             for a, b in zip(s["c_interval"] or [], d["c_interval"] or [], strict=True):
                 assert (a is None and b is None) or a == pytest.approx(b, rel=1e-9, abs=1e-9)
+
+
+@given(st.integers(2, 7), st.floats(0.05, 5.0), st.integers(0, 2**32 - 1))
+@settings(max_examples=100, deadline=None)
+def test_psd_box_holds_every_psd_member_of_the_family(n, tau, seed):
+    # the box every engine uses (psd_box): G(mu) = A + mu (11^T - I) is not PSD at its ends,
+    # and phi = lambda_min(G(mu)) is concave, so every PSD member lies strictly inside
+    from dgp.engine.family import psd_box
+
+    rng = np.random.default_rng(seed)
+    ell = rng.normal(scale=2.0, size=(n, n))
+    ell = ell + ell.T
+    np.fill_diagonal(ell, 0.0)
+    off = ell[~np.eye(n, dtype=bool)]
+    lo_mu, hi_mu = psd_box(tau, float(off.min()), float(off.max()))
+    A = tau * ell
+    np.fill_diagonal(A, 1.0)
+    E = np.ones((n, n)) - np.eye(n)
+    for mu in (lo_mu, hi_mu):
+        assert np.linalg.eigvalsh(A + mu * E)[0] <= -1.0 + 1e-9 * (1 + abs(mu))

@@ -16,6 +16,7 @@ from dgp.engine.family import (
     MultiplicitySpectrum,
     combine_farkas,
     farkas_offset,
+    psd_box,
     repeat_smallest,
 )
 
@@ -93,8 +94,7 @@ class BlockSpectrum(MultiplicitySpectrum):
         if t.sizes.size > 1:
             offvals.append(t.cross[~np.eye(t.sizes.size, dtype=bool)])
         allv = np.concatenate(offvals)
-        box_lo, box_hi = -1.0 - tau * float(allv.min()), 1.0 - tau * float(allv.max())
-        self._box = (min(box_lo, box_hi) - 1.0, max(box_lo, box_hi) + 1.0)
+        self._box = psd_box(tau, float(allv.min()), float(allv.max()))
 
     def parts(self, mu: float):
         """Quotient eigenpairs and within-class eigenvalues at ``mu`` (cached)."""

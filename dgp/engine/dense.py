@@ -35,6 +35,7 @@ from dgp.engine.family import (
     cosine_family,
     euclidean_family,
     farkas_offset,
+    psd_box,
 )
 from dgp.engine.target import LogTarget
 from dgp.engine.tridiag import (
@@ -65,10 +66,7 @@ class DenseCosineSpectrum(CosineSpectrum):
         n = ell.shape[0]
         self.n = n
         lo, hi = target.lowest, target.highest
-        # every off-diagonal entry tau*ell_ij + mu must lie in [-1, 1]; one unit beyond, some
-        # 2x2 minor has an eigenvalue <= -1, so phi < 0 at both ends of the box
-        box_lo, box_hi = -1.0 - tau * lo, 1.0 - tau * hi
-        self._box = (min(box_lo, box_hi) - 1.0, max(box_lo, box_hi) + 1.0)
+        self._box = psd_box(tau, lo, hi)
         # A = I + tau ell and ell (zero diagonal) have the same reflectors: H A H = I + tau H ell H
         # and Q^T A Q = I + tau T_ell, so ell is reduced as it is (no pass to form A)
         self.tri = Tridiagonal(ones_reflector_apply(ell))

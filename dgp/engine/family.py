@@ -56,6 +56,7 @@ __all__ = [
     "cosine_family",
     "euclidean_family",
     "farkas_offset",
+    "psd_box",
     "repeat_smallest",
 ]
 
@@ -269,6 +270,18 @@ class CosineSpectrum:
     def embedding(self, mu: float, r: int) -> np.ndarray:
         """The ``N x r`` embedding from the top ``r`` eigenpairs (clipped, fixed signs)."""
         raise NotImplementedError
+
+
+def psd_box(tau: float, lo: float, hi: float) -> tuple[float, float]:
+    """An interval of :math:`\\mu` outside which no :math:`G(\\mu)` is PSD, for off-diagonal
+    target values in ``[lo, hi]`` (every engine's :meth:`CosineSpectrum.box`).
+
+    A PSD matrix with a unit diagonal has entries in ``[-1, 1]``, so every
+    :math:`\\tau\\ell_{ij} + \\mu` must lie there; one unit beyond, some ``2 x 2`` minor has an
+    eigenvalue ``<= -1``, so :math:`\\varphi < 0` at both ends of the box.
+    """
+    box_lo, box_hi = -1.0 - tau * lo, 1.0 - tau * hi
+    return min(box_lo, box_hi) - 1.0, max(box_lo, box_hi) + 1.0
 
 
 def repeat_smallest(

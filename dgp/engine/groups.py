@@ -35,6 +35,7 @@ from dgp.engine.family import (
     cosine_family,
     euclidean_family,
     farkas_offset,
+    psd_box,
     repeat_smallest,
 )
 from dgp.engine.rules import Context
@@ -80,8 +81,7 @@ class GroupedSpectrum(MultiplicitySpectrum):
         self.gr, self.tau, self.n = gr, tau, gr.N
         self._cache: tuple[float, Any] | None = None
         offvals = np.r_[gr.lam[gr.n >= 2], gr.beta] if gr.g.sum() > 1 else gr.lam[gr.n >= 2]
-        box_lo, box_hi = -1.0 - tau * float(offvals.min()), 1.0 - tau * float(offvals.max())
-        self._box = (min(box_lo, box_hi) - 1.0, max(box_lo, box_hi) + 1.0)
+        self._box = psd_box(tau, float(offvals.min()), float(offvals.max()))
 
     def parts(self, mu: float):
         """Reduced eigenpairs, group values and within-class values at ``mu`` (cached)."""

@@ -38,6 +38,7 @@ from dgp.engine.family import (
     cosine_family,
     euclidean_family,
     farkas_offset,
+    psd_box,
     repeat_smallest,
 )
 from dgp.engine.rules import Context, Explanation
@@ -127,8 +128,7 @@ class LowRankSpectrum(MultiplicitySpectrum):
         self.r1 = self.R[:, 0]  # Q^T 1
         self._cache: tuple[float, Any] | None = None
         lo_b, hi_b = t.ell_bounds
-        box_lo, box_hi = -1.0 - tau * lo_b, 1.0 - tau * hi_b
-        self._box = (min(box_lo, box_hi) - 1.0, max(box_lo, box_hi) + 1.0)
+        self._box = psd_box(tau, lo_b, hi_b)
         del k
 
     def capacitance(self, R: np.ndarray, mu: float) -> np.ndarray:
