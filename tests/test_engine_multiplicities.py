@@ -96,3 +96,19 @@ def test_psd_box_holds_every_psd_member_of_the_family(n, tau, seed):
     E = np.ones((n, n)) - np.eye(n)
     for mu in (lo_mu, hi_mu):
         assert np.linalg.eigvalsh(A + mu * E)[0] <= -1.0 + 1e-9 * (1 + abs(mu))
+
+
+@given(st.integers(2, 9), st.floats(0.0, 1.0), st.integers(0, 2**32 - 1))
+@settings(max_examples=100, deadline=None)
+def test_first_zero_pair_is_the_first_zero_of_the_dense_matrix(n, density, seed):
+    # one reading of the first zero weight from sorted positive pairs (sparse input and
+    # ZeroPattern.from_pairs), against a scan of the dense matrix
+    from dgp.engine._sparse_input import first_zero_pair
+
+    rng = np.random.default_rng(seed)
+    M = rng.uniform(size=(n, n)) < density
+    np.fill_diagonal(M, False)
+    r, c = np.nonzero(M)  # row-major, so the keys are sorted
+    zeros = np.argwhere(~M & ~np.eye(n, dtype=bool))
+    want = tuple(int(v) for v in zeros[0]) if zeros.size else (0, 0)
+    assert first_zero_pair(r.astype(np.int64) * n + c, c, n) == want

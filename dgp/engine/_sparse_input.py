@@ -77,6 +77,18 @@ def sparse_size(W: object) -> int:
     return int(W.shape[0]) if sp.issparse(W) and len(W.shape) == 2 else 0
 
 
+def first_zero_pair(key: np.ndarray, cols: np.ndarray, n: int) -> tuple[int, int]:
+    """The first zero weight off the diagonal, in row-major order, of ``n x n`` weights whose
+    positive pairs ``(i, j)`` have the sorted keys ``i * n + j`` and the columns ``cols``
+    (``(0, 0)`` when there is none): the first row with a zero, then its first zero column."""
+    for i in range(n):
+        lo, hi = np.searchsorted(key, [i * n, (i + 1) * n])
+        if hi - lo < n - 1:
+            present = set(cols[lo:hi].tolist()) | {i}
+            return i, next(j for j in range(n) if j not in present)
+    return 0, 0
+
+
 def sparse_log_weights(W: object, name: str = "W") -> LogWeights | None:
     r"""The sparse branch of :func:`log_weights`: a ``scipy.sparse`` matrix or networkx graph,
     validated and canonicalised without an ``N x N`` array.
@@ -155,13 +167,7 @@ def sparse_log_weights(W: object, name: str = "W") -> LogWeights | None:
     r, c, logw = r[order], c[order], logw[order]
     key = r * n + c
     n_zero = n * (n - 1) - int(r.size)
-    first_zero = (0, 0)
-    for i in range(n):  # the first row with a zero, then its first zero column
-        lo, hi = np.searchsorted(key, [i * n, (i + 1) * n])
-        if hi - lo < n - 1:
-            present = set(c[lo:hi].tolist()) | {i}
-            first_zero = (i, next(j for j in range(n) if j not in present))
-            break
+    first_zero = first_zero_pair(key, c, n)
     back = np.lexsort((r, c))  # the transposed pairs in row-major order
     symmetric = bool(np.array_equal(key, c[back] * n + r[back])
                      and np.array_equal(logw, logw[back]))

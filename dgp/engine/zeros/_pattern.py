@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from dgp.engine._sparse_input import first_zero_pair
 from dgp.engine.target import LogWeights, canonical, row_blocks
 from dgp.tolerance import Margin
 
@@ -79,15 +80,7 @@ class ZeroPattern:
         logw = np.asarray(logw, dtype=float)[order]
         logw = logw - float(logw.max())
         n_zero = n * (n - 1) - rows.size
-        first = (0, 0)
-        if n_zero:
-            key = rows.astype(np.int64) * n + cols
-            for i in range(n):  # first row with a zero, then its first zero column
-                lo, hi = np.searchsorted(key, [i * n, (i + 1) * n])
-                if hi - lo < n - 1:
-                    present = set(cols[lo:hi].tolist()) | {i}
-                    first = (i, next(j for j in range(n) if j not in present))
-                    break
+        first = first_zero_pair(rows.astype(np.int64) * n + cols, cols, n) if n_zero else (0, 0)
         return cls(n, rows, cols, logw, n_zero, first, unit_roundoff)
 
     def support(self) -> sp.csr_matrix:
