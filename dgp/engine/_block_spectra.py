@@ -19,6 +19,7 @@ from dgp.engine.family import (
     psd_box,
     repeat_smallest,
 )
+from dgp.engine.tridiag import complement_basis
 
 #: largest N for which certificate vectors (Farkas) are listed sample by sample
 VECTORS_MAX_N = 2000
@@ -234,11 +235,8 @@ class BlockEuclideanSpectrum(MultiplicityEuclideanSpectrum):
         s = np.sqrt(sizes)
         M = np.outer(s, s) * t.quotient_base()
         M[np.diag_indices_from(M)] -= t.within
-        # orthonormal basis of s-perp (s is the image of 1): Householder sending s/|s| to e_1
-        v = -s / np.sqrt(self.n)
-        v[0] += 1.0
-        Hs = np.eye(K) - 2.0 * np.outer(v, v) / float(v @ v) if float(v @ v) > 0 else np.eye(K)
-        self.P = Hs[:, 1:]
+        # orthonormal basis of s-perp (s is the image of 1; |s|^2 = N)
+        self.P = complement_basis(s / np.sqrt(self.n))
         Bq = self.P.T @ M @ self.P
         self.q_lam, self.q_vec = (np.linalg.eigh(0.5 * (Bq + Bq.T)) if K > 1
                                   else (np.zeros(0), np.zeros((0, 0))))

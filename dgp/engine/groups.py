@@ -39,6 +39,7 @@ from dgp.engine.family import (
     repeat_smallest,
 )
 from dgp.engine.rules import Context
+from dgp.engine.tridiag import complement_basis
 
 __all__ = ["GROUPED_MIN_K", "Groups", "classify_grouped"]
 
@@ -163,11 +164,7 @@ class GroupedEuclideanSpectrum(MultiplicityEuclideanSpectrum):
         m = gr.n.size
         parts = [(-gr.lam, gr.g * (gr.n - 1)), (e, gr.g - 1)]
         if m > 1:
-            w = gr.omega / np.linalg.norm(gr.omega)
-            v = -w.copy()
-            v[0] += 1.0
-            H = np.eye(m) - 2.0 * np.outer(v, v) / float(v @ v) if float(v @ v) > 0 else np.eye(m)
-            P = H[:, 1:]
+            P = complement_basis(gr.omega / np.linalg.norm(gr.omega))
             C = P.T @ np.diag(e) @ P
             parts.append((np.linalg.eigvalsh(0.5 * (C + C.T)), np.ones(m - 1, dtype=np.int64)))
         self.vals, self.mults = _values(parts)

@@ -28,12 +28,30 @@ CHUNK = 64
 __all__ = [
     "CHUNK",
     "Tridiagonal",
+    "complement_basis",
     "ones_reflector_apply",
     "ones_reflector_vectors",
     "tridiagonal_count_below",
     "tridiagonal_eigh",
     "tridiagonal_eigvals",
 ]
+
+
+def _ones_reflector(n: int) -> tuple[np.ndarray, float]:
+    """``v`` and ``beta`` of :math:`H = I - \\beta vv^\\top`, :math:`He_1 = 1/\\sqrt N`."""
+    v = np.full(n, -1.0 / np.sqrt(n))
+    v[0] += 1.0
+    return v, 2.0 / float(v @ v)
+
+
+def complement_basis(u: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of the complement of a unit vector ``u`` (``K x (K - 1)``): the
+    last ``K - 1`` columns of the Householder reflection that sends ``u`` to :math:`e_1`."""
+    K = u.size
+    v = -u
+    v[0] += 1.0
+    H = np.eye(K) - 2.0 * np.outer(v, v) / float(v @ v) if float(v @ v) > 0 else np.eye(K)
+    return H[:, 1:]
 
 
 def ones_reflector_apply(M: np.ndarray) -> np.ndarray:
@@ -44,10 +62,7 @@ def ones_reflector_apply(M: np.ndarray) -> np.ndarray:
     Only the upper triangle is read (one BLAS ``dsymv``) and updated (one ``dsyr2``, no
     ``N x N`` temporary): it is the triangle :class:`Tridiagonal` reads. Cost :math:`O(N^2)`.
     """
-    n = M.shape[0]
-    v = np.full(n, -1.0 / np.sqrt(n))
-    v[0] += 1.0
-    beta = 2.0 / float(v @ v)
+    v, beta = _ones_reflector(M.shape[0])
     # M.T is the same matrix in Fortran order, and its lower triangle is the upper triangle of
     # M: BLAS dsymv reads that half only, on scipy's BLAS threads, those dsytrd runs on next
     # (numpy's matmul would wake numpy's own OpenBLAS pool, whose threads spin on the cores
@@ -61,10 +76,7 @@ def ones_reflector_apply(M: np.ndarray) -> np.ndarray:
 
 def ones_reflector_vectors(Y: np.ndarray) -> np.ndarray:
     """Apply the reflection :math:`H` of :func:`ones_reflector_apply` to the columns of ``Y``."""
-    n = Y.shape[0]
-    v = np.full(n, -1.0 / np.sqrt(n))
-    v[0] += 1.0
-    beta = 2.0 / float(v @ v)
+    v, beta = _ones_reflector(Y.shape[0])
     return Y - beta * np.outer(v, v @ Y)
 
 
