@@ -27,11 +27,12 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 try:  # numpy comes with these: the longest import before the console script's entry()
     from dgp.cli._text import printable
+    from dgp.cli._words import SYNONYMS, cli_words, command_flags, flag_for, flag_homes
     from dgp.errors import (
         DgpWarning,
         InputError,
@@ -58,92 +59,6 @@ _COMMANDS: tuple[str, ...] = (
     "recommend", "floors",
 )
 
-#: words people type for a flag, and the flag dgp has for it
-_SYNONYMS = {"--temperature": "--tau", "--temp": "--tau", "--t": "--tau", "--dimension": "--dim",
-             "--d": "--dim", "--epsilon": "--eps", "--label-temperature": "--label-tau",
-             "--tau-y": "--label-tau", "--bandwidth": "--sigma", "--out-json": "--json"}
-
-#: library parameter names whose flag is not ``--`` + the name with dashes
-_FLAGS = {"W": "WEIGHTS", "log_weights": "WEIGHTS (--log-weights)", "labels": "LABELS",
-          "Z": "--embeddings", "Zref": "--reference", "target": "MODULE:CALLABLE",
-          "input": "the input", "tol": "--tolerance"}
-
-
-def flag_for(param: str) -> str:
-    """The command-line name of a library parameter (``label_tau`` -> ``--label-tau``)."""
-    head, sep, rest = param.partition("[")
-    flag = _FLAGS.get(head, "--" + head.replace("_", "-"))
-    return flag + sep + rest
-
-
-#: library keywords whose command-line equivalent is not a flag of the same name (a keyword
-#: that is neither here nor a flag of some command is left as it is)
-_KEYWORD_FLAGS = {"log_weights": "--log-weights", "column": "--label-column"}
-#: library keyword arguments that the command line has no flag for, and what to say instead
-_KEYWORD_PHRASES = {
-    "kind='continuous'": "--objective y-aware, euclid-euclid or x-clr",
-    "key=...": "save it alone with numpy.save",
-    "search=(lo, hi)": "--search LO:HI",
-}
-#: ``name=value`` in a library message: a keyword argument (``'text'``, ``...``, or a word or
-#: number that does not continue as a range like ``dim=1:16``); not inside quotes or a flag
-_KEYWORD = re.compile(
-    r"(?<![\w'\"=-])([a-z][a-z_]*)=('[^']*'|\.\.\.|\([^()]*\)|[A-Za-z0-9_.<>-]+(?!:\d|[\w.]))"
-)
-
-
-def cli_words(text: str, flags: Mapping[str, str | None] | Iterable[str] = ()) -> str:
-    """A library message in the words of the command line: every keyword argument it quotes
-    (``dim=D``, ``want='min-dim'``, ``log_weights=...``, ``kind='continuous'``) becomes the flag
-    that gives it (``--dim D``, ``--want min-dim``, ``--log-weights``) or, where the command
-    line has none, what to do there instead. ``flags`` maps each flag of the command line
-    (``--`` names) to ``None`` when the running command has it, or to a command that has it
-    (then the hint names that command); a plain collection of flags means they are all the
-    running command's. The one mapping of :func:`flag_for` decides a keyword's flag; a keyword
-    without a flag anywhere is left as it is.
-
-    >>> cli_words("give dim=D or want='min-dim' (got reduction='sum')", {"--dim", "--want",
-    ...           "--reduction"})
-    'give --dim D or --want min-dim (got --reduction sum)'
-    >>> cli_words("pass log_weights=...", {"--tau": None, "--log-weights": "classify"})
-    'pass `dgp classify --log-weights`'
-    """
-    homes = flags if isinstance(flags, Mapping) else dict.fromkeys(flags)
-
-    def sub(m: re.Match[str]) -> str:
-        name, value = m.group(1), m.group(2).strip("'")
-        if m.group(0) in _KEYWORD_PHRASES:
-            return _KEYWORD_PHRASES[m.group(0)]
-        flag = _KEYWORD_FLAGS.get(name) or flag_for(name)
-        if flag not in homes or value in ("None", "True", "False"):
-            return m.group(0)
-        said = flag if value == "..." else f"{flag} {value}"
-        return said if homes[flag] is None else f"`dgp {homes[flag]} {said}`"
-
-    return _KEYWORD.sub(sub, text)
-
-
-def command_flags(args: argparse.Namespace) -> dict[str, str | None]:
-    """The flags of the command line for :func:`cli_words`, from a parsed command line:
-    ``None`` for the running command's own, else a command that has the flag."""
-    return _flag_homes(args.subcommands, args.command)
-
-
-def _flags_of(p: argparse.ArgumentParser) -> list[str]:
-    return [o for a in p._actions for o in a.option_strings if o.startswith("--")]
-
-
-def _flag_homes(sub: dict[str, argparse.ArgumentParser], command: str | None,
-                ) -> dict[str, str | None]:
-    homes: dict[str, str | None] = {}
-    for name, p in sub.items():
-        for flag in _flags_of(p):
-            homes.setdefault(flag, name)
-    if command in sub:
-        homes.update(dict.fromkeys(_flags_of(sub[command])))
-    return homes
-
-
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one ``error:`` line naming the fix, exit 2."""
 
@@ -161,7 +76,7 @@ class _Parser(argparse.ArgumentParser):
         for arg in (a.split("=")[0] for a in _Parser.argv if a.startswith("--")):
             if arg in known:
                 continue
-            close = [_SYNONYMS[arg]] if _SYNONYMS.get(arg) in known else difflib.get_close_matches(
+            close = [SYNONYMS[arg]] if SYNONYMS.get(arg) in known else difflib.get_close_matches(
                 arg, known, n=1, cutoff=0.6)
             if close:
                 hint = f"; {arg} is not a flag of `{self.prog}`: did you mean {close[0]}?"
@@ -287,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:  # reported by the subcommand's parser, which knows its own flags
         args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
-    flags = _flag_homes(parser.get_default("subcommands") or {}, args.command)
+    flags = flag_homes(parser.get_default("subcommands") or {}, args.command)
     previous = warnings.showwarning
     warnings.showwarning = _warning_printer(flags)
     previous_handlers = _on_signals()

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         search=None if args.search is None else tuple(_floats(args.search, "--search", 2)),
         points=args.points,
     )
-    from dgp.cli import cli_words, command_flags
+    from dgp.cli._words import cli_words, command_flags
 
     # --json: exactly the result's dict (its hints in the library's keyword words); the text
     # says the library's keyword hints as flags
