@@ -34,8 +34,7 @@ def _local_edges(pattern: ZeroPattern, members: np.ndarray, sel: np.ndarray,
     ell_ij = pattern.logw[sel][keep] - psi[r]
     ell_ji = pattern.lookup(c, r) - psi[c]
     delta = -tau * (ell_ij + ell_ji)  # -2 tau times their mean (equal within tolerance)
-    loc = np.full(pattern.n, -1, dtype=np.int64)
-    loc[members] = np.arange(members.size)
+    loc = pattern.local_index(members)
     return np.stack([loc[r], loc[c]], axis=1), delta
 
 
@@ -109,9 +108,7 @@ def clique(pattern, members, sel, *, dim, tau, tol, base,
             info["X0"] = X0.tolist()
         return ComponentDecision(members, "approached", "fixed", info, X0=X0)
     L = np.full((n_c, n_c), -np.inf)
-    loc = np.full(pattern.n, -1, dtype=np.int64)
-    loc[members] = np.arange(n_c)
-    L[loc[pattern.rows[sel]], loc[pattern.cols[sel]]] = pattern.logw[sel]
+    L[pattern.local_pairs(members, sel)] = pattern.logw[sel]
     sub = canonical(L)
     sub = LogWeights(sub.L, sub.shift, sub.symmetric, 0, None, pattern.unit_roundoff, ())
     stol = Tolerance(tol.rtol, tol.unit_roundoff, n_c)
@@ -144,9 +141,7 @@ def _peel(pattern: ZeroPattern, members: np.ndarray, sel: np.ndarray):
     positive pairs. Every positive of a core sample is in the core (a sample is peeled only
     when no remaining sample weights it)."""
     n_c = members.size
-    loc = np.full(pattern.n, -1, dtype=np.int64)
-    loc[members] = np.arange(n_c)
-    r, c = loc[pattern.rows[sel]], loc[pattern.cols[sel]]
+    r, c = pattern.local_pairs(members, sel)
     starts = np.searchsorted(r, np.arange(n_c + 1))  # pairs are sorted by row
     indeg = np.bincount(c, minlength=n_c)
     alive = np.ones(n_c, dtype=bool)
@@ -181,9 +176,7 @@ def asymmetric_component(pattern, members, sel, mutual, psi, *, dim, tau, tol, r
         return [undecided_component(pattern, members, sel, base, tried, dim=dim, tau=tau,
                                     tol=tol)], None
     n_core = core.size
-    loc = np.full(pattern.n, -1, dtype=np.int64)
-    loc[core] = np.arange(n_core)
-    r, c = loc[pattern.rows[core_sel]], loc[pattern.cols[core_sel]]
+    r, c = pattern.local_pairs(core, core_sel)
     sub = sp.csr_matrix((np.ones(r.size, dtype=np.int8), (r, c)), shape=(n_core, n_core))
     n_sub, lab = connected_components(sub, directed=False)
     decs = []

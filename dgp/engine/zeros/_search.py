@@ -169,10 +169,8 @@ def _numerical_evidence(pattern: ZeroPattern, members: np.ndarray, sel: np.ndarr
     from scipy.special import logsumexp
 
     n = members.size
-    loc = np.full(pattern.n, -1, dtype=np.int64)
-    loc[members] = np.arange(n)
     L = np.full((n, n), -np.inf)
-    L[loc[pattern.rows[sel]], loc[pattern.cols[sel]]] = pattern.logw[sel]
+    L[pattern.local_pairs(members, sel)] = pattern.logw[sel]
     logp = L - logsumexp(L, axis=1, keepdims=True)
     P = np.exp(logp)
     pos = np.isfinite(L)
