@@ -1,12 +1,13 @@
-"""What every experiment shares: budgets, results, data sources, class splits, encoders and one
-trained run."""
+"""What every experiment shares: budgets, results, data sources, class splits, encoders, one
+trained run on images or on a control's inputs, and the records, figure panels and progress of
+an experiment under way (:class:`Trials`)."""
 
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, TypedDict, TypeVar
 
 import numpy as np
 
@@ -25,9 +26,13 @@ from dgp.torch.losses import (  # noqa: E402
 from dgp.torch.training import (  # noqa: E402
     cpu_threads,
     embed,
+    progress_bar,
+    resolve_device,
     seed_everything,
     train,
 )
+
+_T = TypeVar("_T")
 
 # ----------------------------------------------------------------------------------------------
 # results
@@ -307,7 +312,9 @@ def paired_difference(a: Any, b: Any) -> tuple[float, float]:
     return float(d.mean()), se
 
 
-def cached_run(cache: dict | None, key: tuple, make: Callable[[], TrainedRun]) -> TrainedRun:
+def cached_run(cache: dict | None, key: tuple, make: Callable[[], _T]) -> _T:
+    """``make()``, made once per ``key`` of ``cache`` and shared from there (trained runs and
+    predictions that several conditions or experiments use); made afresh without a cache."""
     if cache is None:
         return make()
     if key not in cache:
@@ -315,3 +322,163 @@ def cached_run(cache: dict | None, key: tuple, make: Callable[[], TrainedRun]) -
     return cache[key]
 
 
+#: what a run trains on: the images, Gaussian noise of their shape (the free-point control:
+#: nothing carries over to held-out noise), or nothing (an untrained encoder, raw pixels)
+INPUTS = ("images", "noise", "untrained", "pixels")
+
+
+def input_run(
+    X: np.ndarray,
+    labels: np.ndarray,
+    X_test: np.ndarray,
+    loss_fn: WInfoNCELoss,
+    *,
+    inputs: str,
+    cache: dict | None,
+    key: tuple,
+    budget: Budget,
+    seed: int,
+    device: Any,
+    progress: bool | None,
+    desc: str,
+    batch_size: int | None = None,
+    steps: int | None = None,
+) -> TrainedRun:
+    """One run on ``inputs`` (one of :data:`INPUTS`): :func:`train_run` on the images or on
+    noise drawn like them (training and held-out noise from seeds of their own), the untrained
+    encoder's embeddings, or the raw pixels flattened. Runs are shared through ``cache`` by
+    ``key`` (:func:`cached_run`), which must name what the run depends on besides ``inputs``."""
+    if inputs == "noise":
+        X = datasets.noise_like(X, seed=seed)
+        X_test = datasets.noise_like(X_test, seed=seed + 7919)
+    if inputs == "pixels":
+        flat, flat_t = X.reshape(X.shape[0], -1), X_test.reshape(X_test.shape[0], -1)
+        return TrainedRun(None, flat.astype(float), flat_t.astype(float), 0.0, 0, float("nan"))
+    return cached_run(cache, (*key, inputs), lambda: train_run(
+        X, labels, X_test, loss_fn, budget=budget, seed=seed, device=device, progress=progress,
+        desc=desc, batch_size=batch_size, steps=steps, trained=inputs != "untrained",
+    ))
+
+
+# ----------------------------------------------------------------------------------------------
+# an experiment under way
+
+
+class RunOptions(TypedDict, total=False):
+    """The keywords every experiment takes besides its own (and :func:`Trials.start` reads),
+    with their defaults.
+
+    Attributes
+    ----------
+    quick : bool
+        The quick budget (default) rather than the full one; ``budget`` replaces both.
+    seed : int
+        The first seed (default 0); the budget's ``seeds`` count up from it.
+    device : str
+        ``"auto"`` (default: CUDA when available), ``"cpu"`` or ``"cuda"``.
+    progress : bool or None
+        Progress bars on stderr: None (default) when stderr is a terminal.
+    data : Dataset or None
+        The user's data; None (default) for the budget's data set.
+    cache : dict or None
+        Trained runs and predictions shared by the experiments of one ``run_all``; None
+        (default) shares nothing.
+    budget : Budget or None
+        Replaces the quick or the full budget (default None).
+    """
+
+    quick: bool
+    seed: int
+    device: str
+    progress: bool | None
+    data: datasets.Dataset | None
+    cache: dict | None
+    budget: Budget | None
+
+
+@dataclass
+class Trials:
+    """An experiment under way: what it runs with, the records and figure panels of its runs,
+    and its progress bar. :meth:`start` begins one from the :class:`RunOptions`, :meth:`add`
+    records a run, :meth:`finish` returns the :class:`Experiment`.
+
+    Attributes
+    ----------
+    name : str
+        The experiment (a key of :data:`dgp.torch.experiments.EXPERIMENTS`).
+    budget : Budget
+        The budget its runs train with.
+    device : Any
+        The torch device its runs train on.
+    seed : int
+        Its first seed.
+    data : Dataset or None
+        The user's data (None: the budget's data set).
+    cache : dict or None
+        Runs and predictions shared with other experiments (:func:`cached_run`).
+    progress : bool or None
+        Whether to show progress bars (None: when stderr is a terminal).
+    runs : list of dict
+        One record per run, in the order :meth:`add` received them.
+    arts : list of RunArtifacts
+        The figure panels.
+    bar : Any
+        The progress bar :meth:`expect` opened (None before, or without tqdm).
+    """
+
+    name: str
+    budget: Budget
+    device: Any
+    seed: int
+    data: datasets.Dataset | None = None
+    cache: dict | None = None
+    progress: bool | None = None
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    arts: list[RunArtifacts] = field(default_factory=list)
+    bar: Any = None
+
+    @classmethod
+    def start(cls, name: str, *, quick: bool = True, seed: int = 0, device: str = "auto",
+              progress: bool | None = None, data: datasets.Dataset | None = None,
+              cache: dict | None = None, budget: Budget | None = None) -> Trials:
+        """The experiment ``name`` run with the :class:`RunOptions`: the budget of
+        :func:`budget_for`, the device of :func:`~dgp.torch.training.resolve_device` and the
+        seeds of :func:`seeds_for`."""
+        return cls(name, budget_for(quick, budget), resolve_device(device), seed, data, cache,
+                   progress)
+
+    @property
+    def seeds(self) -> list[int]:
+        """The seeds (:func:`seeds_for`); the first seed's run of each condition is the
+        figure panel of the condition."""
+        return seeds_for(self.seed, self.budget)
+
+    def with_budget(self, budget: Budget) -> Trials:
+        """The same trials with ``budget`` (and its number of seeds)."""
+        return replace(self, budget=budget)
+
+    def expect(self, per_seed: int) -> None:
+        """Open the progress bar for ``per_seed`` runs of every seed."""
+        self.bar = progress_bar(per_seed * len(self.seeds), desc=self.name,
+                                enabled=self.progress)
+
+    def add(self, record: dict[str, Any], art: RunArtifacts | None = None, *,
+            seed: int) -> None:
+        """Record a run of ``seed``; ``art`` is kept as a figure panel when ``seed`` is the
+        first seed."""
+        self.runs.append(record)
+        if art is not None and seed == self.seed:
+            self.arts.append(art)
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def finish(self, *, keys: Sequence[str], config: dict[str, Any],
+               supports: dict[str, Any]) -> Experiment:
+        """Close the progress bar; the experiment's report and figures
+        (:func:`build_experiment`, summarising ``keys`` over the seeds)."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        return build_experiment(self.name, dev=self.device, budget=self.budget,
+                                seeds=self.seeds, runs=self.runs, keys=keys, arts=self.arts,
+                                config=config, supports=supports)

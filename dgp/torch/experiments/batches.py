@@ -5,41 +5,30 @@ prediction."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dgp.errors import InputError
 from dgp.torch._compat import require_torch
-from dgp.weights import supcon_weights
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 torch = require_torch()
 
-from dgp.torch import data as datasets  # noqa: E402
+from dgp.torch.experiments._class_run import class_run, class_trials  # noqa: E402
 from dgp.torch.experiments.base import (  # noqa: E402
     Budget,
     Experiment,
     RunArtifacts,
-    budget_for,
-    build_experiment,
-    class_source,
-    class_split,
+    RunOptions,
     encoder_name,
-    seeds_for,
-    train_run,
 )
 from dgp.torch.experiments.scoring import (  # noqa: E402
     describe_prediction,
     gram_rms,
-    score_prototypes,
     supcon_prediction,
 )
 from dgp.torch.experiments.statistics import decide, holm  # noqa: E402
-from dgp.torch.losses import (  # noqa: E402
-    SupConLoss,
-)
-from dgp.torch.training import (  # noqa: E402
-    progress_bar,
-    resolve_device,
-)
 
 # ----------------------------------------------------------------------------------------------
 # 2. batch-size
@@ -66,16 +55,10 @@ def steps_for_batch(budget: Budget, B: int) -> int:
 
 def batch_size(
     *,
-    quick: bool = True,
-    seed: int = 0,
-    device: str = "auto",
-    progress: bool | None = None,
-    data: datasets.Dataset | None = None,
     tau: float = 0.5,
     ratio: float = 10.0,
     batch_sizes: Sequence[int] = BATCH_SIZES,
-    cache: dict | None = None,
-    budget: Budget | None = None,
+    **run: Unpack[RunOptions],
 ) -> Experiment:
     """Imbalanced SupCon trained at several batch sizes, against the full-batch prediction and
     the expected-batch prediction for uniform batches of that size.
@@ -86,6 +69,8 @@ def batch_size(
     prediction's expected batch loss is within what training resolves of the expected-batch
     one (at large ``B`` the two coincide).
 
+    ``run``: the options of every experiment (:class:`~dgp.torch.experiments.base.RunOptions`).
+
     Raises
     ------
     ValueError
@@ -93,37 +78,25 @@ def batch_size(
     """
     from dgp.prototypes import supcon_prototypes
 
-    budget = budget_for(quick, budget)
-    dev = resolve_device(device)
-    src = class_source(budget, data)
-    split = class_split(src.y, budget, ratio)
+    trials, src, split = class_trials("batch-size", ratio=ratio, **run)
+    budget = trials.budget
     sizes = split.imbalanced
-    K, N = sizes.size, int(sizes.sum())
+    N = int(sizes.sum())
     bad = [b for b in batch_sizes if not 2 <= int(b) <= N]
     if bad:
         raise InputError(f"batch_sizes must lie in [2, {N}] (the training set), got {bad}")
     full = supcon_prototypes(sizes, tau=tau)
-    seeds = seeds_for(seed, budget)
-    runs: list[dict[str, Any]] = []
-    arts: list[RunArtifacts] = []
     per_b: list[dict[str, Any]] = []
-    bar = progress_bar(len(batch_sizes) * len(seeds), desc="batch-size", enabled=progress)
+    trials.expect(len(batch_sizes))
     for B in batch_sizes:
         pred = supcon_prediction(sizes, tau=tau, eps=None, batch_size=int(B))
         group = []
-        for s in seeds:
-            tr, te = datasets.split_by_class(src.y, sizes=sizes, test=split.test, seed=s)
-            y = src.y[tr]
-            loss_fn = SupConLoss(tau=tau, empty_rows="skip")
-            run = train_run(
-                src.X[tr], y, src.X[te], loss_fn, budget=budget, seed=s, device=dev,
-                progress=progress, desc=f"B={B} seed {s}", batch_size=int(B),
-                steps=steps_for_batch(budget, int(B)),
-            )
-            rec = score_prototypes(
-                run, y=y, y_test=src.y[te], K=K, G_pred=pred.gram,
-                alternatives={"full_batch": full.gram}, W=supcon_weights(y), tau=tau,
-                loss_fn=loss_fn, budget=budget, batch_size=int(B), seed=s, trained=True,
+        for s in trials.seeds:
+            rec = class_run(
+                src, sizes=sizes, test=split.test, tau=tau, pred=pred,
+                alternatives={"full_batch": full.gram}, budget=budget, seed=s,
+                device=trials.device, progress=trials.progress, desc=f"B={B} seed {s}",
+                batch_size=int(B), steps=steps_for_batch(budget, int(B)),
             )
             G = rec["learned_gram"]
             group.append(
@@ -142,21 +115,15 @@ def batch_size(
                     "prediction": describe_prediction(pred, int(B)),
                 }
             )
-            if s == seeds[0]:
-                arts.append(RunArtifacts("batch-size", f"B={B}", G, pred.gram, "gram", sizes))
-            if bar is not None:
-                bar.update(1)
-        runs += group
+            trials.add(group[-1], RunArtifacts("batch-size", f"B={B}", G, pred.gram, "gram",
+                                               sizes), seed=s)
         v = decide(group, "full_batch", ("expected-batch", "full-batch"))
         per_b.append({"batch_size": int(B), "predictions_rms": gram_rms(pred.gram, full.gram),
                       **v})
-    if bar is not None:
-        bar.close()
     per_b = holm(per_b)
     decided = {d["supports"] for d in per_b} - {"undecided", "uninformative", "neither"}
-    return build_experiment(
-        "batch-size", dev=dev, budget=budget, seeds=seeds, runs=runs, keys=_BATCH_KEYS,
-        arts=arts,
+    return trials.finish(
+        keys=_BATCH_KEYS,
         config={
             "data": src.name,
             "sizes": sizes.tolist(),

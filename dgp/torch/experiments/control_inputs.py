@@ -3,31 +3,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dgp.objectives import registry
 from dgp.torch._compat import require_torch
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 torch = require_torch()
 
-from dgp.torch import data as datasets  # noqa: E402
+from dgp.torch.experiments._class_run import class_run  # noqa: E402
 from dgp.torch.experiments.base import (  # noqa: E402
-    Budget,
+    INPUTS,
     Experiment,
-    RunArtifacts,
-    budget_for,
-    build_experiment,
+    RunOptions,
+    Trials,
     class_source,
     class_split,
-    seeds_for,
 )
 from dgp.torch.experiments.continuous import (  # noqa: E402
     CONTINUOUS_SAMPLES,
     continuous_data,
     continuous_run,
-)
-from dgp.torch.experiments.imbalance import (  # noqa: E402
-    class_run,
 )
 from dgp.torch.experiments.scoring import (  # noqa: E402
     regular_simplex,
@@ -36,15 +34,10 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
 from dgp.torch.experiments.statistics import (  # noqa: E402
     paired_verdict,
 )
-from dgp.torch.training import (  # noqa: E402
-    progress_bar,
-    resolve_device,
-)
 
 # ----------------------------------------------------------------------------------------------
 # 5. controls
 
-_CONTROL_INPUTS = ("images", "noise", "untrained", "pixels")
 _CONTROL_KEYS = (
     "gram_rms_error",
     "heldout_gram_rms_error",
@@ -58,16 +51,10 @@ _CONTROL_KEYS = (
 
 def controls(
     *,
-    quick: bool = True,
-    seed: int = 0,
-    device: str = "auto",
-    progress: bool | None = None,
-    data: datasets.Dataset | None = None,
     tau_classes: float = 0.5,
     tau: float = 0.1,
     sigma: float = 0.5,
-    cache: dict | None = None,
-    budget: Budget | None = None,
+    **run: Unpack[RunOptions],
 ) -> Experiment:
     """What the images add: the trained image runs beside noise inputs, an untrained encoder and
     raw pixels, for imbalanced SupCon (prototypes against :func:`dgp.supcon_prototypes`) and for
@@ -80,23 +67,20 @@ def controls(
     Euclidean–Euclidean the held-out k-NN :math:`R^2` of the label. ``against`` when a control
     beats the images on that score, ``undecided`` when some comparison is undecided.
 
+    ``run``: the options of every experiment (:class:`~dgp.torch.experiments.base.RunOptions`).
+
     Raises
     ------
     ValueError
         If the data fit neither setting.
     """
-    budget = budget_for(quick, budget)
-    dev = resolve_device(device)
-    seeds = seeds_for(seed, budget)
-    runs: list[dict[str, Any]] = []
-    arts: list[RunArtifacts] = []
+    trials = Trials.start("controls", **run)
+    budget, data = trials.budget, trials.data
     with_classes = data is None or bool(data.classes)
     with_continuous = data is None or not data.classes or bool(data.images)
     settings = [s for s, on in (("supcon", with_classes), ("euclid-euclid", with_continuous))
                 if on]
-    bar = progress_bar(
-        len(settings) * len(_CONTROL_INPUTS) * len(seeds), desc="controls", enabled=progress
-    )
+    trials.expect(len(settings) * len(INPUTS))
     config: dict[str, Any] = {"budget": budget.to_dict()}
     if with_classes:
         src = class_source(budget, data)
@@ -109,45 +93,33 @@ def controls(
         config["supcon"] = {
             "data": src.name, "sizes": split.imbalanced.tolist(), "tau": tau_classes
         }
-        for inputs in _CONTROL_INPUTS:
-            for s in seeds:
-                rec, _ = class_run(
+        for inputs in INPUTS:
+            for s in trials.seeds:
+                rec = class_run(
                     src, sizes=split.imbalanced, test=split.test, inputs=inputs, tau=tau_classes,
                     pred=pred, alternatives={"simplex": S}, budget=budget, seed=s,
-                    device=dev, progress=progress,
-                    cache=cache, desc=f"supcon {inputs} seed {s}",
+                    device=trials.device, progress=trials.progress, cache=trials.cache,
+                    desc=f"supcon {inputs} seed {s}",
                 )
-                runs.append(
+                trials.add(
                     {"objective": "supcon", "condition": f"supcon {inputs}", "inputs": inputs,
-                     "seed": s, "tau": tau_classes, **rec}
+                     "seed": s, "tau": tau_classes, **rec}, seed=s,
                 )
-                if bar is not None:
-                    bar.update(1)
     if with_continuous:
         n_train, n_test = CONTINUOUS_SAMPLES.get(budget.name, CONTINUOUS_SAMPLES["full"])
-        for s in seeds:
+        for s in trials.seeds:
             cd = continuous_data(budget, data, s, n_train, n_test)
             config["euclid-euclid"] = {"data": cd.name, "tau": tau, "sigma": sigma}
-            for inputs in _CONTROL_INPUTS:
+            for inputs in INPUTS:
                 rec, art = continuous_run(
                     cd, condition=f"euclid-euclid {inputs}", objective="euclid-euclid",
                     inputs=inputs, tau=tau, sigma=sigma, label_tau=tau, budget=budget, seed=s,
-                    device=dev, progress=progress, cache=cache, data_id=id(data),
+                    device=trials.device, progress=trials.progress, cache=trials.cache,
+                    data_id=id(data),
                 )
-                runs.append(rec)
-                if s == seeds[0]:
-                    arts.append(art)
-                if bar is not None:
-                    bar.update(1)
-    if bar is not None:
-        bar.close()
-    return build_experiment(
-        "controls", dev=dev, budget=budget, seeds=seeds, runs=runs, keys=_CONTROL_KEYS,
-        arts=arts,
-        config=config,
-        supports=_controls_verdict(runs, settings),
-    )
-
+                trials.add(rec, art, seed=s)
+    return trials.finish(keys=_CONTROL_KEYS, config=config,
+                         supports=_controls_verdict(trials.runs, settings))
 
 def _score(setting: str, run: dict[str, Any]) -> float:
     """Held-out score of a run (higher is better): the prediction's null-corrected advantage over
@@ -171,7 +143,7 @@ def _controls_verdict(runs: list[dict[str, Any]], settings: list[str]) -> dict[s
     for setting in settings:
         imgs = {r["seed"]: r for r in runs if r["condition"] == f"{setting} images"}
         per = {}
-        for inputs in _CONTROL_INPUTS[1:]:
+        for inputs in INPUTS[1:]:
             ctrl = {r["seed"]: r for r in runs if r["condition"] == f"{setting} {inputs}"}
             seeds = sorted(set(imgs) & set(ctrl))
             conv = [s for s in seeds if imgs[s]["converged"]]

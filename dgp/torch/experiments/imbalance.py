@@ -3,46 +3,32 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dgp.torch._compat import require_torch
-from dgp.weights import supcon_weights
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 torch = require_torch()
 
-from dgp.torch import data as datasets  # noqa: E402
+from dgp.torch.experiments._class_run import class_run, class_trials  # noqa: E402
 from dgp.torch.experiments.base import (  # noqa: E402
-    Budget,
     Experiment,
     RunArtifacts,
-    TrainedRun,
-    budget_for,
-    build_experiment,
-    cached_run,
-    class_source,
-    class_split,
+    RunOptions,
     encoder_name,
-    seeds_for,
-    train_run,
 )
 from dgp.torch.experiments.scoring import (  # noqa: E402
     describe_prediction,
     gram_rms,
     group_cosine,
     regular_simplex,
-    score_prototypes,
     supcon_prediction,
 )
 from dgp.torch.experiments.statistics import decide, holm  # noqa: E402
-from dgp.torch.losses import (  # noqa: E402
-    SupConLoss,
-)
-from dgp.torch.training import (  # noqa: E402
-    progress_bar,
-    resolve_device,
-)
 
 # ----------------------------------------------------------------------------------------------
 # 1. supcon-imbalance
@@ -63,50 +49,6 @@ _IMB_KEYS = (
 PRACTICAL_TAU = 0.1
 
 
-def class_run(
-    src: datasets.Dataset,
-    *,
-    sizes: np.ndarray,
-    test: int,
-    inputs: str,
-    tau: float,
-    pred: Any,
-    alternatives: dict[str, np.ndarray],
-    budget: Budget,
-    seed: int,
-    device: Any,
-    progress: bool | None,
-    cache: dict | None,
-    desc: str,
-) -> tuple[dict[str, Any], np.ndarray]:
-    """One SupCon run on ``inputs`` (images, noise, untrained, pixels), scored against ``pred``
-    and ``alternatives``."""
-    tr, te = datasets.split_by_class(src.y, sizes=sizes, test=test, seed=seed)
-    X, X_test = src.X[tr], src.X[te]
-    if inputs == "noise":
-        X = datasets.noise_like(X, seed=seed)
-        X_test = datasets.noise_like(X_test, seed=seed + 7919)
-    y, y_test = src.y[tr], src.y[te]
-    loss_fn = SupConLoss(tau=tau, empty_rows="skip")
-    if inputs == "pixels":
-        flat, flat_t = X.reshape(X.shape[0], -1), X_test.reshape(X_test.shape[0], -1)
-        run = TrainedRun(None, flat.astype(float), flat_t.astype(float), 0.0, 0, float("nan"))
-    else:
-        key = ("supcon", src.name, tuple(sizes.tolist()), inputs, tau, seed, budget)
-        run = cached_run(
-            cache, key, lambda: train_run(
-                X, y, X_test, loss_fn, budget=budget, seed=seed, device=device,
-                progress=progress, desc=desc, trained=inputs != "untrained",
-            )
-        )
-    rec = score_prototypes(
-        run, y=y, y_test=y_test, K=sizes.size, G_pred=pred.gram, alternatives=alternatives,
-        W=supcon_weights(y), tau=tau, loss_fn=loss_fn, budget=budget,
-        batch_size=budget.batch_size, seed=seed, trained=inputs in ("images", "noise"),
-    )
-    return rec, y
-
-
 def minority_stats(G: np.ndarray, sizes: np.ndarray) -> tuple[float, float]:
     order = np.argsort(sizes, kind="stable")
     g = max(2, min(3, sizes.size // 3))
@@ -114,16 +56,7 @@ def minority_stats(G: np.ndarray, sizes: np.ndarray) -> tuple[float, float]:
 
 
 def supcon_imbalance(
-    *,
-    quick: bool = True,
-    seed: int = 0,
-    device: str = "auto",
-    progress: bool | None = None,
-    data: datasets.Dataset | None = None,
-    tau: float = 0.5,
-    ratio: float = 10.0,
-    cache: dict | None = None,
-    budget: Budget | None = None,
+    *, tau: float = 0.5, ratio: float = 10.0, **run: Unpack[RunOptions]
 ) -> Experiment:
     """SupCon on balanced and tenfold-imbalanced classes against :func:`dgp.supcon_prototypes`.
 
@@ -136,19 +69,17 @@ def supcon_imbalance(
     tell the two geometries apart. The control must come out undecided or against the
     prediction (``supports.control.falsifiable``).
 
+    ``run``: the options of every experiment (:class:`~dgp.torch.experiments.base.RunOptions`).
+
     Raises
     ------
     ValueError
         If the data have no class labels or classes too small for the split.
     """
-    budget = budget_for(quick, budget)
-    dev = resolve_device(device)
-    src = class_source(budget, data)
-    split = class_split(src.y, budget, ratio)
+    trials, src, split = class_trials("supcon-imbalance", ratio=ratio, **run)
+    budget = trials.budget
     K = split.imbalanced.size
     S = regular_simplex(K) @ regular_simplex(K).T
-    runs: list[dict[str, Any]] = []
-    arts: list[RunArtifacts] = []
     taus = {"balanced": tau, "imbalanced": tau, "imbalanced tau=0.1": PRACTICAL_TAU,
             "imbalanced-noise": tau}
     if tau == PRACTICAL_TAU:
@@ -163,21 +94,20 @@ def supcon_imbalance(
                                                    batch_size=budget.batch_size)
         for _, sz, _, t in conditions
     }
-    seeds = seeds_for(seed, budget)
-    bar = progress_bar(len(conditions) * len(seeds), desc="supcon-imbalance", enabled=progress)
+    trials.expect(len(conditions))
     for cond, sizes, inputs, t in conditions:
         pred = preds[(tuple(sizes.tolist()), t)]
         alternatives = {} if cond == "balanced" else {"simplex": S}
-        for s in seeds:
-            rec, _ = class_run(
+        for s in trials.seeds:
+            rec = class_run(
                 src, sizes=sizes, test=split.test, inputs=inputs, tau=t, pred=pred,
-                alternatives=alternatives, budget=budget, seed=s, device=dev,
-                progress=progress, cache=cache, desc=f"{cond} seed {s}",
+                alternatives=alternatives, budget=budget, seed=s, device=trials.device,
+                progress=trials.progress, cache=trials.cache, desc=f"{cond} seed {s}",
             )
             lmin, lmaj = minority_stats(rec["learned_gram"], sizes)
             pmin, pmaj = minority_stats(pred.gram, sizes)
             tmin, tmaj = minority_stats(rec["heldout_gram"], sizes)
-            runs.append(
+            trials.add(
                 {
                     "objective": "supcon",
                     "condition": cond,
@@ -196,23 +126,15 @@ def supcon_imbalance(
                     "prediction": describe_prediction(pred, budget.batch_size),
                     "predicted_loss": pred.loss,
                     "kkt_residual": pred.kkt_residual,
-                }
+                },
+                RunArtifacts("supcon-imbalance", cond, rec["learned_gram"], pred.gram, "gram",
+                             sizes),
+                seed=s,
             )
-            if s == seeds[0]:
-                arts.append(
-                    RunArtifacts("supcon-imbalance", cond, rec["learned_gram"], pred.gram,
-                                 "gram", sizes)
-                )
-            if bar is not None:
-                bar.update(1)
-    if bar is not None:
-        bar.close()
     G_imb = preds[(tuple(split.imbalanced.tolist()), tau)].gram
     pmin, pmaj = minority_stats(G_imb, split.imbalanced)
-    supports = _supcon_imbalance_verdict(runs, G_imb, S, pmin - pmaj)
-    return build_experiment(
-        "supcon-imbalance", dev=dev, budget=budget, seeds=seeds, runs=runs, keys=_IMB_KEYS,
-        arts=arts,
+    return trials.finish(
+        keys=_IMB_KEYS,
         config={
             "data": src.name,
             "sizes_imbalanced": split.imbalanced.tolist(),
@@ -223,9 +145,8 @@ def supcon_imbalance(
             "encoder": encoder_name(src.X, budget),
             "budget": budget.to_dict(),
         },
-        supports=supports,
+        supports=_supcon_imbalance_verdict(trials.runs, G_imb, S, pmin - pmaj),
     )
-
 
 _NAMES = ("imbalance prediction", "simplex")
 

@@ -5,33 +5,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dgp.errors import InputError
 from dgp.torch._compat import require_torch
-from dgp.weights import soft_supcon_weights
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 torch = require_torch()
 
-from dgp.torch import data as datasets  # noqa: E402
+from dgp.torch.experiments._class_run import class_run, class_trials  # noqa: E402
 from dgp.torch.experiments.base import (  # noqa: E402
-    Budget,
     Experiment,
     RunArtifacts,
-    budget_for,
-    build_experiment,
-    class_source,
-    class_split,
+    RunOptions,
     encoder_name,
-    seeds_for,
-    train_run,
 )
 from dgp.torch.experiments.scoring import (  # noqa: E402
     describe_prediction,
     gram_rms,
     off_diagonal,
     regular_simplex,
-    score_prototypes,
     supcon_prediction,
 )
 from dgp.torch.experiments.statistics import (  # noqa: E402
@@ -41,13 +36,6 @@ from dgp.torch.experiments.statistics import (  # noqa: E402
     knot,
     mean_sd,
     one_sample_verdict,
-)
-from dgp.torch.losses import (  # noqa: E402
-    SoftSupConLoss,
-)
-from dgp.torch.training import (  # noqa: E402
-    progress_bar,
-    resolve_device,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -80,16 +68,10 @@ def _corrected_spread(spread: float, noise: float) -> float:
 
 def soft_supcon_tau(
     *,
-    quick: bool = True,
-    seed: int = 0,
-    device: str = "auto",
-    progress: bool | None = None,
-    data: datasets.Dataset | None = None,
     eps: float = 0.25,
     ratio: float = 10.0,
     multiples: Sequence[float] = TAU_MULTIPLES,
-    cache: dict | None = None,
-    budget: Budget | None = None,
+    **run: Unpack[RunOptions],
 ) -> Experiment:
     r"""Soft SupCon on imbalanced classes at temperatures ``multiples`` of :math:`\tau^*`, and
     :math:`\tau^*` located from the data.
@@ -120,6 +102,8 @@ def soft_supcon_tau(
     :math:`\tau^*` the two regimes meet: that temperature is a ``boundary``, tested by the
     estimate of :math:`\tau^*`.
 
+    ``run``: the options of every experiment (:class:`~dgp.torch.experiments.base.RunOptions`).
+
     Raises
     ------
     ValueError
@@ -130,19 +114,15 @@ def soft_supcon_tau(
     mults = sorted({float(m) for m in multiples})
     if len(mults) < 3 or mults[0] <= 0:
         raise InputError(f"taus: give at least three positive multiples of tau*, got {multiples}")
-    budget = budget_for(quick, budget)
-    dev = resolve_device(device)
-    src = class_source(budget, data)
-    split = class_split(src.y, budget, ratio)
+    trials, src, split = class_trials("soft-supcon-tau", ratio=ratio, **run)
+    budget = trials.budget
     sizes = split.imbalanced
     K = sizes.size
     tau_star = soft_supcon_tau_star(K=K, eps=eps)
     S = regular_simplex(K) @ regular_simplex(K).T
-    seeds = seeds_for(seed, budget)
-    runs: list[dict[str, Any]] = []
-    arts: list[RunArtifacts] = []
+    seeds = trials.seeds
     per_tau: list[dict[str, Any]] = []
-    bar = progress_bar(len(mults) * len(seeds), desc="soft-supcon-tau", enabled=progress)
+    trials.expect(len(mults))
     for mult in mults:
         tau = mult * tau_star
         pred = supcon_prediction(sizes, tau=tau, eps=eps, batch_size=budget.batch_size)
@@ -152,17 +132,10 @@ def soft_supcon_tau(
         cond = f"tau={mult:g}tau*"
         group = []
         for s in seeds:
-            tr, te = datasets.split_by_class(src.y, sizes=sizes, test=split.test, seed=s)
-            y = src.y[tr]
-            loss_fn = SoftSupConLoss(tau=tau, eps=eps)
-            run = train_run(
-                src.X[tr], y, src.X[te], loss_fn, budget=budget, seed=s, device=dev,
-                progress=progress, desc=f"{cond} seed {s}",
-            )
-            rec = score_prototypes(
-                run, y=y, y_test=src.y[te], K=K, G_pred=pred.gram, alternatives=alternatives,
-                W=soft_supcon_weights(y, eps=eps), tau=tau, loss_fn=loss_fn, budget=budget,
-                batch_size=budget.batch_size, seed=s, trained=True,
+            rec = class_run(
+                src, sizes=sizes, test=split.test, tau=tau, eps=eps, pred=pred,
+                alternatives=alternatives, budget=budget, seed=s, device=trials.device,
+                progress=trials.progress, desc=f"{cond} seed {s}",
             )
             G, Gt = rec["learned_gram"], rec["heldout_gram"]
             spread_t = float(off_diagonal(Gt).std())
@@ -191,11 +164,8 @@ def soft_supcon_tau(
                     "prediction": describe_prediction(pred, budget.batch_size),
                 }
             )
-            if s == seeds[0]:
-                arts.append(RunArtifacts("soft-supcon-tau", cond, G, pred.gram, "gram", sizes))
-            if bar is not None:
-                bar.update(1)
-        runs += group
+            trials.add(group[-1], RunArtifacts("soft-supcon-tau", cond, G, pred.gram, "gram",
+                                               sizes), seed=s)
         row: dict[str, Any] = {
             "tau_over_tau_star": mult,
             "tau": tau,
@@ -226,16 +196,14 @@ def soft_supcon_tau(
         else:
             row.update(decide(group, "simplex", ("prediction", "simplex")))
         per_tau.append(row)
-    if bar is not None:
-        bar.close()
     per_tau = holm(per_tau)
     predicted_curve = [d["predicted_cosine_spread"] for d in per_tau]
+    runs = trials.runs
     estimate = _tau_star_estimate(runs, seeds, tau_star, "heldout_corrected_spread",
                                   mults, predicted_curve)
     wins = [d["supports"] for d in per_tau if d["supports"] != "boundary"]
-    return build_experiment(
-        "soft-supcon-tau", dev=dev, budget=budget, seeds=seeds, runs=runs, keys=_SOFT_KEYS,
-        arts=arts,
+    return trials.finish(
+        keys=_SOFT_KEYS,
         config={
             "data": src.name,
             "sizes": sizes.tolist(),
