@@ -59,7 +59,8 @@ report says which one the runs support, with the criterion used.
   comparisons.
 * The controls (noise inputs) must come out undecided or against the prediction.
 
-Layout: :mod:`~dgp.torch.experiments.base` (budgets, results, data, one trained run),
+Layout: :mod:`~dgp.torch.experiments.base` (budgets, the options every experiment takes,
+results, data, one trained run, an experiment under way),
 :mod:`~dgp.torch.experiments.statistics` (summaries and verdicts),
 :mod:`~dgp.torch.experiments.scoring` (prototype geometry and loss excess), and one module per
 experiment.
@@ -68,6 +69,7 @@ experiment.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -81,6 +83,7 @@ from dgp.torch.experiments.base import (
     Budget,
     Experiment,
     RunArtifacts,
+    RunOptions,
 )
 from dgp.torch.experiments.batches import BATCH_SIZES, batch_size, steps_for_batch
 from dgp.torch.experiments.continuous import continuous_labels
@@ -97,6 +100,9 @@ from dgp.torch.experiments.scoring import (
 from dgp.torch.experiments.statistics import summarise
 from dgp.torch.experiments.temperature import TAU_MULTIPLES, soft_supcon_tau
 from dgp.torch.training import cpu_threads
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "BATCH_SIZES",
@@ -162,18 +168,10 @@ OPTIONS: dict[str, str] = {"taus": "soft-supcon-tau"}
 
 
 def run_experiment(
-    name: str,
-    *,
-    quick: bool = True,
-    seed: int = 0,
-    device: str = "auto",
-    progress: bool | None = None,
-    data: datasets.Dataset | None = None,
-    cache: dict | None = None,
-    budget: Budget | None = None,
-    taus: Sequence[float] | None = None,
+    name: str, *, taus: Sequence[float] | None = None, **run: Unpack[RunOptions]
 ) -> Experiment:
-    """Run a named experiment (a key of :data:`EXPERIMENTS`).
+    """Run a named experiment (a key of :data:`EXPERIMENTS`) with the options ``run``
+    (:class:`~dgp.torch.experiments.base.RunOptions`).
 
     ``budget`` (one of :data:`MODES`, or your own :class:`Budget`) replaces the quick or full
     budget; ``taus`` are the multiples of tau* of ``soft-supcon-tau`` (default
@@ -189,6 +187,7 @@ def run_experiment(
         If the mode needs MNIST and the ``mnist`` extra is not installed.
     """
     check_choice(name, tuple(EXPERIMENTS), "experiment")
+    seed = run.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     options: dict = {}
@@ -197,10 +196,7 @@ def run_experiment(
             raise InputError(f"taus applies to {OPTIONS['taus']} only, not to {name}")
         options["multiples"] = tuple(float(t) for t in taus)
     with cpu_threads():  # small matrices: one thread, no contention (see cpu_threads)
-        return EXPERIMENTS[name](
-            quick=quick, seed=int(seed), device=device, progress=progress, data=data,
-            cache=cache, budget=budget, **options,
-        )
+        return EXPERIMENTS[name](**{**run, "seed": int(seed)}, **options)
 
 
 def applicable(name: str, data: datasets.Dataset | None) -> str | None:
@@ -219,17 +215,13 @@ def applicable(name: str, data: datasets.Dataset | None) -> str | None:
 
 def run_all(
     *,
-    quick: bool = True,
-    seed: int = 0,
-    device: str = "auto",
-    progress: bool | None = None,
-    data: datasets.Dataset | None = None,
-    budget: Budget | None = None,
     taus: Sequence[float] | None = None,
     only: Sequence[str] | None = None,
+    **run: Unpack[RunOptions],
 ) -> Iterator[tuple[str, Experiment | str]]:
     """Run every experiment that fits the data (or those of ``only``), sharing identical training
-    runs between them; those of :data:`NOT_IN_ALL` only when ``only`` names them.
+    runs between them (through ``run["cache"]``, a fresh one when not given); those of
+    :data:`NOT_IN_ALL` only when ``only`` names them.
 
     Yields ``(name, Experiment)``, or ``(name, reason)`` for an experiment the data do not fit.
 
@@ -238,13 +230,10 @@ def run_all(
     ValueError, ImportError
         As :func:`run_experiment`.
     """
-    cache: dict = {}
+    run = {**run, "cache": {} if run.get("cache") is None else run["cache"]}
     for name in only or [n for n in EXPERIMENTS if n not in NOT_IN_ALL]:
-        why = applicable(name, data)
+        why = applicable(name, run.get("data"))
         if why is not None:
             yield name, why
             continue
-        yield name, run_experiment(
-            name, quick=quick, seed=seed, device=device, progress=progress, data=data,
-            cache=cache, budget=budget, taus=taus if name == OPTIONS["taus"] else None,
-        )
+        yield name, run_experiment(name, taus=taus if name == OPTIONS["taus"] else None, **run)

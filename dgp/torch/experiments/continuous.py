@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from dgp.solver import SampleBatches
 from dgp.torch._compat import require_torch
 from dgp.weights import objective_weights
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 torch = require_torch()
 
 from dgp.torch import data as datasets  # noqa: E402
@@ -24,15 +27,13 @@ from dgp.torch.experiments.base import (  # noqa: E402
     Budget,
     Experiment,
     RunArtifacts,
-    TrainedRun,
-    budget_for,
-    build_experiment,
+    RunOptions,
+    Trials,
     cached_run,
     encoder_name,
     image_source,
+    input_run,
     paired_difference,
-    seeds_for,
-    train_run,
 )
 from dgp.torch.experiments.expected_batch import (  # noqa: E402
     SamplePrediction,
@@ -50,10 +51,6 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
 )
 from dgp.torch.experiments.statistics import Z95, decide, holm, plateau  # noqa: E402
 from dgp.torch.losses import WInfoNCELoss, make_loss  # noqa: E402
-from dgp.torch.training import (  # noqa: E402
-    progress_bar,
-    resolve_device,
-)
 
 # ----------------------------------------------------------------------------------------------
 # 4. continuous-labels
@@ -246,7 +243,7 @@ def continuous_run(
         from dgp.problem import Problem
 
         problem = Problem(objective=objective, labels=cd.y, tau=tau, **params)
-        pred = cached_prediction(cache, ("continuous-prediction", objective, label_tau, tau,
+        pred = cached_run(cache, ("continuous-prediction", objective, label_tau, tau,
                                          budget.dim, B, data_id, cd.y.tobytes()),
                                  lambda: sample_prediction(problem, dim=budget.dim,
                                                            batch_size=B, seed=seed))
@@ -266,25 +263,15 @@ def continuous_run(
             dim=budget.dim
         )
     A, At = label_geometry(cd.y, sim), label_geometry(cd.y_test, sim)
-    X, X_test = cd.X, cd.X_test
-    if inputs == "noise":
-        X = datasets.noise_like(X, seed=seed)
-        X_test = datasets.noise_like(X_test, seed=seed + 7919)
     loss_fn = make_loss(objective, tau=tau, **params)
     trained = inputs in ("images", "noise")
-    if inputs == "pixels":
-        flat, flat_t = X.reshape(X.shape[0], -1), X_test.reshape(X_test.shape[0], -1)
-        run = TrainedRun(None, flat.astype(float), flat_t.astype(float), 0.0, 0, float("nan"))
-    else:
-        key = ("continuous", budget, data_id, objective, label_tau, inputs, cd.y.shape,
-               cd.X_test.shape[0], seed)
-        run = cached_run(
-            cache, key, lambda: train_run(
-                X, cd.y, X_test, loss_fn, budget=budget, seed=seed, device=device,
-                progress=progress, desc=f"{condition} seed {seed}", trained=inputs != "untrained",
-                steps=budget.steps_continuous,
-            )
-        )
+    run = input_run(
+        cd.X, cd.y, cd.X_test, loss_fn, inputs=inputs, cache=cache,
+        key=("continuous", budget, data_id, objective, label_tau, cd.y.shape,
+             cd.X_test.shape[0], seed),
+        budget=budget, seed=seed, device=device, progress=progress,
+        desc=f"{condition} seed {seed}", steps=budget.steps_continuous,
+    )
     Z = unit_rows(run.Z) if sim == "cosine" else run.Z
     Zt = unit_rows(run.Z_test) if sim == "cosine" else run.Z_test
     extra: dict[str, Any] = {}
@@ -378,13 +365,9 @@ def continuous_run(
     return out, art
 
 
-def cached_prediction(cache: dict | None, key: tuple, make: Any) -> SamplePrediction:
-    """A prediction shared by runs on the same labels (the noise control and the images)."""
-    if cache is None:
-        return make()
-    if key not in cache:
-        cache[key] = make()
-    return cache[key]
+#: :func:`~dgp.torch.experiments.base.cached_run` under the name ``sample_batch`` imports: a
+#: prediction shared by runs on the same labels (the noise control and the images)
+cached_prediction = cached_run
 
 
 def indexed_loss(loss_fn: WInfoNCELoss, W: np.ndarray) -> WInfoNCELoss:
@@ -395,16 +378,7 @@ def indexed_loss(loss_fn: WInfoNCELoss, W: np.ndarray) -> WInfoNCELoss:
 
 
 def continuous_labels(
-    *,
-    quick: bool = True,
-    seed: int = 0,
-    device: str = "auto",
-    progress: bool | None = None,
-    data: datasets.Dataset | None = None,
-    tau: float = 0.1,
-    sigma: float = 0.5,
-    cache: dict | None = None,
-    budget: Budget | None = None,
+    *, tau: float = 0.1, sigma: float = 0.5, **run: Unpack[RunOptions]
 ) -> Experiment:
     r"""Continuous labels: the rotation angle of digits, on the circle and off any sphere.
 
@@ -430,24 +404,23 @@ def continuous_labels(
     a label-permutation null, and ``uninformative`` where the loss cannot tell the prediction
     from the labels' geometry (:func:`~dgp.torch.experiments.statistics.decide`).
 
+    ``run``: the options of every experiment (:class:`~dgp.torch.experiments.base.RunOptions`).
+
     Raises
     ------
     ValueError
         If the data fit neither form (continuous labels, or images to rotate).
     """
-    budget = budget_for(quick, budget)
-    dev = resolve_device(device)
+    trials = Trials.start("continuous-labels", **run)
+    budget, data = trials.budget, trials.data
     n_train, n_test = CONTINUOUS_SAMPLES.get(budget.name, CONTINUOUS_SAMPLES["full"])
     small = OPTIMUM_SAMPLES.get(budget.name, OPTIMUM_SAMPLES["full"])
-    seeds = seeds_for(seed, budget)
     conds = continuous_conditions(tau)
     if data is not None and not data.classes:  # the user's labels: one geometry, theirs
         conds = [c for c in conds if c[5] == "circle"]
-    runs: list[dict[str, Any]] = []
-    arts: list[RunArtifacts] = []
-    bar = progress_bar(len(conds) * len(seeds), desc="continuous-labels", enabled=progress)
+    trials.expect(len(conds))
     names: dict[str, str] = {}
-    for s in seeds:
+    for s in trials.seeds:
         cds = {g: continuous_data(budget, data, s, n_train, n_test, labels=g)
                for g in dict.fromkeys(c[5] for c in conds)}
         names = {g: cd.name for g, cd in cds.items()}
@@ -456,19 +429,13 @@ def continuous_labels(
             rec, art = continuous_run(
                 subset(cd, *small) if on_subset else cd,
                 condition=cond, objective=objective, inputs=inputs, tau=tau, sigma=sigma,
-                label_tau=label_tau, budget=budget, seed=s, device=dev, progress=progress,
-                cache=cache, data_id=id(data), batch_prediction=on_subset,
+                label_tau=label_tau, budget=budget, seed=s, device=trials.device,
+                progress=trials.progress, cache=trials.cache, data_id=id(data),
+                batch_prediction=on_subset,
             )
-            runs.append(rec)
-            if s == seeds[0]:
-                arts.append(art)
-            if bar is not None:
-                bar.update(1)
-    if bar is not None:
-        bar.close()
-    return build_experiment(
-        "continuous-labels", dev=dev, budget=budget, seeds=seeds, runs=runs, keys=_CONT_KEYS,
-        arts=arts,
+            trials.add(rec, art, seed=s)
+    return trials.finish(
+        keys=_CONT_KEYS,
         config={
             "data": names,
             "n_train": n_train,
@@ -480,9 +447,8 @@ def continuous_labels(
             "encoder": encoder_name(cds[conds[0][5]].X, budget),
             "budget": budget.to_dict(),
         },
-        supports=_continuous_verdict(runs),
+        supports=_continuous_verdict(trials.runs),
     )
-
 
 _NAMES = ("prediction", "labels' geometry")
 

@@ -40,13 +40,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dgp.errors import InputError, ParameterError
 from dgp.records import Record
 from dgp.torch._compat import require_torch
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 torch = require_torch()
 
@@ -62,8 +65,8 @@ from dgp.torch.experiments.base import (  # noqa: E402
     Budget,
     Experiment,
     RunArtifacts,
-    budget_for,
-    build_experiment,
+    RunOptions,
+    Trials,
     class_source,
     encoder_name,
     make_encoder,
@@ -72,7 +75,7 @@ from dgp.torch.experiments.base import (  # noqa: E402
 from dgp.torch.experiments.scoring import prototype_gram, regular_simplex, unit_rows  # noqa: E402
 from dgp.torch.experiments.statistics import plateau  # noqa: E402
 from dgp.torch.losses import SupConLoss, TargetedSupConLoss  # noqa: E402
-from dgp.torch.training import embed, progress_bar, resolve_device, seed_everything  # noqa: E402
+from dgp.torch.training import embed, seed_everything  # noqa: E402
 
 __all__ = [
     "CONDITIONS",
@@ -361,15 +364,7 @@ def _run(src: datasets.Dataset, *, condition: str, sizes: np.ndarray, setting: L
 
 
 def long_tail_targets(
-    *,
-    quick: bool = True,
-    seed: int = 0,
-    device: str = "auto",
-    progress: bool | None = None,
-    data: datasets.Dataset | None = None,
-    cache: dict | None = None,
-    budget: Budget | None = None,
-    setting: LongTailSetting | None = None,
+    *, setting: LongTailSetting | None = None, **run: Unpack[RunOptions]
 ) -> Experiment:
     """dgp's targets against TSC's uniform targets and plain SupCon on long-tailed MNIST (module
     docstring), with the permuted-label control.
@@ -379,6 +374,8 @@ def long_tail_targets(
     is accepted for :func:`~dgp.torch.experiments.run_all` and not used (no run is shared with
     another experiment).
 
+    ``run``: the options of every experiment (:class:`~dgp.torch.experiments.base.RunOptions`).
+
     Raises
     ------
     ValueError
@@ -386,8 +383,8 @@ def long_tail_targets(
     ImportError
         Without ``data``, if the ``mnist`` extra is not installed.
     """
-    del cache
-    budget = budget_for(quick, budget)
+    trials = Trials.start("long-tail-targets", **run)
+    budget, data = trials.budget, trials.data
     if setting is None:
         setting = LONG_TAIL.get(budget.name, LONG_TAIL["full"])
         setting = replace(setting, steps=min(setting.steps, budget.steps),
@@ -409,26 +406,17 @@ def long_tail_targets(
     run_budget = replace(budget, steps=setting.steps, batch_size=setting.batch_size,
                          lr=setting.lr, dim=setting.dim, channels=setting.channels,
                          hidden=setting.hidden, seeds=setting.seeds)
-    dev = resolve_device(device)
+    trials = trials.with_budget(run_budget)
     y_ref = np.repeat(np.arange(K), sizes)
     targets = _targets(sizes, y_ref, setting)
-    seeds = [seed + k for k in range(setting.seeds)]
     conditions = (*CONDITIONS, *CONTROLS)
-    runs: list[dict[str, Any]] = []
-    arts: list[RunArtifacts] = []
-    bar = progress_bar(len(conditions) * len(seeds), desc="long-tail-targets", enabled=progress)
-    for s in seeds:
+    trials.expect(len(conditions))
+    for s in trials.seeds:
         for cond in conditions:
             rec, art = _run(src, condition=cond, sizes=sizes, setting=setting,
-                            budget=run_budget, targets=targets, tail=tail, seed=s, device=dev,
-                            progress=progress)
-            runs.append(rec)
-            if s == seeds[0] and cond in CONDITIONS:
-                arts.append(art)
-            if bar is not None:
-                bar.update(1)
-    if bar is not None:
-        bar.close()
+                            budget=run_budget, targets=targets, tail=tail, seed=s,
+                            device=trials.device, progress=trials.progress)
+            trials.add(rec, art if cond in CONDITIONS else None, seed=s)
     X_shape = src.X.reshape(src.X.shape[0], -1) if setting.flatten else src.X
     identifiability = {
         "delta": targets.uniform_loss - targets.dgp_loss,
@@ -438,9 +426,8 @@ def long_tail_targets(
         "units": "SupCon loss per anchor (nats), full training set, each class collapsed on "
                  "its target",
     }
-    return build_experiment(
-        "long-tail-targets", dev=dev, budget=run_budget, seeds=seeds, runs=runs, keys=_KEYS,
-        arts=arts,
+    return trials.finish(
+        keys=_KEYS,
         config={
             "data": src.name,
             "sizes": sizes.tolist(),
@@ -466,5 +453,5 @@ def long_tail_targets(
             "setting": setting.to_dict(),
             "budget": run_budget.to_dict(),
         },
-        supports=long_tail_verdict(runs, identifiability),
+        supports=long_tail_verdict(trials.runs, identifiability),
     )
