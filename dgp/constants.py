@@ -405,6 +405,15 @@ RANK_D_HOP_SIZE = 0.5
 RANK_D_HOP_MAX_SIZE = 400
 #: random candidates of the default budget above RANK_D_HOP_MAX_SIZE when no start is given
 RANK_D_LARGE_STARTS = 1
+#: seeded random points of which each random candidate of a small rank-d search (``K * dim`` up
+#: to RANK_D_HOP_MAX_SIZE) starts from the lowest after RANK_D_SCREEN_STEPS batched L-BFGS steps
+#: (dgp.solver._rank_d_screen; the candidate's own points, so candidates stay nested)
+RANK_D_SCREEN_POINTS = 32
+#: batched L-BFGS steps of those points before the lowest is chosen
+RANK_D_SCREEN_STEPS = 100
+#: seconds between two progress lines of a rank-d search given a ``progress`` callable (every
+#: descent, trust-region step and Hessian-vector product checks the clock)
+RANK_D_PROGRESS_S = 5.0
 #: above this ``K * dim`` a row problem's candidates are polished with shorter inner solves
 #: (RANK_D_LARGE_POLISH_INNER) and its certificate skips the Lanczos estimate of the Riemannian
 #: Hessian (measured: 10 s at N = 500, dim = 8, twice the whole search); the factor path (many

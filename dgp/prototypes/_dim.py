@@ -13,6 +13,7 @@ import dataclasses
 import math
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,7 @@ __all__ = [
     "on_factor",
     "pinned_identifiability",
     "rank_d_point",
+    "stderr_progress",
 ]
 
 #: above this ``K * dim`` a full-batch rank-d solve evaluates the loss on the factor
@@ -100,7 +102,17 @@ def guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = F
     seconds = cost / 1e9  # check_time's unit: operations at 1e9 per second
     if progress and seconds >= ANNOUNCE_AFTER_S:
         print(f"dgp: {what}: about {format_duration(seconds)} (the rank-d solver's cost "
-              "model; no line follows until it ends)", file=sys.stderr, flush=True)
+              "model)", file=sys.stderr, flush=True)
+
+
+def stderr_progress(what: str) -> Callable[[str], None]:
+    """The ``progress`` callable of a rank-``dim`` solve that reports on stderr (flushed, also
+    when stderr is not a terminal): each line starts with ``dgp:`` and ``what``."""
+
+    def report(line: str) -> None:
+        print(f"dgp: {what}: {line}", file=sys.stderr, flush=True)
+
+    return report
 
 
 def free_lower(free: Prototypes) -> float:
@@ -113,14 +125,16 @@ def free_lower(free: Prototypes) -> float:
 
 def rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarray], *,
                  starts: int, seed: int, tol: float, free_gram: np.ndarray | None = None,
-                 weights: np.ndarray | None = None, stacklevel: int = 4):
+                 weights: np.ndarray | None = None, stacklevel: int = 4,
+                 progress: Callable[[str], None] | None = None):
     """The best rank-``dim`` point of ``prob`` by the one rank-d solver
     (:func:`dgp.solver.solve_rank_d`: the free optimum's truncation, the weights' spectral
     start, ``given`` and ``starts`` random candidates), with its certificate; warns if it is not
-    stationary (``stacklevel``: at the caller of :func:`dgp.supcon_prototypes`). Returns the
-    factor, its certificate and the solution."""
+    stationary (``stacklevel``: at the caller of :func:`dgp.supcon_prototypes`); ``progress``
+    (e.g. :func:`stderr_progress`) is called with a line every few seconds of the search.
+    Returns the factor, its certificate and the solution."""
     found = solve_rank_d(prob, dim, free_gram=free_gram, weights=weights, given=given,
-                         starts=starts, seed=seed, tol=tol)
+                         starts=starts, seed=seed, tol=tol, progress=progress)
     cert = found.certificate
     if not cert.first_order:
         # still a feasible point: its loss bounds the optimum in R^dim from above, and the
@@ -135,20 +149,22 @@ def rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarra
 
 
 def in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float | None,
-                  dim: int, *, starts: int, seed: int, tol: float) -> Prototypes:
+                  dim: int, *, starts: int, seed: int, tol: float,
+                  progress: Callable[[str], None] | None = None) -> Prototypes:
     r"""The full-batch prototypes in :math:`\mathbb R^{dim}` for many classes, on the factor
     (:class:`~dgp.solver.BlockFactor`): no row-problem tables and no ``K x K``
     eigendecomposition. The lower bound is the best of the entropic bound, the free optimum's
     certified loss (``free``, when it could be computed) and the convex dual bound
     :math:`F(G) - K\max(0, -\lambda_{\min}(S))` with :math:`\lambda_{\min}(S)` certified by
-    a Cholesky factorisation (theorem ``rank-d-certificate``)."""
+    a Cholesky factorisation (theorem ``rank-d-certificate``); ``progress`` as
+    :func:`rank_d_point`."""
     K = n.size
     obj = BlockFactor(n, tau, eps)
     free_gram = None
     if free is not None and free.matrix is not None and K <= PROJECT_MAX_K:
         free_gram = free.gram
     X, rcert, found = rank_d_point(obj, dim, [], starts=starts, seed=seed, tol=tol,
-                                   free_gram=free_gram, stacklevel=5)
+                                   free_gram=free_gram, stacklevel=5, progress=progress)
     loss, excess, log_excess = found.loss, found.excess_loss, found.log_excess_loss
     obj.set_scale(X)
     gap_scaled = K * max(0.0, -rcert.dual_min_eig) * obj.gradient_scale(X)
@@ -175,11 +191,12 @@ def in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float
 
 
 def in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, starts: int,
-            seed: int, tol: float, given: list[np.ndarray] | None = None) -> Prototypes:
+            seed: int, tol: float, given: list[np.ndarray] | None = None,
+            progress: Callable[[str], None] | None = None) -> Prototypes:
     r"""The full-batch prototypes constrained to unit vectors of :math:`\mathbb R^{dim}`: the
     free optimum when its rank fits, else the one rank-d solver's point (the search
     :func:`dgp.optimum` runs on the same class weighting), with the free optimum's certified
-    loss as the lower bound."""
+    loss as the lower bound; ``progress`` as :func:`rank_d_point`."""
     K = n.size
     free_low = free_lower(free)
     if free.rank <= dim:
@@ -188,7 +205,8 @@ def in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, start
     free_gram = free.gram if (free.matrix is not None or K <= PROJECT_MAX_K) else None
     X, rcert, found = rank_d_point(prob, dim, [] if given is None else list(given),
                                    starts=starts, seed=seed, tol=tol, free_gram=free_gram,
-                                   weights=block_weights(K, free.eps), stacklevel=5)
+                                   weights=block_weights(K, free.eps), stacklevel=5,
+                                   progress=progress)
     G = X.T @ X
     prob.set_scale(G)
     cert = row_certificate(prob, G)

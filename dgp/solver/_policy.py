@@ -8,13 +8,21 @@ a set of *candidates*, each computed on its own:
 
 * candidate ``j`` of the given starts (the free optimum's top-``d`` factor, a spectral start of
   the weights) and candidate ``i`` of the ``starts`` random ones (unit Gaussian columns drawn
-  from ``np.random.default_rng([seed, 1, i])``) is descended by L-BFGS;
+  from ``np.random.default_rng([seed, 1, i])``) is descended by L-BFGS; on small problems
+  (``K * d`` up to :data:`~dgp.constants.RANK_D_HOP_MAX_SIZE`) random candidate ``i`` starts
+  from the lowest of its own :data:`~dgp.constants.RANK_D_SCREEN_POINTS` points (that one and
+  more from ``default_rng([seed, 4, i])``) after a short batched descent of all of them
+  (:mod:`dgp.solver._rank_d_screen`: a chain rarely leaves the basin of its first descent);
 * then improved by its own deterministic chain of :data:`~dgp.constants.RANK_D_HOPS` moves
   (drawn from ``default_rng([seed, 2, i])``, given starts ``[seed, 3, j]``): two of its points
   exchanged (which class sits where; cheap and known-good) or seeded Gaussian noise, each move
   descended again and kept when its loss is lower;
 * then polished by the Riemannian trust region (rounds of L-BFGS and trust region until its
   stationarity reaches the target).
+
+Given a ``progress`` callable, the search calls it with one line (candidate, phase, seconds,
+loss, stationarity) at most every :data:`~dgp.constants.RANK_D_PROGRESS_S` seconds; without
+one it prints nothing.
 
 The answer is the candidate of lowest loss (excess over the entropic bound, in nats, computed
 at the point's own scale exactly as the results report it; ties go to the earlier candidate).
@@ -34,6 +42,8 @@ The non-negative (ReLU-head) factors follow the same policy in
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,8 +73,11 @@ from dgp.constants import (
     RANK_D_POLISH_MIN_PRODUCTS,
     RANK_D_POLISH_SECONDS,
     RANK_D_PRODUCT_EVALS,
+    RANK_D_PROGRESS_S,
     RANK_D_ROUNDS,
     RANK_D_RUN_ITERS,
+    RANK_D_SCREEN_POINTS,
+    RANK_D_SCREEN_STEPS,
     RANK_D_SECOND_ORDER_MAX_SIZE,
     RANK_D_STARTS,
     RANK_D_SWAP_PERIOD,
@@ -75,6 +88,7 @@ from dgp.constants import (
 from dgp.solver._blockfactor import BlockFactor
 from dgp.solver._program import RowProblem
 from dgp.solver._rank import RankDCertificate, rank_d_certificate, stationarity
+from dgp.solver._rank_d_screen import screened_start
 from dgp.solver._solve import bm_lbfgs, factor, rtr
 from dgp.tolerance import DEFAULT_POLICY
 
@@ -120,6 +134,12 @@ class RankDPolicy:
     hessian : bool
         The certificate estimates the Riemannian Hessian (second order) by Lanczos where it is
         not small enough to be formed densely.
+    screen : int
+        Seeded random points of which each random candidate starts from the lowest after
+        :attr:`screen_steps` batched L-BFGS steps (:func:`dgp.solver._rank_d_screen
+        .screened_start`; ``1``: its one random point, no screening).
+    screen_steps : int
+        Those batched steps.
     """
 
     hops: int
@@ -133,6 +153,8 @@ class RankDPolicy:
     polish_stall: int | None = 3
     polish_products: int | None = None
     hessian: bool = True
+    screen: int = 1
+    screen_steps: int = 0
 
 
 def _factor_eval_seconds(K: int, dim: int) -> float:
@@ -168,14 +190,17 @@ def rank_d_policy(K: int, dim: int, *, factor_path: bool = False) -> RankDPolicy
             polish_stall=None, polish_products=products,
         )
     large = size > RANK_D_LARGE_SIZE
+    small = size <= RANK_D_HOP_MAX_SIZE
     return RankDPolicy(
-        hops=RANK_D_HOPS if size <= RANK_D_HOP_MAX_SIZE else 0, stall=RANK_D_HOP_STALL,
+        hops=RANK_D_HOPS if small else 0, stall=RANK_D_HOP_STALL,
         run_iters=RANK_D_RUN_ITERS,
         move_iters=RANK_D_MOVE_ITERS, polish_iters=RANK_D_POLISH_ITERS,
         polish_inner=(RANK_D_LARGE_POLISH_INNER if size > RANK_D_SECOND_ORDER_MAX_SIZE
                       else RANK_D_POLISH_INNER),
         rounds=RANK_D_LARGE_ROUNDS if large else RANK_D_ROUNDS,
         hessian=size <= RANK_D_SECOND_ORDER_MAX_SIZE,
+        screen=RANK_D_SCREEN_POINTS if small else 1,
+        screen_steps=RANK_D_SCREEN_STEPS if small else 0,
     )
 
 
@@ -213,7 +238,11 @@ def rank_d_cost(K: int, dim: int, *, starts: int, given: int, rows: int,
     per_candidate = (policy.run_iters + policy.hops * policy.move_iters / 4
                      + policy.rounds * policy.run_iters / 2
                      + 2.0 * policy.polish_iters * policy.polish_inner)
-    return per_eval * (candidates * per_candidate + 1000)
+    # the screen of a random candidate: about two batched evaluations a step, each the work of
+    # its points at once (or the interpreter's floor)
+    screen = 2.0 * policy.screen_steps * max(policy.screen * (3.0 * rows * K + 0.4 * dim * K * K),
+                                             RANK_D_EVAL_OVERHEAD) if policy.screen > 1 else 0.0
+    return per_eval * (candidates * per_candidate + 1000) + starts * screen
 
 
 def spectral_start(weights: np.ndarray, dim: int) -> np.ndarray | None:
@@ -286,6 +315,79 @@ class RankDSolution:
         return self.factor.T @ self.factor
 
 
+class _Progress:
+    """The clock of a search given a ``progress`` callable: at most one line every
+    :data:`~dgp.constants.RANK_D_PROGRESS_S` seconds, saying the candidate, the phase, the time
+    spent, the loss and the stationarity reached (the last known where a Hessian-vector product
+    ticks)."""
+
+    def __init__(self, report: Callable[[str], None], candidates: int, target: float) -> None:
+        self.report, self.candidates, self.target = report, candidates, target
+        self.start = self.last = time.monotonic()
+        self.candidate, self.phase = 0, "descent"
+        self.loss = self.gradient = math.nan
+
+    def at(self, candidate: int, phase: str) -> None:
+        self.candidate, self.phase = candidate, phase
+
+    def due(self) -> bool:
+        return time.monotonic() - self.last >= RANK_D_PROGRESS_S
+
+    def measure(self, obj, X: np.ndarray) -> None:
+        """The loss (nats) and stationarity at ``X``, the point ``obj`` was just evaluated at."""
+        self.gradient = obj.stationarity(X)
+        if isinstance(obj, BlockFactor):
+            self.loss = obj.loss(X)[0]
+        else:
+            self.loss = obj.prob.loss(X.T @ X)[0]
+
+    def say(self) -> None:
+        self.last = now = time.monotonic()
+        self.report(
+            f"candidate {self.candidate + 1} of {self.candidates}, {self.phase}: "
+            f"{now - self.start:.0f} s, loss {self.loss:.10g}, Riemannian gradient "
+            f"{self.gradient:.2g} of its scale (target {self.target:.2g})")
+
+
+class _Watched:
+    """A factor objective (:class:`~dgp.solver._rowfactor.FactorObjective`) that ticks the
+    search's clock at every evaluation and Hessian-vector product; everything else is the
+    wrapped objective's."""
+
+    def __init__(self, obj, clock: _Progress) -> None:
+        self._obj, self._clock = obj, clock
+        self.K, self.tau = obj.K, obj.tau
+
+    def on_factor(self) -> _Watched:
+        return self
+
+    def evaluate(self, X: np.ndarray) -> tuple[float, np.ndarray]:
+        out = self._obj.evaluate(X)
+        if self._clock.due():
+            self._clock.measure(self._obj, X)
+            self._clock.say()
+        return out
+
+    def hessian(self, X: np.ndarray):
+        hess = self._obj.hessian(X)
+        clock = self._clock
+
+        def ticking(xi: np.ndarray) -> np.ndarray:
+            if clock.due():
+                clock.say()
+            return hess(xi)
+
+        return ticking
+
+    def __getattr__(self, name: str):
+        return getattr(self._obj, name)
+
+
+def _watched(prob, clock: _Progress | None):
+    """What the descents are given: the problem itself, or its factor objective watched."""
+    return prob if clock is None else _Watched(prob.on_factor(), clock)
+
+
 def _scale_at(prob: RowProblem | BlockFactor, X: np.ndarray) -> None:
     """Fix the objective's scale at ``X`` whatever the previous scale (a row problem's
     ``set_scale`` evaluates its state in the units of the old scale, which overflow where the
@@ -316,9 +418,11 @@ def _unit(X: np.ndarray) -> np.ndarray:
     return X / np.linalg.norm(X, axis=0)
 
 
-def _descend(prob, X0: np.ndarray, iters: int, policy: RankDPolicy) -> np.ndarray:
+def _descend(prob, X0: np.ndarray, iters: int, policy: RankDPolicy,
+             clock: _Progress | None = None) -> np.ndarray:
     _scale_at(prob, X0)
-    X, _ = bm_lbfgs(prob, X0, maxiter=iters, gtol=RANK_D_GTOL, precondition=policy.precondition)
+    X, _ = bm_lbfgs(_watched(prob, clock), X0, maxiter=iters, gtol=RANK_D_GTOL,
+                    precondition=policy.precondition)
     return X
 
 
@@ -334,21 +438,26 @@ def _move(X: np.ndarray, h: int, rng: np.random.Generator) -> np.ndarray:
     return _unit(X + RANK_D_HOP_SIZE * rng.standard_normal(X.shape) / math.sqrt(dim))
 
 
-def _polish(prob, X: np.ndarray, policy: RankDPolicy, target: float) -> np.ndarray:
+def _polish(prob, X: np.ndarray, policy: RankDPolicy, target: float,
+            clock: _Progress | None = None, candidate: int = 0) -> np.ndarray:
     """Trust region, then rounds of L-BFGS and trust region until the stationarity target."""
+    if clock is not None:
+        clock.at(candidate, "trust region")
     options = {"maxiter": policy.polish_iters, "gtol": RANK_D_GTOL,
                "maxinner": policy.polish_inner, "stall": policy.polish_stall,
                "products": policy.polish_products}
     _scale_at(prob, X)
     if policy.polish_iters:
-        X, _ = rtr(prob, X, **options)
+        X, _ = rtr(_watched(prob, clock), X, **options)
     res = stationarity(prob, X)
     best = _key(_nats(prob, X))
     done = 1
     while res > target and done < policy.rounds:
-        Y = _descend(prob, X, policy.run_iters, policy)
+        if clock is not None:
+            clock.at(candidate, f"round {done + 1} of {policy.rounds}")
+        Y = _descend(prob, X, policy.run_iters, policy, clock)
         _scale_at(prob, Y)
-        Y, _ = rtr(prob, Y, **options)
+        Y, _ = rtr(_watched(prob, clock), Y, **options)
         r = stationarity(prob, Y)
         k = _key(_nats(prob, Y))
         if k <= best or r < res:
@@ -358,13 +467,18 @@ def _polish(prob, X: np.ndarray, policy: RankDPolicy, target: float) -> np.ndarr
 
 
 def _candidate(prob, X0: np.ndarray, rng: np.random.Generator, policy: RankDPolicy,
-               target: float) -> tuple[np.ndarray, tuple[float, float, float]]:
+               target: float, clock: _Progress | None = None,
+               index: int = 0) -> tuple[np.ndarray, tuple[float, float, float]]:
     """One candidate: descent, its chain of moves, polish; its point and losses."""
-    X = _descend(prob, _unit(np.asarray(X0, dtype=float)), policy.run_iters, policy)
+    if clock is not None:
+        clock.at(index, "L-BFGS descent")
+    X = _descend(prob, _unit(np.asarray(X0, dtype=float)), policy.run_iters, policy, clock)
     parts = _nats(prob, X)
     failed = 0
     for h in range(policy.hops):
-        Y = _descend(prob, _move(X, h, rng), policy.move_iters, policy)
+        if clock is not None:
+            clock.at(index, f"move {h + 1}")
+        Y = _descend(prob, _move(X, h, rng), policy.move_iters, policy, clock)
         p = _nats(prob, Y)
         if _key(p) < _key(parts):
             X, parts, failed = Y, p, 0
@@ -372,7 +486,7 @@ def _candidate(prob, X0: np.ndarray, rng: np.random.Generator, policy: RankDPoli
             failed += 1
             if failed >= policy.stall:
                 break
-    X = _polish(prob, X, policy, target)
+    X = _polish(prob, X, policy, target, clock, index)
     return X, _nats(prob, X)
 
 
@@ -387,6 +501,7 @@ def solve_rank_d(
     seed: int = 0,
     tol: float,
     policy: RankDPolicy | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> RankDSolution:
     """The best rank-``dim`` point of ``prob`` found by the search of the module docstring.
 
@@ -410,6 +525,10 @@ def solve_rank_d(
         (:meth:`dgp.tolerance.Tolerance.accepts`).
     policy : RankDPolicy, optional
         ``None``: :func:`rank_d_policy` of the problem.
+    progress : callable, optional
+        Called with one line of text (the candidate, its phase, the time spent, the loss and
+        the stationarity) at most every :data:`~dgp.constants.RANK_D_PROGRESS_S` seconds while
+        the search runs; ``None`` (the default): silent. The solver prints nothing itself.
 
     Returns
     -------
@@ -434,29 +553,42 @@ def solve_rank_d(
     jobs = [(X0, np.random.default_rng([seed, 3, j])) for j, X0 in enumerate(pool)]
     for i in range(starts):
         X0 = np.random.default_rng([seed, 1, i]).standard_normal((dim, K))
+        if policy.screen > 1 and isinstance(prob, RowProblem):
+            # the candidate's own points: the first is X0, the others seeded by its index
+            more = np.random.default_rng([seed, 4, i]).standard_normal(
+                (policy.screen - 1, dim, K))
+            X0 = screened_start(prob, np.concatenate([X0[None], more]), policy.screen_steps)
         jobs.append((X0, np.random.default_rng([seed, 2, i])))
     if not jobs:  # no budget and nothing given: one random candidate all the same
         jobs.append((np.random.default_rng([seed, 1, 0]).standard_normal((dim, K)),
                      np.random.default_rng([seed, 2, 0])))
+    clock = None if progress is None else _Progress(progress, len(jobs), target)
     best = None
+    chosen = 0
     losses = []
     factors = []
-    for X0, rng in jobs:
-        X, parts = _candidate(prob, X0, rng, policy, target)
+    for index, (X0, rng) in enumerate(jobs):
+        X, parts = _candidate(prob, X0, rng, policy, target, clock, index)
         losses.append(parts)
         factors.append(X)
         if best is None or _key(parts) < _key(best[1]):
-            best = (X, parts)
+            best, chosen = (X, parts), index
     assert best is not None
     X, parts = best
     spread = max(abs(parts[0]), 1.0) * 1e3 * np.finfo(float).eps
     hits = sum(1 for p in losses if p[0] <= parts[0] + spread)
     _scale_at(prob, X)
-    cert = rank_d_certificate(prob, X, tol=tol, seed=seed, hessian=policy.hessian)
+    if clock is not None:
+        clock.at(chosen, "certificate of the best")
+    cert = rank_d_certificate(_watched(prob, clock), X, tol=tol, seed=seed,
+                              hessian=policy.hessian)
     n_given = len(pool)
     moves = f", each improved by {policy.hops} moves (swaps and noise)" if policy.hops else ""
+    screened = (f", each random one the lowest of {policy.screen} seeded points after "
+                f"{policy.screen_steps} batched L-BFGS steps"
+                if policy.screen > 1 and isinstance(prob, RowProblem) else "")
     reason = (f"best of {len(jobs)} candidates ({len(jobs) - n_given} seeded random, "
-              f"{n_given} given; each descended by L-BFGS{moves}, polished by the trust "
+              f"{n_given} given{screened}; each descended by L-BFGS{moves}, polished by the trust "
               f"region; {hits} reached the best)")
     return RankDSolution(
         factor=X, loss=parts[0], excess_loss=parts[1], log_excess_loss=parts[2],
