@@ -36,8 +36,8 @@ from dgp.result import Classification
 from dgp.spec import ProblemSpec, merged, not_given, tol_keyword
 from dgp.tolerance import DEFAULT_RTOL, Tolerance, check_rtol
 
-__all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify", "floor_search", "refuse_batch",
-           "required", "weighting"]
+__all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify", "classify_keywords",
+           "floor_search", "refuse_batch", "required", "weighting"]
 
 METHODS = ("spectral", "sdp")
 #: largest N for which an inconsistent cosine verdict comes with its loss floor in R^d
@@ -131,8 +131,6 @@ def classify(
     >>> dgp.classify(p, dim=3).rank                     # the same weighting, from its sizes
     3
     """
-    rtol, tol_name = tol_keyword(tol, rtol, DEFAULT_RTOL)
-    rtol = check_rtol(rtol, tol_name)
     problem = W if isinstance(W, ProblemSpec) else None
     if problem is not None:
         if log_weights is not None:
@@ -141,12 +139,10 @@ def classify(
         refuse_batch(problem, "classify")
     similarity = merged(problem, "similarity", similarity, "cosine")
     check_choice(similarity, SIMILARITIES, "similarity")
-    tau = check_positive(required(merged(problem, "tau", tau), "tau"), "tau")
-    dim = check_dim(dim)
-    check_choice(method, METHODS, "method")
+    tau, dim, rtol, floor, search = classify_keywords(
+        tau=required(merged(problem, "tau", tau), "tau"), dim=dim, method=method, tol=tol,
+        rtol=rtol, floor=floor, starts=starts, seed=seed)
     Tolerance.make(rtol)
-    floor = check_flag(floor, "floor")
-    search = floor_search(floor, starts=starts, seed=seed)
     if problem is not None:
         return problem.classification(tau=tau, dim=dim, rtol=rtol, method=method, floor=floor,
                                       search=search)
@@ -169,6 +165,30 @@ def classify(
     # that Ctrl-C and SIGTERM stop the caller at once
     return interruptible(classify_weights, weights, similarity=similarity, tau=tau, dim=dim,
                          tol=tol, method=method, floor=floor)
+
+
+def classify_keywords(
+    *, tau: object, dim: object, method: object, tol: object, rtol: object, floor: object,
+    starts: object, seed: object,
+) -> tuple[float, int, float, bool, dict[str, int]]:
+    """The keywords :func:`classify` and :func:`dgp.objectives.classify_objective` share,
+    checked once: ``tau``, ``dim``, ``method``, the relative tolerance (``tol``, or ``rtol``,
+    its deprecated alias, whose warning points at the user's call to either), ``floor`` and the
+    floor's search settings (:func:`floor_search`). Returns ``(tau, dim, rtol, floor,
+    search)``.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming the first keyword that is invalid.
+    """
+    value, name = tol_keyword(tol, rtol, DEFAULT_RTOL, stacklevel=4)
+    checked_rtol = check_rtol(value, name)
+    tau = check_positive(tau, "tau")
+    dim = check_dim(dim)
+    check_choice(method, METHODS, "method")
+    flag = check_flag(floor, "floor")
+    return tau, dim, checked_rtol, flag, floor_search(flag, starts=starts, seed=seed)
 
 
 def floor_search(floor: bool, *, starts: object, seed: object) -> dict[str, int]:

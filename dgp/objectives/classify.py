@@ -16,32 +16,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dgp.classification import floor_search
+from dgp.classification import METHODS, classify_keywords
 from dgp.engine.blocks import BlockWeights, classify_blocks
 from dgp.engine.lowrank import classify_lowrank, gaussian_target, row_statistics
 from dgp.engine.pipeline import classify_weights
 from dgp.engine.target import canonical
-from dgp.errors import (
-    ParameterError,
-    check_choice,
-    check_dim,
-    check_flag,
-    check_int,
-    check_positive,
-)
+from dgp.errors import ParameterError, check_choice, check_int
 from dgp.infonce import SIMILARITIES
 from dgp.objectives import registry
 from dgp.objectives.conditions import distortion_of, gaussian_explanation
 from dgp.objectives.registry import Labels, Objective
 from dgp.resources import blas_threads, check_memory
 from dgp.result import Classification
-from dgp.spec import not_given, tol_keyword
-from dgp.tolerance import DEFAULT_RTOL, Tolerance, check_rtol
+from dgp.spec import not_given
+from dgp.tolerance import Tolerance
 
 __all__ = ["ENGINES", "EXACT_SUMS_MAX_N", "METHODS", "classify_objective"]
 
 ENGINES = ("auto", "dense", "structured")
-METHODS = ("spectral", "sdp")
 #: largest N for which exact O(N^2) row sums are computed (entropic bound, X-CLR's Z_i)
 EXACT_SUMS_MAX_N = 20_000
 #: largest number of classes for which an inconsistent verdict comes with its loss floor
@@ -139,22 +131,18 @@ def classify_objective(
     """
     rec = registry.get(objective)
     params = rec.check_params(sigma=sigma, eps=eps, label_tau=label_tau)
-    tau = check_positive(tau, "tau")
-    dim = check_dim(dim)
+    tau, dim, rtol, floor, search = classify_keywords(
+        tau=tau, dim=dim, method=method, tol=tol, rtol=rtol, floor=floor, starts=starts,
+        seed=seed)
     sim = rec.similarity if similarity is None else check_choice(similarity, SIMILARITIES,
                                                                   "similarity")
-    check_choice(method, METHODS, "method")
     check_choice(engine, ENGINES, "engine")
-    rtol, tol_name = tol_keyword(tol, rtol, DEFAULT_RTOL)
-    rtol = check_rtol(rtol, tol_name)
     max_n = check_int(exact_sums_max_n, "exact_sums_max_n", minimum=0)
     if engine == "structured" and rec.structured is None:
         raise ParameterError(
             "engine", f"'structured' has no path for {rec.name} (its target has a non-constant "
             "diagonal); use 'auto' or 'dense'"
         )
-    floor = check_flag(floor, "floor")
-    search = floor_search(floor, starts=starts, seed=seed)
     lab = rec.check_labels(labels)
     with blas_threads():
         return classify_labels(rec, lab, params, similarity=sim, tau=tau, dim=dim, rtol=rtol,
