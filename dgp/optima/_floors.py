@@ -94,12 +94,8 @@ def block_loss_floor(
         Within-class weights ``> 0``.
     cross : float or array_like, shape (K, K)
         Cross-class weights ``>= 0`` (the diagonal is ignored).
-    tau : float
-    dim : int
-    starts : int, optional
-        Random candidates of the rank-``dim`` search, as :func:`optimum` (``None``: its
-        default budget).
-    seed : int
+    tau, dim, starts, seed
+        As :func:`loss_floor`.
 
     Returns
     -------
