@@ -90,24 +90,19 @@ class BlockSpectrum(MultiplicitySpectrum):
         self.base = tau * t.quotient_base()
         self.lam_w = tau * t.within
         self.multi = t.sizes >= 2
-        self._cache: tuple[float, Any] | None = None
         offvals = [t.within[self.multi]] if self.multi.any() else []
         if t.sizes.size > 1:
             offvals.append(t.cross[~np.eye(t.sizes.size, dtype=bool)])
         allv = np.concatenate(offvals)
         self._box = psd_box(tau, float(allv.min()), float(allv.max()))
 
-    def parts(self, mu: float):
-        """Quotient eigenpairs and within-class eigenvalues at ``mu`` (cached)."""
-        if self._cache is not None and self._cache[0] == mu:
-            return self._cache[1]
+    def decompose(self, mu: float):
+        """Quotient eigenpairs and within-class eigenvalues at ``mu``."""
         delta = 1.0 - self.lam_w - mu
         Q = np.outer(self.s, self.s) * (self.base + mu)
         Q[np.diag_indices_from(Q)] += delta
         lam, vec = np.linalg.eigh(0.5 * (Q + Q.T))
-        out = (lam, vec, delta)
-        self._cache = (mu, out)
-        return out
+        return lam, vec, delta
 
     def eigenvalues(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
         lam, _, delta = self.parts(mu)

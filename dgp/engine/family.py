@@ -304,7 +304,23 @@ def repeat_smallest(
 class MultiplicitySpectrum(CosineSpectrum):
     """A cosine spectrum an engine knows as distinct eigenvalues with multiplicities
     (:meth:`eigenvalues`): the largest, the ``k`` smallest and the count below ``x`` are read
-    from them here, once."""
+    from them here, once; the engine's reduced decomposition at a point (:meth:`decompose`)
+    is computed once per point (:meth:`parts`)."""
+
+    _last: tuple[float, Any] | None = None
+
+    def decompose(self, mu: float) -> Any:
+        """The engine's reduced decomposition at ``mu`` (uncached)."""
+        raise NotImplementedError
+
+    def parts(self, mu: float) -> Any:
+        """:meth:`decompose` at ``mu``, remembered for the last ``mu`` asked (the decisions ask
+        several questions at one point)."""
+        if self._last is not None and self._last[0] == mu:
+            return self._last[1]
+        out = self.decompose(mu)
+        self._last = (mu, out)
+        return out
 
     def eigenvalues(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
         """The distinct eigenvalues of :math:`G(\\mu)` and their multiplicities (any order)."""

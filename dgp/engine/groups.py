@@ -80,22 +80,17 @@ class GroupedSpectrum(MultiplicitySpectrum):
 
     def __init__(self, gr: Groups, tau: float) -> None:
         self.gr, self.tau, self.n = gr, tau, gr.N
-        self._cache: tuple[float, Any] | None = None
         offvals = np.r_[gr.lam[gr.n >= 2], gr.beta] if gr.g.sum() > 1 else gr.lam[gr.n >= 2]
         self._box = psd_box(tau, float(offvals.min()), float(offvals.max()))
 
-    def parts(self, mu: float):
-        """Reduced eigenpairs, group values and within-class values at ``mu`` (cached)."""
-        if self._cache is not None and self._cache[0] == mu:
-            return self._cache[1]
+    def decompose(self, mu: float):
+        """Reduced eigenpairs, group values and within-class values at ``mu``."""
         gr, tau = self.gr, self.tau
         within = 1.0 - tau * gr.lam - mu
         d = within + gr.n * tau * (gr.lam - gr.beta)
         R = np.diag(d) + (tau * gr.beta + mu) * np.outer(gr.omega, gr.omega)
         lam, vec = np.linalg.eigh(0.5 * (R + R.T))
-        out = (lam, vec, d, within)
-        self._cache = (mu, out)
-        return out
+        return lam, vec, d, within
 
     def eigenvalues(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
         lam, _, d, within = self.parts(mu)

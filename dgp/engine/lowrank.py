@@ -126,7 +126,6 @@ class LowRankSpectrum(MultiplicitySpectrum):
         self.m = self.R.shape[0]
         self.n_comp = self.n - self.m
         self.r1 = self.R[:, 0]  # Q^T 1
-        self._cache: tuple[float, Any] | None = None
         lo_b, hi_b = t.ell_bounds
         self._box = psd_box(tau, lo_b, hi_b)
         del k
@@ -137,14 +136,10 @@ class LowRankSpectrum(MultiplicitySpectrum):
         S[np.diag_indices(R.shape[0])] += 1.0 - self.tau * self.t.h - mu
         return 0.5 * (S + S.T)
 
-    def parts(self, mu: float):
-        """Capacitance eigenpairs and the complement eigenvalue at ``mu`` (cached)."""
-        if self._cache is not None and self._cache[0] == mu:
-            return self._cache[1]
+    def decompose(self, mu: float):
+        """Capacitance eigenpairs and the complement eigenvalue at ``mu``."""
         lam, vec = np.linalg.eigh(self.capacitance(self.R, mu))
-        out = (lam, vec, 1.0 - self.tau * self.t.h - mu)
-        self._cache = (mu, out)
-        return out
+        return lam, vec, 1.0 - self.tau * self.t.h - mu
 
     def eigenvalues(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
         lam, _, alpha = self.parts(mu)
