@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,17 +190,24 @@ def estimate_tau(
         return fit_model(probes, tau=math.exp(log_tau), similarity=similarity, logc=logc,
                          partition=partition, anchors=anchors)
 
+    best = best_log_tau(lambda g: fit_at(g).residual)
+    return math.exp(best), fit_at(best)
+
+
+def best_log_tau(residual: Callable[[float], float]) -> float:
+    """The :math:`\\log\\tau` on :data:`~dgp.constants.TAU_SEARCH_RANGE` where ``residual``
+    (a function of :math:`\\log\\tau`) is least: the best of a grid, then Brent's method on
+    its square around it, whichever is lower (non-finite residuals count as infinite)."""
     grid = np.linspace(math.log(TAU_SEARCH_RANGE[0]), math.log(TAU_SEARCH_RANGE[1]),
                        TAU_SEARCH_POINTS)
     with np.errstate(all="ignore"):
-        res = np.array([fit_at(g).residual for g in grid])
-        res[~np.isfinite(res)] = np.inf
-        k = int(np.argmin(res))
+        values = np.array([residual(g) for g in grid])
+        values[~np.isfinite(values)] = np.inf
+        k = int(np.argmin(values))
         lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
-        opt = minimize_scalar(lambda g: fit_at(g).residual ** 2, bounds=(lo, hi),
-                              method="bounded", options={"xatol": PARAM_FIT_XATOL})
-    best = float(opt.x) if opt.fun <= res[k] ** 2 else float(grid[k])
-    return math.exp(best), fit_at(best)
+        opt = minimize_scalar(lambda g: residual(g) ** 2, bounds=(lo, hi), method="bounded",
+                              options={"xatol": PARAM_FIT_XATOL})
+    return float(opt.x) if opt.fun <= values[k] ** 2 else float(grid[k])
 
 
 def _named_sensitivities(s: np.ndarray, positives: np.ndarray, form: str) -> np.ndarray:
@@ -260,16 +268,7 @@ def estimate_named_form(
         return fit_named_form(probes, tau=math.exp(log_tau), similarity=similarity,
                               positives=positives, form=form)[1]
 
-    grid = np.linspace(math.log(TAU_SEARCH_RANGE[0]), math.log(TAU_SEARCH_RANGE[1]),
-                       TAU_SEARCH_POINTS)
-    with np.errstate(all="ignore"):
-        values = np.array([res(g) for g in grid])
-        values[~np.isfinite(values)] = np.inf
-        k = int(np.argmin(values))
-        lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
-        opt = minimize_scalar(lambda g: res(g) ** 2, bounds=(lo, hi), method="bounded",
-                              options={"xatol": PARAM_FIT_XATOL})
-    best = float(opt.x) if opt.fun <= values[k] ** 2 else float(grid[k])
+    best = best_log_tau(res)
     return math.exp(best), res(best)
 
 
