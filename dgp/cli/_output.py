@@ -26,6 +26,7 @@ from dgp.records import plain
 from dgp.resources import atomic_output
 
 __all__ = [
+    "MAX_TABLE",
     "FileArg",
     "add_json_flag",
     "array_path",
@@ -44,6 +45,9 @@ __all__ = [
 
 #: numpy values (and non-finite floats, as null) to plain JSON values: the certificates' own
 jsonable = plain
+
+#: the largest Gram (N x N samples or K x K classes) printed whole without ``--gram``
+MAX_TABLE = 12
 
 
 def quiet(args: argparse.Namespace) -> bool:

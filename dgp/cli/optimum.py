@@ -12,15 +12,20 @@ from dgp.cli._inputs import (
     load_weighting,
     refuse_label_flags,
 )
-from dgp.cli._output import FileArg, add_json_flag, print_result, quiet, save_arrays, table
+from dgp.cli._output import (
+    MAX_TABLE,
+    FileArg,
+    add_json_flag,
+    print_result,
+    quiet,
+    save_arrays,
+    table,
+)
 from dgp.errors import InputError
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
 from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
-
-_MAX_TABLE = 12
-
 
 #: ``dgp optimum``: its line in ``dgp --help``
 HELP = "true minimiser of a cosine w-InfoNCE (free dimension or R^D)"
@@ -105,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     save_arrays(res, saved)
     if print_result(args, res, gram=True if args.gram else None, embedding=args.embedding):
         return 0
-    if res.n <= _MAX_TABLE or args.gram:
+    if res.n <= MAX_TABLE or args.gram:
         head = ["", *[str(j) for j in range(res.n)]]
         rows = [[str(i), *(f"{v:+.4f}" for v in res.gram[i])] for i in range(res.n)]
         print("\noptimal Gram:")

@@ -9,6 +9,7 @@ import numpy as np
 
 from dgp.cli._inputs import parse_sizes
 from dgp.cli._output import (
+    MAX_TABLE,
     FileArg,
     add_json_flag,
     atomic_output,
@@ -31,7 +32,6 @@ from dgp.prototypes import (
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
-_MAX_TABLE = 12  # largest K printed as a full table without --gram
 _MAX_SYMBOLIC = 3  # largest K whose symbolic first-order Gram and KKT matrix are printed
 
 
@@ -200,17 +200,17 @@ def run(args: argparse.Namespace) -> int:
     if latex is not None:
         for title, text in latex:
             print(f"% {title}\n{text}\n")
-        if K <= _MAX_TABLE or args.gram:
+        if K <= MAX_TABLE or args.gram:
             print(f"% computed prototype Gram ({res.method})\n{_latex_matrix(res.gram)}")
         return 0
     print(res.summary(gram=False))
     if names is not None:
         listed = [f"c{k} = {printable(name)} (n={n})" for k, (name, n) in
                   enumerate(zip(names, sizes, strict=True))]
-        if len(listed) > _MAX_TABLE and not args.gram:  # a line that fits a terminal
+        if len(listed) > MAX_TABLE and not args.gram:  # a line that fits a terminal
             listed = [*listed[:3], f"... {len(listed) - 6} more ...", *listed[-3:]]
         print(f"\nclasses counted from {printable(args.labels)}: {', '.join(listed)}")
-    if K <= _MAX_TABLE or args.gram:
+    if K <= MAX_TABLE or args.gram:
         label = "first-order Gram (as derived)" if res.method == "first-order" else (
             "prototype Gram (cosines between class prototypes)")
         print(f"\n{label}:")
