@@ -18,7 +18,8 @@ a set of *candidates*, each computed on its own:
   exchanged (which class sits where; cheap and known-good) or seeded Gaussian noise, each move
   descended again and kept when its loss is lower;
 * then polished by the Riemannian trust region (rounds of L-BFGS and trust region until its
-  stationarity reaches the target).
+  stationarity reaches the target; on the factor path, many classes, the trust region is
+  preconditioned by the columns' curvature, :mod:`dgp.solver._rank_d_trust`).
 
 Given a ``progress`` callable, the search calls it with one line (candidate, phase, seconds,
 loss, stationarity) at most every :data:`~dgp.constants.RANK_D_PROGRESS_S` seconds; without
@@ -72,6 +73,7 @@ from dgp.constants import (
     RANK_D_POLISH_MAX_PRODUCTS,
     RANK_D_POLISH_MIN_PRODUCTS,
     RANK_D_POLISH_SECONDS,
+    RANK_D_PRECONDITIONED_INNER,
     RANK_D_PRODUCT_EVALS,
     RANK_D_PROGRESS_S,
     RANK_D_ROUNDS,
@@ -89,6 +91,7 @@ from dgp.solver._blockfactor import BlockFactor
 from dgp.solver._program import RowProblem
 from dgp.solver._rank import RankDCertificate, rank_d_certificate, stationarity
 from dgp.solver._rank_d_screen import screened_start
+from dgp.solver._rank_d_trust import preconditioned_rtr
 from dgp.solver._solve import bm_lbfgs, factor, rtr
 from dgp.tolerance import DEFAULT_POLICY
 
@@ -438,6 +441,23 @@ def _move(X: np.ndarray, h: int, rng: np.random.Generator) -> np.ndarray:
     return _unit(X + RANK_D_HOP_SIZE * rng.standard_normal(X.shape) / math.sqrt(dim))
 
 
+def _trust_region(prob, X: np.ndarray, policy: RankDPolicy, options: dict,
+                  clock: _Progress | None) -> np.ndarray:
+    """The trust region of a polish: on the factor path (many classes, a product budget) the
+    one preconditioned by the columns' curvature (:mod:`dgp.solver._rank_d_trust`: measured at
+    K = 1000, d = 128, tau = 0.1 from the L-BFGS point, 900 products lowered the loss by 0.155
+    nats against 0.112 unpreconditioned, 1200 products by 0.245 with at most
+    :data:`~dgp.constants.RANK_D_PRECONDITIONED_INNER` inner steps), else
+    :func:`~dgp.solver.rtr`."""
+    if policy.precondition and policy.polish_products:
+        X, _ = preconditioned_rtr(_watched(prob, clock), X, gtol=options["gtol"],
+                                  products=policy.polish_products,
+                                  maxinner=min(policy.polish_inner, RANK_D_PRECONDITIONED_INNER))
+        return X
+    X, _ = rtr(_watched(prob, clock), X, **options)
+    return X
+
+
 def _polish(prob, X: np.ndarray, policy: RankDPolicy, target: float,
             clock: _Progress | None = None, candidate: int = 0) -> np.ndarray:
     """Trust region, then rounds of L-BFGS and trust region until the stationarity target."""
@@ -448,7 +468,7 @@ def _polish(prob, X: np.ndarray, policy: RankDPolicy, target: float,
                "products": policy.polish_products}
     _scale_at(prob, X)
     if policy.polish_iters:
-        X, _ = rtr(_watched(prob, clock), X, **options)
+        X = _trust_region(prob, X, policy, options, clock)
     res = stationarity(prob, X)
     best = _key(_nats(prob, X))
     done = 1
@@ -457,7 +477,7 @@ def _polish(prob, X: np.ndarray, policy: RankDPolicy, target: float,
             clock.at(candidate, f"round {done + 1} of {policy.rounds}")
         Y = _descend(prob, X, policy.run_iters, policy, clock)
         _scale_at(prob, Y)
-        Y, _ = rtr(_watched(prob, clock), Y, **options)
+        Y = _trust_region(prob, Y, policy, options, clock)
         r = stationarity(prob, Y)
         k = _key(_nats(prob, Y))
         if k <= best or r < res:
