@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from dgp.cli._inputs import parse_sizes
+from dgp.cli._inputs import class_sizes
 from dgp.cli._output import (
     MAX_TABLE,
     FileArg,
@@ -20,7 +20,6 @@ from dgp.cli._output import (
 )
 from dgp.cli._text import printable
 from dgp.errors import InputError
-from dgp.io import load_labels
 from dgp.prototypes import (
     METHODS,
     NO_POSITIVE,
@@ -123,30 +122,8 @@ def _gram_table(res) -> str:
     return table(rows, head)
 
 
-def _class_sizes(args: argparse.Namespace) -> tuple[list[int], list[str] | None]:
-    """The class sizes of ``--sizes`` or counted from ``--labels`` (then with the class names,
-    in the order of the labels file's classes)."""
-    if (args.sizes is None) == (args.labels is None):
-        raise InputError("give the class sizes either as --sizes n1,n2,... or as --labels FILE "
-                         "(one label per sample), not both" if args.sizes is not None else
-                         "give the class sizes: --sizes n1,n2,... or --labels FILE")
-    if args.labels is None:
-        if args.label_column is not None:
-            raise InputError("--label-column chooses a column of --labels FILE; add --labels")
-        return parse_sizes(args.sizes), None
-    lab = load_labels(args.labels, name="--labels", column=args.label_column, kind="class")
-    codes, counts = np.unique(lab.values, return_counts=True)
-    names = [lab.class_name(int(c)) for c in codes]
-    if (counts < 2).any():  # said of the file's classes, not as sizes given by hand
-        k = int(np.flatnonzero(counts < 2)[0])
-        raise InputError(f"--labels: class {printable(names[k])!r} has {int(counts[k])} "
-                         "sample; every class needs at least 2 (a singleton has no positive "
-                         "pair): drop it or merge it into another class")
-    return [int(v) for v in counts], names
-
-
 def run(args: argparse.Namespace) -> int:
-    sizes, names = _class_sizes(args)
+    sizes, names = class_sizes(args)
     batch = {}
     if args.batch_size is not None:
         batch = {
