@@ -14,10 +14,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from dgp.torch import data as datasets  # noqa: E402
-from dgp.torch import experiments as E  # noqa: E402
-from dgp.torch.experiments._class_run import class_trials  # noqa: E402
-from dgp.torch.experiments.base import (  # noqa: E402
+from dgp.torch import data as datasets
+from dgp.torch import experiments as E
+from dgp.torch.experiments._class_run import class_trials
+from dgp.torch.experiments.base import (
     INPUTS,
     QUICK,
     RunArtifacts,
@@ -29,7 +29,7 @@ from dgp.torch.experiments.base import (  # noqa: E402
     input_run,
     seeds_for,
 )
-from dgp.torch.losses import SupConLoss  # noqa: E402
+from dgp.torch.losses import SupConLoss
 
 #: a budget that trains in a fraction of a second
 TINY = replace(QUICK, steps=3, batch_size=16, dim=4, hidden=8, seeds=3)
