@@ -118,8 +118,9 @@ def sample_prediction(problem: Any, *, dim: int, batch_size: int, seed: int) -> 
     """The expected-batch prediction of ``problem`` (a :class:`dgp.Problem` built from labels)
     for uniform batches of ``batch_size`` in ``R^dim``, and its full-batch alternative.
 
-    :func:`dgp.optimum` with ``batch_size`` and ``dim`` gives the prediction (exact where the
-    batches can be enumerated, else found on fresh batches, with a held-out interval). The
+    :func:`dgp.optimum` of the problem itself with ``batch_size`` and ``dim`` gives the
+    prediction (exact where the batches can be enumerated, else found on fresh batches read
+    from the labels in log space, with a held-out interval). The
     full-batch optimum in ``dim`` comes from :func:`dgp.optimum` without ``batch_size`` up to
     :data:`DGP_FULL_BATCH_MAX_N` samples; above, from :func:`full_batch_descent` started at
     the batch prediction (dgp's rank-d search refuses N = 2000 on time; a second, random
@@ -136,23 +137,14 @@ def sample_prediction(problem: Any, *, dim: int, batch_size: int, seed: int) -> 
         raise InputError(f"batch_size must be in [2, {n - 1}] for a batch prediction, "
                          f"got {batch_size}")
     t0 = time.monotonic()
-    if n <= DGP_FULL_BATCH_MAX_N:
-        # the dense weights: dgp's labels path at this size fails in its full-batch candidate
-        # (a default search budget left unset); the weights path is the same problem
-        from dgp.optima import quotient
-
-        W = problem.solver_weights()
-        rows = quotient(W).labels
-        res = optimum(W, tau=problem.tau, dim=dim, batch_size=batch_size, seed=seed,
-                      replicates=1, progress=False)
-    else:
-        rows = np.arange(n)
-        res = optimum(problem, dim=dim, batch_size=batch_size, seed=seed, replicates=1,
-                      progress=False)
+    # the problem itself, not its dense weights: beyond exact enumeration dgp reads each batch
+    # from the labels in log space (a sharp kernel's dense weights underflow to zero, and a
+    # batch whose present weights all underflowed would drop an anchor the trainer keeps)
+    res = optimum(problem, dim=dim, batch_size=batch_size, seed=seed, replicates=1,
+                  progress=False)
     t_batch = time.monotonic() - t0
-    # a BatchOptimum has one row per point of the weights' quotient; an Optimum one per sample
-    P = _unit(np.asarray(res.embedding)[rows] if isinstance(res, BatchOptimum)
-              else res.embedding)
+    # a BatchOptimum of twin classes has one row per class; sample_embedding one per sample
+    P = _unit(res.sample_embedding if isinstance(res, BatchOptimum) else res.embedding)
     source = problem.batch_source()
     batch = getattr(res, "batch", None)
     if isinstance(res, BatchOptimum):
@@ -184,7 +176,8 @@ def sample_prediction(problem: Any, *, dim: int, batch_size: int, seed: int) -> 
                 "expected_loss": None if batch is None else float(res.loss)}
     t1 = time.monotonic()
     if n <= DGP_FULL_BATCH_MAX_N:
-        A = _unit(np.asarray(optimum(W, tau=problem.tau, dim=dim, seed=seed).embedding))
+        A = _unit(np.asarray(optimum(problem.solver_weights(), tau=problem.tau, dim=dim,
+                                     seed=seed).embedding))
         info["full_batch_path"] = f"dgp.optimum(dim={dim}) (rank-d search)"
     else:
         full_spec = check_batch(np.ones(n, dtype=np.int64), batch_size=n, sampler="uniform",
