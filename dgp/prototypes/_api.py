@@ -22,6 +22,7 @@ with :math:`\beta_c = 0` for SupCon and, for Soft SupCon (weight 1 within a clas
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -30,6 +31,7 @@ import numpy as np
 from dgp.constants import (
     BATCH_TAU_MIN,
     EQUIANGULAR_ATOL,
+    LOSS_RESOLUTION,
     SOLVER_TOL,
 )
 from dgp.errors import (
@@ -74,6 +76,7 @@ from dgp.prototypes._first_order import first_order_prototypes
 from dgp.prototypes._result import (
     Identifiability,
     Prototypes,
+    settled_identifiability,
 )
 from dgp.resources import check_memory
 from dgp.solver import (
@@ -524,8 +527,8 @@ def supcon_prototypes(
                 raise ParameterError(name, f"applies to mini-batch predictions only; give "
                                            f"batch_size as well (got {name}={value!r})")
         with single_threaded(), validated_tau(tau):  # failures at extreme tau: the user's
-            return _full_in_dim(n, tau, eps, method, tol, dim, starts=starts, seed=seed,
-                                gap=identifiability or dim is not None)
+            return _settled(_full_in_dim(n, tau, eps, method, tol, dim, starts=starts,
+                                         seed=seed, gap=identifiability or dim is not None))
     if method == "first-order":
         raise ParameterError(
             "method", "first-order has no mini-batch version; use method auto or numeric"
@@ -553,7 +556,15 @@ def supcon_prototypes(
         # the full-batch reference, in the same dimension
         full = _full_in_dim(n, tau, eps, "auto" if method == "auto" else "numeric", tol, dim,
                             starts=starts, seed=seed, gap=True, factor_path=False)
-        return batch_prototypes(n, tau, eps, method, tol, spec, full, **kwargs)
+        return _settled(batch_prototypes(n, tau, eps, method, tol, spec, full, **kwargs))
+
+
+def _settled(p: Prototypes) -> Prototypes:
+    """``p`` with its identifiability saying what the loss pins wherever a fixed dimension or
+    batches make that part of the answer (:func:`~dgp.prototypes._result.settled_identifiability`,
+    at the loss resolution :data:`~dgp.constants.LOSS_RESOLUTION`)."""
+    ident = settled_identifiability(p, LOSS_RESOLUTION)
+    return p if ident is p.identifiability else dataclasses.replace(p, identifiability=ident)
 
 
 def _full_in_dim(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float,

@@ -19,7 +19,7 @@ from dgp.constants import BATCH_GRAM_TOL
 from dgp.errors import ParameterError, SolverError, check_dim, check_positive, check_sizes
 from dgp.prototypes._blocks import block_weights, excess_gap, fits
 from dgp.prototypes._closed_forms import equiangular_gram
-from dgp.prototypes._dim import guard_dim, rank_d_point
+from dgp.prototypes._dim import guard_dim, pinned_identifiability, rank_d_point
 from dgp.prototypes._result import Identifiability, Prototypes
 from dgp.prototypes._sampled import stochastic_prototypes
 from dgp.records import Record
@@ -44,12 +44,23 @@ __all__ = ["BatchTolerance", "batch_prototypes", "batch_size_for_tolerance"]
 
 
 def _composition_losses(prob: RowProblem, G: np.ndarray, comp_index: np.ndarray,
-                        prob_of: np.ndarray) -> np.ndarray:
-    """Each composition's own loss (rows weighted without the composition's probability)."""
-    contrib = prob.alpha * prob.row_losses(G)
+                        prob_of: np.ndarray, *, excess: bool = False) -> np.ndarray:
+    """Each composition's own loss (rows weighted without the composition's probability), or
+    with ``excess`` its loss minus its entropic bound."""
+    rows = prob.row_losses(G)
+    if excess:  # the row's entropy is log mu_ref - (const - H)
+        rows = rows - (prob.log_mu_ref - prob.const_minus_entropy)
+    contrib = prob.alpha * rows
     per = np.zeros(prob_of.size)
     np.add.at(per, comp_index, contrib)
     return per / prob_of
+
+
+def _sample_se(per: np.ndarray, comps: Any) -> float:
+    """Standard error of the probability-weighted mean of ``per`` over sampled compositions."""
+    mean = float(comps.prob @ per)
+    var = float(comps.prob @ (per - mean) ** 2) * comps.drawn / max(comps.drawn - 1, 1)
+    return math.sqrt(var / comps.drawn)
 
 
 def batch_prototypes(
@@ -112,13 +123,11 @@ def batch_prototypes(
         prob.set_scale(G)
         lower = prob.loss(G)[0] - cert.gap_bound
     loss, excess, log_excess = prob.loss(G)
-    loss_se = gram_se = None
+    loss_se = gram_se = excess_se = None
     reps = 0
     if not comps.exact:
-        per = _composition_losses(prob, G, ci, comps.prob)
-        mean = float(comps.prob @ per)
-        var = float(comps.prob @ (per - mean) ** 2) * comps.drawn / max(comps.drawn - 1, 1)
-        loss_se = math.sqrt(var / comps.drawn)
+        loss_se = _sample_se(_composition_losses(prob, G, ci, comps.prob), comps)
+        excess_se = _sample_se(_composition_losses(prob, G, ci, comps.prob, excess=True), comps)
         if meth == "numeric" and replicates > 0 and rcert is None:
             grams = [G]
             for r in range(1, replicates + 1):
@@ -134,11 +143,14 @@ def batch_prototypes(
     if dim is not None and K > dim + 1:  # no simplex in R^dim
         ident = dataclasses.replace(ident, simplex_gap=math.nan, simplex_gap_se=None,
                                     log_simplex_gap=math.nan)
+    if rcert is not None:  # what the loss pins among the rank-dim search's candidates
+        ident = pinned_identifiability(ident, found, prob.alpha_total, seed)
     batch = BatchPrediction(
         spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
         drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=reps,
         full_batch_gram=G_full, shift=float(np.abs(G - G_full).max()),
         positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
+        excess_se=excess_se,
     )
     return Prototypes(
         objective="supcon" if eps is None else "soft-supcon",

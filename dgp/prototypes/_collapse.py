@@ -16,8 +16,10 @@ simultaneous at 95% over the family of every tail pair and the tail's mean (Bonf
 pair most above the head is chosen among many, and its own 95% interval would headline noise),
 or, from the Gram entries' intervals alone, their conservative sum; exact predictions (closed forms,
 certified solves, every batch composition) carry none. Where the loss does not pin the pairwise
-cosines (a fixed dimension with ``K > dim + 1``; :class:`~dgp.prototypes.Identifiability`),
-the verdict is ``None``: the cosines of one solution say nothing.
+cosines (a fixed dimension with ``K > dim + 1``, or independent runs of a sampled prediction
+that differ within the loss resolution; :class:`~dgp.prototypes.Identifiability`), the verdict
+is ``None`` and no pair's cosine is shown: the cosines of one solution say nothing. Only a
+collapse that every independent run shows beyond their spread is still reported.
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ class MinorityCollapse(Record):
         """The lead lines of the text and HTML summaries."""
         if self.pair is None:
             return [("minority", "collapse: undecided. " + self.statement)]
+        if self.collapsed is None:  # no pair's cosine is a finding here
+            return [("minority", f"collapse: {self.statement}")]
         lo, hi = self.cosine_interval
         hlo, hhi = self.head_interval
         word = self.word
@@ -166,7 +170,8 @@ def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | Non
     mean (Bonferroni: a pair chosen among many is not judged by its own 95% interval); else
     ``interval`` (each entry's 95% ``(lo, hi)`` over ``df + 1`` runs), summed conservatively;
     else none (``exact`` says why). ``pinned=False``: the loss does not pin the pairwise cosines,
-    the verdict is ``None``.
+    the verdict is ``None`` unless independent ``runs`` all put the tail above the head beyond
+    their spread (a finding they agree on).
 
     >>> G = np.full((4, 4), -1 / 3); np.fill_diagonal(G, 1.0)
     >>> minority_collapse(G, [10, 8, 3, 2]).collapsed
@@ -229,9 +234,15 @@ def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | Non
     found = bool(low[k] > MINORITY_COSINE_FLOOR)
     tail_low = tail_excess - half_tail
     leans = bool(tail_low > MINORITY_COSINE_FLOOR)
-    if pinned is False:
-        collapsed, text = None, ("the loss does not pin the pairwise cosines here (see "
-                                 "identifiability): one solution's cosines say nothing")
+    paired = runs is not None and len(runs) >= 2
+    if pinned is False and not (paired and (found or leans)):
+        # a finding every independent run agrees on stands; anything else is undecided
+        collapsed = None
+        text = ("undecided: the loss does not pin the pairwise cosines here (see "
+                "identifiability)" + (
+                    f"; no tail pair, nor the tail's mean, lies above the head beyond the "
+                    f"spread of {len(runs)} independent runs" if paired else
+                    ": one solution's cosines say nothing"))
     elif found:
         collapsed = True
         text = (f"the tail leans together beyond noise: a pair {excess[k]:+.3f} above the head "

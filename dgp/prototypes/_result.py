@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -17,7 +18,13 @@ from dgp.prototypes._rates import PositivePairRates, rates_for_spec
 from dgp.prototypes._summary import body_pairs, gram_summary, lead_pairs
 from dgp.records import Convergence, Record
 from dgp.resources import check_memory
-from dgp.solver import BatchPrediction, KKTCertificate, LiftCertificate, RankDCertificate
+from dgp.solver import (
+    Z95,
+    BatchPrediction,
+    KKTCertificate,
+    LiftCertificate,
+    RankDCertificate,
+)
 
 __all__ = [
     "GRAM_JSON_MAX_K",
@@ -25,6 +32,7 @@ __all__ = [
     "FirstOrderApproximation",
     "Prototypes",
     "gram_summary",
+    "settled_identifiability",
 ]
 
 #: largest number of classes whose K x K Gram ``to_dict`` includes by default (a 500 x 500 Gram
@@ -138,20 +146,65 @@ class Identifiability(Record):
             pairs.insert(0, ("pinned", self.statement))
         return pairs
 
+    def _full_batch_pair(self) -> list[tuple[str, str]]:
+        """The loss gap to the full-batch prediction, with its 95% interval where it comes from
+        sampled batches (none where it is exact)."""
+        if self.full_batch_gap is None:
+            return []
+        return [("", f"to the full-batch prediction {self.full_batch_gap:.3g}"
+                 + _pm(self.full_batch_gap_se) + " nats/anchor")]
+
     def _gap_pairs(self) -> list[tuple[str, str]]:
         if math.isnan(self.simplex_gap):
             pairs = [("identifiable", "no simplex gap: the simplex does not fit in this dim")]
-            if self.full_batch_gap is not None:
-                pairs.append(("", f"to the full-batch prediction {self.full_batch_gap:.3g}"))
-            return pairs
+            return pairs + self._full_batch_pair()
         if self.simplex_gap == 0 and not math.isfinite(self.log_simplex_gap):
             return [("identifiable", "the prediction is the simplex: nothing to tell apart")]
         gap = format_nats(self.simplex_gap, self.log_simplex_gap)
-        pairs = [("identifiable", f"loss gap to the simplex {gap} nats/anchor")]
-        if self.full_batch_gap is not None:
-            pairs.append(("", f"to the full-batch prediction {self.full_batch_gap:.3g}"))
+        pairs = [("identifiable", f"loss gap to the simplex {gap}{_pm(self.simplex_gap_se)} "
+                  "nats/anchor")]
+        pairs += self._full_batch_pair()
         pairs.append(("", "testable where training resolves that (see dgp verify)"))
         return pairs
+
+
+def settled_identifiability(p: Prototypes, resolution: float) -> Identifiability | None:
+    """``p.identifiability`` with ``pinned``, ``spread``, ``identifiable`` and ``statement``
+    filled where nothing compared near-optimal solutions (CONTRACT v4: every result in a fixed
+    dimension or with batches says what the loss pins): a certified optimum that is unique
+    (the lift's face of minimisers) pins every invariant at the optimum; otherwise, with one
+    solution and nothing to compare it with, the loss is not shown to pin anything
+    (``identifiable`` false, ``pinned`` empty, saying why). ``resolution``: the loss
+    resolution (nats per anchor) the statement names."""
+    ident = p.identifiability
+    if (p.dim is None and p.batch is None) or (ident is not None and ident.pinned is not None):
+        return ident
+    if ident is None:
+        ident = Identifiability(math.nan, None, None, None, float(sum(p.sizes)), math.nan)
+    certified = p.convergence.certified and (p.rank_d is None or p.rank_d.global_optimal)
+    exact = p.batch is None or p.batch.exact or p.method == "closed-form"
+    if certified and exact and p.unique:
+        keys = ("pairwise cosines", "spectrum", "mean_norm")
+        how = "a closed form" if p.method == "closed-form" else "KKT certificate"
+        return dataclasses.replace(
+            ident, pinned=dict.fromkeys(keys, True), spread={}, resolution=resolution,
+            identifiable=True,
+            statement=(f"yes: the optimum is certified ({how}) and unique (the face of "
+                       "minimisers is one Gram), so the loss pins its cosines, spectrum and "
+                       f"mean; solutions within {resolution:.2g} nats/anchor of it were not "
+                       "compared"))
+    why = ("not certified globally optimal" if not certified else
+           "its expectation is a sample average" if not exact else
+           "uniqueness undecided" if p.unique is None else "a face of minimisers")
+    return dataclasses.replace(
+        ident, pinned={}, spread={}, resolution=resolution, identifiable=False,
+        statement=(f"undecided: one solution ({why}) and no other near-optimal one compared, "
+                   "so nothing is known to be pinned beyond the loss"))
+
+
+def _pm(se: float | None) -> str:
+    """`` ± half-width`` of a 95% interval from a standard error (nothing when exact)."""
+    return "" if se is None else f" ± {Z95 * se:.2g} (95%)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -354,7 +407,64 @@ class Prototypes(Record):
                                                               self.batch.spec)
 
     def _summary_pairs(self) -> list[tuple[str, str]]:
-        return body_pairs(self)
+        """The body of the summaries (:func:`~dgp.prototypes._summary.body_pairs`), with what
+        the loss does not pin said as such: where the pairwise cosines are free among
+        near-optimal solutions, no cosine and no per-pair movement is presented as a finding
+        (the loss, its interval and the bound are); numbers averaged over sampled
+        compositions carry their 95% interval."""
+        pairs = body_pairs(self)
+        out = []
+        for key, text in pairs:
+            if key == "cosines" and self._cosines_pinned() is False:
+                text = self._free_cosines()
+            elif key == "moved" and self._cosines_pinned() is False:
+                key, text = "full batch", self._full_batch_loss()
+            elif key == "excess" and self._sampled_compositions():
+                text = self._sampled_excess()
+            out.append((key, text))
+        return out
+
+    def _free_cosines(self) -> str:
+        ident = self.identifiability
+        spread = {} if ident is None or not ident.spread else ident.spread
+        if "cosine_max" in spread and ident.resolution is not None:
+            return (f"not pinned by the loss: near-optimal solutions (within "
+                    f"{ident.resolution:.2g} nats/anchor) differ by up to "
+                    f"{spread['cosine_max']:.2g} (RMS {spread['cosine_rms']:.2g}); no single "
+                    "cosine is a prediction (what is: the loss, its interval and the bound)")
+        return (f"not known to be pinned: K > dim + 1 in R^{self.dim} and no other "
+                "near-optimal solution compared; no single cosine is a prediction (what is: "
+                "the loss and its bound)")
+
+    def _full_batch_loss(self) -> str:
+        """The full-batch prediction against this one by the loss (pinned), not by cosines."""
+        ident = self.identifiability
+        shift = (f"its Gram differs by up to {self.batch.shift:.2g}, within what the loss "
+                 "leaves free")
+        if ident is None or ident.full_batch_gap is None:
+            return shift
+        gap, se = ident.full_batch_gap, ident.full_batch_gap_se
+        half = 0.0 if se is None else Z95 * se
+        verdict = ("batching changes the loss beyond noise" if gap > half else
+                   "the full-batch prediction does better beyond noise" if gap < -half else
+                   "no difference beyond noise")
+        return (f"its expected batch loss is {gap:+.2g}{_pm(se)} nats/anchor above this one "
+                f"(paired, held-out batches): {verdict}; {shift}")
+
+    def _sampled_compositions(self) -> bool:
+        """The loss and its bound are averages over sampled compositions (not exact, not
+        optimised on fresh batches)."""
+        b = self.batch
+        return b is not None and not b.exact and b.estimate is None
+
+    def _sampled_excess(self) -> str:
+        b = self.batch
+        ex = format_nats(self.excess_loss, self.log_excess_loss)
+        fitted = ("the closed form is not fitted to them" if self.method == "closed-form" else
+                  "in-sample: the prediction was fitted to them")
+        return (f"{ex}{_pm(b.excess_se)} nats above the entropic bound "
+                f"{self.entropic_bound:.6g}, both averages over {b.drawn} sampled compositions "
+                f"({fitted})")
 
     def summary(self, gram: bool | None = None) -> str:
         """The text summary: the lead (minority collapse; with batches the positive-pair rates

@@ -17,11 +17,9 @@ from dgp.solver import (
     Z95,
     BatchPrediction,
     BatchSpec,
-    ClassBatches,
     ClassBlockWeights,
     batch_optimum,
     composition_count,
-    evaluate,
     factor,
     positive_pair_probability,
 )
@@ -46,9 +44,13 @@ def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: Ba
     X = factor(full.gram, d)
     start = (X / np.linalg.norm(X, axis=0)).T
     source = ClassBlockWeights(K, eps)
+    simplex = ()
+    if K <= d + 1:  # the simplex's expected loss on the reporting batches, paired
+        Xs = factor(equiangular_gram(K, -1.0 / (K - 1)), d)
+        simplex = ((Xs / np.linalg.norm(Xs, axis=0)).T,)
     res = batch_optimum(source, spec, tau=tau, dim=d, seed=seed, sizes=n,
                         replicates=max(2, replicates), min_batches=samples, full_batch=start,
-                        progress=progress)
+                        progress=progress, compare=simplex)
     G = res.gram
     grams = np.array([Z @ Z.T for Z in res.runs])
     half = student_t.ppf(0.975, grams.shape[0] - 1) * grams.std(axis=0, ddof=1)
@@ -67,14 +69,8 @@ def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: Ba
     # gaps per anchor: a summed batch loss is over the batch's B anchors
     per_anchor = 1.0 / spec.batch_size if spec.reduction == "sum" else 1.0
     simplex_gap = simplex_se = math.nan
-    if K <= d + 1:  # the simplex's expected loss on the same fresh batches, paired
-        Xs = factor(equiangular_gram(K, -1.0 / (K - 1)), d)
-        est = evaluate([res.embedding, (Xs / np.linalg.norm(Xs, axis=0)).T], source,
-                       ClassBatches(n, spec), spec, tau=tau, seed=seed, stream=9,
-                       min_batches=samples)
-        diff = (est[1].values - est[0].values) * per_anchor
-        simplex_gap = float(diff.mean())
-        simplex_se = float(diff.std(ddof=1) / math.sqrt(diff.size))
+    if simplex:
+        simplex_gap, simplex_se = (v * per_anchor for v in res.comparisons[0])
     log_gap = math.log(simplex_gap) if simplex_gap > 0 else -math.inf
     rep = res.identifiability
     fb_gap = None if b.full_batch_excess is None else b.full_batch_excess * per_anchor
@@ -85,9 +81,10 @@ def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: Ba
                             pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
                             identifiable=rep.identifiable, statement=rep.statement)
     # paired over the runs: each run's tail-pair cosine against its own head mean; the runs'
-    # spread is the noise, what the loss leaves free among them included (no global override
-    # from the identifiability report: a pair on which every run agrees is a finding)
-    minority = minority_collapse(G, n, runs=grams)
+    # spread is the noise, what the loss leaves free among them included. Where the report
+    # finds the cosines free, only a collapse every run agrees on is a finding
+    pinned = rep.pinned.get("pairwise cosines") if rep.pinned else None
+    minority = minority_collapse(G, n, runs=grams, pinned=None if pinned is None else bool(pinned))
     entropy = math.nan  # the expected batch entropic bound is not estimated on this path
     return Prototypes(
         objective="supcon" if eps is None else "soft-supcon",

@@ -381,6 +381,9 @@ class BatchPrediction(Record):
     gram_interval : (ndarray, ndarray) or None
         Beyond exact enumeration: each Gram entry's 95% interval over independent runs
         (starts and batch streams).
+    excess_se : float or None
+        Sample average only: the standard error of the excess over the entropic bound (both
+        averaged over the same sampled compositions).
     """
 
     spec: BatchSpec
@@ -396,6 +399,7 @@ class BatchPrediction(Record):
     positive_pair_probability: tuple[float, ...]
     estimate: Any = None
     gram_interval: tuple[np.ndarray, np.ndarray] | None = None
+    excess_se: float | None = None
 
     #: ``to_dict(gram=True)`` adds the full-batch Gram (and the Gram's interval)
     JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": False}
@@ -411,6 +415,7 @@ class BatchPrediction(Record):
             yield "expectation", "exact" if self.exact else "sample-average"
         yield from (("compositions", self.compositions), ("drawn", self.drawn),
                     ("seed", self.seed), ("loss_se", self.loss_se), ("gram_se", self.gram_se),
+                    ("excess_se", self.excess_se),
                     ("replicates", self.replicates), ("shift_from_full_batch", self.shift),
                     ("positive_pair_probability", self.positive_pair_probability))
         if options["gram"]:
