@@ -4,10 +4,11 @@ either (issue 40, point 6; DESIGN §11, §13).
 
 MNIST digits (2, 3, 4, 5, 7: their rotations are all distinct) rotated by a uniform angle, the
 label the angle's point on the circle. The weighting is X-CLR's kernel of that label embedding
-with a label temperature half the temperature (:data:`WEIGHTING`): no class structure (every
-sample its own point) and no cosine embedding attains its entropic bound, so batching changes
-the optimum (for a realizable weighting each batch's target is attained by the same embedding,
-and the two predictions would coincide).
+with a sharp label temperature (:data:`WEIGHTING`): no class structure (every sample its own
+point), and a kernel narrower than the spacing of the angles in a batch, so that each batch
+renormalises an anchor's target onto the nearest angle present while the full set spreads it
+over two or three close neighbours: the two optima differ (for a realizable weighting each
+batch's target is attained by the same embedding, and the two predictions would coincide).
 
 Prediction: :func:`dgp.optimum` with the trainer's ``batch_size`` and ``dim`` (the
 expected-batch optimum, found on fresh batches, a 95% interval from batches its optimiser never
