@@ -168,8 +168,8 @@ def test_the_driver_builds_every_loss_through_the_weights():
     relaxation_bound(run.embedding, est, w, sampler, spec, tau=0.3, seed=0, batches=2, iters=5)
     assert len(w.calls) == 2
     w.calls.clear()
-    t = step_timings(w, sampler, spec, tau=0.3, dim=4, seed=0, steps=5)
-    assert min(t.step, t.build, t.value, t.bound_iteration) > 0 and t.spread > 0
+    t = step_timings(w, sampler, spec, tau=0.3, dim=4, seed=0, steps=5, bound_iters=5)
+    assert min(t.step, t.build, t.value, t.bound_batch) > 0 and t.spread > 0
     assert len(w.calls) == 1 + 5 + 5  # a first step, the timed steps, the timed batches
 
 

@@ -55,8 +55,9 @@ WARM_LR = 0.01
 #: batches (of their own stream) on which the kept run is chosen
 SELECT_BATCHES = 1000
 #: epochs of a typical run, annealing included, for the time estimate (measured: 36 to 48 at
-#: K = 100 classes, B = 256; 80 to 100 at N = 300 to 10 000 samples; about 100 at K = 1000)
-TYPICAL_EPOCHS = 80
+#: K = 100 classes, B = 256; 80 to 100 at N = 300 to 10 000 samples; 106 to 120 at K = 1000,
+#: d = 128): within a factor 1.6 of each
+TYPICAL_EPOCHS = 70
 #: monitoring batches of a run (read after every epoch) and the most batches of an evaluation
 MONITOR_BATCHES = 64
 MAX_EVALUATION_BATCHES = 20_000
@@ -451,14 +452,15 @@ def _estimate_seconds(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: f
     selection and the held-out evaluation of ``candidates`` embeddings (on as many batches as
     the timed batches' spread asks for a 95% half-width of ``half_width``, at least
     ``min_batches``) and the relaxation bound."""
-    t = step_timings(weights, sampler, spec, tau=tau, dim=dim, seed=seed, at=at)
+    t = step_timings(weights, sampler, spec, tau=tau, dim=dim, seed=seed, at=at,
+                     bound_iters=bound_iters)
     epoch = sampler.steps_per_epoch * t.step + monitor_batches * t.value
     optimise = runs * TYPICAL_EPOCHS * epoch
     spread = t.spread if math.isfinite(t.spread) else 0.0
     report = min(MAX_EVALUATION_BATCHES,
                  max(min_batches, math.ceil(1.1 * (Z95 * spread / half_width) ** 2)))
     evaluation = (SELECT_BATCHES + report) * (t.build + candidates * t.value)
-    bound = bound_batches * (t.build + bound_iters * t.bound_iteration)
+    bound = bound_batches * (t.build + t.bound_batch)
     return optimise + evaluation + bound
 
 
