@@ -102,3 +102,15 @@ def test_recommend_simplex_checks_its_given_value_against_the_declaration(name, 
     with pytest.raises(InvalidParameterError) as info:
         recommend("soft-supcon", sizes=[3, 3, 3], want="simplex", **other)
     assert str(info.value) == str(want)
+
+
+@pytest.mark.parametrize("name", ["tau", "eps"])
+def test_the_closed_form_checks_tau_and_eps_against_the_declaration(name):
+    from dgp.design import balanced_soft_supcon_simplex
+
+    for bad in PARAMETER_CONSTRAINTS[name].invalid:
+        want = _problem_error(name, bad)
+        kwargs = {"tau": 2.0, "eps": 0.1, name: bad}
+        with pytest.raises(InvalidParameterError) as info:
+            balanced_soft_supcon_simplex([3, 3, 3], **kwargs)
+        assert type(info.value) is type(want) and str(info.value) == str(want)

@@ -9,12 +9,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dgp.constants import CLOSED_FORM_BOUNDARY_RTOL
-from dgp.design._parameters import GRID_PARAMETERS
+from dgp.design._parameters import GRID_PARAMETERS, check_value
 from dgp.errors import (
     ParameterError,
-    check_positive,
     check_sizes,
-    check_unit_interval,
 )
 from dgp.records import Record
 
@@ -46,8 +44,8 @@ def balanced_soft_supcon_simplex(sizes: object, *, tau: float, eps: float):
     from dgp.prototypes import supcon_prototypes
 
     n = check_sizes(sizes)
-    tau = check_positive(tau, "tau")
-    eps = check_unit_interval(eps, "eps")
+    tau = check_value("tau", tau)
+    eps = check_value("eps", eps)
     K = n.size
     if not (n == n[0]).all():
         raise ParameterError("sizes", f"must be equal for the closed form, got {n.tolist()}")

@@ -28,6 +28,7 @@ from dgp.design._parameters import (
     PROTOTYPES_TAU_MIN,
     SUPCONTRAST_BASE_TEMPERATURE,
     WANTS,
+    check_value,
 )
 from dgp.engine.pipeline import classify_weights
 from dgp.engine.target import LogWeights
@@ -36,9 +37,7 @@ from dgp.errors import (
     InvalidParameterError,
     ParameterError,
     check_choice,
-    check_dim,
     check_int,
-    check_positive,
     describe,
 )
 from dgp.objectives import registry
@@ -376,25 +375,6 @@ def search_settings(starts: object, seed: object) -> dict[str, int]:
     """
     return {name: check_int(value, name, minimum=0)
             for name, value in (("starts", starts), ("seed", seed)) if value is not None}
-
-
-def check_value(name: str, value: object, label: str | None = None) -> float | int:
-    """Validate one value of a parameter; errors name ``label`` (default: the parameter).
-
-    ``tau`` and the objectives' parameters are checked against their one declaration,
-    :data:`dgp.problem.PARAMETER_CONSTRAINTS`; ``dim`` (a keyword, not a field of a problem)
-    and ``imbalance`` (the design tools' own) here.
-    """
-    label = name if label is None else label
-    if name == "dim":
-        return check_dim(value, label)
-    if name == "imbalance":
-        v = check_positive(value, label)
-        if v < 1.0:
-            raise ParameterError(label, f"is the ratio n_max / n_min and must be >= 1, got "
-                                 f"{describe(value)}")
-        return v
-    return PARAMETER_CONSTRAINTS[name].check(value, label, None)
 
 
 def fixed_parameters(problem: DesignInput, given: Mapping[str, object], swept: Sequence[str],

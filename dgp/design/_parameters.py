@@ -4,6 +4,9 @@ excess source means."""
 
 from __future__ import annotations
 
+from dgp.errors import ParameterError, check_dim, check_positive, describe
+from dgp.problem import PARAMETER_CONSTRAINTS
+
 #: parameters a phase map can sweep (``imbalance``: the ratio of the largest class size to the
 #: smallest, for the class objectives)
 GRID_PARAMETERS = ("tau", "dim", "eps", "sigma", "label_tau", "imbalance")
@@ -41,3 +44,22 @@ EXCESS_SOURCES = {
 }
 
 OBJECTIVE_PARAMETERS = ("eps", "sigma", "label_tau")
+
+
+def check_value(name: str, value: object, label: str | None = None) -> float | int:
+    """Validate one value of a parameter; errors name ``label`` (default: the parameter).
+
+    ``tau`` and the objectives' parameters are checked against their one declaration,
+    :data:`dgp.problem.PARAMETER_CONSTRAINTS`; ``dim`` (a keyword, not a field of a problem)
+    and ``imbalance`` (the design tools' own) here.
+    """
+    label = name if label is None else label
+    if name == "dim":
+        return check_dim(value, label)
+    if name == "imbalance":
+        v = check_positive(value, label)
+        if v < 1.0:
+            raise ParameterError(label, f"is the ratio n_max / n_min and must be >= 1, got "
+                                 f"{describe(value)}")
+        return v
+    return PARAMETER_CONSTRAINTS[name].check(value, label, None)
