@@ -86,7 +86,7 @@ def rank_d(N: int, dim: int, *, limit_s: float) -> dict:
         "baseline_loss": base_loss,
         "starts": opt.starts,
         "certified_global": opt.certified_global,
-        "gap_nats": opt.duality_gap,
+        "gap_nats": opt.gap,
     }
 
 
