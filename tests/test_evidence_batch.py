@@ -18,6 +18,7 @@ pytest.importorskip("sklearn")
 from dgp.torch.experiments import continuous as C
 from dgp.torch.experiments import statistics as S
 from dgp.torch.experiments.sample_batch import (
+    FULL_BATCH_CONTROL,
     SAMPLE_BATCH,
     sample_batch_verdict,
 )
@@ -115,6 +116,28 @@ def test_the_noise_control_is_reported_and_cannot_confirm_silently():
     assert not sample_batch_verdict(confirmed)["control"]["falsifiable"]
 
 
+def test_a_full_batch_control_that_sides_with_the_batch_prediction_undoes_the_headline():
+    # runs trained on the whole set at every step cannot owe a preference to batching: if the
+    # statistic still prefers the expected-batch prediction there, the images' verdict for it
+    # is no evidence that batching shaped the embedding
+    images = _runs([0.10, 0.12, 0.11, 0.09, 0.105])
+    confirms = [dict(r, condition=FULL_BATCH_CONTROL)
+                for r in _runs([0.10, 0.12, 0.11, 0.09, 0.105])]
+    sup = sample_batch_verdict(images + confirms)
+    assert sup["supports"] == "undecided" and "full-batch control" in sup["why"]
+    assert not sup["full_batch_control"]["falsifiable"]
+    # the control siding with the full-batch prediction (what full-batch training should do)
+    # leaves the headline to the images
+    sides = [dict(r, condition=FULL_BATCH_CONTROL)
+             for r in _runs([-0.10, -0.12, -0.11, -0.09, -0.105])]
+    sup = sample_batch_verdict(images + sides)
+    assert sup["supports"] == "expected-batch" and sup["full_batch_control"]["falsifiable"]
+    assert sup["full_batch_control"]["supports"] == "full-batch"
+    # and it cannot rescue images that side with the full-batch prediction
+    against = _runs([-0.10, -0.12, -0.11, -0.09, -0.105])
+    assert sample_batch_verdict(against + confirms)["supports"] == "against"
+
+
 @pytest.mark.slow
 def test_sample_batch_quick_mode_runs(monkeypatch):
     from dgp.torch import experiments as E
@@ -124,16 +147,20 @@ def test_sample_batch_quick_mode_runs(monkeypatch):
     monkeypatch.setitem(SAMPLE_BATCH, "quick", tiny)
     exp = E.run_experiment("sample-batch", quick=True, device="cpu", progress=False)
     rep = exp.report
-    assert rep["experiment"] == "sample-batch" and len(rep["runs"]) == 4
+    assert tiny.full_batch_control
+    assert rep["experiment"] == "sample-batch" and len(rep["runs"]) == 6
     for r in rep["runs"]:
         bp = r["batch_prediction"]
         lo, hi = bp["interval"]
         assert lo <= bp["expected_loss"] <= hi and bp["half_width"] > 0
         assert r["prediction_half_width"] == pytest.approx(bp["half_width"])
         assert r["batch_size"] == 64 and r["n_train"] == 150
+        assert r["train_batch_size"] == (150 if r["condition"] == FULL_BATCH_CONTROL else 64)
         assert "full-batch" in r["comparisons"]
     sup = rep["supports"]
-    assert {d["condition"] for d in sup["per_condition"]} == {"images", "noise"}
+    assert {d["condition"] for d in sup["per_condition"]} == {"images", "noise",
+                                                              FULL_BATCH_CONTROL}
+    assert "falsifiable" in sup["full_batch_control"]
     for d in sup["per_condition"]:
         assert "identifiability" in d
     assert sup["supports"] in ("expected-batch", "against", "undecided", "uninformative",
