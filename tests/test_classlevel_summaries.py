@@ -125,3 +125,18 @@ def test_every_fixed_dimension_or_batch_result_says_what_the_loss_pins(kw):
 def test_full_batch_free_dimension_is_left_as_it_was():
     p = dgp.supcon_prototypes([10, 6, 4, 3, 2], tau=0.2)
     assert p.identifiability.pinned is None  # no dimension, no batches: nothing added
+
+
+@pytest.mark.parametrize("sampler", [pytest.param("class-balanced", marks=pytest.mark.slow),
+                                     "m-per-class"])
+def test_a_sampler_that_treats_classes_alike_in_too_small_a_dimension(sampler):
+    """The regular simplex needs K - 1 dimensions: in fewer, the prediction is no simplex and
+    its Gram fits the dimension (it was returned as the rank-(K-1) simplex)."""
+    kw = {"samples_per_class": 2} if sampler == "m-per-class" else {}
+    p = dgp.supcon_prototypes([9, 7, 5, 4, 3, 2], tau=0.3, dim=3, batch_size=8,
+                              sampler=sampler, progress=False, starts=2, **kw)
+    assert p.method != "closed-form"
+    assert np.linalg.eigvalsh(p.gram)[:-3].max() <= 1e-8  # rank <= 3
+    q = dgp.supcon_prototypes([9, 7, 5, 4, 3, 2], tau=0.3, dim=5, batch_size=8,
+                              sampler=sampler, progress=False, **kw)
+    assert q.method == "closed-form"  # the simplex fits in R^5

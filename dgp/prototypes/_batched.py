@@ -74,7 +74,10 @@ def batch_prototypes(
     stochastic class-level path (:func:`dgp.prototypes._sampled.stochastic_prototypes`)."""
     K = n.size
     exchangeable = spec.sampler != "uniform" or bool((n == n[0]).all())
-    closed = method == "auto" and eps is None and exchangeable  # the regular simplex
+    # the regular simplex, where it fits (K - 1 <= dim): in a smaller dimension it is no
+    # candidate at all, and the expectation is solved like any other
+    closed = (method == "auto" and eps is None and exchangeable
+              and (dim is None or K - 1 <= dim))
     if not enumerable(n, spec, exact_max) and not closed:
         return stochastic_prototypes(n, tau, eps, spec, full, dim=dim, seed=seed,
                                    replicates=replicates, samples=samples, progress=progress)
