@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import html
 import math
+import sys
 import textwrap
+from collections.abc import Callable
 
 import numpy as np
 
 from dgp.constants import SCALE_FLOOR
 
 __all__ = ["HTML_MONOSPACE", "distinct_digits", "format_duration", "format_nats", "format_rows",
-           "format_summary", "html_pre", "html_rows", "html_summary"]
+           "format_summary", "html_pre", "html_rows", "html_summary", "stderr_progress"]
 
 #: the font of ASCII drawings in HTML: monospace whatever the page's stylesheet (an nbconvert
 #: export or a docs theme may set ``pre`` in a proportional font), so that columns line up
@@ -162,3 +164,15 @@ def html_summary(
         cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
         out += f"<table>{cap}<tr><th></th>{head}</tr>{body}</table>"
     return out + "</div>"
+
+
+def stderr_progress(what: str) -> Callable[[str], None]:
+    """The ``progress`` callable of a long solve that reports on stderr (flushed, also when
+    stderr is not a terminal, so that a log file or a notebook sees it as it happens): each
+    line starts with ``dgp:`` and ``what``. Solvers call it at most every few seconds and only
+    when they are given it; the entry points give it unless ``progress=False``."""
+
+    def report(line: str) -> None:
+        print(f"dgp: {what}: {line}", file=sys.stderr, flush=True)
+
+    return report

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dgp.display import stderr_progress
 from dgp.prototypes import block_weights
-from dgp.prototypes._dim import stderr_progress
 from dgp.solver import RowProblem, block_problem, solve_rank_d
 from dgp.solver._rank_d_screen import batched_row_loss, screened_start
 from dgp.weights import gaussian_kernel_weights
@@ -111,3 +111,24 @@ def test_stderr_progress_writes_one_flushed_line(capsys):
     out = capsys.readouterr()
     assert out.out == ""
     assert out.err == "dgp: the rank-2 prototypes of K = 6 classes: candidate 1 of 1: 5 s\n"
+
+
+def test_optimum_in_a_dimension_reports_its_search_on_stderr_unless_told_not_to(monkeypatch,
+                                                                                 capsys):
+    """``dgp.optimum(..., dim=)`` hands the rank-d search a stderr reporter (lines at most every
+    few seconds: here every event) unless ``progress=False``; the numbers are the same."""
+    import dgp
+    import dgp.solver._policy as policy
+
+    y = np.linspace(0.0, 3.0, 9)
+    W = gaussian_kernel_weights(y[:, None], sigma=0.7)
+    quiet = dgp.optimum(W, tau=0.3, dim=1, progress=False)
+    monkeypatch.setattr(policy, "RANK_D_PROGRESS_S", 0.0)
+    silent = dgp.optimum(W, tau=0.3, dim=1, progress=False)
+    assert capsys.readouterr().err == ""
+    loud = dgp.optimum(W, tau=0.3, dim=1)
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(line.startswith("dgp: the rank-1 optimum of 9 points: candidate ")
+                       for line in err)
+    assert loud.loss == silent.loss == quiet.loss
+    np.testing.assert_array_equal(loud.gram, quiet.gram)

@@ -25,12 +25,14 @@ width. In a fixed dimension the problem is solved by Burer–Monteiro at rank ``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from dgp._linalg import simplex_gram
 from dgp.constants import LOSS_RESOLUTION, SOLVER_TOL
+from dgp.display import stderr_progress
 from dgp.engine.target import check_weights
 from dgp.errors import (
     ParameterError,
@@ -149,7 +151,7 @@ def _free(prob: RowProblem, starts: list[np.ndarray], tol: float) -> _Solved:
 
 def _fixed_dim(
     prob: RowProblem, dim: int, free: _Solved | None, weights: np.ndarray, *,
-    starts: int, seed: int, tol: float,
+    starts: int, seed: int, tol: float, progress: Callable[[str], None] | None = None,
 ) -> _Solved:
     """The free optimum when its rank fits, else the one rank-d solver
     (:func:`dgp.solver.solve_rank_d`, the policy shared with :func:`dgp.supcon_prototypes`:
@@ -159,7 +161,7 @@ def _fixed_dim(
         return _Solved(prob, free.gram, free.certificate,
                        f"the free optimum has rank {free.certificate.rank} <= dim = {dim}", 0)
     sol = solve_rank_d(prob, dim, free_gram=None if free is None else free.gram,
-                       weights=weights, starts=starts, seed=seed, tol=tol)
+                       weights=weights, starts=starts, seed=seed, tol=tol, progress=progress)
     losses = [v / prob.alpha_total for v in sol.candidate_losses]
     ident = identifiability_report([X.T for X in sol.candidate_factors], losses,
                                    int(np.argmin(losses)), seed=seed,
@@ -175,8 +177,10 @@ class NoCollapse(Exception):
 def _solve(
     q: Quotient, *, tau: float, dim: int | None, spec: BatchSpec | None, samples: int,
     replicates: int, seed: int, exact_max: int, starts: int, tol: float,
+    progress: Callable[[str], None] | None = None,
 ):
-    """Solve the quotient problem; returns everything an Optimum needs.
+    """Solve the quotient problem; returns everything an Optimum needs (``progress``: the
+    rank-d search's progress lines).
 
     Raises ``NoCollapse`` when the free optimum of the collapsed quotient fails its lifted
     certificate (then only the N x N problem is right)."""
@@ -212,8 +216,10 @@ def _solve(
         sol = free_prob
         full_sol = free_full
     else:
-        sol = _fixed_dim(prob, dim, free_prob, Wq, starts=starts, seed=seed, tol=tol)
-        full_sol = (_fixed_dim(full, dim, free_full, Wq, starts=starts, seed=seed, tol=tol)
+        sol = _fixed_dim(prob, dim, free_prob, Wq, starts=starts, seed=seed, tol=tol,
+                         progress=progress)
+        full_sol = (_fixed_dim(full, dim, free_full, Wq, starts=starts, seed=seed, tol=tol,
+                               progress=progress)
                     if spec is not None else sol)
     assert sol is not None
     G = sol.gram
@@ -336,7 +342,8 @@ def optimum(
     tol : float
         Target KKT residual of the certified solver.
     progress : bool, optional
-        Progress lines on stderr of a stochastic solve (every 5 s; default: on).
+        Progress lines on stderr of a stochastic solve and of the rank-``dim`` search (at most
+        one every 5 s, also when stderr is not a terminal; default: on; ``False``: none).
 
     Returns
     -------
@@ -425,9 +432,12 @@ def optimum(
     elif q.K == 1:  # class-balanced: label_quotient refuses fewer than two classes
         q, chain = _split_single_class(q), None
     structure = "quotient" if q.K < N else "dense"
+    # the rank-d search's lines (at most one every few seconds: a short solve prints none)
+    report = (stderr_progress(f"the rank-{dim} optimum of {q.K} points")
+              if dim is not None and progress is not False else None)
     with single_threaded(), validated_tau(tau):  # failures at extreme tau are the user's
         try:
-            out = _solve(q, **kwargs)
+            out = _solve(q, progress=report, **kwargs)
         except NoCollapse:
             if A is None:  # class-balanced: the classes are the labels'
                 raise ParameterError(
@@ -437,7 +447,7 @@ def optimum(
             # a twin class that does not collapse: solve the N x N problem itself
             chain = (chain or Chain()).without(TwinQuotient)
             (q, inverse), structure = chain.apply(samples_problem(A)), "dense"
-            out = _solve(q, **kwargs)
+            out = _solve(q, progress=report, **kwargs)
     return _wrap(q, out, tau=tau, dim=dim, structure=structure, chain=chain, inverse=inverse)
 
 

@@ -50,7 +50,6 @@ __all__ = [
     "on_factor",
     "pinned_identifiability",
     "rank_d_point",
-    "stderr_progress",
 ]
 
 #: above this ``K * dim`` a full-batch rank-d solve evaluates the loss on the factor
@@ -105,16 +104,6 @@ def guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = F
               "model)", file=sys.stderr, flush=True)
 
 
-def stderr_progress(what: str) -> Callable[[str], None]:
-    """The ``progress`` callable of a rank-``dim`` solve that reports on stderr (flushed, also
-    when stderr is not a terminal): each line starts with ``dgp:`` and ``what``."""
-
-    def report(line: str) -> None:
-        print(f"dgp: {what}: {line}", file=sys.stderr, flush=True)
-
-    return report
-
-
 def free_lower(free: Prototypes) -> float:
     """A certified lower bound (nats) on the free-dimension optimum from its result: the loss
     itself for closed forms, the loss less the KKT gap bound for certified solves."""
@@ -131,7 +120,8 @@ def rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarra
     (:func:`dgp.solver.solve_rank_d`: the free optimum's truncation, the weights' spectral
     start, ``given`` and ``starts`` random candidates), with its certificate; warns if it is not
     stationary (``stacklevel``: at the caller of :func:`dgp.supcon_prototypes`); ``progress``
-    (e.g. :func:`stderr_progress`) is called with a line every few seconds of the search.
+    (e.g. :func:`dgp.display.stderr_progress`) is called with a line every few seconds of the
+    search.
     Returns the factor, its certificate and the solution."""
     found = solve_rank_d(prob, dim, free_gram=free_gram, weights=weights, given=given,
                          starts=starts, seed=seed, tol=tol, progress=progress)
