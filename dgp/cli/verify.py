@@ -310,8 +310,10 @@ def format_report(report: dict[str, Any]) -> str:
     lines.append(textwrap.fill(_LEGEND[name], width=80))
     if "criterion" in report["supports"]:
         lines.extend(verdict_lines(report))
-    lines.append(f"supports: {report['supports']['supports']}"
-                 + (f" ({report['supports']['why']})" if report["supports"].get("why") else ""))
+    lines.append(textwrap.fill(
+        f"supports: {report['supports']['supports']}"
+        + (f" ({report['supports']['why']})" if report["supports"].get("why") else ""),
+        width=80, subsequent_indent="  "))
     for k, v in report.get("not_run", {}).items():
         lines.append(textwrap.fill(f"not run: {k} ({v})", width=80, subsequent_indent="  "))
     return "\n".join(lines)
