@@ -173,9 +173,10 @@ def test_csv_tables_take_csv_or_txt_from_one_declaration(files, cli):
     assert r.code == 0 and os.path.isfile("PH.CSV") and r.err == ""
 
 
-@pytest.mark.parametrize("flag, shown", [(None, True), ("--quiet", False), ("--json", False)])
-def test_phase_progress_only_on_a_terminal_without_quiet_or_json(files, cli, monkeypatch, flag,
-                                                                 shown):
+@pytest.mark.parametrize("flag, shown", [(None, True), ("--quiet", False), ("--json", True),
+                                         ("--json --quiet", False)])
+def test_phase_progress_only_on_a_terminal_without_quiet(files, cli, monkeypatch, flag, shown):
+    """``--quiet`` silences the progress bar; ``--json`` does not (its object is stdout's)."""
     import dgp.cli.phase as phase_cli
 
     seen = {}
@@ -198,6 +199,6 @@ def test_phase_progress_only_on_a_terminal_without_quiet_or_json(files, cli, mon
     monkeypatch.setattr(phase_cli, "phase", spy)
     monkeypatch.setattr(phase_cli, "sys", type("S", (), {"stderr": Terminal()}))
     argv = ["phase", "--objective", "y-aware", "--labels", "y.csv", "--sigma", "1", "--grid",
-            "tau=0.5,1", "--dim", "2"] + ([flag] if flag else [])
+            "tau=0.5,1", "--dim", "2"] + (flag.split() if flag else [])
     r = cli(*argv)
     assert r.code == 0 and seen["progress"] is shown

@@ -259,7 +259,10 @@ def test_a_long_command_says_it_is_still_working(monkeypatch, capsys):
     assert cli_mod._heartbeat(args).enabled
     assert not cli_mod._heartbeat(argparse.Namespace(command="phase")).enabled
     assert not cli_mod._heartbeat(argparse.Namespace(command="classify", quiet=True)).enabled
-    assert not cli_mod._heartbeat(argparse.Namespace(command="optimum", json=True)).enabled
+    # --json leaves stdout to the object and stderr to the progress; --quiet silences it
+    assert cli_mod._heartbeat(argparse.Namespace(command="optimum", json=True)).enabled
+    assert not cli_mod._heartbeat(argparse.Namespace(command="optimum", json=True,
+                                                     quiet=True)).enabled
 
 
 def test_minority_reason_prints_its_two_temperatures_apart(cli, tmp_path):

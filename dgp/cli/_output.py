@@ -51,9 +51,11 @@ MAX_TABLE = 12
 
 
 def quiet(args: argparse.Namespace) -> bool:
-    """``--quiet`` or ``--json``: nothing on stderr but warnings and errors (no progress, no
-    notes). The one place that reads both flags (``--json`` is absent from some commands)."""
-    return bool(getattr(args, "quiet", False) or getattr(args, "json", False))
+    """``--quiet``: nothing on stderr but warnings and errors (no estimate, no progress, no
+    notes). ``--json`` does not imply it: the JSON object is stdout's alone, and a long
+    ``--json`` run redirected to a file still says on stderr how long it will take and how it
+    goes (a 90 s ``dgp optimum --json`` at N = 10 000 was silent)."""
+    return bool(getattr(args, "quiet", False))
 
 
 def add_json_flag(p: argparse.ArgumentParser | argparse._ActionsContainer) -> None:
