@@ -573,7 +573,8 @@ def solve_rank_d(
     jobs = [(X0, np.random.default_rng([seed, 3, j])) for j, X0 in enumerate(pool)]
     for i in range(starts):
         X0 = np.random.default_rng([seed, 1, i]).standard_normal((dim, K))
-        if policy.screen > 1 and isinstance(prob, RowProblem):
+        # screened on full-batch problems only (one row per class: constants.py says why)
+        if policy.screen > 1 and isinstance(prob, RowProblem) and prob.anchor.size <= K:
             # the candidate's own points: the first is X0, the others seeded by its index
             more = np.random.default_rng([seed, 4, i]).standard_normal(
                 (policy.screen - 1, dim, K))
