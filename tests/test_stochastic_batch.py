@@ -158,11 +158,17 @@ def test_stochastic_numbers_are_honest_on_an_enumerable_case(small_case):
 
 
 @pytest.mark.slow  # more than about 2 s of CPU
-def test_optimum_dispatches_beyond_enumeration_with_the_contract_fields():
+def test_optimum_dispatches_beyond_enumeration_with_the_contract_fields(capsys):
     """Above exact_max the expected-batch optimum is found on fresh batches; the JSON has the
-    v4 contract's fields and is serialisable."""
+    v4 contract's fields and is serialisable; stderr says the full-batch optimum (a candidate)
+    is solved first, then the estimate of the rest."""
     _, W = _soft_weights(12, seed=2)
     res = dgp.optimum(W, tau=0.5, dim=3, batch_size=4, exact_max=10)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == ("dgp: the full-batch optimum of n = 12 in d = 3: solving it first (a "
+                      "candidate and the start of one expected-batch run)")
+    assert any(line.startswith("dgp: expected-batch optimum of n = 12 in d = 3, B = 4: about ")
+               for line in err[1:])
     d = json.loads(json.dumps(res.to_dict()))
     b = d["batch"]
     for key in ("expected_loss", "interval", "lower_bound", "confidence", "gap"):
