@@ -143,3 +143,22 @@ def test_the_verdict_and_the_rates_display_themselves():
     assert "[" not in text and len(text.splitlines()) <= 5  # no per-class array
     small = int(np.argmin(np.asarray(LT)))
     assert f"{100 * r.anchor_rate[small]:.3g}%" in text and "<table" in html
+
+
+def test_a_lower_end_above_zero_but_within_the_floor_says_so():
+    """A tail pair whose excess over the head is positive but below MINORITY_COSINE_FLOOR is
+    no finding; the statement must not print a positive lower end as if it contradicted the
+    "no" (new-user trial: "interval down to +0.001" beside "no ... beyond noise")."""
+    from dgp.prototypes._collapse import MINORITY_COSINE_FLOOR, minority_collapse
+
+    n = [10, 9, 8, 7, 6, 5, 4, 3, 2, 2, 2, 2]
+    K = len(n)
+    G = np.full((K, K), -1.0 / (K - 1))
+    np.fill_diagonal(G, 1.0)
+    G[10, 11] = G[11, 10] = G[0, 1] + 0.8 * MINORITY_COSINE_FLOOR
+    mc = minority_collapse(G, n)
+    assert mc.collapsed is False
+    assert mc.excess_interval[0] > 0
+    assert f"within the {MINORITY_COSINE_FLOOR:g} that counts" in mc.statement
+    G[10, 11] = G[11, 10] = G[0, 1] + 3 * MINORITY_COSINE_FLOOR
+    assert minority_collapse(G, n).collapsed is True

@@ -256,9 +256,12 @@ def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | Non
                 "simultaneous interval")
     else:
         collapsed = False
-        text = ("no tail pair, nor the tail's mean, lies above the head beyond noise (the "
-                f"closest pair: {_signed(excess[k])} above the head, interval down to "
-                f"{_signed(low[k])})")
+        # a lower end that rounds to a positive number is below the floor: say which
+        down = (_signed(low[k]) if round(float(low[k]), 3) <= 0 else
+                f"{low[k]:+.2g}, within the {MINORITY_COSINE_FLOOR:g} that counts")
+        text = (f"no tail pair, nor the tail's mean, lies above the head by more than "
+                f"{MINORITY_COSINE_FLOOR:g} beyond noise (the closest pair: "
+                f"{_signed(excess[k])} above the head, interval down to {down})")
     return MinorityCollapse(
         collapsed=collapsed, pair=(i, j), pair_sizes=(int(n[i]), int(n[j])), cosine=c,
         cosine_interval=(max(-1.0, c - float(half_pair[k])), min(1.0, c + float(half_pair[k]))),
