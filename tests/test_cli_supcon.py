@@ -261,7 +261,7 @@ def test_supcon_json_identifiability_shrinks_with_tau(cli):
         gaps[tau] = ident["simplex_gap"]
     assert gaps["0.5"] > 1e-2 and gaps["0.1"] < 1e-4 and gaps["0.5"] > 100 * gaps["0.1"]
     rep = ok(cli("supcon", "--sizes", sizes, "--tau", "0.5", "--batch-size", "32",
-                 "--json"))
+                 "--json", "--quiet"))
     assert 0 <= rep["identifiability"]["full_batch_gap"] < rep["identifiability"]["simplex_gap"]
     balanced = ok(cli("supcon", "--sizes", "20,20,20", "--tau", "0.1", "--json"))
     assert balanced["identifiability"]["simplex_gap"] == 0.0

@@ -78,7 +78,7 @@ def test_reference_gradient_is_the_derivative_of_the_reference_loss():
 def acceptance(cli, tmp_path_factory):
     path = tmp_path_factory.mktemp("dim") / "targets.npy"
     r = cli("supcon", "--sizes", ",".join(map(str, SIZES_24)), "--tau", "0.2", "--dim", "4",
-            "--json", "--save-prototypes", path)
+            "--json", "--quiet", "--save-prototypes", path)
     assert r.code == 0 and r.err == "", r.err
     return r.json, np.load(path, allow_pickle=False)
 

@@ -214,10 +214,13 @@ def test_a_labels_problem_is_read_one_batch_at_a_time(monkeypatch):
         raise AssertionError("the N x N weights were built")
 
     monkeypatch.setattr(dgp.problem.Problem, "solver_weights", refuse)
-    y = np.random.default_rng(5).standard_normal((1200, 2))
+    from dgp.optima._batch_paths import STOCHASTIC_FULL_BATCH_MAX_K
+
+    N = STOCHASTIC_FULL_BATCH_MAX_K + 100  # above the full-batch comparison's size
+    y = np.random.default_rng(5).standard_normal((N, 2))
     prob = dgp.Problem(objective="y-aware", labels=y, sigma=1.0, tau=0.5)
     res = dgp.optimum(prob, dim=2, batch_size=8, replicates=0, samples=200, progress=False)
-    assert isinstance(res, dgp.BatchOptimum) and res.n == 1200
+    assert isinstance(res, dgp.BatchOptimum) and res.n == N
     assert res.batch.full_batch_expected_loss is None
     assert res.batch.lower_bound <= res.loss
 

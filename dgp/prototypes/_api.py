@@ -34,6 +34,7 @@ from dgp.constants import (
     LOSS_RESOLUTION,
     SOLVER_TOL,
 )
+from dgp.display import stderr_progress
 from dgp.errors import (
     ParameterError,
     ParameterTypeError,
@@ -528,7 +529,8 @@ def supcon_prototypes(
                                            f"batch_size as well (got {name}={value!r})")
         with single_threaded(), validated_tau(tau):  # failures at extreme tau: the user's
             return _settled(_full_in_dim(n, tau, eps, method, tol, dim, starts=starts,
-                                         seed=seed, gap=identifiability or dim is not None))
+                                         seed=seed, gap=identifiability or dim is not None,
+                                         progress=progress))
     if method == "first-order":
         raise ParameterError(
             "method", "first-order has no mini-batch version; use method auto or numeric"
@@ -555,7 +557,8 @@ def supcon_prototypes(
     with single_threaded():
         # the full-batch reference, in the same dimension
         full = _full_in_dim(n, tau, eps, "auto" if method == "auto" else "numeric", tol, dim,
-                            starts=starts, seed=seed, gap=True, factor_path=False)
+                            starts=starts, seed=seed, gap=True, factor_path=False,
+                            progress=progress)
         return _settled(batch_prototypes(n, tau, eps, method, tol, spec, full, **kwargs))
 
 
@@ -569,18 +572,23 @@ def _settled(p: Prototypes) -> Prototypes:
 
 def _full_in_dim(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float,
                  dim: int | None, *, starts: int, seed: int, gap: bool,
-                 factor_path: bool = True) -> Prototypes:
+                 factor_path: bool = True, progress: bool | None = None) -> Prototypes:
     """The full-batch prototypes, in free dimension or on the sphere of ``R^dim``
     (:mod:`dgp.prototypes._dim`: the free optimum when its rank fits, else the rank-``dim``
     solver's point, on the factor for many classes unless ``factor_path`` is false: the batch
-    paths' reference and start is the row problem's point, certified in the free solve)."""
+    paths' reference and start is the row problem's point, certified in the free solve). The
+    rank-``dim`` search reports on stderr (a line at most every few seconds) unless
+    ``progress`` is false."""
     free = _full_batch(n, tau, eps, method, tol, gap=gap,
                        numeric=dim is None or not factor_path or n.size <= NUMERIC_MAX_K)
     if dim is None:
         return free
+    report = (stderr_progress(f"the rank-{dim} prototypes of K = {n.size} classes")
+              if progress is None or progress else None)
     if free is None or (factor_path and on_factor(n.size, dim, dim_rules.DIM_FACTOR_SIZE)
                         and free.rank > dim):
-        return in_dim_factor(free, n, tau, eps, dim, starts=starts, seed=seed, tol=tol)
+        return in_dim_factor(free, n, tau, eps, dim, starts=starts, seed=seed, tol=tol,
+                             progress=report)
     prob = block_problem(n, block_weights(n.size, eps), tau=tau)
-    return in_dim(free, prob, n, dim, starts=starts, seed=seed, tol=tol)
+    return in_dim(free, prob, n, dim, starts=starts, seed=seed, tol=tol, progress=report)
 

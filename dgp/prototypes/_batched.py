@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from dgp.constants import BATCH_GRAM_TOL
+from dgp.display import stderr_progress
 from dgp.errors import ParameterError, SolverError, check_dim, check_positive, check_sizes
 from dgp.prototypes._blocks import block_weights, excess_gap, fits
 from dgp.prototypes._closed_forms import equiangular_gram
@@ -114,8 +115,10 @@ def batch_prototypes(
         prob.set_scale(G)
         free_low = prob.loss(G)[0] - cert.gap_bound
         guard_dim(K, dim, starts, prob.R)
+        report = (stderr_progress(f"the rank-{dim} batch prototypes of K = {K} classes")
+                  if progress is None or progress else None)
         X, rcert, found = rank_d_point(prob, dim, [factor(G_full, dim), factor(G, dim)],
-                                       starts=starts, seed=seed, tol=tol)
+                                       starts=starts, seed=seed, tol=tol, progress=report)
         G = X.T @ X
         prob.set_scale(G)
         cert = row_certificate(prob, G)
