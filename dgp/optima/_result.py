@@ -173,13 +173,14 @@ class Optimum(Record):
         return self.gap
 
     def _summary_pairs(self) -> list[tuple[str, str]]:
-        where = "expected per batch" if self.batch is not None else "summed over anchors"
+        unit = (self.batch.spec.loss_unit if self.batch is not None else
+                "nats (summed over anchors)")
         pairs = [
             ("structure", f"{self.n} samples, {self.K} distinct (twins, samples with the same "
              "weights to every other sample, share one embedding)" if self.structure ==
              "quotient" else f"dense ({self.n} samples, no two with the same weights)"),
             ("dimension", "free" if self.dim is None else f"d = {self.dim} ({self.starts} starts)"),
-            ("loss", f"{self.loss:.10g} nats ({where})"),
+            ("loss", f"{self.loss:.10g} {unit}"),
             ("excess", f"{format_nats(self.excess_loss, self.log_excess_loss)} nats above the "
              f"entropic bound {self.entropic_bound:.10g}"),
             ("certified", ("globally optimal: dual PSD" if self.certified_global

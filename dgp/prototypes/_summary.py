@@ -73,8 +73,9 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
             ("expectation", exp),
         ]
     bound_word = "<=" if p.method == "first-order" else "="
-    where = "expected per batch" if p.batch is not None else f"summed over {N} anchors"
-    loss = f"{bound_word} {p.loss:.10g} nats ({where})"
+    unit = (p.batch.spec.loss_unit if p.batch is not None else
+            f"nats (summed over {N} anchors)")
+    loss = f"{bound_word} {p.loss:.10g} {unit}"
     if p.batch is not None and p.batch.estimate is not None:
         lo, hi = p.batch.estimate.interval
         loss += f", 95% interval [{lo:.6f}, {hi:.6f}]"

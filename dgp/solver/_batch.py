@@ -97,6 +97,15 @@ class BatchSpec(Record):
     reduction: str
     anchors_without_positives: str
 
+    @property
+    def loss_unit(self) -> str:
+        """How one batch's loss is counted, in words, for every summary that prints an
+        expected batch loss: per anchor under ``mean`` (the batch's mean over its anchors), per
+        batch under ``sum``."""
+        if self.reduction == "mean":
+            return "nats per anchor (each batch's mean), expected over batches"
+        return "nats per batch (summed over its anchors), expected over batches"
+
 
 
 def check_batch(

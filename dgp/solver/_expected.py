@@ -282,7 +282,7 @@ class BatchOptimum(Record):
                 ("batches", f"B = {s.batch_size}, {s.sampler}, reduction {s.reduction}; exact "
                  f"over all {b.batches} batches"),
                 ("dimension", f"d = {self.dim}"),
-                ("expected loss", f"{b.expected_loss:.10g} nats per batch (exact)"),
+                ("expected loss", f"{b.expected_loss:.10g} {s.loss_unit} (exact)"),
                 ("lower bound", f"{b.lower_bound:.10g} (certified: dual of the convex "
                  f"problem), gap {b.gap:.2g}"),
             ]
@@ -291,7 +291,7 @@ class BatchOptimum(Record):
                 ("batches", f"B = {s.batch_size}, {s.sampler}, reduction {s.reduction}; {how}, "
                  f"reported on {b.batches} other fresh batches"),
                 ("dimension", f"d = {self.dim}"),
-                ("expected loss", f"{b.expected_loss:.6f} nats per batch, 95% interval "
+                ("expected loss", f"{b.expected_loss:.6f} {s.loss_unit}; 95% interval "
                  f"[{lo:.6f}, {hi:.6f}]"),
                 ("lower bound", f"{b.lower_bound:.6f} ({b.confidence:.0%} confidence; "
                  f"per-batch convex relaxation), gap {b.gap:.2g}"),
