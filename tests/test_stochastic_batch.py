@@ -346,3 +346,21 @@ def test_batch_certificate_says_what_is_proven(small_case):
     lying = BatchCertificate(expectation="exact", expected_loss=2.0, lower_bound=1.99,
                              gap=1e-9, confidence=1.0)
     assert lying.check() and not lying.certified  # a gap that is not loss - bound
+
+
+@pytest.mark.slow  # a stochastic solve: more than about 2 s of CPU
+def test_cli_saves_one_embedding_row_per_sample_where_twins_share_a_row(tmp_path, cli):
+    """Twin samples (identical weights) are solved as one row; ``--save-embedding`` still
+    writes one row per sample (the help says N x rank), twins on the same point."""
+    labels = np.repeat([0, 1, 2, 3], 3)
+    W = np.where(labels[:, None] == labels[None, :], 1.0, 0.2)
+    np.save(tmp_path / "W.npy", W)
+    r = cli("optimum", tmp_path / "W.npy", "--tau", "0.5", "--dim", "2", "--batch-size", "4",
+            "--exact-max", "10", "--samples", "200", "--quiet", "--json",
+            "--save-embedding", tmp_path / "Z.npy")
+    assert r.code == 0, r.err
+    Z = np.load(tmp_path / "Z.npy")
+    assert Z.shape == (12, 2) and r.json["n"] == 4
+    for c in range(4):
+        rows = Z[labels == c]
+        np.testing.assert_allclose(rows, np.broadcast_to(rows[0], rows.shape))

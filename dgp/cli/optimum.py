@@ -107,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     res = optimum(W, tau=args.tau, dim=args.dim, starts=args.starts, seed=args.seed,
                   progress=not quiet(args), **batch)
     saved = (("gram", args.save_gram), ("embedding", args.save_embedding))
-    save_arrays(res, saved)
+    # the embedding one row per sample, also where twin samples share a row of the solve
+    save_arrays(res, (("gram", args.save_gram), ("sample_embedding", args.save_embedding)))
     if print_result(args, res, gram=True if args.gram else None, embedding=args.embedding):
         return 0
     if res.n <= MAX_TABLE or args.gram:

@@ -161,6 +161,13 @@ class Optimum(Record):
                                    psd_atol=self.certificate.primal_residual)[self.labels]
 
     @property
+    def sample_embedding(self) -> np.ndarray:
+        """One row per sample: :attr:`embedding` itself (already repeated per sample), named as
+        :attr:`dgp.solver.BatchOptimum.sample_embedding` is, so that either result gives the
+        samples' rows the same way."""
+        return self.embedding
+
+    @property
     def K(self) -> int:
         """Number of twin classes."""
         return len(self.sizes)

@@ -144,7 +144,7 @@ def sample_prediction(problem: Any, *, dim: int, batch_size: int, seed: int) -> 
                   progress=False)
     t_batch = time.monotonic() - t0
     # a BatchOptimum of twin classes has one row per class; sample_embedding one per sample
-    P = _unit(res.sample_embedding if isinstance(res, BatchOptimum) else res.embedding)
+    P = _unit(res.sample_embedding)
     source = problem.batch_source()
     batch = getattr(res, "batch", None)
     if isinstance(res, BatchOptimum):
