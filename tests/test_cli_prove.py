@@ -1,5 +1,6 @@
 """`dgp prove`: JSON shape, exit status, example counts, and failure reporting."""
 
+import json
 import textwrap
 
 import pytest
@@ -99,9 +100,14 @@ def test_bad_arguments_exit_2(argv, cli):
 
 
 @pytest.mark.slow
-def test_prove_progress_on_stderr_quiet_with_json(cli, entropic_bound_json):
+def test_prove_progress_on_stderr_kept_with_json_silenced_by_quiet(cli, entropic_bound_json):
+    """Progress goes to stderr; --json leaves it there (stdout is the object's alone) and
+    --quiet silences it."""
     proc = cli.process("prove", "--only", "entropic-bound")
     assert proc.code == 0
     assert proc.err.startswith("[1/1] entropic-bound: verified")
     proc = entropic_bound_json
+    assert proc.code == 0 and proc.err.startswith("[1/1] entropic-bound: verified")
+    json.loads(proc.out)
+    proc = cli.process("prove", "--only", "entropic-bound", "--json", "--quiet")
     assert proc.code == 0 and proc.err == ""

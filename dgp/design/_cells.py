@@ -65,7 +65,7 @@ def _evaluate(problem: DesignInput, params: Mapping[str, Any], excess: bool) -> 
             from dgp.optima import optimum
 
             opt = optimum(problem.dense_weights(params), tau=params["tau"], dim=params["dim"],
-                          **problem.search)
+                          progress=False, **problem.search)  # the map shows its own
             value, source = float(opt.loss - opt.entropic_bound), "optimum"
     cell["excess_loss"] = value
     cell["excess_source"] = source

@@ -440,7 +440,7 @@ def _optimum_in(problem: DesignInput, fixed: dict, where: str) -> tuple[float | 
     from dgp.optima import optimum
 
     opt = optimum(problem.dense_weights(fixed), tau=fixed["tau"], dim=fixed.get("dim"),
-                  **problem.search)
+                  progress=False, **problem.search)
     how = "certified globally optimal" if opt.certified_global else "best of its starts, gap " \
         f"{opt.gap:.2g} nats to the convex lower bound"
     return (float(opt.loss), f"dgp.optimum in {where} (rank {opt.rank}, {how})",

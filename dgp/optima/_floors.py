@@ -62,7 +62,9 @@ def loss_floor(W: object, *, tau: float, dim: int, starts: int | None = None,
     >>> f.certified, f.rank, bool(f.lower <= f.upper)
     (True, 2, True)
     """
-    return _floor(optimum(W, tau=tau, dim=check_dim(dim, "dim"), starts=starts, seed=seed))
+    # a floor is part of its caller's answer (classify, the design tools): they say how it goes
+    return _floor(optimum(W, tau=tau, dim=check_dim(dim, "dim"), starts=starts, seed=seed,
+                          progress=False))
 
 
 def block_loss_floor(

@@ -103,7 +103,7 @@ class BatchSpec(Record):
         expected batch loss: per anchor under ``mean`` (the batch's mean over its anchors), per
         batch under ``sum``."""
         if self.reduction == "mean":
-            return "nats per anchor (each batch's mean), expected over batches"
+            return "nats per anchor, expected over batches"
         return "nats per batch (summed over its anchors), expected over batches"
 
 

@@ -297,13 +297,12 @@ class RowBatch:
     rows : ndarray of int
         The points whose anchors have positives (and a non-zero reduction).
     weight : ndarray
-        :math:`
-ho\, m_c` of each of them.
+        :math:`\rho\, m_c` of each of them.
     offset : ndarray
         ``rows x u``: :math:`\log\mu_{cd}` (the diagonal :math:`\log(m_c - 1)`).
     target : ndarray or None
         ``rows x u``: the target :math:`p_{cd}`; ``None`` where every anchor's target mass is
-        on copies of itself (SupCon's class-level batches: the linear term is :math:`1/	au`).
+        on copies of itself (SupCon's class-level batches: the linear term is :math:`1/\tau`).
     tau : float
     """
 

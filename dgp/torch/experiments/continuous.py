@@ -155,7 +155,7 @@ def continuous_prediction(
         raise InputError(f"no prediction for a {res.verdict} Euclidean weighting: {res.reason}")
     from dgp.optima import optimum
 
-    opt = optimum(W, tau=tau, dim=dim)
+    opt = optimum(W, tau=tau, dim=dim, progress=False)  # the experiment shows its own
     info["prediction"] = f"dgp.optimum(dim={dim})"
     info["optimum_excess_loss"] = float(opt.loss - opt.entropic_bound)
     return np.asarray(opt.embedding, dtype=float), info

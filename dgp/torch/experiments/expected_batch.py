@@ -177,7 +177,7 @@ def sample_prediction(problem: Any, *, dim: int, batch_size: int, seed: int) -> 
     t1 = time.monotonic()
     if n <= DGP_FULL_BATCH_MAX_N:
         A = _unit(np.asarray(optimum(problem.solver_weights(), tau=problem.tau, dim=dim,
-                                     seed=seed).embedding))
+                                     seed=seed, progress=False).embedding))
         info["full_batch_path"] = f"dgp.optimum(dim={dim}) (rank-d search)"
     else:
         full_spec = check_batch(np.ones(n, dtype=np.int64), batch_size=n, sampler="uniform",

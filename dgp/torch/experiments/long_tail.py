@@ -289,7 +289,7 @@ def _targets(sizes: np.ndarray, y: np.ndarray, setting: LongTailSetting) -> _Tar
     K, d = sizes.size, setting.dim
     if K > d + 1 and d < 2:
         raise InputError(f"dim {d} is too small for {K} classes")
-    pred = supcon_prototypes(sizes.tolist(), tau=setting.tau, dim=d)
+    pred = supcon_prototypes(sizes.tolist(), tau=setting.tau, dim=d, progress=False)
     E = np.asarray(pred.embedding, dtype=float)
     D = np.zeros((K, d))
     D[:, : min(E.shape[1], d)] = E[:, :d]
