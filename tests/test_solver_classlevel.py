@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from dgp.solver import BatchSpec, ClassBatches
+from dgp.solver._batch_sources import batch_loss
 from dgp.solver._classlevel import class_batch_loss
-from dgp.solver._stochastic import batch_loss
 
 
 @pytest.mark.parametrize("eps", [None, 0.05, 0.5])

@@ -65,16 +65,7 @@ from dgp.solver._nonnegative import (
     nonnegative_starts,
     nonnegative_stationarity,
 )
-from dgp.solver._policy import (
-    RankDPolicy,
-    RankDSolution,
-    rank_d_cost,
-    rank_d_policy,
-    rank_d_solve,
-    rank_d_starts,
-    solve_rank_d,
-    spectral_start,
-)
+from dgp.solver._policy import RankDSolution, rank_d_solve, solve_rank_d, spectral_start
 from dgp.solver._program import BlockForm, RowProblem, block_problem, scaled_softplus
 from dgp.solver._rank import (
     RankDCertificate,
@@ -83,6 +74,7 @@ from dgp.solver._rank import (
     stationarity,
     truncate,
 )
+from dgp.solver._rank_d_budget import RankDPolicy, rank_d_cost, rank_d_policy, rank_d_starts
 from dgp.solver._rowfactor import FactorObjective, RowFactor
 from dgp.solver._solve import (
     SolveResult,

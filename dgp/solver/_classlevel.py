@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp.solver._batch import BatchSpec
-from dgp.solver._stochastic import RowBatch, reduction_factor
+from dgp.solver._batch_sources import RowBatch, reduction_factor
 
 __all__ = ["ClassBlockWeights", "class_batch_loss", "class_batch_terms", "class_block_batch"]
 

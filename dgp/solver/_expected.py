@@ -26,6 +26,12 @@ import numpy as np
 from dgp.display import format_duration, format_summary, html_summary
 from dgp.records import CertificateProtocol, Convergence, Record
 from dgp.solver._batch import BatchSpec
+from dgp.solver._batch_sources import (
+    BatchWeights,
+    ClassBatches,
+    DenseBatchWeights,
+    SampleBatches,
+)
 from dgp.solver._finite import finite_batches, solve_finite
 from dgp.solver._identifiability import (
     BatchIdentifiability,
@@ -33,10 +39,6 @@ from dgp.solver._identifiability import (
 )
 from dgp.solver._stochastic import (
     Z95,
-    BatchWeights,
-    ClassBatches,
-    DenseBatchWeights,
-    SampleBatches,
     evaluate,
     relaxation_bound,
     step_timings,

@@ -17,6 +17,21 @@ the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver m
 :mod:`dgp.solver` re-exports exactly this module's ``__all__`` (one list of these names).
 """
 
+from dgp.solver._batch_sources import (
+    BatchFunction,
+    BatchWeights,
+    ClassBatches,
+    DenseBatchWeights,
+    GaussianKernelWeights,
+    InnerProductKernelWeights,
+    LogBlockWeights,
+    RowBatch,
+    SampleBatches,
+    SparseBatchWeights,
+    batch_function,
+    batch_loss,
+    reduction_factor,
+)
 from dgp.solver._classlevel import (
     ClassBlockWeights,
     class_batch_loss,
@@ -43,24 +58,11 @@ from dgp.solver._finite import (
 )
 from dgp.solver._sphere_lbfgs import sphere_lbfgs
 from dgp.solver._stochastic import (
-    BatchFunction,
-    BatchWeights,
-    ClassBatches,
-    DenseBatchWeights,
     Estimate,
-    GaussianKernelWeights,
-    InnerProductKernelWeights,
-    LogBlockWeights,
     RelaxationBound,
-    RowBatch,
-    SampleBatches,
-    SparseBatchWeights,
     StepTimes,
     StochasticRun,
-    batch_function,
-    batch_loss,
     evaluate,
-    reduction_factor,
     relaxation_bound,
     step_timings,
     stochastic_optimum,
