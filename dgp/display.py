@@ -166,13 +166,15 @@ def html_summary(
     return out + "</div>"
 
 
-def stderr_progress(what: str) -> Callable[[str], None]:
+def stderr_progress(what: str | None = None) -> Callable[[str], None]:
     """The ``progress`` callable of a long solve that reports on stderr (flushed, also when
     stderr is not a terminal, so that a log file or a notebook sees it as it happens): each
-    line starts with ``dgp:`` and ``what``. Solvers call it at most every few seconds and only
-    when they are given it; the entry points give it unless ``progress=False``."""
+    line starts with ``dgp:`` and, when given, ``what``. Solvers call it at most every few
+    seconds and only when they are given it; the entry points give it unless
+    ``progress=False``."""
+    prefix = "dgp: " if what is None else f"dgp: {what}: "
 
     def report(line: str) -> None:
-        print(f"dgp: {what}: {line}", file=sys.stderr, flush=True)
+        print(prefix + line, file=sys.stderr, flush=True)
 
     return report

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dgp.constants import LOSS_RESOLUTION, RANK_D_LARGE_SIZE, RANK_D_STARTS
-from dgp.display import format_duration
+from dgp.display import format_duration, stderr_progress
 from dgp.errors import DgpWarning
 from dgp.prototypes._blocks import NUMERIC_MAX_K, PROJECT_MAX_K, block_weights, excess_gap
 from dgp.prototypes._closed_forms import entropic_bound_prototypes, equiangular_gram
@@ -100,8 +99,8 @@ def guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = F
     check_time(cost, what=what, instead=instead, param="dim")
     seconds = cost / 1e9  # check_time's unit: operations at 1e9 per second
     if progress and seconds >= ANNOUNCE_AFTER_S:
-        print(f"dgp: {what}: about {format_duration(seconds)} (the rank-d solver's cost "
-              "model)", file=sys.stderr, flush=True)
+        stderr_progress(what)(f"about {format_duration(seconds)} (the rank-d solver's cost "
+                              "model)")
 
 
 def free_lower(free: Prototypes) -> float:

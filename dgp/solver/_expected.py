@@ -16,14 +16,13 @@ batches) from ``1 + replicates`` seeds, keeps the best, and reports
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-from dgp.display import format_duration, format_summary, html_summary
+from dgp.display import format_duration, format_summary, html_summary, stderr_progress
 from dgp.records import CertificateProtocol, Convergence, Record
 from dgp.solver._batch import BatchSpec
 from dgp.solver._batch_sources import (
@@ -374,10 +373,7 @@ def batch_optimum(
     n = weights.n
     sampler = (SampleBatches(n, spec.batch_size) if sizes is None
                else ClassBatches(np.asarray(sizes, dtype=np.int64), spec))
-    say = None
-    if progress is None or progress:
-        def say(msg: str) -> None:
-            print(f"dgp: {msg}", file=sys.stderr, flush=True)
+    say = stderr_progress() if progress is None or progress else None
     if say is not None:
         est_s = _estimate_seconds(weights, sampler, spec, tau=tau, dim=dim, seed=seed,
                                   runs=1 + replicates, min_batches=min_batches,
