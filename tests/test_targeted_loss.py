@@ -256,3 +256,49 @@ def test_bad_batches_are_named():
         loss(torch.randn(2, 3), torch.tensor([0, 3]))
     with pytest.raises(InputError, match="one entry per embedding"):
         loss(torch.randn(2, 3), torch.tensor([0, 1, 2]))
+
+
+#: every loss module checks its temperature, reduction and empty rows the same way (one place)
+_LOSS_MODULES = {
+    "generic": lambda **kw: dgp.torch.WInfoNCELoss(weights=torch.ones(3, 3), **kw),
+    "supcon": lambda **kw: SupConLoss(**kw),
+    "targeted": lambda **kw: TargetedSupConLoss(np.eye(3), **kw),
+    "targeted, no targets": lambda **kw: TargetedSupConLoss(None, **kw),
+}
+
+
+@pytest.mark.parametrize("make", list(_LOSS_MODULES.values()), ids=list(_LOSS_MODULES))
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({}, "tau"),
+        ({"tau": -0.1}, "tau"),
+        ({"tau": 0.1, "temperature": 0.2}, "temperature"),
+        ({"tau": 0.1, "reduction": "avg"}, "reduction"),
+        ({"tau": 0.1, "empty_rows": "drop"}, "empty_rows"),
+    ],
+)
+def test_every_loss_module_refuses_the_same_setup_naming_it(make, options, named):
+    with pytest.raises(ParameterError, match=named):
+        make(**options)
+    good = make(temperature=0.25, reduction="mean", empty_rows="error")
+    assert (good.tau, good.temperature, good.reduction, good.empty_rows) == (
+        0.25, 0.25, "mean", "error")
+    assert repr(good).startswith(f"{type(good).__name__}(tau=0.25")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_targeted_mean_is_the_sum_over_the_anchors_kept(seed):
+    """Without targets, anchors without positives are dropped: "mean" divides the sum by the
+    count of anchors that have a positive, found here from the labels alone."""
+    rng = np.random.default_rng(seed)
+    y = np.array([0, 0, 1, 1, 1, 2, 3])[rng.permutation(7)]  # classes 2 and 3 are singletons
+    Z = torch.tensor(rng.standard_normal((7, 3)))
+    kw = {"tau": 0.3, "empty_rows": "skip"}
+    per = TargetedSupConLoss(None, reduction="none", **kw)(Z, torch.tensor(y))
+    total = TargetedSupConLoss(None, reduction="sum", **kw)(Z, torch.tensor(y))
+    mean = TargetedSupConLoss(None, reduction="mean", **kw)(Z, torch.tensor(y))
+    kept = np.array([(y == c).sum() > 1 for c in y])
+    assert kept.sum() == 5 and np.all(per.numpy()[~kept] == 0.0)
+    assert total.item() == pytest.approx(per.sum().item(), rel=1e-12)
+    assert mean.item() == pytest.approx(total.item() / kept.sum(), rel=1e-12)

@@ -1,6 +1,7 @@
 """The w-InfoNCE of one batch for PyTorch (:func:`dgp.torch.losses.winfonce`): the similarity
-logits, one log-softmax per call, the reductions and the anchors without positives, and the
-``tau``/``temperature`` alias."""
+logits, one log-softmax per call, the reductions and the anchors without positives, the
+``tau``/``temperature`` alias, and what every loss module sets up the same way
+(:class:`BatchLoss`)."""
 
 from __future__ import annotations
 
@@ -122,12 +123,17 @@ def winfonce(
     P = W / mass.clamp_min(torch.finfo(S.dtype).tiny)[:, None]
     S = S.masked_fill(eye, float("-inf"))
     log_q = (S - torch.logsumexp(S, dim=1, keepdim=True)).masked_fill(eye, 0.0)
-    per_anchor = -(P * log_q).sum(dim=1)
+    return reduce_anchors(-(P * log_q).sum(dim=1), keep, reduction)
+
+
+def reduce_anchors(per_anchor: Tensor, keep: Tensor, reduction: str) -> Tensor:
+    """The loss of a batch from its anchors' terms: ``per_anchor`` itself (``"none"``), their
+    sum (``"sum"``) or their mean over the anchors ``keep`` marks (``"mean"``; with none kept,
+    the sum of terms that are all 0, still attached to the graph, as pytorch-metric-learning
+    does)."""
     if reduction == "none":
         return per_anchor
-    if reduction == "sum":
-        return per_anchor.sum()
-    if not bool(keep.any()):  # nothing to average: 0, still attached to the graph (as PML)
+    if reduction == "sum" or not bool(keep.any()):
         return per_anchor.sum()
     return per_anchor[keep].mean()
 
@@ -147,3 +153,31 @@ def resolve_tau(tau: float | None, temperature: float | None) -> float:
             "temperature", f"is an alias of tau: got tau={tau!r} and temperature={temperature!r}"
         )
     return check_positive(tau if tau is not None else temperature, "tau")
+
+
+class BatchLoss(torch.nn.Module):
+    """What every loss module of :mod:`dgp.torch.losses` sets up the same way: the temperature
+    (``tau``, or its alias ``temperature``), the reduction over the anchors and what happens to
+    anchors without positives, checked once here; and its ``repr``, from ``extra_repr``.
+
+    Raises
+    ------
+    ValueError
+        If ``tau`` is missing, not > 0 or disagrees with ``temperature``, or ``reduction``
+        or ``empty_rows`` is not one of :data:`REDUCTIONS` or :data:`EMPTY_ROWS`.
+    """
+
+    def __init__(self, *, tau: float | None, temperature: float | None, reduction: str,
+                 empty_rows: str) -> None:
+        super().__init__()
+        self.tau = resolve_tau(tau, temperature)
+        self.reduction = check_choice(reduction, REDUCTIONS, "reduction")
+        self.empty_rows = check_choice(empty_rows, EMPTY_ROWS, "empty_rows")
+
+    @property
+    def temperature(self) -> float:
+        """Alias of :attr:`tau` (pytorch-metric-learning's name)."""
+        return self.tau
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.extra_repr()})"

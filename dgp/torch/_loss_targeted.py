@@ -20,11 +20,10 @@ from dgp.errors import (
 from dgp.prototypes import Prototypes
 from dgp.torch._compat import require_torch
 from dgp.torch._loss_core import (
-    EMPTY_ROWS,
-    REDUCTIONS,
+    BatchLoss,
     Tensor,
     as_embeddings,
-    resolve_tau,
+    reduce_anchors,
     winfonce,
 )
 from dgp.torch._loss_weights import class_labels
@@ -94,7 +93,7 @@ def hungarian_assignment(class_means: object, targets: object) -> np.ndarray:
     return out
 
 
-class TargetedSupConLoss(torch.nn.Module):
+class TargetedSupConLoss(BatchLoss):
     r"""SupCon with fixed class targets, as Targeted Supervised Contrastive learning (TSC, Li et
     al., CVPR 2022) trains: ``loss(embeddings, labels)``.
 
@@ -185,10 +184,8 @@ class TargetedSupConLoss(torch.nn.Module):
         reduction: str = "sum",
         empty_rows: str = "skip",
     ) -> None:
-        super().__init__()
-        self.tau = resolve_tau(tau, temperature)
-        self.reduction = check_choice(reduction, REDUCTIONS, "reduction")
-        self.empty_rows = check_choice(empty_rows, EMPTY_ROWS, "empty_rows")
+        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
+                         empty_rows=empty_rows)
         lam = float(target_weight) if isinstance(target_weight, (int, float)) else math.nan
         if not (math.isfinite(lam) and lam >= 0) or isinstance(target_weight, bool):
             raise ParameterError("target_weight", f"must be a finite number >= 0, got "
@@ -241,11 +238,6 @@ class TargetedSupConLoss(torch.nn.Module):
             raise ParameterError("assignment", f"must give each of its {a.size} classes a "
                                  f"distinct target row in 0..{M - 1}, got {describe(a.tolist())}")
         return torch.as_tensor(a, dtype=torch.long)
-
-    @property
-    def temperature(self) -> float:
-        """Alias of :attr:`tau` (pytorch-metric-learning's name)."""
-        return self.tau
 
     @torch.no_grad()
     def assign(self, embeddings: Tensor, labels: Tensor) -> Tensor:
@@ -349,11 +341,7 @@ class TargetedSupConLoss(torch.nn.Module):
             raise InputError(f"anchor {i} (class {int(y[i])}) has no positive; pass "
                              "empty_rows='skip' to drop such anchors")
         per = winfonce(X, W, tau=self.tau, reduction="none", empty_rows="skip")[:anchors]
-        if self.reduction == "none":
-            return per
-        if self.reduction == "sum" or not bool(keep.any()):
-            return per.sum()
-        return per[keep].mean()
+        return reduce_anchors(per, keep, self.reduction)
 
     def extra_repr(self) -> str:
         parts = [f"tau={self.tau:g}"]
@@ -365,6 +353,3 @@ class TargetedSupConLoss(torch.nn.Module):
                 parts.append("target_anchors=True")
         parts += [f"reduction={self.reduction!r}", f"empty_rows={self.empty_rows!r}"]
         return ", ".join(parts)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.extra_repr()})"

@@ -43,6 +43,7 @@ from dgp.torch._compat import require_torch
 from dgp.torch._loss_core import (
     EMPTY_ROWS,
     REDUCTIONS,
+    BatchLoss,
     Tensor,
     as_embeddings,
     resolve_tau,
@@ -88,7 +89,7 @@ __all__ = [
 ]
 
 
-class WInfoNCELoss(torch.nn.Module):
+class WInfoNCELoss(BatchLoss):
     """Generic w-InfoNCE loss: ``loss(embeddings, labels)``.
 
     The weighting comes from, in order of precedence: the ``weights=`` argument of
@@ -113,6 +114,9 @@ class WInfoNCELoss(torch.nn.Module):
         over the anchors kept (pytorch-metric-learning's convention); ``"none"``: per anchor.
     empty_rows : {"error", "skip"}
         See :func:`winfonce`.
+
+    The temperature, reduction and ``empty_rows`` are checked, and the ``temperature`` alias
+    kept, as in every loss module here (:class:`TargetedSupConLoss` too).
 
     Raises
     ------
@@ -140,11 +144,9 @@ class WInfoNCELoss(torch.nn.Module):
         reduction: str = "sum",
         empty_rows: str = "error",
     ) -> None:
-        super().__init__()
-        self.tau = resolve_tau(tau, temperature)
+        super().__init__(tau=tau, temperature=temperature, reduction=reduction,
+                         empty_rows=empty_rows)
         self.similarity = check_choice(similarity, SIMILARITIES, "similarity")
-        self.reduction = check_choice(reduction, REDUCTIONS, "reduction")
-        self.empty_rows = check_choice(empty_rows, EMPTY_ROWS, "empty_rows")
         if weight_fn is not None and weights is not None:
             raise InputError("give either weight_fn or weights, not both")
         if weight_fn is not None and not callable(weight_fn):
@@ -157,11 +159,6 @@ class WInfoNCELoss(torch.nn.Module):
             self.register_buffer("dataset_weights", W.clone())
         else:
             self.dataset_weights = None
-
-    @property
-    def temperature(self) -> float:
-        """Alias of :attr:`tau` (pytorch-metric-learning's name)."""
-        return self.tau
 
     def weights_from_labels(self, labels: Tensor) -> Tensor:
         """The batch's ``N x N`` weights from its labels (see the class docstring).
@@ -224,9 +221,6 @@ class WInfoNCELoss(torch.nn.Module):
         elif self.weight_fn is not None and type(self) is WInfoNCELoss:
             parts.append(f"weight_fn={getattr(self.weight_fn, '__name__', repr(self.weight_fn))}")
         return ", ".join(parts)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.extra_repr()})"
 
 
 class ObjectiveLoss(WInfoNCELoss):
