@@ -82,3 +82,14 @@ def test_targeted_supcon_target_anchors_goes_through_the_same_validator():
     with pytest.raises(ParameterTypeError, match=r"^target_anchors must be True or False"):
         TargetedSupConLoss(tau=0.1, target_anchors=1)
     assert TargetedSupConLoss(tau=0.1, target_anchors=np.True_).target_anchors is True
+
+
+def test_load_edge_list_reads_the_checked_flag(tmp_path):
+    # ``directed`` is checked where the edge list is read; the checked bool builds the graph
+    pytest.importorskip("networkx")
+    edges = tmp_path / "edges.txt"
+    edges.write_text("1 2 1\n2 1 1\n")
+    assert load_edge_list(edges, directed=np.True_).is_directed()
+    assert load_edge_list(edges, directed=np.True_).number_of_edges() == 2
+    assert not load_edge_list(edges, directed=np.False_).is_directed()
+    assert load_edge_list(edges, directed=np.False_).number_of_edges() == 1

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgp.errors import InputError, InputTypeError, check_choice, check_flag
+from dgp.errors import InputError, InputTypeError, check_choice
 from dgp.io._archive import (
     binary_array,
     is_sparse_npz,
@@ -430,7 +430,6 @@ def load_edge_list(path: str | os.PathLike, *, directed: bool = False, name: str
     >>> sorted(G.edges(data="weight")), G.nodes[0]["name"]
     ([(0, 1, 2.5), (1, 2, 1.0)], 'cat')
     """
-    directed = check_flag(directed, "directed")
     try:
         import networkx as nx
     except ImportError:
@@ -438,7 +437,7 @@ def load_edge_list(path: str | os.PathLike, *, directed: bool = False, name: str
     with open_regular(path, name) as src:
         if src.ext not in _EDGE_TEXT:
             raise dispatch_error(src, _EDGE_TEXT)
-        u, v, w, names = read_edges(src, directed=bool(directed))
+        u, v, w, names, directed = read_edges(src, directed=directed)
     G = nx.DiGraph() if directed else nx.Graph()
     if names is None:
         G.add_nodes_from(np.unique(np.concatenate([u, v])).tolist())

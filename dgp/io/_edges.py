@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from dgp.errors import describe
+from dgp.errors import check_flag, describe
 from dgp.io._source import Source
 from dgp.io._text import check_text_memory, data_line, is_number, loadtxt, longest_line, read_layout
 
@@ -32,8 +32,16 @@ def _looks_like_header(table: np.ndarray, second: list[str] | None) -> bool:
     return not (first[0] in rest or first[1] in rest)
 
 
-def read_edges(src: Source, *, directed: bool):
-    """Endpoints, weights and node names (``None`` for integer labels) of an edge list."""
+def read_edges(src: Source, *, directed: object):
+    """Endpoints, weights, node names (``None`` for integer labels) and ``directed`` (checked
+    here, where it is used: a bool) of an edge list.
+
+    Raises
+    ------
+    ParameterTypeError
+        If ``directed`` is not True or False.
+    """
+    directed = check_flag(directed, "directed")
     layout = read_layout(src)
     lineno, first = layout.rows[0]
     second = layout.second
@@ -98,4 +106,4 @@ def read_edges(src: Source, *, directed: bool):
         )
     keep = np.ones(table.shape[0], dtype=bool)
     keep[order[1:][same]] = False
-    return ends[keep, 0], ends[keep, 1], w[keep], names
+    return ends[keep, 0], ends[keep, 1], w[keep], names, directed
