@@ -422,6 +422,10 @@ RANK_D_PROGRESS_S = 5.0
 #: tau = 0.1 from the L-BFGS point: 1200 products lowered the loss by 0.245 nats with 50 inner
 #: steps, 0.191 with 1000)
 RANK_D_PRECONDITIONED_INNER = 50
+#: rejected steps in a row after which the factor path's preconditioned trust region gives up
+#: (the flat valley of many classes rejects runs of steps before the region fits; the plain
+#: trust region of the row problems gives up after 3)
+RANK_D_TRUST_REJECTIONS = 5
 #: above this ``K * dim`` a row problem's candidates are polished with shorter inner solves
 #: (RANK_D_LARGE_POLISH_INNER) and its certificate skips the Lanczos estimate of the Riemannian
 #: Hessian (measured: 10 s at N = 500, dim = 8, twice the whole search); the factor path (many

@@ -343,6 +343,17 @@ def _local_model(obj):
     return at
 
 
+def _column_scaling(obj, X: np.ndarray) -> np.ndarray | None:
+    """The preconditioner of :func:`rtr` at ``X``: :math:`s_c = w_c^{-1/2}` of the columns'
+    curvature, the largest 1 (that column keeps its scale), or ``None`` where ``obj`` gives no
+    curvature."""
+    w = obj.column_curvature(X)
+    if w is None:
+        return None
+    s = 1.0 / np.sqrt(w)
+    return s / float(np.max(s))
+
+
 def rtr(
     prob: RowProblem | BlockFactor,
     X: np.ndarray,
@@ -352,21 +363,38 @@ def rtr(
     maxinner: int = 300,
     stall: int | None = 3,
     products: int | None = None,
+    precondition: bool = False,
+    rejections: int = 3,
 ) -> tuple[np.ndarray, int]:
-    """Riemannian trust region on the product of spheres at the rank of ``X``.
+    r"""Riemannian trust region on the product of spheres at the rank of ``X``.
 
     Stops when the Riemannian gradient :math:`2XS` is below ``gtol`` times the size of the
     gradient's parts, when ``stall`` accepted steps in a row no longer halve it (``None``: no
     such rule, for the long descents of flat landscapes, which end in Newton's quadratic regime)
-    or three steps in a row are rejected (the floating-point floor; a step where the scaled
-    objective overflows is rejected), after ``maxiter`` steps or ``products`` Hessian-vector
+    or ``rejections`` steps in a row are rejected (the floating-point floor; a step where the
+    scaled objective overflows is rejected), after ``maxiter`` steps or ``products`` Hessian-vector
     products in all (``None``: no limit; the inner solves get what is left), or when the trust
     region collapses. Raises :class:`~dgp.solver._program.ScaleOverflow` when the objective
-    overflows at ``X`` itself."""
+    overflows at ``X`` itself.
+
+    ``precondition``: the truncated CG runs in the metric scaled per column by the objective's
+    column curvature :math:`w_c` (:meth:`~dgp.solver.BlockFactor.column_curvature`; none where
+    it gives ``None``, as a row problem's does): with :math:`s_c = w_c^{-1/2}` (scaled so that the
+    largest is 1) it solves the model :math:`\tilde g = Dg`, :math:`\tilde H = DHD` and steps by
+    :math:`\eta = D\tilde\eta`, the trust region of Absil, Baker and Gallivan (2007) in the
+    metric :math:`\langle\eta, D^{-2}\eta\rangle` (Manopt's preconditioned ``tCG``). The
+    scaling is per column, so it maps tangent vectors of the product of spheres to tangent
+    vectors. The class weights of a long-tailed problem differ by two orders of magnitude, and so
+    do the Hessian's blocks: unpreconditioned, the inner solves spend their products on the head
+    classes (measured at K = 1000, d = 128, tau = 0.1 from the same L-BFGS point: 900 products
+    lowered the loss by 0.155 nats preconditioned, 0.112 without; on K = 40, d = 4 the
+    preconditioned one reaches a relative gradient of 1e-8 where the plain one stops at 1.5e-7,
+    ``tests/test_rank_d_trust.py``)."""
     r, K = X.shape
     obj = prob.on_factor()
     at = _local_model(obj)
     f, grad, hessian = at(X)
+    scaling = _column_scaling(obj, X) if precondition else None
     scale = obj.gradient_scale(X)
     radius_max = math.pi * math.sqrt(K)
     radius = radius_max / 8
@@ -378,7 +406,17 @@ def rtr(
         inner = maxinner if products is None else min(maxinner, products - used)
         if inner < 1:
             break
-        eta, Heta, hit, taken = _tcg(grad, hessian(), radius, inner, scale)
+        hess = hessian()
+        if scaling is None:
+            eta, Heta, hit, taken = _tcg(grad, hess, radius, inner, scale)
+            model = -(float(np.sum(grad * eta)) + 0.5 * float(np.sum(eta * Heta)))
+        else:
+            d = scaling
+            g_t = d * grad
+            eta_t, Heta_t, hit, taken = _tcg(g_t, lambda v, d=d, h=hess: d * h(d * v), radius,
+                                             inner, scale)
+            eta = d * eta_t
+            model = -(float(np.sum(g_t * eta_t)) + 0.5 * float(np.sum(eta_t * Heta_t)))
         used += taken
         X_new = _normalise(X + eta)
         try:
@@ -386,10 +424,9 @@ def rtr(
         except ScaleOverflow:  # far worse than X: a smaller region
             radius /= 4.0
             rejected += 1
-            if rejected >= 3 or radius < ROUNDOFF_RTOL:
+            if rejected >= rejections or radius < ROUNDOFF_RTOL:
                 break
             continue
-        model = -(float(np.sum(grad * eta)) + 0.5 * float(np.sum(eta * Heta)))
         reg = 1e3 * np.finfo(float).eps * max(1.0, abs(f))
         rho = (f - f_new + reg) / (model + reg)
         if rho < 0.25:
@@ -403,12 +440,14 @@ def rtr(
             rho = 0.0
             radius /= 4.0
         rejected = rejected + 1 if rho <= 0.1 else 0
-        if rejected >= 3:
+        if rejected >= rejections:
             break
         if rho > 0.1:
             shrink = gn_new < 0.5 * gn
             stalled = 0 if shrink else stalled + 1
             X, f, grad, hessian = X_new, f_new, grad_new, hessian_new
+            if scaling is not None:
+                scaling = _column_scaling(obj, X)
             if stall is not None and stalled >= stall:
                 break
         if radius < ROUNDOFF_RTOL:
