@@ -365,11 +365,6 @@ def continuous_run(
     return out, art
 
 
-#: :func:`~dgp.torch.experiments.base.cached_run` under the name ``sample_batch`` imports: a
-#: prediction shared by runs on the same labels (the noise control and the images)
-cached_prediction = cached_run
-
-
 def indexed_loss(loss_fn: WInfoNCELoss, W: np.ndarray) -> WInfoNCELoss:
     """The same loss over the fixed training weighting, called with sample indices (so that
     :func:`~dgp.torch.experiments.scoring.batch_losses` scores batches as the trainer formed

@@ -22,31 +22,32 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dgp.metrics import procrustes_r2
 from dgp.problem import Problem
 from dgp.solver import SampleBatches
 from dgp.torch._compat import require_torch
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 torch = require_torch()
 
-from dgp.torch import data as datasets  # noqa: E402
 from dgp.torch.experiments.base import (  # noqa: E402
     Budget,
     Experiment,
     RunArtifacts,
-    budget_for,
-    build_experiment,
+    RunOptions,
+    Trials,
     cached_run,
     encoder_name,
+    input_run,
     paired_difference,
-    train_run,
 )
 from dgp.torch.experiments.continuous import (  # noqa: E402
     BATCH_NAMES,
     batch_vs_full,
-    cached_prediction,
     continuous_data,
     probes,
 )
@@ -62,7 +63,6 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
 )
 from dgp.torch.experiments.statistics import holm, plateau  # noqa: E402
 from dgp.torch.losses import make_loss  # noqa: E402
-from dgp.torch.training import progress_bar, resolve_device  # noqa: E402
 
 __all__ = ["FULL_BATCH_CONTROL", "SAMPLE_BATCH", "WEIGHTING", "SampleBatchSetting",
            "sample_batch"]
@@ -147,7 +147,7 @@ def sample_batch_run(cd: Any, *, inputs: str, setting: SampleBatchSetting, budge
     B = min(setting.batch_size, cd.y.shape[0] - 1)
     problem = Problem(objective=w["objective"], labels=cd.y, tau=tau, **params)
     say = progress is not False
-    pred = cached_prediction(
+    pred = cached_run(
         cache, ("sample-batch-prediction", budget.dim, B, data_id, cd.y.tobytes()),
         lambda: sample_prediction(problem, dim=budget.dim, batch_size=B, seed=pred_seed))
     if say:
@@ -156,17 +156,14 @@ def sample_batch_run(cd: Any, *, inputs: str, setting: SampleBatchSetting, budge
               f"{i['expected_loss']:.5f} (half-width {i['half_width']:.2g}); full batch "
               f"{i['full_batch_excess']:+.3g} +- {i['full_batch_excess_se']:.2g} above it",
               file=sys.stderr, flush=True)
-    X, X_test = cd.X, cd.X_test
-    if inputs == "noise":
-        X = datasets.noise_like(X, seed=seed)
-        X_test = datasets.noise_like(X_test, seed=seed + 7919)
     loss_fn = make_loss(w["objective"], tau=tau, **params)
     condition = condition or inputs
     B_train = train_batch or B
-    key = ("sample-batch", budget, setting, data_id, inputs, B_train, seed)
-    run = cached_run(cache, key, lambda: train_run(
-        X, cd.y, X_test, loss_fn, budget=budget, seed=seed, device=device, progress=progress,
-        desc=f"sample-batch {condition} seed {seed}", batch_size=B_train, steps=setting.steps))
+    run = input_run(
+        cd.X, cd.y, cd.X_test, loss_fn, inputs=inputs, cache=cache,
+        key=("sample-batch", budget, setting, data_id, B_train, seed), budget=budget, seed=seed,
+        device=device, progress=progress, desc=f"sample-batch {condition} seed {seed}",
+        batch_size=B_train, steps=setting.steps)
     Z, Zt = unit_rows(run.Z), unit_rows(run.Z_test)
     P, A = pred.batch, pred.full
     est = paired_losses([Z, P, A], pred, SampleBatches(cd.y.shape[0], B), seed=[seed, 10_000])
@@ -227,16 +224,7 @@ def sample_batch_run(cd: Any, *, inputs: str, setting: SampleBatchSetting, budge
     return out, RunArtifacts("sample-batch", condition, Z, P, "cosine", cd.y)
 
 
-def sample_batch(
-    *,
-    quick: bool = True,
-    seed: int = 0,
-    device: str = "auto",
-    progress: bool | None = None,
-    data: datasets.Dataset | None = None,
-    cache: dict | None = None,
-    budget: Budget | None = None,
-) -> Experiment:
+def sample_batch(**run: Unpack[RunOptions]) -> Experiment:
     r"""The expected-batch prediction against the full-batch one for a sample-level weighting
     (module docstring), on images and on noise inputs (the control: it must come out undecided,
     uninformative or against the prediction), and, where the mode has it
@@ -244,49 +232,44 @@ def sample_batch(
     set at every step (:data:`FULL_BATCH_CONTROL`: it must not side with the expected-batch
     prediction).
 
+    ``run``: the options of every experiment (:class:`~dgp.torch.experiments.base.RunOptions`).
+
     Raises
     ------
     ValueError
         If the data are not images to rotate.
     """
-    budget = budget_for(quick, budget)
+    trials = Trials.start("sample-batch", **run)
+    budget, data = trials.budget, trials.data
     setting = SAMPLE_BATCH.get(budget.name, SAMPLE_BATCH["full"])
     # a smaller budget (a test's) shortens the runs, never lengthens them
     setting = replace(setting, steps=min(setting.steps, budget.steps),
                       seeds=min(setting.seeds, budget.seeds))
-    dev = resolve_device(device)
-    seeds = [seed + k for k in range(setting.seeds)]
+    # the setting's seeds; the runs train with the budget itself (the one the report states)
+    trials = trials.with_budget(replace(budget, seeds=setting.seeds))
+    if trials.cache is None:  # the one prediction is shared by every run even without run_all
+        trials.cache = {}
     # (condition, inputs, training batch: None for the trainer's)
     conditions = [("images", "images", None), ("noise", "noise", None)]
     if setting.full_batch_control:
         conditions.append((FULL_BATCH_CONTROL, "images", setting.n_train))
-    runs: list[dict[str, Any]] = []
-    arts: list[RunArtifacts] = []
-    bar = progress_bar(len(conditions) * len(seeds), desc="sample-batch", enabled=progress)
+    trials.expect(len(conditions))
     # one split and one set of angles (the first seed's): the prediction of 2000 samples is
     # computed once; the seeds differ in initialisation and batches
-    cd = continuous_data(budget, data, seed, setting.n_train, setting.n_test,
+    cd = continuous_data(budget, data, trials.seed, setting.n_train, setting.n_test,
                          labels=WEIGHTING["labels"])
-    name = cd.name
-    if cache is None:
-        cache = {}
-    for s in seeds:
+    for s in trials.seeds:
         for cond, inputs, train_batch in conditions:
             rec, art = sample_batch_run(cd, inputs=inputs, setting=setting, budget=budget,
-                                        condition=cond, train_batch=train_batch,
-                                        seed=s, device=dev, progress=progress, cache=cache,
-                                        data_id=id(data), pred_seed=seed)
-            runs.append(rec)
-            if s == seeds[0]:
-                arts.append(art)
-            if bar is not None:
-                bar.update(1)
-    if bar is not None:
-        bar.close()
-    return build_experiment(
-        "sample-batch", dev=dev, budget=budget, seeds=seeds, runs=runs, keys=_KEYS, arts=arts,
+                                        condition=cond, train_batch=train_batch, seed=s,
+                                        device=trials.device, progress=trials.progress,
+                                        cache=trials.cache, data_id=id(data),
+                                        pred_seed=trials.seed)
+            trials.add(rec, art, seed=s)
+    return trials.finish(
+        keys=_KEYS,
         config={
-            "data": name,
+            "data": cd.name,
             "n_train": setting.n_train,
             "n_test": setting.n_test,
             "batch_size": setting.batch_size,
@@ -295,7 +278,7 @@ def sample_batch(
             "encoder": encoder_name(cd.X, budget),
             "budget": budget.to_dict(),
         },
-        supports=sample_batch_verdict(runs),
+        supports=sample_batch_verdict(trials.runs),
     )
 
 
