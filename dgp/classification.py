@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dgp._linalg import INTERRUPTIBLE_MIN_N, interruptible
 from dgp.engine import target
-from dgp.engine.pipeline import classify_weights
+from dgp.engine._weighting_verdict import classify_log_weights
 from dgp.errors import (
     InvalidParameterError,
     check_choice,
@@ -146,25 +145,11 @@ def classify(
     if problem is not None:
         return problem.classification(tau=tau, dim=dim, rtol=rtol, method=method, floor=floor,
                                       search=search)
+    loss_floor = _loss_floor(tau, dim, search) if floor else None
     weights = weighting(W, log_weights=log_weights, similarity=similarity, floor=floor)
-    if weights.pairs is not None:
-        from dgp.engine.zeros import classify_sparse
-
-        return classify_sparse(weights, similarity=similarity, tau=tau, dim=dim, tol_rtol=rtol,
-                               method=method)
-    tol = Tolerance.make(rtol, n=weights.n, unit_roundoff=weights.unit_roundoff)
-    compute_floor = floor
-    floor = None
-    if compute_floor and weights.n <= FLOOR_MAX_N:
-        # a copy: the engine consumes weights.L
-        floor = _floor(np.exp(weights.L), tau, dim, search)
-    if weights.n < INTERRUPTIBLE_MIN_N:
-        return classify_weights(weights, similarity=similarity, tau=tau, dim=dim, tol=tol,
-                                method=method, floor=floor)
-    # O(N^3) calls of LAPACK, each longer than a second at N = 4000: in a worker thread, so
-    # that Ctrl-C and SIGTERM stop the caller at once
-    return interruptible(classify_weights, weights, similarity=similarity, tau=tau, dim=dim,
-                         tol=tol, method=method, floor=floor)
+    return classify_log_weights(
+        weights, similarity=similarity, tau=tau, dim=dim, rtol=rtol, method=method,
+        loss_floor=loss_floor if weights.n <= FLOOR_MAX_N else None)
 
 
 def classify_keywords(
@@ -255,12 +240,13 @@ def weighting(W: object = None, *, log_weights: object = None, similarity: str =
                               sparse_above=FLOOR_MAX_N if floor and similarity == "cosine" else 1)
 
 
-def _floor(W: np.ndarray, tau: float, dim: int, search: dict[str, int]):
-    """The loss floor in ``R^dim`` of the (canonical) weights ``W``, computed when asked."""
+def _loss_floor(tau: float, dim: int, search: dict[str, int]):
+    """The loss floor in ``R^dim`` of (canonical) weights, as a function of them: optima is
+    imported only when a verdict asks for it."""
 
-    def compute():
+    def of(W: np.ndarray):
         from dgp.optima import loss_floor
 
         return loss_floor(W, tau=tau, dim=dim, **search)
 
-    return compute
+    return of

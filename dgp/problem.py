@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from dgp.classification import FLOOR_MAX_N, classify
+from dgp.classification import FLOOR_MAX_N
+from dgp.engine._weighting_verdict import classify_log_weights
 from dgp.engine.target import LogWeights
 from dgp.engine.target import log_weights as validated_log_weights
 from dgp.errors import (
@@ -187,6 +188,18 @@ PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
 
 _OBJECTIVE_PARAMS = ("sigma", "eps", "label_tau")
 _SAMPLING = SAMPLING_FIELDS
+
+
+def _dense_loss_floor(tau: float, dim: int, search: Mapping[str, int]):
+    """The loss floor in ``R^dim`` as a function of the canonical weights (optima imported when
+    a verdict asks for it)."""
+
+    def of(W: np.ndarray):
+        from dgp.optima import loss_floor
+
+        return loss_floor(W, tau=tau, dim=dim, **search)
+
+    return of
 
 
 def _refuse_with(present: str, names: Mapping[str, object], why: str) -> None:
@@ -491,12 +504,14 @@ class Problem(ProblemSpec):
         ``starts`` and ``seed``)."""
         search = dict(search or {})
         if self.weighting is not None:
-            w = self.weighting
-            if floor and w.pairs is not None and self.similarity == "cosine" \
-                    and w.n <= FLOOR_MAX_N:
-                w = w.dense()  # as dgp.classify(W, floor=True) densifies a small sparse W
-            return classify(w, similarity=self.similarity, tau=tau, dim=dim, tol=rtol,
-                            method=method, floor=floor, **search)
+            # a copy (the engine consumes it), dense where dgp.classify(W, floor=True) would
+            # densify a small sparse W for the cosine loss floor
+            small = floor and self.weighting.n <= FLOOR_MAX_N
+            loss_floor = _dense_loss_floor(tau, dim, search) if small else None
+            w = self.weighting.dense() if small and self.similarity == "cosine" \
+                else self.weighting.copy()
+            return classify_log_weights(w, similarity=self.similarity, tau=tau, dim=dim,
+                                        rtol=rtol, method=method, loss_floor=loss_floor)
         assert self.record is not None
         params = self.objective_params()
         with blas_threads():

@@ -235,6 +235,24 @@ def test_a_keyword_that_repeats_the_problem_is_accepted():
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("similarity", ["cosine", "euclidean"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_weighting_problem_with_its_floor_gives_the_numbers_of_the_matrix(similarity, sparse):
+    # the problem hands its validated weighting to the engine (dense for the cosine floor of a
+    # small sparse one, as classify(W, floor=True) does), without going through classify again
+    W = soft_supcon_weights(LABELS, eps=0.2)
+    if sparse:
+        W = sp.csr_array(supcon_weights(LABELS))
+    p = dgp.Problem(W=W, tau=0.3, similarity=similarity)
+    first = dgp.classify(p, dim=1, floor=True, starts=2, seed=3)
+    old = dgp.classify(W, similarity=similarity, tau=0.3, dim=1, floor=True, starts=2, seed=3)
+    assert first.to_dict() == old.to_dict()
+    assert dgp.classify(p, dim=1, floor=True, starts=2, seed=3).to_dict() == first.to_dict()
+    if similarity == "cosine":  # inconsistent in R^1: the floor is computed on both paths
+        assert first.verdict == "inconsistent"
+        assert first.certificate.notes["loss_floor"]["upper"] > 0  # an embedding in R^1
+
+
 def test_classify_gives_the_numbers_of_its_older_forms():
     assert dgp.classify(P_W, dim=2).to_dict() == dgp.classify(W7, tau=0.5, dim=2).to_dict()
     old = dgp.classify_objective("soft-supcon", LABELS, eps=0.1, tau=0.5, dim=2, floor=True)
