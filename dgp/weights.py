@@ -28,12 +28,6 @@ __all__ = [
 ]
 
 
-def _validated(objective, labels, sigma, eps, label_tau):
-    rec = registry.get(objective)
-    params = rec.check_params(sigma=sigma, eps=eps, label_tau=label_tau)
-    return rec, rec.check_labels(labels), params
-
-
 def objective_log_weights(
     objective: str,
     labels: object,
@@ -55,7 +49,8 @@ def objective_log_weights(
     >>> round(float(L[0, 2]), 6)   # exp(-45000) underflows; its logarithm does not
     -45000.0
     """
-    rec, lab, params = _validated(objective, labels, sigma, eps, label_tau)
+    rec, lab, params = registry.validated(objective, labels, sigma=sigma, eps=eps,
+                                          label_tau=label_tau)
     L = rec.log_weights(lab, params)
     np.fill_diagonal(L, -np.inf)
     return L
@@ -77,7 +72,8 @@ def objective_weights(
     ValueError
         As :func:`objective_log_weights`.
     """
-    rec, lab, params = _validated(objective, labels, sigma, eps, label_tau)
+    rec, lab, params = registry.validated(objective, labels, sigma=sigma, eps=eps,
+                                          label_tau=label_tau)
     return rec.weights(lab, params)
 
 

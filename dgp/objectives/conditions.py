@@ -163,9 +163,8 @@ def colnorm_distortion(labels: object, *, sigma: float) -> dict[str, Any]:
         ``relative_size`` (Frobenius norm of the distortion over that of the intended target, off
         the diagonal), ``log_row_sums`` (min, max of :math:`\log s`) and a statement.
     """
-    rec = registry.get("y-aware-colnorm")
-    params = rec.check_params(sigma=sigma)
-    return distortion_of(rec.kernel(rec.check_labels(labels), params))
+    rec, lab, params = registry.validated("y-aware-colnorm", labels, sigma=sigma)
+    return distortion_of(rec.kernel(lab, params))
 
 
 def distortion_of(kernel: Kernel) -> dict[str, Any]:

@@ -76,6 +76,7 @@ __all__ = [
     "column_normalise",
     "get",
     "kernel_points",
+    "validated",
 ]
 
 #: every parameter an objective may take, with its meaning (for help texts and errors)
@@ -326,3 +327,23 @@ def get(name: object) -> Objective:
         If ``name`` is not a registered objective.
     """
     return OBJECTIVES[check_choice(name, OBJECTIVE_NAMES, "objective")]
+
+
+def validated(name: object, labels: object, **params: Any) -> tuple[Objective, Labels,
+                                                                     dict[str, float]]:
+    """The record of a named objective with its labels and parameters, validated in one call:
+    the name, then the parameters (:meth:`Objective.check_params`), then the labels
+    (:meth:`Objective.check_labels`).
+
+    Raises
+    ------
+    ParameterError
+        Naming the first of them that is invalid.
+
+    >>> rec, lab, params = validated("soft-supcon", ["cat", "dog", "cat", "dog"], eps=0.1)
+    >>> rec.name, lab.sizes.tolist(), params
+    ('soft-supcon', [2, 2], {'eps': 0.1})
+    """
+    rec = get(name)
+    checked = rec.check_params(**params)
+    return rec, rec.check_labels(labels), checked
