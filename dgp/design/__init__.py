@@ -41,7 +41,10 @@ from ``dgp.optimum(W, tau=..., dim=...)`` once it accepts a dimension; otherwise
 says it is not computed and why, rather than reporting a number that may be wrong.
 """
 
-from dgp.design._common import (
+from dgp.design._closed_form import Boundary, balanced_soft_supcon_simplex
+from dgp.design._common import imbalanced_sizes
+from dgp.design._floors import LossFloors, log_mgf_cosine, loss_floors
+from dgp.design._parameters import (
     CONVENTIONS,
     EXCESS_SOURCES,
     GENERAL_OPTIMUM_MAX_N,
@@ -51,11 +54,7 @@ from dgp.design._common import (
     PROTOTYPES_TAU_MIN,
     SUPCONTRAST_BASE_TEMPERATURE,
     WANTS,
-    Boundary,
-    balanced_soft_supcon_simplex,
-    imbalanced_sizes,
 )
-from dgp.design._floors import LossFloors, log_mgf_cosine, loss_floors
 from dgp.design._recommend import Recommendation, parse_want, recommend
 from dgp.design._sweep import PhaseMap, dask_local_cluster, phase
 

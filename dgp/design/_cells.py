@@ -14,13 +14,8 @@ from typing import Any
 import numpy as np
 
 from dgp.constants import SOLVER_TAU_MAX
-from dgp.design._common import (
-    GENERAL_OPTIMUM_MAX_N,
-    DesignInput,
-    cell_prototypes,
-    optimum_takes_dim,
-    prototype_rank,
-)
+from dgp.design._common import DesignInput, cell_prototypes, optimum_takes_dim, prototype_rank
+from dgp.design._parameters import GENERAL_OPTIMUM_MAX_N
 from dgp.errors import DgpWarning, ParameterError, check_int, describe
 from dgp.resources import MEMORY_LIMIT_ENV, available_cores, copies_that_fit, format_bytes
 

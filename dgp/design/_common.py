@@ -2,7 +2,7 @@
 :class:`dgp.Problem` or from the older call forms), the parameters and their checks, the
 optimal class prototypes of a cell and the closed-form boundary of a problem. The named
 parameters live in :mod:`dgp.design._parameters` and the closed forms in
-:mod:`dgp.design._closed_form`; both are exported from here as before."""
+:mod:`dgp.design._closed_form`, where the other modules import them."""
 
 from __future__ import annotations
 
@@ -17,19 +17,7 @@ import numpy as np
 from dgp.classification import refuse_batch
 from dgp.constants import SOLVER_TAU_MAX
 from dgp.design._closed_form import Boundary, balanced_soft_supcon_simplex
-from dgp.design._parameters import (
-    CONVENTIONS,
-    EXCESS_SOURCES,
-    GENERAL_OPTIMUM_MAX_N,
-    GRID_PARAMETERS,
-    MAX_CELLS,
-    OBJECTIVE_PARAMETERS,
-    PROFILES,
-    PROTOTYPES_TAU_MIN,
-    SUPCONTRAST_BASE_TEMPERATURE,
-    WANTS,
-    check_value,
-)
+from dgp.design._parameters import PROFILES, PROTOTYPES_TAU_MIN, check_value
 from dgp.engine.pipeline import classify_weights
 from dgp.engine.target import LogWeights
 from dgp.engine.target import log_weights as canonical_log_weights
@@ -51,21 +39,8 @@ from dgp.spec import merged, tol_keyword
 from dgp.tolerance import DEFAULT_POLICY, DEFAULT_RTOL, Tolerance, check_rtol
 
 __all__ = [
-    "CONVENTIONS",
-    "EXCESS_SOURCES",
-    "GENERAL_OPTIMUM_MAX_N",
-    "GRID_PARAMETERS",
-    "MAX_CELLS",
-    "OBJECTIVE_PARAMETERS",
-    "PROFILES",
-    "PROTOTYPES_TAU_MIN",
-    "SUPCONTRAST_BASE_TEMPERATURE",
-    "WANTS",
-    "Boundary",
     "DesignInput",
-    "balanced_soft_supcon_simplex",
     "cell_prototypes",
-    "check_value",
     "closed_form_boundary",
     "describe_input",
     "design_input",

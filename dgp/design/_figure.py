@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dgp.constants import GEOMETRIC_GRID_RTOL
-from dgp.design._common import (
-    Boundary,
-)
+from dgp.design._closed_form import Boundary
 
 if TYPE_CHECKING:  # the map imports this module when it draws itself
     from dgp.design._sweep import PhaseMap

@@ -11,10 +11,6 @@ from typing import Any
 import numpy as np
 
 from dgp.design._common import (
-    CONVENTIONS,
-    EXCESS_SOURCES,
-    GENERAL_OPTIMUM_MAX_N,
-    SUPCONTRAST_BASE_TEMPERATURE,
     DesignInput,
     cell_prototypes,
     design_input,
@@ -24,6 +20,12 @@ from dgp.design._common import (
     prototype_rank,
     search_settings,
     tolerance,
+)
+from dgp.design._parameters import (
+    CONVENTIONS,
+    EXCESS_SOURCES,
+    GENERAL_OPTIMUM_MAX_N,
+    SUPCONTRAST_BASE_TEMPERATURE,
 )
 from dgp.errors import (
     ParameterError,

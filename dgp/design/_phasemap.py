@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from dgp.design._common import EXCESS_SOURCES, Boundary
+from dgp.design._closed_form import Boundary
+from dgp.design._parameters import EXCESS_SOURCES
 from dgp.display import format_rows, html_pre, html_rows
 from dgp.records import Record
 

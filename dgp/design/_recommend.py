@@ -17,9 +17,7 @@ from dgp.constants import (
     TAU_T_TOL,
 )
 from dgp.design._common import (
-    OBJECTIVE_PARAMETERS,
     DesignInput,
-    check_value,
     closed_form_boundary,
     describe_input,
     design_input,
@@ -28,6 +26,7 @@ from dgp.design._common import (
     prototype_rank,
     tolerance,
 )
+from dgp.design._parameters import OBJECTIVE_PARAMETERS, check_value
 from dgp.design._recommendation import Recommendation, parse_want
 from dgp.design._scan_search import (
     EPS_AXIS,

@@ -15,9 +15,7 @@ from dgp.constants import (
     ROOT_XTOL,
     ROUNDOFF_RTOL,
 )
-from dgp.design._common import (
-    check_value,
-)
+from dgp.design._parameters import check_value
 from dgp.errors import (
     ParameterError,
     describe,

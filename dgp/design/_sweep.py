@@ -12,10 +12,7 @@ import numpy as np
 
 from dgp.design._cells import check_jobs, check_scheduler, dask_local_cluster, map_cells
 from dgp.design._common import (
-    GRID_PARAMETERS,
-    MAX_CELLS,
     DesignInput,
-    check_value,
     closed_form_boundary,
     describe_input,
     design_input,
@@ -25,6 +22,7 @@ from dgp.design._common import (
     search_settings,
     tolerance,
 )
+from dgp.design._parameters import GRID_PARAMETERS, MAX_CELLS, check_value
 from dgp.design._phasemap import PhaseMap
 from dgp.errors import ParameterError, ParameterTypeError, check_choice, check_flag, describe
 from dgp.problem import Problem
