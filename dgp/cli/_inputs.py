@@ -95,9 +95,8 @@ def load_weighting(args: argparse.Namespace, *, required: bool = True):
     if args.directed and not edges:
         raise InputError("--directed applies to an edge list (--edges FILE); a WEIGHTS matrix "
                          "says its own direction (row i holds the weights of anchor i)")
-    if args.edges is not None:
-        return read_weights(args.edges, name="--edges", directed=args.directed, edge_list=True)
-    return read_weights(args.weights, name="WEIGHTS", directed=args.directed, edge_list=edges)
+    path, name = (args.weights, "WEIGHTS") if args.edges is None else (args.edges, "--edges")
+    return read_weights(path, name=name, directed=args.directed, edge_list=edges)
 
 
 def add_objective_arguments(p: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
