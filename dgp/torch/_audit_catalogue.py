@@ -11,19 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dgp.torch._audit_losses import (
-    CLIP_TAU,
-    SIGMA,
-    SoloLearnSupCon,
-    YAwareOriginal,
-    bcl_loss,
-    clip_loss,
-    clip_loss_one_direction,
-    decoupled_supcon_loss,
-    supcontrast_base_temperature,
-    supcontrast_one,
-    supcontrast_out,
-)
+from dgp.torch import _audit_losses as audited
 from dgp.torch._compat import require_torch
 from dgp.torch.audit import Intended
 
@@ -257,8 +245,8 @@ CASES: tuple[AuditCase, ...] = (
     AuditCase(
         "GeneralizedSupervisedNTXenLoss (y-Aware, original)",
         "Duplums/yAwareContrastiveLearning@afe9b6f (wrapper)",
-        lambda: YAwareOriginal(0.1, SIGMA),
-        {"labels": "continuous", "call": "pair"}, Intended("y-aware", {"sigma": SIGMA}),
+        lambda: audited.YAwareOriginal(0.1, audited.SIGMA),
+        {"labels": "continuous", "call": "pair"}, Intended("y-aware", {"sigma": audited.SIGMA}),
         {"objective": "y-aware", "form": "columns", "partition": "all",
          "unequal_anchors": True}),
     AuditCase(
@@ -283,39 +271,40 @@ CASES: tuple[AuditCase, ...] = (
          "learned": True}, dist="open_clip_torch",
         notes=("features normalised and logit_scale held as the model does",)),
     AuditCase(
-        "CLIP-style, no tau attribute", _DGP, lambda: clip_loss,
+        "CLIP-style, no tau attribute", _DGP, lambda: audited.clip_loss,
         {"labels": "none", "call": "pair"}, _PAIRS,
-        {"objective": "supcon", "form": "rows", "partition": "cross-view", "tau": CLIP_TAU}),
+        {"objective": "supcon", "form": "rows", "partition": "cross-view",
+         "tau": audited.CLIP_TAU}),
     AuditCase(
-        "CLIP-style, one direction", _DGP, lambda: clip_loss_one_direction,
+        "CLIP-style, one direction", _DGP, lambda: audited.clip_loss_one_direction,
         {"labels": "none", "call": "pair"}, _PAIRS,
         {"objective": "supcon", "form": "rows", "partition": "one-direction",
-         "tau": CLIP_TAU}),
+         "tau": audited.CLIP_TAU}),
     AuditCase(
-        "SupConLoss (SupContrast)", _HOBBITLONG, lambda: supcontrast_out(0.1),
+        "SupConLoss (SupContrast)", _HOBBITLONG, lambda: audited.supcontrast_out(0.1),
         {"labels": "classes", "call": "views"}, _SUPCON,
         {"objective": "supcon", "form": "rows", "partition": "all"}),
     AuditCase(
         "SupConLoss (SupContrast), base 0.07", _HOBBITLONG,
-        lambda: supcontrast_base_temperature(0.1, 0.07),
+        lambda: audited.supcontrast_base_temperature(0.1, 0.07),
         {"labels": "classes", "call": "views"}, _SUPCON,
         {"objective": "supcon", "form": "rows", "partition": "all"}),
     AuditCase(
         "SupConLoss (SupContrast), contrast_mode='one'", _HOBBITLONG,
-        lambda: supcontrast_one(0.1),
+        lambda: audited.supcontrast_one(0.1),
         {"labels": "classes", "call": "views"}, _SUPCON,
         {"objective": "supcon", "form": "rows", "partition": "one-view"}),
     AuditCase(
         "SupCon (solo-learn)", "vturrisi/solo-learn@e384184 (wrapper)",
-        lambda: SoloLearnSupCon(0.1), {"labels": "classes", "call": "embeddings"}, _SUPCON,
+        lambda: audited.SoloLearnSupCon(0.1), {"labels": "classes", "call": "embeddings"}, _SUPCON,
         {"identified": False, "named": "L_in"},
         notes=("L_in: the mean over positives inside the log",)),
     AuditCase(
-        "BCL class-averaged", _DGP, lambda: bcl_loss(0.1),
+        "BCL class-averaged", _DGP, lambda: audited.bcl_loss(0.1),
         {"labels": "classes"}, Intended("simplex", note="balanced classes on a regular simplex"),
         {"objective": "supcon", "partition": "class-averaged"}),
     AuditCase(
-        "decoupled SupCon", _DGP, lambda: decoupled_supcon_loss(0.1),
+        "decoupled SupCon", _DGP, lambda: audited.decoupled_supcon_loss(0.1),
         {"labels": "classes"}, _SUPCON, {"objective": "supcon", "partition": "negatives"}),
 )
 
