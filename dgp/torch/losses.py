@@ -96,6 +96,8 @@ class WInfoNCELoss(BatchLoss):
     :meth:`forward`; a fixed dataset matrix ``weights`` given here, in which case ``labels`` are
     the **indices** of the batch samples in that matrix (``W[labels][:, labels]`` is used); or
     ``weight_fn(labels)``, a callable returning the batch's ``N x N`` weights.
+    The temperature (and its alias ``temperature``), the reduction and ``empty_rows`` are
+    checked as in every loss module here (:class:`TargetedSupConLoss` too).
 
     Parameters
     ----------
@@ -114,9 +116,6 @@ class WInfoNCELoss(BatchLoss):
         over the anchors kept (pytorch-metric-learning's convention); ``"none"``: per anchor.
     empty_rows : {"error", "skip"}
         See :func:`winfonce`.
-
-    The temperature, reduction and ``empty_rows`` are checked, and the ``temperature`` alias
-    kept, as in every loss module here (:class:`TargetedSupConLoss` too).
 
     Raises
     ------
