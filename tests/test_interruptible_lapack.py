@@ -180,19 +180,22 @@ def test_a_signal_handler_runs_during_the_wait_and_the_left_work_is_joined():
 def test_a_classification_in_the_worker_thread_is_the_direct_one_bit_for_bit(monkeypatch):
     """At N >= INTERRUPTIBLE_MIN_N dgp.classify runs the engine in interruptible's thread:
     the same verdict, numbers and embedding as the engine called directly in this thread."""
+    import importlib
+
     import dgp
     from dgp._linalg import INTERRUPTIBLE_MIN_N
     from dgp.engine.pipeline import classify_weights
     from dgp.tolerance import DEFAULT_RTOL, Tolerance
 
     threads = []
-    real = dgp.classification.classify_weights
+    verdict = importlib.import_module("dgp.engine._weighting_verdict")
+    real = verdict.classify_weights
 
     def recording(*args, **kwargs):
         threads.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(dgp.classification, "classify_weights", recording)
+    monkeypatch.setattr(verdict, "classify_weights", recording)
     n = INTERRUPTIBLE_MIN_N
     X = np.random.default_rng(7).standard_normal((n, 3))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
