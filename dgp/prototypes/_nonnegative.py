@@ -36,6 +36,14 @@ non-negative embedding of the samples, full batch or batched (theorem
 ``relu-orthogonal-frame``); with mini-batches Kini et al. show that other, non-collapsed
 minimisers can exist when the batches do not bind all classes, which the class-level Gram
 predicted here does not see.
+
+With mini-batches whose compositions are too many to enumerate (``exact_max``), the factor is
+fitted on a sample of compositions and reported on fresh batches it was not fitted on
+(:func:`dgp.solver.held_out_estimate`): the expected loss with its 95% interval, a lower bound
+on the expectation's minimum at 95% confidence (the per-batch convex relaxation, which no sign
+constraint weakens, so it holds for a ReLU head), the full-batch ReLU prototypes' loss on the
+same batches, and each Gram entry's interval over replicate fits. Nothing on that path is
+certified; exact enumeration stays certified as above.
 """
 
 from __future__ import annotations
@@ -60,10 +68,14 @@ from dgp.prototypes._blocks import block_weights
 from dgp.prototypes._closed_forms import equiangular_gram, soft_supcon_rho
 from dgp.prototypes._dim import DIM_DEFAULT_STARTS
 from dgp.prototypes._result import Prototypes
+from dgp.prototypes._sampled import held_out_report
 from dgp.records import CertificateProtocol
 from dgp.resources import check_memory
 from dgp.solver import (
     BatchPrediction,
+    BatchSpec,
+    ClassBatches,
+    ClassBlockWeights,
     RowProblem,
     batch_rows,
     block_problem,
@@ -72,6 +84,8 @@ from dgp.solver import (
     compositions,
     dnn_lower_bound,
     frank_wolfe_bound,
+    held_out_estimate,
+    identifiability_report,
     nonnegative_cost,
     nonnegative_factor,
     nonnegative_stationarity,
@@ -87,6 +101,10 @@ __all__ = ["DNN_MAX_K", "NonnegativeCertificate", "NonnegativePrototypes",
 #: largest K whose doubly non-negative relaxation is built (a K x K semidefinite program with
 #: K^2 sign constraints); above it the lower bound is the elliptope's (no sign constraint)
 DNN_MAX_K = 60
+
+#: replicate fits (one candidate each) of a ReLU batch prediction beyond exact enumeration,
+#: each on its own sample of compositions: the spread of the Grams gives each entry's interval
+NONNEG_REPLICATES = 2
 
 
 @dataclass(frozen=True)
@@ -205,10 +223,17 @@ class NonnegativePrototypes(Prototypes):
         if self.method == "numeric":
             runs = (f"{self.starts} seeded starts ({self.hits} reached the best)"
                     if self.starts > 1 else "one seeded start")
-            how = f"numeric, {runs}, first-order residual {cert.stationarity:.1e}"
+            how = f"numeric, {runs}, first-order residual {self.kkt_residual:.1e}"
         else:
             how = f"closed form ({self.stop_reason})"
         pairs[0] = ("method", how)
+        if cert is None:  # sampled compositions: the bound is the held-out estimate's
+            est = self.batch.estimate
+            pairs.insert(1, ("bound", f"NOT certified (fitted on sampled compositions): lower "
+                             f"bound {self.lower_bound:.10g} at {est.confidence:.0%} confidence "
+                             f"(per-batch convex relaxation on {est.bound_batches} fresh "
+                             f"batches), gap {est.gap:.3g}"))
+            return pairs
         word = "certified optimal" if self.certified else "NOT certified"
         pairs.insert(1, ("bound", f"{word}: lower bound {self.lower_bound:.10g} nats, gap "
                          f"{cert.gap_bound:.3g} ({cert.relaxation})"))
@@ -291,9 +316,22 @@ def _frame(K: int, width: int) -> np.ndarray:
     return Z
 
 
-def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: int | None,
-           starts: int, seed: int) -> dict[str, Any]:
-    """The fields of the result that depend on the problem ``prob`` (full batch or batches)."""
+def _fit(prob: RowProblem, K: int, dim: int | None, starts: int,
+         seed: int) -> tuple[np.ndarray, int]:
+    """The numeric non-negative factor (``K x d``, free dimension ``d = K + 1``) of ``prob``
+    and how many candidates reached its loss, behind the time guard."""
+    width = K + 1 if dim is None else dim
+    check_time(nonnegative_cost(K, width, starts=starts),
+               what=f"{starts} non-negative factor descents for K = {K} classes in d = {width}",
+               instead="use fewer starts or classes", param="starts")
+    return nonnegative_factor(prob, width, starts=starts, seed=seed)
+
+
+def _closed_form(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None,
+                 dim: int | None) -> dict[str, Any] | None:
+    """The fields of a closed-form answer of ``prob`` with its certificate (the orthogonal
+    frame where the gradient at ``I`` proves it, the equiangular Gram where it is completely
+    positive), or ``None`` where none applies."""
     K = n.size
     entropy = prob.entropy
     I = np.eye(K)
@@ -330,11 +368,18 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
                         stop_reason="equiangular rho = 1 + tau log eps >= 0: completely "
                         "positive, attains the entropic bound", equiangular=rho, matrix=None,
                         factor=Z, starts=0, hits=0)
-    width = K + 1 if dim is None else dim
-    check_time(nonnegative_cost(K, width, starts=starts),
-               what=f"{starts} non-negative factor descents for K = {K} classes in d = {width}",
-               instead="use fewer starts or classes", param="starts")
-    Z, hits = nonnegative_factor(prob, width, starts=starts, seed=seed)
+    return None
+
+
+def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: int | None,
+           starts: int, seed: int) -> dict[str, Any]:
+    """The fields of the result that depend on the problem ``prob`` (full batch or exact
+    batches): a closed form, else the numeric factor with its certified bound."""
+    closed = _closed_form(prob, n, tau, eps, dim)
+    if closed is not None:
+        return closed
+    K, entropy = n.size, prob.entropy
+    Z, hits = _fit(prob, K, dim, starts, seed)
     G = Z @ Z.T
     stationarity = nonnegative_stationarity(prob, Z)
     loss, excess, log_excess = _loss_parts(prob, G)
@@ -401,7 +446,10 @@ def nonnegative_prototypes(
     Returns
     -------
     NonnegativePrototypes
-        ``certified`` says whether the loss meets the certified ``lower_bound``.
+        ``certified`` says whether the loss meets the certified ``lower_bound``. Beyond exact
+        enumeration of the compositions: ``loss`` is the held-out estimate
+        (``batch.estimate``, expectation ``"sample-average"``), ``lower_bound`` holds at 95%
+        confidence, ``certificate`` is ``None`` and ``certified`` is false (module docstring).
 
     Raises
     ------
@@ -457,6 +505,9 @@ def nonnegative_prototypes(
         comps = compositions(n, spec, exact_max=exact_max,
                              samples=row_budget_samples(K, samples), seed=seed)
         prob, _ = batch_rows(comps, weights, spec, tau=tau)
+        if not comps.exact:
+            return _held_out(common, n, tau, eps, dim, spec, prob, comps, full, starts=starts,
+                             seed=seed, samples=samples, exact_max=exact_max)
         fields = _solve(prob, n, tau, eps, dim, starts, seed)
     G = fields["matrix"] if fields["matrix"] is not None else None
     shift_gram = G if G is not None else equiangular_gram(K, float(fields["equiangular"]))
@@ -467,6 +518,56 @@ def nonnegative_prototypes(
         positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
     )
     return _result(common, prob.entropy, fields, batch=batch)
+
+
+def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | None,
+              dim: int | None, spec: BatchSpec, prob: RowProblem, comps: Any,
+              full: NonnegativePrototypes, *, starts: int, seed: int, samples: int,
+              exact_max: int) -> NonnegativePrototypes:
+    """Beyond exact enumeration: the factor fitted on the sampled compositions ``comps``
+    (``prob``), reported on fresh batches it was not fitted on
+    (:func:`dgp.solver.held_out_estimate`: the expected loss with its 95% interval, the
+    per-batch relaxation bound, which no sign constraint weakens, and the full-batch ReLU
+    prototypes on the same batches). A numeric factor has :data:`NONNEG_REPLICATES` replicate
+    fits (one candidate each, the first of the main fit's), each on its own sample of
+    compositions (seeds ``seed + r``), from which every Gram entry's interval and the
+    identifiability come: their spread holds both the sampling error and a search that ends in
+    another basin, so the intervals are conservative; a closed form has no sampling error."""
+    K = n.size
+    closed = _closed_form(prob, n, tau, eps, dim)
+    if closed is not None:
+        runs, hits, used = [closed["factor"]], 0, 0
+        method, stationarity = "closed-form", None
+        reason = closed["stop_reason"] + " (on the sampled compositions)"
+    else:
+        Z, hits = _fit(prob, K, dim, starts, seed)
+        runs, used, method = [Z], starts, "numeric"
+        stationarity = nonnegative_stationarity(prob, Z)
+        for r in range(1, NONNEG_REPLICATES + 1):
+            comps_r = compositions(n, spec, exact_max=exact_max,
+                                   samples=row_budget_samples(K, samples), seed=seed + r)
+            prob_r, _ = batch_rows(comps_r, block_weights(K, eps), spec, tau=tau)
+            runs.append(_fit(prob_r, K, dim, 1, seed)[0])
+        reason = (f"best of {starts} seeded non-negative candidates on {comps.drawn} sampled "
+                  f"compositions; {NONNEG_REPLICATES} one-candidate fits on other samples give "
+                  "the intervals (a replicate in another basin widens them)")
+    est, ests = held_out_estimate(runs, ClassBlockWeights(K, eps), ClassBatches(n, spec), spec,
+                                  tau=tau, seed=seed, full_batch=full.factor,
+                                  min_batches=samples)
+    half_width = est.interval[1] - est.expected_loss
+    rep = (identifiability_report(runs, [e.mean for e in ests[:len(runs)]], 0, seed=seed,
+                                  resolution=half_width) if len(runs) > 1 else None)
+    G = runs[0] @ runs[0].T
+    batch, ident, minority = held_out_report(n, spec, full.gram, G, [Z @ Z.T for Z in runs],
+                                             est, rep, drawn=comps.drawn, seed=comps.seed)
+    return NonnegativePrototypes(
+        **common, method=method, kkt_residual=stationarity, loss=est.expected_loss,
+        entropic_bound=math.nan, excess_loss=math.nan, log_excess_loss=math.nan,
+        certificate=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
+        stop_reason=reason, equiangular=None, matrix=G, factor=runs[0], starts=used,
+        hits=hits, lower_bound=est.lower_bound, certified=False, batch=batch,
+        identifiability=ident, minority=minority,
+    )
 
 
 def _result(common: dict[str, Any], entropy: float, fields: dict[str, Any],

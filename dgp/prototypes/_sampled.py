@@ -11,10 +11,12 @@ import math
 import numpy as np
 
 from dgp.prototypes._closed_forms import equiangular_gram
-from dgp.prototypes._collapse import minority_collapse
+from dgp.prototypes._collapse import MinorityCollapse, minority_collapse
 from dgp.prototypes._result import Identifiability, Prototypes
 from dgp.solver import (
     Z95,
+    BatchEstimate,
+    BatchIdentifiability,
     BatchPrediction,
     BatchSpec,
     ClassBlockWeights,
@@ -25,7 +27,7 @@ from dgp.solver import (
 )
 from dgp.tolerance import DEFAULT_POLICY
 
-__all__ = ["ClassBlockWeights", "stochastic_prototypes"]
+__all__ = ["ClassBlockWeights", "held_out_report", "stochastic_prototypes"]
 
 
 def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: BatchSpec,
@@ -37,8 +39,6 @@ def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: Ba
     Every Gram entry carries its 95% interval over the ``1 + replicates`` independent runs
     (``t`` quantile of their spread: the prediction is one run, not their mean); free
     dimension is dimension ``K``."""
-    from scipy.stats import t as student_t  # imported on use: scipy.stats is slow to import
-
     K = n.size
     d = K if dim is None else dim
     X = factor(full.gram, d)
@@ -51,40 +51,11 @@ def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: Ba
     res = batch_optimum(source, spec, tau=tau, dim=d, seed=seed, sizes=n,
                         replicates=max(2, replicates), min_batches=samples, full_batch=start,
                         progress=progress, compare=simplex)
-    G = res.gram
-    grams = np.array([Z @ Z.T for Z in res.runs])
-    half = student_t.ppf(0.975, grams.shape[0] - 1) * grams.std(axis=0, ddof=1)
-    np.fill_diagonal(half, 0.0)
-    lo, hi = np.clip(G - half, -1.0, 1.0), np.clip(G + half, -1.0, 1.0)  # cosines
-    b = res.batch
-    batch = BatchPrediction(
-        spec=spec, exact=False, compositions=composition_count(n, spec), drawn=b.batches,
-        seed=b.seed, loss_se=(b.interval[1] - b.expected_loss) / Z95,
-        gram_se=float(grams.std(axis=0, ddof=1).max()), replicates=grams.shape[0] - 1,
-        full_batch_gram=full.gram, shift=float(np.abs(G - full.gram).max()),
-        positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
-        estimate=b, gram_interval=(lo, hi),
-    )
-    anchors = float(spec.batch_size)
-    # gaps per anchor: a summed batch loss is over the batch's B anchors
-    per_anchor = 1.0 / spec.batch_size if spec.reduction == "sum" else 1.0
-    simplex_gap = simplex_se = math.nan
-    if simplex:
-        simplex_gap, simplex_se = (v * per_anchor for v in res.comparisons[0])
-    log_gap = math.log(simplex_gap) if simplex_gap > 0 else -math.inf
-    rep = res.identifiability
-    fb_gap = None if b.full_batch_excess is None else b.full_batch_excess * per_anchor
-    fb_se = None if b.full_batch_excess_se is None else b.full_batch_excess_se * per_anchor
-    ident = Identifiability(simplex_gap, None if math.isnan(simplex_se) else simplex_se,
-                            fb_gap, fb_se, anchors,
-                            log_gap if not math.isnan(simplex_gap) else math.nan,
-                            pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
-                            identifiable=rep.identifiable, statement=rep.statement)
-    # paired over the runs: each run's tail-pair cosine against its own head mean; the runs'
-    # spread is the noise, what the loss leaves free among them included. Where the report
-    # finds the cosines free, only a collapse every run agrees on is a finding
-    pinned = rep.pinned.get("pairwise cosines") if rep.pinned else None
-    minority = minority_collapse(G, n, runs=grams, pinned=None if pinned is None else bool(pinned))
+    batch, ident, minority = held_out_report(
+        n, spec, full.gram, res.gram, [Z @ Z.T for Z in res.runs], res.batch,
+        res.identifiability, drawn=res.batch.batches, seed=res.batch.seed,
+        simplex=res.comparisons[0] if simplex else None)
+    G, b = res.gram, res.batch
     entropy = math.nan  # the expected batch entropic bound is not estimated on this path
     return Prototypes(
         objective="supcon" if eps is None else "soft-supcon",
@@ -96,3 +67,52 @@ def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: Ba
         dim=dim, lower_bound=b.lower_bound, minority=minority,
     )
 
+
+def held_out_report(
+    n: np.ndarray, spec: BatchSpec, full_gram: np.ndarray, G: np.ndarray, grams: list,
+    b: BatchEstimate, rep: BatchIdentifiability | None, *, drawn: int, seed: int | None,
+    simplex: tuple[float, float] | None = None,
+) -> tuple[BatchPrediction, Identifiability, MinorityCollapse]:
+    """What a class-level prediction reported on held-out batches says: the batch record
+    (``b``, the prediction's :class:`~dgp.solver.BatchEstimate`; each Gram entry's 95%
+    interval from the ``grams`` of independent runs, ``t`` quantile of their spread: the
+    prediction ``G`` is one run, not their mean), the identifiability (the full-batch gap, and
+    the simplex's paired gap ``simplex`` where one was evaluated) and the minority verdict.
+    ``drawn``: the batches or compositions the prediction was fitted on. One Gram alone is a
+    closed form, which no sample moves (intervals of width 0)."""
+    from scipy.stats import t as student_t  # imported on use: scipy.stats is slow to import
+
+    grams = np.array(grams)
+    sd = (grams.std(axis=0, ddof=1) if grams.shape[0] > 1 else np.zeros_like(G))
+    half = student_t.ppf(0.975, max(grams.shape[0] - 1, 1)) * sd
+    np.fill_diagonal(half, 0.0)
+    lo, hi = np.clip(G - half, -1.0, 1.0), np.clip(G + half, -1.0, 1.0)  # cosines
+    batch = BatchPrediction(
+        spec=spec, exact=False, compositions=composition_count(n, spec), drawn=drawn,
+        seed=seed, loss_se=(b.interval[1] - b.expected_loss) / Z95,
+        gram_se=float(sd.max()), replicates=grams.shape[0] - 1,
+        full_batch_gram=full_gram, shift=float(np.abs(G - full_gram).max()),
+        positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
+        estimate=b, gram_interval=(lo, hi),
+    )
+    # gaps per anchor: a summed batch loss is over the batch's B anchors
+    per_anchor = 1.0 / spec.batch_size if spec.reduction == "sum" else 1.0
+    simplex_gap = simplex_se = math.nan
+    if simplex is not None:
+        simplex_gap, simplex_se = (v * per_anchor for v in simplex)
+    log_gap = math.log(simplex_gap) if simplex_gap > 0 else -math.inf
+    fb_gap = None if b.full_batch_excess is None else b.full_batch_excess * per_anchor
+    fb_se = None if b.full_batch_excess_se is None else b.full_batch_excess_se * per_anchor
+    rep_fields = ({} if rep is None else
+                  dict(pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
+                       identifiable=rep.identifiable, statement=rep.statement))
+    ident = Identifiability(simplex_gap, None if math.isnan(simplex_se) else simplex_se,
+                            fb_gap, fb_se, float(spec.batch_size),
+                            log_gap if not math.isnan(simplex_gap) else math.nan,
+                            **rep_fields)
+    # paired over the runs: each run's tail-pair cosine against its own head mean; the runs'
+    # spread is the noise, what the loss leaves free among them included. Where the report
+    # finds the cosines free, only a collapse every run agrees on is a finding
+    pinned = rep.pinned.get("pairwise cosines") if rep is not None and rep.pinned else None
+    minority = minority_collapse(G, n, runs=grams, pinned=None if pinned is None else bool(pinned))
+    return batch, ident, minority

@@ -57,6 +57,9 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
         exp = (
             f"exact over {p.batch.compositions} compositions"
             if p.batch.exact
+            else f"{p.batch.compositions:.3g} compositions: fitted on a sample of "
+            f"{p.batch.drawn} (seed {p.batch.seed}), reported on {est.batches} fresh batches"
+            if est is not None and est.expectation == "sample-average"
             else f"{p.batch.compositions:.3g} compositions: optimised on {est.steps} fresh "
             f"batches, reported on {est.batches} others"
             if est is not None

@@ -415,8 +415,8 @@ class BatchPrediction(Record):
 
     def json_items(self, options):
         yield from self.spec.json_items({})
-        if self.estimate is not None:  # optimised on fresh batches, reported on others
-            yield "expectation", "stochastic"
+        if self.estimate is not None:  # fitted elsewhere, reported on fresh batches
+            yield "expectation", self.estimate.expectation
             for key, value in self.estimate.json_items({}):
                 if key not in ("expectation", *self.spec.__dataclass_fields__):
                     yield key, value

@@ -106,7 +106,9 @@ class BatchEstimate(Record):
     seed : int
     expectation : str
         ``"stochastic"``: optimised on fresh batches, reported on held-out ones; ``"exact"``:
-        the mean over every batch (interval of width 0, ``confidence`` 1).
+        the mean over every batch (interval of width 0, ``confidence`` 1);
+        ``"sample-average"``: fitted on a sample of compositions, reported on fresh batches
+        (:func:`dgp.solver.held_out_estimate`; ``steps`` and ``epochs`` are 0).
     """
 
     spec: BatchSpec

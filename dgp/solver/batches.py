@@ -11,6 +11,8 @@ the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver m
   weighting, minimised on the spheres with its dual bound;
 * :mod:`~dgp.solver._expected`: the driver (:func:`batch_optimum`), its result
   (:class:`BatchOptimum`) and the identifiability report;
+* :mod:`~dgp.solver._held_out`: the same report for embeddings fitted elsewhere
+  (:func:`held_out_estimate`: the ReLU head's class factor, fitted on sampled compositions);
 * :mod:`~dgp.solver._sphere_lbfgs`: the one L-BFGS descent on the product of spheres that the
   finite sum and the per-batch relaxation share.
 
@@ -56,6 +58,7 @@ from dgp.solver._finite import (
     finite_batches,
     solve_finite,
 )
+from dgp.solver._held_out import held_out_estimate
 from dgp.solver._sphere_lbfgs import sphere_lbfgs
 from dgp.solver._stochastic import (
     Estimate,
@@ -101,6 +104,7 @@ __all__ = [
     "evaluate",
     "finite_batch_optimum",
     "finite_batches",
+    "held_out_estimate",
     "identifiability_report",
     "quotient_batch_optimum",
     "reduction_factor",
