@@ -37,7 +37,8 @@ Rows follow ``benchmarks/__init__.py``: the ratio is the hit rate, the target 0.
 
 Two more modes (issue 40, "Must show"):
 
-* ``--budget``: monotone in the budget. For seeded signed draws (K <= 10, d <= 3, seed 5),
+* ``--budget``: monotone in the budget. For seeded signed draws (K <= 10, d <= 3, seed 5;
+  ``--k-max``, ``--d-max`` for larger ones),
   ``dgp.supcon_prototypes`` at ``starts`` = 1, 2, 4, 8, 16 (the random candidates; the free
   optimum's truncation is given at every budget); the ratio is the share of draws whose loss
   never rises with the budget (the target 1: candidates are nested, so a larger budget
@@ -425,18 +426,24 @@ if __name__ == "__main__":  # pragma: no cover
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sizes", choices=("long-tailed", "flat"), default="long-tailed")
     ap.add_argument("--cache", default=None)
+    ap.add_argument("--k-max", type=int, default=None,
+                    help="largest K of the draws (default 30; --budget: 10)")
+    ap.add_argument("--d-max", type=int, default=None,
+                    help="largest d of the draws (default 8; --budget: 3)")
     ap.add_argument("--budget", action="store_true", help="monotone in the budget")
     ap.add_argument("--large", action="store_true", help="K = 1000, d = 128 criticality")
     args = ap.parse_args()
     if args.quick:
         rows = run(quick=True)
     elif args.budget:
-        rows = [budget_monotone(args.draws, verbose=True)]
+        rows = [budget_monotone(args.draws, k_max=args.k_max or 10, d_max=args.d_max or 3,
+                                verbose=True)]
     elif args.large:
         rows = [large()]
     else:
-        rows = [rate(kind, args.draws, seed=args.seed, sizes=args.sizes, cache_path=args.cache,
-                     verbose=True) for kind in (args.kind or KINDS)]
+        rows = [rate(kind, args.draws, k_max=args.k_max or 30, d_max=args.d_max or 8,
+                     seed=args.seed, sizes=args.sizes, cache_path=args.cache, verbose=True)
+                for kind in (args.kind or KINDS)]
     for row in rows:
         table = row.pop("table")
         print(row)

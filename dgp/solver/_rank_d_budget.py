@@ -15,6 +15,8 @@ from dgp.constants import (
     RANK_D_FACTOR_POLISH_STEPS,
     RANK_D_FACTOR_SECONDS,
     RANK_D_GEMM_RATE,
+    RANK_D_HOP_CLASSES,
+    RANK_D_HOP_LENGTHEN_MAX,
     RANK_D_HOP_MAX_SIZE,
     RANK_D_HOP_STALL,
     RANK_D_HOPS,
@@ -111,9 +113,20 @@ def _factor_products(K: int, dim: int) -> int:
     return 0 if n < RANK_D_POLISH_MIN_PRODUCTS else int(min(n, RANK_D_POLISH_MAX_PRODUCTS))
 
 
+def _chain_length(K: int) -> float:
+    """How many times :data:`~dgp.constants.RANK_D_HOPS` moves (and
+    :data:`~dgp.constants.RANK_D_HOP_STALL` failures) a chain of ``K`` points makes: 1 up to
+    :data:`~dgp.constants.RANK_D_HOP_CLASSES` points, then in proportion to ``K`` (a swap picks
+    one of ``K (K - 1) / 2`` pairs), at most :data:`~dgp.constants.RANK_D_HOP_LENGTHEN_MAX`.
+    A longer chain makes the same moves first (its generator is the candidate's own), so its
+    loss before the polish is never higher."""
+    return min(max(K / RANK_D_HOP_CLASSES, 1.0), float(RANK_D_HOP_LENGTHEN_MAX))
+
+
 def rank_d_policy(K: int, dim: int, *, factor_path: bool = False) -> RankDPolicy:
     """The search policy of a rank-``dim`` problem of ``K`` points: moves for small problems
-    (``K * dim`` up to :data:`~dgp.constants.RANK_D_HOP_MAX_SIZE`), a shorter polish above
+    (``K * dim`` up to :data:`~dgp.constants.RANK_D_HOP_MAX_SIZE`; chains longer above
+    :data:`~dgp.constants.RANK_D_HOP_CLASSES` points), a shorter polish above
     :data:`~dgp.constants.RANK_D_LARGE_SIZE`, and on the factor path (many classes,
     :class:`~dgp.solver.BlockFactor`) budgets of evaluations and Hessian-vector products in
     seconds of the cost model, preconditioned, without the stall rule."""
@@ -128,8 +141,10 @@ def rank_d_policy(K: int, dim: int, *, factor_path: bool = False) -> RankDPolicy
         )
     large = size > RANK_D_LARGE_SIZE
     small = size <= RANK_D_HOP_MAX_SIZE
+    length = _chain_length(K)
     return RankDPolicy(
-        hops=RANK_D_HOPS if small else 0, stall=RANK_D_HOP_STALL,
+        hops=round(RANK_D_HOPS * length) if small else 0,
+        stall=round(RANK_D_HOP_STALL * length),
         run_iters=RANK_D_RUN_ITERS,
         move_iters=RANK_D_MOVE_ITERS, polish_iters=RANK_D_POLISH_ITERS,
         polish_inner=(RANK_D_LARGE_POLISH_INNER if size > RANK_D_SECOND_ORDER_MAX_SIZE
