@@ -72,6 +72,7 @@ from dgp.prototypes._sampled import held_out_report
 from dgp.records import CertificateProtocol
 from dgp.resources import check_memory
 from dgp.solver import (
+    BatchIdentifiability,
     BatchPrediction,
     BatchSpec,
     ClassBatches,
@@ -229,7 +230,7 @@ class NonnegativePrototypes(Prototypes):
         pairs[0] = ("method", how)
         if cert is None:  # sampled compositions: the bound is the held-out estimate's
             est = self.batch.estimate
-            pairs.insert(1, ("bound", f"NOT certified (fitted on sampled compositions): lower "
+            pairs.insert(1, ("bound", f"NOT certified (the loss is estimated): lower "
                              f"bound {self.lower_bound:.10g} at {est.confidence:.0%} confidence "
                              f"(per-batch convex relaxation on {est.bound_batches} fresh "
                              f"batches), gap {est.gap:.3g}"))
@@ -537,11 +538,11 @@ def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | No
     closed = _closed_form(prob, n, tau, eps, dim)
     if closed is not None:
         runs, hits, used = [closed["factor"]], 0, 0
-        method, stationarity = "closed-form", None
+        method, stationarity, unique = "closed-form", None, closed["unique"]
         reason = closed["stop_reason"] + " (on the sampled compositions)"
     else:
         Z, hits = _fit(prob, K, dim, starts, seed)
-        runs, used, method = [Z], starts, "numeric"
+        runs, used, method, unique = [Z], starts, "numeric", None
         stationarity = nonnegative_stationarity(prob, Z)
         for r in range(1, NONNEG_REPLICATES + 1):
             comps_r = compositions(n, spec, exact_max=exact_max,
@@ -555,15 +556,25 @@ def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | No
                                   tau=tau, seed=seed, full_batch=full.factor,
                                   min_batches=samples)
     half_width = est.interval[1] - est.expected_loss
-    rep = (identifiability_report(runs, [e.mean for e in ests[:len(runs)]], 0, seed=seed,
-                                  resolution=half_width) if len(runs) > 1 else None)
+    if len(runs) > 1:
+        rep = identifiability_report(runs, [e.mean for e in ests[:len(runs)]], 0, seed=seed,
+                                     resolution=half_width)
+    else:  # the closed form: what its certificate (the gradient at I) says
+        keys = ("pairwise cosines", "spectrum", "mean_norm")
+        rep = BatchIdentifiability(
+            pinned=dict.fromkeys(keys, bool(unique)), spread={}, resolution=half_width,
+            identifiable=bool(unique), solutions=1,
+            statement=("yes: the orthogonal frame is the unique optimum (the gradient at I is "
+                       "positive off the diagonal), so the loss pins its cosines" if unique else
+                       "not shown: the gradient at I is zero somewhere off the diagonal, so "
+                       "other Grams may be as good"))
     G = runs[0] @ runs[0].T
     batch, ident, minority = held_out_report(n, spec, full.gram, G, [Z @ Z.T for Z in runs],
                                              est, rep, drawn=comps.drawn, seed=comps.seed)
     return NonnegativePrototypes(
         **common, method=method, kkt_residual=stationarity, loss=est.expected_loss,
         entropic_bound=math.nan, excess_loss=math.nan, log_excess_loss=math.nan,
-        certificate=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
+        certificate=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=unique,
         stop_reason=reason, equiangular=None, matrix=G, factor=runs[0], starts=used,
         hits=hits, lower_bound=est.lower_bound, certified=False, batch=batch,
         identifiability=ident, minority=minority,

@@ -156,7 +156,8 @@ class Identifiability(Record):
 
     def _gap_pairs(self) -> list[tuple[str, str]]:
         if math.isnan(self.simplex_gap):
-            pairs = [("identifiable", "no simplex gap: the simplex does not fit in this dim")]
+            pairs = [("identifiable", "no simplex gap: the simplex is no candidate here (it does "
+                                      "not fit in this dim, or a ReLU head excludes it)")]
             return pairs + self._full_batch_pair()
         if self.simplex_gap == 0 and not math.isfinite(self.log_simplex_gap):
             return [("identifiable", "the prediction is the simplex: nothing to tell apart")]
@@ -432,9 +433,10 @@ class Prototypes(Record):
                     f"{ident.resolution:.2g} nats/anchor) differ by up to "
                     f"{spread['cosine_max']:.2g} (RMS {spread['cosine_rms']:.2g}); no single "
                     "cosine is a prediction (what is: the loss, its interval and the bound)")
-        return (f"not known to be pinned: K > dim + 1 in R^{self.dim} and no other "
-                "near-optimal solution compared; no single cosine is a prediction (what is: "
-                "the loss and its bound)")
+        why = (f"K > dim + 1 in R^{self.dim}" if self.dim is not None
+               and len(self.sizes) > self.dim + 1 else "the optimum is not shown unique")
+        return (f"not known to be pinned: {why} and no other near-optimal solution compared; "
+                "no single cosine is a prediction (what is: the loss and its bound)")
 
     def _full_batch_loss(self) -> str:
         """The full-batch prediction against this one by the loss (pinned), not by cosines."""
