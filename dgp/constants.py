@@ -529,3 +529,10 @@ MONITOR_FIRST_PASS_ENTRIES = 2**23
 #: loss (floating-point rounding of two equal Grams' batch losses) is within the uncertainty
 #: even where the paired estimate's own half-width is smaller still
 MONITOR_LOSS_ROUNDING = 1e-12
+
+#: mini-batch predictions: the most batches (sample-level subsets) or class compositions whose
+#: expected loss is taken exactly, over every one of them, by default (``exact_max`` of
+#: dgp.optimum, the class-level prototypes and dgp.solver.compositions); beyond, the stochastic
+#: or sampled path. Measured on the shared 2-core machine: 57 481 class compositions (K = 8)
+#: certified in 19 s free; C(28, 5) = 98 280 subsets in d = 3 by the finite sum in about 2.5 min
+EXACT_MAX_DEFAULT = 100_000

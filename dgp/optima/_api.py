@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgp._linalg import simplex_gram
-from dgp.constants import LOSS_RESOLUTION, SOLVER_TOL
+from dgp.constants import EXACT_MAX_DEFAULT, LOSS_RESOLUTION, SOLVER_TOL
 from dgp.display import stderr_progress
 from dgp.engine.target import check_weights
 from dgp.errors import (
@@ -44,8 +44,8 @@ from dgp.errors import (
 )
 from dgp.optima._batch import batch_prediction
 from dgp.optima._batch_paths import (
+    batch_route,
     batch_spec,
-    finite_fits,
     finite_path,
     label_quotient,
     labels_path,
@@ -71,7 +71,6 @@ from dgp.solver import (
     block_problem,
     check_time,
     compositions,
-    enumerable,
     factor,
     frank_wolfe_bound,
     identifiability_report,
@@ -284,7 +283,7 @@ def optimum(
     samples: int = 2000,
     replicates: int = 0,
     seed: int = 0,
-    exact_max: int = 20_000,
+    exact_max: int = EXACT_MAX_DEFAULT,
     starts: int | None = None,
     tol: float = SOLVER_TOL,
     progress: bool | None = None,
@@ -330,7 +329,8 @@ def optimum(
         Beyond enumeration: ``samples`` is the least number of held-out batches of the
         reported expected loss, ``replicates`` the further seeded runs of the identifiability
         report (at least 1), ``seed`` the seed of every stream; ``exact_max`` the largest
-        number of compositions enumerated.
+        number of compositions (or subsets) enumerated (default
+        :data:`dgp.constants.EXACT_MAX_DEFAULT`, 100 000).
     starts : int, optional
         Random candidates of the rank-``dim`` search (besides the free optimum's truncation
         and a spectral start), each descended and improved by its own chain of moves
@@ -384,8 +384,10 @@ def optimum(
             # read from the labels, never as an N x N array
             ones = np.ones(problem.n_samples, dtype=np.int64)
             spec = batch_spec(ones, batch_size, sampler, reduction, anchors_without_positives)
-            if spec is not None and not enumerable(ones, spec,
-                                                   check_int(exact_max, "exact_max", minimum=1)):
+            if spec is not None and batch_route(
+                    ones, spec, None if dim is None else check_dim(dim, "dim"),
+                    check_int(exact_max, "exact_max", minimum=1),
+                    _budget(_check_starts(starts), ones.size, dim)) == "stochastic":
                 tau = check_positive(tau, "tau")
                 return labels_path(
                     problem, spec, tau=tau, dim=dim, seed=check_int(seed, "seed", minimum=0),
@@ -420,10 +422,12 @@ def optimum(
         exact_max=check_int(exact_max, "exact_max", minimum=1), starts=_budget(starts, q.K, dim),
         tol=tol,
     )
-    if spec is not None and not enumerable(q.sizes, spec, kwargs["exact_max"]):
+    route = (None if spec is None else
+             batch_route(q.sizes, spec, dim, kwargs["exact_max"], kwargs["starts"]))
+    if route == "stochastic":
         return stochastic_path(q, spec, kwargs, progress, _full_batch_embedding)
-    if spec is not None and finite_fits(q, spec, dim, kwargs["exact_max"]):
-        return finite_path(q, spec, kwargs, _full_batch_embedding)
+    if route == "finite":
+        return finite_path(q, spec, kwargs, _full_batch_embedding, progress)
     if q.K == 1 and A is not None:  # a batched solve of one twin class (full batch: split)
         chain = choose_reductions(samples_problem(A), batched=True, split_single=True)
         q, inverse = chain.apply(samples_problem(A))

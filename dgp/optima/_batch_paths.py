@@ -6,7 +6,9 @@ r"""The mini-batch paths of :func:`dgp.optimum` beyond the row problem of exact 
   others (:func:`stochastic_path`; :func:`labels_path` for a problem read from its labels one
   batch at a time, never as an ``N x N`` array);
 * sample-level batches in a fixed dimension between the row problem and the stochastic path:
-  the exact mean over every subset (:func:`finite_fits`, :func:`finite_path`).
+  the exact mean over every subset (:func:`finite_fits`, :func:`finite_path`), as long as its
+  estimated time and memory fit (:func:`finite_cost`);
+* which of these a batched problem takes (:func:`batch_route`).
 
 Each path is handed the full-batch optimum as a callable (the certified solve of
 :mod:`dgp.optima._api`), evaluated only where the path compares with it.
@@ -20,9 +22,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dgp.display import stderr_progress
+from dgp.display import format_duration, stderr_progress
 from dgp.errors import ParameterError, check_choice, check_dim
 from dgp.optima._structure import Quotient
+from dgp.resources import memory_budget, time_budget
 from dgp.solver import (
     FINITE_MAX_ENTRIES,
     NO_POSITIVE,
@@ -32,13 +35,15 @@ from dgp.solver import (
     batch_optimum,
     check_batch,
     composition_count,
+    enumerable,
     finite_batch_optimum,
     quotient_batch_optimum,
 )
 
-__all__ = ["FINITE_FROM", "FINITE_RANDOM_STARTS", "OPTIMUM_SAMPLERS",
-           "STOCHASTIC_FULL_BATCH_MAX_K", "batch_spec", "finite_fits", "finite_path",
-           "label_quotient", "labels_path", "stochastic_path"]
+__all__ = ["FINITE_FROM", "FINITE_PEAK_ARRAYS", "FINITE_RANDOM_STARTS",
+           "FINITE_SECONDS_PER_ENTRY", "FINITE_TYPICAL_ITERS", "OPTIMUM_SAMPLERS",
+           "STOCHASTIC_FULL_BATCH_MAX_K", "batch_route", "batch_spec", "finite_cost",
+           "finite_fits", "finite_path", "label_quotient", "labels_path", "stochastic_path"]
 
 #: the samplers of :func:`dgp.optimum` (``class-balanced`` for problems with class labels)
 OPTIMUM_SAMPLERS = ("uniform", "class-balanced")
@@ -53,6 +58,17 @@ STOCHASTIC_FULL_BATCH_MAX_K = 2000
 FINITE_FROM = 500
 #: seeded random starts of the finite sum, besides the full-batch optimum
 FINITE_RANDOM_STARTS = 4
+#: the finite sum's seconds per (subset, row, column) entry and L-BFGS iteration at rank 1
+#: (value, gradient and the line search's extra values; measured 1.2e-7 at C(28, 5) = 98 280
+#: subsets in d = 3 on the shared 2-core machine at load 5), each unit of rank adding
+#: a thirtieth of it (the batched Gram and gradient products)
+FINITE_SECONDS_PER_ENTRY = 2e-7
+#: L-BFGS iterations of a typical descent of the finite sum, for its time estimate (measured
+#: 29 to 75 at C = 3 432 to 98 280 subsets)
+FINITE_TYPICAL_ITERS = 100
+#: the finite sum's peak memory in float64 arrays of its (subset, row, column) entries
+#: (tracemalloc: 12 to 16), and of its (subset, row, rank) entries at the largest rank
+FINITE_PEAK_ARRAYS = 16
 
 #: the full-batch optimum's unit rows (one per point of the quotient) in the settings' dim
 FullBatch = Callable[[Quotient, dict, Callable[[str], None] | None], np.ndarray]
@@ -145,23 +161,80 @@ def stochastic_path(q: Quotient, spec: BatchSpec, kwargs: dict, progress: bool |
     return res if q.K == int(q.sizes.sum()) else dataclasses.replace(res, labels=q.labels)
 
 
-def finite_fits(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: int) -> bool:
-    """Whether the expectation over every batch is taken by the finite sum (sample-level
-    batches, no twins, in a fixed dimension, more than :data:`FINITE_FROM` subsets and within
-    ``exact_max`` and the memory of the sum)."""
-    if dim is None or spec.sampler != "uniform" or (q.sizes != 1).any():
+def finite_cost(n: int, B: int, dim: int, starts: int) -> tuple[float, float]:
+    """Estimated seconds and peak bytes of the exact finite sum over every ``B``-subset of
+    ``n`` samples in ``dim``: ``starts`` descents in ``dim`` and one free descent at rank ``n``
+    (:func:`dgp.solver.solve_finite`), by :data:`FINITE_SECONDS_PER_ENTRY`,
+    :data:`FINITE_TYPICAL_ITERS` and :data:`FINITE_PEAK_ARRAYS`."""
+    entries = float(math.comb(n, B)) * B * B
+    per_iter = FINITE_SECONDS_PER_ENTRY * entries
+    ranks = [dim] * starts + ([n] if dim < n else [])
+    seconds = sum(FINITE_TYPICAL_ITERS * per_iter * (1.0 + r / 30.0) for r in ranks)
+    peak = 8.0 * (FINITE_PEAK_ARRAYS * entries + 4.0 * entries / B * max(ranks))
+    return seconds, peak
+
+
+def _finite_starts(starts: int) -> int:
+    """Descents of the finite sum in ``dim``: the full-batch optimum's and the random ones."""
+    return 1 + min(starts, FINITE_RANDOM_STARTS)
+
+
+def _finite_ok(sizes: np.ndarray, spec: BatchSpec, dim: int | None, exact_max: int,
+               starts: int) -> bool:
+    if dim is None or spec.sampler != "uniform" or (sizes != 1).any():
         return False
-    C = math.comb(q.K, spec.batch_size)
-    return FINITE_FROM < C <= exact_max and C * spec.batch_size**2 <= FINITE_MAX_ENTRIES
+    n, B = int(sizes.size), spec.batch_size
+    C = math.comb(n, B)
+    if not (FINITE_FROM < C <= exact_max and C * B**2 <= FINITE_MAX_ENTRIES):
+        return False
+    seconds, peak = finite_cost(n, B, dim, _finite_starts(starts))
+    budget = memory_budget()
+    return seconds <= time_budget() and (budget is None or peak <= budget)
 
 
-def finite_path(q: Quotient, spec: BatchSpec, kwargs: dict,
-                full_batch: FullBatch) -> BatchOptimum:
+def finite_fits(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: int,
+                starts: int = FINITE_RANDOM_STARTS) -> bool:
+    """Whether the expectation over every batch is taken by the finite sum: sample-level
+    batches, no twins, in a fixed dimension, more than :data:`FINITE_FROM` subsets and within
+    ``exact_max``, :data:`dgp.solver.FINITE_MAX_ENTRIES`, and the time and memory budgets
+    (:func:`finite_cost`, :func:`dgp.resources.time_budget`,
+    :func:`dgp.resources.memory_budget`)."""
+    return _finite_ok(q.sizes, spec, dim, exact_max, starts)
+
+
+def batch_route(sizes: np.ndarray, spec: BatchSpec, dim: int | None, exact_max: int,
+                starts: int = FINITE_RANDOM_STARTS) -> str:
+    """The path of a batched problem of (twin-)class ``sizes``: ``"finite"`` (the exact sum
+    over every subset, :func:`finite_fits`), ``"rows"`` (the row problem of every composition,
+    :func:`dgp.solver.enumerable`) or ``"stochastic"`` (fresh batches): also for sample-level
+    batches in a fixed dimension that the finite sum's budgets refuse, where the row problem
+    would be slower still."""
+    if _finite_ok(sizes, spec, dim, exact_max, starts):
+        return "finite"
+    sample_level = spec.sampler == "uniform" and bool((sizes == 1).all())
+    if (enumerable(sizes, spec, exact_max)
+            and not (sample_level and dim is not None
+                     and math.comb(int(sizes.size), spec.batch_size) > FINITE_FROM)):
+        return "rows"
+    return "stochastic"
+
+
+def finite_path(q: Quotient, spec: BatchSpec, kwargs: dict, full_batch: FullBatch,
+                progress: bool | None = False) -> BatchOptimum:
     """The exact expected-batch optimum over every subset (:mod:`dgp.solver._finite`), from
-    the full-batch optimum and seeded random starts, with its certificates."""
+    the full-batch optimum and seeded random starts, with its certificates; a time estimate on
+    stderr first unless ``progress`` is false."""
+    starts = min(kwargs["starts"], FINITE_RANDOM_STARTS)
+    if progress is None or progress:
+        B = spec.batch_size
+        seconds, _ = finite_cost(q.K, B, kwargs["dim"], _finite_starts(starts))
+        stderr_progress()(
+            f"exact expected-batch optimum over all {math.comb(q.K, B)} batches of {B} of "
+            f"n = {q.K} in d = {kwargs['dim']}: about {format_duration(seconds)} or less "
+            f"({_finite_starts(starts)} descents and a free one)")
     return finite_batch_optimum(q.weights, spec, tau=kwargs["tau"], dim=kwargs["dim"],
                                 seed=kwargs["seed"], full_batch=_full(q, kwargs, full_batch),
-                                starts=min(kwargs["starts"], FINITE_RANDOM_STARTS))
+                                starts=starts)
 
 
 def labels_path(problem, spec: BatchSpec, *, tau: float, dim: object, seed: int,

@@ -47,6 +47,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import gammaln
 
+from dgp.constants import EXACT_MAX_DEFAULT
 from dgp.errors import ParameterError, check_choice, check_dim
 from dgp.records import Record
 from dgp.solver._program import RowProblem
@@ -243,7 +244,7 @@ def compositions(
     sizes: np.ndarray,
     spec: BatchSpec,
     *,
-    exact_max: int = 20_000,
+    exact_max: int = EXACT_MAX_DEFAULT,
     samples: int = 2000,
     seed: int = 0,
 ) -> Compositions:
