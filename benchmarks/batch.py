@@ -79,7 +79,8 @@ def _case(n: int, B: int, dim: int, tau: float) -> dict:
     base = [_adam(source, sampler, tau=tau, dim=dim, seconds=ours_s, lr=lr, seed=0)
             for lr in LEARNING_RATES]
     est = evaluate([run.embedding, *base], source, sampler, spec, tau=tau, seed=1)
-    bound = relaxation_bound(run.embedding, est[0], source, sampler, spec, tau=tau, seed=1)
+    bound = relaxation_bound(run.embedding, est[0], source, sampler, spec, tau=tau, seed=1,
+                             iters=300, min_batches=8)  # as dgp.optimum's (BOUND_ITERS)
     k = int(np.argmin([e.mean for e in est[1:]]))
     ours_ex = est[0].mean - bound.value
     base_ex = est[1 + k].mean - bound.value

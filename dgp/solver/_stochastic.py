@@ -67,8 +67,12 @@ PROGRESS_EVERY_S = 5.0
 ADAM_BETA1 = 0.9
 ADAM_BETA2 = 0.999
 ADAM_EPS = 1e-12
-#: the rank of a batch's relaxation beyond the embedding's dimension (room to leave it)
-BOUND_EXTRA_RANK = 16
+#: the relaxation bound stops drawing batches (past its least number) once the standard error
+#: of the mean gap is at most this share of the loss's: the bound's spread is then the loss's
+GAP_SE_SHARE = 0.25
+#: L-BFGS iterations of the linear problem that chooses the dual multipliers of a batch's
+#: relaxation bound (:func:`_dual_bounds`)
+DUAL_LINEAR_ITERS = 100
 #: the two-sided 95% normal quantile and the one-sided one
 Z95 = float(ndtri(0.975))
 Z95_ONE_SIDED = float(ndtri(0.95))
@@ -285,7 +289,7 @@ def step_timings(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float,
     value = (time.perf_counter() - t0) / steps
     idx, fn = fns[0]
     t0 = time.perf_counter()
-    _relaxed_batch_bound(Z0[idx], fn, rank=dim + BOUND_EXTRA_RANK, iters=bound_iters)
+    _relaxed_batch_bound(Z0[idx], fn, rank=None, iters=bound_iters)
     bound = time.perf_counter() - t0
     return StepTimes(step, build, value, bound, float(np.std(vals, ddof=1)))
 
@@ -351,12 +355,14 @@ class RelaxationBound:
     confidence: float = 0.95
 
 
-def _relaxed_batch_bound(Zb: np.ndarray, fn: BatchFunction, *, rank: int,
+def _relaxed_batch_bound(Zb: np.ndarray, fn: BatchFunction, *, rank: int | None,
                          iters: int) -> tuple[float, float]:
-    """(loss of ``Zb``, a certified lower bound on the batch's free-Gram minimum)."""
+    """(loss of ``Zb``, a certified lower bound on the batch's free-Gram minimum): L-BFGS on a
+    factor of rank ``rank`` (``None``: the batch's size, the whole elliptope) from ``Zb``, then
+    the better of two dual bounds at the point reached (:func:`_dual_bounds`)."""
     u = Zb.shape[0]
     f0, _ = fn.terms(Zb, gradient=False)
-    r = min(u, rank)
+    r = u if rank is None else min(u, rank)
     X0 = np.zeros((u, r))
     X0[:, : min(r, Zb.shape[1])] = Zb[:, : min(r, Zb.shape[1])]
     if r > Zb.shape[1]:  # room to leave the dimension: a small seeded push off it
@@ -370,31 +376,64 @@ def _relaxed_batch_bound(Zb: np.ndarray, fn: BatchFunction, *, rank: int,
     f = fn.terms(Z, gradient=False)[0]
     if not f <= f0:
         Z, f = Zb, f0
-    # the dual bound at Z: f + u * lambda_min(C - Diag(diag(C G))), C the symmetric gradient
-    # with respect to G (the Euclidean gradient in Z is 2 C Z)
+    return f0, _dual_bounds(Z, f, fn)
+
+
+def _dual_bounds(Z: np.ndarray, f: float, fn: BatchFunction) -> float:
+    r"""A lower bound on the batch's minimum over the elliptope from the point ``G = Z Z^T``
+    of loss ``f``. With :math:`C` the symmetric gradient in ``G``, convexity gives
+    :math:`F^\star \ge f - \langle C, G\rangle + \min_{G'} \langle C, G'\rangle`, and for any
+    ``y``, :math:`\min_{G'} \langle C, G'\rangle \ge \sum y + u\,\lambda_{\min}(C -
+    \operatorname{Diag} y)` (weak duality over the elliptope). Two ``y`` are tried and the
+    larger bound kept: ``diag(C G)`` (the multipliers of the point itself: the bound
+    :math:`f + u\lambda_{\min}(S)`), and the multipliers ``diag(C G')`` of the linear problem
+    :math:`\min_{G'} \langle C, G'\rangle` solved by :data:`DUAL_LINEAR_ITERS` L-BFGS
+    iterations from ``Z`` (far tighter where the descent has not closed: at tau = 0.1, B = 256
+    the gap of a batch fell from 0.0097 to 0.0053 at 100 iterations). Both are valid for
+    any ``y``: the linear solve only chooses a better one."""
+    u = Z.shape[0]
     G = Z @ Z.T
     np.fill_diagonal(G, 1.0)
     _, Gam = fn.terms(Z, gradient=True)
     C = 0.5 * (Gam + Gam.T)
-    S = C - np.diag(np.einsum("ij,ji->i", C, G))
-    lam = float(np.linalg.eigvalsh(S)[0])
-    return f0, f + u * min(0.0, lam)
+    lin = float(np.sum(C * G))
+
+    def bound(y: np.ndarray) -> float:
+        return f - lin + float(y.sum()) + u * float(np.linalg.eigvalsh(C - np.diag(y))[0])
+
+    y_point = np.einsum("ij,ji->i", C, G)
+    best = min(f, bound(y_point))
+    if best < f:  # the point is not certified optimal: choose y by the linear problem
+        X, _ = sphere_lbfgs(lambda X: (float(np.sum((C @ X) * X)), 2.0 * (C @ X)), Z.copy(),
+                            maxiter=DUAL_LINEAR_ITERS, gtol=1e-12, ftol=1e-15)
+        best = min(f, max(best, bound(np.einsum("ij,ji->i", C, X @ X.T))))
+    return best
 
 
 def relaxation_bound(
     Z: np.ndarray, loss: Estimate, weights: BatchWeights, sampler, spec: BatchSpec, *,
     tau: float, seed: int, batches: int = 32, rank: int | None = None, iters: int = 200,
+    min_batches: int | None = None,
 ) -> RelaxationBound:
     """The lower bound of :class:`RelaxationBound` from ``batches`` fresh batches (stream
-    ``[seed, 3]``) and the evaluated expected loss ``loss`` of ``Z``."""
+    ``[seed, 3]``) and the evaluated expected loss ``loss`` of ``Z``: each batch's convex
+    problem descended by ``iters`` L-BFGS iterations on a factor of rank ``rank`` (``None``:
+    the batch's size; a smaller rank cannot reach a minimiser of higher rank, and its dual
+    bound then stays loose: at tau = 0.1, B = 256, d = 128 the rank d + 16 left 0.004 to 0.016
+    nats per anchor per batch where the full rank left 0.002), then its dual bound.
+    ``min_batches``: stop after that many batches once the gaps' standard error is at most
+    :data:`GAP_SE_SHARE` of the loss's (the gaps vary far less than the loss: 2e-5 against
+    1e-3 at N = 10 000, B = 256), else go on to ``batches``; ``None``: ``batches`` always."""
     rng = np.random.default_rng([seed, 3])
-    gaps = []
+    gaps: list[float] = []
     for _ in range(batches):
         idx, m = sampler.draw(rng)
         fn = batch_function(weights, idx, m, tau=tau, spec=spec)
-        f0, low = _relaxed_batch_bound(Z[idx], fn, rank=rank or Z.shape[1] + BOUND_EXTRA_RANK,
-                                       iters=iters)
+        f0, low = _relaxed_batch_bound(Z[idx], fn, rank=rank, iters=iters)
         gaps.append(f0 - low)
+        if (min_batches is not None and len(gaps) >= max(2, min_batches)
+                and np.std(gaps, ddof=1) / math.sqrt(len(gaps)) <= GAP_SE_SHARE * loss.se):
+            break
     g = np.array(gaps)
     mean_gap = float(g.mean())
     gap_se = float(g.std(ddof=1) / math.sqrt(g.size)) if g.size > 1 else math.inf
