@@ -59,10 +59,11 @@ FINITE_FROM = 500
 #: seeded random starts of the finite sum, besides the full-batch optimum
 FINITE_RANDOM_STARTS = 4
 #: the finite sum's seconds per (subset, row, column) entry and L-BFGS iteration at rank 1
-#: (value, gradient and the line search's extra values; measured 1.2e-7 at C(28, 5) = 98 280
-#: subsets in d = 3 on the shared 2-core machine at load 5), each unit of rank adding
-#: a thirtieth of it (the batched Gram and gradient products)
-FINITE_SECONDS_PER_ENTRY = 2e-7
+#: (value, gradient and the line search's extra values), each unit of rank adding a thirtieth
+#: of it (the batched Gram and gradient products): C(28, 5) = 98 280 subsets in d = 3 (five
+#: descents and a free one at rank 28) took 35 s of CPU, 133 s wall at load 8 on the shared
+#: 2-core machine, that is 1.9e-8 and 7.3e-8 by this model
+FINITE_SECONDS_PER_ENTRY = 5e-8
 #: L-BFGS iterations of a typical descent of the finite sum, for its time estimate (measured
 #: 29 to 75 at C = 3 432 to 98 280 subsets)
 FINITE_TYPICAL_ITERS = 100
