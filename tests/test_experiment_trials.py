@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 
 from dgp.torch import data as datasets
 from dgp.torch import experiments as E
-from dgp.torch.experiments._class_run import class_trials
+from dgp.torch.experiments._class_run import add_class_run, class_trials
 from dgp.torch.experiments.base import (
     INPUTS,
     QUICK,
@@ -27,6 +27,7 @@ from dgp.torch.experiments.base import (
     class_source,
     class_split,
     input_run,
+    report_config,
     seeds_for,
 )
 from dgp.torch.losses import SupConLoss
@@ -149,3 +150,23 @@ def test_class_trials_are_the_class_data_and_split():
     np.testing.assert_array_equal(split.imbalanced, expected.imbalanced)
     assert split.imbalanced.max() / split.imbalanced.min() == pytest.approx(4.0, rel=0.2)
     assert t.name == "c" and t.seeds == [1, 2, 3]
+
+
+def test_a_class_run_is_recorded_with_the_first_seeds_prototype_panel():
+    t = Trials.start("toy", seed=2, device="cpu", budget=TINY)
+    pred, sizes = np.diag([1.0, 2.0, 3.0]), np.array([3, 2, 1])
+    for s in t.seeds:
+        add_class_run(t, {"condition": "c", "seed": s, "learned_gram": np.full((3, 3), s)},
+                      pred=type("Pred", (), {"gram": pred})(), sizes=sizes, seed=s)
+    assert [r["seed"] for r in t.runs] == t.seeds == [2, 3, 4]
+    [art] = t.arts
+    assert (art.experiment, art.condition, art.similarity) == ("toy", "c", "gram")
+    np.testing.assert_array_equal(art.learned, np.full((3, 3), 2))
+    assert art.predicted is pred and art.labels is sizes
+
+
+def test_report_config_puts_the_data_first_and_encoder_and_budget_last():
+    X = np.zeros((5, 1, 8, 8))
+    config = report_config("digits", X, TINY, tau=0.5, sizes=[3, 2])
+    assert list(config) == ["data", "tau", "sizes", "encoder", "budget"]
+    assert config["budget"] == TINY.to_dict() and config["encoder"].startswith("CNN")

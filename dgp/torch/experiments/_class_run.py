@@ -9,26 +9,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dgp.torch._compat import require_torch
-from dgp.weights import soft_supcon_weights, supcon_weights
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
-torch = require_torch()
-
-from dgp.torch import data as datasets  # noqa: E402
-from dgp.torch.experiments.base import (  # noqa: E402
+from dgp.torch import data as datasets
+from dgp.torch.experiments.base import (
     Budget,
     ClassSplit,
+    RunArtifacts,
     RunOptions,
     Trials,
     class_source,
     class_split,
     input_run,
 )
-from dgp.torch.experiments.scoring import score_prototypes  # noqa: E402
-from dgp.torch.losses import SoftSupConLoss, SupConLoss  # noqa: E402
+from dgp.torch.experiments.scoring import score_prototypes
+from dgp.torch.losses import SoftSupConLoss, SupConLoss
+from dgp.weights import soft_supcon_weights, supcon_weights
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 def class_trials(
@@ -42,6 +39,15 @@ def class_trials(
     trials = Trials.start(name, **run)
     src = class_source(trials.budget, trials.data)
     return trials, src, class_split(src.y, trials.budget, ratio)
+
+
+def add_class_run(trials: Trials, record: dict[str, Any], *, pred: Any, sizes: np.ndarray,
+                  seed: int) -> None:
+    """Record a run of ``seed`` (:meth:`Trials.add <dgp.torch.experiments.base.Trials.add>`)
+    with its figure panel: the learned prototype Gram of ``record`` (a :func:`class_run`'s
+    ``learned_gram``) beside the prediction ``pred``'s, under the record's condition."""
+    trials.add(record, RunArtifacts(trials.name, record["condition"], record["learned_gram"],
+                                    pred.gram, "gram", sizes), seed=seed)
 
 
 def class_run(

@@ -13,17 +13,11 @@ import numpy as np
 
 from dgp.errors import InputError
 from dgp.records import Record
-from dgp.torch._compat import require_torch
-
-torch = require_torch()
-
-from dgp.torch import data as datasets  # noqa: E402
-from dgp.torch.encoders import ConvEncoder, MLPEncoder  # noqa: E402
-from dgp.torch.experiments.statistics import summarise  # noqa: E402
-from dgp.torch.losses import (  # noqa: E402
-    WInfoNCELoss,
-)
-from dgp.torch.training import (  # noqa: E402
+from dgp.torch import data as datasets
+from dgp.torch.encoders import ConvEncoder, MLPEncoder
+from dgp.torch.experiments.statistics import summarise
+from dgp.torch.losses import WInfoNCELoss
+from dgp.torch.training import (
     cpu_threads,
     embed,
     progress_bar,
@@ -93,50 +87,17 @@ class Budget(Record):
     classes: int | None = None  # keep the first classes of the data set only
 
 
-
-QUICK = Budget(
-    name="quick",
-    data="digits",
-    steps=600,
-    steps_continuous=800,
-    batch_size=64,
-    lr=2e-3,
-    dim=16,
-    channels=(32, 64),
-    hidden=256,
-    seeds=3,
-    largest=140,
-    mc_batches=64,
-    classes=5,
-)
-MNIST_CPU = Budget(
-    name="mnist-cpu",
-    data="mnist",
-    steps=1000,
-    steps_continuous=1000,
-    batch_size=64,
-    lr=3e-3,
-    dim=16,
-    channels=(16, 32),
-    hidden=128,
-    seeds=5,
-    largest=300,
-    mc_batches=48,
-)
-FULL = Budget(
-    name="full",
-    data="mnist",
-    steps=3000,
-    steps_continuous=3000,
-    batch_size=256,
-    lr=1e-3,
-    dim=32,
-    channels=(32, 64),
-    hidden=256,
-    seeds=5,
-    largest=400,
-    mc_batches=128,
-)
+#: the MNIST digits with a CNN of 32 and 64 channels, meant for a GPU
+FULL = Budget(name="full", data="mnist", steps=3000, steps_continuous=3000, batch_size=256,
+              lr=1e-3, dim=32, channels=(32, 64), hidden=256, seeds=5, largest=400,
+              mc_batches=128)
+#: the same digits on a CPU: a smaller CNN, smaller batches, fewer steps
+MNIST_CPU = replace(FULL, name="mnist-cpu", steps=1000, steps_continuous=1000, batch_size=64,
+                    lr=3e-3, dim=16, channels=(16, 32), hidden=128, largest=300, mc_batches=48)
+#: scikit-learn's 8x8 digits 0-4 on a CPU (CI), with the full mode's CNN widths
+QUICK = replace(MNIST_CPU, name="quick", data="digits", classes=5, steps=600,
+                steps_continuous=800, lr=2e-3, channels=(32, 64), hidden=256, seeds=3,
+                largest=140, mc_batches=64)
 #: the modes of ``dgp verify`` (``--quick`` is ``quick``)
 MODES = {b.name: b for b in (QUICK, MNIST_CPU, FULL)}
 
@@ -297,6 +258,19 @@ def encoder_name(X: np.ndarray, budget: Budget) -> str:
         c1, c2 = budget.channels
         return f"CNN conv{c1}-conv{c2}-fc{budget.hidden}-{budget.dim}, input {X.shape[1:]}"
     return f"MLP {X.shape[1]}-{budget.hidden}-{budget.hidden}-{budget.dim}"
+
+
+def report_config(data: Any, X: np.ndarray, budget: Budget, **fields: Any) -> dict[str, Any]:
+    """The ``config`` of an experiment's report: the ``data`` it ran on (a name, or a name per
+    labelling), its own ``fields``, then the name of the budget's encoder for inputs shaped
+    like ``X`` and the ``budget``.
+
+    >>> import numpy as np
+    >>> report_config("digits", np.zeros((2, 64)), QUICK, tau=0.5)["encoder"]
+    'MLP 64-256-256-16'
+    """
+    return {"data": data, **fields, "encoder": encoder_name(X, budget),
+            "budget": budget.to_dict()}
 
 
 def paired_difference(a: Any, b: Any) -> tuple[float, float]:

@@ -8,27 +8,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgp.errors import InputError
-from dgp.torch._compat import require_torch
+from dgp.torch.experiments._class_run import add_class_run, class_run, class_trials
+from dgp.torch.experiments.base import Budget, Experiment, RunOptions, report_config
+from dgp.torch.experiments.scoring import describe_prediction, gram_rms, supcon_prediction
+from dgp.torch.experiments.statistics import decide, holm
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
-
-torch = require_torch()
-
-from dgp.torch.experiments._class_run import class_run, class_trials  # noqa: E402
-from dgp.torch.experiments.base import (  # noqa: E402
-    Budget,
-    Experiment,
-    RunArtifacts,
-    RunOptions,
-    encoder_name,
-)
-from dgp.torch.experiments.scoring import (  # noqa: E402
-    describe_prediction,
-    gram_rms,
-    supcon_prediction,
-)
-from dgp.torch.experiments.statistics import decide, holm  # noqa: E402
 
 # ----------------------------------------------------------------------------------------------
 # 2. batch-size
@@ -115,8 +101,7 @@ def batch_size(
                     "prediction": describe_prediction(pred, int(B)),
                 }
             )
-            trials.add(group[-1], RunArtifacts("batch-size", f"B={B}", G, pred.gram, "gram",
-                                               sizes), seed=s)
+            add_class_run(trials, group[-1], pred=pred, sizes=sizes, seed=s)
         v = decide(group, "full_batch", ("expected-batch", "full-batch"))
         per_b.append({"batch_size": int(B), "predictions_rms": gram_rms(pred.gram, full.gram),
                       **v})
@@ -124,15 +109,9 @@ def batch_size(
     decided = {d["supports"] for d in per_b} - {"undecided", "uninformative", "neither"}
     return trials.finish(
         keys=_BATCH_KEYS,
-        config={
-            "data": src.name,
-            "sizes": sizes.tolist(),
-            "tau": tau,
-            "batch_sizes": [int(b) for b in batch_sizes],
-            "sampler": "uniform, without replacement",
-            "encoder": encoder_name(src.X, budget),
-            "budget": budget.to_dict(),
-        },
+        config=report_config(src.name, src.X, budget, sizes=sizes.tolist(), tau=tau,
+                             batch_sizes=[int(b) for b in batch_sizes],
+                             sampler="uniform, without replacement"),
         supports={
             "criterion": (
                 "per batch size: distance of the held-out prototype Gram to the full-batch "

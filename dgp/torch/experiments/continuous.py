@@ -14,34 +14,26 @@ from dgp.errors import InputError
 from dgp.metrics import entropic_gap, procrustes_r2, similarity_r2
 from dgp.objectives import registry
 from dgp.solver import SampleBatches
-from dgp.torch._compat import require_torch
-from dgp.weights import objective_weights
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
-torch = require_torch()
-
-from dgp.torch import data as datasets  # noqa: E402
-from dgp.torch.experiments.base import (  # noqa: E402
+from dgp.torch import data as datasets
+from dgp.torch.experiments.base import (
     Budget,
     Experiment,
     RunArtifacts,
     RunOptions,
     Trials,
     cached_run,
-    encoder_name,
     image_source,
     input_run,
     paired_difference,
+    report_config,
 )
-from dgp.torch.experiments.expected_batch import (  # noqa: E402
+from dgp.torch.experiments.expected_batch import (
     SamplePrediction,
     nearest_label_rows,
     paired_losses,
     sample_prediction,
 )
-from dgp.torch.experiments.scoring import (  # noqa: E402
+from dgp.torch.experiments.scoring import (
     PROCRUSTES_PERMUTATIONS,
     batch_losses,
     finite_or_none,
@@ -49,8 +41,12 @@ from dgp.torch.experiments.scoring import (  # noqa: E402
     procrustes_null,
     unit_rows,
 )
-from dgp.torch.experiments.statistics import Z95, decide, holm, plateau  # noqa: E402
-from dgp.torch.losses import WInfoNCELoss, make_loss  # noqa: E402
+from dgp.torch.experiments.statistics import Z95, decide, holm, plateau
+from dgp.torch.losses import WInfoNCELoss, make_loss
+from dgp.weights import objective_weights
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 # ----------------------------------------------------------------------------------------------
 # 4. continuous-labels
@@ -174,8 +170,6 @@ def probes(
     knn = KNeighborsRegressor(n_neighbors=min(10, F.shape[0])).fit(F, y)
     lin_r2 = float(r2_score(y_test, lin.predict(F_test)))
     return lin_r2, float(r2_score(y_test, knn.predict(F_test)))
-
-
 
 
 #: training and held-out samples of the conditions whose prediction needs :func:`dgp.optimum`
@@ -431,17 +425,9 @@ def continuous_labels(
             trials.add(rec, art, seed=s)
     return trials.finish(
         keys=_CONT_KEYS,
-        config={
-            "data": names,
-            "n_train": n_train,
-            "n_test": n_test,
-            "n_train_optimum": small[0],
-            "tau": tau,
-            "sigma": sigma,
-            "label_tau": {"consistent": tau, "mismatched": tau / 2},
-            "encoder": encoder_name(cds[conds[0][5]].X, budget),
-            "budget": budget.to_dict(),
-        },
+        config=report_config(names, cds[conds[0][5]].X, budget, n_train=n_train, n_test=n_test,
+                             n_train_optimum=small[0], tau=tau, sigma=sigma,
+                             label_tau={"consistent": tau, "mismatched": tau / 2}),
         supports=_continuous_verdict(trials.runs),
     )
 

@@ -6,15 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dgp.objectives import registry
-from dgp.torch._compat import require_torch
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
-torch = require_torch()
-
-from dgp.torch.experiments._class_run import class_run  # noqa: E402
-from dgp.torch.experiments.base import (  # noqa: E402
+from dgp.torch.experiments._class_run import class_run
+from dgp.torch.experiments.base import (
     INPUTS,
     Experiment,
     RunOptions,
@@ -22,18 +15,16 @@ from dgp.torch.experiments.base import (  # noqa: E402
     class_source,
     class_split,
 )
-from dgp.torch.experiments.continuous import (  # noqa: E402
+from dgp.torch.experiments.continuous import (
     CONTINUOUS_SAMPLES,
     continuous_data,
     continuous_run,
 )
-from dgp.torch.experiments.scoring import (  # noqa: E402
-    regular_simplex,
-    supcon_prediction,
-)
-from dgp.torch.experiments.statistics import (  # noqa: E402
-    paired_verdict,
-)
+from dgp.torch.experiments.scoring import simplex_gram, supcon_prediction
+from dgp.torch.experiments.statistics import paired_verdict
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 # ----------------------------------------------------------------------------------------------
 # 5. controls
@@ -89,7 +80,7 @@ def controls(
             split.imbalanced, tau=tau_classes, eps=None, batch_size=budget.batch_size
         )
         K = split.imbalanced.size
-        S = regular_simplex(K) @ regular_simplex(K).T
+        S = simplex_gram(K)
         config["supcon"] = {
             "data": src.name, "sizes": split.imbalanced.tolist(), "tau": tau_classes
         }

@@ -7,28 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dgp.torch._compat import require_torch
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
-torch = require_torch()
-
-from dgp.torch.experiments._class_run import class_run, class_trials  # noqa: E402
-from dgp.torch.experiments.base import (  # noqa: E402
-    Experiment,
-    RunArtifacts,
-    RunOptions,
-    encoder_name,
-)
-from dgp.torch.experiments.scoring import (  # noqa: E402
+from dgp.torch.experiments._class_run import add_class_run, class_run, class_trials
+from dgp.torch.experiments.base import Experiment, RunOptions, report_config
+from dgp.torch.experiments.scoring import (
     describe_prediction,
     gram_rms,
     group_cosine,
-    regular_simplex,
+    simplex_gram,
     supcon_prediction,
 )
-from dgp.torch.experiments.statistics import decide, holm  # noqa: E402
+from dgp.torch.experiments.statistics import decide, holm
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 # ----------------------------------------------------------------------------------------------
 # 1. supcon-imbalance
@@ -79,7 +70,7 @@ def supcon_imbalance(
     trials, src, split = class_trials("supcon-imbalance", ratio=ratio, **run)
     budget = trials.budget
     K = split.imbalanced.size
-    S = regular_simplex(K) @ regular_simplex(K).T
+    S = simplex_gram(K)
     taus = {"balanced": tau, "imbalanced": tau, "imbalanced tau=0.1": PRACTICAL_TAU,
             "imbalanced-noise": tau}
     if tau == PRACTICAL_TAU:
@@ -107,7 +98,8 @@ def supcon_imbalance(
             lmin, lmaj = minority_stats(rec["learned_gram"], sizes)
             pmin, pmaj = minority_stats(pred.gram, sizes)
             tmin, tmaj = minority_stats(rec["heldout_gram"], sizes)
-            trials.add(
+            add_class_run(
+                trials,
                 {
                     "objective": "supcon",
                     "condition": cond,
@@ -127,24 +119,16 @@ def supcon_imbalance(
                     "predicted_loss": pred.loss,
                     "kkt_residual": pred.kkt_residual,
                 },
-                RunArtifacts("supcon-imbalance", cond, rec["learned_gram"], pred.gram, "gram",
-                             sizes),
-                seed=s,
+                pred=pred, sizes=sizes, seed=s,
             )
     G_imb = preds[(tuple(split.imbalanced.tolist()), tau)].gram
     pmin, pmaj = minority_stats(G_imb, split.imbalanced)
     return trials.finish(
         keys=_IMB_KEYS,
-        config={
-            "data": src.name,
-            "sizes_imbalanced": split.imbalanced.tolist(),
-            "sizes_balanced": split.balanced.tolist(),
-            "heldout_per_class": split.test,
-            "tau": tau,
-            "taus": {c: t for c, _, _, t in conditions},
-            "encoder": encoder_name(src.X, budget),
-            "budget": budget.to_dict(),
-        },
+        config=report_config(src.name, src.X, budget,
+                             sizes_imbalanced=split.imbalanced.tolist(),
+                             sizes_balanced=split.balanced.tolist(), heldout_per_class=split.test,
+                             tau=tau, taus={c: t for c, _, _, t in conditions}),
         supports=_supcon_imbalance_verdict(trials.runs, G_imb, S, pmin - pmaj),
     )
 

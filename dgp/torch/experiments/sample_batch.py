@@ -27,42 +27,28 @@ from typing import TYPE_CHECKING, Any
 from dgp.metrics import procrustes_r2
 from dgp.problem import Problem
 from dgp.solver import SampleBatches
-from dgp.torch._compat import require_torch
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
-torch = require_torch()
-
-from dgp.torch.experiments.base import (  # noqa: E402
-    Budget,
-    Experiment,
+from dgp.torch.experiments.base import (
     RunArtifacts,
-    RunOptions,
     Trials,
     cached_run,
-    encoder_name,
     input_run,
     paired_difference,
+    report_config,
 )
-from dgp.torch.experiments.continuous import (  # noqa: E402
-    BATCH_NAMES,
-    batch_vs_full,
-    continuous_data,
-    probes,
-)
-from dgp.torch.experiments.expected_batch import (  # noqa: E402
+from dgp.torch.experiments.continuous import BATCH_NAMES, batch_vs_full, continuous_data, probes
+from dgp.torch.experiments.expected_batch import (
     nearest_label_rows,
     paired_losses,
     sample_prediction,
 )
-from dgp.torch.experiments.scoring import (  # noqa: E402
-    PROCRUSTES_PERMUTATIONS,
-    procrustes_null,
-    unit_rows,
-)
-from dgp.torch.experiments.statistics import holm, plateau  # noqa: E402
-from dgp.torch.losses import make_loss  # noqa: E402
+from dgp.torch.experiments.scoring import PROCRUSTES_PERMUTATIONS, procrustes_null, unit_rows
+from dgp.torch.experiments.statistics import holm, plateau
+from dgp.torch.losses import make_loss
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from dgp.torch.experiments.base import Budget, Experiment, RunOptions
 
 __all__ = ["FULL_BATCH_CONTROL", "SAMPLE_BATCH", "WEIGHTING", "SampleBatchSetting",
            "sample_batch"]
@@ -268,16 +254,9 @@ def sample_batch(**run: Unpack[RunOptions]) -> Experiment:
             trials.add(rec, art, seed=s)
     return trials.finish(
         keys=_KEYS,
-        config={
-            "data": cd.name,
-            "n_train": setting.n_train,
-            "n_test": setting.n_test,
-            "batch_size": setting.batch_size,
-            "steps": setting.steps,
-            "weighting": dict(WEIGHTING),
-            "encoder": encoder_name(cd.X, budget),
-            "budget": budget.to_dict(),
-        },
+        config=report_config(cd.name, cd.X, budget, n_train=setting.n_train,
+                             n_test=setting.n_test, batch_size=setting.batch_size,
+                             steps=setting.steps, weighting=dict(WEIGHTING)),
         supports=sample_batch_verdict(trials.runs),
     )
 

@@ -68,6 +68,17 @@ def regular_simplex(k: int) -> np.ndarray:
     return S / np.linalg.norm(S, axis=1, keepdims=True)
 
 
+def simplex_gram(k: int) -> np.ndarray:
+    """The Gram matrix of :func:`regular_simplex`: the class experiments' alternative to a
+    prediction (1 on the diagonal, ``-1/(k-1)`` off it).
+
+    >>> bool(np.allclose(simplex_gram(3), [[1, -0.5, -0.5], [-0.5, 1, -0.5], [-0.5, -0.5, 1]]))
+    True
+    """
+    S = regular_simplex(k)
+    return S @ S.T
+
+
 def unit_rows(Z: np.ndarray) -> np.ndarray:
     return Z / np.linalg.norm(Z, axis=1, keepdims=True)
 

@@ -8,28 +8,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dgp.errors import InputError
-from dgp.torch._compat import require_torch
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
-torch = require_torch()
-
-from dgp.torch.experiments._class_run import class_run, class_trials  # noqa: E402
-from dgp.torch.experiments.base import (  # noqa: E402
-    Experiment,
-    RunArtifacts,
-    RunOptions,
-    encoder_name,
-)
-from dgp.torch.experiments.scoring import (  # noqa: E402
+from dgp.torch.experiments._class_run import add_class_run, class_run, class_trials
+from dgp.torch.experiments.base import Experiment, RunOptions, report_config
+from dgp.torch.experiments.scoring import (
     describe_prediction,
     gram_rms,
     off_diagonal,
-    regular_simplex,
+    simplex_gram,
     supcon_prediction,
 )
-from dgp.torch.experiments.statistics import (  # noqa: E402
+from dgp.torch.experiments.statistics import (
     change_point,
     decide,
     holm,
@@ -37,6 +25,9 @@ from dgp.torch.experiments.statistics import (  # noqa: E402
     mean_sd,
     one_sample_verdict,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 # ----------------------------------------------------------------------------------------------
 # 3. soft-supcon-tau
@@ -119,7 +110,7 @@ def soft_supcon_tau(
     sizes = split.imbalanced
     K = sizes.size
     tau_star = soft_supcon_tau_star(K=K, eps=eps)
-    S = regular_simplex(K) @ regular_simplex(K).T
+    S = simplex_gram(K)
     seeds = trials.seeds
     per_tau: list[dict[str, Any]] = []
     trials.expect(len(mults))
@@ -164,8 +155,7 @@ def soft_supcon_tau(
                     "prediction": describe_prediction(pred, budget.batch_size),
                 }
             )
-            trials.add(group[-1], RunArtifacts("soft-supcon-tau", cond, G, pred.gram, "gram",
-                                               sizes), seed=s)
+            add_class_run(trials, group[-1], pred=pred, sizes=sizes, seed=s)
         row: dict[str, Any] = {
             "tau_over_tau_star": mult,
             "tau": tau,
@@ -204,16 +194,9 @@ def soft_supcon_tau(
     wins = [d["supports"] for d in per_tau if d["supports"] != "boundary"]
     return trials.finish(
         keys=_SOFT_KEYS,
-        config={
-            "data": src.name,
-            "sizes": sizes.tolist(),
-            "eps": eps,
-            "tau_star": tau_star,
-            "tau_multiples": mults,
-            "taus": [m * tau_star for m in mults],
-            "encoder": encoder_name(src.X, budget),
-            "budget": budget.to_dict(),
-        },
+        config=report_config(src.name, src.X, budget, sizes=sizes.tolist(), eps=eps,
+                             tau_star=tau_star, tau_multiples=mults,
+                             taus=[m * tau_star for m in mults]),
         supports={
             "criterion": (
                 "tau* located by a hinge fit of the held-out cosine spread (noise taken out) "
