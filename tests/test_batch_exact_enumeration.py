@@ -14,7 +14,12 @@ import pytest
 
 import dgp
 from dgp.constants import EXACT_MAX_DEFAULT
-from dgp.optima._batch_paths import batch_route, finite_cost
+from dgp.optima._batch_paths import (
+    EXACT_RANK_D_MAX_S,
+    batch_route,
+    finite_cost,
+    rows_rank_d_seconds,
+)
 from dgp.solver import BatchSpec
 from dgp.weights import supcon_weights
 
@@ -81,6 +86,15 @@ def test_the_default_enumerates_a_hundred_thousand():
     sizes = np.array([12, 9, 7, 5, 4, 3, 3, 2])  # 57 481 compositions of B = 16
     assert batch_route(sizes, BatchSpec(16, "uniform", None, "mean", "drop"), None,
                        EXACT_MAX_DEFAULT) == "rows"
+    # in a fixed dimension below the classes, the rank-d search over 23 248 compositions is
+    # estimated beyond EXACT_RANK_D_MAX_S: fresh batches; a few compositions stay exact
+    spec12 = BatchSpec(12, "uniform", None, "mean", "drop")
+    assert rows_rank_d_seconds(sizes, spec12, 3, 8) > EXACT_RANK_D_MAX_S
+    assert batch_route(sizes, spec12, 3, EXACT_MAX_DEFAULT, 8) == "stochastic"
+    small = np.array([3, 3, 2])
+    spec4 = BatchSpec(4, "uniform", None, "mean", "drop")
+    assert rows_rank_d_seconds(small, spec4, 2, 8) <= EXACT_RANK_D_MAX_S
+    assert batch_route(small, spec4, 2, EXACT_MAX_DEFAULT, 8) == "rows"
 
 
 def test_the_finite_sum_beyond_its_time_budget_goes_to_fresh_batches(monkeypatch):
