@@ -248,8 +248,9 @@ class Objective:
 
         >>> rec = get("soft-supcon")
         >>> lab = rec.check_labels([0, 0, 1, 1, 2, 2])
-        >>> [round(t, 12) for t in rec.critical_temperatures(lab, {"eps": math.exp(-1)})]
-        [1.5]
+        >>> (tau_star,) = rec.critical_temperatures(lab, {"eps": math.exp(-1)})
+        >>> round(tau_star, 12)
+        1.5
         """
         if self.boundary == "simplex":
             from dgp.prototypes import soft_supcon_tau_star

@@ -57,7 +57,9 @@ BLOCK_FACTOR_BUFFERS = 3
 
 class BlockFactor:
     r"""The class-block objective of sizes ``n`` at temperature ``tau`` (module docstring),
-    evaluated at factors ``X`` (``d x K``, unit columns).
+    evaluated at factors ``X`` (``d x K``, unit columns). The evaluation methods share the
+    buffers: :meth:`evaluate` at a new point replaces the state of the previous one (the
+    methods that need a state re-evaluate when it is stale).
 
     Parameters
     ----------
@@ -67,9 +69,6 @@ class BlockFactor:
         Temperature ``> 0``.
     eps : float, optional
         Soft SupCon's cross-class weight (``None``: SupCon).
-
-    The evaluation methods share the buffers: :meth:`evaluate` at a new point replaces the
-    state of the previous one (the methods that need a state re-evaluate when it is stale).
     """
 
     def __init__(self, sizes: object, tau: float, eps: float | None = None) -> None:
