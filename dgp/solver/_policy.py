@@ -16,7 +16,11 @@ a set of *candidates*, each computed on its own:
 * then improved by its own deterministic chain of :data:`~dgp.constants.RANK_D_HOPS` moves
   (drawn from ``default_rng([seed, 2, i])``, given starts ``[seed, 3, j]``): two of its points
   exchanged (which class sits where; cheap and known-good) or seeded Gaussian noise, each move
-  descended again and kept when its loss is lower;
+  descended again and kept when its loss is lower; above
+  :data:`~dgp.constants.RANK_D_HOP_CLASSES` points the chain lengthens in proportion to their
+  number, up to :data:`~dgp.constants.RANK_D_HOP_LENGTHEN_MAX` times (a swap picks one of
+  ``K (K - 1) / 2`` pairs: at K = 30, d = 8 chains of 60 moves ended 0.014 nats above the best
+  of 256 descents, chains of 120 below it);
 * then polished by the Riemannian trust region (rounds of L-BFGS and trust region until its
   stationarity reaches the target; on the factor path, many classes, the trust region is
   preconditioned by the columns' curvature, :func:`~dgp.solver.rtr` with ``precondition``).
