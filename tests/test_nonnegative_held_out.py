@@ -1,7 +1,8 @@
-"""ReLU (non-negative) prototypes with mini-batches beyond exact enumeration: the factor is
-fitted on sampled compositions and reported on fresh batches it was not fitted on. The
-references here are exact: the same problems are small enough to enumerate every composition,
-so the expected batch loss of the returned Gram is known exactly."""
+"""ReLU (non-negative) prototypes with mini-batches beyond exact enumeration: optimised on
+fresh compositions with non-negative rows (or a closed form decided on sampled ones) and
+reported on fresh batches they were not fitted on. The references here are exact: the same
+problems are small enough to enumerate every composition, so the expected batch loss of the
+returned Gram is known exactly."""
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ def _exact_loss(G, sizes, tau, eps, spec):
 
 @pytest.fixture(scope="module")
 def sampled():
-    # exact_max=1: the compositions are sampled although they could be enumerated
+    # exact_max=1: the stochastic path although every composition could be enumerated
     return nonnegative_prototypes(SIZES, tau=0.3, dim=2, batch_size=6, exact_max=1,
                                   samples=200, starts=2, seed=3)
 
@@ -41,8 +42,9 @@ def exact():
 def test_sampled_loss_is_held_out_and_covers_the_exact_expectation(sampled):
     b = sampled.batch
     assert not b.exact and b.estimate is not None
-    assert b.estimate.expectation == "sample-average"
-    assert sampled.to_dict()["batch"]["expectation"] == "sample-average"
+    assert sampled.method == "stochastic"
+    assert b.estimate.expectation == "stochastic"
+    assert sampled.to_dict()["batch"]["expectation"] == "stochastic"
     assert sampled.loss == b.estimate.expected_loss
     lo, hi = b.estimate.interval
     true = _exact_loss(sampled.gram, SIZES, 0.3, None, b.spec)
@@ -68,7 +70,7 @@ def test_sampled_gram_entries_carry_intervals_from_replicates(sampled):
     assert np.allclose(np.linalg.norm(sampled.embedding, axis=1), 1.0)
     assert sampled.identifiability.pinned is not None
     text = str(sampled)
-    assert "fitted on a sample of" in text and "NOT certified" in text
+    assert "optimised on" in text and "NOT certified" in text
 
 
 def test_sampled_full_batch_comparison_is_paired(sampled):
@@ -96,5 +98,7 @@ def test_closed_form_frame_has_no_sampling_error():
     assert np.array_equal(p.gram, np.eye(4))
     lo, hi = p.batch.gram_interval
     assert np.array_equal(lo, hi)
+    assert p.batch.estimate.expectation == "sample-average"
+    assert "fitted on a sample of" in str(p)
     a, b = p.batch.estimate.interval
     assert a <= _exact_loss(np.eye(4), SIZES, 0.3, None, p.batch.spec) <= b

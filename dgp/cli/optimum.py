@@ -21,6 +21,7 @@ from dgp.cli._output import (
     save_arrays,
     table,
 )
+from dgp.constants import EXACT_MAX_DEFAULT
 from dgp.errors import InputError
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
 from dgp.prototypes import NO_POSITIVE, REDUCTIONS
@@ -68,8 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="beyond exact enumeration: at least this many held-out batches "
                    "estimate the expected loss (default 2000; more until its 95%% interval "
                    "is at most 0.002 wide on each side)")
-    b.add_argument("--exact-max", type=int, default=20_000,
-                   help="enumerate every batch composition up to this many (default 20000); "
+    b.add_argument("--exact-max", type=int, default=EXACT_MAX_DEFAULT,
+                   help="enumerate every batch composition up to this many (default "
+                   f"{EXACT_MAX_DEFAULT}); "
                    "beyond, the expected-batch optimum is found on fresh batches (needs --dim)")
     b.add_argument("--seed", type=int, default=0, help="seed of random starts and batches")
     o = p.add_argument_group("output")

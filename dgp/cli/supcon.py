@@ -19,6 +19,7 @@ from dgp.cli._output import (
     table,
 )
 from dgp.cli._text import printable
+from dgp.constants import EXACT_MAX_DEFAULT
 from dgp.errors import InputError
 from dgp.prototypes import (
     METHODS,
@@ -80,6 +81,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "as zeros (SupContrast)")
     b.add_argument("--samples", type=int, default=2000,
                    help="batches drawn when the expectation is not exact (default 2000)")
+    b.add_argument("--exact-max", type=int, default=EXACT_MAX_DEFAULT,
+                   help="enumerate every class composition up to this many (default "
+                   f"{EXACT_MAX_DEFAULT}, certified); beyond, batches are drawn")
     b.add_argument("--seed", type=int, default=0, help="seed of the drawn batches (default 0)")
     b.add_argument("--tolerance", type=float, metavar="TOL",
                    help="also find the batch size from which the full-batch prediction is "
@@ -130,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
             "batch_size": args.batch_size, "sampler": args.sampler,
             "samples_per_class": args.samples_per_class, "reduction": args.reduction,
             "anchors_without_positives": args.anchors_without_positives,
-            "samples": args.samples, "progress": not quiet(args),
+            "samples": args.samples, "exact_max": args.exact_max,
+            "progress": not quiet(args),
         }
     elif (args.samples_per_class is not None or args.sampler != "uniform") and (
             args.tolerance is None):

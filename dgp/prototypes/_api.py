@@ -31,6 +31,7 @@ import numpy as np
 from dgp.constants import (
     BATCH_TAU_MIN,
     EQUIANGULAR_ATOL,
+    EXACT_MAX_DEFAULT,
     LOSS_RESOLUTION,
     SOLVER_TOL,
 )
@@ -345,7 +346,7 @@ def supcon_prototypes(
     samples: int = 2000,
     replicates: int = 2,
     seed: int = 0,
-    exact_max: int = 20_000,
+    exact_max: int = EXACT_MAX_DEFAULT,
     tol: float = SOLVER_TOL,
     dim: int | None = None,
     starts: int | None = None,
@@ -398,7 +399,8 @@ def supcon_prototypes(
     seed : int
         Seed of the batch streams and of the random starts of a rank-``dim`` solve.
     exact_max : int
-        Largest number of compositions whose expectation is computed exactly (and certified).
+        Largest number of compositions whose expectation is computed exactly (and certified);
+        :data:`~dgp.constants.EXACT_MAX_DEFAULT` (100 000) by default.
     tol : float
         Target ``kkt_residual`` of the certified solver (reported, not assumed).
     dim : int, optional
@@ -502,6 +504,7 @@ def supcon_prototypes(
             samples_per_class=samples_per_class, reduction=reduction,
             anchors_without_positives=anchors_without_positives, samples=samples, seed=seed,
             exact_max=exact_max, starts=DIM_DEFAULT_STARTS if starts is None else starts,
+            progress=progress,
         )
     if dim is not None:
         dim = check_dim(dim, "dim")

@@ -37,13 +37,16 @@ non-negative embedding of the samples, full batch or batched (theorem
 minimisers can exist when the batches do not bind all classes, which the class-level Gram
 predicted here does not see.
 
-With mini-batches whose compositions are too many to enumerate (``exact_max``), the factor is
-fitted on a sample of compositions and reported on fresh batches it was not fitted on
-(:func:`dgp.solver.held_out_estimate`): the expected loss with its 95% interval, a lower bound
-on the expectation's minimum at 95% confidence (the per-batch convex relaxation, which no sign
-constraint weakens, so it holds for a ReLU head), the full-batch ReLU prototypes' loss on the
-same batches, and each Gram entry's interval over replicate fits. Nothing on that path is
-certified; exact enumeration stays certified as above.
+With mini-batches whose compositions are too many to enumerate (``exact_max``): a closed form
+decided on a sample of compositions is reported on fresh batches
+(:func:`dgp.solver.held_out_estimate`); otherwise the prototypes are optimised on fresh
+compositions with non-negative rows by the stochastic driver of the signed prototypes
+(:func:`dgp.solver.batch_optimum`, warm from the full-batch ReLU prototypes and from random
+non-negative starts) and reported on others. Either way: the expected loss with its 95%
+interval, a lower bound on the expectation's minimum at 95% confidence (the per-batch convex
+relaxation, which no sign constraint weakens, so it holds for a ReLU head), the full-batch ReLU
+prototypes' loss on the same batches, and each Gram entry's interval over the runs. Nothing on
+that path is certified; exact enumeration stays certified as above.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dgp.constants import NONNEG_GAP_RTOL
+from dgp.constants import EXACT_MAX_DEFAULT, NONNEG_GAP_RTOL
 from dgp.errors import (
     ParameterError,
     check_dim,
@@ -68,7 +71,7 @@ from dgp.prototypes._blocks import block_weights
 from dgp.prototypes._closed_forms import equiangular_gram, soft_supcon_rho
 from dgp.prototypes._dim import DIM_DEFAULT_STARTS
 from dgp.prototypes._result import Prototypes
-from dgp.prototypes._sampled import held_out_report
+from dgp.prototypes._sampled import held_out_report, stochastic_fields
 from dgp.records import CertificateProtocol
 from dgp.resources import check_memory
 from dgp.solver import (
@@ -84,9 +87,9 @@ from dgp.solver import (
     check_time,
     compositions,
     dnn_lower_bound,
+    enumerable,
     frank_wolfe_bound,
     held_out_estimate,
-    identifiability_report,
     nonnegative_cost,
     nonnegative_factor,
     nonnegative_stationarity,
@@ -103,8 +106,8 @@ __all__ = ["DNN_MAX_K", "NonnegativeCertificate", "NonnegativePrototypes",
 #: K^2 sign constraints); above it the lower bound is the elliptope's (no sign constraint)
 DNN_MAX_K = 60
 
-#: replicate fits (one candidate each) of a ReLU batch prediction beyond exact enumeration,
-#: each on its own sample of compositions: the spread of the Grams gives each entry's interval
+#: further stochastic runs (random non-negative starts) of a ReLU batch prediction beyond
+#: exact enumeration: the spread of the runs' Grams gives each entry's interval
 NONNEG_REPLICATES = 2
 
 
@@ -225,10 +228,10 @@ class NonnegativePrototypes(Prototypes):
             runs = (f"{self.starts} seeded starts ({self.hits} reached the best)"
                     if self.starts > 1 else "one seeded start")
             how = f"numeric, {runs}, first-order residual {self.kkt_residual:.1e}"
-        else:
-            how = f"closed form ({self.stop_reason})"
-        pairs[0] = ("method", how)
-        if cert is None:  # sampled compositions: the bound is the held-out estimate's
+            pairs[0] = ("method", how)
+        elif self.method == "closed-form":
+            pairs[0] = ("method", f"closed form ({self.stop_reason})")
+        if cert is None:  # beyond enumeration: the bound is the held-out estimate's
             est = self.batch.estimate
             pairs.insert(1, ("bound", f"NOT certified (the loss is estimated): lower "
                              f"bound {self.lower_bound:.10g} at {est.confidence:.0%} confidence "
@@ -419,8 +422,9 @@ def nonnegative_prototypes(
     anchors_without_positives: str = "drop",
     samples: int = 2000,
     seed: int = 0,
-    exact_max: int = 20_000,
+    exact_max: int = EXACT_MAX_DEFAULT,
     starts: int = DIM_DEFAULT_STARTS,
+    progress: bool | None = None,
 ) -> NonnegativePrototypes:
     r"""Optimal class prototypes of SupCon (``eps=None``) or Soft SupCon for a ReLU head:
     non-negative unit vectors in :math:`\mathbb R^d` (module docstring).
@@ -441,16 +445,18 @@ def nonnegative_prototypes(
     seed : int
         Seed of the factor starts and of the composition samples.
     starts : int
-        Seeded starts of the non-negative factor descent (where no closed form applies; 16 by
+        Seeded starts of the non-negative factor descent (where no closed form applies; 8 by
         default, as for ``supcon_prototypes(dim=...)``).
+    progress : bool, optional
+        Progress lines on stderr beyond exact enumeration (``False``: none).
 
     Returns
     -------
     NonnegativePrototypes
         ``certified`` says whether the loss meets the certified ``lower_bound``. Beyond exact
         enumeration of the compositions: ``loss`` is the held-out estimate
-        (``batch.estimate``, expectation ``"sample-average"``), ``lower_bound`` holds at 95%
-        confidence, ``certificate`` is ``None`` and ``certified`` is false (module docstring).
+        (``batch.estimate``), ``lower_bound`` holds at 95% confidence, ``certificate`` is
+        ``None`` and ``certified`` is false (module docstring).
 
     Raises
     ------
@@ -502,13 +508,21 @@ def nonnegative_prototypes(
     samples = check_int(samples, "samples", minimum=2)
     exact_max = check_int(exact_max, "exact_max", minimum=1)
     full = nonnegative_prototypes(n, tau, eps=eps, dim=dim, seed=seed, starts=starts)
+    if dim is not None and dim < K and not enumerable(n, spec, exact_max):
+        # no closed form fits in R^dim: the stochastic path needs no sampled compositions
+        return _stochastic(n, tau, eps, dim, spec, full, seed=seed, samples=samples,
+                           progress=progress)
     with single_threaded():
         comps = compositions(n, spec, exact_max=exact_max,
                              samples=row_budget_samples(K, samples), seed=seed)
         prob, _ = batch_rows(comps, weights, spec, tau=tau)
         if not comps.exact:
-            return _held_out(common, n, tau, eps, dim, spec, prob, comps, full, starts=starts,
-                             seed=seed, samples=samples, exact_max=exact_max)
+            closed = _closed_form(prob, n, tau, eps, dim)
+            if closed is None:
+                return _stochastic(n, tau, eps, dim, spec, full, seed=seed, samples=samples,
+                                   progress=progress)
+            return _held_out(common, n, tau, eps, spec, prob, comps, closed, full, seed=seed,
+                             samples=samples)
         fields = _solve(prob, n, tau, eps, dim, starts, seed)
     G = fields["matrix"] if fields["matrix"] is not None else None
     shift_gram = G if G is not None else equiangular_gram(K, float(fields["equiangular"]))
@@ -521,63 +535,54 @@ def nonnegative_prototypes(
     return _result(common, prob.entropy, fields, batch=batch)
 
 
+def _stochastic(n: np.ndarray, tau: float, eps: float | None, dim: int | None,
+                spec: BatchSpec, full: NonnegativePrototypes, *, seed: int, samples: int,
+                progress: bool | None) -> NonnegativePrototypes:
+    """Beyond exact enumeration, where no closed form applies: the expected-batch prototypes
+    optimised on fresh compositions with non-negative rows (the stochastic driver of the
+    signed prototypes, :func:`dgp.prototypes._sampled.stochastic_fields`, warm from the
+    full-batch ReLU prototypes and from :data:`NONNEG_REPLICATES` random non-negative starts)
+    and reported on others: the expected loss with its 95% interval, the relaxation bound
+    (valid for a ReLU head: it has no sign constraint), the full-batch ReLU prototypes on the
+    same batches, and every Gram entry's interval over the runs."""
+    fields, Z = stochastic_fields(n, tau, eps, spec, full.gram, full.factor, seed=seed,
+                                  replicates=NONNEG_REPLICATES, samples=samples,
+                                  progress=progress, nonnegative=True)
+    return NonnegativePrototypes(**fields, dim=dim, factor=Z, certified=False)
+
+
 def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | None,
-              dim: int | None, spec: BatchSpec, prob: RowProblem, comps: Any,
-              full: NonnegativePrototypes, *, starts: int, seed: int, samples: int,
-              exact_max: int) -> NonnegativePrototypes:
-    """Beyond exact enumeration: the factor fitted on the sampled compositions ``comps``
-    (``prob``), reported on fresh batches it was not fitted on
-    (:func:`dgp.solver.held_out_estimate`: the expected loss with its 95% interval, the
-    per-batch relaxation bound, which no sign constraint weakens, and the full-batch ReLU
-    prototypes on the same batches). A numeric factor has :data:`NONNEG_REPLICATES` replicate
-    fits (one candidate each, the first of the main fit's), each on its own sample of
-    compositions (seeds ``seed + r``), from which every Gram entry's interval and the
-    identifiability come: their spread holds both the sampling error and a search that ends in
-    another basin, so the intervals are conservative; a closed form has no sampling error."""
+              spec: BatchSpec, prob: RowProblem, comps: Any, closed: dict[str, Any],
+              full: NonnegativePrototypes, *, seed: int, samples: int) -> NonnegativePrototypes:
+    """Beyond exact enumeration, the closed form decided on the sampled compositions
+    ``comps`` (``prob``), reported on fresh batches (:func:`dgp.solver.held_out_estimate`:
+    the expected loss with its 95% interval, the per-batch relaxation bound, which no sign
+    constraint weakens, and the full-batch ReLU prototypes on the same batches). A closed form
+    has no sampling error: its Gram entries' intervals have width 0."""
     K = n.size
-    closed = _closed_form(prob, n, tau, eps, dim)
-    if closed is not None:
-        runs, hits, used = [closed["factor"]], 0, 0
-        method, stationarity, unique = "closed-form", None, closed["unique"]
-        reason = closed["stop_reason"] + " (on the sampled compositions)"
-    else:
-        Z, hits = _fit(prob, K, dim, starts, seed)
-        runs, used, method, unique = [Z], starts, "numeric", None
-        stationarity = nonnegative_stationarity(prob, Z)
-        for r in range(1, NONNEG_REPLICATES + 1):
-            comps_r = compositions(n, spec, exact_max=exact_max,
-                                   samples=row_budget_samples(K, samples), seed=seed + r)
-            prob_r, _ = batch_rows(comps_r, block_weights(K, eps), spec, tau=tau)
-            runs.append(_fit(prob_r, K, dim, 1, seed)[0])
-        reason = (f"best of {starts} seeded non-negative candidates on {comps.drawn} sampled "
-                  f"compositions; {NONNEG_REPLICATES} one-candidate fits on other samples give "
-                  "the intervals (a replicate in another basin widens them)")
-    est, ests = held_out_estimate(runs, ClassBlockWeights(K, eps), ClassBatches(n, spec), spec,
-                                  tau=tau, seed=seed, full_batch=full.factor,
-                                  min_batches=samples)
-    half_width = est.interval[1] - est.expected_loss
-    if len(runs) > 1:
-        rep = identifiability_report(runs, [e.mean for e in ests[:len(runs)]], 0, seed=seed,
-                                     resolution=half_width)
-    else:  # the closed form: what its certificate (the gradient at I) says
-        keys = ("pairwise cosines", "spectrum", "mean_norm")
-        rep = BatchIdentifiability(
-            pinned=dict.fromkeys(keys, bool(unique)), spread={}, resolution=half_width,
-            identifiable=bool(unique), solutions=1,
-            statement=("yes: the orthogonal frame is the unique optimum (the gradient at I is "
-                       "positive off the diagonal), so the loss pins its cosines" if unique else
-                       "not shown: the gradient at I is zero somewhere off the diagonal, so "
-                       "other Grams may be as good"))
-    G = runs[0] @ runs[0].T
-    batch, ident, minority = held_out_report(n, spec, full.gram, G, [Z @ Z.T for Z in runs],
-                                             est, rep, drawn=comps.drawn, seed=comps.seed)
+    unique = closed["unique"]
+    Z = closed["factor"]
+    est, _ = held_out_estimate([Z], ClassBlockWeights(K, eps), ClassBatches(n, spec), spec,
+                               tau=tau, seed=seed, full_batch=full.factor, min_batches=samples)
+    keys = ("pairwise cosines", "spectrum", "mean_norm")
+    rep = BatchIdentifiability(
+        pinned=dict.fromkeys(keys, bool(unique)), spread={},
+        resolution=est.interval[1] - est.expected_loss, identifiable=bool(unique), solutions=1,
+        statement=("yes: the orthogonal frame is the unique optimum (the gradient at I is "
+                   "positive off the diagonal), so the loss pins its cosines" if unique else
+                   "not shown: the gradient at I is zero somewhere off the diagonal, so "
+                   "other Grams may be as good"))
+    G = Z @ Z.T
+    batch, ident, minority = held_out_report(n, spec, full.gram, G, [G], est, rep,
+                                             drawn=comps.drawn, seed=comps.seed)
     return NonnegativePrototypes(
-        **common, method=method, kkt_residual=stationarity, loss=est.expected_loss,
+        **common, method="closed-form", kkt_residual=None, loss=est.expected_loss,
         entropic_bound=math.nan, excess_loss=math.nan, log_excess_loss=math.nan,
         certificate=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=unique,
-        stop_reason=reason, equiangular=None, matrix=G, factor=runs[0], starts=used,
-        hits=hits, lower_bound=est.lower_bound, certified=False, batch=batch,
-        identifiability=ident, minority=minority,
+        stop_reason=closed["stop_reason"] + " (on the sampled compositions)",
+        equiangular=closed["equiangular"], matrix=G, factor=Z, starts=0, hits=0,
+        lower_bound=est.lower_bound, certified=False, batch=batch, identifiability=ident,
+        minority=minority,
     )
 
 

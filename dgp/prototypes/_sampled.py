@@ -27,7 +27,7 @@ from dgp.solver import (
 )
 from dgp.tolerance import DEFAULT_POLICY
 
-__all__ = ["ClassBlockWeights", "held_out_report", "stochastic_prototypes"]
+__all__ = ["ClassBlockWeights", "held_out_report", "stochastic_fields", "stochastic_prototypes"]
 
 
 def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: BatchSpec,
@@ -43,29 +43,45 @@ def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: Ba
     d = K if dim is None else dim
     X = factor(full.gram, d)
     start = (X / np.linalg.norm(X, axis=0)).T
-    source = ClassBlockWeights(K, eps)
     simplex = ()
     if K <= d + 1:  # the simplex's expected loss on the reporting batches, paired
         Xs = factor(equiangular_gram(K, -1.0 / (K - 1)), d)
         simplex = ((Xs / np.linalg.norm(Xs, axis=0)).T,)
-    res = batch_optimum(source, spec, tau=tau, dim=d, seed=seed, sizes=n,
+    fields, _ = stochastic_fields(n, tau, eps, spec, full.gram, start, seed=seed,
+                                  replicates=replicates, samples=samples, progress=progress,
+                                  simplex=simplex)
+    return Prototypes(**fields, dim=dim)
+
+
+def stochastic_fields(
+    n: np.ndarray, tau: float, eps: float | None, spec: BatchSpec, full_gram: np.ndarray,
+    start: np.ndarray, *, seed: int, replicates: int, samples: int, progress: bool | None,
+    simplex: tuple[np.ndarray, ...] = (), nonnegative: bool = False,
+) -> tuple[dict, np.ndarray]:
+    """The fields of a stochastic class-level prediction (all but ``dim``) and its embedding:
+    :func:`dgp.solver.batch_optimum` on :class:`ClassBlockWeights` in the dimension of
+    ``start`` (the full-batch prototypes, ``K x d`` unit rows), the ``simplex`` compared on the
+    reporting batches, ``nonnegative`` rows for a ReLU head."""
+    source = ClassBlockWeights(n.size, eps)
+    res = batch_optimum(source, spec, tau=tau, dim=start.shape[1], seed=seed, sizes=n,
                         replicates=max(2, replicates), min_batches=samples, full_batch=start,
-                        progress=progress, compare=simplex)
+                        progress=progress, compare=simplex, nonnegative=nonnegative)
     batch, ident, minority = held_out_report(
-        n, spec, full.gram, res.gram, [Z @ Z.T for Z in res.runs], res.batch,
+        n, spec, full_gram, res.gram, [Z @ Z.T for Z in res.runs], res.batch,
         res.identifiability, drawn=res.batch.batches, seed=res.batch.seed,
         simplex=res.comparisons[0] if simplex else None)
     G, b = res.gram, res.batch
     entropy = math.nan  # the expected batch entropic bound is not estimated on this path
-    return Prototypes(
+    fields = dict(
         objective="supcon" if eps is None else "soft-supcon",
         sizes=tuple(int(v) for v in n), tau=tau, eps=eps, method="stochastic",
         loss=b.expected_loss, entropic_bound=entropy, excess_loss=math.nan,
         log_excess_loss=math.nan, kkt_residual=None, certificate=None, collapse=None,
         rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
         stop_reason=res.status, matrix=G, batch=batch, identifiability=ident,
-        dim=dim, lower_bound=b.lower_bound, minority=minority,
+        lower_bound=b.lower_bound, minority=minority,
     )
+    return fields, res.embedding
 
 
 def held_out_report(

@@ -365,6 +365,7 @@ def batch_optimum(
     min_batches: int = 200,
     progress: bool | None = None,
     compare: tuple[np.ndarray, ...] = (),
+    nonnegative: bool = False,
 ) -> BatchOptimum:
     """The expected-batch optimum of ``weights`` in ``R^dim`` (module docstring).
 
@@ -374,6 +375,8 @@ def batch_optimum(
     Progress lines go to stderr (also when it is not a terminal) unless ``progress`` is false.
     ``compare``: further embeddings (``n x dim``) evaluated on the reporting batches beside the
     optimum (:attr:`BatchOptimum.comparisons`), at the cost of their loss alone.
+    ``nonnegative``: every run keeps non-negative rows (a ReLU head); the relaxation bound
+    holds for them too (it has no sign constraint).
     """
     t0 = time.monotonic()
     n = weights.n
@@ -400,7 +403,7 @@ def batch_optimum(
         run = stochastic_optimum(weights, sampler, spec, tau=tau, dim=dim, seed=seed + r,
                                  start=full_batch if warm else None,
                                  lr=WARM_LR if warm else COLD_LR, progress=say,
-                                 monitor_batches=MONITOR_BATCHES)
+                                 monitor_batches=MONITOR_BATCHES, nonnegative=nonnegative)
         runs.append(run.embedding)
         infos.append(run)
     # the full-batch optimum is a candidate too (the answer is never worse than it); the kept

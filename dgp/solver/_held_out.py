@@ -16,7 +16,13 @@ import numpy as np
 
 from dgp.solver._batch import BatchSpec
 from dgp.solver._batch_sources import BatchWeights
-from dgp.solver._expected import BOUND_ITERS, HALF_WIDTH, MAX_EVALUATION_BATCHES, BatchEstimate
+from dgp.solver._expected import (
+    BOUND_ITERS,
+    BOUND_MIN_BATCHES,
+    HALF_WIDTH,
+    MAX_EVALUATION_BATCHES,
+    BatchEstimate,
+)
 from dgp.solver._stochastic import Estimate, evaluate, relaxation_bound
 
 __all__ = ["held_out_estimate"]
@@ -44,7 +50,8 @@ def held_out_estimate(
                    min_batches=min_batches, max_batches=MAX_EVALUATION_BATCHES)
     e = est[0]
     bound = relaxation_bound(cands[0], e, weights, sampler, spec, tau=tau, seed=seed,
-                             batches=bound_batches, iters=BOUND_ITERS)
+                             batches=bound_batches, iters=BOUND_ITERS,
+                             min_batches=min(bound_batches, BOUND_MIN_BATCHES))
     fb = fb_int = fb_ex = fb_se = None
     if full_batch is not None:
         f = est[-1]

@@ -111,10 +111,14 @@ class _RiemannianAdam:
     """Adam on the product of unit spheres, updating the rows of one batch at a time (the
     gradient projected on each row's tangent space, the first moment carried to the new point
     by projection, one second moment per row, per-row bias corrections, the projection
-    retraction). ``Z`` is updated in place."""
+    retraction). ``Z`` is updated in place. ``nonnegative``: the retraction first clips the
+    step to the non-negative orthant (a ReLU head's embeddings: the projection onto the
+    non-negative part of each sphere)."""
 
-    def __init__(self, Z: np.ndarray, weights: BatchWeights, tau: float, spec: BatchSpec):
+    def __init__(self, Z: np.ndarray, weights: BatchWeights, tau: float, spec: BatchSpec,
+                 nonnegative: bool = False):
         self.Z, self.weights, self.tau, self.spec = Z, weights, tau, spec
+        self.nonnegative = nonnegative
         self.M1 = np.zeros_like(Z)
         self.V = np.zeros(Z.shape[0])
         self.T = np.zeros(Z.shape[0])  # per-row step counts
@@ -133,11 +137,22 @@ class _RiemannianAdam:
         t = self.T[idx]
         mhat = mb / (1 - ADAM_BETA1**t)[:, None]
         vhat = vb / (1 - ADAM_BETA2**t)
-        self.Z[idx] = _unit_rows(Zb - eta * mhat / (np.sqrt(vhat) + ADAM_EPS)[:, None])
+        Y = Zb - eta * mhat / (np.sqrt(vhat) + ADAM_EPS)[:, None]
+        self.Z[idx] = _nonnegative_rows(Y) if self.nonnegative else _unit_rows(Y)
 
 
 def _unit_rows(Z: np.ndarray) -> np.ndarray:
     return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
+
+def _nonnegative_rows(Y: np.ndarray) -> np.ndarray:
+    """The nearest non-negative unit rows: negative entries clipped, then normalised (a row
+    with no positive entry keeps its largest coordinate alone)."""
+    P = np.maximum(Y, 0.0)
+    empty = ~(P > 0).any(axis=1)
+    if empty.any():
+        P[empty, np.argmax(Y[empty], axis=1)] = 1.0
+    return _unit_rows(P)
 
 
 def _mean_loss(Z, batches: list[tuple[np.ndarray, BatchFunction]]) -> float:
@@ -163,6 +178,7 @@ def stochastic_optimum(
     anneal_epochs: float = 10.0,
     progress: Callable[[str], None] | None = None,
     deadline_s: float | None = None,
+    nonnegative: bool = False,
 ) -> StochasticRun:
     r"""Minimise :math:`\mathbb E_b L_b(Z)` over unit rows ``Z`` (``n x dim``) on fresh batches.
 
@@ -173,18 +189,21 @@ def stochastic_optimum(
     ``plateaus`` halvings (and at least ``min_epochs``) the descent stops; or after
     ``max_epochs`` or ``deadline_s``. Then ``anneal_epochs`` epochs with the step
     decaying linearly to zero, whose iterates are averaged (renormalised); the average is
-    returned unless the last iterate monitors better.
+    returned unless the last iterate monitors better. ``nonnegative``: every iterate has
+    non-negative rows (a ReLU head; the start is projected onto them).
     """
     n = weights.n
+    unit = _nonnegative_rows if nonnegative else _unit_rows
     rng = np.random.default_rng([seed, 0])
     mon_rng = np.random.default_rng([seed, 1])
     if start is None:
-        Z = _unit_rows(rng.standard_normal((n, dim)))
+        Z = rng.standard_normal((n, dim))
+        Z = unit(np.abs(Z) if nonnegative else Z)
     else:
-        Z = _unit_rows(np.array(start, dtype=float))
+        Z = unit(np.array(start, dtype=float))
     mon = [(idx, batch_function(weights, idx, m, tau=tau, spec=spec))
            for idx, m in (sampler.draw(mon_rng) for _ in range(monitor_batches))]
-    opt = _RiemannianAdam(Z, weights, tau, spec)
+    opt = _RiemannianAdam(Z, weights, tau, spec, nonnegative=nonnegative)
     per_epoch = sampler.steps_per_epoch
     t0 = last_said = time.monotonic()
     history: list[float] = [_mean_loss(Z, mon)]
