@@ -59,6 +59,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dgp.constants import EXACT_MAX_DEFAULT, NONNEG_GAP_RTOL
+from dgp.display import format_duration, stderr_progress
 from dgp.errors import (
     ParameterError,
     check_dim,
@@ -69,7 +70,7 @@ from dgp.errors import (
 )
 from dgp.prototypes._blocks import block_weights
 from dgp.prototypes._closed_forms import equiangular_gram, soft_supcon_rho
-from dgp.prototypes._dim import DIM_DEFAULT_STARTS
+from dgp.prototypes._dim import ANNOUNCE_AFTER_S, DIM_DEFAULT_STARTS
 from dgp.prototypes._result import Prototypes
 from dgp.prototypes._sampled import held_out_report, stochastic_fields
 from dgp.records import CertificateProtocol
@@ -321,13 +322,19 @@ def _frame(K: int, width: int) -> np.ndarray:
 
 
 def _fit(prob: RowProblem, K: int, dim: int | None, starts: int,
-         seed: int) -> tuple[np.ndarray, int]:
+         seed: int, progress: bool = False) -> tuple[np.ndarray, int]:
     """The numeric non-negative factor (``K x d``, free dimension ``d = K + 1``) of ``prob``
-    and how many candidates reached its loss, behind the time guard."""
+    and how many candidates reached its loss, behind the time guard; with ``progress``, the
+    estimate on stderr first where it is :data:`~dgp.prototypes._dim.ANNOUNCE_AFTER_S` or
+    more."""
     width = K + 1 if dim is None else dim
-    check_time(nonnegative_cost(K, width, starts=starts),
-               what=f"{starts} non-negative factor descents for K = {K} classes in d = {width}",
-               instead="use fewer starts or classes", param="starts")
+    what = f"{starts} non-negative factor descents for K = {K} classes in d = {width}"
+    cost = nonnegative_cost(K, width, starts=starts)
+    check_time(cost, what=what, instead="use fewer starts or classes", param="starts")
+    seconds = cost / 1e9  # check_time's unit: operations at 1e9 per second
+    if progress and seconds >= ANNOUNCE_AFTER_S:
+        stderr_progress(what)(f"about {format_duration(seconds)} (the non-negative search's "
+                              "cost model; no further lines until it ends)")
     return nonnegative_factor(prob, width, starts=starts, seed=seed)
 
 
@@ -376,14 +383,14 @@ def _closed_form(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None,
 
 
 def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: int | None,
-           starts: int, seed: int) -> dict[str, Any]:
+           starts: int, seed: int, progress: bool = False) -> dict[str, Any]:
     """The fields of the result that depend on the problem ``prob`` (full batch or exact
     batches): a closed form, else the numeric factor with its certified bound."""
     closed = _closed_form(prob, n, tau, eps, dim)
     if closed is not None:
         return closed
     K, entropy = n.size, prob.entropy
-    Z, hits = _fit(prob, K, dim, starts, seed)
+    Z, hits = _fit(prob, K, dim, starts, seed, progress)
     G = Z @ Z.T
     stationarity = nonnegative_stationarity(prob, Z)
     loss, excess, log_excess = _loss_parts(prob, G)
@@ -448,7 +455,8 @@ def nonnegative_prototypes(
         Seeded starts of the non-negative factor descent (where no closed form applies; 8 by
         default, as for ``supcon_prototypes(dim=...)``).
     progress : bool, optional
-        Progress lines on stderr beyond exact enumeration (``False``: none).
+        Progress lines on stderr (``False``: none): a long non-negative search's estimate
+        first, and the stochastic path's lines beyond exact enumeration.
 
     Returns
     -------
@@ -499,7 +507,8 @@ def nonnegative_prototypes(
                                            f"batch_size as well (got {name}={value!r})")
         with single_threaded():
             prob = block_problem(n, weights, tau=tau)
-            fields = _solve(prob, n, tau, eps, dim, starts, seed)
+            fields = _solve(prob, n, tau, eps, dim, starts, seed,
+                            progress=progress is None or bool(progress))
         return _result(common, prob.entropy, fields, batch=None)
     spec = check_batch(
         n, batch_size=batch_size, sampler=sampler, samples_per_class=samples_per_class,
@@ -507,7 +516,8 @@ def nonnegative_prototypes(
     )
     samples = check_int(samples, "samples", minimum=2)
     exact_max = check_int(exact_max, "exact_max", minimum=1)
-    full = nonnegative_prototypes(n, tau, eps=eps, dim=dim, seed=seed, starts=starts)
+    full = nonnegative_prototypes(n, tau, eps=eps, dim=dim, seed=seed, starts=starts,
+                                  progress=progress)
     if dim is not None and dim < K and not enumerable(n, spec, exact_max):
         # no closed form fits in R^dim: the stochastic path needs no sampled compositions
         return _stochastic(n, tau, eps, dim, spec, full, seed=seed, samples=samples,
