@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -161,10 +162,11 @@ def stochastic_path(q: Quotient, spec: BatchSpec, kwargs: dict, progress: bool |
             f" compositions (above exact_max = {kwargs['exact_max']}, or above the memory of "
             "exact enumeration): give the embedding dimension you train in"
         )
+    started = time.monotonic()  # the full-batch solve counts in the result's seconds
     res = quotient_batch_optimum(
         q.sizes, q.weights, spec, tau=tau, dim=dim, seed=kwargs["seed"],
         replicates=max(1, kwargs["replicates"]), min_batches=kwargs["samples"],
-        full_batch=_full(q, kwargs, full_batch, progress), progress=progress,
+        full_batch=_full(q, kwargs, full_batch, progress), progress=progress, started=started,
     )
     return res if q.K == int(q.sizes.sum()) else dataclasses.replace(res, labels=q.labels)
 
@@ -271,7 +273,8 @@ def labels_path(problem, spec: BatchSpec, *, tau: float, dim: object, seed: int,
             f"{spec.batch_size} (beyond exact enumeration): give the embedding dimension you "
             "train in")
     dim = min(check_dim(dim, "dim"), N)
+    started = time.monotonic()  # the full-batch solve counts in the result's seconds
     full = full_batch(dim) if N <= STOCHASTIC_FULL_BATCH_MAX_K else None
     return batch_optimum(problem.batch_source(), spec, tau=tau, dim=dim, seed=seed,
                          full_batch=full, replicates=max(1, replicates), min_batches=samples,
-                         progress=progress)
+                         progress=progress, started=started)

@@ -216,8 +216,9 @@ class BatchOptimum(Record):
     monitor : tuple of float
         The kept run's loss on its monitoring batches, per epoch.
     seconds : float
-        Wall time of the whole solve: the runs, the held-out evaluation and the bound (the
-        full-batch optimum given as a start is solved before and not counted).
+        Wall time of the whole solve: the runs, the held-out evaluation and the bound, and
+        the full-batch optimum given as a start where the caller says when it began
+        (``dgp.optimum`` does).
     solver : str
     runs : tuple of ndarray
         The embedding each run reached (independent starts and batch streams), for the spread
@@ -366,6 +367,7 @@ def batch_optimum(
     progress: bool | None = None,
     compare: tuple[np.ndarray, ...] = (),
     nonnegative: bool = False,
+    started: float | None = None,
 ) -> BatchOptimum:
     """The expected-batch optimum of ``weights`` in ``R^dim`` (module docstring).
 
@@ -376,9 +378,10 @@ def batch_optimum(
     ``compare``: further embeddings (``n x dim``) evaluated on the reporting batches beside the
     optimum (:attr:`BatchOptimum.comparisons`), at the cost of their loss alone.
     ``nonnegative``: every run keeps non-negative rows (a ReLU head); the relaxation bound
-    holds for them too (it has no sign constraint).
+    holds for them too (it has no sign constraint). ``started``: the ``time.monotonic()`` at
+    which the caller's work began (its full-batch solve), so that ``seconds`` counts it too.
     """
-    t0 = time.monotonic()
+    t0 = time.monotonic() if started is None else started
     n = weights.n
     sampler = (SampleBatches(n, spec.batch_size) if sizes is None
                else ClassBatches(np.asarray(sizes, dtype=np.int64), spec))
@@ -496,7 +499,7 @@ def _kept(select: list, *, full: bool) -> int:
 def quotient_batch_optimum(
     sizes: np.ndarray, weights: np.ndarray, spec: BatchSpec, *, tau: float, dim: int,
     seed: int, replicates: int, min_batches: int, full_batch: np.ndarray | None,
-    progress: bool | None = None,
+    progress: bool | None = None, started: float | None = None,
 ) -> BatchOptimum:
     """:func:`batch_optimum` of a (twin-)class quotient: ``weights[c, d]`` the weight of a
     sample of class ``c`` for one of class ``d`` (diagonal: within the class), ``sizes`` the
@@ -508,7 +511,7 @@ def quotient_batch_optimum(
                          sizes=(None if (sizes == 1).all() and spec.sampler == "uniform"
                                 else sizes),
                          full_batch=full_batch, replicates=replicates,
-                         min_batches=min_batches, progress=progress)
+                         min_batches=min_batches, progress=progress, started=started)
 
 
 def finite_batch_optimum(
