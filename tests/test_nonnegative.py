@@ -444,3 +444,24 @@ def test_the_certificate_states_the_relaxation_it_used():
     assert d["cuts"] == 0 and d["lower_bound"] <= p.loss
     small = nonnegative_prototypes([50, 20, 5, 3], tau=0.2, dim=3, starts=2).certificate
     assert "doubly non-negative" in small.statement and small.cuts > 0
+
+
+def test_nonnegative_search_reports_progress_without_changing_its_answer(monkeypatch):
+    """The non-negative search says how many candidates are done and the best loss so far
+    (here after every candidate), and reporting changes nothing in the answer."""
+    import importlib
+
+    from dgp.prototypes._blocks import block_weights
+    from dgp.solver import block_problem, nonnegative_factor
+
+    mod = importlib.import_module("dgp.solver._nonnegative")
+    monkeypatch.setattr(mod, "NONNEG_PROGRESS_EVERY_S", 0.0)
+    n = np.array([9, 6, 4, 3, 2])
+    lines: list[str] = []
+    Z1, h1 = nonnegative_factor(block_problem(n, block_weights(5, None), tau=0.3), 3,
+                                starts=3, seed=1, progress=lines.append)
+    Z0, h0 = nonnegative_factor(block_problem(n, block_weights(5, None), tau=0.3), 3,
+                                starts=3, seed=1)
+    assert [line.split(",")[0] for line in lines] == ["1 of 3 candidates done",
+                                                      "2 of 3 candidates done"]
+    assert np.array_equal(Z0, Z1) and h0 == h1

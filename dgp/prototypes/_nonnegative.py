@@ -332,10 +332,10 @@ def _fit(prob: RowProblem, K: int, dim: int | None, starts: int,
     cost = nonnegative_cost(K, width, starts=starts)
     check_time(cost, what=what, instead="use fewer starts or classes", param="starts")
     seconds = cost / 1e9  # check_time's unit: operations at 1e9 per second
-    if progress and seconds >= ANNOUNCE_AFTER_S:
-        stderr_progress(what)(f"about {format_duration(seconds)} (the non-negative search's "
-                              "cost model; no further lines until it ends)")
-    return nonnegative_factor(prob, width, starts=starts, seed=seed)
+    say = stderr_progress(what) if progress else None
+    if say is not None and seconds >= ANNOUNCE_AFTER_S:
+        say(f"about {format_duration(seconds)} (the non-negative search's cost model)")
+    return nonnegative_factor(prob, width, starts=starts, seed=seed, progress=say)
 
 
 def _closed_form(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None,

@@ -135,7 +135,8 @@ def check_batch(
     N, K = int(sizes.sum()), sizes.size
     if B < 3:
         raise ParameterError(
-            "batch_size", f"must be at least 3, got {B}: with 2 samples every batch loss is 0"
+            "batch_size", f"must be at least 3, got {B}: a batch of 2 samples or fewer has "
+            "the same loss for every embedding"
         )
     m = None
     if sampler == "uniform" and B > N:

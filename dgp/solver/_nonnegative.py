@@ -32,6 +32,8 @@ eigenvalue of :math:`\nabla F - \operatorname{Diag}y - N - \sum_k \lambda_k w_k 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -278,7 +280,7 @@ def nonnegative_cost(K: int, r: int, *, starts: int) -> float:
 
 def nonnegative_factor(
     prob: RowProblem, dim: int, *, starts: int, seed: int,
-    maxiter: int = NONNEG_RUN_ITERS,
+    maxiter: int = NONNEG_RUN_ITERS, progress: Callable[[str], None] | None = None,
 ) -> tuple[np.ndarray, int]:
     """The best non-negative unit-row factor (``K x dim``) found by the policy of the one
     rank-d solver (:func:`dgp.solver.solve_rank_d`): ``starts`` candidates, candidate ``i``
@@ -292,12 +294,20 @@ def nonnegative_factor(
 
     Returns the best factor (lowest loss; ties to the earlier candidate) and the number of
     candidates that reached that loss within rounding (a hint of how often the basin was
-    found, not a certificate). ``prob``'s scale is left at the best factor."""
+    found, not a certificate). ``prob``'s scale is left at the best factor. ``progress``
+    hears, at most every :data:`NONNEG_PROGRESS_EVERY_S` seconds, how many candidates are done
+    and the best loss so far."""
     K = prob.K
     hops = RANK_D_HOPS if K * dim <= RANK_D_HOP_MAX_SIZE else 0
     found = []  # (key, factor)
     chains = max(1, NONNEG_CHEAP_SIZE // (K * dim))
+    t0 = last_said = time.monotonic()
     for i in range(max(starts, 1)):
+        if progress is not None and found and (time.monotonic() - last_said
+                                               >= NONNEG_PROGRESS_EVERY_S):
+            last_said = time.monotonic()
+            progress(f"{i} of {max(starts, 1)} candidates done, best loss "
+                     f"{min(key[1] for key, _ in found):.10g} ({last_said - t0:.0f} s)")
         # candidate i: the best of its chains: from start i, one of swaps and noise and one
         # with relocations too (the same seed); on a cheap problem more with relocations, chain
         # j from start i + j * NONNEG_CHAIN_STRIDE
@@ -320,6 +330,10 @@ def nonnegative_factor(
     hits = sum(1 for key, _ in found if key[1] <= best_key[1] + spread)
     _nats(prob, best)
     return best, hits
+
+
+#: at most one progress line of the non-negative search per this many seconds
+NONNEG_PROGRESS_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
