@@ -141,3 +141,15 @@ def test_a_sampler_that_treats_classes_alike_in_too_small_a_dimension(sampler):
     q = dgp.supcon_prototypes([9, 7, 5, 4, 3, 2], tau=0.3, dim=5, batch_size=8,
                               sampler=sampler, progress=False, **kw)
     assert q.method == "closed-form"  # the simplex fits in R^5
+
+
+def test_identifiability_has_text_and_html_of_its_summary():
+    """A notebook shows the identifiability report as its summary (it showed the dataclass)."""
+    import dgp
+
+    ident = dgp.supcon_prototypes([20, 12, 8, 5, 3, 2], tau=0.2, batch_size=8).identifiability
+    text = str(ident)
+    assert text.startswith("Identifiability\n") and "pinned" in text
+    assert all(len(line) <= 100 for line in text.splitlines())
+    html = ident._repr_html_()
+    assert html.startswith("<div><strong>Identifiability</strong>") and "pinned" in html

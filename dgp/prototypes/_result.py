@@ -139,6 +139,12 @@ class Identifiability(Record):
                 yield key, value
         yield "units", "nats per anchor"
 
+    def __str__(self) -> str:
+        return format_summary("Identifiability", self.summary_pairs())
+
+    def _repr_html_(self) -> str:
+        return html_summary("Identifiability", self.summary_pairs())
+
     def summary_pairs(self) -> list[tuple[str, str]]:
         """The lines of the text and HTML summaries (each fits 80 columns)."""
         pairs = self._gap_pairs()
