@@ -35,6 +35,7 @@ from dgp.solver import (
     BatchSpec,
     batch_optimum,
     check_batch,
+    check_full_batch,
     composition_count,
     enumerable,
     finite_batch_optimum,
@@ -88,13 +89,8 @@ def batch_spec(sizes: np.ndarray, batch_size: object, sampler: object, reduction
     """The validated sampling spec (``None`` without ``batch_size``, when the other fields
     must be their defaults)."""
     if batch_size is None:
-        for name, value, default in (
-            ("sampler", sampler, "uniform"), ("reduction", reduction, "mean"),
-            ("anchors_without_positives", anchors_without_positives, "drop"),
-        ):
-            if value != default:
-                raise ParameterError(name, "applies to mini-batch predictions only; give "
-                                           f"batch_size as well (got {name}={value!r})")
+        check_full_batch(sampler=sampler, reduction=reduction,
+                         anchors_without_positives=anchors_without_positives)
         return None
     check_choice(sampler, OPTIMUM_SAMPLERS, "sampler")
     check_choice(reduction, REDUCTIONS, "reduction")

@@ -86,6 +86,7 @@ from dgp.solver import (
     RowProblem,
     block_problem,
     check_batch,
+    check_full_batch,
     check_time,
     face_uniqueness,
     factor,
@@ -522,14 +523,9 @@ def supcon_prototypes(
     elif starts is None:
         starts = DIM_DEFAULT_STARTS
     if batch_size is None:
-        for name, value, default in (
-            ("sampler", sampler, "uniform"), ("samples_per_class", samples_per_class, None),
-            ("reduction", reduction, "mean"),
-            ("anchors_without_positives", anchors_without_positives, "drop"),
-        ):
-            if value != default:
-                raise ParameterError(name, f"applies to mini-batch predictions only; give "
-                                           f"batch_size as well (got {name}={value!r})")
+        check_full_batch(sampler=sampler, samples_per_class=samples_per_class,
+                         reduction=reduction,
+                         anchors_without_positives=anchors_without_positives)
         with single_threaded(), validated_tau(tau):  # failures at extreme tau: the user's
             return _settled(_full_in_dim(n, tau, eps, method, tol, dim, starts=starts,
                                          seed=seed, gap=identifiability or dim is not None,

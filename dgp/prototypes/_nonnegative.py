@@ -61,7 +61,6 @@ import numpy as np
 from dgp.constants import EXACT_MAX_DEFAULT, NONNEG_GAP_RTOL
 from dgp.display import format_duration, stderr_progress
 from dgp.errors import (
-    ParameterError,
     check_dim,
     check_int,
     check_positive,
@@ -85,6 +84,7 @@ from dgp.solver import (
     batch_rows,
     block_problem,
     check_batch,
+    check_full_batch,
     check_time,
     compositions,
     dnn_lower_bound,
@@ -497,14 +497,9 @@ def nonnegative_prototypes(
     common = dict(objective="supcon" if eps is None else "soft-supcon",
                   sizes=tuple(int(v) for v in n), tau=tau, eps=eps, collapse=None, dim=dim)
     if batch_size is None:
-        for name, value, default in (
-            ("sampler", sampler, "uniform"), ("samples_per_class", samples_per_class, None),
-            ("reduction", reduction, "mean"),
-            ("anchors_without_positives", anchors_without_positives, "drop"),
-        ):
-            if value != default:
-                raise ParameterError(name, f"applies to mini-batch predictions only; give "
-                                           f"batch_size as well (got {name}={value!r})")
+        check_full_batch(sampler=sampler, samples_per_class=samples_per_class,
+                         reduction=reduction,
+                         anchors_without_positives=anchors_without_positives)
         with single_threaded():
             prob = block_problem(n, weights, tau=tau)
             fields = _solve(prob, n, tau, eps, dim, starts, seed,

@@ -109,6 +109,28 @@ class BatchSpec(Record):
 
 
 
+#: the mini-batch options and their defaults, which a full-batch call must leave as they are
+BATCH_OPTION_DEFAULTS = {"sampler": "uniform", "samples_per_class": None, "reduction": "mean",
+                         "anchors_without_positives": "drop"}
+
+
+def check_full_batch(**options: object) -> None:
+    """Refuse a mini-batch option given without ``batch_size`` (one of
+    :data:`BATCH_OPTION_DEFAULTS`, by keyword, away from its default).
+
+    Raises
+    ------
+    ParameterError
+        Naming the first such option.
+
+    >>> check_full_batch(sampler="uniform", reduction="mean")
+    """
+    for name, value in options.items():
+        if value != BATCH_OPTION_DEFAULTS[name]:
+            raise ParameterError(name, f"applies to mini-batch predictions only; give "
+                                       f"batch_size as well (got {name}={value!r})")
+
+
 def check_batch(
     sizes: np.ndarray,
     *,

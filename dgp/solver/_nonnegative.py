@@ -60,6 +60,9 @@ from dgp.solver._conic import solve_conic
 from dgp.solver._program import RowProblem
 from dgp.solver._solve import lbfgs
 
+#: at most one progress line of the non-negative search per this many seconds
+NONNEG_PROGRESS_EVERY_S = 5.0
+
 __all__ = [
     "DNNBound",
     "dnn_lower_bound",
@@ -330,10 +333,6 @@ def nonnegative_factor(
     hits = sum(1 for key, _ in found if key[1] <= best_key[1] + spread)
     _nats(prob, best)
     return best, hits
-
-
-#: at most one progress line of the non-negative search per this many seconds
-NONNEG_PROGRESS_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
