@@ -408,3 +408,18 @@ def test_a_loose_bound_says_so():
     _, Ws = _soft_weights(12, seed=2)
     smooth = dgp.optimum(Ws, tau=0.5, dim=3, batch_size=4, exact_max=10, progress=False)
     assert (smooth.batch.gap > 0.01) == ("loose" in str(smooth))
+
+
+@pytest.mark.slow  # more than about 2 s of CPU
+def test_no_full_batch_comparison_is_said():
+    """Without a full-batch optimum (as above a few thousand samples) the summary says that
+    batching's effect is not compared, rather than leaving it out in silence."""
+    _, W = _soft_weights(12, seed=2)
+    spec = BatchSpec(4, "uniform", None, "mean", "drop")
+    with np.errstate(divide="ignore"):
+        source = DenseBatchWeights(np.log(W))
+    res = batch_optimum(source, spec, tau=0.5, dim=2,
+                        seed=0, replicates=0, min_batches=200, progress=False)
+    text = " ".join(str(res).split())
+    assert res.batch.full_batch_excess is None
+    assert "full batch not compared: no full-batch optimum" in text

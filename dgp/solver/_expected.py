@@ -322,6 +322,11 @@ class BatchOptimum(Record):
             pairs.append(("full batch", f"its prediction's expected batch loss is "
                           f"{b.full_batch_excess:+.2g}{pm} above this one (paired, same "
                           f"batches): {verdict}"))
+        elif b.expectation == "stochastic":
+            pairs.append(("full batch", "not compared: no full-batch optimum in this "
+                          "dimension was given (dgp.optimum solves one only for a few "
+                          "thousand samples or fewer: beyond, it would take longer than this "
+                          "prediction), so whether batching changes the answer is not said"))
         if self.identifiability is not None:
             pairs.append(("identifiable", self.identifiability.statement))
         return pairs
