@@ -9,7 +9,7 @@ import pytest
 
 from dgp.prototypes import nonnegative_prototypes
 from dgp.prototypes._blocks import block_weights
-from dgp.solver import BatchSpec, batch_rows, compositions
+from dgp.solver import batch_rows, compositions
 
 # each case evaluates on up to 20 000 fresh batches (the default half-width at B = 6)
 pytestmark = pytest.mark.slow
