@@ -129,6 +129,7 @@ def test_factor_path_point_is_critical_and_its_bound_valid(factor_path):
     assert p.loss <= losses.min() * (1 + 2e-2)
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_factor_path_is_invariant_under_permuting_the_classes(factor_path):
     sizes = [30, 3, 12, 7, 2, 19, 5, 8, 4, 11, 6, 9]
     perm = np.random.default_rng(1).permutation(12)

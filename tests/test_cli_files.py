@@ -163,6 +163,7 @@ def test_unresolvable_or_special_outputs_are_refused_before_any_work(files, cli,
     assert os.path.islink("loop1.npy") and not os.path.exists("pipe.png")
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_csv_tables_take_csv_or_txt_from_one_declaration(files, cli):
     for name in ("ph.tsv", "ph.npy"):
         r = cli("phase", "--objective", "y-aware", "--labels", "y.csv", "--sigma", "1", "--grid",
@@ -175,6 +176,7 @@ def test_csv_tables_take_csv_or_txt_from_one_declaration(files, cli):
 
 @pytest.mark.parametrize("flag, shown", [(None, True), ("--quiet", False), ("--json", True),
                                          ("--json --quiet", False)])
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_phase_progress_only_on_a_terminal_without_quiet(files, cli, monkeypatch, flag, shown):
     """``--quiet`` silences the progress bar; ``--json`` does not (its object is stdout's)."""
     import dgp.cli.phase as phase_cli

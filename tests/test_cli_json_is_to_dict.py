@@ -32,6 +32,7 @@ def _same(run, res, **options):
     assert printed == json.loads(json.dumps(res.to_dict(**options)))
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_classify_json_is_to_dict(cli, files):
     _same(cli("classify", files / "w.npy", "--tau", "0.5", "--dim", "2", "--json"),
           dgp.classify(_W, tau=0.5, dim=2, floor=True))  # the command's floor is on

@@ -271,6 +271,7 @@ def test_supcon_json_identifiability_shrinks_with_tau(cli):
     ("--eps", "0.1", "--nonnegative", "--dim", "3"),  # the bound's relaxation: a long value
     ("--dim", "2", "--starts", "3"),
 ])
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_summaries_wrap_to_100_columns_under_their_first_word(cli, extra):
     r = cli("supcon", "--sizes", "50,20,5,3", "--tau", "0.2", *extra)
     assert r.code == 0, r.err

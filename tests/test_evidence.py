@@ -299,6 +299,7 @@ def test_identifiability_is_the_loss_difference_per_anchor():
         assert p.identifiability.anchors == sum(SIZES)
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_identifiability_shrinks_with_the_temperature():
     gaps = [supcon_prototypes(SIZES, tau=t).identifiability.simplex_gap for t in (0.5, 0.2, 0.1)]
     assert gaps[0] > 0.01 and gaps[2] < 1e-4 and gaps[0] > gaps[1] > gaps[2] > 0

@@ -92,6 +92,7 @@ def test_optimum_refuses_a_graph_with_an_empty_row_naming_it():
         dgp.optimum(G, tau=0.5)
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_entropic_gap_and_floors_of_graphs_are_those_of_the_dense_matrix():
     G = nx.les_miserables_graph()
     W = nx.to_numpy_array(G, nodelist=list(G.nodes), weight="weight")
@@ -121,6 +122,7 @@ def test_figures_take_sparse_and_graph_weightings():
         assert got["c_interval"] == pytest.approx(ref["c_interval"])
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_every_command_reads_a_saved_knn_graph_and_an_edge_list(cli, tmp_path):
     A = _knn(8, 3, seed=5)
     sp.save_npz(tmp_path / "knn.npz", A)

@@ -79,6 +79,7 @@ SLOW_CASES = ("floors",)
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW_CASES
                                   else c for c in sorted(CASES)])
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_estimate_covers_the_traced_peak(cli, files, case):
     warm = WARM[case.split("-")[0]]
     assert cli(*[a.format(d=files) for a in warm]).code == 0

@@ -187,6 +187,7 @@ def test_permutation_of_classes(rank3):
         nonnegative_prototypes(SIZES, TAU).loss, rel=1e-13)
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_soft_supcon_orthogonal_iff_rho_nonpositive():
     """Soft SupCon: the frame is optimal exactly when eps <= exp(-1/tau) (rho <= 0); above, the
     equiangular rho > 0 attains the entropic bound."""
@@ -254,6 +255,7 @@ def test_batches_keep_the_orthogonal_frame_at_class_level():
         assert expected_batch_loss(Z @ Z.T, sizes, tau, B) > p.loss
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_batches_below_the_rank():
     sizes, tau, B = [4, 2, 2], 0.3, 4
     p = nonnegative_prototypes(sizes, tau, batch_size=B, dim=2, starts=8)
@@ -296,6 +298,7 @@ def test_bad_sizes_and_tau():
         nonnegative_prototypes([5, 1], 0.1)
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_branched_bound_is_valid_balanced():
     """Balanced K = 4 in R^3: the bound branches on the C(4, 2) = 6 partitions of the classes
     into 3 blocks and stays below the best of independent descents."""
@@ -326,6 +329,7 @@ def test_property_frame_permutation_invariant(sizes, tau, seed):
 @settings(max_examples=4, deadline=None)
 @given(sizes=st.lists(st.integers(2, 40), min_size=3, max_size=3), tau=ds.temperatures(0.1, 1.0),
        seed=ds.seeds())
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_property_rank_two_factor_and_bound(sizes, tau, seed):
     """Three classes in R^2: a non-negative unit factor whose loss (from the definition) is no
     worse than random non-negative configurations and above its certified bound."""
@@ -352,6 +356,7 @@ def test_one_dimension_is_certified():
     assert p.certified and p.convergence.certified and not p.certificate.check()
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_cli_nonnegative_frame_and_below_the_frame(cli, tmp_path):
     """`dgp supcon --nonnegative` (issue 22): the orthogonal frame for 50,20,5,3 at tau = 0.2;
     with --dim 3 (K > d) a non-negative configuration no worse than independent descents over

@@ -105,6 +105,7 @@ def _circle(n: int, R: float, centre=(0.3, -2.0), phase0: float = 0.1) -> np.nda
     return np.c_[np.cos(t), np.sin(t)] * R + np.asarray(centre)
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_y_aware_boundary_on_a_sphere_is_tau_r2_equal_sigma2():
     R = 1.7
     y = _circle(24, R)
@@ -240,6 +241,7 @@ def test_weights_map_agrees_with_classify_cell_by_cell():
         assert c["c_interval"] == ci
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_scaling_w_shifts_c_and_nothing_else():
     W = objective_weights("soft-supcon", np.repeat([0, 1, 2], [2, 3, 4]), eps=0.15)
     grid = {"tau": [0.3, 0.6, 1.2], "dim": [2, 3, 9]}

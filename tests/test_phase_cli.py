@@ -50,6 +50,7 @@ def test_phase_labels_csv_plot_and_text(tmp_path, cli):
     assert fig.stat().st_size > 10_000
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_phase_weights_over_tau_and_dim(tmp_path, cli):
     W = dgp.weights.soft_supcon_weights([0, 0, 1, 1, 2, 2], eps=0.1)
     path = tmp_path / "W.npy"

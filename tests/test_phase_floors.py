@@ -59,6 +59,7 @@ def test_optimal_is_the_entropic_bound_when_attained():
     ("supcon", {"sizes": [3, 3, 3, 3]}),
     ("soft-supcon", {"sizes": [3, 3, 2, 2], "eps": 0.2}),
 ])
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_optimal_is_computed_below_the_rank_of_the_free_optimum(objective, kwargs):
     # four classes do not fit in R^2 (their free prototypes have rank >= 3): the floor is the
     # optimum in R^2, as dgp.optimum(W, tau, dim=2) computes it (issue 27: it was null)

@@ -253,6 +253,7 @@ def test_a_weighting_problem_with_its_floor_gives_the_numbers_of_the_matrix(simi
         assert first.certificate.notes["loss_floor"]["upper"] > 0  # an embedding in R^1
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_classify_gives_the_numbers_of_its_older_forms():
     assert dgp.classify(P_W, dim=2).to_dict() == dgp.classify(W7, tau=0.5, dim=2).to_dict()
     old = dgp.classify_objective("soft-supcon", LABELS, eps=0.1, tau=0.5, dim=2, floor=True)
@@ -285,6 +286,7 @@ def test_supcon_prototypes_gives_the_numbers_of_its_older_form():
     assert by_labels.loss == dgp.supcon_prototypes(SIZES, tau=0.2).loss
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_the_design_tools_give_the_numbers_of_their_older_forms():
     grid = {"tau": [0.3, 0.9]}
     old = dgp.phase("soft-supcon", sizes=SIZES, eps=0.1, dim=2, grid=grid)

@@ -83,6 +83,7 @@ def acceptance(cli, tmp_path_factory):
     return r.json, np.load(path, allow_pickle=False)
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_acceptance_rank_d_gram_and_lower_bound(acceptance):
     d, _ = acceptance
     G = np.array(d["gram"])
@@ -107,6 +108,7 @@ def test_acceptance_rank_d_gram_and_lower_bound(acceptance):
 
 @pytest.mark.parametrize("runs", [pytest.param(10, id="10-descents"),
                                   pytest.param(80, id="80-descents", marks=pytest.mark.slow)])
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_acceptance_no_worse_than_independent_descents(acceptance, runs):
     d, _ = acceptance
     losses = scipy_descents(SIZES_24, 0.2, 4, runs=runs, seed=1000)
@@ -115,6 +117,7 @@ def test_acceptance_no_worse_than_independent_descents(acceptance, runs):
     assert losses.min() >= d["lower_bound"]
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_acceptance_saved_prototypes_reproduce_the_gram(acceptance):
     d, Z = acceptance
     assert Z.shape == (24, 4)
@@ -160,6 +163,7 @@ def test_cross_polytope_at_k_equal_2d(dim, tau):
     assert p.lower_bound == pytest.approx(simplex, rel=1e-12) and p.lower_bound < p.loss
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_invariant_under_permuting_the_classes():
     sizes = [30, 3, 12, 2, 8, 20, 5]
     perm = np.array([3, 0, 6, 1, 5, 2, 4])
@@ -208,6 +212,7 @@ def test_dense_and_lanczos_hessian_agree(monkeypatch):
     assert rot.gradient_norm == pytest.approx(dense.gradient_norm, abs=1e-9)
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_soft_supcon_and_batches_in_dim():
     s = supcon_prototypes([20, 8, 3, 3, 2], tau=0.5, eps=0.2, dim=2, starts=4)
     assert s.objective == "soft-supcon" and s.rank <= 2 and s.lower_bound <= s.loss

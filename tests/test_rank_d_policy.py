@@ -136,6 +136,7 @@ def test_certificate_comes_from_the_point():
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_optimum_prototypes_and_floors_agree():
     sizes, tau, dim = [6, 5, 4, 3, 2, 2], 0.2, 2
     labels = np.repeat(np.arange(len(sizes)), sizes)

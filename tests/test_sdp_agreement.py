@@ -39,6 +39,7 @@ def _case(kind: str, seed: int):
 @settings(max_examples=2 * settings.default.max_examples)
 @given(st.sampled_from(["lowrank", "soft", "random", "kernel"]), st.integers(0, 2**31 - 1),
        st.integers(1, 8))
+@pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
 def test_spectral_and_sdp_agree(kind, seed, dim):
     W, sim, tau = _case(kind, seed)
     a = dgp.classify(W, similarity=sim, tau=tau, dim=dim)
