@@ -14,13 +14,8 @@ import pytest
 
 import dgp
 from dgp.constants import EXACT_MAX_DEFAULT
-from dgp.optima._batch_paths import (
-    EXACT_RANK_D_MAX_S,
-    batch_route,
-    finite_cost,
-    rows_rank_d_seconds,
-)
-from dgp.solver import BatchSpec
+from dgp.optima._batch_paths import batch_route, finite_cost
+from dgp.solver import EXACT_RANK_D_MAX_S, BatchSpec, rows_rank_d_seconds
 from dgp.weights import supcon_weights
 
 

@@ -37,16 +37,15 @@ from dgp.solver import (
     check_batch,
     check_full_batch,
     composition_count,
-    enumerable,
+    exact_rows_fit,
     finite_batch_optimum,
     quotient_batch_optimum,
-    rank_d_cost,
 )
 
-__all__ = ["EXACT_RANK_D_MAX_S", "FINITE_FROM", "FINITE_PEAK_ARRAYS", "FINITE_RANDOM_STARTS",
+__all__ = ["FINITE_FROM", "FINITE_PEAK_ARRAYS", "FINITE_RANDOM_STARTS",
            "FINITE_SECONDS_PER_ENTRY", "FINITE_TYPICAL_ITERS", "OPTIMUM_SAMPLERS",
            "STOCHASTIC_FULL_BATCH_MAX_K", "batch_route", "batch_spec", "finite_cost",
-           "finite_fits", "finite_path", "label_quotient", "labels_path", "rows_rank_d_seconds",
+           "finite_fits", "finite_path", "label_quotient", "labels_path",
            "stochastic_path"]
 
 #: the samplers of :func:`dgp.optimum` (``class-balanced`` for problems with class labels)
@@ -62,11 +61,6 @@ STOCHASTIC_FULL_BATCH_MAX_K = 2000
 FINITE_FROM = 500
 #: seeded random starts of the finite sum, besides the full-batch optimum
 FINITE_RANDOM_STARTS = 4
-#: the most estimated seconds (dgp.solver.rank_d_cost) of a rank-d search over the row problem
-#: of every class composition; beyond, fresh batches answer: that search's cost grows with the
-#: compositions (23 248 of K = 8 classes in d = 3: estimated 791 s, still running after 15 min
-#: wall, 3 min of CPU, at load 8-10), where the free optimum of 90 178 took 13 s
-EXACT_RANK_D_MAX_S = 600.0
 #: the finite sum's seconds per (subset, row, column) entry and L-BFGS iteration at rank 1
 #: (value, gradient and the line search's extra values), each unit of rank adding a thirtieth
 #: of it (the batched Gram and gradient products): C(28, 5) = 98 280 subsets in d = 3 (five
@@ -218,24 +212,11 @@ def batch_route(sizes: np.ndarray, spec: BatchSpec, dim: int | None, exact_max: 
     if _finite_ok(sizes, spec, dim, exact_max, starts):
         return "finite"
     sample_level = spec.sampler == "uniform" and bool((sizes == 1).all())
-    if (enumerable(sizes, spec, exact_max)
+    if (exact_rows_fit(sizes, spec, dim, exact_max, starts)
             and not (sample_level and dim is not None
-                     and math.comb(int(sizes.size), spec.batch_size) > FINITE_FROM)
-            and rows_rank_d_seconds(sizes, spec, dim, starts) <= EXACT_RANK_D_MAX_S):
+                     and math.comb(int(sizes.size), spec.batch_size) > FINITE_FROM)):
         return "rows"
     return "stochastic"
-
-
-def rows_rank_d_seconds(sizes: np.ndarray, spec: BatchSpec, dim: int | None,
-                        starts: int) -> float:
-    """The rank-``dim`` search's estimated seconds over the row problem of every composition
-    (:func:`dgp.solver.rank_d_cost` at its 1e9 operations per second); 0 where none runs (free
-    dimension, or ``dim`` at least the number of points)."""
-    K = int(sizes.size)
-    if dim is None or dim >= K:
-        return 0.0
-    rows = composition_count(sizes, spec) * min(K, spec.batch_size)
-    return rank_d_cost(K, dim, starts=starts, given=2, rows=rows) / 1e9
 
 
 def finite_path(q: Quotient, spec: BatchSpec, kwargs: dict, full_batch: FullBatch,

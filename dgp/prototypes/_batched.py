@@ -31,7 +31,7 @@ from dgp.solver import (
     RowProblem,
     batch_rows,
     compositions,
-    enumerable,
+    exact_rows_fit,
     factor,
     lift_certificate,
     positive_pair_probability,
@@ -79,7 +79,9 @@ def batch_prototypes(
     # candidate at all, and the expectation is solved like any other
     closed = (method == "auto" and eps is None and exchangeable
               and (dim is None or K - 1 <= dim))
-    if not enumerable(n, spec, exact_max) and not closed:
+    # beyond enumeration, or where the rank-dim search over every composition would take
+    # longer than fresh batches (EXACT_RANK_D_MAX_S): the stochastic class-level path
+    if not closed and not exact_rows_fit(n, spec, dim, exact_max, max(starts, 1)):
         return stochastic_prototypes(n, tau, eps, spec, full, dim=dim, seed=seed,
                                    replicates=replicates, samples=samples, progress=progress)
     check_memory(

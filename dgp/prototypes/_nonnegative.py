@@ -88,7 +88,7 @@ from dgp.solver import (
     check_time,
     compositions,
     dnn_lower_bound,
-    enumerable,
+    exact_rows_fit,
     frank_wolfe_bound,
     held_out_estimate,
     nonnegative_cost,
@@ -513,8 +513,10 @@ def nonnegative_prototypes(
     exact_max = check_int(exact_max, "exact_max", minimum=1)
     full = nonnegative_prototypes(n, tau, eps=eps, dim=dim, seed=seed, starts=starts,
                                   progress=progress)
-    if dim is not None and dim < K and not enumerable(n, spec, exact_max):
-        # no closed form fits in R^dim: the stochastic path needs no sampled compositions
+    if dim is not None and dim < K and not exact_rows_fit(n, spec, dim, exact_max, starts):
+        # no closed form fits in R^dim: beyond enumeration, or where the search over every
+        # composition would take longer than fresh batches, the stochastic path (no sampled
+        # compositions needed)
         return _stochastic(n, tau, eps, dim, spec, full, seed=seed, samples=samples,
                            progress=progress)
     with single_threaded():

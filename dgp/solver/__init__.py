@@ -38,6 +38,7 @@ A solve is accepted by the one rule of the tolerance policy,
 
 from dgp.solver import batches
 from dgp.solver._batch import (
+    EXACT_RANK_D_MAX_S,
     NO_POSITIVE,
     REDUCTIONS,
     SAMPLERS,
@@ -50,8 +51,10 @@ from dgp.solver._batch import (
     composition_count,
     compositions,
     enumerable,
+    exact_rows_fit,
     positive_pair_probability,
     row_budget_samples,
+    rows_rank_d_seconds,
 )
 from dgp.solver._blockfactor import BLOCK_FACTOR_BUFFERS, BlockFactor
 from dgp.solver._conic import solve_conic
@@ -93,6 +96,7 @@ from dgp.solver._stochastic import Z95
 from dgp.solver.batches import *  # noqa: F403  (the expected-batch names: batches.__all__)
 
 __all__ = [
+    "EXACT_RANK_D_MAX_S",
     "BLOCK_FACTOR_BUFFERS",
     "NO_POSITIVE",
     "REDUCTIONS",
@@ -119,6 +123,8 @@ __all__ = [
     "bm_lbfgs_linear",
     "check_batch",
     "check_full_batch",
+    "exact_rows_fit",
+    "rows_rank_d_seconds",
     "check_solver_tau",
     "check_time",
     "composition_count",

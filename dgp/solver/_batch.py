@@ -51,6 +51,7 @@ from dgp.constants import EXACT_MAX_DEFAULT
 from dgp.errors import ParameterError, check_choice, check_dim
 from dgp.records import Record
 from dgp.solver._program import RowProblem
+from dgp.solver._rank_d_budget import rank_d_cost
 
 __all__ = [
     "NO_POSITIVE",
@@ -107,6 +108,34 @@ class BatchSpec(Record):
             return "nats per anchor, expected over batches"
         return "nats per batch (summed over its anchors), expected over batches"
 
+
+
+#: the most estimated seconds (dgp.solver.rank_d_cost) of a rank-d search over the row problem
+#: of every class composition; beyond, fresh batches answer: that search's cost grows with the
+#: compositions (23 248 of K = 8 classes in d = 3: estimated 791 s, still running after 15 min
+#: wall, 3 min of CPU, at load 8-10), where the free optimum of 90 178 took 13 s
+EXACT_RANK_D_MAX_S = 600.0
+
+
+def rows_rank_d_seconds(sizes: np.ndarray, spec: BatchSpec, dim: int | None,
+                        starts: int) -> float:
+    """The rank-``dim`` search's estimated seconds over the row problem of every composition
+    (:func:`dgp.solver.rank_d_cost` at its 1e9 operations per second); 0 where none runs (free
+    dimension, or ``dim`` at least the number of points)."""
+    K = int(sizes.size)
+    if dim is None or dim >= K:
+        return 0.0
+    rows = composition_count(sizes, spec) * min(K, spec.batch_size)
+    return rank_d_cost(K, dim, starts=starts, given=2, rows=rows) / 1e9
+
+
+def exact_rows_fit(sizes: np.ndarray, spec: BatchSpec, dim: int | None, exact_max: int,
+                   starts: int) -> bool:
+    """Whether the row problem of every composition answers: at most ``exact_max`` of them
+    (:func:`enumerable`) and, in a dimension that needs the rank-``dim`` search, that search
+    estimated within :data:`EXACT_RANK_D_MAX_S` (beyond, fresh batches answer faster)."""
+    return (enumerable(sizes, spec, exact_max)
+            and rows_rank_d_seconds(sizes, spec, dim, starts) <= EXACT_RANK_D_MAX_S)
 
 
 #: the mini-batch options and their defaults, which a full-batch call must leave as they are
