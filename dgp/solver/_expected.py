@@ -38,6 +38,7 @@ from dgp.solver._identifiability import (
 )
 from dgp.solver._stochastic import (
     Z95,
+    Estimate,
     evaluate,
     relaxation_bound,
     step_timings,
@@ -46,7 +47,7 @@ from dgp.solver._stochastic import (
 
 __all__ = ["HALF_WIDTH", "BatchCertificate", "BatchEstimate", "BatchIdentifiability",
            "BatchOptimum",
-           "batch_optimum", "finite_batch_optimum", "identifiability_report",
+           "batch_estimate", "batch_optimum", "finite_batch_optimum", "identifiability_report",
            "quotient_batch_optimum"]
 
 #: the step of a run from a random start, and of one from the full-batch optimum (already
@@ -444,25 +445,11 @@ def batch_optimum(
     if say is not None:
         say(f"relaxation bound on {min(bound_batches, BOUND_MIN_BATCHES)} to {bound_batches} "
             "fresh batches")
-    bound = relaxation_bound(Z, e, weights, sampler, spec, tau=tau, seed=seed,
-                             batches=bound_batches, iters=BOUND_ITERS,
-                             min_batches=min(bound_batches, BOUND_MIN_BATCHES))
-    fb = fb_int = fb_ex = fb_se = None
-    if full_batch is not None:
-        f = est[-1]
-        fb, fb_int = f.mean, f.interval
-        fb_ex = f.mean - e.mean
-        diff = f.values - e.values  # paired: the same fresh batches
-        fb_se = float(diff.std(ddof=1) / math.sqrt(diff.size))
-    lower = min(bound.value, e.mean)
     kept = infos[best] if best < len(infos) else None
-    batch = BatchEstimate(
-        spec=spec, expected_loss=e.mean, interval=e.interval, lower_bound=lower,
-        confidence=bound.confidence, gap=e.mean - lower, full_batch_expected_loss=fb,
-        full_batch_interval=fb_int, full_batch_excess=fb_ex, full_batch_excess_se=fb_se,
-        batches=e.batches, bound_batches=bound.batches,
-        steps=kept.steps if kept else 0, epochs=kept.epochs if kept else 0.0, seed=seed + best,
-    )
+    batch = batch_estimate(Z, e, est[-1] if full_batch is not None else None, weights, sampler,
+                           spec, tau=tau, seed=seed, bound_batches=bound_batches,
+                           steps=kept.steps if kept else 0,
+                           epochs=kept.epochs if kept else 0.0, kept_seed=seed + best)
     # near the kept candidate (the full-batch optimum included), on the reporting batches
     ident = (identifiability_report(cands, [e.mean for e in est], best, seed=seed,
                                     resolution=half_width) if replicates else None)
@@ -472,6 +459,33 @@ def batch_optimum(
                         status=status, monitor=kept.monitor if kept else (),
                         seconds=time.monotonic() - t0, runs=tuple(runs),
                         comparisons=comparisons)
+
+
+def batch_estimate(
+    Z: np.ndarray, e: Estimate, full: Estimate | None, weights: BatchWeights, sampler,
+    spec: BatchSpec, *, tau: float, seed: int, bound_batches: int, steps: int, epochs: float,
+    kept_seed: int, expectation: str = "stochastic",
+) -> BatchEstimate:
+    """The :class:`BatchEstimate` of the embedding ``Z`` from its held-out :class:`Estimate`
+    ``e``: the relaxation bound on further fresh batches (:func:`relaxation_bound`) and, given
+    ``full`` (the full-batch prediction's estimate on the same batches), the paired comparison.
+    ``steps``, ``epochs`` and ``kept_seed`` describe the run that made ``Z``."""
+    bound = relaxation_bound(Z, e, weights, sampler, spec, tau=tau, seed=seed,
+                             batches=bound_batches, iters=BOUND_ITERS,
+                             min_batches=min(bound_batches, BOUND_MIN_BATCHES))
+    fb = fb_int = fb_ex = fb_se = None
+    if full is not None:
+        fb, fb_int, fb_ex = full.mean, full.interval, full.mean - e.mean
+        diff = full.values - e.values  # paired: the same fresh batches
+        fb_se = float(diff.std(ddof=1) / math.sqrt(diff.size))
+    lower = min(bound.value, e.mean)
+    return BatchEstimate(
+        spec=spec, expected_loss=e.mean, interval=e.interval, lower_bound=lower,
+        confidence=bound.confidence, gap=e.mean - lower, full_batch_expected_loss=fb,
+        full_batch_interval=fb_int, full_batch_excess=fb_ex, full_batch_excess_se=fb_se,
+        batches=e.batches, bound_batches=bound.batches, steps=steps, epochs=epochs,
+        seed=kept_seed, expectation=expectation,
+    )
 
 
 def _estimate_seconds(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, dim: int,

@@ -10,20 +10,17 @@ say which of them are near-optimal without selecting on the reporting batches.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dgp.solver._batch import BatchSpec
 from dgp.solver._batch_sources import BatchWeights
 from dgp.solver._expected import (
-    BOUND_ITERS,
-    BOUND_MIN_BATCHES,
     HALF_WIDTH,
     MAX_EVALUATION_BATCHES,
     BatchEstimate,
+    batch_estimate,
 )
-from dgp.solver._stochastic import Estimate, evaluate, relaxation_bound
+from dgp.solver._stochastic import Estimate, evaluate
 
 __all__ = ["held_out_estimate"]
 
@@ -48,21 +45,7 @@ def held_out_estimate(
         cands.append(np.asarray(full_batch, dtype=float))
     est = evaluate(cands, weights, sampler, spec, tau=tau, seed=seed, half_width=half_width,
                    min_batches=min_batches, max_batches=MAX_EVALUATION_BATCHES)
-    e = est[0]
-    bound = relaxation_bound(cands[0], e, weights, sampler, spec, tau=tau, seed=seed,
-                             batches=bound_batches, iters=BOUND_ITERS,
-                             min_batches=min(bound_batches, BOUND_MIN_BATCHES))
-    fb = fb_int = fb_ex = fb_se = None
-    if full_batch is not None:
-        f = est[-1]
-        fb, fb_int, fb_ex = f.mean, f.interval, f.mean - e.mean
-        diff = f.values - e.values  # paired: the same fresh batches
-        fb_se = float(diff.std(ddof=1) / math.sqrt(diff.size))
-    lower = min(bound.value, e.mean)
-    return BatchEstimate(
-        spec=spec, expected_loss=e.mean, interval=e.interval, lower_bound=lower,
-        confidence=bound.confidence, gap=e.mean - lower, full_batch_expected_loss=fb,
-        full_batch_interval=fb_int, full_batch_excess=fb_ex, full_batch_excess_se=fb_se,
-        batches=e.batches, bound_batches=bound.batches, steps=0, epochs=0.0, seed=seed,
-        expectation=expectation,
-    ), est
+    full = est[-1] if full_batch is not None else None
+    return batch_estimate(cands[0], est[0], full, weights, sampler, spec, tau=tau, seed=seed,
+                          bound_batches=bound_batches, steps=0, epochs=0.0, kept_seed=seed,
+                          expectation=expectation), est
