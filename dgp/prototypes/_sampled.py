@@ -112,7 +112,7 @@ def held_out_report(
         estimate=b, gram_interval=(lo, hi),
     )
     # gaps per anchor: a summed batch loss is over the batch's B anchors
-    per_anchor = 1.0 / spec.batch_size if spec.reduction == "sum" else 1.0
+    per_anchor = spec.per_anchor
     simplex_gap = simplex_se = math.nan
     if simplex is not None:
         simplex_gap, simplex_se = (v * per_anchor for v in simplex)

@@ -100,6 +100,12 @@ class BatchSpec(Record):
     anchors_without_positives: str
 
     @property
+    def per_anchor(self) -> float:
+        """The factor that turns a batch's loss (or a gap between two) into nats per anchor:
+        ``1 / batch_size`` under ``sum`` (the batch's anchors summed), 1 under ``mean``."""
+        return 1.0 / self.batch_size if self.reduction == "sum" else 1.0
+
+    @property
     def loss_unit(self) -> str:
         """How one batch's loss is counted, in words, for every summary that prints an
         expected batch loss: per anchor under ``mean`` (the batch's mean over its anchors), per

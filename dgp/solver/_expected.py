@@ -362,8 +362,7 @@ class BatchOptimum(Record):
 
 def _loose(b: BatchEstimate) -> str:
     """What a gap above :data:`BOUND_LOOSE_GAP` nats per anchor says about the bound."""
-    per_anchor = b.gap / b.spec.batch_size if b.spec.reduction == "sum" else b.gap
-    if per_anchor <= BOUND_LOOSE_GAP:
+    if b.gap * b.spec.per_anchor <= BOUND_LOOSE_GAP:
         return ""
     return ("; the bound is loose here: it relaxes each batch alone, and where the weights are "
             "sparse or sharply peaked each batch fits far better alone than one embedding fits "

@@ -111,14 +111,13 @@ class _RiemannianAdam:
     """Adam on the product of unit spheres, updating the rows of one batch at a time (the
     gradient projected on each row's tangent space, the first moment carried to the new point
     by projection, one second moment per row, per-row bias corrections, the projection
-    retraction). ``Z`` is updated in place. ``nonnegative``: the retraction first clips the
-    step to the non-negative orthant (a ReLU head's embeddings: the projection onto the
-    non-negative part of each sphere)."""
+    retraction ``retract``: :func:`_unit_rows`, or :func:`_nonnegative_rows` for a ReLU head's
+    embeddings). ``Z`` is updated in place."""
 
     def __init__(self, Z: np.ndarray, weights: BatchWeights, tau: float, spec: BatchSpec,
-                 nonnegative: bool = False):
+                 retract: Callable[[np.ndarray], np.ndarray] | None = None):
         self.Z, self.weights, self.tau, self.spec = Z, weights, tau, spec
-        self.nonnegative = nonnegative
+        self.retract = _unit_rows if retract is None else retract
         self.M1 = np.zeros_like(Z)
         self.V = np.zeros(Z.shape[0])
         self.T = np.zeros(Z.shape[0])  # per-row step counts
@@ -138,7 +137,7 @@ class _RiemannianAdam:
         mhat = mb / (1 - ADAM_BETA1**t)[:, None]
         vhat = vb / (1 - ADAM_BETA2**t)
         Y = Zb - eta * mhat / (np.sqrt(vhat) + ADAM_EPS)[:, None]
-        self.Z[idx] = _nonnegative_rows(Y) if self.nonnegative else _unit_rows(Y)
+        self.Z[idx] = self.retract(Y)
 
 
 def _unit_rows(Z: np.ndarray) -> np.ndarray:
@@ -203,7 +202,7 @@ def stochastic_optimum(
         Z = unit(np.array(start, dtype=float))
     mon = [(idx, batch_function(weights, idx, m, tau=tau, spec=spec))
            for idx, m in (sampler.draw(mon_rng) for _ in range(monitor_batches))]
-    opt = _RiemannianAdam(Z, weights, tau, spec, nonnegative=nonnegative)
+    opt = _RiemannianAdam(Z, weights, tau, spec, retract=unit)
     per_epoch = sampler.steps_per_epoch
     t0 = last_said = time.monotonic()
     history: list[float] = [_mean_loss(Z, mon)]
