@@ -36,6 +36,9 @@ __all__ = [
     "CertificateProtocol",
     "Convergence",
     "Record",
+    "closing_items",
+    "gram_included",
+    "gram_omitted",
     "omit_none",
     "plain",
     "skip",
@@ -82,6 +85,39 @@ def plain(value: Any, options: Mapping[str, Any] | None = None) -> Any:
         f = float(value)
         return f if math.isfinite(f) else None
     return value
+
+
+def gram_included(size: int, limit: int, option: bool | None) -> bool:
+    """Whether a result's ``to_dict`` holds its ``size x size`` Gram: as the ``gram`` option
+    says when it is given, else when ``size <= limit``.
+
+    >>> gram_included(600, 500, None), gram_included(600, 500, True), gram_included(3, 500, False)
+    (False, True, False)
+    """
+    return size <= limit if option is None else bool(option)
+
+
+def gram_omitted(size: int, symbol: str, limit: int, detail: str = "") -> str:
+    """The ``gram_omitted`` entry of a result whose ``size x size`` Gram ``to_dict`` left out
+    above ``symbol = limit`` (:func:`gram_included`): what was left out, ``detail`` on it, and
+    how to get it.
+
+    >>> gram_omitted(600, "N", 500, " (about 20 bytes per entry as JSON)")[:64]
+    'the 600 x 600 Gram is left out above N = 500 (about 20 bytes per'
+    """
+    return (f"the {size} x {size} Gram is left out above {symbol} = {limit}{detail}; ask for it "
+            "with gram=True (CLI: --gram) or write it with --save-gram FILE")
+
+
+def closing_items(result: Any, options: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """The entries that close the ``json_items`` of a solved result (``dgp.Optimum``,
+    ``dgp.Prototypes``): ``rank_d`` when the rank-d search ran, ``convergence``, and
+    ``embedding`` when the ``embedding`` option asks for it."""
+    if result.rank_d is not None:
+        yield "rank_d", result.rank_d
+    yield "convergence", result.convergence
+    if options["embedding"]:
+        yield "embedding", result.embedding
 
 
 class Record:

@@ -13,7 +13,7 @@ import pytest
 
 import dgp
 from dgp.errors import ParameterError
-from dgp.records import CertificateProtocol, Convergence, Record, plain
+from dgp.records import CertificateProtocol, Convergence, Record, gram_included, plain
 
 ROOT = pathlib.Path(dgp.__file__).parent
 
@@ -192,3 +192,29 @@ def _classes(name: str) -> list[str]:
     return [str(p.relative_to(ROOT)) for p in sorted(ROOT.rglob("*.py"))
             for node in ast.walk(ast.parse(p.read_text()))
             if isinstance(node, ast.ClassDef) and node.name == name]
+
+
+@pytest.mark.parametrize("solve", [
+    lambda dim: dgp.optimum(dgp.weights.supcon_weights([0, 0, 1, 1, 2, 2]), tau=0.5, dim=dim),
+    lambda dim: dgp.supcon_prototypes([3, 2, 2], tau=0.5, dim=dim),
+], ids=["optimum", "prototypes"])
+@pytest.mark.parametrize("dim", [None, 1])
+def test_gram_rule_and_closing_entries_are_one_for_optimum_and_prototypes(solve, dim):
+    res = solve(dim)
+    size = res.gram.shape[0]
+    for option in (None, True, False):
+        d = res.to_dict(gram=option, embedding=True)
+        # the Gram is in the JSON exactly when the one rule says so, else the note says why
+        kept = gram_included(size, 500, option)
+        assert (d["gram"] is not None) == kept == ("gram_omitted" not in d)
+        if kept:
+            np.testing.assert_array_equal(np.array(d["gram"]), res.gram)
+        else:
+            assert d["gram_omitted"].startswith(f"the {size} x {size} Gram is left out above ")
+            assert "--save-gram FILE" in d["gram_omitted"]
+        # rank_d only when the rank-d search ran, then convergence, then the embedding
+        tail = list(d)[-3:]
+        assert tail[1:] == ["convergence", "embedding"]
+        assert (tail[0] == "rank_d") == (dim is not None) == (res.rank_d is not None)
+        np.testing.assert_allclose(np.array(d["embedding"]), res.embedding)
+        assert list(res.to_dict(gram=option))[-1] == "convergence"

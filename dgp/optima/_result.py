@@ -11,7 +11,7 @@ import numpy as np
 
 from dgp.display import format_nats, format_summary, html_summary
 from dgp.geometry import embedding_from_gram
-from dgp.records import Convergence, Record
+from dgp.records import Convergence, Record, closing_items, gram_included, gram_omitted
 from dgp.resources import check_memory
 from dgp.solver import (
     BatchIdentifiability,
@@ -257,7 +257,7 @@ class Optimum(Record):
     JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": None, "embedding": False}
 
     def json_items(self, options):
-        include = self.n <= GRAM_JSON_MAX_N if options["gram"] is None else bool(options["gram"])
+        include = gram_included(self.n, GRAM_JSON_MAX_N, options["gram"])
         yield from (("n", self.n), ("tau", self.tau), ("dim", self.dim),
                     ("structure", self.structure), ("classes", self.K), ("sizes", self.sizes),
                     ("labels", self.labels), ("loss", self.loss),
@@ -275,20 +275,13 @@ class Optimum(Record):
                     ("stop_reason", self.stop_reason), ("starts", self.starts),
                     ("free_rank", self.free_rank), ("solver", self.solver))
         if not include:
-            yield "gram_omitted", (
-                f"the {self.n} x {self.n} Gram is left out above N = {GRAM_JSON_MAX_N}; it is "
-                "quotient_gram[labels][:, labels]; ask for it with gram=True (CLI: --gram) or "
-                "write it with --save-gram FILE"
-            )
+            yield "gram_omitted", gram_omitted(self.n, "N", GRAM_JSON_MAX_N,
+                                               "; it is quotient_gram[labels][:, labels]")
         if self.batch is not None:
             yield "batch", self.batch.to_dict(gram=self.K <= GRAM_JSON_MAX_N)
         if self.identifiability is not None:
             yield "identifiability", self.identifiability
-        if self.rank_d is not None:
-            yield "rank_d", self.rank_d
-        yield "convergence", self.convergence
-        if options["embedding"]:
-            yield "embedding", self.embedding
+        yield from closing_items(self, options)
 
 
 #: the statement of a loss floor's certificate (kind ``"loss-floor-interval"``)

@@ -16,7 +16,7 @@ from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._collapse import MinorityCollapse, equiangular_verdict, minority_collapse
 from dgp.prototypes._rates import PositivePairRates, rates_for_spec
 from dgp.prototypes._summary import body_pairs, gram_summary, lead_pairs
-from dgp.records import Convergence, Record
+from dgp.records import Convergence, Record, closing_items, gram_included, gram_omitted
 from dgp.resources import check_memory
 from dgp.solver import (
     Z95,
@@ -547,7 +547,7 @@ class Prototypes(Record):
         """``objective``, ``sizes``, ``tau``, ``eps``, ``minority_collapse``, ``positive_pairs``
         (with batches), ``gram``, ``loss``, ``method``,
         ``kkt_residual`` and the other attributes (``JSON_OPTIONS``)."""
-        include = self.K <= GRAM_JSON_MAX_K if options["gram"] is None else bool(options["gram"])
+        include = gram_included(self.K, GRAM_JSON_MAX_K, options["gram"])
         yield from (("objective", self.objective), ("sizes", self.sizes), ("tau", self.tau),
                     ("eps", self.eps), ("minority_collapse", self.minority_collapse),
                     ("positive_pairs", self.positive_pairs),
@@ -564,13 +564,10 @@ class Prototypes(Record):
                     ("stop_reason", self.stop_reason), ("equiangular", self.equiangular),
                     ("certificate", self.certificate), ("collapse", self.collapse))
         if not include:
-            yield "gram_omitted", (
-                f"the {self.K} x {self.K} Gram is left out above K = {GRAM_JSON_MAX_K} classes "
-                "(about 20 bytes per entry as JSON); ask for it with gram=True (CLI: --gram) or "
-                "write it with --save-gram FILE"
-                + ("" if self.equiangular is None
-                   else f"; it is equiangular with off-diagonal cosine {self.equiangular!r}")
-            )
+            yield "gram_omitted", gram_omitted(
+                self.K, "K", GRAM_JSON_MAX_K, " classes (about 20 bytes per entry as JSON)"
+            ) + ("" if self.equiangular is None
+                 else f"; it is equiangular with off-diagonal cosine {self.equiangular!r}")
         if self.equiangular is None:
             yield "gram_summary", gram_summary(self.gram)
         else:
@@ -581,8 +578,4 @@ class Prototypes(Record):
         if self.batch is not None:
             yield "batch", self.batch.to_dict(gram=include)
         yield "identifiability", self.identifiability
-        if self.rank_d is not None:
-            yield "rank_d", self.rank_d
-        yield "convergence", self.convergence
-        if options["embedding"]:
-            yield "embedding", self.embedding
+        yield from closing_items(self, options)
