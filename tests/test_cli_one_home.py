@@ -118,3 +118,22 @@ def test_a_figure_without_the_plot_extra_is_refused_before_any_work(cli, files, 
     assert r.code == 2 and r.out == "" and r.err.count("\n") == 1, r.err
     assert r.err.startswith("error: ") and "plot" in r.err
     assert not figure.exists() and done == []
+
+
+def test_batch_flags_of_optimum_and_supcon_are_one_set():
+    commands = build_parser().get_default("subcommands")
+    shared = ("--batch-size", "--reduction", "--anchors-without-positives")
+    seen = {}
+    for name in ("optimum", "supcon"):
+        p = commands[name]
+        actions = {flag: p._option_string_actions[flag] for flag in shared}
+        groups = {g.title for g in p._action_groups for a in g._group_actions
+                  if a in actions.values()}
+        assert groups == {"mini-batches"}, name
+        seen[name] = {flag: (a.dest, a.type, a.choices, a.default, a.help)
+                      for flag, a in actions.items()}
+        args, _ = p.parse_known_args(["--tau", "1", "--batch-size", "4", "--reduction", "sum",
+                                      "--anchors-without-positives", "zero"])
+        assert (args.batch_size, args.reduction, args.anchors_without_positives) == (
+            4, "sum", "zero")
+    assert seen["optimum"] == seen["supcon"]

@@ -24,10 +24,12 @@ from dgp.errors import InputError
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_edge_list, load_labels, load_weights
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
+from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 from dgp.tolerance import DEFAULT_RTOL
 
 __all__ = ["EDGE_SUFFIXES", "WEIGHTS_HELP", "add_input_arguments", "add_objective_arguments",
-           "add_parameter_arguments", "add_weights_arguments", "class_sizes", "input_kwargs",
+           "add_parameter_arguments", "add_reduction_arguments", "add_weights_arguments",
+           "batch_group", "class_sizes", "input_kwargs",
            "is_edge_list", "label_column", "load_objective_labels", "load_weighting",
            "parse_sizes", "read_labels", "read_weights", "refuse_label_flags"]
 
@@ -237,6 +239,25 @@ def add_parameter_arguments(p: argparse.ArgumentParser, *, tau_required: bool = 
     p.add_argument("--eps", type=float, help="cross-class weight in (0, 1) (soft-supcon)")
     p.add_argument("--sigma", type=float, help="label kernel width > 0 (y-aware, euclid-euclid)")
     p.add_argument("--label-tau", type=float, help="label temperature > 0 (x-clr)")
+
+
+def batch_group(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The group ``mini-batches`` of a command that predicts for mini-batch training
+    (``optimum``, ``supcon``), opened by ``--batch-size``; the command adds its sampler, then
+    :func:`add_reduction_arguments`, then its own flags."""
+    b = p.add_argument_group("mini-batches")
+    b.add_argument("--batch-size", type=int, metavar="B", help="predict for batches of B samples")
+    return b
+
+
+def add_reduction_arguments(b: argparse._ArgumentGroup) -> None:
+    """``--reduction`` and ``--anchors-without-positives``: how a batch's loss combines its
+    anchors, the same flags with the same meaning in every command of :func:`batch_group`."""
+    b.add_argument("--reduction", choices=REDUCTIONS, default="mean",
+                   help="how a batch combines its anchors (default: mean)")
+    b.add_argument("--anchors-without-positives", choices=NO_POSITIVE, default="drop",
+                   help="with mean: drop them (pytorch-metric-learning, default) or count them "
+                   "as zeros (SupContrast)")
 
 
 def input_kwargs(args: argparse.Namespace) -> dict:

@@ -7,7 +7,9 @@ import argparse
 
 from dgp.cli._inputs import (
     add_objective_arguments,
+    add_reduction_arguments,
     add_weights_arguments,
+    batch_group,
     load_objective_labels,
     load_weighting,
     refuse_label_flags,
@@ -24,7 +26,6 @@ from dgp.cli._output import (
 from dgp.constants import EXACT_MAX_DEFAULT
 from dgp.errors import InputError
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
-from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
@@ -57,14 +58,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="random candidates of the rank-D search with --dim (default: the one "
                    "rank-d solver's budget, 8 up to N * D = 400, else the given start alone; a "
                    "larger budget is never worse)")
-    b = p.add_argument_group("mini-batches")
-    b.add_argument("--batch-size", type=int, metavar="B", help="predict for batches of B samples")
+    b = batch_group(p)
     b.add_argument("--sampler", choices=("uniform", "class-balanced"),
                    help="uniform: B distinct samples (default); class-balanced (--objective "
                    "with class labels): each draw a class uniformly, then a sample of it")
-    b.add_argument("--reduction", choices=REDUCTIONS, default="mean", help="default: mean")
-    b.add_argument("--anchors-without-positives", choices=NO_POSITIVE, default="drop",
-                   help="with mean: drop them (default) or count them as zeros")
+    add_reduction_arguments(b)
     b.add_argument("--samples", type=int, default=2000,
                    help="beyond exact enumeration: at least this many held-out batches "
                    "estimate the expected loss (default 2000; more until its 95%% interval "

@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from dgp.cli._inputs import class_sizes
+from dgp.cli._inputs import add_reduction_arguments, batch_group, class_sizes
 from dgp.cli._output import (
     MAX_TABLE,
     FileArg,
@@ -23,8 +23,6 @@ from dgp.constants import EXACT_MAX_DEFAULT
 from dgp.errors import InputError
 from dgp.prototypes import (
     METHODS,
-    NO_POSITIVE,
-    REDUCTIONS,
     SAMPLERS,
     batch_size_for_tolerance,
     supcon_prototypes,
@@ -70,15 +68,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="random candidates of the rank-D solve (default: the one rank-d "
                    "solver's budget, 8 up to K * D = 400, else the free optimum's factor alone; "
                    "a larger budget is never worse; seeded by --seed)")
-    b = p.add_argument_group("mini-batches")
-    b.add_argument("--batch-size", type=int, metavar="B", help="predict for batches of B samples")
+    b = batch_group(p)
     b.add_argument("--sampler", choices=SAMPLERS, default="uniform", help="default: uniform")
     b.add_argument("--samples-per-class", type=int, metavar="M", help="m of --sampler m-per-class")
-    b.add_argument("--reduction", choices=REDUCTIONS, default="mean",
-                   help="how a batch combines its anchors (default: mean)")
-    b.add_argument("--anchors-without-positives", choices=NO_POSITIVE, default="drop",
-                   help="with mean: drop them (pytorch-metric-learning, default) or count them "
-                   "as zeros (SupContrast)")
+    add_reduction_arguments(b)
     b.add_argument("--samples", type=int, default=2000,
                    help="batches drawn when the expectation is not exact (default 2000)")
     b.add_argument("--exact-max", type=int, default=EXACT_MAX_DEFAULT,
