@@ -310,18 +310,15 @@ def input_run(
     inputs: str,
     cache: dict | None,
     key: tuple,
-    budget: Budget,
     seed: int,
-    device: Any,
-    progress: bool | None,
-    desc: str,
-    batch_size: int | None = None,
-    steps: int | None = None,
+    **train: Any,
 ) -> TrainedRun:
     """One run on ``inputs`` (one of :data:`INPUTS`): :func:`train_run` on the images or on
     noise drawn like them (training and held-out noise from seeds of their own), the untrained
     encoder's embeddings, or the raw pixels flattened. Runs are shared through ``cache`` by
-    ``key`` (:func:`cached_run`), which must name what the run depends on besides ``inputs``."""
+    ``key`` (:func:`cached_run`), which must name what the run depends on besides ``inputs``.
+    ``seed`` and the other keywords (``budget``, ``device``, ``progress``, ``desc``,
+    ``batch_size``, ``steps``) are :func:`train_run`'s."""
     if inputs == "noise":
         X = datasets.noise_like(X, seed=seed)
         X_test = datasets.noise_like(X_test, seed=seed + 7919)
@@ -329,9 +326,7 @@ def input_run(
         flat, flat_t = X.reshape(X.shape[0], -1), X_test.reshape(X_test.shape[0], -1)
         return TrainedRun(None, flat.astype(float), flat_t.astype(float), 0.0, 0, float("nan"))
     return cached_run(cache, (*key, inputs), lambda: train_run(
-        X, labels, X_test, loss_fn, budget=budget, seed=seed, device=device, progress=progress,
-        desc=desc, batch_size=batch_size, steps=steps, trained=inputs != "untrained",
-    ))
+        X, labels, X_test, loss_fn, seed=seed, trained=inputs != "untrained", **train))
 
 
 # ----------------------------------------------------------------------------------------------
