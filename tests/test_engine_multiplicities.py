@@ -112,3 +112,29 @@ def test_first_zero_pair_is_the_first_zero_of_the_dense_matrix(n, density, seed)
     zeros = np.argwhere(~M & ~np.eye(n, dtype=bool))
     want = tuple(int(v) for v in zeros[0]) if zeros.size else (0, 0)
     assert first_zero_pair(r.astype(np.int64) * n + c, c, n) == want
+
+
+_RNG_Y = np.random.default_rng(1).standard_normal((30, 2))
+
+
+@pytest.mark.parametrize("objective, labels, kw", [
+    ("soft-supcon", np.repeat(np.arange(4), [5, 3, 2, 2]), {"tau": 5.0, "eps": 0.05}),  # blocks
+    ("soft-supcon", np.repeat(np.arange(GROUPED_MIN_K + 6), 2), {"tau": 5.0, "eps": 0.3}),
+    ("y-aware", _RNG_Y, {"tau": 0.5, "sigma": 0.7}),  # low rank
+], ids=["blocks", "grouped", "lowrank"])
+def test_farkas_certificates_of_structured_engines_agree_with_the_dense_one(objective, labels,
+                                                                            kw):
+    # every engine gives its two sides of the maximiser; the one template combines them
+    # (CosineSpectrum.farkas): the structured and the dense engines must certify alike
+    certs = [classify_objective(objective, labels, dim=2, engine=engine, **kw).certificate
+             for engine in ("structured", "dense")]
+    for cert in certs:
+        assert cert.kind == "farkas" and not cert.check()
+        assert abs(cert.inner_ones_minus_identity) <= 1e-9
+        # <Y, A> is the maximum of the smallest eigenvalue, which is negative: no member is PSD
+        assert cert.inner_A < 0
+        assert cert.inner_A == pytest.approx(cert.max_min_eigenvalue, rel=1e-6, abs=1e-9)
+        assert sum(cert.weights) == pytest.approx(1.0) and min(cert.weights) >= 0
+    structured, dense = certs
+    assert structured.inner_A == pytest.approx(dense.inner_A, rel=1e-6)
+    assert structured.c_at_max == pytest.approx(dense.c_at_max, rel=1e-6, abs=1e-9)

@@ -10,12 +10,10 @@ import numpy as np
 
 from dgp._linalg import fix_signs, helmert
 from dgp.engine._block_model import BlockTarget
+from dgp.engine._spectra import FarkasSide
 from dgp.engine.family import (
-    FarkasData,
     MultiplicityEuclideanSpectrum,
     MultiplicitySpectrum,
-    combine_farkas,
-    farkas_offset,
     psd_box,
     repeat_smallest,
 )
@@ -139,7 +137,7 @@ class BlockSpectrum(MultiplicitySpectrum):
         P = vec[:, keep][:, ::-1] / self.s[:, None]
         return (fix_signs(P) * np.sqrt(np.clip(lam[keep][::-1], 0.0, None))).tolist()
 
-    def _vector(self, mu: float) -> tuple[np.ndarray | None, float, float]:
+    def farkas_side(self, mu: float) -> FarkasSide:
         """Bottom eigenvector at ``mu`` (``N``-vector when small), its slope and ``x^T A x``."""
         lam, vec, delta = self.parts(mu)
         members = self.members
@@ -160,14 +158,10 @@ class BlockSpectrum(MultiplicitySpectrum):
                     x[idx] = v[k] / self.s[k]
         return x, slope, value - mu * slope
 
-    def farkas(self, mu_star: float, phi_star: float) -> FarkasData:
-        delta = farkas_offset(mu_star, phi_star, self.n)
-        return combine_farkas(
-            (self._vector(mu_star - delta), self._vector(mu_star + delta)),
-            note="vectors not listed (N above the listing limit, or classes not given): each is "
-            "constant on classes (a bottom quotient eigenvector divided by sqrt(n_k)) or a "
-            "zero-sum vector within one class",
-        )
+    def farkas_note(self, delta: float) -> str:
+        return ("vectors not listed (N above the listing limit, or classes not given): each is "
+                "constant on classes (a bottom quotient eigenvector divided by sqrt(n_k)) or a "
+                "zero-sum vector within one class")
 
     def embedding(self, mu: float, r: int) -> np.ndarray:
         lam, vec, delta = self.parts(mu)

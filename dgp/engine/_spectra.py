@@ -13,8 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import FARKAS_OFFSET_RTOL, SLOPE_GAP
+
 __all__ = ["CosineSpectrum", "EuclideanSpectrum", "FarkasData", "MultiplicityEuclideanSpectrum",
-           "MultiplicitySpectrum", "psd_box", "repeat_smallest"]
+           "MultiplicitySpectrum", "combine_farkas", "farkas_offset", "psd_box",
+           "repeat_smallest"]
+
+#: one side of a Farkas certificate: a bottom eigenvector of :math:`G(\mu)` (``None`` where it is
+#: not listed), its slope :math:`(1^\top x)^2 - 1` and :math:`x^\top A x`
+FarkasSide = tuple[np.ndarray | None, float, float]
 
 
 @dataclass(frozen=True)
@@ -79,8 +86,26 @@ class CosineSpectrum:
         raise NotImplementedError
 
     def farkas(self, mu_star: float, phi_star: float) -> FarkasData | None:
-        """The dual certificate at the maximiser of an empty family."""
+        """The dual certificate at the maximiser of an empty family: the sides of
+        :meth:`farkas_side` at :func:`farkas_offset` below and above it, combined by
+        :func:`combine_farkas` (``None`` for an engine that gives no sides)."""
+        delta = farkas_offset(mu_star, phi_star, self.n)
+        below = self.farkas_side(mu_star - delta)
+        if below is None:
+            return None
+        return combine_farkas((below, self.farkas_side(mu_star + delta)),
+                              note=self.farkas_note(delta))
+
+    def farkas_side(self, mu: float) -> FarkasSide | None:
+        """A bottom eigenvector of :math:`G(\\mu)` (``None`` where it is not listed), its slope
+        :math:`(1^\\top x)^2 - 1` and :math:`x^\\top A x = \\lambda - \\mu\\,\\mathrm{slope}`;
+        ``None`` here: no certificate."""
         return None
+
+    def farkas_note(self, delta: float) -> str:
+        """What the certificate says of the vectors it does not list (taken at ``mu* -/+
+        delta``)."""
+        return "vectors not listed"
 
     def structure(self, mu: float) -> dict[str, Any] | None:
         """What the reduced spectrum looks like at ``mu`` (structured engines)."""
@@ -93,6 +118,36 @@ class CosineSpectrum:
     def embedding(self, mu: float, r: int) -> np.ndarray:
         """The ``N x r`` embedding from the top ``r`` eigenpairs (clipped, fixed signs)."""
         raise NotImplementedError
+
+
+def combine_farkas(
+    sides: tuple[FarkasSide, FarkasSide],
+    *,
+    note: str,
+) -> FarkasData:
+    r"""The Farkas certificate from the bottom eigenvectors on both sides of the maximiser of
+    :math:`\varphi` (each side: the vector or ``None``, its slope :math:`(1^\top x)^2 - 1` and
+    :math:`x^\top A x`): zero lies between the two slopes, and the convex combination of
+    :math:`x_\pm x_\pm^\top` with zero slope is :math:`Y` (``note`` explains unlisted vectors).
+    """
+    (x1, s1, a1), (x2, s2, a2) = sides
+    if s1 - s2 > SLOPE_GAP and s1 >= 0 >= s2:
+        alpha = -s2 / (s1 - s2)
+    else:  # one smooth eigenvector already has (near) zero slope
+        alpha = 1.0 if abs(s1) <= abs(s2) else 0.0
+    listed = x1 is not None and x2 is not None
+    return FarkasData(
+        weights=(alpha, 1.0 - alpha),
+        vectors=(tuple(float(v) for v in x1), tuple(float(v) for v in x2)) if listed else None,
+        inner_ones_minus_identity=alpha * s1 + (1.0 - alpha) * s2,
+        inner_A=alpha * a1 + (1.0 - alpha) * a2,
+        vectors_note=None if listed else note,
+    )
+
+
+def farkas_offset(mu_star: float, phi_star: float, n: int) -> float:
+    """How far on each side of the maximiser the two bottom eigenvectors are taken."""
+    return min(FARKAS_OFFSET_RTOL, abs(phi_star) / (8.0 * n)) * max(1.0, abs(mu_star))
 
 
 def psd_box(tau: float, lo: float, hi: float) -> tuple[float, float]:

@@ -27,14 +27,12 @@ import numpy as np
 
 from dgp._linalg import fix_embedding, fix_signs
 from dgp.engine._block_spectra import BlockEuclideanSpectrum, BlockSpectrum, dense_blocks
+from dgp.engine._spectra import FarkasSide
 from dgp.engine.family import (
     CosineSpectrum,
     EuclideanSpectrum,
-    FarkasData,
-    combine_farkas,
     cosine_family,
     euclidean_family,
-    farkas_offset,
     psd_box,
 )
 from dgp.engine.target import LogTarget
@@ -154,24 +152,19 @@ class DenseCosineSpectrum(CosineSpectrum):
         X = ones_reflector_vectors(self.tri.apply_q(Y))[:, ::-1]
         return fix_embedding(X * np.sqrt(np.clip(lam[::-1], 0.0, None)), lam[::-1])
 
-    def farkas(self, mu_star: float, phi_star: float) -> FarkasData:
-        r"""A dual certificate :math:`Y \succeq 0` with :math:`\langle Y, 11^\top - I\rangle = 0`
-        and :math:`\langle Y, A\rangle < 0` (:func:`dgp.engine.family.combine_farkas`)."""
-        n = self.n
-        delta = farkas_offset(mu_star, phi_star, n)
-        sides = []
-        for mu in (mu_star - delta, mu_star + delta):
-            lam, y = tridiagonal_eigh(self._diag(mu), self.e, 0, 0)
-            x = fix_signs(ones_reflector_vectors(self.tri.apply_q(y)))[:, 0]
-            slope = float(x.sum() ** 2 - 1.0)
-            # x^T A x = x^T G(mu) x - mu x^T (11^T - I) x = lambda - mu * slope
-            sides.append((x if n <= FARKAS_VECTORS_MAX_N else None, slope,
-                          float(lam[0]) - mu * slope))
-        return combine_farkas(
-            tuple(sides),
-            note=f"vectors not listed above N = {FARKAS_VECTORS_MAX_N}: they are the bottom "
-            f"eigenvectors of G(c) at c = (c_at_max -/+ {delta:.3g}/tau)",
-        )
+    def farkas_side(self, mu: float) -> FarkasSide:
+        r"""The bottom eigenvector of :math:`G(\mu)` of a dual certificate
+        :math:`Y \succeq 0` with :math:`\langle Y, 11^\top - I\rangle = 0` and
+        :math:`\langle Y, A\rangle < 0` (:func:`dgp.engine.family.combine_farkas`)."""
+        lam, y = tridiagonal_eigh(self._diag(mu), self.e, 0, 0)
+        x = fix_signs(ones_reflector_vectors(self.tri.apply_q(y)))[:, 0]
+        slope = float(x.sum() ** 2 - 1.0)
+        # x^T A x = x^T G(mu) x - mu x^T (11^T - I) x = lambda - mu * slope
+        return x if self.n <= FARKAS_VECTORS_MAX_N else None, slope, float(lam[0]) - mu * slope
+
+    def farkas_note(self, delta: float) -> str:
+        return (f"vectors not listed above N = {FARKAS_VECTORS_MAX_N}: they are the bottom "
+                f"eigenvectors of G(c) at c = (c_at_max -/+ {delta:.3g}/tau)")
 
 
 class DenseEuclideanSpectrum(EuclideanSpectrum):

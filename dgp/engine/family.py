@@ -31,12 +31,10 @@ from dgp._linalg import bracketed_root
 from dgp.constants import (
     CLUSTER_WINDOW_RTOL,
     COSINE_TAU_SPREAD_MAX,
-    FARKAS_OFFSET_RTOL,
     PROBE_GROWTH,
     SCALE_FLOOR,
     SEARCH_RESOLUTION,
     SLOPE_FLOOR,
-    SLOPE_GAP,
 )
 from dgp.engine._spectra import (
     CosineSpectrum,
@@ -44,6 +42,8 @@ from dgp.engine._spectra import (
     FarkasData,
     MultiplicityEuclideanSpectrum,
     MultiplicitySpectrum,
+    combine_farkas,
+    farkas_offset,
     psd_box,
     repeat_smallest,
 )
@@ -108,36 +108,6 @@ LISTED = 8
 def listed(low: np.ndarray, zeros: int) -> tuple[float, ...]:
     keep = list(low[: min(zeros, LISTED)]) + list(low[zeros : zeros + 1])
     return tuple(float(v) for v in keep)
-
-
-def combine_farkas(
-    sides: tuple[tuple[np.ndarray | None, float, float], tuple[np.ndarray | None, float, float]],
-    *,
-    note: str,
-) -> FarkasData:
-    r"""The Farkas certificate from the bottom eigenvectors on both sides of the maximiser of
-    :math:`\varphi` (each side: the vector or ``None``, its slope :math:`(1^\top x)^2 - 1` and
-    :math:`x^\top A x`): zero lies between the two slopes, and the convex combination of
-    :math:`x_\pm x_\pm^\top` with zero slope is :math:`Y` (``note`` explains unlisted vectors).
-    """
-    (x1, s1, a1), (x2, s2, a2) = sides
-    if s1 - s2 > SLOPE_GAP and s1 >= 0 >= s2:
-        alpha = -s2 / (s1 - s2)
-    else:  # one smooth eigenvector already has (near) zero slope
-        alpha = 1.0 if abs(s1) <= abs(s2) else 0.0
-    listed = x1 is not None and x2 is not None
-    return FarkasData(
-        weights=(alpha, 1.0 - alpha),
-        vectors=(tuple(float(v) for v in x1), tuple(float(v) for v in x2)) if listed else None,
-        inner_ones_minus_identity=alpha * s1 + (1.0 - alpha) * s2,
-        inner_A=alpha * a1 + (1.0 - alpha) * a2,
-        vectors_note=None if listed else note,
-    )
-
-
-def farkas_offset(mu_star: float, phi_star: float, n: int) -> float:
-    """How far on each side of the maximiser the two bottom eigenvectors are taken."""
-    return min(FARKAS_OFFSET_RTOL, abs(phi_star) / (8.0 * n)) * max(1.0, abs(mu_star))
 
 
 @dataclass(frozen=True, eq=False)

@@ -27,14 +27,12 @@ from typing import Any
 import numpy as np
 
 from dgp.engine import rules
+from dgp.engine._spectra import FarkasSide
 from dgp.engine.family import (
-    FarkasData,
     MultiplicityEuclideanSpectrum,
     MultiplicitySpectrum,
-    combine_farkas,
     cosine_family,
     euclidean_family,
-    farkas_offset,
     psd_box,
     repeat_smallest,
 )
@@ -130,17 +128,13 @@ class GroupedSpectrum(MultiplicitySpectrum):
                 "group_eigenvalues": d.tolist(), "within_class_eigenvalues": within.tolist(),
                 "at_c": mu / self.tau}
 
-    def farkas(self, mu_star: float, phi_star: float) -> FarkasData:
-        delta = farkas_offset(mu_star, phi_star, self.n)
-        sides = []
-        for mu in (mu_star - delta, mu_star + delta):
-            value, slope, _ = self._bottom(mu)
-            sides.append((None, slope, value - mu * slope))
-        return combine_farkas(
-            tuple(sides),
-            note="vectors not listed (grouped classes): each is constant on classes (a bottom "
-            "eigenvector of the reduced quotient) or orthogonal to 1",
-        )
+    def farkas_side(self, mu: float) -> FarkasSide:
+        value, slope, _ = self._bottom(mu)
+        return None, slope, value - mu * slope
+
+    def farkas_note(self, delta: float) -> str:
+        return ("vectors not listed (grouped classes): each is constant on classes (a bottom "
+                "eigenvector of the reduced quotient) or orthogonal to 1")
 
     def embedding(self, mu: float, r: int) -> np.ndarray:
         from dgp.errors import ParameterError

@@ -28,16 +28,14 @@ import numpy as np
 
 from dgp._linalg import fix_signs, tall_r
 from dgp.engine import rules
+from dgp.engine._spectra import FarkasSide
 from dgp.engine.family import (
-    FarkasData,
     MultiplicityEuclideanSpectrum,
     MultiplicitySpectrum,
     check_cosine_scale,
     check_tau_inverse,
-    combine_farkas,
     cosine_family,
     euclidean_family,
-    farkas_offset,
     psd_box,
     repeat_smallest,
 )
@@ -174,23 +172,18 @@ class LowRankSpectrum(MultiplicitySpectrum):
             "statement": "G(c) = (1 - tau h - tau c) I + U (tau C + tau c e1 e1^T) U^T",
         }
 
-    def farkas(self, mu_star: float, phi_star: float) -> FarkasData:
-        delta = farkas_offset(mu_star, phi_star, self.n)
-        sides = []
-        for mu in (mu_star - delta, mu_star + delta):
-            lam, vec, alpha = self.parts(mu)
-            if self.n_comp and alpha < lam[0]:
-                sides.append((None, -1.0, float(alpha) + mu))
-            else:
-                y = vec[:, 0]
-                slope = float((self.r1 @ y) ** 2 - 1.0)
-                x = None if self.Q is None else fix_signs((self.Q @ y)[:, None])[:, 0]
-                sides.append((x, slope, float(lam[0]) - mu * slope))
-        return combine_farkas(
-            tuple(sides),
-            note="vectors not listed: each is Q y for a bottom capacitance eigenvector y "
-            "(U = Q R), or a vector orthogonal to the columns of U",
-        )
+    def farkas_side(self, mu: float) -> FarkasSide:
+        lam, vec, alpha = self.parts(mu)
+        if self.n_comp and alpha < lam[0]:
+            return None, -1.0, float(alpha) + mu
+        y = vec[:, 0]
+        slope = float((self.r1 @ y) ** 2 - 1.0)
+        x = None if self.Q is None else fix_signs((self.Q @ y)[:, None])[:, 0]
+        return x, slope, float(lam[0]) - mu * slope
+
+    def farkas_note(self, delta: float) -> str:
+        return ("vectors not listed: each is Q y for a bottom capacitance eigenvector y "
+                "(U = Q R), or a vector orthogonal to the columns of U")
 
     def embedding(self, mu: float, r: int) -> np.ndarray:
         n, m = self.n, self.m
