@@ -30,6 +30,7 @@ __all__ = [
     "check_labels_continuous",
     "check_positive",
     "check_sizes",
+    "check_square",
     "check_unit_interval",
     "class_codes",
     "describe",
@@ -183,6 +184,30 @@ def check_dim(value: object, name: str = "dim") -> int:
         If ``value < 1``.
     """
     return check_int(value, name, minimum=1)
+
+
+def check_square(value: object, name: str, *, size: int | None = None) -> np.ndarray:
+    """Return ``value`` as a finite square float matrix (a copy), ``size x size`` when ``size``
+    is given.
+
+    Raises
+    ------
+    ParameterError
+        If ``value`` is not a finite square matrix of that size.
+
+    >>> check_square([[1, 2], [3, 4]], "gram").tolist()
+    [[1.0, 2.0], [3.0, 4.0]]
+    >>> check_square(np.eye(2), "gram", size=3)
+    Traceback (most recent call last):
+    ...
+    dgp.errors.InvalidParameterError: gram must be a finite 3 x 3 matrix, got shape (2, 2)
+    """
+    A = np.array(value, dtype=float)
+    square = A.ndim == 2 and A.shape[0] == A.shape[1]
+    if not square or (size is not None and A.shape[0] != size) or not np.isfinite(A).all():
+        what = "square" if size is None else f"{size} x {size}"
+        raise ParameterError(name, f"must be a finite {what} matrix, got shape {A.shape}")
+    return A
 
 
 def check_flag(value: object, name: str) -> bool:

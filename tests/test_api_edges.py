@@ -3,6 +3,7 @@ right answer; never numpy's bare error, a NaN with warnings, or an out-of-memory
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -147,3 +148,27 @@ def test_class_labels_given_as_sizes_get_a_hint(labels):
 def test_true_sizes_below_two_keep_their_own_message():
     with pytest.raises(dgp.InvalidParameterError, match=r"sizes\[1\] = 1"):
         dgp.supcon_prototypes(sizes=[5, 1, 3], tau=0.5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda G: dgp.prototypes.prototype_loss(G, [3, 2, 2], tau=0.5),
+    lambda G: dgp.prototypes.kkt_certificate(G, [3, 2, 2], tau=0.5),
+], ids=["prototype_loss", "kkt_certificate"])
+@pytest.mark.parametrize("gram", [np.eye(2), np.ones((3, 2)), np.ones(3), np.ones((3, 3, 1)),
+                                  np.where(np.eye(3) > 0, 1.0, np.nan),
+                                  np.where(np.eye(3) > 0, 1.0, -np.inf)])
+def test_a_gram_that_is_not_a_finite_k_by_k_matrix_is_refused_by_name(call, gram):
+    # the one validator of a square matrix (dgp.errors.check_square) names the argument,
+    # the size asked and the shape given
+    with pytest.raises(ParameterError, match=r"^gram must be a finite 3 x 3 matrix, got shape "
+                       + re.escape(str(np.shape(gram)))):
+        call(gram)
+
+
+def test_a_finite_square_gram_is_taken_as_its_symmetric_part():
+    rng = np.random.default_rng(3)
+    M = rng.standard_normal((3, 3))
+    G = np.full((3, 3), -0.5) + 1.5 * np.eye(3)
+    skew = 0.5 * (M - M.T)  # the loss reads <G, .> of symmetric matrices: a skew part is nothing
+    assert dgp.prototypes.prototype_loss(G + skew, [3, 2, 2], tau=0.5) == pytest.approx(
+        dgp.prototypes.prototype_loss(G, [3, 2, 2], tau=0.5), rel=1e-13)

@@ -44,6 +44,7 @@ from dgp.errors import (
     check_dim,
     check_positive,
     check_sizes,
+    check_square,
     check_unit_interval,
 )
 
@@ -108,13 +109,6 @@ __all__ = [
 ]
 
 
-def _validate_gram(gram: object, K: int) -> np.ndarray:
-    G = np.asarray(gram, dtype=float)
-    if G.shape != (K, K) or not np.isfinite(G).all():
-        raise ParameterError("gram", f"must be a finite {K} x {K} matrix, got shape {G.shape}")
-    return 0.5 * (G + G.T)
-
-
 def prototype_loss(gram: object, sizes: object, *, tau: float, eps: float | None = None) -> float:
     r"""The prototype objective :math:`F(G)` in nats: the w-InfoNCE loss of the collapsed
     configuration with prototype Gram ``gram``, summed over all ``N`` anchors.
@@ -138,7 +132,8 @@ def _gram_problem(gram: object, sizes: object, tau: float, eps: float | None):
     tau = check_positive(tau, "tau")
     if eps is not None:
         eps = check_unit_interval(eps, "eps")
-    G = _validate_gram(gram, n.size)
+    G = check_square(gram, "gram", size=n.size)
+    G = 0.5 * (G + G.T)
     prob = block_problem(n, block_weights(n.size, eps), tau=tau)
     prob.set_scale(G)
     return prob, G

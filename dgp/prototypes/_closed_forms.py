@@ -35,7 +35,13 @@ import math
 import numpy as np
 
 from dgp.constants import LOG1P_SERIES_BELOW, NEAREST_ELLIPTOPE_TOL, SCALE_FLOOR
-from dgp.errors import ParameterError, check_positive, check_sizes, check_unit_interval
+from dgp.errors import (
+    ParameterError,
+    check_positive,
+    check_sizes,
+    check_square,
+    check_unit_interval,
+)
 
 __all__ = [
     "METHODS",
@@ -191,9 +197,7 @@ def nearest_elliptope(
     >>> bool(ok), G.round(9).tolist()
     (True, [[1.0, 1.0], [1.0, 1.0]])
     """
-    A = np.array(A, dtype=float)
-    if A.ndim != 2 or A.shape[0] != A.shape[1] or not np.isfinite(A).all():
-        raise ParameterError("A", f"must be a finite square matrix, got shape {A.shape}")
+    A = check_square(A, "A")
     A = 0.5 * (A + A.T)
     Y = A.copy()
     np.fill_diagonal(Y, 1.0)
