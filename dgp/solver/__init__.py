@@ -28,6 +28,9 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
   (a Riemannian Adam) and reported on others with a 95% interval and a lower bound, or summed
   exactly over every batch when few; one driver (:func:`batch_optimum`) and its result; their
   names are one list, :mod:`dgp.solver.batches`'s ``__all__``, re-exported here;
+* :mod:`~dgp.solver._full_batch_chunks`: the full-batch loss read in row chunks (never
+  ``N x N``) and a critical point of it in a fixed dimension (:func:`chunked_full_batch`), the
+  full-batch prediction beside the expected-batch one above a few thousand samples;
 * :mod:`~dgp.solver._sphere_lbfgs`: L-BFGS on the product of unit spheres (rows normalised
   inside the objective), the one descent of the finite sum and the per-batch relaxation;
 * :mod:`~dgp.solver._guards`: the time budget of a solve, the largest temperature it resolves.
@@ -58,6 +61,21 @@ from dgp.solver._batch import (
 )
 from dgp.solver._blockfactor import BLOCK_FACTOR_BUFFERS, BlockFactor
 from dgp.solver._conic import solve_conic
+from dgp.solver._full_batch_chunks import (
+    CHUNKED_FTOL,
+    CHUNKED_GTOL,
+    CHUNKED_MAXITER,
+    CHUNKED_TYPICAL_EVALS,
+    CHUNKED_WINDOW,
+    ChunkedFullBatch,
+    ChunkedFullBatchPoint,
+    chunked_full_batch,
+    chunked_seconds,
+    dense_weight_rows,
+    pairwise_weights,
+    random_start,
+    weight_rows,
+)
 from dgp.solver._guards import check_solver_tau, check_time, time_budget, validated_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
@@ -98,6 +116,19 @@ from dgp.solver.batches import *  # noqa: F403  (the expected-batch names: batch
 __all__ = [
     "EXACT_RANK_D_MAX_S",
     "BLOCK_FACTOR_BUFFERS",
+    "CHUNKED_FTOL",
+    "CHUNKED_GTOL",
+    "CHUNKED_MAXITER",
+    "CHUNKED_TYPICAL_EVALS",
+    "CHUNKED_WINDOW",
+    "ChunkedFullBatch",
+    "ChunkedFullBatchPoint",
+    "chunked_full_batch",
+    "chunked_seconds",
+    "dense_weight_rows",
+    "pairwise_weights",
+    "random_start",
+    "weight_rows",
     "NO_POSITIVE",
     "REDUCTIONS",
     "SAMPLERS",
