@@ -79,6 +79,12 @@ class RankDPolicy:
         .screened_start`; ``1``: its one random point, no screening).
     screen_steps : int
         Those batched steps.
+    first_order_polish : bool
+        The polish aims at the first-order target alone (problems above
+        :data:`~dgp.constants.RANK_D_SECOND_ORDER_MAX_SIZE` off the factor path, whose
+        certificate judges first order only): a point whose stationarity already meets the
+        accepted target gets no trust region (``False``: every point gets it, the second-order
+        step of small problems).
     """
 
     hops: int
@@ -94,6 +100,7 @@ class RankDPolicy:
     hessian: bool = True
     screen: int = 1
     screen_steps: int = 0
+    first_order_polish: bool = False
 
 
 def _factor_eval_seconds(K: int, dim: int) -> float:
@@ -127,7 +134,9 @@ def rank_d_policy(K: int, dim: int, *, factor_path: bool = False) -> RankDPolicy
     """The search policy of a rank-``dim`` problem of ``K`` points: moves for small problems
     (``K * dim`` up to :data:`~dgp.constants.RANK_D_HOP_MAX_SIZE`; chains longer above
     :data:`~dgp.constants.RANK_D_HOP_CLASSES` points), a shorter polish above
-    :data:`~dgp.constants.RANK_D_LARGE_SIZE`, and on the factor path (many classes,
+    :data:`~dgp.constants.RANK_D_LARGE_SIZE`, a polish to first order alone above
+    :data:`~dgp.constants.RANK_D_SECOND_ORDER_MAX_SIZE` (where the certificate judges first
+    order only, :attr:`RankDPolicy.first_order_polish`), and on the factor path (many classes,
     :class:`~dgp.solver.BlockFactor`) budgets of evaluations and Hessian-vector products in
     seconds of the cost model, preconditioned, without the stall rule."""
     size = K * dim
@@ -153,6 +162,7 @@ def rank_d_policy(K: int, dim: int, *, factor_path: bool = False) -> RankDPolicy
         hessian=size <= RANK_D_SECOND_ORDER_MAX_SIZE,
         screen=RANK_D_SCREEN_POINTS if small else 1,
         screen_steps=RANK_D_SCREEN_STEPS if small else 0,
+        first_order_polish=size > RANK_D_SECOND_ORDER_MAX_SIZE,
     )
 
 
