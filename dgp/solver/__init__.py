@@ -64,7 +64,7 @@ from dgp.solver._conic import solve_conic
 from dgp.solver._full_batch_chunks import (
     CHUNKED_FTOL,
     CHUNKED_GTOL,
-    CHUNKED_MAXITER,
+    CHUNKED_MAX_EVALS,
     CHUNKED_TYPICAL_EVALS,
     CHUNKED_WINDOW,
     ChunkedFullBatch,
@@ -118,7 +118,7 @@ __all__ = [
     "BLOCK_FACTOR_BUFFERS",
     "CHUNKED_FTOL",
     "CHUNKED_GTOL",
-    "CHUNKED_MAXITER",
+    "CHUNKED_MAX_EVALS",
     "CHUNKED_TYPICAL_EVALS",
     "CHUNKED_WINDOW",
     "ChunkedFullBatch",
