@@ -11,7 +11,10 @@ r"""The mini-batch paths of :func:`dgp.optimum` beyond the row problem of exact 
 * which of these a batched problem takes (:func:`batch_route`).
 
 Each path is handed the full-batch optimum as a callable (the certified solve of
-:mod:`dgp.optima._api`), evaluated only where the path compares with it.
+:mod:`dgp.optima._api`), evaluated only where the path compares with it. Above
+:data:`STOCHASTIC_FULL_BATCH_MAX_K` points the stochastic paths compare with a critical point of
+the full-batch loss found on row chunks instead (:func:`chunked_full_point`, never an ``N x N``
+array), when its time estimate fits :data:`CHUNKED_FULL_BATCH_MAX_S`.
 """
 
 from __future__ import annotations
@@ -28,25 +31,33 @@ from dgp.errors import ParameterError, check_choice, check_dim
 from dgp.optima._structure import Quotient
 from dgp.resources import memory_budget, time_budget
 from dgp.solver import (
+    CHUNKED_MAX_EVALS,
+    CHUNKED_TYPICAL_EVALS,
     FINITE_MAX_ENTRIES,
     NO_POSITIVE,
     REDUCTIONS,
     BatchOptimum,
     BatchSpec,
+    ChunkedFullBatch,
     batch_optimum,
     check_batch,
     check_full_batch,
+    chunked_full_batch,
+    chunked_seconds,
     composition_count,
+    dense_weight_rows,
     exact_rows_fit,
     finite_batch_optimum,
     quotient_batch_optimum,
+    random_start,
+    weight_rows,
 )
 
-__all__ = ["FINITE_FROM", "FINITE_PEAK_ARRAYS", "FINITE_RANDOM_STARTS",
-           "FINITE_SECONDS_PER_ENTRY", "FINITE_TYPICAL_ITERS", "OPTIMUM_SAMPLERS",
-           "STOCHASTIC_FULL_BATCH_MAX_K", "batch_route", "batch_spec", "finite_cost",
-           "finite_fits", "finite_path", "label_quotient", "labels_path",
-           "stochastic_path"]
+__all__ = ["CHUNKED_FULL_BATCH_MAX_S", "FINITE_FROM", "FINITE_PEAK_ARRAYS",
+           "FINITE_RANDOM_STARTS", "FINITE_SECONDS_PER_ENTRY", "FINITE_TYPICAL_ITERS",
+           "OPTIMUM_SAMPLERS", "STOCHASTIC_FULL_BATCH_MAX_K", "batch_route", "batch_spec",
+           "chunked_full_point", "finite_cost", "finite_fits", "finite_path", "label_quotient",
+           "labels_path", "stochastic_path"]
 
 #: the samplers of :func:`dgp.optimum` (``class-balanced`` for problems with class labels)
 OPTIMUM_SAMPLERS = ("uniform", "class-balanced")
@@ -56,6 +67,12 @@ OPTIMUM_SAMPLERS = ("uniform", "class-balanced")
 #: stochastic runs alone ended up to 0.27 nats per anchor above it (k-NN weightings of 2000
 #: MNIST digits). Its rank-d solve takes about 18 s at N = 2000, d = 16 and 47 s at d = 128
 STOCHASTIC_FULL_BATCH_MAX_K = 2000
+#: above :data:`STOCHASTIC_FULL_BATCH_MAX_K` points, the most estimated seconds of the chunked
+#: full-batch descent (:func:`chunked_full_point`; also at most
+#: :func:`dgp.resources.time_budget`): beyond, the summary says what it would take. Measured at
+#: N = 10 000, d = 128 on the shared 2-core machine: 3 to 5 s an evaluation (float32), so about
+#: 6 to 10 minutes for :data:`dgp.solver.CHUNKED_TYPICAL_EVALS` evaluations
+CHUNKED_FULL_BATCH_MAX_S = 450.0
 #: sample-level batches in a fixed dimension: the row problem up to this many subsets (its KKT
 #: and lift certificates), the finite sum of every batch above (N / B times cheaper)
 FINITE_FROM = 500
@@ -140,11 +157,53 @@ def _full(q: Quotient, kwargs: dict, full_batch: FullBatch,
     return full_batch(q, kwargs, report)
 
 
+def chunked_full_point(read, n: int, *, tau: float, dim: int, seed: int,
+                       counts: np.ndarray | None = None,
+                       progress: bool | None = False) -> tuple[np.ndarray | None, str]:
+    """Above :data:`STOCHASTIC_FULL_BATCH_MAX_K` points: a critical point of the full-batch loss
+    in ``dim`` found on row chunks (:func:`dgp.solver.chunked_full_batch`, from a seeded random
+    start: independent of the batch prediction), with what it is in words; or ``None`` and why
+    not (``"not compared: ..."``): the weights cannot be read by rows (``read`` is ``None``), or
+    the estimate from a timed evaluation is above :data:`CHUNKED_FULL_BATCH_MAX_S` (or
+    :func:`dgp.resources.time_budget`). ``read``: the log-weights of a block of rows
+    (:func:`dgp.solver.weight_rows`); ``counts``: samples per point. The estimate and progress go
+    to stderr unless ``progress`` is false."""
+    not_said = "so whether batching changes the answer beyond noise is not said"
+    if read is None:
+        return None, ("not compared: this weighting's batch weights are normalised over each "
+                      "batch (not one function of the pair), so its full-batch loss cannot be "
+                      "read in row chunks, and the dense full-batch optimum is solved only up to "
+                      f"{STOCHASTIC_FULL_BATCH_MAX_K} points; " + not_said)
+    fb = ChunkedFullBatch(read, n, tau=tau, counts=counts)
+    per = fb.seconds_per_evaluation(random_start(n, dim, seed))
+    est, most = chunked_seconds(per), chunked_seconds(per, CHUNKED_MAX_EVALS)
+    budget = min(CHUNKED_FULL_BATCH_MAX_S, time_budget())
+    say = None
+    if progress is None or progress:
+        say = stderr_progress(f"the full-batch point of n = {n} in d = {dim}")
+    if est > budget:
+        why = (f"not compared: a full-batch point of n = {n} in d = {dim} on row chunks would "
+               f"take about {format_duration(est)} ({per:.2g} s an evaluation, about "
+               f"{CHUNKED_TYPICAL_EVALS} evaluations), above its budget of "
+               f"{format_duration(budget)}; " + not_said)
+        if say is not None:
+            say(why)
+        return None, why
+    if say is not None:
+        say(f"about {format_duration(est)}, at most {format_duration(most)} ({per:.2g} s an "
+            f"evaluation, about {CHUNKED_TYPICAL_EVALS} evaluations, at most "
+            f"{CHUNKED_MAX_EVALS}): L-BFGS on row chunks (no N x N array) from a seeded random "
+            "start; a candidate and the start of one expected-batch run")
+    point = chunked_full_batch(fb, dim, seed=seed, progress=say, deadline_s=2.0 * budget)
+    return point.embedding, point.statement
+
+
 def stochastic_path(q: Quotient, spec: BatchSpec, kwargs: dict, progress: bool | None,
                     full_batch: FullBatch) -> BatchOptimum:
     """The expected-batch optimum beyond exact enumeration: optimised on fresh batches, reported
     on others (:mod:`dgp.solver._expected`), beside the full-batch optimum in the same
-    dimension (up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` points)."""
+    dimension (up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` points; above, a critical point of
+    the full-batch loss on row chunks, :func:`chunked_full_point`)."""
     dim, tau = kwargs["dim"], kwargs["tau"]
     if dim is None:
         raise ParameterError(
@@ -153,11 +212,17 @@ def stochastic_path(q: Quotient, spec: BatchSpec, kwargs: dict, progress: bool |
             "exact enumeration): give the embedding dimension you train in"
         )
     started = time.monotonic()  # the full-batch solve counts in the result's seconds
+    full, note = _full(q, kwargs, full_batch, progress), None
+    if q.K > STOCHASTIC_FULL_BATCH_MAX_K:
+        full, note = chunked_full_point(dense_weight_rows(q.weights), q.K, tau=tau, dim=dim,
+                                        seed=kwargs["seed"], counts=q.sizes, progress=progress)
     res = quotient_batch_optimum(
         q.sizes, q.weights, spec, tau=tau, dim=dim, seed=kwargs["seed"],
         replicates=max(1, kwargs["replicates"]), min_batches=kwargs["samples"],
-        full_batch=_full(q, kwargs, full_batch, progress), progress=progress, started=started,
+        full_batch=full, progress=progress, started=started,
     )
+    if note is not None:
+        res = dataclasses.replace(res, full_batch_point=note)
     return res if q.K == int(q.sizes.sum()) else dataclasses.replace(res, labels=q.labels)
 
 
@@ -241,8 +306,9 @@ def labels_path(problem, spec: BatchSpec, *, tau: float, dim: object, seed: int,
                 replicates: int, samples: int, progress: bool | None,
                 full_batch: Callable[[int], np.ndarray]) -> BatchOptimum:
     """:func:`stochastic_path` for a problem built from labels: the batches read from the
-    labels; the full-batch optimum (``full_batch(dim)``: one row per sample, dense) only up to
-    :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples."""
+    labels; the full-batch optimum (``full_batch(dim)``: one row per sample, dense) up to
+    :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples, above a critical point of the full-batch loss
+    read from the labels in row chunks (:func:`chunked_full_point`)."""
     N = problem.n_samples
     if dim is None:
         raise ParameterError(
@@ -251,7 +317,13 @@ def labels_path(problem, spec: BatchSpec, *, tau: float, dim: object, seed: int,
             "train in")
     dim = min(check_dim(dim, "dim"), N)
     started = time.monotonic()  # the full-batch solve counts in the result's seconds
-    full = full_batch(dim) if N <= STOCHASTIC_FULL_BATCH_MAX_K else None
-    return batch_optimum(problem.batch_source(), spec, tau=tau, dim=dim, seed=seed,
-                         full_batch=full, replicates=max(1, replicates), min_batches=samples,
-                         progress=progress, started=started)
+    source = problem.batch_source()
+    if N <= STOCHASTIC_FULL_BATCH_MAX_K:
+        full, note = full_batch(dim), None
+    else:
+        full, note = chunked_full_point(weight_rows(source), N, tau=tau, dim=dim, seed=seed,
+                                        progress=progress)
+    res = batch_optimum(source, spec, tau=tau, dim=dim, seed=seed, full_batch=full,
+                        replicates=max(1, replicates), min_batches=samples, progress=progress,
+                        started=started)
+    return res if note is None else dataclasses.replace(res, full_batch_point=note)

@@ -234,6 +234,11 @@ class BatchOptimum(Record):
         For each embedding ``compare`` of :func:`batch_optimum`: its expected batch loss minus
         this optimum's, paired on the reporting batches, and the standard error of that
         difference.
+    full_batch_point : str or None
+        What the full-batch prediction compared is, in words, when it is not the certified
+        full-batch optimum: above a few thousand points, a critical point of the full-batch loss
+        found on row chunks (:func:`dgp.solver.chunked_full_batch`), or why none was compared
+        (``"not compared: ..."``); ``None``: the certified optimum, or none given.
     """
 
     n: int
@@ -250,6 +255,7 @@ class BatchOptimum(Record):
     runs: tuple[np.ndarray, ...] = field(default=(), repr=False)
     labels: np.ndarray | None = field(default=None, repr=False)
     comparisons: tuple[tuple[float, float], ...] = field(default=(), repr=False)
+    full_batch_point: str | None = None
 
     @property
     def sample_embedding(self) -> np.ndarray:
@@ -288,8 +294,9 @@ class BatchOptimum(Record):
         b = self.batch
         s = b.spec
         lo, hi = b.interval
+        fb_kind = "optimum" if self.full_batch_point is None else "prediction (below)"
         how = (f"optimised on {b.steps} fresh batches ({b.epochs:.0f} epochs)" if b.steps else
-               "kept the full-batch optimum (no stochastic run beat it on the selection "
+               f"kept the full-batch {fb_kind} (no stochastic run beat it on the selection "
                "batches)")
         if b.expectation == "exact":
             pairs = [
@@ -320,14 +327,19 @@ class BatchOptimum(Record):
             else:
                 verdict = "no difference beyond noise"
             pm = "" if b.expectation == "exact" else f" ± {hw:.2g}"
+            what = ("" if self.full_batch_point is None else
+                    f"; the full-batch prediction is {self.full_batch_point}")
             pairs.append(("full batch", f"its prediction's expected batch loss is "
                           f"{b.full_batch_excess:+.2g}{pm} above this one (paired, same "
-                          f"batches): {verdict}"))
+                          f"batches): {verdict}{what}"))
+        elif self.full_batch_point is not None:
+            pairs.append(("full batch", self.full_batch_point))
         elif b.expectation == "stochastic":
             pairs.append(("full batch", "not compared: no full-batch optimum in this "
-                          "dimension was given (dgp.optimum solves one only for a few "
-                          "thousand samples or fewer: beyond, it would take longer than this "
-                          "prediction), so whether batching changes the answer is not said"))
+                          "dimension was given (dgp.optimum gives one: the certified optimum up "
+                          "to a few thousand points, a critical point found on row chunks "
+                          "beyond, when its time estimate fits), so whether batching changes "
+                          "the answer is not said"))
         if self.identifiability is not None:
             pairs.append(("identifiable", self.identifiability.statement))
         return pairs
@@ -353,6 +365,7 @@ class BatchOptimum(Record):
                     ("loss", self.loss), ("lower_bound", self.lower_bound),
                     ("batch", self.batch), ("full_batch_expected_loss",
                                             self.batch.full_batch_expected_loss),
+                    ("full_batch_point", self.full_batch_point),
                     ("identifiability", self.identifiability), ("status", self.status),
                     ("seconds", self.seconds), ("solver", self.solver),
                     ("certificate", self.certificate), ("convergence", self.convergence))

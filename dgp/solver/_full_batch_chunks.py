@@ -298,10 +298,11 @@ class ChunkedFullBatch:
                 g += S.T @ Zr
         return loss, g
 
-    def seconds_per_evaluation(self, Z: np.ndarray, blocks: int = 2) -> float:
-        """Seconds of one loss-and-gradient evaluation, from ``blocks`` timed row blocks."""
+    def seconds_per_evaluation(self, Z: np.ndarray, blocks: int | None = None) -> float:
+        """Seconds of one loss-and-gradient evaluation, from ``blocks`` timed row blocks
+        (default: a sixteenth of them, at least two)."""
         nb = math.ceil(self.n / self.chunk)
-        blocks = max(1, min(blocks, nb))
+        blocks = max(1, min(max(2, nb // 16) if blocks is None else blocks, nb))
         t0 = time.perf_counter()
         self.value_grad(Z, blocks=blocks)
         return (time.perf_counter() - t0) * nb / blocks
