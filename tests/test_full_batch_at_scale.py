@@ -132,6 +132,38 @@ def test_batch_normalised_weights_are_not_read_in_chunks():
     assert pairwise_weights(DenseBatchWeights(np.log(_gauss(y, 1.0) + np.eye(80))))
 
 
+def test_a_weightings_own_row_reader_is_used_once_it_is_pairwise():
+    """A weighting with its own ``log_rows`` is read through it (here it counts its calls), and
+    the loss is the dense one; a ``log_rows`` on batch-normalised weights is not trusted."""
+    n = 50
+    y = _labels(n, 6)
+    base = GaussianKernelWeights(y, 0.9)
+    calls = []
+
+    class Own:
+        def __init__(self, normalised=False):
+            self.n, self.normalised = n, normalised
+
+        def log_block(self, idx):
+            L = base.log_block(idx)
+            if self.normalised:  # columns normalised over the batch, as public y-Aware code
+                L = L - np.log(np.exp(L).sum(axis=0) + 1.0)[None, :]
+            return L
+
+        def log_rows(self, rows):
+            calls.append(rows.size)
+            out = -((y[rows, None] - y[None]) ** 2).sum(-1) / (2 * 0.9**2)
+            out[np.arange(rows.size), rows] = -np.inf
+            return out
+
+    Z = _unit(np.random.default_rng(2).standard_normal((n, 3)))
+    f, _ = ChunkedFullBatch(weight_rows(Own()), n, tau=0.2, dtype=np.float64,
+                            chunk=16).value_grad(Z)
+    assert calls and f == pytest.approx(_dense_reference(base.log_block(np.arange(n)),
+                                                         np.ones(n), Z, 0.2)[0], rel=1e-12)
+    assert weight_rows(Own(normalised=True)) is None
+
+
 @pytest.mark.slow  # about 3 s on the shared machine (the dense rank-d search)
 def test_the_chunked_point_reaches_the_dense_rank_d_solvers_loss():
     """N = 100, d = 12, tau = 0.3 (2-D Gaussian labels; d(d+1)/2 > N, where the rank-d problem

@@ -112,13 +112,11 @@ def weight_rows(weights: BatchWeights, *, chunk: int = 0) -> RowReader | None:
     """The row reader of a weighting read one batch at a time (:class:`BatchWeights`).
 
     A dense array's rows, a sparse matrix's rows, the Gaussian or inner-product kernel of labels
-    between the rows and every sample, a ``log_rows(rows)`` method where the weighting has one;
-    else the blocks of ``log_block`` over the rows and ``chunk`` columns at a time (at least the
-    number of rows), when :func:`pairwise_weights` says they are one function of the pair, and
-    ``None`` when they are not (weights normalised over each batch)."""
-    own = getattr(weights, "log_rows", None)
-    if own is not None:
-        return own
+    between the rows and every sample; for any other weighting, ``None`` unless
+    :func:`pairwise_weights` says its batch blocks are one function of the pair (weights
+    normalised over each batch are not), then its own ``log_rows(rows)`` method where it has one
+    (``rows.size x n``, the own entry ``-inf``), else the blocks of ``log_block`` over the rows
+    and ``chunk`` columns at a time (at least the number of rows: four times the entries)."""
     if isinstance(weights, DenseBatchWeights):
         return lambda rows: np.array(weights.L[rows], dtype=float)
     if isinstance(weights, SparseBatchWeights):
@@ -152,6 +150,9 @@ def weight_rows(weights: BatchWeights, *, chunk: int = 0) -> RowReader | None:
         return inner
     if not pairwise_weights(weights):
         return None
+    own = getattr(weights, "log_rows", None)
+    if own is not None:
+        return own
     n = weights.n
 
     def blocks(rows: np.ndarray) -> np.ndarray:
