@@ -329,9 +329,14 @@ class BatchOptimum(Record):
             pm = "" if b.expectation == "exact" else f" ± {hw:.2g}"
             what = ("" if self.full_batch_point is None else
                     f"; the full-batch prediction is {self.full_batch_point}")
-            pairs.append(("full batch", f"its prediction's expected batch loss is "
-                          f"{b.full_batch_excess:+.2g}{pm} above this one (paired, same "
-                          f"batches): {verdict}{what}"))
+            if b.steps == 0 and b.expectation == "stochastic" and b.full_batch_excess == 0.0:
+                line = ("its prediction is this one: no stochastic run beat it beyond noise on "
+                        "the selection batches, so batching does not change the answer beyond "
+                        "noise here")
+            else:
+                line = (f"its prediction's expected batch loss is {b.full_batch_excess:+.2g}{pm} "
+                        f"above this one (paired, same batches): {verdict}")
+            pairs.append(("full batch", line + what))
         elif self.full_batch_point is not None:
             pairs.append(("full batch", self.full_batch_point))
         elif b.expectation == "stochastic":

@@ -359,11 +359,10 @@ class ChunkedFullBatchPoint:
     @property
     def statement(self) -> str:
         """What the point is, in words (the summary's full-batch line)."""
-        return (f"a critical point of the full-batch loss at relative gradient "
-                f"{self.gradient:.1e} (target {self.gtol:g}; stopped: {self.stopped}), reached "
-                f"from {self.start} by L-BFGS on row chunks (no N x N array) in "
-                f"{self.evaluations} evaluations, {format_duration(self.seconds)}; not "
-                "certified global")
+        return (f"an approximate critical point of the full-batch loss (L-BFGS on row chunks, "
+                f"no N x N array, from {self.start}: {self.evaluations} evaluations, "
+                f"{format_duration(self.seconds)}; stopped: {self.stopped}; relative Riemannian "
+                f"gradient {self.gradient:.1e}, target {self.gtol:g}), not certified global")
 
 
 def _relative_gradient(Z: np.ndarray, g: np.ndarray) -> float:
