@@ -34,7 +34,9 @@ def test_phase_json_contract(cli):
 @pytest.mark.slow  # more than about 10 s of CPU on a loaded machine
 def test_phase_labels_csv_plot_and_text(tmp_path, cli):
     pytest.importorskip("matplotlib")
-    t = np.linspace(0, 2 * np.pi, 21)[:-1]
+    # eight labels on a circle of radius 1.5 (the boundary tau R^2 = sigma^2 holds for any
+    # number; each inconsistent cell's excess is a rank-d search whose cost grows with it)
+    t = np.linspace(0, 2 * np.pi, 9)[:-1]
     labels = tmp_path / "y.csv"
     np.savetxt(labels, np.c_[np.cos(t), np.sin(t)] * 1.5, delimiter=",")
     table, fig = tmp_path / "map.csv", tmp_path / "map.png"
