@@ -214,14 +214,18 @@ def test_a_labels_problem_is_read_one_batch_at_a_time(monkeypatch):
         raise AssertionError("the N x N weights were built")
 
     monkeypatch.setattr(dgp.problem.Problem, "solver_weights", refuse)
-    from dgp.optima._batch_paths import STOCHASTIC_FULL_BATCH_MAX_K
+    import dgp.optima._batch_paths as paths
 
-    N = STOCHASTIC_FULL_BATCH_MAX_K + 100  # above the full-batch comparison's size
+    # the chunked full-batch point is tested in test_full_batch_at_scale: here it is refused
+    # by its time budget, which the result must say
+    monkeypatch.setattr(paths, "CHUNKED_FULL_BATCH_MAX_S", 1e-9)
+    N = paths.STOCHASTIC_FULL_BATCH_MAX_K + 100  # above the dense full-batch comparison's size
     y = np.random.default_rng(5).standard_normal((N, 2))
     prob = dgp.Problem(objective="y-aware", labels=y, sigma=1.0, tau=0.5)
     res = dgp.optimum(prob, dim=2, batch_size=8, replicates=0, samples=200, progress=False)
     assert isinstance(res, dgp.BatchOptimum) and res.n == N
     assert res.batch.full_batch_expected_loss is None
+    assert res.full_batch_point.startswith("not compared")
     assert res.batch.lower_bound <= res.loss
 
 
