@@ -36,19 +36,38 @@ def _by(report, key="condition"):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def shared_predictions():
-    """dgp's class-prototype predictions computed once per module: a deterministic function of
-    (sizes, tau, eps, batch size), which supcon-imbalance, batch-size, soft-supcon-tau, controls
-    and `verify all` ask for again and again (the solver, seeded, dominated CI's slow step)."""
+def shared_predictions(tmp_path_factory):
+    """dgp's class-prototype predictions computed once per test session: a deterministic
+    function of (sizes, tau, eps, batch size), which supcon-imbalance, batch-size,
+    soft-supcon-tau, controls and `verify all` ask for again and again (the solver, seeded,
+    dominated CI's slow step). Under pytest-xdist the workers share them through a folder of
+    this session's (each computed by one worker, the others wait for it on a file lock)."""
+    import fcntl
+    import hashlib
+    import pickle
+
     from dgp.torch.experiments import batches, control_inputs, scoring, temperature
 
     real = scoring.supcon_prediction
     memo: dict = {}
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the session's folder, above the worker's own
+        base = base.parent
+    folder = base / "verify-supcon-predictions"
+    folder.mkdir(exist_ok=True)
 
     def once(sizes, **kw):
         key = (tuple(np.asarray(sizes).tolist()), tuple(sorted(kw.items())))
         if key not in memo:
-            memo[key] = real(sizes, **kw)
+            path = folder / hashlib.sha256(repr(key).encode()).hexdigest()
+            with open(path.with_suffix(".lock"), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if path.exists():
+                    memo[key] = pickle.loads(path.read_bytes())
+                else:
+                    memo[key] = real(sizes, **kw)
+                    path.with_suffix(".tmp").write_bytes(pickle.dumps(memo[key]))
+                    path.with_suffix(".tmp").replace(path)
         return memo[key]
 
     with pytest.MonkeyPatch.context() as mp:
