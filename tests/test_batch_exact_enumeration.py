@@ -152,3 +152,67 @@ def test_class_compositions_beyond_twenty_thousand_are_exact_and_certified():
     for _ in range(5):
         Xm = _unit(X + 1e-3 * rng.standard_normal(X.shape))
         assert _compositions_expectation(Xm @ Xm.T, sizes, B, tau)[0] >= exact - 1e-12
+
+
+def _with_twins(N, seed):
+    """A soft weighting whose last sample is a twin of the first (identical row and column)."""
+    W = _soft(N - 1, seed)
+    W = np.vstack([W, W[:1]])
+    W = np.hstack([W, W[:, :1]])
+    W[-1, 0] = W[0, -1] = W[0, 1]
+    W[-1, -1] = 0.0
+    return W
+
+
+@pytest.mark.slow  # about 5 s
+def test_twins_that_leave_too_few_points_for_the_finite_sum_are_enumerated(monkeypatch):
+    """Merged twins make a class of two, which the finite sum over subsets does not take; where
+    the rows of every composition are refused (forced here), the samples themselves are
+    enumerated exactly instead of going to fresh batches (a 3-NN graph of 25 points with one
+    twin pair ended 3.1% above its exact optimum on fresh batches)."""
+    import dgp.optima._batch_paths as paths
+
+    monkeypatch.setattr(paths, "exact_rows_fit", lambda *a, **k: False)
+    W, B, tau, d = _with_twins(13, seed=4), 4, 0.5, 2  # C(13, 4) = 715 subsets
+    res = dgp.optimum(W, tau=tau, dim=d, batch_size=B, progress=False)
+    assert isinstance(res, dgp.BatchOptimum) and res.batch.expectation == "exact"
+    assert res.batch.batches == math.comb(13, B)
+    assert res.loss == pytest.approx(_subsets_expectation(res.embedding, W, B, tau), rel=1e-12)
+    # permuting the samples permutes the answer: the same exact optimum
+    perm = np.random.default_rng(1).permutation(13)
+    again = dgp.optimum(W[perm][:, perm], tau=tau, dim=d, batch_size=B, progress=False)
+    assert again.loss == pytest.approx(res.loss, rel=1e-7)
+
+
+@pytest.mark.slow  # about 5 s
+def test_anchors_counted_as_zero_with_twins_answer_instead_of_an_internal_error(monkeypatch):
+    """With anchors without positives counted as zero, the optimum need not collapse a twin
+    pair; the full-batch solve of the merged problem then fails its lifted certificate, and a
+    batch path solves the samples instead (it raised NoCollapse, an internal error). The path
+    is forced to fresh batches here, where the NoCollapse came from."""
+    import dgp.optima._api as api
+
+    monkeypatch.setattr(api, "batch_route", lambda *a, **k: "stochastic")
+    W = _zero_anchor_twins()
+    res = dgp.optimum(W, tau=0.3, dim=3, batch_size=4, anchors_without_positives="zero",
+                      reduction="mean", replicates=0, samples=200, progress=False)
+    assert isinstance(res, dgp.BatchOptimum) and res.n == 13
+    assert res.batch.expectation == "stochastic"
+    assert res.batch.lower_bound <= res.loss
+
+
+def _zero_anchor_twins():
+    """A 2-NN graph of 12 points and a twin of point 0 (exact: 0.0790242 at tau = 0.3, d = 3,
+    B = 4 with zero anchors in the 25-point original of the report; the merged pair does not
+    collapse at the full-batch optimum)."""
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal((12, 2))
+    D = ((y[:, None] - y[None]) ** 2).sum(-1)
+    np.fill_diagonal(D, np.inf)
+    W = np.zeros((12, 12))
+    for i, row in enumerate(np.argsort(D, axis=1)[:, :2]):
+        W[i, row] = 1.0
+    W = np.vstack([W, W[:1]])
+    W = np.hstack([W, W[:, :1]])
+    W[-1, -1] = 0.0
+    return W

@@ -424,10 +424,29 @@ def optimum(
     )
     route = (None if spec is None else
              batch_route(q.sizes, spec, dim, kwargs["exact_max"], kwargs["starts"]))
-    if route == "stochastic":
-        return stochastic_path(q, spec, kwargs, progress, _full_batch_embedding)
-    if route == "finite":
-        return finite_path(q, spec, kwargs, _full_batch_embedding, progress)
+    if (route == "stochastic" and A is not None and q.K < N
+            and batch_route(np.ones(N, dtype=np.int64), spec, dim, kwargs["exact_max"],
+                            kwargs["starts"]) == "finite"):
+        # twins merged into classes can leave too few points for the finite sum over every
+        # subset, which the samples themselves fit: exact beats fresh batches
+        chain, q, inverse, route = *_unmerged(A, chain), "finite"
+    if route in ("stochastic", "finite"):
+        path = stochastic_path if route == "stochastic" else finite_path
+        try:
+            return path(q, spec, kwargs, full_batch=_full_batch_embedding, progress=progress)
+        except NoCollapse:
+            if A is None or q.K == N:  # class-balanced: the classes are the labels'
+                raise ParameterError(
+                    "sampler", "= 'class-balanced' predicts for collapsed classes, and these "
+                    "classes do not all collapse at the full-batch optimum (its lifted "
+                    "certificate fails); use sampler='uniform'") from None
+            # a twin class that does not collapse at the full-batch optimum: the samples
+            chain, q, inverse = _unmerged(A, chain)
+            route = batch_route(q.sizes, spec, dim, kwargs["exact_max"], kwargs["starts"])
+            if route in ("stochastic", "finite"):
+                path = stochastic_path if route == "stochastic" else finite_path
+                return path(q, spec, kwargs, full_batch=_full_batch_embedding,
+                            progress=progress)
     if q.K == 1 and A is not None:  # a batched solve of one twin class (full batch: split)
         chain = choose_reductions(samples_problem(A), batched=True, split_single=True)
         q, inverse = chain.apply(samples_problem(A))
@@ -451,6 +470,14 @@ def optimum(
             (q, inverse), structure = chain.apply(samples_problem(A)), "dense"
             out = _solve(q, progress=report, **kwargs)
     return _wrap(q, out, tau=tau, dim=dim, structure=structure, chain=chain, inverse=inverse)
+
+
+def _unmerged(A: np.ndarray, chain: Chain | None) -> tuple[Chain, Quotient, list]:
+    """The reductions of weighting ``A`` without the twin quotient, the problem they make and
+    their inverse data: every sample its own point."""
+    chain = (chain or Chain()).without(TwinQuotient)
+    q, inverse = chain.apply(samples_problem(A))
+    return chain, q, inverse
 
 
 def _labels_full_batch(problem, *, tau: float, dim: int, seed: object, starts: object,
