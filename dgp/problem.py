@@ -442,11 +442,7 @@ class Problem(ProblemSpec):
         weight matrix."""
         w = self.weighting
         if w is not None and w.pairs is not None:  # sparse: its positive pairs, as CSR
-            import scipy.sparse as sp
-
-            p = w.pairs
-            return SparseBatchWeights(sp.csr_matrix((np.exp(p.logw), (p.rows, p.cols)),
-                                                    shape=(p.n, p.n)))
+            return SparseBatchWeights(w.pairs.weights())
         if w is not None:
             return DenseBatchWeights(w.L)
         assert self.record is not None

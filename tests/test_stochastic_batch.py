@@ -230,6 +230,43 @@ def test_a_labels_problem_is_read_one_batch_at_a_time(monkeypatch):
 
 
 @pytest.mark.slow  # more than about 2 s of CPU
+def test_a_sparse_graph_is_read_from_its_pairs(monkeypatch):
+    """Above the dense full-batch comparison's size, a sparse k-NN graph is never densified
+    (it was, after a memory check: 2.6 GB at N = 10 000): its batches are read from its pairs,
+    and the prediction is the one its dense weights give on the same seeded batches."""
+    import scipy.sparse as sp
+
+    import dgp.optima._api as api
+    import dgp.optima._batch_paths as paths
+
+    monkeypatch.setattr(paths, "CHUNKED_FULL_BATCH_MAX_S", 1e-9)
+    N = paths.STOCHASTIC_FULL_BATCH_MAX_K + 100
+    y = np.random.default_rng(6).standard_normal((N, 2))
+    near = np.argsort(((y[:, None] - y[None]) ** 2).sum(-1), axis=1)[:, 1:4]  # 3-NN
+    G = sp.csr_matrix((np.ones(3 * N), (np.repeat(np.arange(N), 3), near.ravel())),
+                      shape=(N, N))
+    dense = api.check_weights
+
+    def refuse(W, name="W"):
+        raise AssertionError("the N x N weights were built")
+
+    monkeypatch.setattr(api, "check_weights", refuse)
+    kw = dict(tau=0.5, dim=2, batch_size=8, replicates=0, samples=200, progress=False)
+    res = dgp.optimum(G, **kw)
+    assert isinstance(res, dgp.BatchOptimum) and res.n == N
+    assert res.full_batch_point.startswith("not compared")
+    assert res.batch.lower_bound <= res.loss
+    # the same batches read from the dense weights: the same prediction
+    from dgp.solver import DenseBatchWeights, batch_optimum
+
+    with np.errstate(divide="ignore"):
+        src = DenseBatchWeights(np.log(dense(G)))
+    ref = batch_optimum(src, res.batch.spec, tau=0.5, dim=2, seed=0, replicates=1,
+                        min_batches=200, progress=False)
+    assert ref.loss == pytest.approx(res.loss, abs=1e-9)
+
+
+@pytest.mark.slow  # more than about 2 s of CPU
 def test_labels_and_their_dense_weights_give_the_same_prediction():
     """The labels path and the dense weights of the same objective: one batch loss, so the same
     prediction to within the intervals."""

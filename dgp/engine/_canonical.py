@@ -80,6 +80,14 @@ class Pairs:
     cols: np.ndarray
     logw: np.ndarray
 
+    def weights(self):
+        """The canonical weights as a ``scipy.sparse`` CSR matrix (``N x N``, zero diagonal;
+        only the pairs are stored)."""
+        import scipy.sparse as sp
+
+        return sp.csr_matrix((np.exp(self.logw), (self.rows, self.cols)),
+                             shape=(self.n, self.n))
+
 
 @dataclass(frozen=True, eq=False)
 class LogWeights(CanonicalShift):

@@ -29,11 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from dgp._linalg import simplex_gram
 from dgp.constants import EXACT_MAX_DEFAULT, LOSS_RESOLUTION, SOLVER_TOL
 from dgp.display import stderr_progress
-from dgp.engine.target import check_weights
+from dgp.engine.target import LogWeights, Pairs, check_weights, is_graph, log_weights
 from dgp.errors import (
     ParameterError,
     SolverError,
@@ -44,6 +45,7 @@ from dgp.errors import (
 )
 from dgp.optima._batch import batch_prediction
 from dgp.optima._batch_paths import (
+    STOCHASTIC_FULL_BATCH_MAX_K,
     batch_route,
     batch_spec,
     finite_path,
@@ -67,6 +69,7 @@ from dgp.solver import (
     BatchSpec,
     RankDCertificate,
     RowProblem,
+    SparseBatchWeights,
     batch_rows,
     block_problem,
     check_time,
@@ -390,13 +393,30 @@ def optimum(
                     _budget(_check_starts(starts), ones.size, dim)) == "stochastic":
                 tau = check_positive(tau, "tau")
                 return labels_path(
-                    problem, spec, tau=tau, dim=dim, seed=check_int(seed, "seed", minimum=0),
+                    problem.batch_source(), spec, tau=tau, dim=dim,
+                    seed=check_int(seed, "seed", minimum=0),
                     replicates=check_int(replicates, "replicates", minimum=0),
                     samples=check_int(samples, "samples", minimum=2), progress=progress,
                     full_batch=lambda d: _labels_full_batch(problem, tau=tau, dim=d, seed=seed,
                                                             starts=starts, tol=tol))
         if problem is not None:
             W = problem.solver_weights()
+        sparse = _sparse_above(W, STOCHASTIC_FULL_BATCH_MAX_K) if batch_size is not None else None
+        if sparse is not None:
+            # a sparse weighting (a k-NN graph) of more samples than the dense full-batch
+            # comparison takes: beyond exact enumeration its batches are read from its pairs,
+            # never as an N x N array (twins are not merged on this path)
+            ones = np.ones(sparse.n, dtype=np.int64)
+            spec = batch_spec(ones, batch_size, sampler, reduction, anchors_without_positives)
+            if batch_route(ones, spec, None if dim is None else check_dim(dim, "dim"),
+                           check_int(exact_max, "exact_max", minimum=1),
+                           _budget(_check_starts(starts), ones.size, dim)) == "stochastic":
+                return labels_path(
+                    SparseBatchWeights(sparse.weights()), spec, tau=check_positive(tau, "tau"),
+                    dim=dim, seed=check_int(seed, "seed", minimum=0),
+                    replicates=check_int(replicates, "replicates", minimum=0),
+                    samples=check_int(samples, "samples", minimum=2), progress=progress,
+                    full_batch=None)
         A = check_weights(W)
     tau = check_positive(tau, "tau")
     if dim is not None:
@@ -470,6 +490,18 @@ def optimum(
             (q, inverse), structure = chain.apply(samples_problem(A)), "dense"
             out = _solve(q, progress=report, **kwargs)
     return _wrap(q, out, tau=tau, dim=dim, structure=structure, chain=chain, inverse=inverse)
+
+
+def _sparse_above(W: object, n_min: int) -> Pairs | None:
+    """The positive pairs of a sparse weighting (a ``scipy.sparse`` matrix, a networkx graph,
+    or validated log-weights kept as pairs) of more than ``n_min`` samples, validated without
+    an ``N x N`` array; ``None`` for any other input."""
+    if isinstance(W, LogWeights):
+        return W.pairs if W.pairs is not None and W.n > n_min else None
+    if not (sp.issparse(W) or is_graph(W)):
+        return None
+    w = log_weights(W, sparse_above=n_min)
+    return w.pairs
 
 
 def _unmerged(A: np.ndarray, chain: Chain | None) -> tuple[Chain, Quotient, list]:

@@ -38,6 +38,7 @@ from dgp.solver import (
     REDUCTIONS,
     BatchOptimum,
     BatchSpec,
+    BatchWeights,
     ChunkedFullBatch,
     batch_optimum,
     check_batch,
@@ -304,14 +305,15 @@ def finite_path(q: Quotient, spec: BatchSpec, kwargs: dict, full_batch: FullBatc
                                 starts=starts)
 
 
-def labels_path(problem, spec: BatchSpec, *, tau: float, dim: object, seed: int,
+def labels_path(source: BatchWeights, spec: BatchSpec, *, tau: float, dim: object, seed: int,
                 replicates: int, samples: int, progress: bool | None,
-                full_batch: Callable[[int], np.ndarray]) -> BatchOptimum:
-    """:func:`stochastic_path` for a problem built from labels: the batches read from the
-    labels; the full-batch optimum (``full_batch(dim)``: one row per sample, dense) up to
-    :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples, above a critical point of the full-batch loss
-    read from the labels in row chunks (:func:`chunked_full_point`)."""
-    N = problem.n_samples
+                full_batch: Callable[[int], np.ndarray] | None) -> BatchOptimum:
+    """:func:`stochastic_path` for a weighting read one batch at a time (``source``: a problem
+    built from labels, or a sparse weighting's pairs), never as an ``N x N`` array: the
+    full-batch optimum (``full_batch(dim)``: one row per sample, dense) up to
+    :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples, above (or without ``full_batch``) a critical
+    point of the full-batch loss read in row chunks (:func:`chunked_full_point`)."""
+    N = source.n
     if dim is None:
         raise ParameterError(
             "dim", f"is needed for a mini-batch prediction of {N} samples in batches of "
@@ -319,8 +321,7 @@ def labels_path(problem, spec: BatchSpec, *, tau: float, dim: object, seed: int,
             "train in")
     dim = min(check_dim(dim, "dim"), N)
     started = time.monotonic()  # the full-batch solve counts in the result's seconds
-    source = problem.batch_source()
-    if N <= STOCHASTIC_FULL_BATCH_MAX_K:
+    if full_batch is not None and N <= STOCHASTIC_FULL_BATCH_MAX_K:
         full, note = full_batch(dim), None
     else:
         full, note = chunked_full_point(weight_rows(source), N, tau=tau, dim=dim, seed=seed,
