@@ -301,7 +301,10 @@ def optimum(
         weights, validated by the one validator (:func:`dgp.engine.target.check_weights`,
         diagonal ignored): a dense array, a sparse matrix such as a saved k-NN graph
         (asymmetric, missing entries are zero weights) or a networkx graph (edge attribute
-        ``weight``). The program is dense: a sparse input is densified after a memory check.
+        ``weight``). The program is dense: a sparse input is densified after a memory check,
+        except with ``batch_size`` beyond exact enumeration above
+        :data:`~dgp.optima._batch_paths.STOCHASTIC_FULL_BATCH_MAX_K` samples, where its batches
+        are read from its pairs.
     tau : float
         Temperature ``> 0``.
     dim : int, optional
@@ -398,7 +401,8 @@ def optimum(
                     replicates=check_int(replicates, "replicates", minimum=0),
                     samples=check_int(samples, "samples", minimum=2), progress=progress,
                     full_batch=lambda d: _labels_full_batch(problem, tau=tau, dim=d, seed=seed,
-                                                            starts=starts, tol=tol))
+                                                            starts=starts, tol=tol,
+                                                            progress=progress))
         if problem is not None:
             W = problem.solver_weights()
         sparse = _sparse_above(W, STOCHASTIC_FULL_BATCH_MAX_K) if batch_size is not None else None
@@ -513,15 +517,20 @@ def _unmerged(A: np.ndarray, chain: Chain | None) -> tuple[Chain, Quotient, list
 
 
 def _labels_full_batch(problem, *, tau: float, dim: int, seed: object, starts: object,
-                       tol: float) -> np.ndarray:
-    """The full-batch optimum of a labels problem in ``dim``, one row per sample (dense)."""
+                       tol: float, progress: bool | None = False) -> np.ndarray:
+    """The full-batch optimum of a labels problem in ``dim``, one row per sample (dense),
+    saying on stderr that it is being solved, and how it goes, unless ``progress`` is false."""
     A = check_weights(problem.solver_weights())
     q, _ = choose_reductions(samples_problem(A)).apply(samples_problem(A))
     kwargs = dict(tau=tau, dim=dim, spec=None, samples=2, replicates=0,
                   seed=check_int(seed, "seed", minimum=0), exact_max=1,
                   starts=_budget(_check_starts(starts), q.K, dim),
                   tol=check_unit_interval(tol, "tol"))
-    return _full_batch_embedding(q, kwargs)[q.labels]
+    report = None
+    if progress is None or progress:
+        report = stderr_progress(f"the full-batch optimum of n = {q.K} in d = {dim}")
+        report("solving it first (a candidate and the start of one expected-batch run)")
+    return _full_batch_embedding(q, kwargs, report)[q.labels]
 
 
 def _full_batch_embedding(q: Quotient, kwargs: dict,
