@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -451,9 +452,12 @@ def batch_optimum(
     select = evaluate(cands, weights, sampler, spec, tau=tau, seed=seed, half_width=half_width,
                       min_batches=SELECT_BATCHES, max_batches=SELECT_BATCHES, stream=5)
     best = _kept(select, full=full_batch is not None)
+    if say is not None:
+        say(f"held-out evaluation of {len(cands) + len(compare)} embeddings on at least "
+            f"{min_batches} fresh batches")
     est = evaluate(cands + [np.asarray(c, dtype=float) for c in compare], weights, sampler,
                    spec, tau=tau, seed=seed, half_width=half_width, min_batches=min_batches,
-                   max_batches=MAX_EVALUATION_BATCHES)
+                   max_batches=MAX_EVALUATION_BATCHES, progress=say)
     est, others = est[:len(cands)], est[len(cands):]
     Z, e = cands[best], est[best]
     comparisons = tuple(
@@ -466,7 +470,8 @@ def batch_optimum(
     batch = batch_estimate(Z, e, est[-1] if full_batch is not None else None, weights, sampler,
                            spec, tau=tau, seed=seed, bound_batches=bound_batches,
                            steps=kept.steps if kept else 0,
-                           epochs=kept.epochs if kept else 0.0, kept_seed=seed + best)
+                           epochs=kept.epochs if kept else 0.0, kept_seed=seed + best,
+                           progress=say)
     # near the kept candidate (the full-batch optimum included), on the reporting batches
     ident = (identifiability_report(cands, [e.mean for e in est], best, seed=seed,
                                     resolution=half_width) if replicates else None)
@@ -482,14 +487,17 @@ def batch_estimate(
     Z: np.ndarray, e: Estimate, full: Estimate | None, weights: BatchWeights, sampler,
     spec: BatchSpec, *, tau: float, seed: int, bound_batches: int, steps: int, epochs: float,
     kept_seed: int, expectation: str = "stochastic",
+    progress: Callable[[str], None] | None = None,
 ) -> BatchEstimate:
     """The :class:`BatchEstimate` of the embedding ``Z`` from its held-out :class:`Estimate`
     ``e``: the relaxation bound on further fresh batches (:func:`relaxation_bound`) and, given
     ``full`` (the full-batch prediction's estimate on the same batches), the paired comparison.
-    ``steps``, ``epochs`` and ``kept_seed`` describe the run that made ``Z``."""
+    ``steps``, ``epochs`` and ``kept_seed`` describe the run that made ``Z``; ``progress``:
+    the bound's lines."""
     bound = relaxation_bound(Z, e, weights, sampler, spec, tau=tau, seed=seed,
                              batches=bound_batches, iters=BOUND_ITERS,
-                             min_batches=min(bound_batches, BOUND_MIN_BATCHES))
+                             min_batches=min(bound_batches, BOUND_MIN_BATCHES),
+                             progress=progress)
     fb = fb_int = fb_ex = fb_se = None
     if full is not None:
         fb, fb_int, fb_ex = full.mean, full.interval, full.mean - e.mean

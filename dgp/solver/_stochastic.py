@@ -331,20 +331,27 @@ def evaluate(
     embeddings: list[np.ndarray], weights: BatchWeights, sampler, spec: BatchSpec, *,
     tau: float, seed: int, half_width: float = 0.002, min_batches: int = 200,
     max_batches: int = 20_000, stream: int = 2,
+    progress: Callable[[str], None] | None = None,
 ) -> list[Estimate]:
     """The expected batch loss of each embedding, estimated on the same fresh batches (drawn
     from the stream ``[seed, 2]``, which no optimiser uses), in rounds until the 95% interval
     of every estimate has at most ``half_width`` (or ``max_batches`` are spent). Another
-    ``stream`` gives other batches (a selection among runs uses its own)."""
+    ``stream`` gives other batches (a selection among runs uses its own). ``progress``: a line
+    at most every :data:`PROGRESS_EVERY_S` seconds."""
     rng = np.random.default_rng([seed, stream])
     vals: list[list[float]] = [[] for _ in embeddings]
     want = min_batches
+    last_said = time.monotonic()
     while True:
         while len(vals[0]) < want:
             idx, m = sampler.draw(rng)
             fn = batch_function(weights, idx, m, tau=tau, spec=spec)
             for k, Z in enumerate(embeddings):
                 vals[k].append(fn.terms(Z[idx], gradient=False)[0])
+            if progress is not None and time.monotonic() - last_said >= PROGRESS_EVERY_S:
+                last_said = time.monotonic()
+                progress(f"held-out evaluation: {len(vals[0])} of {want} fresh batches "
+                         f"(at most {max_batches})")
         se = [float(np.std(v, ddof=1) / math.sqrt(len(v))) for v in vals]
         worst = max(se)
         if Z95 * worst <= half_width or want >= max_batches:
@@ -431,7 +438,7 @@ def _dual_bounds(Z: np.ndarray, f: float, fn: BatchFunction) -> float:
 def relaxation_bound(
     Z: np.ndarray, loss: Estimate, weights: BatchWeights, sampler, spec: BatchSpec, *,
     tau: float, seed: int, batches: int = 32, rank: int | None = None, iters: int = 200,
-    min_batches: int | None = None,
+    min_batches: int | None = None, progress: Callable[[str], None] | None = None,
 ) -> RelaxationBound:
     """The lower bound of :class:`RelaxationBound` from ``batches`` fresh batches (stream
     ``[seed, 3]``) and the evaluated expected loss ``loss`` of ``Z``: each batch's convex
@@ -441,14 +448,20 @@ def relaxation_bound(
     nats per anchor per batch where the full rank left 0.002), then its dual bound.
     ``min_batches``: stop after that many batches once the gaps' standard error is at most
     :data:`GAP_SE_SHARE` of the loss's (the gaps vary far less than the loss: 2e-5 against
-    1e-3 at N = 10 000, B = 256), else go on to ``batches``; ``None``: ``batches`` always."""
+    1e-3 at N = 10 000, B = 256), else go on to ``batches``; ``None``: ``batches`` always.
+    ``progress``: a line at most every :data:`PROGRESS_EVERY_S` seconds."""
     rng = np.random.default_rng([seed, 3])
     gaps: list[float] = []
+    last_said = time.monotonic()
     for _ in range(batches):
         idx, m = sampler.draw(rng)
         fn = batch_function(weights, idx, m, tau=tau, spec=spec)
         f0, low = _relaxed_batch_bound(Z[idx], fn, rank=rank, iters=iters)
         gaps.append(f0 - low)
+        if progress is not None and time.monotonic() - last_said >= PROGRESS_EVERY_S:
+            last_said = time.monotonic()
+            progress(f"relaxation bound: {len(gaps)} of at most {batches} batches, mean gap "
+                     f"{np.mean(gaps):.3g} per batch")
         if (min_batches is not None and len(gaps) >= max(2, min_batches)
                 and np.std(gaps, ddof=1) / math.sqrt(len(gaps)) <= GAP_SE_SHARE * loss.se):
             break
