@@ -27,6 +27,7 @@ import importlib
 import inspect
 import json
 import os
+import pickle
 import re
 import shutil
 import signal
@@ -177,19 +178,36 @@ def read_page(markup: str) -> Page:
 # the site, served on the loopback interface
 
 
+def session_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this test session's that every pytest-xdist worker sees (the one above the
+    worker's own), or the session's own folder without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}{proc.stderr}"
+    """The site, built once per test session: under pytest-xdist the workers share one build in
+    a folder of the session's (the first builds it, the others wait on a file lock)."""
+    base = session_folder(tmp_path_factory)
+    out, done = base / "docs-site", base / "docs-site.built"
+    with open(base / "docs-site.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(out, ignore_errors=True)  # what a failed build left
+            out.mkdir()
+            env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+            proc = subprocess.run(
+                [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+            )
+            assert proc.returncode == 0, (
+                f"mkdocs build --strict failed:\n{proc.stdout}{proc.stderr}")
+            done.touch()
     return out
 
 
@@ -393,6 +411,7 @@ class Visit:
     requested: list[str]  # every URL the page asked for, as the browser saw it
     failed: list[str]  # requests that failed (no answer, refused, 4xx/5xx)
     exceptions: list[str]  # uncaught JavaScript exceptions
+    base: str = ""  # the address the site was served at when the browser opened the page
 
 
 def _visit(browser: Browser, session: str, shots: Path | None, name: str) -> Visit:
@@ -430,26 +449,42 @@ RENDER_GROUPS = 4
 @pytest.fixture(
     scope="module", params=range(RENDER_GROUPS), ids=lambda g: f"pages{g + 1}of{RENDER_GROUPS}"
 )
-def rendered(request: pytest.FixtureRequest, site: Path, served) -> dict[str, Visit]:
+def rendered(
+    request: pytest.FixtureRequest, site: Path, served, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Visit]:
     """Every ``RENDER_GROUPS``-th page with formulas, from the ``request.param``-th on, as the
     browser left it (all of the group open at once in one browser).
+
+    Each group is opened once per test session: under pytest-xdist the tests of one group may
+    run on two workers, which share the visits through a folder of the session's (the first
+    opens the pages, the other waits on a file lock and reads what it saw).
 
     ``DGP_DOCS_SCREENSHOTS=DIR`` also saves a full-page PNG of each into DIR, to look at.
     """
     chromium = need_chromium()
     base, _ = served
-    pages = math_pages(site)[request.param :: RENDER_GROUPS]
-    shots = os.environ.get("DGP_DOCS_SCREENSHOTS")
-    shot_dir = Path(shots) if shots else None
-    if shot_dir is not None:
-        shot_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="dgp-chromium-", ignore_cleanup_errors=True) as profile:
-        browser = Browser(chromium, profile)
-        try:
-            sessions = {p: browser.open(base + p) for p in pages}
-            return {p: _visit(browser, s, shot_dir, p) for p, s in sessions.items()}
-        finally:
-            browser.close()
+    saved = session_folder(tmp_path_factory) / f"docs-rendered-{request.param}.pickle"
+    with open(saved.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if saved.exists():
+            return pickle.loads(saved.read_bytes())
+        pages = math_pages(site)[request.param :: RENDER_GROUPS]
+        shots = os.environ.get("DGP_DOCS_SCREENSHOTS")
+        shot_dir = Path(shots) if shots else None
+        if shot_dir is not None:
+            shot_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="dgp-chromium-",
+                                         ignore_cleanup_errors=True) as profile:
+            browser = Browser(chromium, profile)
+            try:
+                sessions = {p: browser.open(base + p) for p in pages}
+                visits = {p: _visit(browser, s, shot_dir, p) for p, s in sessions.items()}
+            finally:
+                browser.close()
+        for visit in visits.values():
+            visit.base = base
+        saved.write_bytes(pickle.dumps(visits))
+        return visits
 
 
 # ---------------------------------------------------------------------------------------------
@@ -523,9 +558,10 @@ def test_formulas_render_in_the_browser(rendered: dict[str, Visit]) -> None:
     assert not problems, "\n".join(problems)
 
 
-def test_the_browser_fetched_only_the_site(rendered: dict[str, Visit], served) -> None:
-    base, _ = served
+def test_the_browser_fetched_only_the_site(rendered: dict[str, Visit]) -> None:
     for name, visit in rendered.items():
+        base = visit.base  # the site as served when the page was opened
+        assert base.startswith("http://127.0.0.1:"), (name, base)
         assert not visit.failed, f"{name}: requests that failed: {visit.failed}"
         outside = [u for u in visit.requested if not u.startswith((base, "data:", "blob:"))]
         assert not outside, f"{name} asked for something outside the site: {outside}"
