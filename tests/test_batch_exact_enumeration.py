@@ -216,3 +216,29 @@ def _zero_anchor_twins():
     W = np.hstack([W, W[:, :1]])
     W[-1, -1] = 0.0
     return W
+
+
+def test_every_exact_route_reports_the_batch_fields_of_the_contract():
+    """The row problem of every composition reports what the finite sum and fresh batches
+    report (CONTRACT v4: batch.expected_loss, interval, lower_bound with its confidence, gap;
+    full_batch_expected_loss beside it): a script reading them must not depend on the route.
+    The full-batch value is the exact expectation of the full-batch Gram (brute force)."""
+    sizes, B, tau = [3, 2, 2, 3], 4, 0.5
+    labels = np.repeat(np.arange(len(sizes)), sizes)
+    res = dgp.optimum(supcon_weights(labels), tau=tau, dim=2, batch_size=B, progress=False)
+    d = res.to_dict()
+    batch = d["batch"]
+    assert batch["expectation"] == "exact"
+    for key in ("expected_loss", "interval", "lower_bound", "confidence", "gap"):
+        assert key in batch
+    assert batch["expected_loss"] == res.loss
+    assert batch["interval"] == [res.loss, res.loss] and batch["confidence"] == 1.0
+    assert batch["lower_bound"] <= batch["expected_loss"]
+    assert batch["gap"] == pytest.approx(batch["expected_loss"] - batch["lower_bound"])
+    # brute force over the compositions, on the anchors' batches alone (a batch without a
+    # positive pair is a step of zero loss in dgp's expectation, a factor common to both)
+    full = np.asarray(batch["full_batch_gram"])
+    ratio = (_compositions_expectation(full, sizes, B, tau)[0]
+             / _compositions_expectation(res.quotient_gram, sizes, B, tau)[0])
+    assert d["full_batch_expected_loss"] / res.loss == pytest.approx(ratio, rel=1e-9)
+    assert d["full_batch_expected_loss"] == batch["full_batch_expected_loss"]

@@ -242,7 +242,8 @@ def _solve(
     global_ = cert.dual_residual <= GLOBAL_TOL and lift.collapsed
     batch = None
     if spec is not None:
-        batch = batch_prediction(q, spec, comps, G, full_sol.gram)
+        batch = batch_prediction(q, spec, comps, G, full_sol.gram, loss=loss, lower_bound=lower,
+                                 full_batch_loss=prob.loss(full_sol.gram)[0])
     return dict(
         prob=prob, gram=G, cert=cert, lift=lift, loss=loss, excess=excess,
         log_excess=log_excess, lower=lower, certified_global=global_,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dgp.optima._structure import Quotient
-from dgp.solver import BatchPrediction, BatchSpec, Compositions
+from dgp.solver import BatchEstimate, BatchPrediction, BatchSpec, Compositions
 
 __all__ = ["batch_prediction", "positive_pair_probability_from"]
 
@@ -36,16 +36,33 @@ def batch_prediction(
     comps: Compositions,
     G: np.ndarray,
     G_full: np.ndarray,
+    *,
+    loss: float,
+    lower_bound: float,
+    full_batch_loss: float,
 ) -> BatchPrediction:
     """The exact expectation's record: its compositions, the shift from the full batch and the
-    positive-pair probabilities (beyond exact enumeration :func:`dgp.optimum` takes the
-    stochastic path of :mod:`dgp.solver._expected` instead)."""
+    positive-pair probabilities, and the expected loss of ``G`` (``loss``) with its certified
+    ``lower_bound`` and the full-batch prediction's exact expected loss (``full_batch_loss``)
+    in the fields every batch result reports (:class:`dgp.solver.BatchEstimate`, confidence 1,
+    an interval of zero width: nothing is sampled). Beyond exact enumeration
+    :func:`dgp.optimum` takes the stochastic path of :mod:`dgp.solver._expected` instead."""
     assert comps.exact, "the row problem of optimum is solved for exact expectations only"
+    count = int(comps.counts.shape[0])
+    estimate = BatchEstimate(
+        spec=spec, expected_loss=loss, interval=(loss, loss), lower_bound=lower_bound,
+        confidence=1.0, gap=loss - lower_bound, full_batch_expected_loss=full_batch_loss,
+        full_batch_interval=(full_batch_loss, full_batch_loss),
+        full_batch_excess=full_batch_loss - loss, full_batch_excess_se=0.0, batches=count,
+        bound_batches=0, steps=0, epochs=0.0, seed=0 if comps.seed is None else comps.seed,
+        expectation="exact",
+    )
     return BatchPrediction(
-        spec=spec, exact=True, compositions=int(comps.counts.shape[0]),
+        spec=spec, exact=True, compositions=count,
         drawn=comps.drawn, seed=comps.seed, loss_se=None, gram_se=None, replicates=0,
         full_batch_gram=G_full, shift=float(np.abs(G - G_full).max()),
         positive_pair_probability=tuple(
             float(p) for p in positive_pair_probability_from(comps, q.weights)
         ),
+        estimate=estimate,
     )

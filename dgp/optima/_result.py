@@ -279,6 +279,8 @@ class Optimum(Record):
                                                "; it is quotient_gram[labels][:, labels]")
         if self.batch is not None:
             yield "batch", self.batch.to_dict(gram=self.K <= GRAM_JSON_MAX_N)
+            if self.batch.estimate is not None:  # beside it, as every batch result says it
+                yield "full_batch_expected_loss", self.batch.estimate.full_batch_expected_loss
         if self.identifiability is not None:
             yield "identifiability", self.identifiability
         yield from closing_items(self, options)
