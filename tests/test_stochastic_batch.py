@@ -464,3 +464,36 @@ def test_no_full_batch_comparison_is_said():
     text = " ".join(str(res).split())
     assert res.batch.full_batch_excess is None
     assert "full batch not compared: no full-batch optimum" in text
+
+
+def _estimate(interval, gap, expectation="stochastic", reduction="mean"):
+    from dgp.solver import BatchEstimate, BatchSpec
+
+    spec = BatchSpec(batch_size=8, sampler="uniform", samples_per_class=None,
+                     reduction=reduction, anchors_without_positives="drop")
+    mean = 0.5 * (interval[0] + interval[1])
+    return BatchEstimate(spec=spec, expected_loss=mean, interval=interval,
+                         lower_bound=mean - gap, confidence=0.95, gap=gap,
+                         full_batch_expected_loss=None, full_batch_interval=None,
+                         full_batch_excess=None, full_batch_excess_se=None, batches=20000,
+                         bound_batches=8, steps=10, epochs=1.0, seed=0,
+                         expectation=expectation)
+
+
+def test_an_interval_wider_than_its_target_and_a_loose_bound_say_so():
+    """A held-out interval wider than HALF_WIDTH nats per anchor each side says so (it was
+    reported at ±0.0026 beside docs promising 0.002); within it, or exact, nothing is said.
+    The same for a bound gap above BOUND_LOOSE_GAP (nats per anchor: a sum over 8 anchors is
+    divided by 8)."""
+    from dgp.solver import bound_note, interval_note
+    from dgp.solver._expected import BOUND_LOOSE_GAP, HALF_WIDTH
+
+    wide = _estimate((1.0, 1.0 + 2.6 * HALF_WIDTH), 0.0)
+    assert "wider than the target" in interval_note(wide) and "20000" in interval_note(wide)
+    assert interval_note(_estimate((1.0, 1.0 + 1.9 * HALF_WIDTH), 0.0)) == ""
+    assert interval_note(_estimate((1.0, 1.0 + 2.6 * HALF_WIDTH), 0.0, "exact")) == ""
+    # a sum over B = 8 anchors: eight times the width per anchor is the same interval
+    assert interval_note(_estimate((8.0, 8.0 + 8 * 1.9 * HALF_WIDTH), 0.0, reduction="sum")) == ""
+    assert "loose" in bound_note(_estimate((1.0, 1.0), 1.5 * BOUND_LOOSE_GAP))
+    assert bound_note(_estimate((1.0, 1.0), 0.5 * BOUND_LOOSE_GAP)) == ""
+    assert bound_note(_estimate((8.0, 8.0), 8 * 0.5 * BOUND_LOOSE_GAP, reduction="sum")) == ""

@@ -11,6 +11,7 @@ import numpy as np
 
 from dgp.constants import SCALE_FLOOR
 from dgp.display import format_nats
+from dgp.solver import bound_note, interval_note
 
 __all__ = ["body_pairs", "gram_summary", "lead_pairs"]
 
@@ -79,20 +80,23 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
     unit = (p.batch.spec.loss_unit if p.batch is not None else
             f"nats (summed over {N} anchors)")
     loss = f"{bound_word} {p.loss:.10g} {unit}"
-    if p.batch is not None and p.batch.estimate is not None:
-        lo, hi = p.batch.estimate.interval
-        loss += f", 95% interval [{lo:.6f}, {hi:.6f}]"
+    est = None if p.batch is None else p.batch.estimate
+    if est is not None:
+        lo, hi = est.interval
+        loss += f", 95% interval [{lo:.6f}, {hi:.6f}]" + interval_note(est)
     elif p.batch is not None and p.batch.loss_se is not None:
         loss += f", standard error {p.batch.loss_se:.2g}"
     pairs.append(("loss", loss))
     if p.dim is None and p.method == "stochastic" and p.lower_bound is not None:
         pairs.append(("bound", f"lower bound {p.lower_bound:.10g} (95% confidence; "
-                      f"per-batch convex relaxation), gap {p.loss - p.lower_bound:.3g}"))
+                      f"per-batch convex relaxation), gap {p.loss - p.lower_bound:.3g}"
+                      + ("" if est is None else bound_note(est))))
     if p.dim is not None and p.lower_bound is not None:
         gap = max(0.0, p.loss - p.lower_bound)
         share = 100 * gap / max(abs(p.loss), SCALE_FLOOR)
         pairs.append(("in R^d", f"dim = {p.dim}; lower bound {p.lower_bound:.10g}, gap "
-                      f"{gap:.3g} nats ({share:.2g}% of the loss)"))
+                      f"{gap:.3g} nats ({share:.2g}% of the loss)"
+                      + ("" if est is None or est.expectation == "exact" else bound_note(est))))
         if p.rank_d is not None:
             r = p.rank_d
             pairs.append(("critical", f"gradient {r.gradient_norm:.1e}, Hessian min "

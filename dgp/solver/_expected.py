@@ -46,10 +46,20 @@ from dgp.solver._stochastic import (
     stochastic_optimum,
 )
 
-__all__ = ["HALF_WIDTH", "BatchCertificate", "BatchEstimate", "BatchIdentifiability",
-           "BatchOptimum",
-           "batch_estimate", "batch_optimum", "finite_batch_optimum", "identifiability_report",
-           "quotient_batch_optimum"]
+__all__ = [
+    "HALF_WIDTH",
+    "BatchCertificate",
+    "BatchEstimate",
+    "BatchIdentifiability",
+    "BatchOptimum",
+    "batch_estimate",
+    "batch_optimum",
+    "bound_note",
+    "finite_batch_optimum",
+    "identifiability_report",
+    "interval_note",
+    "quotient_batch_optimum",
+]
 
 #: the step of a run from a random start, and of one from the full-batch optimum (already
 #: near: a large first step would throw it away)
@@ -314,9 +324,9 @@ class BatchOptimum(Record):
                  f"reported on {b.batches} other fresh batches"),
                 ("dimension", f"d = {self.dim}"),
                 ("expected loss", f"{b.expected_loss:.6f} {s.loss_unit}; 95% interval "
-                 f"[{lo:.6f}, {hi:.6f}]"),
+                 f"[{lo:.6f}, {hi:.6f}]" + interval_note(b)),
                 ("lower bound", f"{b.lower_bound:.6f} ({b.confidence:.0%} confidence; "
-                 f"per-batch convex relaxation), gap {b.gap:.2g}" + _loose(b)),
+                 f"per-batch convex relaxation), gap {b.gap:.2g}" + bound_note(b)),
             ]
         if b.full_batch_excess is not None:
             hw = Z95 * (b.full_batch_excess_se or 0.0)
@@ -379,13 +389,26 @@ class BatchOptimum(Record):
             yield "embedding", self.embedding
 
 
-def _loose(b: BatchEstimate) -> str:
-    """What a gap above :data:`BOUND_LOOSE_GAP` nats per anchor says about the bound."""
+def bound_note(b: BatchEstimate) -> str:
+    """What a gap above :data:`BOUND_LOOSE_GAP` nats per anchor says about the bound (empty
+    below it)."""
     if b.gap * b.spec.per_anchor <= BOUND_LOOSE_GAP:
         return ""
     return ("; the bound is loose here: it relaxes each batch alone, and where the weights are "
             "sparse or sharply peaked each batch fits far better alone than one embedding fits "
             "them all (the loss may be closer to optimal than the gap says)")
+
+
+def interval_note(b: BatchEstimate) -> str:
+    """What a held-out interval wider than :data:`HALF_WIDTH` nats per anchor each side says
+    (empty within it, and for an exact expectation)."""
+    lo, hi = b.interval
+    half = 0.5 * (hi - lo) * b.spec.per_anchor
+    if b.expectation == "exact" or half <= HALF_WIDTH * (1 + 1e-9):
+        return ""
+    return (f"; ±{half:.2g} nats per anchor, wider than the target ±{HALF_WIDTH:g}: the batch "
+            f"losses vary so much that {b.batches} held-out batches (at most "
+            f"{MAX_EVALUATION_BATCHES}) did not narrow it further")
 
 
 def batch_optimum(

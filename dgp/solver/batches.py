@@ -46,8 +46,10 @@ from dgp.solver._expected import (
     BatchIdentifiability,
     BatchOptimum,
     batch_optimum,
+    bound_note,
     finite_batch_optimum,
     identifiability_report,
+    interval_note,
     quotient_batch_optimum,
 )
 from dgp.solver._finite import (
@@ -98,6 +100,7 @@ __all__ = [
     "batch_function",
     "batch_loss",
     "batch_optimum",
+    "bound_note",
     "class_batch_loss",
     "class_batch_terms",
     "class_block_batch",
@@ -106,6 +109,7 @@ __all__ = [
     "finite_batches",
     "held_out_estimate",
     "identifiability_report",
+    "interval_note",
     "quotient_batch_optimum",
     "reduction_factor",
     "relaxation_bound",
