@@ -242,3 +242,11 @@ def test_every_exact_route_reports_the_batch_fields_of_the_contract():
              / _compositions_expectation(res.quotient_gram, sizes, B, tau)[0])
     assert d["full_batch_expected_loss"] / res.loss == pytest.approx(ratio, rel=1e-9)
     assert d["full_batch_expected_loss"] == batch["full_batch_expected_loss"]
+
+
+@pytest.mark.parametrize("bad", [2, 4.5, "8", 0])
+def test_a_bad_batch_size_is_refused_in_one_wording(bad):
+    """Below 3 or not an integer: one message naming the argument and its limit (a value of 2
+    was 'at least 3', 4.5 'an integer >= 1')."""
+    with pytest.raises(dgp.InvalidParameterError, match=r"batch_size must be an integer >= 3"):
+        dgp.optimum(supcon_weights([0, 0, 1, 1, 2, 2]), tau=0.5, batch_size=bad)

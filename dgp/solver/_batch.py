@@ -48,7 +48,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from dgp.constants import EXACT_MAX_DEFAULT
-from dgp.errors import ParameterError, check_choice, check_dim
+from dgp.errors import ParameterError, check_choice, check_dim, check_int
 from dgp.records import Record
 from dgp.solver._program import RowProblem
 from dgp.solver._rank_d_budget import rank_d_cost
@@ -185,16 +185,12 @@ def check_batch(
         without ``samples_per_class >= 2`` dividing ``batch_size`` into 2 to ``K`` classes;
         ``samples_per_class`` with another sampler.
     """
-    B = check_dim(batch_size, "batch_size")
+    # a batch of 2 samples or fewer has the same loss for every embedding
+    B = check_int(batch_size, "batch_size", minimum=3)
     check_choice(sampler, SAMPLERS, "sampler")
     check_choice(reduction, REDUCTIONS, "reduction")
     check_choice(anchors_without_positives, NO_POSITIVE, "anchors_without_positives")
     N, K = int(sizes.sum()), sizes.size
-    if B < 3:
-        raise ParameterError(
-            "batch_size", f"must be at least 3, got {B}: a batch of 2 samples or fewer has "
-            "the same loss for every embedding"
-        )
     m = None
     if sampler == "uniform" and B > N:
         raise ParameterError(
