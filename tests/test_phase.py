@@ -121,9 +121,10 @@ def test_y_aware_boundary_on_a_sphere_is_tau_r2_equal_sigma2():
     assert b.name == "tau R^2 = sigma^2" and b.disagree == 0 and b.agree == len(pm.cells)
     assert b.constants["R"] == pytest.approx(R, rel=1e-12) and b.constants["m"] == 2
     # the excess loss on both sides of the boundary (the optimum in R^3 where it is not attained;
-    # computed on a few cells, each an optimisation): zero below, positive above
-    ex = phase("y-aware", y, grid={"tau": [taus[2], taus[-1]], "sigma": [sigmas[0], sigmas[-1]]},
-               dim=3)
+    # computed on a few cells, each an optimisation): zero below, positive above; on 8 labels of
+    # the same circle (the boundary does not depend on their number, the rank-d search does)
+    ex = phase("y-aware", _circle(8, R), dim=3,
+               grid={"tau": [taus[2], taus[-1]], "sigma": [sigmas[0], sigmas[-1]]})
     for c in ex.cells:
         if c["tau"] * R * R < c["sigma"] ** 2:
             assert c["excess_loss"] == 0.0 and c["excess_source"] == "attained", c
