@@ -57,8 +57,8 @@ from dgp.solver import (
 __all__ = ["CHUNKED_FULL_BATCH_MAX_S", "FINITE_FROM", "FINITE_PEAK_ARRAYS",
            "FINITE_RANDOM_STARTS", "FINITE_SECONDS_PER_ENTRY", "FINITE_TYPICAL_ITERS",
            "OPTIMUM_SAMPLERS", "STOCHASTIC_FULL_BATCH_MAX_K", "batch_route", "batch_spec",
-           "chunked_full_point", "finite_cost", "finite_fits", "finite_path", "label_quotient",
-           "labels_path", "stochastic_path"]
+           "chunked_full_point", "finite_cost", "finite_fits", "finite_path", "finite_seconds",
+           "label_quotient", "labels_path", "stochastic_path"]
 
 #: the samplers of :func:`dgp.optimum` (``class-balanced`` for problems with class labels)
 OPTIMUM_SAMPLERS = ("uniform", "class-balanced")
@@ -245,6 +245,12 @@ def finite_cost(n: int, B: int, dim: int, starts: int) -> tuple[float, float]:
 def _finite_starts(starts: int) -> int:
     """Descents of the finite sum in ``dim``: the full-batch optimum's and the random ones."""
     return 1 + min(starts, FINITE_RANDOM_STARTS)
+
+
+def finite_seconds(n: int, spec: BatchSpec, dim: int | None, starts: int) -> float:
+    """The finite sum's estimated seconds over every subset of ``n`` samples, with the descents
+    :func:`finite_path` runs for ``starts`` (:func:`finite_cost`)."""
+    return finite_cost(n, spec.batch_size, dim, _finite_starts(starts))[0]
 
 
 def _finite_ok(sizes: np.ndarray, spec: BatchSpec, dim: int | None, exact_max: int,
