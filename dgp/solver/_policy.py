@@ -182,10 +182,11 @@ class _Progress:
 
     def say(self) -> None:
         self.last = now = time.monotonic()
-        self.report(
-            f"candidate {self.candidate + 1} of {self.candidates}, {self.phase}: "
-            f"{now - self.start:.0f} s, loss {self.loss:.10g}, Riemannian gradient "
-            f"{self.gradient:.2g} of its scale (target {self.target:.2g})")
+        where = (f", loss {self.loss:.10g}, Riemannian gradient {self.gradient:.2g} of its "
+                 f"scale (target {self.target:.2g})"
+                 if math.isfinite(self.loss) and math.isfinite(self.gradient) else "")
+        self.report(f"candidate {self.candidate + 1} of {self.candidates}, {self.phase}: "
+                    f"{now - self.start:.0f} s" + where)
 
 
 class _Watched:
