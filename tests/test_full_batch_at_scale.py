@@ -164,6 +164,39 @@ def test_a_weightings_own_row_reader_is_used_once_it_is_pairwise():
     assert weight_rows(Own(normalised=True)) is None
 
 
+@pytest.mark.parametrize("objective, params, labels", [
+    ("y-aware", {"sigma": 0.7}, "continuous"), ("x-clr", {"label_tau": 0.3}, "continuous"),
+    ("supcon", {}, "class"), ("soft-supcon", {"eps": 0.1}, "class")])
+def test_an_objectives_rows_are_its_batch_blocks(objective, params, labels):
+    """The rows an objective reads from its labels (``log_rows``, the full-batch loss at scale)
+    give every row the same target distribution as its batch blocks (``log_block``, which the
+    batches read), and the chunked full-batch loss of both readers is the same; weights
+    normalised over each batch have no rows and say so."""
+    rng = np.random.default_rng(3)
+    n = 90
+    y = rng.standard_normal((n, 2)) if labels == "continuous" else rng.integers(0, 4, n)
+    src = dgp.Problem(objective=objective, labels=y, **params).batch_source()
+    rows = np.array([0, 17, 89])
+    own = src.log_rows(rows)
+    block = src.log_block(np.arange(n))[rows]
+    block[np.arange(rows.size), rows] = -np.inf
+
+    def target(L):
+        E = np.exp(L - L.max(axis=1, keepdims=True))
+        return E / E.sum(axis=1, keepdims=True)
+
+    np.testing.assert_allclose(target(own), target(block), rtol=1e-12, atol=1e-15)
+    Z = _unit(rng.standard_normal((n, 3)))
+    dense = _dense_reference(src.log_block(np.arange(n)), np.ones(n), Z, 0.3)[0]
+    f, _ = ChunkedFullBatch(weight_rows(src), n, tau=0.3, dtype=np.float64,
+                            chunk=16).value_grad(Z)
+    assert f == pytest.approx(dense, rel=1e-12)
+    colnorm = dgp.Problem(objective="y-aware-colnorm", labels=rng.standard_normal((n, 2)),
+                          sigma=1.0).batch_source()
+    with pytest.raises(ValueError, match="normalises its weights over each batch"):
+        colnorm.log_rows(rows)
+
+
 @pytest.mark.slow  # about 3 s on the shared machine (the dense rank-d search)
 def test_the_chunked_point_reaches_the_dense_rank_d_solvers_loss():
     """N = 100, d = 12, tau = 0.3 (2-D Gaussian labels; d(d+1)/2 > N, where the rank-d problem

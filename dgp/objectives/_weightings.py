@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -187,10 +187,18 @@ class ClassWeighting:
         xp = namespace(y)
         return xp.where(y[:, None] == y[None, :], 1.0, self.cross_weight(params))
 
+    #: the weight of a pair depends on the pair alone, not on the rest of its batch
+    pairwise: ClassVar[bool] = True
+
+    def cross_log(self, a: np.ndarray, b: np.ndarray,
+                  params: Mapping[str, float]) -> np.ndarray:
+        """The log-weights between class codes ``a`` (rows) and ``b`` (columns), NumPy."""
+        cross = -np.inf if self.cross is None else math.log(params[self.cross])
+        return np.where(a[:, None] == b[None, :], 0.0, cross)
+
     def batch_log(self, y: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
         """The log-weights of a batch of class codes (NumPy), the diagonal not set."""
-        cross = -np.inf if self.cross is None else math.log(params[self.cross])
-        return np.where(y[:, None] == y[None, :], 0.0, cross)
+        return self.cross_log(y, y, params)
 
 
 @dataclass(frozen=True)
@@ -263,12 +271,21 @@ class GaussianWeighting:
         directions the caller has refused), the diagonal not zeroed."""
         return self.batch_kernel(y, self.width2(params))
 
-    def batch_log(self, y: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
-        """The log-weights of a batch of labels (NumPy, ``N x p``), in log space (a narrow
-        kernel does not underflow), the diagonal not set: :math:`-|y_i - y_j|^2 / 2w`."""
-        sq = np.sum(y * y, axis=1)
-        D = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (y @ y.T), 0.0)
+    #: the weight of a pair depends on the pair alone, not on the rest of its batch
+    pairwise: ClassVar[bool] = True
+
+    def cross_log(self, a: np.ndarray, b: np.ndarray,
+                  params: Mapping[str, float]) -> np.ndarray:
+        """The log-weights between labels ``a`` (rows) and ``b`` (columns), NumPy, in log
+        space (a narrow kernel does not underflow): :math:`-|a_i - b_j|^2 / 2w`."""
+        D = np.sum(a * a, axis=1)[:, None] + np.sum(b * b, axis=1)[None, :] - 2.0 * (a @ b.T)
+        np.maximum(D, 0.0, out=D)
         return -D / (2.0 * self.width2(params))
+
+    def batch_log(self, y: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
+        """The log-weights of a batch of labels (NumPy, ``N x p``), the diagonal not set
+        (:meth:`cross_log` of the batch with itself)."""
+        return self.cross_log(y, y, params)
 
 
 @dataclass(frozen=True)
@@ -295,11 +312,13 @@ class SoftmaxWeighting(GaussianWeighting):
         yh = y / xp.row_norms(y)[:, None]
         return xp.off_diagonal_softmax((yh @ yh.T) / self.width2(params))
 
-    def batch_log(self, y: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
-        r""":math:`\langle\hat y_i, \hat y_j\rangle / \tau_y`: the row softmax's normaliser is
+    def cross_log(self, a: np.ndarray, b: np.ndarray,
+                  params: Mapping[str, float]) -> np.ndarray:
+        r""":math:`\langle\hat a_i, \hat b_j\rangle / \tau_y`: the row softmax's normaliser is
         a constant per row, which cancels in a batch's row-normalised target."""
-        yh = y / np.linalg.norm(y, axis=1, keepdims=True)
-        return (yh @ yh.T) / self.width2(params)
+        ah = a / np.linalg.norm(a, axis=1, keepdims=True)
+        bh = b / np.linalg.norm(b, axis=1, keepdims=True)
+        return (ah @ bh.T) / self.width2(params)
 
 
 @dataclass(frozen=True)
@@ -309,6 +328,8 @@ class ColumnNormalisedWeighting(GaussianWeighting):
     (:math:`k_{jj} = 1` included)."""
 
     column_normalised: bool = True
+    #: a pair's weight depends on its batch (each batch's kernel is normalised over it)
+    pairwise: ClassVar[bool] = False
 
     def normalise_log(self, L: np.ndarray) -> np.ndarray:
         top = L.max(axis=1)  # the diagonal 0 is the largest

@@ -290,6 +290,24 @@ class LabelBatchWeights:
         np.fill_diagonal(L, -np.inf)
         return L
 
+    def log_rows(self, rows: np.ndarray) -> np.ndarray:
+        """``log w`` between the samples ``rows`` and every sample (``rows.size x n``, the own
+        entry ``-inf``), for a weighting whose pairs do not depend on their batch (the rows
+        of the full-batch loss, :func:`dgp.solver.weight_rows`).
+
+        Raises
+        ------
+        ValueError
+            For a weighting normalised over each batch (no rows exist outside a batch).
+        """
+        w = self.record.weighting
+        if not w.pairwise:
+            raise ValueError(f"objective {self.record.name!r} normalises its weights over each "
+                             "batch: they have no rows outside a batch")
+        L = np.array(w.cross_log(self.values[rows], self.values, self.params), dtype=float)
+        L[np.arange(rows.size), rows] = -np.inf
+        return L
+
 
 _Y_AWARE = GaussianWeighting()
 
