@@ -50,3 +50,13 @@ def test_prototype_loss_without_importing_the_submodule():
                          cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "0.958179"  # 4 log(1 + 2 e^-2)
+
+
+def test_no_public_module_lists_a_name_twice():
+    """An ``__all__`` that names something twice is two edits made of one; the reference
+    renders each name once."""
+    names = [n for n in documented_top_modules() if n != "torch"]
+    for name in names:
+        listed = list(getattr(importlib.import_module("dgp." + name), "__all__", []))
+        twice = sorted({n for n in listed if listed.count(n) > 1})
+        assert not twice, f"dgp.{name}.__all__ lists {twice} more than once"
