@@ -114,12 +114,9 @@ def _large_problem():
     return block_problem(n, block_weights(100, None), tau=0.3)
 
 
-@pytest.mark.slow  # about 3 s
-def test_first_order_polish_skips_the_trust_region_the_descent_made_redundant(monkeypatch):
-    prob = _large_problem()
-    policy = rank_d_policy(prob.K, 32)
-    assert policy.first_order_polish and not policy.hessian
-    calls = []
+def _count_trust_regions(monkeypatch, prob) -> list[float]:
+    """The stationarity of every point the search hands to its trust region, in order."""
+    calls: list[float] = []
     real = policy_module.rtr
 
     def counted(*args, **kwargs):
@@ -127,6 +124,15 @@ def test_first_order_polish_skips_the_trust_region_the_descent_made_redundant(mo
         return real(*args, **kwargs)
 
     monkeypatch.setattr(policy_module, "rtr", counted)
+    return calls
+
+
+@pytest.mark.slow  # about 3 s
+def test_first_order_polish_skips_the_trust_region_the_descent_made_redundant(monkeypatch):
+    prob = _large_problem()
+    policy = rank_d_policy(prob.K, 32)
+    assert policy.first_order_polish and not policy.hessian
+    calls = _count_trust_regions(monkeypatch, prob)
     skipped = solve_rank_d(prob, 32, starts=1, seed=0, tol=TOL)
     runs = len(calls)
     target = skipped.certificate.first_order_tol
@@ -152,14 +158,7 @@ def test_small_problems_keep_the_trust_region(monkeypatch):
     prob = block_problem(n, block_weights(6, None), tau=0.2)
     policy = rank_d_policy(6, 2)
     assert not policy.first_order_polish
-    calls = []
-    real = policy_module.rtr
-
-    def counted(*args, **kwargs):
-        calls.append(stationarity(prob, args[1]))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(policy_module, "rtr", counted)
+    calls = _count_trust_regions(monkeypatch, prob)
     sol = solve_rank_d(prob, 2, starts=1, seed=0, tol=TOL)
     # a point already below the accepted target is polished all the same
     assert any(r <= sol.certificate.first_order_tol for r in calls)
