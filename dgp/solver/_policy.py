@@ -321,6 +321,18 @@ def _trust_region(prob, X: np.ndarray, policy: RankDPolicy, stop: TrustRegionSto
     return X
 
 
+def _trust_region_unless_met(prob, X: np.ndarray, policy: RankDPolicy, stop, target: float,
+                             clock: _Progress | None) -> tuple[np.ndarray, float]:
+    """``X`` (its scale set) improved by the trust region unless :func:`_skips_trust_region`
+    leaves it as it is, and its stationarity."""
+    _scale_at(prob, X)
+    res = stationarity(prob, X)
+    if not _skips_trust_region(stop, policy, res, target):
+        X = _trust_region(prob, X, policy, stop, clock)
+        res = stationarity(prob, X)
+    return X, res
+
+
 def _polish(prob, X: np.ndarray, policy: RankDPolicy, target: float,
             clock: _Progress | None = None, candidate: int = 0) -> np.ndarray:
     """Trust region, then rounds of L-BFGS and trust region until the stationarity target;
@@ -329,22 +341,14 @@ def _polish(prob, X: np.ndarray, policy: RankDPolicy, target: float,
     if clock is not None:
         clock.at(candidate, "trust region")
     stop = _polish_stop(policy)
-    _scale_at(prob, X)
-    res = stationarity(prob, X)
-    if not _skips_trust_region(stop, policy, res, target):
-        X = _trust_region(prob, X, policy, stop, clock)
-        res = stationarity(prob, X)
+    X, res = _trust_region_unless_met(prob, X, policy, stop, target, clock)
     best = _key(_nats(prob, X))
     done = 1
     while res > target and done < policy.rounds:
         if clock is not None:
             clock.at(candidate, f"round {done + 1} of {policy.rounds}")
-        Y = _descend(prob, X, policy.run_iters, policy, clock)
-        _scale_at(prob, Y)
-        r = stationarity(prob, Y)
-        if not _skips_trust_region(stop, policy, r, target):
-            Y = _trust_region(prob, Y, policy, stop, clock)
-            r = stationarity(prob, Y)
+        Y, r = _trust_region_unless_met(prob, _descend(prob, X, policy.run_iters, policy, clock),
+                                        policy, stop, target, clock)
         k = _key(_nats(prob, Y))
         if k <= best or r < res:
             X, res, best = Y, r, min(k, best)
