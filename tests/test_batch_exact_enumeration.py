@@ -262,3 +262,15 @@ def test_a_bad_batch_size_is_refused_in_one_wording(bad):
     was 'at least 3', 4.5 'an integer >= 1')."""
     with pytest.raises(dgp.InvalidParameterError, match=r"batch_size must be an integer >= 3"):
         dgp.optimum(supcon_weights([0, 0, 1, 1, 2, 2]), tau=0.5, batch_size=bad)
+
+
+def test_anchors_counted_as_zero_need_the_mean():
+    """``anchors_without_positives="zero"`` says how a mean counts anchors without positives; a
+    sum adds nothing for them either way, so with ``reduction="sum"`` it is refused by name
+    (it was accepted silently), in Python and on the command line."""
+    with pytest.raises(dgp.InvalidParameterError, match="anchors_without_positives"):
+        dgp.optimum(supcon_weights([0, 0, 1, 1, 2, 2]), tau=0.5, batch_size=4,
+                    reduction="sum", anchors_without_positives="zero")
+    with pytest.raises(dgp.InvalidParameterError, match="anchors_without_positives"):
+        dgp.supcon_prototypes([3, 2, 2], tau=0.5, batch_size=4, reduction="sum",
+                              anchors_without_positives="zero")

@@ -183,13 +183,19 @@ def check_batch(
         Naming the argument: a batch size below 3 (every batch loss is then constant) or, for
         ``uniform``, above ``N``; an unknown sampler, reduction or treatment; ``m-per-class``
         without ``samples_per_class >= 2`` dividing ``batch_size`` into 2 to ``K`` classes;
-        ``samples_per_class`` with another sampler.
+        ``samples_per_class`` with another sampler; ``anchors_without_positives="zero"`` with
+        ``reduction="sum"`` (it means something with ``mean`` only).
     """
     # a batch of 2 samples or fewer has the same loss for every embedding
     B = check_int(batch_size, "batch_size", minimum=3)
     check_choice(sampler, SAMPLERS, "sampler")
     check_choice(reduction, REDUCTIONS, "reduction")
     check_choice(anchors_without_positives, NO_POSITIVE, "anchors_without_positives")
+    if reduction == "sum" and anchors_without_positives == "zero":
+        raise ParameterError(
+            "anchors_without_positives", "= 'zero' applies to reduction='mean' only (it counts "
+            "them in the mean's denominator; a sum adds nothing for them either way): give "
+            "reduction='mean', or leave it at 'drop'")
     N, K = int(sizes.sum()), sizes.size
     m = None
     if sampler == "uniform" and B > N:
