@@ -1,5 +1,5 @@
 """The rank-d polish policy: the trust region's stopping criteria in one place
-(:class:`dgp.solver._solve.TrustRegionStop`), checked before it runs.
+(:class:`dgp.solver._trust_region.TrustRegionStop`), checked before it runs.
 
 * Each criterion stops the trust region alone, and a point that meets the gradient criterion
   takes no step (returned as given).
@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 
 import dgp.solver._policy as policy_module
-import dgp.solver._solve as solve_module
+import dgp.solver._trust_region as trust_module
 from dgp.prototypes import block_weights
 from dgp.solver import block_problem, bm_lbfgs, rank_d_certificate, solve_rank_d, stationarity
 from dgp.solver._rank_d_budget import rank_d_policy
-from dgp.solver._solve import TrustRegionStop, rtr
+from dgp.solver._trust_region import TrustRegionStop, rtr
 
 TOL = 1e-10
 
@@ -75,14 +75,14 @@ def test_a_point_meeting_the_gradient_criterion_takes_no_step():
 
 def _recording(monkeypatch):
     steps = []
-    tcg = solve_module._tcg
+    tcg = trust_module._tcg
 
     def recorded(*args, **kwargs):
         out = tcg(*args, **kwargs)
         steps.append(out[0].copy())
         return out
 
-    monkeypatch.setattr(solve_module, "_tcg", recorded)
+    monkeypatch.setattr(trust_module, "_tcg", recorded)
     return steps
 
 
@@ -95,7 +95,7 @@ def test_a_rejected_step_is_counted_not_computed_again(monkeypatch, budget):
     assert not any(np.array_equal(a, b) for a, b in itertools.pairwise(steps))
     # the plain algorithm (every step computed: no margin admits a repeat) takes the same
     # steps to the same point, bit for bit, computing some steps twice
-    monkeypatch.setattr(solve_module, "RTR_REPEAT_MARGIN", math.inf)
+    monkeypatch.setattr(trust_module, "RTR_REPEAT_MARGIN", math.inf)
     steps.clear()
     Z, plain = rtr(prob, X, maxiter=60, stall=None, products=budget)
     assert plain == taken

@@ -6,6 +6,8 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
 * :mod:`~dgp.solver._solve`: Burer–Monteiro with L-BFGS, a Riemannian trust region and a dual
   Newton polish (:func:`solve_rows`), the Frank–Wolfe lower bound, and BLAS pinned to one
   thread (:func:`single_threaded`);
+* :mod:`~dgp.solver._trust_region`: the one Riemannian trust region (:func:`rtr`, truncated CG,
+  optionally preconditioned) and its stopping criteria (:class:`TrustRegionStop`);
 * :mod:`~dgp.solver._kkt` and :mod:`~dgp.solver._lift`: KKT certificates computed from the
   solution alone, and the lift of a class-level solution to the samples (optimality and
   uniqueness of the collapsed configuration);
@@ -39,7 +41,7 @@ A solve is accepted by the one rule of the tolerance policy,
 :meth:`dgp.tolerance.Tolerance.accepts`.
 """
 
-from dgp.solver import batches
+from dgp.solver import _full_batch_chunks, batches
 from dgp.solver._batch import (
     EXACT_RANK_D_MAX_S,
     NO_POSITIVE,
@@ -61,21 +63,7 @@ from dgp.solver._batch import (
 )
 from dgp.solver._blockfactor import BLOCK_FACTOR_BUFFERS, BlockFactor
 from dgp.solver._conic import solve_conic
-from dgp.solver._full_batch_chunks import (
-    CHUNKED_FTOL,
-    CHUNKED_GTOL,
-    CHUNKED_MAX_EVALS,
-    CHUNKED_TYPICAL_EVALS,
-    CHUNKED_WINDOW,
-    ChunkedFullBatch,
-    ChunkedFullBatchPoint,
-    chunked_full_batch,
-    chunked_seconds,
-    dense_weight_rows,
-    pairwise_weights,
-    random_start,
-    weight_rows,
-)
+from dgp.solver._full_batch_chunks import *  # noqa: F403  (its __all__, listed once there)
 from dgp.solver._guards import check_solver_tau, check_time, time_budget, validated_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
 from dgp.solver._lift import LiftCertificate, face_uniqueness, lift_certificate
@@ -106,29 +94,16 @@ from dgp.solver._solve import (
     frank_wolfe_bound,
     lbfgs,
     oblique_hessian,
-    rtr,
     single_threaded,
     solve_rows,
 )
 from dgp.solver._stochastic import Z95
+from dgp.solver._trust_region import TrustRegionStop, rtr
 from dgp.solver.batches import *  # noqa: F403  (the expected-batch names: batches.__all__)
 
 __all__ = [
     "EXACT_RANK_D_MAX_S",
     "BLOCK_FACTOR_BUFFERS",
-    "CHUNKED_FTOL",
-    "CHUNKED_GTOL",
-    "CHUNKED_MAX_EVALS",
-    "CHUNKED_TYPICAL_EVALS",
-    "CHUNKED_WINDOW",
-    "ChunkedFullBatch",
-    "ChunkedFullBatchPoint",
-    "chunked_full_batch",
-    "chunked_seconds",
-    "dense_weight_rows",
-    "pairwise_weights",
-    "random_start",
-    "weight_rows",
     "NO_POSITIVE",
     "REDUCTIONS",
     "SAMPLERS",
@@ -148,6 +123,7 @@ __all__ = [
     "RowFactor",
     "RowProblem",
     "SolveResult",
+    "TrustRegionStop",
     "batch_rows",
     "block_problem",
     "bm_lbfgs",
@@ -192,5 +168,6 @@ __all__ = [
     "time_budget",
     "truncate",
     "validated_tau",
+    *_full_batch_chunks.__all__,
     *batches.__all__,
 ]

@@ -25,7 +25,7 @@ a set of *candidates*, each computed on its own:
   stationarity reaches the target; on the factor path, many classes, the trust region is
   preconditioned by the columns' curvature, :func:`~dgp.solver.rtr` with ``precondition``).
   The trust region's stopping criteria are decided in one place (:func:`_polish_stop`, a
-  :class:`~dgp.solver._solve.TrustRegionStop`) and asked before it runs: on large problems,
+  :class:`~dgp.solver._trust_region.TrustRegionStop`) and asked before it runs: on large problems,
   whose certificate judges first order only, a descent that already met the target is not
   polished further.
 
@@ -73,7 +73,8 @@ from dgp.solver._program import RowProblem
 from dgp.solver._rank import RankDCertificate, rank_d_certificate, stationarity
 from dgp.solver._rank_d_budget import RankDPolicy, rank_d_policy, rank_d_starts
 from dgp.solver._rank_d_screen import screened_start
-from dgp.solver._solve import TrustRegionStop, bm_lbfgs, factor, rtr
+from dgp.solver._solve import bm_lbfgs, factor
+from dgp.solver._trust_region import TrustRegionStop, rtr
 from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = [
