@@ -25,7 +25,8 @@ r"""The certified log-space solver: one floor under :mod:`dgp.prototypes` and
 * :mod:`~dgp.solver._policy`: the one rank-``d`` solver (:func:`solve_rank_d`): its search
   policy and default budget, nested candidates (a larger budget is never worse), the
   certificate on every result;
-* :mod:`~dgp.solver._stochastic`, :mod:`~dgp.solver._finite` and :mod:`~dgp.solver._expected`:
+* :mod:`~dgp.solver._stochastic`, :mod:`~dgp.solver._finite` (with its optimum,
+  :mod:`~dgp.solver._exact_batch`) and :mod:`~dgp.solver._expected`:
   the expected mini-batch loss of any weighting at dataset scale: optimised on fresh batches
   (a Riemannian Adam) and reported on others with a 95% interval and a lower bound, or summed
   exactly over every batch when few; one driver (:func:`batch_optimum`) and its result; their

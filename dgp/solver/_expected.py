@@ -32,7 +32,6 @@ from dgp.solver._batch_sources import (
     DenseBatchWeights,
     SampleBatches,
 )
-from dgp.solver._finite import finite_batches, solve_finite
 from dgp.solver._identifiability import (
     BatchIdentifiability,
     identifiability_report,
@@ -55,7 +54,6 @@ __all__ = [
     "batch_estimate",
     "batch_optimum",
     "bound_note",
-    "finite_batch_optimum",
     "identifiability_report",
     "interval_note",
     "quotient_batch_optimum",
@@ -592,42 +590,3 @@ def quotient_batch_optimum(
                                 else sizes),
                          full_batch=full_batch, replicates=replicates,
                          min_batches=min_batches, progress=progress, started=started)
-
-
-def finite_batch_optimum(
-    weights: np.ndarray, spec: BatchSpec, *, tau: float, dim: int, seed: int,
-    full_batch: np.ndarray | None, starts: int,
-) -> BatchOptimum:
-    """The exact expected-batch optimum of sample-level ``weights`` (``n x n``) over every
-    ``B``-subset (:func:`dgp.solver.solve_finite`): the reported loss is its exact expected
-    value, the lower bound certified (confidence 1), the full-batch optimum's exact expected
-    loss beside it, and the starts' solutions for the identifiability report."""
-    t0 = time.monotonic()
-    with np.errstate(divide="ignore"):
-        L = np.log(weights)
-    fb = finite_batches(L, spec.batch_size, spec, tau=tau)
-    given = [] if full_batch is None else [full_batch]
-    sol = solve_finite(fb, dim, starts=given, n_random=starts, seed=seed)
-    fb_loss = fb_ex = None
-    if full_batch is not None:
-        fb_loss = fb.value_grad(full_batch, gradient=False)[0]
-        fb_ex = fb_loss - sol.loss
-    batch = BatchEstimate(
-        spec=spec, expected_loss=sol.loss, interval=(sol.loss, sol.loss),
-        lower_bound=sol.lower_bound, confidence=1.0, gap=sol.loss - sol.lower_bound,
-        full_batch_expected_loss=fb_loss,
-        full_batch_interval=None if fb_loss is None else (fb_loss, fb_loss),
-        full_batch_excess=fb_ex, full_batch_excess_se=None if fb_ex is None else 0.0,
-        batches=fb.count, bound_batches=0, steps=sol.iterations, epochs=0.0, seed=seed,
-        expectation="exact",
-    )
-    best = int(np.argmin(sol.losses))
-    ident = identifiability_report(list(sol.embeddings), list(sol.losses), best, seed=seed,
-                                   resolution=HALF_WIDTH)
-    status = (f"exact over all {fb.count} batches: L-BFGS from {len(sol.losses)} starts, "
-              f"Riemannian gradient {sol.gradient_norm:.2g} of its scale")
-    return BatchOptimum(n=fb.n, tau=tau, dim=dim, embedding=sol.embedding, batch=batch,
-                        identifiability=ident, status=status, monitor=(),
-                        seconds=time.monotonic() - t0,
-                        solver="L-BFGS on the product of spheres over the exact sum of every "
-                        "batch; dual bound of the convex problem")

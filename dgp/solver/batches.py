@@ -40,6 +40,7 @@ from dgp.solver._classlevel import (
     class_batch_terms,
     class_block_batch,
 )
+from dgp.solver._exact_batch import finite_batch_optimum
 from dgp.solver._expected import (
     BatchCertificate,
     BatchEstimate,
@@ -47,7 +48,6 @@ from dgp.solver._expected import (
     BatchOptimum,
     batch_optimum,
     bound_note,
-    finite_batch_optimum,
     identifiability_report,
     interval_note,
     quotient_batch_optimum,
