@@ -29,12 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from dgp._linalg import simplex_gram
 from dgp.constants import EXACT_MAX_DEFAULT, LOSS_RESOLUTION, SOLVER_TOL
-from dgp.display import format_duration, stderr_progress
-from dgp.engine.target import LogWeights, Pairs, check_weights, is_graph, log_weights
+from dgp.display import stderr_progress
+from dgp.engine.target import check_weights
 from dgp.errors import (
     ParameterError,
     SolverError,
@@ -45,21 +44,22 @@ from dgp.errors import (
 )
 from dgp.optima._batch import batch_prediction
 from dgp.optima._batch_paths import (
+    BATCH_PATHS,
     STOCHASTIC_FULL_BATCH_MAX_K,
     batch_route,
     batch_spec,
-    finite_path,
     finite_seconds,
     label_quotient,
     labels_path,
-    stochastic_path,
+    say_rows_estimate,
+    sparse_pairs_above,
 )
 from dgp.optima._reductions import (
     Chain,
     PointSolution,
-    TwinQuotient,
     choose_reductions,
     samples_problem,
+    without_twins,
 )
 from dgp.optima._result import Optimum
 from dgp.optima._structure import Quotient
@@ -74,7 +74,6 @@ from dgp.solver import (
     batch_rows,
     block_problem,
     check_time,
-    composition_count,
     compositions,
     factor,
     frank_wolfe_bound,
@@ -173,12 +172,16 @@ def _fixed_dim(
                    rank_d=sol.certificate)
 
 
-#: seconds from which a row problem over every composition says its time estimate first
-ROWS_ESTIMATE_FROM_S = 5.0
-
-
 class NoCollapse(Exception):
     """The collapsed quotient is not optimal for the N x N problem (some class spreads)."""
+
+
+def _no_collapse_refusal() -> ParameterError:
+    """The refusal of class-balanced batches whose classes do not collapse."""
+    return ParameterError(
+        "sampler", "= 'class-balanced' predicts for collapsed classes, and these classes do "
+        "not all collapse at the full-batch optimum (its lifted certificate fails); use "
+        "sampler='uniform'")
 
 
 def _solve(
@@ -413,7 +416,8 @@ def optimum(
                                                             progress=progress))
         if problem is not None:
             W = problem.solver_weights()
-        sparse = _sparse_above(W, STOCHASTIC_FULL_BATCH_MAX_K) if batch_size is not None else None
+        sparse = (sparse_pairs_above(W, STOCHASTIC_FULL_BATCH_MAX_K) if batch_size is not None
+                  else None)
         if sparse is not None:
             # a sparse weighting (a k-NN graph) of more samples than the dense full-batch
             # comparison takes: beyond exact enumeration its batches are read from its pairs,
@@ -465,24 +469,20 @@ def optimum(
         # the samples themselves fit: exact beats fresh batches, and beats the row problem of
         # every composition where it is estimated faster (a 3-NN graph of 25 points with two
         # twin pairs: 8 minutes of rows against 10 s of the finite sum)
-        chain, q, inverse, route = *_unmerged(A, chain), "finite"
-    if route in ("stochastic", "finite"):
-        path = stochastic_path if route == "stochastic" else finite_path
+        chain, q, inverse, route = *without_twins(A, chain), "finite"
+    if route in BATCH_PATHS:
         try:
-            return path(q, spec, kwargs, full_batch=_full_batch_embedding, progress=progress)
+            return BATCH_PATHS[route](q, spec, kwargs, full_batch=_full_batch_embedding,
+                                      progress=progress)
         except NoCollapse:
             if A is None or q.K == N:  # class-balanced: the classes are the labels'
-                raise ParameterError(
-                    "sampler", "= 'class-balanced' predicts for collapsed classes, and these "
-                    "classes do not all collapse at the full-batch optimum (its lifted "
-                    "certificate fails); use sampler='uniform'") from None
+                raise _no_collapse_refusal() from None
             # a twin class that does not collapse at the full-batch optimum: the samples
-            chain, q, inverse = _unmerged(A, chain)
+            chain, q, inverse = without_twins(A, chain)
             route = batch_route(q.sizes, spec, dim, kwargs["exact_max"], kwargs["starts"])
-            if route in ("stochastic", "finite"):
-                path = stochastic_path if route == "stochastic" else finite_path
-                return path(q, spec, kwargs, full_batch=_full_batch_embedding,
-                            progress=progress)
+            if route in BATCH_PATHS:
+                return BATCH_PATHS[route](q, spec, kwargs, full_batch=_full_batch_embedding,
+                                          progress=progress)
     if q.K == 1 and A is not None:  # a batched solve of one twin class (full batch: split)
         chain = choose_reductions(samples_problem(A), batched=True, split_single=True)
         q, inverse = chain.apply(samples_problem(A))
@@ -490,12 +490,7 @@ def optimum(
         q, chain = _split_single_class(q), None
     structure = "quotient" if q.K < N else "dense"
     if route == "rows" and progress is not False:
-        seconds = rows_rank_d_seconds(q.sizes, spec, dim, kwargs["starts"])
-        if seconds >= ROWS_ESTIMATE_FROM_S:  # a time estimate before a search that is not short
-            stderr_progress()(
-                f"exact expected-batch optimum over all {composition_count(q.sizes, spec)} "
-                f"compositions of {q.K} points in d = {dim}: about {format_duration(seconds)} "
-                "(the rank-d search over every composition's rows)")
+        say_rows_estimate(q, spec, dim, kwargs["starts"])
     # the rank-d search's lines (at most one every few seconds: a short solve prints none)
     report = (stderr_progress(f"the rank-{dim} optimum of {q.K} points")
               if dim is not None and progress is not False else None)
@@ -504,35 +499,11 @@ def optimum(
             out = _solve(q, progress=report, **kwargs)
         except NoCollapse:
             if A is None:  # class-balanced: the classes are the labels'
-                raise ParameterError(
-                    "sampler", "= 'class-balanced' predicts for collapsed classes, and these "
-                    "classes do not all collapse at the full-batch optimum (its lifted "
-                    "certificate fails); use sampler='uniform'") from None
+                raise _no_collapse_refusal() from None
             # a twin class that does not collapse: solve the N x N problem itself
-            chain = (chain or Chain()).without(TwinQuotient)
-            (q, inverse), structure = chain.apply(samples_problem(A)), "dense"
+            (chain, q, inverse), structure = without_twins(A, chain), "dense"
             out = _solve(q, progress=report, **kwargs)
     return _wrap(q, out, tau=tau, dim=dim, structure=structure, chain=chain, inverse=inverse)
-
-
-def _sparse_above(W: object, n_min: int) -> Pairs | None:
-    """The positive pairs of a sparse weighting (a ``scipy.sparse`` matrix, a networkx graph,
-    or validated log-weights kept as pairs) of more than ``n_min`` samples, validated without
-    an ``N x N`` array; ``None`` for any other input."""
-    if isinstance(W, LogWeights):
-        return W.pairs if W.pairs is not None and W.n > n_min else None
-    if not (sp.issparse(W) or is_graph(W)):
-        return None
-    w = log_weights(W, sparse_above=n_min)
-    return w.pairs
-
-
-def _unmerged(A: np.ndarray, chain: Chain | None) -> tuple[Chain, Quotient, list]:
-    """The reductions of weighting ``A`` without the twin quotient, the problem they make and
-    their inverse data: every sample its own point."""
-    chain = (chain or Chain()).without(TwinQuotient)
-    q, inverse = chain.apply(samples_problem(A))
-    return chain, q, inverse
 
 
 def _labels_full_batch(problem, *, tau: float, dim: int, seed: object, starts: object,

@@ -4,11 +4,13 @@ r"""The mini-batch paths of :func:`dgp.optimum` beyond the row problem of exact 
   classes of the labels as a quotient (:func:`label_quotient`);
 * beyond exact enumeration, the expected-batch optimum found on fresh batches and reported on
   others (:func:`stochastic_path`; :func:`labels_path` for a problem read from its labels one
-  batch at a time, never as an ``N x N`` array);
+  batch at a time, never as an ``N x N`` array, and so for a sparse weighting's pairs,
+  :func:`sparse_pairs_above`);
 * sample-level batches in a fixed dimension between the row problem and the stochastic path:
   the exact mean over every subset (:func:`finite_fits`, :func:`finite_path`), as long as its
   estimated time and memory fit (:func:`finite_cost`);
-* which of these a batched problem takes (:func:`batch_route`).
+* which of these a batched problem takes (:func:`batch_route`, :data:`BATCH_PATHS`), and the
+  time estimate of the row problem when it is taken (:func:`say_rows_estimate`).
 
 Each path is handed the full-batch optimum as a callable (the certified solve of
 :mod:`dgp.optima._api`), evaluated only where the path compares with it. Above
@@ -25,8 +27,10 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+import scipy.sparse as sp
 
 from dgp.display import format_duration, stderr_progress
+from dgp.engine.target import LogWeights, Pairs, is_graph, log_weights
 from dgp.errors import ParameterError, check_choice, check_dim
 from dgp.optima._structure import Quotient
 from dgp.resources import memory_budget, time_budget
@@ -51,14 +55,34 @@ from dgp.solver import (
     finite_batch_optimum,
     quotient_batch_optimum,
     random_start,
+    rows_rank_d_seconds,
     weight_rows,
 )
 
-__all__ = ["CHUNKED_FULL_BATCH_MAX_S", "FINITE_FROM", "FINITE_PEAK_ARRAYS",
-           "FINITE_RANDOM_STARTS", "FINITE_SECONDS_PER_ENTRY", "FINITE_TYPICAL_ITERS",
-           "OPTIMUM_SAMPLERS", "STOCHASTIC_FULL_BATCH_MAX_K", "batch_route", "batch_spec",
-           "chunked_full_point", "finite_cost", "finite_fits", "finite_path", "finite_seconds",
-           "label_quotient", "labels_path", "stochastic_path"]
+__all__ = [
+    "BATCH_PATHS",
+    "CHUNKED_FULL_BATCH_MAX_S",
+    "FINITE_FROM",
+    "FINITE_PEAK_ARRAYS",
+    "FINITE_RANDOM_STARTS",
+    "FINITE_SECONDS_PER_ENTRY",
+    "FINITE_TYPICAL_ITERS",
+    "OPTIMUM_SAMPLERS",
+    "ROWS_ESTIMATE_FROM_S",
+    "STOCHASTIC_FULL_BATCH_MAX_K",
+    "batch_route",
+    "batch_spec",
+    "chunked_full_point",
+    "finite_cost",
+    "finite_fits",
+    "finite_path",
+    "finite_seconds",
+    "label_quotient",
+    "labels_path",
+    "say_rows_estimate",
+    "sparse_pairs_above",
+    "stochastic_path",
+]
 
 #: the samplers of :func:`dgp.optimum` (``class-balanced`` for problems with class labels)
 OPTIMUM_SAMPLERS = ("uniform", "class-balanced")
@@ -336,3 +360,31 @@ def labels_path(source: BatchWeights, spec: BatchSpec, *, tau: float, dim: objec
                         replicates=max(1, replicates), min_batches=samples, progress=progress,
                         started=started)
     return res if note is None else dataclasses.replace(res, full_batch_point=note)
+
+
+#: the batch paths that answer with a BatchOptimum, by route
+BATCH_PATHS = {"stochastic": stochastic_path, "finite": finite_path}
+#: seconds from which a row problem over every composition says its time estimate first
+ROWS_ESTIMATE_FROM_S = 5.0
+
+
+def say_rows_estimate(q: Quotient, spec: BatchSpec, dim: int | None, starts: int) -> None:
+    """The time estimate of the row problem over every composition on stderr, when it is
+    :data:`ROWS_ESTIMATE_FROM_S` or more (:func:`dgp.solver.rows_rank_d_seconds`)."""
+    seconds = rows_rank_d_seconds(q.sizes, spec, dim, starts)
+    if seconds >= ROWS_ESTIMATE_FROM_S:
+        stderr_progress()(
+            f"exact expected-batch optimum over all {composition_count(q.sizes, spec)} "
+            f"compositions of {q.K} points in d = {dim}: about {format_duration(seconds)} "
+            "(the rank-d search over every composition's rows)")
+
+
+def sparse_pairs_above(W: object, n_min: int) -> Pairs | None:
+    """The positive pairs of a sparse weighting (a ``scipy.sparse`` matrix, a networkx graph,
+    or validated log-weights kept as pairs) of more than ``n_min`` samples, validated without
+    an ``N x N`` array; ``None`` for any other input."""
+    if isinstance(W, LogWeights):
+        return W.pairs if W.pairs is not None and W.n > n_min else None
+    if not (sp.issparse(W) or is_graph(W)):
+        return None
+    return log_weights(W, sparse_above=n_min).pairs

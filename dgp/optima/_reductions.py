@@ -44,6 +44,7 @@ __all__ = [
     "TwinQuotient",
     "choose_reductions",
     "samples_problem",
+    "without_twins",
 ]
 
 
@@ -258,3 +259,12 @@ def choose_reductions(problem: Quotient, *, batched: bool = False,
     split = not batched if split_single is None else split_single
     reductions.append(TwinQuotient(split_single=split))
     return Chain(tuple(r for r in reductions if r.applies(problem)))
+
+
+def without_twins(A: np.ndarray, chain: Chain | None) -> tuple[Chain, Quotient, list]:
+    """The reductions ``chain`` of weighting ``A`` without the twin quotient, the problem they
+    make and their inverse data: every sample its own point (where a twin class does not
+    collapse, or the samples fit an exact path that the classes do not)."""
+    chain = (chain or Chain()).without(TwinQuotient)
+    q, inverse = chain.apply(samples_problem(A))
+    return chain, q, inverse
