@@ -246,10 +246,8 @@ def stochastic_path(q: Quotient, spec: BatchSpec, kwargs: dict, progress: bool |
     res = quotient_batch_optimum(
         q.sizes, q.weights, spec, tau=tau, dim=dim, seed=kwargs["seed"],
         replicates=max(1, kwargs["replicates"]), min_batches=kwargs["samples"],
-        full_batch=full, progress=progress, started=started,
+        full_batch=full, progress=progress, started=started, full_batch_point=note,
     )
-    if note is not None:
-        res = dataclasses.replace(res, full_batch_point=note)
     return res if q.K == int(q.sizes.sum()) else dataclasses.replace(res, labels=q.labels)
 
 
@@ -356,10 +354,9 @@ def labels_path(source: BatchWeights, spec: BatchSpec, *, tau: float, dim: objec
     else:
         full, note = chunked_full_point(weight_rows(source), N, tau=tau, dim=dim, seed=seed,
                                         progress=progress)
-    res = batch_optimum(source, spec, tau=tau, dim=dim, seed=seed, full_batch=full,
-                        replicates=max(1, replicates), min_batches=samples, progress=progress,
-                        started=started)
-    return res if note is None else dataclasses.replace(res, full_batch_point=note)
+    return batch_optimum(source, spec, tau=tau, dim=dim, seed=seed, full_batch=full,
+                         replicates=max(1, replicates), min_batches=samples, progress=progress,
+                         started=started, full_batch_point=note)
 
 
 #: the batch paths that answer with a BatchOptimum, by route

@@ -426,6 +426,7 @@ def batch_optimum(
     compare: tuple[np.ndarray, ...] = (),
     nonnegative: bool = False,
     started: float | None = None,
+    full_batch_point: str | None = None,
 ) -> BatchOptimum:
     """The expected-batch optimum of ``weights`` in ``R^dim`` (module docstring).
 
@@ -438,6 +439,8 @@ def batch_optimum(
     ``nonnegative``: every run keeps non-negative rows (a ReLU head); the relaxation bound
     holds for them too (it has no sign constraint). ``started``: the ``time.monotonic()`` at
     which the caller's work began (its full-batch solve), so that ``seconds`` counts it too.
+    ``full_batch_point``: what ``full_batch`` is, or why there is none, where it is not the
+    certified full-batch optimum (:attr:`BatchOptimum.full_batch_point`).
     """
     t0 = time.monotonic() if started is None else started
     n = weights.n
@@ -501,7 +504,7 @@ def batch_optimum(
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,
                         status=status, monitor=kept.monitor if kept else (),
                         seconds=time.monotonic() - t0, runs=tuple(runs),
-                        comparisons=comparisons)
+                        comparisons=comparisons, full_batch_point=full_batch_point)
 
 
 def batch_estimate(
@@ -578,6 +581,7 @@ def quotient_batch_optimum(
     sizes: np.ndarray, weights: np.ndarray, spec: BatchSpec, *, tau: float, dim: int,
     seed: int, replicates: int, min_batches: int, full_batch: np.ndarray | None,
     progress: bool | None = None, started: float | None = None,
+    full_batch_point: str | None = None,
 ) -> BatchOptimum:
     """:func:`batch_optimum` of a (twin-)class quotient: ``weights[c, d]`` the weight of a
     sample of class ``c`` for one of class ``d`` (diagonal: within the class), ``sizes`` the
@@ -589,4 +593,5 @@ def quotient_batch_optimum(
                          sizes=(None if (sizes == 1).all() and spec.sampler == "uniform"
                                 else sizes),
                          full_batch=full_batch, replicates=replicates,
-                         min_batches=min_batches, progress=progress, started=started)
+                         min_batches=min_batches, progress=progress, started=started,
+                         full_batch_point=full_batch_point)
