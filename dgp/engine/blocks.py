@@ -48,13 +48,15 @@ from dgp.engine._block_spectra import (
     block_embedding,
     dense_blocks,
 )
+from dgp.engine._reduction_base import Located, LogShift
+from dgp.engine._reductions import ClassBlocks, ClassData, ClassProblem, choose_reductions
 from dgp.engine.family import (
     check_cosine_scale,
     check_tau_inverse,
     cosine_family,
     euclidean_family,
 )
-from dgp.engine.groups import GROUPED_MIN_K, classify_grouped
+from dgp.engine.groups import classify_grouped
 from dgp.engine.rules import Context, Explanation
 from dgp.engine.target import Shift
 from dgp.result import Classification
@@ -88,22 +90,22 @@ def classify_blocks(
 ) -> Classification:
     """Classify a validated block weighting (structured path of the class objectives).
     ``floor`` computes the loss floor of an inconsistent cosine verdict (see
-    :class:`~dgp.engine.rules.Context`)."""
+    :class:`~dgp.engine.rules.Context`). The class level is the reduction chosen for it
+    (:func:`dgp.engine._reductions.choose_reductions`: grouped for one cross-class weight and
+    many classes), whose inverse names the samples a verdict is about."""
     check_tau_inverse(tau)
-    if bw.log_cross is None and bw.K >= GROUPED_MIN_K:
+    chain = choose_reductions(bw, similarity=similarity)
+    reduced, inverse = chain.apply(bw)
+    (blocks, data), = inverse
+    if blocks.grouped:
         ctx = Context(
             similarity=similarity, tau=tau, dim=dim, n=bw.n, tol=tol, method="structured",
             entropic_bound=block_entropic_bound(bw), objective=objective,
             structure={"classes": bw.K}, explanation=explanation, embed=embed, floor=floor,
         )
-        first_other = int(np.flatnonzero(bw.inverse != bw.inverse[0])[0])
         return classify_grouped(bw.sizes, bw.log_within, float(bw.cross_value), ctx,
-                                first_other=first_other)
-    bw = bw.expanded()
-    K = bw.K
-    counts = bw.counts()
-    used = counts > 0  # pairs of classes that actually occur off the diagonal
-    M = bw.pair_log_weights()
+                                first_other=data.first_other())
+    bw, M, used = reduced.weights, reduced.log_weights, reduced.used
     members = bw.members() if (embed or bw.n <= VECTORS_MAX_N) else None
     structure = {"classes": bw.classes.tolist(), "sizes": bw.sizes.tolist()}
     base = {
@@ -114,12 +116,11 @@ def classify_blocks(
     }
     zero = ~np.isfinite(M) & used
     if zero.any():
-        return _blocks_zero(bw, zero, used, Context(**base))
+        return _blocks_zero(reduced, data, zero, Context(**base))
     tgt, shift, margin, bad = block_log_target(bw, tol, used)
     if bad is not None:
-        first = bw.first_members()
-        k, l, val = bad
-        cycle = (0, int(first[k]), int(first[l]), 0)
+        k, l, val = bad  # the class pair that closes the broken cycle, lifted to its samples
+        cycle = chain.invert(Located(samples=(k, l), kind="cycle"), inverse).samples
         return rules.cycle_broken(Context(**base, shift=shift), cycle=cycle, log_ratio=val,
                                   margin=margin)
     ctx = Context(**base, shift=shift, margins=(margin,) if margin.near else ())
@@ -129,11 +130,10 @@ def classify_blocks(
         fam = cosine_family(BlockSpectrum(tgt, tau, members), tau=tau, tol=tol)
     else:
         fam = euclidean_family(BlockEuclideanSpectrum(tgt, members), tau=tau, tol=tol)
-    del K
     return rules.verdict(fam, ctx)
 
 
-def _blocks_zero(bw: BlockWeights, zero: np.ndarray, used: np.ndarray,
+def _blocks_zero(cp: ClassProblem, data: ClassData, zero: np.ndarray,
                  ctx: Context) -> Classification:
     """Zero weights, decided as :mod:`dgp.engine.zeros` does for dense weightings.
 
@@ -146,23 +146,18 @@ def _blocks_zero(bw: BlockWeights, zero: np.ndarray, used: np.ndarray,
 
     from dgp.engine.zeros import classify_pattern
 
+    bw, used = cp.weights, cp.used
     sizes, K = bw.sizes, bw.K
-    first = bw.first_members()
+    first = data.first
     n_zero = int(sum(sizes[k] * (sizes[l] - (k == l)) for k in range(K) for l in range(K)
                      if zero[k, l]))
     # the first zero entry in row-major order, as the dense path reports it
     k = min((r for r in range(K) if zero[r].any()), key=lambda r: first[r])
-    i = int(first[k])
-    cands = []
-    for l in np.flatnonzero(zero[k]):
-        if l != k:
-            cands.append(int(first[l]))
-        else:  # the first member of class k other than i
-            idx = np.flatnonzero(bw.inverse == k)
-            cands.append(int(idx[idx != i][0]))
-    j = min(cands)
+    lifted = (ClassBlocks().invert(Located(samples=(k, int(l)), kind="entry"), data).samples
+              for l in np.flatnonzero(zero[k]))
+    entry = min(lifted, key=lambda e: e[1])
     if ctx.similarity == "cosine":
-        return rules.zero_weight_cosine(ctx, entry=(i, j), n_zero=n_zero)
+        return rules.zero_weight_cosine(ctx, entry=entry, n_zero=n_zero)
     pos = ~zero & used
     support = pos & pos.T
     np.fill_diagonal(support, False)
@@ -232,7 +227,9 @@ def _complete_blocks(bw, used, comp, n_comp, first, n_zero, ctx) -> Classificati
         fam = euclidean_family(BlockEuclideanSpectrum(tgt, None), tau=ctx.tau, tol=tol)
         end = fam.hi
         ok = end.rank <= ctx.dim
-        entry.update(c_max=Shift(shift).to_user_c(end.c), rank=end.rank, ok=ok)
+        # the block's constant through the inverse of its own canonical shift
+        c_max = LogShift().invert(Located(c=end.c), Shift(shift)).c
+        entry.update(c_max=c_max, rank=end.rank, ok=ok)
         margins.extend(fam.margins)
         if not ok:
             failing = failing or (pos_b, f"needs dimension {end.rank} > dim = {ctx.dim}")

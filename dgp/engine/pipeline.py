@@ -1,5 +1,7 @@
 """The dense data path: canonical log-weights -> bound -> zero weights -> cycle condition ->
-family -> verdict. :func:`dgp.classify` validates its arguments and hands over here."""
+family -> verdict. :func:`dgp.classify` validates its arguments and hands over here; the
+reductions of the problem are chosen once, here (:func:`dgp.engine._reductions.choose_reductions`:
+the canonical shift, and the support components of a zero pattern)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 from dgp.engine import rules
+from dgp.engine._reductions import LogShift, choose_reductions, inverse_data
 from dgp.engine.dense import dense_family
 from dgp.engine.family import check_tau_inverse
 from dgp.engine.rules import Context, Explanation
 from dgp.engine.target import LogWeights, entropic_bound, log_target
-from dgp.engine.zeros import classify_zeros
+from dgp.engine.zeros import classify_pattern, classify_zeros
 from dgp.errors import ParameterError
 from dgp.resources import blas_threads
 from dgp.result import Classification
@@ -49,14 +52,19 @@ def classify_weights(
 
 def _classify(weights, *, similarity, tau, dim, tol, method, objective, explanation, suffix,
               notes, floor) -> Classification:
+    reduced, inverse = choose_reductions(weights, similarity=similarity).apply(weights)
     base = {
         "similarity": similarity, "tau": tau, "dim": dim, "n": weights.n, "tol": tol,
-        "method": method, "entropic_bound": entropic_bound(weights), "shift": weights.shift,
+        "method": method, "entropic_bound": entropic_bound(weights),
+        # the canonical shift's inverse data: the verdict's constants go back through it
+        "shift": inverse_data(inverse, LogShift).shift,
         "objective": objective, "warnings": weights.warnings, "notes": notes,
         "explanation": explanation, "suffix": suffix, "floor": floor,
     }
-    if weights.has_zeros:
-        return classify_zeros(weights, Context(**base))
+    if weights.has_zeros:  # the support components, or (cosine) the first zero weight
+        if reduced is weights:
+            return classify_zeros(weights, Context(**base))
+        return classify_pattern(reduced, Context(**base))
     target = log_target(weights, tol)
     # row offsets that cancel in the target leave the rounding of the larger log-weights
     tol = base["tol"] = tol.widened(target.roundoff_factor)

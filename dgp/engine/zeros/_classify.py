@@ -16,15 +16,21 @@ from dgp.engine.zeros._decide import decide_pattern
 from dgp.engine.zeros._families import diverging_family, source_of, vanishing
 from dgp.engine.zeros._pattern import ZeroPattern, mutual_pairs
 from dgp.engine.zeros._search import undecided_component
+from dgp.engine.zeros._split import Component, SplitPattern, ZeroComponents, as_split
 from dgp.result import Classification
 
 
-def classify_pattern(pattern: ZeroPattern, ctx: Context, *, seed: int = 0) -> Classification:
-    """The verdict on a zero pattern (module docstring); the dense and the class-block paths
-    both come here."""
+def classify_pattern(pattern: ZeroPattern | SplitPattern, ctx: Context, *,
+                     seed: int = 0) -> Classification:
+    """The verdict on a zero pattern (module docstring), split into its support components
+    (:class:`~dgp.engine.zeros._split.ZeroComponents`) unless it comes split; the dense, sparse
+    and class-block paths all come here."""
     if ctx.similarity == "cosine":
-        return rules.zero_weight_cosine(ctx, entry=pattern.first_zero, n_zero=pattern.n_zero)
-    dec = decide_pattern(pattern, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol, seed=seed)
+        whole = pattern.pattern if isinstance(pattern, SplitPattern) else pattern
+        return rules.zero_weight_cosine(ctx, entry=whole.first_zero, n_zero=whole.n_zero)
+    split = as_split(pattern)
+    pattern = split.pattern
+    dec = decide_pattern(split, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol, seed=seed)
     if dec.kind == "cycle":
         return rules.zero_cycle_broken(ctx, cycle=dec.cycle, log_ratio=dec.log_ratio,
                                        margin=dec.margin, n_zero=pattern.n_zero)
@@ -43,7 +49,7 @@ def classify_pattern(pattern: ZeroPattern, ctx: Context, *, seed: int = 0) -> Cl
         if failing.kind == "clique_rank" and all(c.kind in ("fixed", "clique_rank")
                                                  for c in comps) and \
                 _all_cliques(pattern):
-            return _blocks_failure(pattern, comps, ctx)
+            return _blocks_failure(split, comps, ctx)
         return rules.zero_obstructed(ctx, component=failing, n_zero=pattern.n_zero)
     undecided = [c for c in comps if c.status == "undecided"]
     if undecided:
@@ -62,8 +68,8 @@ def classify_pattern(pattern: ZeroPattern, ctx: Context, *, seed: int = 0) -> Cl
         why = why[0] if why else f"no direction found in which {j} is exposed"
         tried = [*pe.base["tried"], f"pure source {i} placed beyond its positive {j}: {why}"]
         base = {k: v for k, v in pe.base.items() if k != "tried"}
-        comp = undecided_component(pattern, pe.members, pe.sel, base, tried, dim=ctx.dim,
-                                   tau=ctx.tau, tol=ctx.tol)
+        comp = undecided_component(pattern, Component(pe.members, pe.sel, pattern), base,
+                                   tried, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol)
         return rules.zero_undecided(ctx, component=comp, n_zero=pattern.n_zero,
                                     threshold=ctx.tol.evidence_threshold)
     return rules.zero_approached(ctx, components=comps, t=ts, gaps=gaps, offset=offset,
@@ -81,15 +87,16 @@ def _all_cliques(pattern: ZeroPattern) -> bool:
     return bool((per_row == sizes[comp] - 1).all())
 
 
-def _blocks_failure(pattern, comps, ctx) -> Classification:
+def _blocks_failure(split: SplitPattern, comps, ctx) -> Classification:
     """Complete blocks with a block whose own target does not fit (as before)."""
-    parts = list(pattern.components())
+    pattern, parts = split.pattern, split.parts
     done = {int(c.members[0]): c for c in comps}
     blocks, failing, margins = [], None, []
-    for b, (idx, sel) in enumerate(parts):
+    for b, part in enumerate(parts):
+        idx = part.members
         c = done.get(int(idx[0]))
         if c is None:  # not examined (after the first failing block): decide it now
-            c = clique(pattern, idx, sel, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol,
+            c = clique(pattern, part, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol,
                         base={"members": idx.tolist()})
         ok = c.kind == "fixed"
         blocks.append({"members": idx.tolist(), "c_max": ctx.to_user_c(c.info["c_max"]),
@@ -105,4 +112,4 @@ def classify_zeros(weights: LogWeights, ctx: Context) -> Classification:
     """The verdict on a dense weighting with zero weights (see :func:`classify_pattern`)."""
     if ctx.similarity == "cosine":
         return rules.zero_weight_cosine(ctx, entry=weights.first_zero, n_zero=weights.n_zero)
-    return classify_pattern(ZeroPattern.from_log_weights(weights), ctx)
+    return classify_pattern(ZeroComponents().apply(weights)[0], ctx)

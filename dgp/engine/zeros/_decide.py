@@ -14,12 +14,18 @@ from dgp.engine.zeros._pattern import (
     ZeroPattern,
     mutual_pairs,
 )
+from dgp.engine.zeros._split import SplitPattern, as_split
 from dgp.tolerance import Tolerance
 
 
-def decide_pattern(pattern: ZeroPattern, *, dim: int, tau: float, tol: Tolerance,
-                   seed: int = 0) -> PatternDecision:
-    """Decide a zero pattern under the Euclidean similarity (module docstring)."""
+def decide_pattern(pattern: ZeroPattern | SplitPattern, *, dim: int, tau: float,
+                   tol: Tolerance, seed: int = 0) -> PatternDecision:
+    """Decide a zero pattern under the Euclidean similarity (module docstring): the cycle
+    condition and scale order on the whole pattern, then each support component as a problem
+    of its own (the parts of :class:`~dgp.engine.zeros._split.SplitPattern`, split here when
+    ``pattern`` is not split yet)."""
+    split = as_split(pattern)
+    pattern = split.pattern
     mutual, rev, _ = mutual_pairs(pattern)
     psi, cycle, log_ratio, margin, label = potentials(pattern, mutual, rev, tol)
     if cycle:
@@ -30,15 +36,15 @@ def decide_pattern(pattern: ZeroPattern, *, dim: int, tau: float, tol: Tolerance
     rng = np.random.default_rng(seed)
     out: list[ComponentDecision] = []
     peeled: list[Peeled] = []
-    for members, sel in pattern.components():
-        one_way = bool((~mutual[sel]).any())
+    for part in split.parts:
+        one_way = bool((~mutual[part.sel]).any())
         if one_way:
-            decs, peel = asymmetric_component(pattern, members, sel, mutual, psi, dim=dim,
+            decs, peel = asymmetric_component(pattern, part, mutual, psi, dim=dim,
                                                tau=tau, tol=tol, rng=rng)
             if peel is not None:
                 peeled.append(peel)
         else:
-            decs = [symmetric_component(pattern, members, sel, psi, dim=dim, tau=tau, tol=tol,
+            decs = [symmetric_component(pattern, part, psi, dim=dim, tau=tau, tol=tol,
                                          rng=rng)]
         out.extend(decs)
         if decs[-1].status == "obstructed":

@@ -16,6 +16,7 @@ from dgp.engine.zeros._rigidity import (
     polish,
     rigidity_map,
 )
+from dgp.engine.zeros._split import Component
 from dgp.tolerance import Tolerance
 
 #: largest component for which the numerical evidence (a loss minimisation) is computed
@@ -149,11 +150,14 @@ def construct(E: np.ndarray, n: int, dim: int, delta: np.ndarray, rng: np.random
     return None
 
 
-def undecided_component(pattern, members, sel, base, tried, *, dim, tau,
+def undecided_component(pattern, part: Component, base, tried, *, dim, tau,
                         tol: Tolerance) -> ComponentDecision:
+    """A component not decided exactly: what was tried, and the evidence of a numerical
+    minimisation of the loss on the component alone (small components)."""
+    members = part.members
     evidence = None
     if members.size <= EVIDENCE_MAX_N:
-        evidence = _numerical_evidence(pattern, members, sel, dim=dim, tau=tau,
+        evidence = _numerical_evidence(pattern, part, dim=dim, tau=tau,
                                        stop=EVIDENCE_STOP * tol.evidence_threshold)
         tried = [*tried, "numerical minimisation of the loss (evidence only)"]
     info = dict(base, tried=list(tried), evidence=evidence)
@@ -161,16 +165,16 @@ def undecided_component(pattern, members, sel, base, tried, *, dim, tau,
                              tried=tuple(tried))
 
 
-def _numerical_evidence(pattern: ZeroPattern, members: np.ndarray, sel: np.ndarray, *,
+def _numerical_evidence(pattern: ZeroPattern, part: Component, *,
                         dim: int, tau: float, stop: float) -> float:
     """The smallest entropic gap (per sample) a few L-BFGS runs reach on the component alone
     (they stop once one is below ``stop``)."""
     from scipy.optimize import minimize
     from scipy.special import logsumexp
 
-    n = members.size
+    n = part.members.size
     L = np.full((n, n), -np.inf)
-    L[pattern.local_pairs(members, sel)] = pattern.logw[sel]
+    L[part.local] = pattern.logw[part.sel]
     logp = L - logsumexp(L, axis=1, keepdims=True)
     P = np.exp(logp)
     pos = np.isfinite(L)

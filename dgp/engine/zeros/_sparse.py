@@ -8,6 +8,7 @@ from dgp.engine.rules import Context
 from dgp.engine.target import LogWeights, sparse_log_weights
 from dgp.engine.zeros._classify import classify_pattern
 from dgp.engine.zeros._pattern import ZeroPattern
+from dgp.engine.zeros._split import pattern_of
 from dgp.result import Classification
 from dgp.tolerance import Tolerance
 
@@ -31,13 +32,11 @@ def sparse_pattern(W: object, name: str = "W") -> tuple[ZeroPattern, float, floa
     weights = W if isinstance(W, LogWeights) else sparse_log_weights(W, name)
     if weights is None or weights.pairs is None:
         return None
-    p = weights.pairs
-    pattern = ZeroPattern.from_pairs(p.n, p.rows, p.cols, p.logw,
-                                     unit_roundoff=weights.unit_roundoff)
-    return pattern, _pattern_bound(pattern), weights.shift, weights.warnings
+    pattern = pattern_of(weights)
+    return pattern, pattern_bound(pattern), weights.shift, weights.warnings
 
 
-def _pattern_bound(pattern: ZeroPattern) -> float:
+def pattern_bound(pattern: ZeroPattern) -> float:
     r""":math:`\sum_i H(p_i)` of a pattern, in log space (segment reductions over rows)."""
     starts = np.searchsorted(pattern.rows, np.arange(pattern.n + 1))
     seg = np.maximum.reduceat(pattern.logw, starts[:-1])
@@ -58,11 +57,17 @@ def classify_sparse(W: object, *, similarity: str, tau: float, dim: int, tol_rto
         return None
     if hasattr(W, "number_of_nodes") and W.number_of_nodes() <= dense_up_to:
         return None
-    found = sparse_pattern(W)  # its validation warns about what looks suspicious
-    if found is None:
+    # its validation warns about what looks suspicious
+    weights = W if isinstance(W, LogWeights) else sparse_log_weights(W, "W")
+    if weights is None or weights.pairs is None:
         return None
-    pattern, bound, shift, notes = found
+    from dgp.engine._reductions import LogShift, choose_reductions, inverse_data
+
+    # the reductions chosen once: the canonical shift, the pairs' pattern split into components
+    split, inverse = choose_reductions(weights, similarity=similarity).apply(weights)
+    pattern = split.pattern
     tol = Tolerance.make(tol_rtol, n=pattern.n, unit_roundoff=pattern.unit_roundoff)
     ctx = Context(similarity=similarity, tau=tau, dim=dim, n=pattern.n, tol=tol,
-                  method=method, entropic_bound=bound, shift=shift, warnings=notes)
-    return classify_pattern(pattern, ctx)
+                  method=method, entropic_bound=pattern_bound(pattern),
+                  shift=inverse_data(inverse, LogShift).shift, warnings=weights.warnings)
+    return classify_pattern(split, ctx)

@@ -1,0 +1,117 @@
+r"""The reductions' common ground: what a verdict says about a problem (:class:`Located`), the
+:class:`Reduction` protocol, the canonical shift (:class:`LogShift`) and the :class:`Chain`.
+
+The reductions themselves and the one place that chooses them are
+:mod:`dgp.engine._reductions`; this module stands below every engine module that applies or
+inverts one (the zero patterns' components, the class blocks), so none of them imports the
+chooser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from dgp.engine._canonical import LogWeights, Shift, canonical
+
+__all__ = ["Chain", "Located", "LogShift", "Reduction", "inverse_data"]
+
+
+@dataclass(frozen=True)
+class Located:
+    """What a verdict says about a problem, in that problem's numbering and convention.
+
+    Attributes
+    ----------
+    c : float or None
+        A constant of the target (canonical in the reduced problem).
+    samples : tuple of int
+        Samples of the problem (a cycle, an entry, members, the vertices of an obstruction).
+    kind : str
+        What ``samples`` are: ``"samples"`` (each one on its own), ``"entry"`` (a pair of
+        distinct samples) or ``"cycle"`` (a class-level cycle through the class of sample 0,
+        given by the two classes that close it).
+    part : int or None
+        Which part of a split problem (:class:`ZeroComponents`) ``samples`` are numbered in.
+    """
+
+    c: float | None = None
+    samples: tuple[int, ...] = ()
+    kind: str = "samples"
+    part: int | None = None
+
+
+@runtime_checkable
+class Reduction(Protocol):
+    """What a reduction does: say whether it applies, reduce, and invert its reduction."""
+
+    name: str
+
+    def applies(self, problem: object) -> bool:
+        """Whether :meth:`apply` may be used on ``problem``."""
+
+    def apply(self, problem: object) -> tuple[object, object]:
+        """The reduced problem and the data :meth:`invert` needs."""
+
+    def invert(self, located: Located, inverse_data: object) -> Located:
+        """What ``located`` says about the reduced problem, about the original one."""
+
+
+@dataclass(frozen=True)
+class LogShift:
+    """Log-weights minus their largest (the canonical convention of the engine)."""
+
+    name: str = "canonical shift"
+
+    def applies(self, problem: object) -> bool:
+        """On log-weights: validated (dense or kept as pairs) or a sub-problem's raw matrix."""
+        return isinstance(problem, (LogWeights, np.ndarray))
+
+    def apply(self, problem: LogWeights | np.ndarray) -> tuple[LogWeights, Shift]:
+        """Validated log-weights are canonical already (the validator shifts them in its one
+        pass: only the inverse data is recorded); a raw matrix is shifted (taken over)."""
+        weights = problem if isinstance(problem, LogWeights) else canonical(problem)
+        return weights, Shift(weights.shift)
+
+    def invert(self, located: Located, inverse_data: Shift) -> Located:
+        return replace(located, c=inverse_data.to_user_c(located.c))
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Reductions applied in order and inverted in reverse.
+
+    Attributes
+    ----------
+    reductions : tuple of Reduction
+    """
+
+    reductions: tuple = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The reductions' names, in order."""
+        return tuple(r.name for r in self.reductions)
+
+    def apply(self, problem: object) -> tuple[object, list[tuple[object, object]]]:
+        """The problem after every reduction, and the inverse data of each."""
+        inverse = []
+        for r in self.reductions:
+            problem, data = r.apply(problem)
+            inverse.append((r, data))
+        return problem, inverse
+
+    def invert(self, located: Located, inverse: list[tuple[object, object]]) -> Located:
+        """What ``located`` says about the original problem, inverting the applied reductions
+        in reverse order."""
+        for r, data in reversed(inverse):
+            located = r.invert(located, data)
+        return located
+
+
+def inverse_data(inverse: list[tuple[object, object]], kind: type) -> object | None:
+    """The inverse data of the reduction of type ``kind`` in an applied chain (``None`` when it
+    was not applied)."""
+    return next((data for r, data in inverse if isinstance(r, kind)), None)
