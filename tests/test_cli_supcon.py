@@ -295,3 +295,28 @@ def test_supcon_text_leads_with_minority_collapse_and_prints_the_gram_once(cli):
     assert "prototype Gram:" not in r.out and r.out.count("prototype Gram (cosines") == 1
     d = ok(cli("supcon", "--sizes", "50,40,30,20,10,8,5,3", "--tau", "0.1", "--json"))
     assert d["minority_collapse"]["collapsed"] is True and d["positive_pairs"] is None
+
+
+@pytest.mark.slow  # a sampled class-level prediction: about 4 s of CPU
+def test_save_gram_interval_writes_what_the_json_reports(cli, tmp_path):
+    """Beyond exact enumeration the Gram's per-entry 95% intervals reach a file (.npz: gram,
+    lower, upper, confidence), equal to the JSON's ``batch.gram_interval`` and holding the
+    Gram; where the Gram has no sampling error nothing is written and stderr says why; any
+    other extension is refused before the work."""
+    z, g = tmp_path / "gi.npz", tmp_path / "g.npy"
+    args = ("supcon", "--sizes", "6,9,30,4", "--tau", "0.2", "--batch-size", "12",
+            "--exact-max", "10", "--samples", "200", "--quiet")
+    d = ok(cli(*args, "--json", "--gram", "--save-gram-interval", z, "--save-gram", g))
+    assert d["batch"]["expectation"] != "exact"
+    with np.load(z, allow_pickle=False) as f:
+        lo, hi, G, conf = f["lower"], f["upper"], f["gram"], float(f["confidence"])
+    np.testing.assert_array_equal(G, np.load(g))
+    np.testing.assert_allclose(lo, d["batch"]["gram_interval"][0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(hi, d["batch"]["gram_interval"][1], rtol=0, atol=1e-15)
+    assert conf == 0.95 and (lo <= G + 1e-12).all() and (G <= hi + 1e-12).all()
+    assert (hi - lo).max() > 0
+    exact = tmp_path / "exact.npz"
+    r = cli("supcon", "--sizes", "6,9,30,4", "--tau", "0.2", "--save-gram-interval", exact)
+    assert r.code == 0 and "no per-entry interval" in r.err and not exact.exists()
+    r = cli(*args, "--save-gram-interval", tmp_path / "gi.npy")
+    assert r.code == 2 and r.err.startswith("error:") and ".npz" in r.err

@@ -157,6 +157,8 @@ def _writable(path: str, flag: str) -> str:
 _ARRAY_FORMATS = (".npy", ".csv", ".txt")
 #: a comma-separated table (``--csv``)
 _TEXT_FORMATS = (".csv", ".txt")
+#: several named arrays in one file (``--save-gram-interval``): numpy's ``.npz``, no pickles
+_ARCHIVE_FORMATS = (".npz",)
 
 
 def array_path(path: str, flag: str, formats: tuple[str, ...] = _ARRAY_FORMATS) -> str:
@@ -168,7 +170,7 @@ def array_path(path: str, flag: str, formats: tuple[str, ...] = _ARRAY_FORMATS) 
         If the path is a directory, has an unknown extension, or its folder does not exist or
         is not writable.
     """
-    words = ", ".join(formats[:-1]) + " or " + formats[-1]
+    words = formats[0] if len(formats) == 1 else ", ".join(formats[:-1]) + " or " + formats[-1]
     if os.path.isdir(path):
         raise InputError(f"{flag} {path!r} is a directory; give a file name ending in {words}")
     ext = os.path.splitext(path)[1].lower()
@@ -189,6 +191,32 @@ def save_array(path: str, array) -> None:
             np.savetxt(fh, arr, delimiter=",", fmt="%.17g")
 
 
+def save_gram_interval(path: str | None, result: Any) -> str | None:
+    """Write ``--save-gram-interval FILE``: a ``.npz`` of the result's ``gram`` and each entry's
+    95% interval over independent runs (``lower``, ``upper``; ``confidence`` 0.95), atomically
+    and without pickles, where the Gram comes from sampled batches
+    (``result.batch.gram_interval``); else a warning on stderr says why there is none, and no
+    file is written. Returns the path written, or ``None``."""
+    if path is None:
+        return None
+    batch = getattr(result, "batch", None)
+    interval = getattr(batch, "gram_interval", None)
+    if interval is None:
+        why = ("the full-batch Gram, no sampling error" if batch is None else
+               "every batch composition enumerated, no sampling error"
+               if getattr(batch, "exact", False) else
+               "a sample-level expected-batch optimum, whose entries vary over near-optimal "
+               "solutions rather than by sampling error: see its identifiability report")
+        print(f"warning: --save-gram-interval: no per-entry interval ({why}); {path} not "
+              "written", file=sys.stderr)
+        return None
+    lo, hi = (np.asarray(a, dtype=float) for a in interval)
+    with atomic_output(path) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, gram=np.asarray(result.gram, dtype=float), lower=lo, upper=hi,
+                 confidence=np.float64(0.95))
+    return path
+
+
 def save_arrays(result: Any, outputs: Iterable[tuple[str, str | None]]) -> None:
     """Write the array attribute ``name`` of ``result`` to ``path`` (:func:`save_array`) for
     each ``(name, path)`` whose path was given (``--save-NAME FILE``); an array not asked for is
@@ -201,12 +229,13 @@ def save_arrays(result: Any, outputs: Iterable[tuple[str, str | None]]) -> None:
 class FileArg:
     """The ``type=`` of a file argument: ``FileArg("input")`` or ``FileArg("output", kind)``
     with ``kind`` one of ``"array"`` (``.npy/.csv/.txt``), ``"text"`` (``.csv/.txt``),
+    ``"archive"`` (``.npz``),
     ``"figure"`` (``.png/.pdf/.svg``,
     ``.png`` added when there is none), ``"table"`` (any file name) or ``"folder"`` (a
     directory, created before any work). The value stays the string given;
     :func:`check_files` checks it."""
 
-    KINDS = ("array", "text", "figure", "table", "folder")
+    KINDS = ("array", "text", "archive", "figure", "table", "folder")
 
     def __init__(self, role: str, kind: str | None = None) -> None:
         if role not in ("input", "output") or (role == "output") != (kind in self.KINDS):
@@ -278,6 +307,8 @@ def _output_path(path: str, flag: str, kind: str | None) -> str:
         return array_path(path, flag)
     if kind == "text":
         return array_path(path, flag, _TEXT_FORMATS)
+    if kind == "archive":
+        return array_path(path, flag, _ARCHIVE_FORMATS)
     if kind == "figure":
         return plot_path(path, flag)
     if kind == "folder":  # created now, and a file written there, before any work

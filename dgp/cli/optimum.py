@@ -21,6 +21,7 @@ from dgp.cli._output import (
     print_result,
     quiet,
     save_arrays,
+    save_gram_interval,
     table,
 )
 from dgp.constants import EXACT_MAX_DEFAULT
@@ -78,6 +79,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--embedding", action="store_true", help="--json also holds the embedding")
     o.add_argument("--save-gram", metavar="FILE", type=FileArg("output", "array"),
                    help="write the N x N Gram (.npy, .csv or .txt)")
+    o.add_argument("--save-gram-interval", metavar="FILE", type=FileArg("output", "archive"),
+                   help="beyond exact enumeration (batches sampled): write a .npz of the Gram "
+                   "(gram) and each entry's 95%% interval over independent runs (lower, upper)")
     o.add_argument("--save-embedding", metavar="FILE", type=FileArg("output", "array"),
                    help="write the N x rank embedding (.npy, .csv or .txt)")
 
@@ -109,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     saved = (("gram", args.save_gram), ("embedding", args.save_embedding))
     # the embedding one row per sample, also where twin samples share a row of the solve
     save_arrays(res, (("gram", args.save_gram), ("sample_embedding", args.save_embedding)))
+    saved += (("gram interval", save_gram_interval(args.save_gram_interval, res)),)
     if print_result(args, res, gram=True if args.gram else None, embedding=args.embedding):
         return 0
     if res.n <= MAX_TABLE or args.gram:

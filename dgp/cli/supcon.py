@@ -16,6 +16,7 @@ from dgp.cli._output import (
     emit_json,
     quiet,
     save_arrays,
+    save_gram_interval,
     table,
 )
 from dgp.cli._text import printable
@@ -88,6 +89,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--embedding", action="store_true", help="--json also holds the prototypes")
     o.add_argument("--save-gram", metavar="FILE", type=FileArg("output", "array"),
                    help="write the Gram to FILE (.npy, .csv or .txt)")
+    o.add_argument("--save-gram-interval", metavar="FILE", type=FileArg("output", "archive"),
+                   help="beyond exact enumeration (batches sampled): write a .npz of the Gram "
+                   "(gram) and each entry's 95%% interval over independent runs (lower, upper)")
     o.add_argument("--save-embedding", metavar="FILE", type=FileArg("output", "array"),
                    help="write the prototype vectors (K x rank) to FILE (.npy, .csv or .txt)")
     o.add_argument("--save-prototypes", metavar="FILE", type=FileArg("output", "array"),
@@ -157,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
     saved = (("gram", args.save_gram), ("embedding", args.save_embedding),
              ("prototypes", args.save_prototypes))
     save_arrays(res, saved)
+    saved += (("gram interval", save_gram_interval(args.save_gram_interval, res)),)
     if args.plot is not None:
         _plot(res, args.plot)
     K = len(res.sizes)
