@@ -102,17 +102,6 @@ class ZeroPattern:
             yield (np.sort(by_vertex[v_bounds[k]:v_bounds[k + 1]]),
                    np.sort(by_pair[p_bounds[k]:p_bounds[k + 1]]))
 
-    def local_index(self, members: np.ndarray) -> np.ndarray:
-        """The position of every sample in ``members`` (``-1`` for the others)."""
-        loc = np.full(self.n, -1, dtype=np.int64)
-        loc[members] = np.arange(members.size)
-        return loc
-
-    def local_pairs(self, members: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The rows and columns of the positive pairs ``sel``, numbered within ``members``."""
-        loc = self.local_index(members)
-        return loc[self.rows[sel]], loc[self.cols[sel]]
-
     def lookup(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """:math:`L_{ij}` for pairs known to be positive."""
         key = self.rows.astype(np.int64) * self.n + self.cols
