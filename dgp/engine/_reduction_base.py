@@ -34,13 +34,19 @@ class Located:
         distinct samples) or ``"cycle"`` (a class-level cycle through the class of sample 0,
         given by the two classes that close it).
     part : int or None
-        Which part of a split problem (:class:`ZeroComponents`) ``samples`` are numbered in.
+        Which part of a split problem (:class:`~dgp.engine.zeros._split.ZeroComponents`)
+        ``samples`` are numbered in.
+    vectors : ndarray or None
+        Vectors on the problem's coordinates (a certificate's vector, an embedding's columns):
+        one entry (row) per coordinate; ``None`` when none are given, or when a reduction
+        cannot lift them (it did not keep what their lift needs).
     """
 
     c: float | None = None
     samples: tuple[int, ...] = ()
     kind: str = "samples"
     part: int | None = None
+    vectors: np.ndarray | None = None
 
 
 @runtime_checkable

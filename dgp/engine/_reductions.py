@@ -23,6 +23,11 @@ first zero weight, the members of a block, the vertices of an obstruction).
 * :class:`ClassBlocks` — a class-block weighting read at the class level (``K x K`` log-weights,
   the pairs that occur); ``invert`` maps classes back to samples (each class's first member,
   the first pair of distinct samples of an entry, a class cycle through sample 0).
+* :class:`LabelSpan` — a low-rank target :math:`\\ell = UCU^\\top` read on the span of its
+  label matrix, ``U = QR`` (on the span of its columns ``2..k`` within :math:`1^\\perp` for
+  the Euclidean similarity): the reduced problem is the triangular factor ``R`` (the
+  capacitance matrix's) and the complement's multiplicity; ``invert`` maps a vector on the
+  span's coordinates to the samples (``Q y``, reflected back from :math:`1^\\perp`).
 * :class:`Chain` applies several in order and inverts them in reverse.
 
 :func:`choose_reductions` is the one place that picks the chain from the problem's structure:
@@ -38,10 +43,13 @@ from functools import cached_property
 
 import numpy as np
 
+from dgp._linalg import tall_r
 from dgp.engine._block_model import BlockWeights
+from dgp.engine._lowrank_model import VECTORS_MAX_N, LowRankTarget
 from dgp.engine._reduction_base import Chain, Located, LogShift, Reduction, inverse_data
 from dgp.engine.groups import GROUPED_MIN_K
 from dgp.engine.target import LogWeights
+from dgp.engine.tridiag import ones_reflector_vectors
 from dgp.engine.zeros._pattern import ZeroPattern
 from dgp.engine.zeros._split import Component, SplitPattern, ZeroComponents
 
@@ -51,9 +59,12 @@ __all__ = [
     "ClassData",
     "ClassProblem",
     "Component",
+    "LabelSpan",
     "Located",
     "LogShift",
     "Reduction",
+    "SpanData",
+    "SpanProblem",
     "SplitPattern",
     "ZeroComponents",
     "choose_reductions",
@@ -159,6 +170,107 @@ class ClassBlocks:
         return replace(located, samples=samples, kind="samples")
 
 
+@dataclass(frozen=True, eq=False)
+class SpanProblem:
+    """A low-rank target on the span of its label matrix (the reduced problem of
+    :class:`LabelSpan`).
+
+    Attributes
+    ----------
+    target : LowRankTarget
+    R : ndarray, shape (m, k)
+        The triangular factor of ``U = QR`` (Euclidean: of the centred columns ``2..k`` in an
+        orthonormal basis of :math:`1^\\perp`).
+    n_comp : int
+        The multiplicity of the complement of the span (``N - m``; Euclidean ``N - 1 - m``).
+    """
+
+    target: LowRankTarget
+    R: np.ndarray
+    n_comp: int
+
+
+@dataclass(frozen=True, eq=False)
+class SpanData:
+    """Inverse data of :class:`LabelSpan`.
+
+    Attributes
+    ----------
+    basis : ndarray, shape (N, k) or (N - 1, k - 1)
+        The matrix whose span the problem was reduced to (``U``; Euclidean: its columns
+        ``2..k`` in the basis of :math:`1^\\perp`).
+    Q : ndarray or None
+        Its orthonormal factor, kept up to ``VECTORS_MAX_N`` samples (a vector is then lifted
+        without a second factorisation); ``None`` above.
+    centred : bool
+        Whether the span lies in :math:`1^\\perp` (lifted vectors are reflected back to the
+        samples).
+    """
+
+    basis: np.ndarray
+    Q: np.ndarray | None
+    centred: bool
+
+    def factors(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(Q, R)`` of a Householder QR of :attr:`basis`, formed here when not kept."""
+        return np.linalg.qr(self.basis)
+
+
+@dataclass(frozen=True)
+class LabelSpan:
+    """A low-rank target read on the span of its label matrix.
+
+    Attributes
+    ----------
+    centred : bool
+        The span of the columns ``2..k`` within :math:`1^\\perp` (the Euclidean similarity,
+        which reads :math:`V^\\top\\ell V`), else of ``U`` itself (the cosine similarity's
+        :math:`G(\\mu)`).
+    name : str
+    """
+
+    centred: bool = False
+    name: str = "label span"
+
+    def applies(self, problem: object) -> bool:
+        """On a low-rank target."""
+        return isinstance(problem, LowRankTarget)
+
+    def apply(self, problem: LowRankTarget) -> tuple[SpanProblem, SpanData]:
+        n = int(problem.U.shape[0])
+        if self.centred:
+            # columns 2..k in the orthonormal basis (1/sqrt N, V): reflect, drop the first
+            V = ones_reflector_vectors(problem.U[:, 1:])[1:]
+            R = tall_r(V)
+            return SpanProblem(problem, R, (n - 1) - R.shape[0]), SpanData(V, None, True)
+        if n <= VECTORS_MAX_N:
+            Q, R = np.linalg.qr(problem.U)
+        else:
+            Q, R = None, tall_r(problem.U)
+        return SpanProblem(problem, R, n - R.shape[0]), SpanData(problem.U, Q, False)
+
+    def invert(self, located: Located, inverse_data: SpanData, *,
+               Q: np.ndarray | None = None, on_span: bool = True) -> Located:
+        """Vectors on the span's coordinates to vectors on the samples: ``Q y`` (``Q`` the kept
+        factor, or the one given with the ``R`` the vectors were computed against; ``None``
+        when neither), then, when centred, reflected back from :math:`1^\\perp` (a zero first
+        coordinate added). ``on_span=False``: the vectors are on the coordinates of
+        :math:`1^\\perp` already (directions outside the span joined them there), only the
+        reflection is left."""
+        x = located.vectors
+        if x is None:
+            return located
+        if on_span:
+            Q = inverse_data.Q if Q is None else Q
+            if Q is None:
+                return replace(located, vectors=None)
+            x = Q @ x
+        if inverse_data.centred:
+            x2 = x.reshape(x.shape[0], -1)
+            x = ones_reflector_vectors(np.vstack([np.zeros((1, x2.shape[1])), x2]))
+        return replace(located, vectors=x)
+
+
 def choose_reductions(problem: object, *, similarity: str) -> Chain:
     """The one place that picks the reductions of a verdict problem from its structure.
 
@@ -169,7 +281,8 @@ def choose_reductions(problem: object, *, similarity: str) -> Chain:
     A class-block weighting: the class level, grouped (never ``K x K``) for one cross-class
     weight and at least :data:`~dgp.engine.groups.GROUPED_MIN_K` classes (its zero weights,
     when its class pattern needs the sample level, are expanded to a zero pattern whose own
-    chain is chosen here again).
+    chain is chosen here again). A low-rank target: its label span (within :math:`1^\\perp`
+    for the Euclidean similarity).
     """
     chain: list = []
     if isinstance(problem, LogWeights):
@@ -180,6 +293,8 @@ def choose_reductions(problem: object, *, similarity: str) -> Chain:
     elif isinstance(problem, ZeroPattern):
         if similarity != "cosine":
             chain.append(ZeroComponents())
+    elif isinstance(problem, LowRankTarget):
+        chain.append(LabelSpan(centred=similarity != "cosine"))
     elif isinstance(problem, BlockWeights):
         chain.append(ClassBlocks(grouped=problem.log_cross is None
                                  and problem.K >= GROUPED_MIN_K))

@@ -21,13 +21,14 @@ the columns :math:`2..k` of :math:`U` in the basis :math:`V` and :math:`C'` the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from dgp._linalg import fix_signs, tall_r
+from dgp._linalg import fix_signs
 from dgp.engine import rules
+from dgp.engine._lowrank_model import LowRankTarget
+from dgp.engine._reductions import LabelSpan, Located, SpanData, SpanProblem, choose_reductions
 from dgp.engine._spectra import FarkasSide
 from dgp.engine.family import (
     MultiplicityEuclideanSpectrum,
@@ -40,7 +41,6 @@ from dgp.engine.family import (
     repeat_smallest,
 )
 from dgp.engine.rules import Context, Explanation
-from dgp.engine.tridiag import ones_reflector_vectors
 from dgp.result import Classification
 from dgp.tolerance import Tolerance
 
@@ -54,40 +54,6 @@ __all__ = [
 
 #: largest N for which an embedding that needs the complement of range(U) is built (N x N QR)
 COMPLEMENT_EMBED_MAX_N = 4096
-#: largest N for which certificate vectors (Farkas) are listed sample by sample
-VECTORS_MAX_N = 2000
-
-
-@dataclass(frozen=True, eq=False)
-class LowRankTarget:
-    r"""A target :math:`\ell_{ij} = (UCU^\top)_{ij}` (:math:`i \ne j`) with constant diagonal
-    :math:`(UCU^\top)_{ii} = h`.
-
-    Attributes
-    ----------
-    U : ndarray, shape (N, k)
-        First column all ones.
-    C : ndarray, shape (k, k)
-        Symmetric.
-    h : float
-        The diagonal of :math:`UCU^\top`.
-    ell_bounds : tuple of float
-        Bounds ``(lo, hi)`` with ``lo <= ell_ij <= hi`` off the diagonal.
-    info : dict
-        What built it (reported in the certificate's structure).
-    """
-
-    U: np.ndarray
-    C: np.ndarray
-    h: float
-    ell_bounds: tuple[float, float]
-    info: dict = field(default_factory=dict)
-
-    def dense_ell(self) -> np.ndarray:
-        """The ``N x N`` target (tests and small cases only)."""
-        L = self.U @ self.C @ self.U.T
-        np.fill_diagonal(L, 0.0)
-        return L
 
 
 def gaussian_target(x: np.ndarray, kappa: float, *, shift: float = 0.0) -> LowRankTarget:
@@ -114,19 +80,20 @@ def gaussian_target(x: np.ndarray, kappa: float, *, shift: float = 0.0) -> LowRa
 class LowRankSpectrum(MultiplicitySpectrum):
     """:math:`G(\\mu)` of a low-rank target from its capacitance matrix (module docstring)."""
 
-    def __init__(self, t: LowRankTarget, tau: float) -> None:
+    def __init__(self, t: LowRankTarget, tau: float,
+                 span: tuple[SpanProblem, SpanData] | None = None) -> None:
+        """``span``: the target reduced to its label span (:class:`LabelSpan`, as
+        :func:`~dgp.engine._reductions.choose_reductions` picks it), applied here if not
+        given."""
         self.t, self.tau = t, tau
-        self.n, k = t.U.shape
-        if self.n <= VECTORS_MAX_N:
-            self.Q, self.R = np.linalg.qr(t.U)
-        else:
-            self.Q, self.R = None, tall_r(t.U)
+        self.n = int(t.U.shape[0])
+        reduced, self.span = span if span is not None else LabelSpan().apply(t)
+        self.Q, self.R = self.span.Q, reduced.R
         self.m = self.R.shape[0]
-        self.n_comp = self.n - self.m
+        self.n_comp = reduced.n_comp
         self.r1 = self.R[:, 0]  # Q^T 1
         lo_b, hi_b = t.ell_bounds
         self._box = psd_box(tau, lo_b, hi_b)
-        del k
 
     def capacitance(self, R: np.ndarray, mu: float) -> np.ndarray:
         """:math:`(1 - \\tau h - \\mu)I + R(\\tau C + \\mu e_1e_1^\\top)R^\\top`."""
@@ -178,7 +145,8 @@ class LowRankSpectrum(MultiplicitySpectrum):
             return None, -1.0, float(alpha) + mu
         y = vec[:, 0]
         slope = float((self.r1 @ y) ** 2 - 1.0)
-        x = None if self.Q is None else fix_signs((self.Q @ y)[:, None])[:, 0]
+        x = LabelSpan().invert(Located(vectors=y), self.span).vectors  # Q y, when Q was kept
+        x = None if x is None else fix_signs(x[:, None])[:, 0]
         return x, slope, float(lam[0]) - mu * slope
 
     def farkas_note(self, delta: float) -> str:
@@ -191,9 +159,10 @@ class LowRankSpectrum(MultiplicitySpectrum):
         n_big = int((lam > alpha).sum()) if self.n_comp else m
         need_comp = min(max(0, r - n_big), self.n_comp)
         n_small = r - need_comp
-        Q, RQ = (self.Q, self.R) if self.Q is not None else np.linalg.qr(self.t.U)
+        Q, RQ = (self.Q, self.R) if self.Q is not None else self.span.factors()
         lam, vec = np.linalg.eigh(self.capacitance(RQ, mu))
-        X = Q @ vec[:, ::-1][:, :n_small]
+        X = LabelSpan().invert(Located(vectors=vec[:, ::-1][:, :n_small]), self.span,
+                               Q=Q).vectors
         cols = [X * np.sqrt(np.clip(lam[::-1][:n_small], 0.0, None))]
         if need_comp > 0:
             if n > COMPLEMENT_EMBED_MAX_N:
@@ -211,15 +180,18 @@ class LowRankSpectrum(MultiplicitySpectrum):
 class LowRankEuclideanSpectrum(MultiplicityEuclideanSpectrum):
     """:math:`B = V^\\top\\ell V` of a low-rank target (module docstring)."""
 
-    def __init__(self, t: LowRankTarget, spread: float) -> None:
+    def __init__(self, t: LowRankTarget, spread: float,
+                 span: tuple[SpanProblem, SpanData] | None = None) -> None:
+        """``span``: the target reduced to its label span within :math:`1^\\perp`
+        (:class:`LabelSpan` with ``centred``), applied here if not given."""
         self.t = t
         self.n = int(t.U.shape[0])
         self.spread = spread
-        # columns 2..k in the orthonormal basis (1/sqrt N, V): reflect, drop the first coordinate
-        self.V = ones_reflector_vectors(t.U[:, 1:])[1:]
-        self.R = tall_r(self.V)
+        reduced, self.span = span if span is not None else LabelSpan(centred=True).apply(t)
+        self.V = self.span.basis  # columns 2..k in the orthonormal basis (1/sqrt N, V)
+        self.R = reduced.R
         self.m = self.R.shape[0]
-        self.n_comp = (self.n - 1) - self.m
+        self.n_comp = reduced.n_comp
         lam_s = np.linalg.eigvalsh(0.5 * (self.R @ t.C[1:, 1:] @ self.R.T
                                           + (self.R @ t.C[1:, 1:] @ self.R.T).T))
         self.lam_s = lam_s - t.h
@@ -239,7 +211,7 @@ class LowRankEuclideanSpectrum(MultiplicityEuclideanSpectrum):
         n, m = self.n, self.m
         if r == 0:
             return np.zeros((n, 0))
-        Q, RQ = np.linalg.qr(self.V)
+        Q, RQ = self.span.factors()
         M = RQ @ self.t.C[1:, 1:] @ RQ.T
         lam_q, vec_q = np.linalg.eigh(0.5 * (M + M.T))
         lam = lam_q - self.t.h - c
@@ -257,8 +229,10 @@ class LowRankEuclideanSpectrum(MultiplicityEuclideanSpectrum):
                 )
             Qf, _ = np.linalg.qr(self.V, mode="complete")
             cols.append(Qf[:, m : m + r - n_small] * np.sqrt(max(self.comp - c, 0.0)))
-        Yfull = np.vstack([np.zeros((1, r)), np.column_stack(cols)])
-        return np.sqrt(tau) * fix_signs(ones_reflector_vectors(Yfull))
+        # on the coordinates of 1^perp: back to the samples through the span's inverse
+        lifted = LabelSpan(centred=True).invert(Located(vectors=np.column_stack(cols)),
+                                                self.span, on_span=False).vectors
+        return np.sqrt(tau) * fix_signs(lifted)
 
 
 def classify_lowrank(
@@ -284,15 +258,18 @@ def classify_lowrank(
     lo, hi = t.ell_bounds
     if similarity == "cosine":
         check_cosine_scale(tau, hi - lo)
+    # the label span, chosen once (centred within 1^perp for the Euclidean similarity)
+    reduced, ((_, data),) = choose_reductions(t, similarity=similarity).apply(t)
     ctx = Context(
         similarity=similarity, tau=tau, dim=dim, n=int(t.U.shape[0]), tol=tol,
         method="structured", entropic_bound=entropic_bound, shift=shift, objective=objective,
         notes=notes, explanation=explanation, embed=embed, floor=floor,
     )
     if similarity == "cosine":
-        fam = cosine_family(LowRankSpectrum(t, tau), tau=tau, tol=tol)
+        fam = cosine_family(LowRankSpectrum(t, tau, (reduced, data)), tau=tau, tol=tol)
     else:
-        fam = euclidean_family(LowRankEuclideanSpectrum(t, hi - lo), tau=tau, tol=tol)
+        fam = euclidean_family(LowRankEuclideanSpectrum(t, hi - lo, (reduced, data)), tau=tau,
+                               tol=tol)
     return rules.verdict(fam, ctx)
 
 
