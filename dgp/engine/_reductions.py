@@ -152,6 +152,35 @@ class ClassBlocks:
         bw = problem.expanded()
         return ClassProblem(bw, bw.pair_log_weights(), bw.counts() > 0), data
 
+    def sample_pattern(self, problem: ClassProblem,
+                       positive: np.ndarray) -> tuple[ZeroPattern, float]:
+        """The inverse on the problem itself, where the class level cannot decide: the
+        sample-level zero pattern of the class pairs ``positive`` (sparse, memory checked; no
+        ``N x N`` array) and its canonical shift (the largest positive log-weight, which
+        :meth:`ZeroPattern.from_pairs` subtracts)."""
+        from dgp.resources import check_memory
+
+        bw, M = problem.weights, problem.log_weights
+        counts = bw.counts()
+        live = positive & (counts > 0)
+        top = float(M[positive & problem.used].max())
+        nnz = float((bw.sizes[:, None] * counts * live).sum())
+        check_memory(24.0 * nnz, what=f"the {int(nnz)} positive pairs of the class pattern",
+                     hint="use fewer samples per class")
+        members = bw.members()
+        rows, cols, vals = [], [], []
+        for k, l in zip(*np.nonzero(live), strict=True):
+            a, b = members[k], members[l]
+            r = np.repeat(a, b.size)
+            c = np.tile(b, a.size)
+            keep = r != c
+            rows.append(r[keep])
+            cols.append(c[keep])
+            vals.append(np.full(int(keep.sum()), M[k, l]))
+        pattern = ZeroPattern.from_pairs(bw.n, np.concatenate(rows), np.concatenate(cols),
+                                         np.concatenate(vals))
+        return pattern, top
+
     def invert(self, located: Located, inverse_data: ClassData) -> Located:
         """Classes to samples: each class's first member; an entry ``(k, l)`` to its first pair
         of distinct samples (the first two members of ``k`` when ``l == k``); a cycle closed by

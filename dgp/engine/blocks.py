@@ -170,37 +170,9 @@ def _blocks_zero(cp: ClassProblem, data: ClassData, zero: np.ndarray,
         out = _complete_blocks(bw, used, comp, n_comp, first, n_zero, ctx)
         if out is not None:
             return out
-    return classify_pattern(_block_pattern(bw, pos), replace(ctx, shift=_top_log_weight(bw, pos)))
-
-
-def _top_log_weight(bw: BlockWeights, pos: np.ndarray) -> float:
-    M = bw.pair_log_weights()
-    return float(M[pos & (bw.counts() > 0)].max())
-
-
-def _block_pattern(bw: BlockWeights, pos: np.ndarray):
-    """The sample-level positive pairs of a class pattern (sparse; memory checked)."""
-    from dgp.engine.zeros import ZeroPattern
-    from dgp.resources import check_memory
-
-    counts = bw.counts()
-    live = pos & (counts > 0)
-    nnz = float((bw.sizes[:, None] * counts * live).sum())
-    check_memory(24.0 * nnz, what=f"the {int(nnz)} positive pairs of the class pattern",
-                 hint="use fewer samples per class")
-    M = bw.pair_log_weights()
-    members = bw.members()
-    rows, cols, vals = [], [], []
-    for k, l in zip(*np.nonzero(live), strict=True):
-        a, b = members[k], members[l]
-        r = np.repeat(a, b.size)
-        c = np.tile(b, a.size)
-        keep = r != c
-        rows.append(r[keep])
-        cols.append(c[keep])
-        vals.append(np.full(int(keep.sum()), M[k, l]))
-    return ZeroPattern.from_pairs(bw.n, np.concatenate(rows), np.concatenate(cols),
-                                  np.concatenate(vals))
+    # the class level cannot decide: back to the samples through the reduction's inverse
+    pattern, top = ClassBlocks().sample_pattern(cp, pos)
+    return classify_pattern(pattern, replace(ctx, shift=top))
 
 
 def _complete_blocks(bw, used, comp, n_comp, first, n_zero, ctx) -> Classification | None:

@@ -51,7 +51,10 @@ decided exactly (``proofs/t22_zero_patterns.py``):
 
 **Layout.** One module per job, each importing only the ones listed before it:
 :mod:`~dgp.engine.zeros._pattern` (the pattern and the decision records),
-:mod:`~dgp.engine.zeros._order` (cycle condition and scale order),
+:mod:`~dgp.engine.zeros._split` (its support components, each a problem of its own numbered
+``0..n_c - 1``: the reduction :class:`~dgp.engine.zeros._split.ZeroComponents`, whose inverse
+lifts a component's samples back), :mod:`~dgp.engine.zeros._order` (cycle condition and scale
+order),
 :mod:`~dgp.engine.zeros._rigidity` (the family :math:`X_0/t + tY`),
 :mod:`~dgp.engine.zeros._obstructions`, :mod:`~dgp.engine.zeros._search` (numerical searches),
 :mod:`~dgp.engine.zeros._components` (one support component),
