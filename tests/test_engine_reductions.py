@@ -167,7 +167,7 @@ def test_broken_class_cycle_lifts_to_a_broken_cycle_of_the_samples():
     W = _dense_of(labels, within, cross)
     logW = np.log(np.where(W > 0, W, 1.0))
     ratio = sum(logW[a, b] - logW[b, a] for a, b in itertools.pairwise(cycle))
-    assert abs(ratio) == pytest.approx(abs(cert["log_ratio"]), rel=1e-12)
+    assert ratio == pytest.approx(cert["log_ratio"], rel=1e-12)  # orientation included
     assert abs(ratio) > 1e-3
     assert dgp.classify(W, tau=0.5, dim=3, similarity="euclidean").verdict == res.verdict
 
@@ -185,6 +185,54 @@ def test_block_zero_entry_is_the_dense_first_zero(seed):
     assert s["entry"] == d["entry"]
     i, j = s["entry"]
     assert W[i, j] == 0 and i != j
+
+
+def test_class_pattern_expands_to_the_dense_pattern():
+    """Where the class level cannot decide, ClassBlocks.sample_pattern gives the samples'
+    pattern: the same positive pairs and canonical log-weights as the dense N x N weighting's,
+    and the shift it carries is the largest positive log-weight."""
+    rng = np.random.default_rng(10)
+    labels = rng.permutation(np.repeat(np.arange(3), [3, 2, 4]))
+    within = np.array([1.5, 0.0, 2.0])
+    cross = np.array([[0.0, 3.0, 0.0], [1.0, 0.0, 0.5], [0.0, 2.5, 0.0]])
+    bw = block_weights(labels, within=within, cross=cross)
+    cp, _ = ClassBlocks().apply(bw)
+    positive = np.isfinite(cp.log_weights) & cp.used
+    pattern, top = ClassBlocks().sample_pattern(cp, positive)
+    W = _dense_of(labels, within, cross)
+    dense = ZeroPattern.from_log_weights(log_weights(W))
+    np.testing.assert_array_equal(pattern.rows, dense.rows)
+    np.testing.assert_array_equal(pattern.cols, dense.cols)
+    np.testing.assert_allclose(pattern.logw, dense.logw, rtol=0, atol=1e-14)
+    assert pattern.n_zero == dense.n_zero and pattern.first_zero == dense.first_zero
+    assert top == pytest.approx(np.log(W.max()), rel=1e-14)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), objective=st.sampled_from(["supcon", "soft-supcon"]),
+       similarity=st.sampled_from(["cosine", "euclidean"]), dim=st.integers(1, 4))
+def test_class_objective_is_invariant_under_permutation(seed, objective, similarity, dim):
+    """Through the class-block chain: permuting the samples changes nothing but the sample
+    numbers a certificate names (the zero entry of SupCon stays a pair of two classes)."""
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(3), rng.integers(2, 4, size=3))
+    perm = rng.permutation(labels.size)
+    kw = {"eps": 0.2} if objective == "soft-supcon" else {}
+    a = dgp.classify_objective(objective, labels, tau=0.4, dim=dim, similarity=similarity, **kw)
+    b = dgp.classify_objective(objective, labels[perm], tau=0.4, dim=dim,
+                               similarity=similarity, **kw)
+    va, ra, ka, ca = _summary(a)
+    vb, rb, kb, cb = _summary(b)
+    assert (va, ra, ka) == (vb, rb, kb)
+    assert (ca is None) == (cb is None)
+    for x, y in zip(ca or (), cb or (), strict=True):
+        assert (x is None) == (y is None)
+        if x is not None:
+            assert x == pytest.approx(y, rel=1e-7, abs=1e-9)
+    entry = b.certificate.to_dict().get("entry")
+    if entry is not None:  # a zero weight of the permuted labels: two different classes
+        i, j = entry
+        assert labels[perm][i] != labels[perm][j]
 
 
 # --- the label span of a low-rank target ---------------------------------------------------
