@@ -152,6 +152,26 @@ def test_class_entry_lifts_to_the_first_such_pair_of_samples():
     assert lifted == (int(np.flatnonzero(inv == 2)[0]), int(np.flatnonzero(inv == 0)[0]))
 
 
+def test_class_vectors_lift_to_the_samples_of_each_class():
+    """A class-level vector lifts to the sample vector that is v[k] on class k (compared with
+    fancy indexing by the class of every sample), one column at a time; a vector within one
+    class stays on that class with its sum."""
+    rng = np.random.default_rng(12)
+    labels = rng.permutation(np.repeat(np.arange(4), [3, 1, 2, 5]))
+    bw = block_weights(labels, within=np.ones(4), cross=np.ones((4, 4)))
+    _, data = ClassBlocks().apply(bw)
+    v = rng.normal(size=4)
+    V = rng.normal(size=(4, 3))
+    np.testing.assert_array_equal(
+        ClassBlocks().invert(Located(vectors=v), data).vectors, v[bw.inverse])
+    np.testing.assert_array_equal(
+        ClassBlocks().invert(Located(vectors=V), data).vectors, V[bw.inverse])
+    h = np.array([1.0, -2.0, 0.5, 0.25, 0.25])
+    x = data.members.within(3, h)
+    assert (x[bw.inverse != 3] == 0).all() and x.sum() == pytest.approx(h.sum())
+    np.testing.assert_array_equal(x[bw.inverse == 3], h)
+
+
 def test_broken_class_cycle_lifts_to_a_broken_cycle_of_the_samples():
     """The cycle the class level reports, lifted to samples, breaks the cycle condition of the
     N x N weights by the reported log-ratio; the dense engine agrees on the verdict."""

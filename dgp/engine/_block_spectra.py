@@ -10,6 +10,7 @@ import numpy as np
 
 from dgp._linalg import fix_signs, helmert
 from dgp.engine._block_model import BlockTarget
+from dgp.engine._reduction_base import ClassMembers
 from dgp.engine._spectra import FarkasSide
 from dgp.engine.family import (
     MultiplicityEuclideanSpectrum,
@@ -146,16 +147,13 @@ class BlockSpectrum(MultiplicitySpectrum):
             value, slope = float(delta[k]), -1.0
             x = None
             if members is not None and self.n <= VECTORS_MAX_N:
-                x = np.zeros(self.n)
-                x[members[k]] = helmert(int(self.t.sizes[k]))[:, 0]
+                x = ClassMembers(members, self.n).within(k, helmert(int(self.t.sizes[k]))[:, 0])
         else:
             v = vec[:, 0]
             value, slope = float(lam[0]), float((self.s @ v) ** 2 - 1.0)
             x = None
             if members is not None and self.n <= VECTORS_MAX_N:
-                x = np.empty(self.n)
-                for k, idx in enumerate(members):
-                    x[idx] = v[k] / self.s[k]
+                x = ClassMembers(members, self.n).constant(v / self.s)
         return x, slope, value - mu * slope
 
     def farkas_note(self, delta: float) -> str:
@@ -186,28 +184,20 @@ def block_embedding(
     cand = [(float(q_lam[i]), "q", i) for i in range(q_lam.size)]
     cand += [(float(delta[k]), "w", k) for k in range(sizes.size) if sizes[k] >= 2]
     cand.sort(key=lambda t: -t[0])
-    if members is None:
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        members = [np.arange(s, s + m) for s, m in zip(starts, sizes, strict=True)]
+    classes = ClassMembers.of(members, sizes)  # the way back from classes to samples
     cols: list[np.ndarray] = []
     for val, kind, i in cand:
         if len(cols) >= r:
             break
         scale = np.sqrt(max(val, 0.0))
         if kind == "q":
-            x = np.empty(n)
-            v = q_vec[:, i] / np.sqrt(sizes)
-            for k, idx in enumerate(members):
-                x[idx] = v[k]
-            cols.append(x * scale)
+            cols.append(classes.constant(q_vec[:, i] / np.sqrt(sizes)) * scale)
         else:
             H = helmert(int(sizes[i]))
             for j in range(H.shape[1]):
                 if len(cols) >= r:
                     break
-                x = np.zeros(n)
-                x[members[i]] = H[:, j]
-                cols.append(x * scale)
+                cols.append(classes.within(i, H[:, j]) * scale)
     Z = np.column_stack(cols) if cols else np.zeros((n, 0))
     return fix_signs(Z)
 

@@ -1,5 +1,7 @@
 r"""The reductions' common ground: what a verdict says about a problem (:class:`Located`), the
-:class:`Reduction` protocol, the canonical shift (:class:`LogShift`) and the :class:`Chain`.
+:class:`Reduction` protocol, the canonical shift (:class:`LogShift`), the :class:`Chain` and
+the way back from classes to samples for vectors (:class:`ClassMembers`, which the class-block
+spectra and the twin classes of a dense target lift their eigenvectors with).
 
 The reductions themselves and the one place that chooses them are
 :mod:`dgp.engine._reductions`; this module stands below every engine module that applies or
@@ -16,7 +18,7 @@ import numpy as np
 
 from dgp.engine._canonical import LogWeights, Shift, canonical
 
-__all__ = ["Chain", "Located", "LogShift", "Reduction", "inverse_data"]
+__all__ = ["Chain", "ClassMembers", "Located", "LogShift", "Reduction", "inverse_data"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,46 @@ class LogShift:
 
     def invert(self, located: Located, inverse_data: Shift) -> Located:
         return replace(located, c=inverse_data.to_user_c(located.c))
+
+
+@dataclass(frozen=True, eq=False)
+class ClassMembers:
+    """The samples of each class: the inverse of a class quotient on vectors (one
+    implementation for the class blocks, their twin classes in a dense target and the
+    :class:`~dgp.engine._reductions.ClassBlocks` reduction).
+
+    Attributes
+    ----------
+    members : list of ndarray of int
+        The samples of each class.
+    n : int
+        Number of samples.
+    """
+
+    members: list
+    n: int
+
+    @classmethod
+    def of(cls, members: list | None, sizes: np.ndarray) -> ClassMembers:
+        """The classes ``members``; ``None``: contiguous classes of ``sizes`` in order."""
+        if members is None:
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            members = [np.arange(s, s + m) for s, m in zip(starts, sizes, strict=True)]
+        return cls(members, int(np.sum(sizes)))
+
+    def constant(self, v: np.ndarray) -> np.ndarray:
+        """The sample vector equal to ``v[k]`` on class ``k`` (a class-level vector lifted)."""
+        x = np.empty(self.n)
+        for k, idx in enumerate(self.members):
+            x[idx] = v[k]
+        return x
+
+    def within(self, k: int, h: np.ndarray) -> np.ndarray:
+        """The sample vector equal to ``h`` on class ``k`` (its samples in order), zero
+        elsewhere (a zero-sum vector within one class lifted)."""
+        x = np.zeros(self.n)
+        x[self.members[k]] = h
+        return x
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,14 @@ import numpy as np
 from dgp._linalg import tall_r
 from dgp.engine._block_model import BlockWeights
 from dgp.engine._lowrank_model import VECTORS_MAX_N, LowRankTarget
-from dgp.engine._reduction_base import Chain, Located, LogShift, Reduction, inverse_data
+from dgp.engine._reduction_base import (
+    Chain,
+    ClassMembers,
+    Located,
+    LogShift,
+    Reduction,
+    inverse_data,
+)
 from dgp.engine.groups import GROUPED_MIN_K
 from dgp.engine.target import LogWeights
 from dgp.engine.tridiag import ones_reflector_vectors
@@ -57,6 +64,7 @@ __all__ = [
     "Chain",
     "ClassBlocks",
     "ClassData",
+    "ClassMembers",
     "ClassProblem",
     "Component",
     "LabelSpan",
@@ -102,10 +110,13 @@ class ClassData:
         The class of every sample.
     K : int
         Number of classes.
+    weights : BlockWeights
+        The weighting reduced (its classes' members are read from it when asked).
     """
 
     inverse: np.ndarray
     K: int
+    weights: BlockWeights
 
     @cached_property
     def first(self) -> np.ndarray:
@@ -114,6 +125,11 @@ class ClassData:
         first = np.full(self.K, n)
         np.minimum.at(first, self.inverse, np.arange(n))
         return first
+
+    @cached_property
+    def members(self) -> ClassMembers:
+        """The samples of each class (found when first asked)."""
+        return ClassMembers(self.weights.members(), int(self.inverse.size))
 
     def first_other(self) -> int:
         """The first sample outside the class of sample 0."""
@@ -146,7 +162,7 @@ class ClassBlocks:
         return isinstance(problem, BlockWeights)
 
     def apply(self, problem: BlockWeights) -> tuple[ClassProblem | BlockWeights, ClassData]:
-        data = ClassData(problem.inverse, problem.K)
+        data = ClassData(problem.inverse, problem.K, problem)
         if self.grouped:
             return problem, data
         bw = problem.expanded()
@@ -182,10 +198,18 @@ class ClassBlocks:
         return pattern, top
 
     def invert(self, located: Located, inverse_data: ClassData) -> Located:
-        """Classes to samples: each class's first member; an entry ``(k, l)`` to its first pair
+        """Classes to samples: a class-constant vector to the samples' (each sample its class's
+        entry); each class's first member; an entry ``(k, l)`` to its first pair
         of distinct samples (the first two members of ``k`` when ``l == k``); a cycle closed by
         ``(k, l)`` to ``(0, first[k], first[l], 0)`` (the cycle condition is read from the
         class of sample 0)."""
+        if located.vectors is not None:  # class-constant vectors: one entry (row) per class
+            v, lift = np.asarray(located.vectors), inverse_data.members.constant
+            x = lift(v) if v.ndim == 1 else np.column_stack(
+                [lift(v[:, j]) for j in range(v.shape[1])])
+            located = replace(located, vectors=x)
+        if not located.samples:
+            return replace(located, kind="samples")
         first = inverse_data.first
         if located.kind == "cycle":
             k, l = located.samples

@@ -106,7 +106,8 @@ def classify_blocks(
         return classify_grouped(bw.sizes, bw.log_within, float(bw.cross_value), ctx,
                                 first_other=data.first_other())
     bw, M, used = reduced.weights, reduced.log_weights, reduced.used
-    members = bw.members() if (embed or bw.n <= VECTORS_MAX_N) else None
+    # the class quotient's way back to the samples, for the spectra's vectors
+    members = data.members.members if (embed or bw.n <= VECTORS_MAX_N) else None
     structure = {"classes": bw.classes.tolist(), "sizes": bw.sizes.tolist()}
     base = {
         "similarity": similarity, "tau": tau, "dim": dim, "n": bw.n, "tol": tol,
