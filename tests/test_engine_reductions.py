@@ -25,13 +25,14 @@ from dgp.engine._reductions import (
     LabelSpan,
     Located,
     LogShift,
+    TwinClasses,
     ZeroComponents,
     choose_reductions,
     inverse_data,
 )
 from dgp.engine.blocks import block_weights, classify_blocks
 from dgp.engine.lowrank import gaussian_target
-from dgp.engine.target import log_weights, sparse_log_weights
+from dgp.engine.target import log_target, log_weights, sparse_log_weights
 from dgp.engine.zeros import ZeroPattern
 from dgp.tolerance import Tolerance
 
@@ -253,6 +254,35 @@ def test_class_objective_is_invariant_under_permutation(seed, objective, similar
     if entry is not None:  # a zero weight of the permuted labels: two different classes
         i, j = entry
         assert labels[perm][i] != labels[perm][j]
+
+
+def test_twin_classes_of_a_dense_target_are_the_label_classes():
+    """A class weighting written out densely: the twin classes found are the label classes, a
+    class-level vector lifts to each sample's class entry, a class to its first sample; a
+    target without twins is left as it is (the identity)."""
+    rng = np.random.default_rng(13)
+    labels = rng.permutation(np.repeat(np.arange(3), [9, 10, 12]))  # above TWIN_MIN_MEAN_SIZE
+    W = dgp.objective_weights("soft-supcon", labels, eps=0.3)
+    target = log_target(log_weights(W), Tolerance.make(1e-12, n=labels.size))
+    chain = choose_reductions(target, similarity="cosine")
+    assert chain.names == ("twin classes",)
+    blocks, ((_, data),) = chain.apply(target)
+    assert sorted(blocks.sizes.tolist()) == [9, 10, 12]
+    assert {frozenset(m.tolist()) for m in data.members} == {
+        frozenset(np.flatnonzero(labels == k).tolist()) for k in range(3)}
+    cls = np.empty(labels.size, dtype=int)
+    for k, m in enumerate(data.members):
+        cls[m] = k
+    v = rng.normal(size=3)
+    np.testing.assert_array_equal(TwinClasses().invert(Located(vectors=v), data).vectors, v[cls])
+    firsts = TwinClasses().invert(Located(samples=(0, 1, 2)), data).samples
+    assert [int(cls[i]) for i in firsts] == [0, 1, 2]
+    assert all(i == int(np.flatnonzero(cls == k)[0]) for k, i in enumerate(firsts))
+    noisy = W + np.triu(rng.uniform(0.0, 1e-3, W.shape), 1)
+    noisy = noisy + np.triu(noisy, 1).T - np.tril(noisy, -1)
+    plain = log_target(log_weights(noisy), Tolerance.make(1e-12, n=labels.size))
+    same, ((_, none),) = choose_reductions(plain, similarity="cosine").apply(plain)
+    assert same is plain and none is None
 
 
 # --- the label span of a low-rank target ---------------------------------------------------

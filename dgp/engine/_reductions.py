@@ -23,6 +23,9 @@ first zero weight, the members of a block, the vertices of an obstruction).
 * :class:`ClassBlocks` — a class-block weighting read at the class level (``K x K`` log-weights,
   the pairs that occur); ``invert`` maps classes back to samples (each class's first member,
   the first pair of distinct samples of an entry, a class cycle through sample 0).
+* :class:`TwinClasses` — the twin classes of a dense log-target (identical rows) merged, read
+  by the block spectra; ``invert`` lifts class-level vectors and classes to the samples
+  (:class:`~dgp.engine._reduction_base.ClassMembers`).
 * :class:`LabelSpan` — a low-rank target :math:`\\ell = UCU^\\top` read on the span of its
   label matrix, ``U = QR`` (on the span of its columns ``2..k`` within :math:`1^\\perp` for
   the Euclidean similarity): the reduced problem is the triangular factor ``R`` (the
@@ -44,7 +47,8 @@ from functools import cached_property
 import numpy as np
 
 from dgp._linalg import tall_r
-from dgp.engine._block_model import BlockWeights
+from dgp.engine._block_model import BlockTarget, BlockWeights
+from dgp.engine._block_spectra import dense_blocks
 from dgp.engine._lowrank_model import VECTORS_MAX_N, LowRankTarget
 from dgp.engine._reduction_base import (
     Chain,
@@ -55,7 +59,7 @@ from dgp.engine._reduction_base import (
     inverse_data,
 )
 from dgp.engine.groups import GROUPED_MIN_K
-from dgp.engine.target import LogWeights
+from dgp.engine.target import LogTarget, LogWeights
 from dgp.engine.tridiag import ones_reflector_vectors
 from dgp.engine.zeros._pattern import ZeroPattern
 from dgp.engine.zeros._split import Component, SplitPattern, ZeroComponents
@@ -74,6 +78,7 @@ __all__ = [
     "SpanData",
     "SpanProblem",
     "SplitPattern",
+    "TwinClasses",
     "ZeroComponents",
     "choose_reductions",
     "inverse_data",
@@ -223,6 +228,42 @@ class ClassBlocks:
         return replace(located, samples=samples, kind="samples")
 
 
+@dataclass(frozen=True)
+class TwinClasses:
+    """The samples of a dense log-target with identical rows merged into classes (twins: a
+    class weighting written out as a dense matrix), so the block spectra decide it in
+    :math:`O(K^3)` per evaluation (:func:`~dgp.engine._block_spectra.dense_blocks` finds them,
+    exactly, within its work budget)."""
+
+    name: str = "twin classes"
+
+    def applies(self, problem: object) -> bool:
+        """On a dense log-target (whether it has enough twins is what :meth:`apply` finds)."""
+        return isinstance(problem, LogTarget)
+
+    def apply(self, problem: LogTarget) -> tuple[BlockTarget | LogTarget, ClassMembers | None]:
+        """The block target of the twin classes and their members; the target unchanged and
+        ``None`` when the classes are too few to be worth it (the reduction is the identity)."""
+        found = dense_blocks(problem.ell, problem.spread)
+        if found is None:
+            return problem, None
+        blocks, members = found
+        return blocks, ClassMembers(members, int(blocks.sizes.sum()))
+
+    def invert(self, located: Located, inverse_data: ClassMembers | None) -> Located:
+        """Class-constant vectors to the samples' (one entry, or row, per class), classes to
+        their first member."""
+        if inverse_data is None:
+            return located
+        if located.vectors is not None:
+            v, lift = np.asarray(located.vectors), inverse_data.constant
+            x = lift(v) if v.ndim == 1 else np.column_stack(
+                [lift(v[:, j]) for j in range(v.shape[1])])
+            located = replace(located, vectors=x)
+        samples = tuple(int(inverse_data.members[k][0]) for k in located.samples)
+        return replace(located, samples=samples)
+
+
 @dataclass(frozen=True, eq=False)
 class SpanProblem:
     """A low-rank target on the span of its label matrix (the reduced problem of
@@ -335,7 +376,8 @@ def choose_reductions(problem: object, *, similarity: str) -> Chain:
     weight and at least :data:`~dgp.engine.groups.GROUPED_MIN_K` classes (its zero weights,
     when its class pattern needs the sample level, are expanded to a zero pattern whose own
     chain is chosen here again). A low-rank target: its label span (within :math:`1^\\perp`
-    for the Euclidean similarity).
+    for the Euclidean similarity). A dense log-target (the spectral engine's): its twin
+    classes (the identity when they are too few).
     """
     chain: list = []
     if isinstance(problem, LogWeights):
@@ -346,6 +388,8 @@ def choose_reductions(problem: object, *, similarity: str) -> Chain:
     elif isinstance(problem, ZeroPattern):
         if similarity != "cosine":
             chain.append(ZeroComponents())
+    elif isinstance(problem, LogTarget):
+        chain.append(TwinClasses())
     elif isinstance(problem, LowRankTarget):
         chain.append(LabelSpan(centred=similarity != "cosine"))
     elif isinstance(problem, BlockWeights):

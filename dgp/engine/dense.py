@@ -13,7 +13,9 @@ Euclidean: the same reflection gives :math:`B = V^\top\ell V` as the trailing bl
 Everything happens in the memory of the canonical log-weights: no other ``N x N`` array.
 
 A target made of twin classes (a class weighting written out as a dense matrix) is found in
-:math:`O(N^2)` (:func:`dgp.engine.blocks.dense_blocks`) and handed to the block spectra, whose
+:math:`O(N^2)` (:func:`dgp.engine.blocks.dense_blocks`, the reduction
+:class:`~dgp.engine._reductions.TwinClasses` chosen for every dense target) and handed to the
+block spectra, whose
 eigenvalues are the same: no :math:`O(N^3)` step. Their embedding is put in the canonical form
 of this module's (:func:`dgp._linalg.fix_embedding`), so the answer does not depend on the path.
 """
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dgp._linalg import fix_embedding, fix_signs
-from dgp.engine._block_spectra import BlockEuclideanSpectrum, BlockSpectrum, dense_blocks
+from dgp.engine._block_spectra import BlockEuclideanSpectrum, BlockSpectrum
 from dgp.engine._spectra import FarkasSide
 from dgp.engine.family import (
     CosineSpectrum,
@@ -229,9 +231,12 @@ class TwinEuclideanSpectrum(BlockEuclideanSpectrum):
 def dense_family(target: LogTarget, *, similarity: str, tau: float, tol: Tolerance) -> Any:
     """The family of a dense log-target (overwrites ``target.ell`` unless it is made of twin
     classes, which the block spectra decide without it)."""
-    twins = dense_blocks(target.ell, target.spread)
+    from dgp.engine._reductions import choose_reductions
+
+    # the twin classes, chosen once for the dense target (the identity without enough twins)
+    blocks, ((_, twins),) = choose_reductions(target, similarity=similarity).apply(target)
     if twins is not None:
-        blocks, members = twins
+        members = twins.members
         if similarity == "cosine":
             return cosine_family(TwinCosineSpectrum(blocks, tau, members), tau=tau, tol=tol)
         return euclidean_family(TwinEuclideanSpectrum(blocks, members), tau=tau, tol=tol)
