@@ -6,8 +6,9 @@ original's (the model is cvxpy's ``reductions/``, as :mod:`dgp.optima._reduction
 optimum): ``apply`` returns the reduced problem and the data its inverse needs, ``invert``
 maps what a verdict says about the reduced problem back to the original. What a verdict says
 about a problem in that problem's numbering and convention is a :class:`Located`: a constant
-``c`` of the target (a ``c_max``, an end of the interval), and samples (a broken cycle, the
-first zero weight, the members of a block, the vertices of an obstruction).
+``c`` of the target (a ``c_max``, an end of the interval), samples (a broken cycle, the first
+zero weight, the members of a block, the vertices of an obstruction) and vectors (a Farkas
+vector, an embedding's columns).
 
 * :class:`LogShift` — log-weights minus their largest, ``L = log w - shift``. The
   validator (:func:`dgp.engine.target.log_weights`) applies it in its one pass over the
@@ -34,9 +35,13 @@ first zero weight, the members of a block, the vertices of an obstruction).
 * :class:`Chain` applies several in order and inverts them in reverse.
 
 :func:`choose_reductions` is the one place that picks the chain from the problem's structure:
-:func:`dgp.engine.pipeline.classify_weights`, :func:`dgp.engine.blocks.classify_blocks` and
-the sparse path (:func:`dgp.engine.zeros.classify_sparse`) call it once where they are
-entered, decide the reduced problem and lift once. ``docs/architecture.md`` says how to add one.
+each engine calls it once where it is entered (:func:`dgp.engine.pipeline.classify_weights`,
+:func:`dgp.engine.dense.dense_family`, :func:`dgp.engine.blocks.classify_blocks`,
+:func:`dgp.engine.lowrank.classify_lowrank`, :func:`dgp.engine.zeros.classify_sparse`),
+decides the reduced problem and lifts through the chosen reductions' inverses. The reductions
+that the engines below import (the shift, the components, :class:`ClassMembers`) live in
+:mod:`dgp.engine._reduction_base` and :mod:`dgp.engine.zeros._split`, re-exported here, so no
+engine that this module reads imports it back. ``docs/architecture.md`` says how to add one.
 """
 
 from __future__ import annotations
@@ -374,10 +379,11 @@ def choose_reductions(problem: object, *, similarity: str) -> Chain:
     decides the verdict at once). A zero pattern: the split.
     A class-block weighting: the class level, grouped (never ``K x K``) for one cross-class
     weight and at least :data:`~dgp.engine.groups.GROUPED_MIN_K` classes (its zero weights,
-    when its class pattern needs the sample level, are expanded to a zero pattern whose own
-    chain is chosen here again). A low-rank target: its label span (within :math:`1^\\perp`
-    for the Euclidean similarity). A dense log-target (the spectral engine's): its twin
-    classes (the identity when they are too few).
+    when its class pattern needs the sample level, are expanded to a zero pattern,
+    :meth:`ClassBlocks.sample_pattern`, which is split as any pattern is). A low-rank
+    target: its label span (within :math:`1^\\perp` for the Euclidean similarity). A dense
+    log-target (the spectral engine's): its twin classes (the identity when they are too
+    few).
     """
     chain: list = []
     if isinstance(problem, LogWeights):
