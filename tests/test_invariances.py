@@ -106,8 +106,11 @@ def test_supcon_prototypes_in_a_dimension_follow_their_classes(sizes, tau, seed)
     """In ``R^2`` the search is non-convex: the loss is compared (the arrangement may be any
     of the optimal ones), to the reported gap of each answer."""
     p = np.random.default_rng(seed).permutation(len(sizes))
-    ref = dgp.supcon_prototypes(sizes, tau=tau, dim=2)
-    perm = dgp.supcon_prototypes([sizes[i] for i in p], tau=tau, dim=2)
+    # two seeded random starts beside the free optimum's factor, not the default eight: the
+    # bracket must hold whatever the starts, and for K <= 5 in R^2 the starts' screening was
+    # three quarters of this test's time (24 such solves: the same loss with 2 and with 8)
+    ref = dgp.supcon_prototypes(sizes, tau=tau, dim=2, starts=2)
+    perm = dgp.supcon_prototypes([sizes[i] for i in p], tau=tau, dim=2, starts=2)
     slack = 1e-6 * max(1.0, abs(ref.loss))
     # each loss is at least the other's lower bound: the two answers bracket one optimum
     assert perm.loss >= ref.lower_bound - slack
