@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-from dgp import supcon_prototypes
+from dgp.solver import BatchSpec
 from dgp.torch import data as datasets
 from dgp.torch import experiments as E
 from dgp.torch.experiments import continuous as C
@@ -41,7 +41,12 @@ def shared_predictions(tmp_path_factory):
     function of (sizes, tau, eps, batch size), which supcon-imbalance, batch-size,
     soft-supcon-tau, controls and `verify all` ask for again and again (the solver, seeded,
     dominated CI's slow step). Under pytest-xdist the workers share them through a folder of
-    this session's (each computed by one worker, the others wait for it on a file lock)."""
+    this session's (each computed by one worker, the others wait for it on a file lock).
+
+    Yields the shared function, ``supcon_prediction(sizes, tau=, eps=, batch_size=)``: that is
+    ``dgp.supcon_prototypes(sizes, tau=tau, eps=eps, batch_size=B, reduction="sum")`` (uniform
+    batches are the default sampler), so a test's exact reference for the trainer's batches is
+    read from here rather than solved a second time (about 5 s of CPU each)."""
     import fcntl
     import hashlib
     import pickle
@@ -73,7 +78,7 @@ def shared_predictions(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         for mod in (IMB, batches, control_inputs, temperature):
             mp.setattr(mod, "supcon_prediction", once)
-        yield memo
+        yield once
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +90,8 @@ def imbalance():
 
 
 @pytest.mark.slow
-def test_supcon_imbalance_decided_on_heldout_where_the_loss_can_tell(imbalance):
+def test_supcon_imbalance_decided_on_heldout_where_the_loss_can_tell(imbalance,
+                                                                    shared_predictions):
     exp, _ = imbalance
     rep = exp.report
     runs = _by(rep)
@@ -101,14 +107,18 @@ def test_supcon_imbalance_decided_on_heldout_where_the_loss_can_tell(imbalance):
     ident = sup["identifiability"]
     assert ident["informative"] and ident["delta"] > 5 * ident["resolution"]
     # the loss gap measured on the trainer's batches against the exact expectation over batch
-    # compositions (dgp.supcon_prototypes): two methods
+    # compositions (dgp.supcon_prototypes): two methods. The reference is dgp's prediction for
+    # those batches, shared (computed once per session, see shared_predictions); the measured
+    # gap never reads it: it is the loss excess of the simplex on batches the runs drew
     sizes = rep["config"]["sizes_imbalanced"]
-    exact = supcon_prototypes(sizes, tau=0.5, batch_size=64, reduction="sum").identifiability
+    shared = shared_predictions(sizes, tau=0.5, eps=None, batch_size=64)
+    assert shared.batch.spec == BatchSpec(64, "uniform", None, "sum", "drop")
+    exact = shared.identifiability
     assert ident["delta"] == pytest.approx(exact.simplex_gap, rel=0.1)
     # at tau = 0.1 the loss cannot tell the prediction from the simplex: no verdict
     (low,) = [c for c in sup["comparisons"] if c["tau"] == 0.1]
     assert low["supports"] == "uninformative" and not low["identifiability"]["informative"]
-    exact_low = supcon_prototypes(sizes, tau=0.1, batch_size=64, reduction="sum")
+    exact_low = shared_predictions(sizes, tau=0.1, eps=None, batch_size=64)
     assert low["identifiability"]["delta"] < 1e-4
     assert exact_low.identifiability.simplex_gap < 1e-4
     # the control: the same labels on noise inputs do not confirm the prediction
@@ -241,12 +251,16 @@ def test_continuous_labels_off_the_sphere(monkeypatch):
 
 
 @pytest.mark.slow
-def test_batch_size_identifiability_matches_the_exact_expectation():
+def test_batch_size_identifiability_matches_the_exact_expectation(shared_predictions):
     exp = E.batch_size(quick=True, device="cpu", progress=False, batch_sizes=(16,))
     (per,) = exp.report["supports"]["per_batch_size"]
     assert per["batch_size"] == 16 and per["alternative"] == "full_batch"
     sizes = exp.report["config"]["sizes"]
-    exact = supcon_prototypes(sizes, tau=0.5, batch_size=16, reduction="sum").identifiability
+    # dgp.supcon_prototypes(sizes, tau=0.5, batch_size=16, reduction="sum"), shared with the
+    # experiment's prediction (see shared_predictions); delta is measured on the runs' batches
+    shared = shared_predictions(sizes, tau=0.5, eps=None, batch_size=16)
+    assert shared.batch.spec == BatchSpec(16, "uniform", None, "sum", "drop")
+    exact = shared.identifiability
     ident = per["identifiability"]
     assert ident["delta"] == pytest.approx(exact.full_batch_gap, abs=4 * ident["delta_se"])
     for r in exp.report["runs"]:
