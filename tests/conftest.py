@@ -26,9 +26,11 @@ used from module-scoped fixtures and from hypothesis tests. Arguments may be ``s
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import json
 import os
+import pickle
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -160,3 +162,38 @@ class Cli:
 def cli() -> Cli:
     """Run the ``dgp`` command line: ``cli(*argv)`` here, ``cli.process(*argv)`` in a child."""
     return Cli()
+
+
+@pytest.fixture(scope="session")
+def session_shared(tmp_path_factory: pytest.TempPathFactory):
+    """``session_shared(name, make)``: ``make()``, computed once per test session and shared.
+
+    A module-scoped fixture is made again on every pytest-xdist worker that runs one of its
+    tests (CI's slow step solved the 18 s acceptance case of test_prototypes_dim on both of its
+    workers). Here the first worker to ask makes it and pickles it into a folder of the
+    session's (the one above the worker's own); a worker that asks meanwhile waits on a file
+    lock and reads it. Without xdist it is a memo. ``name`` must say everything the value
+    depends on; the value must pickle, and is shared, so a test must not modify it.
+    """
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    folder = base / "session-shared"
+    folder.mkdir(exist_ok=True)
+    memo: dict[str, Any] = {}
+
+    def shared(name: str, make: Any) -> Any:
+        if name not in memo:
+            path = folder / f"{name}.pickle"
+            with open(folder / f"{name}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if path.exists():
+                    memo[name] = pickle.loads(path.read_bytes())
+                else:
+                    memo[name] = make()
+                    part = folder / f"{name}.part"
+                    part.write_bytes(pickle.dumps(memo[name]))
+                    part.replace(path)
+        return memo[name]
+
+    return shared

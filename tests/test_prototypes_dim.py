@@ -75,12 +75,18 @@ def test_reference_gradient_is_the_derivative_of_the_reference_loss():
 
 
 @pytest.fixture(scope="module")
-def acceptance(cli, tmp_path_factory):
-    path = tmp_path_factory.mktemp("dim") / "targets.npy"
-    r = cli("supcon", "--sizes", ",".join(map(str, SIZES_24)), "--tau", "0.2", "--dim", "4",
-            "--json", "--quiet", "--save-prototypes", path)
-    assert r.code == 0 and r.err == "", r.err
-    return r.json, np.load(path, allow_pickle=False)
+def acceptance(cli, tmp_path_factory, session_shared):
+    """The acceptance case's JSON and saved prototypes, solved once per session (about 18 s;
+    under pytest-xdist the workers share it, see ``session_shared``)."""
+
+    def solve():
+        path = tmp_path_factory.mktemp("dim") / "targets.npy"
+        r = cli("supcon", "--sizes", ",".join(map(str, SIZES_24)), "--tau", "0.2", "--dim",
+                "4", "--json", "--quiet", "--save-prototypes", path)
+        assert r.code == 0 and r.err == "", r.err
+        return r.json, np.load(path, allow_pickle=False)
+
+    return session_shared("prototypes-dim-acceptance-K24-tau0.2-d4", solve)
 
 
 @pytest.mark.slow  # more than about 3 s (README test line <= 4 min)
