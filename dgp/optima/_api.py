@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -45,14 +46,14 @@ from dgp.errors import (
 from dgp.optima._batch import batch_prediction
 from dgp.optima._batch_paths import (
     BATCH_PATHS,
-    STOCHASTIC_FULL_BATCH_MAX_K,
     batch_route,
     batch_spec,
+    check_starts,
     finite_seconds,
     label_quotient,
-    labels_path,
     say_rows_estimate,
-    sparse_pairs_above,
+    start_budget,
+    streamed_path,
 )
 from dgp.optima._reductions import (
     Chain,
@@ -70,7 +71,6 @@ from dgp.solver import (
     BatchSpec,
     RankDCertificate,
     RowProblem,
-    SparseBatchWeights,
     batch_rows,
     block_problem,
     check_time,
@@ -80,7 +80,6 @@ from dgp.solver import (
     identifiability_report,
     lift_certificate,
     rank_d_cost,
-    rank_d_starts,
     row_budget_samples,
     row_certificate,
     rows_rank_d_seconds,
@@ -273,18 +272,6 @@ def _split_single_class(q: Quotient) -> Quotient:
     return Quotient(labels, np.array([1, N - 1]), W, np.array([0, 1]), q.complete)
 
 
-def _check_starts(starts: object) -> int | None:
-    """``starts`` checked (``None``: the default budget, :func:`_budget`)."""
-    return None if starts is None else check_int(starts, "starts", minimum=0)
-
-
-def _budget(starts: int | None, K: int, dim: int | None) -> int:
-    """``starts``, or the one rank-d solver's default budget for ``K`` points in ``dim``."""
-    if starts is not None:
-        return starts
-    return rank_d_starts(K, 1 if dim is None else dim, given=2)
-
-
 def optimum(
     W: object,
     *,
@@ -390,74 +377,52 @@ def optimum(
     tau, batch_size, sampler, reduction, anchors_without_positives = problem_fields(
         problem, "dgp.optimum", tau=tau, batch_size=batch_size, sampler=sampler,
         reduction=reduction, anchors_without_positives=anchors_without_positives)
-    A = None
+    # every setting is checked once, here; the paths below take them as given
+    kwargs = dict(
+        tau=check_positive(tau, "tau"), dim=None if dim is None else check_dim(dim, "dim"),
+        samples=check_int(samples, "samples", minimum=2),
+        replicates=check_int(replicates, "replicates", minimum=0),
+        seed=check_int(seed, "seed", minimum=0),
+        exact_max=check_int(exact_max, "exact_max", minimum=1),
+        tol=check_unit_interval(tol, "tol"),
+    )
+    starts = check_starts(starts)
+    batch = dict(batch_size=batch_size, sampler=sampler, reduction=reduction,
+                 anchors_without_positives=anchors_without_positives)
     if batch_size is not None and sampler == "class-balanced":
         # class-balanced batches of the samples of each class: the classes of the labels,
         # collapsed (the K x K class problem; never N x N)
-        q = label_quotient(problem)
-    else:
-        if problem is not None and problem.objective is not None and problem.sizes is None:
-            # labels of a sample-level objective: beyond exact enumeration, the batches are
-            # read from the labels, never as an N x N array
-            ones = np.ones(problem.n_samples, dtype=np.int64)
-            spec = batch_spec(ones, batch_size, sampler, reduction, anchors_without_positives)
-            if spec is not None and batch_route(
-                    ones, spec, None if dim is None else check_dim(dim, "dim"),
-                    check_int(exact_max, "exact_max", minimum=1),
-                    _budget(_check_starts(starts), ones.size, dim)) == "stochastic":
-                tau = check_positive(tau, "tau")
-                return labels_path(
-                    problem.batch_source(), spec, tau=tau, dim=dim,
-                    seed=check_int(seed, "seed", minimum=0),
-                    replicates=check_int(replicates, "replicates", minimum=0),
-                    samples=check_int(samples, "samples", minimum=2), progress=progress,
-                    full_batch=lambda d: _labels_full_batch(problem, tau=tau, dim=d, seed=seed,
-                                                            starts=starts, tol=tol,
-                                                            progress=progress))
-        if problem is not None:
-            W = problem.solver_weights()
-        sparse = (sparse_pairs_above(W, STOCHASTIC_FULL_BATCH_MAX_K) if batch_size is not None
-                  else None)
-        if sparse is not None:
-            # a sparse weighting (a k-NN graph) of more samples than the dense full-batch
-            # comparison takes: beyond exact enumeration its batches are read from its pairs,
-            # never as an N x N array (twins are not merged on this path)
-            ones = np.ones(sparse.n, dtype=np.int64)
-            spec = batch_spec(ones, batch_size, sampler, reduction, anchors_without_positives)
-            if batch_route(ones, spec, None if dim is None else check_dim(dim, "dim"),
-                           check_int(exact_max, "exact_max", minimum=1),
-                           _budget(_check_starts(starts), ones.size, dim)) == "stochastic":
-                return labels_path(
-                    SparseBatchWeights(sparse.weights()), spec, tau=check_positive(tau, "tau"),
-                    dim=dim, seed=check_int(seed, "seed", minimum=0),
-                    replicates=check_int(replicates, "replicates", minimum=0),
-                    samples=check_int(samples, "samples", minimum=2), progress=progress,
-                    full_batch=None)
-        A = check_weights(W)
-    tau = check_positive(tau, "tau")
-    if dim is not None:
-        dim = check_dim(dim, "dim")
-    tol = check_unit_interval(tol, "tol")
-    starts = _check_starts(starts)
+        return _quotient_optimum(label_quotient(problem), None, batch, kwargs, starts,
+                                 progress)
+    labels_full = (None if problem is None else
+                   partial(_labels_full_batch, problem, checked=kwargs, starts=starts,
+                           progress=progress))
+    streamed = streamed_path(problem, W, batch, kwargs, starts, progress, labels_full)
+    if streamed is not None:
+        return streamed
+    A = check_weights(W if problem is None else problem.solver_weights())
+    check_memory(4 * 8.0 * A.shape[0] ** 2, what=f"an N = {A.shape[0]} weighting",
+                 hint="use a smaller N")
+    return _quotient_optimum(None, A, batch, kwargs, starts, progress)
+
+
+def _quotient_optimum(q: Quotient | None, A: np.ndarray | None, batch: dict, kwargs: dict,
+                      starts: int | None, progress: bool | None) -> Optimum | BatchOptimum:
+    """The optimum of a dense weighting ``A`` (reduced by the one choice of reductions of
+    :mod:`dgp.optima._reductions`, its result lifted back once) or of the class quotient ``q``
+    of class-balanced batches (the problem itself): the batch paths beyond the row problem of
+    exact compositions (:data:`~dgp.optima._batch_paths.BATCH_PATHS`), else the certified
+    solve, free or in ``dim``."""
     chain, inverse = None, []  # the class-balanced quotient is the problem itself
     if A is not None:
-        check_memory(4 * 8.0 * A.shape[0] ** 2, what=f"an N = {A.shape[0]} weighting",
-                     hint="use a smaller N")
-        # the one choice of reductions (dgp.optima._reductions): the analysis below runs on
-        # the reduced problem and its result is lifted back once, by _wrap
-        chain = choose_reductions(samples_problem(A), batched=batch_size is not None)
+        chain = choose_reductions(samples_problem(A), batched=batch["batch_size"] is not None)
         q, inverse = chain.apply(samples_problem(A))
     N = int(q.sizes.sum())
+    dim = kwargs["dim"]
     if dim is not None:
         dim = min(dim, N)  # N points span at most N dimensions: a larger dim changes nothing
-    spec = batch_spec(q.sizes, batch_size, sampler, reduction, anchors_without_positives)
-    kwargs = dict(
-        tau=tau, dim=dim, spec=spec, samples=check_int(samples, "samples", minimum=2),
-        replicates=check_int(replicates, "replicates", minimum=0),
-        seed=check_int(seed, "seed", minimum=0),
-        exact_max=check_int(exact_max, "exact_max", minimum=1), starts=_budget(starts, q.K, dim),
-        tol=tol,
-    )
+    spec = batch_spec(q.sizes, **batch)
+    kwargs = {**kwargs, "dim": dim, "spec": spec, "starts": start_budget(starts, q.K, dim)}
     route = (None if spec is None else
              batch_route(q.sizes, spec, dim, kwargs["exact_max"], kwargs["starts"]))
     if (route in ("stochastic", "rows") and A is not None and q.K < N
@@ -494,6 +459,7 @@ def optimum(
     # the rank-d search's lines (at most one every few seconds: a short solve prints none)
     report = (stderr_progress(f"the rank-{dim} optimum of {q.K} points")
               if dim is not None and progress is not False else None)
+    tau = kwargs["tau"]
     with single_threaded(), validated_tau(tau):  # failures at extreme tau are the user's
         try:
             out = _solve(q, progress=report, **kwargs)
@@ -506,16 +472,16 @@ def optimum(
     return _wrap(q, out, tau=tau, dim=dim, structure=structure, chain=chain, inverse=inverse)
 
 
-def _labels_full_batch(problem, *, tau: float, dim: int, seed: object, starts: object,
-                       tol: float, progress: bool | None = False) -> np.ndarray:
-    """The full-batch optimum of a labels problem in ``dim``, one row per sample (dense),
-    saying on stderr that it is being solved, and how it goes, unless ``progress`` is false."""
+def _labels_full_batch(problem, dim: int, checked: dict, starts: int | None,
+                       progress: bool | None = False) -> np.ndarray:
+    """The full-batch optimum of a labels problem in ``dim``, one row per sample (dense;
+    ``checked``: :func:`optimum`'s checked settings), saying on stderr that it is being solved,
+    and how it goes, unless ``progress`` is false."""
     A = check_weights(problem.solver_weights())
     q, _ = choose_reductions(samples_problem(A)).apply(samples_problem(A))
-    kwargs = dict(tau=tau, dim=dim, spec=None, samples=2, replicates=0,
-                  seed=check_int(seed, "seed", minimum=0), exact_max=1,
-                  starts=_budget(_check_starts(starts), q.K, dim),
-                  tol=check_unit_interval(tol, "tol"))
+    kwargs = dict(tau=checked["tau"], dim=dim, spec=None, samples=2, replicates=0,
+                  seed=checked["seed"], exact_max=1, starts=start_budget(starts, q.K, dim),
+                  tol=checked["tol"])
     report = None
     if progress is None or progress:
         report = stderr_progress(f"the full-batch optimum of n = {q.K} in d = {dim}")
@@ -592,6 +558,6 @@ def collapsed_optimum(q: Quotient, *, tau: float, dim: int | None, starts: int |
     """
     with single_threaded():
         out = _solve(q, tau=tau, dim=dim, spec=None, samples=2, replicates=0, seed=seed,
-                     exact_max=1, starts=_budget(_check_starts(starts), q.K, dim),
+                     exact_max=1, starts=start_budget(check_starts(starts), q.K, dim),
                      tol=SOLVER_TOL)
     return _wrap(q, out, tau=tau, dim=dim, structure="quotient")

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from dgp.display import format_duration, stderr_progress
 from dgp.engine.target import LogWeights, Pairs, is_graph, log_weights
-from dgp.errors import ParameterError, check_choice, check_dim
+from dgp.errors import ParameterError, check_choice, check_dim, check_int
 from dgp.optima._structure import Quotient
 from dgp.resources import memory_budget, time_budget
 from dgp.solver import (
@@ -44,6 +44,7 @@ from dgp.solver import (
     BatchSpec,
     BatchWeights,
     ChunkedFullBatch,
+    SparseBatchWeights,
     batch_optimum,
     check_batch,
     check_full_batch,
@@ -55,6 +56,7 @@ from dgp.solver import (
     finite_batch_optimum,
     quotient_batch_optimum,
     random_start,
+    rank_d_starts,
     rows_rank_d_seconds,
     weight_rows,
 )
@@ -72,6 +74,7 @@ __all__ = [
     "STOCHASTIC_FULL_BATCH_MAX_K",
     "batch_route",
     "batch_spec",
+    "check_starts",
     "chunked_full_point",
     "finite_cost",
     "finite_fits",
@@ -81,7 +84,9 @@ __all__ = [
     "labels_path",
     "say_rows_estimate",
     "sparse_pairs_above",
+    "start_budget",
     "stochastic_path",
+    "streamed_path",
 ]
 
 #: the samplers of :func:`dgp.optimum` (``class-balanced`` for problems with class labels)
@@ -385,3 +390,52 @@ def sparse_pairs_above(W: object, n_min: int) -> Pairs | None:
     if not (sp.issparse(W) or is_graph(W)):
         return None
     return log_weights(W, sparse_above=n_min).pairs
+
+
+def check_starts(starts: object) -> int | None:
+    """``starts`` checked (``None``: the default budget, :func:`start_budget`)."""
+    return None if starts is None else check_int(starts, "starts", minimum=0)
+
+
+def start_budget(starts: int | None, K: int, dim: int | None) -> int:
+    """``starts``, or the one rank-d solver's default budget for ``K`` points in ``dim``."""
+    if starts is not None:
+        return starts
+    return rank_d_starts(K, 1 if dim is None else dim, given=2)
+
+
+def streamed_path(problem, W: object, batch: dict, kwargs: dict, starts: int | None,
+                  progress: bool | None,
+                  labels_full_batch: Callable[[int], np.ndarray] | None) -> BatchOptimum | None:
+    """The expected-batch optimum read one batch at a time, never as an ``N x N`` array: from
+    the labels of a sample-level objective, or from the pairs of a sparse weighting of more
+    than :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples, where its route is the stochastic one
+    (beyond exact enumeration); else ``None``. ``kwargs``: :func:`dgp.optimum`'s checked
+    settings; ``labels_full_batch(dim)``: the full-batch optimum of the labels problem, one row
+    per sample, solved densely up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples."""
+    if batch["batch_size"] is None:
+        return None
+    if problem is not None and problem.objective is not None and problem.sizes is None:
+        source, n = None, problem.n_samples
+    else:
+        sparse = sparse_pairs_above(W if problem is None else problem.solver_weights(),
+                                    STOCHASTIC_FULL_BATCH_MAX_K)
+        if sparse is None:
+            return None
+        source, n = SparseBatchWeights(sparse.weights()), sparse.n
+    ones = np.ones(n, dtype=np.int64)
+    spec = batch_spec(ones, **batch)
+    if batch_route(ones, spec, kwargs["dim"], kwargs["exact_max"],
+                   start_budget(starts, n, kwargs["dim"])) != "stochastic":
+        return None
+    full_batch = None
+    if source is None:
+        # labels: the batches are read from them in log space; the full-batch optimum (a
+        # candidate and a warm start) is solved densely up to STOCHASTIC_FULL_BATCH_MAX_K
+        source = problem.batch_source()
+        full_batch = labels_full_batch
+    # a sparse weighting of more samples than the dense full-batch comparison takes: its
+    # batches are read from its pairs (twins are not merged on this path)
+    return labels_path(source, spec, tau=kwargs["tau"], dim=kwargs["dim"], seed=kwargs["seed"],
+                       replicates=kwargs["replicates"], samples=kwargs["samples"],
+                       progress=progress, full_batch=full_batch)
