@@ -208,6 +208,27 @@ def test_a_spoiled_certificate_is_not_certified():
     assert collapse.to_dict()["certified"] and not wrong.to_dict()["certified"]
 
 
+def test_kkt_certified_is_optimality_not_consistency():
+    """``certified`` of the KKT block is its statement's conclusion (M optimal within the one
+    acceptance rule), never just "its numbers are consistent": a point of a fixed dimension
+    below the free optimum's rank (the issue's sizes [6,5,4,3,2,2], tau 0.2, d = 2: KKT
+    residual 0.88) is not certified, in the library and the JSON, as its rank-d block says;
+    the free optimum of the same problem is."""
+    from dgp.tolerance import DEFAULT_POLICY
+    from dgp.weights import supcon_weights
+
+    W = supcon_weights(np.repeat(np.arange(6), [6, 5, 4, 3, 2, 2]))
+    fixed = dgp.optimum(W, tau=0.2, dim=2, progress=False)
+    free = dgp.optimum(W, tau=0.2, progress=False)
+    for res, expected in ((fixed, False), (free, True)):
+        cert = res.certificate
+        assert cert.certified is expected
+        assert cert.certified == DEFAULT_POLICY.accepts(cert.kkt_residual, cert.target)
+        assert res.to_dict()["certificate"]["certified"] is expected
+    assert fixed.certificate.kkt_residual > 0.1 and not fixed.certified_global
+    assert fixed.to_dict()["rank_d"]["certified"] is False
+
+
 def test_rank_d_certificate_declares_what_it_certifies():
     cert = result("optimum_dim").rank_d
     assert cert is not None

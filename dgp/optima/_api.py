@@ -233,7 +233,7 @@ def _solve(
     assert sol is not None
     G = sol.gram
     prob.set_scale(G)
-    cert = row_certificate(prob, G)
+    cert = row_certificate(prob, G, target=tol)
     lift = lift_certificate(prob, G, n, cert)
     loss, excess, log_excess = prob.loss(G)
     if K < N and free_prob is None:

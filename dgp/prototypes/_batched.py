@@ -123,7 +123,7 @@ def batch_prototypes(
                                        starts=starts, seed=seed, tol=tol, progress=report)
         G = X.T @ X
         prob.set_scale(G)
-        cert = row_certificate(prob, G)
+        cert = row_certificate(prob, G, target=tol)
         meth, kkt, reason = "numeric", rcert.gradient_norm, found.reason
         loss = prob.loss(G)[0]
         lower = min(max(prob.entropy, free_low, loss - cert.gap_bound), loss)

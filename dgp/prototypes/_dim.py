@@ -198,7 +198,7 @@ def in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, start
                                    progress=progress)
     G = X.T @ X
     prob.set_scale(G)
-    cert = row_certificate(prob, G)
+    cert = row_certificate(prob, G, target=tol)
     loss, excess, log_excess = found.loss, found.excess_loss, found.log_excess_loss
     lower = min(max(prob.entropy, free_low, loss - cert.gap_bound), loss)
     return Prototypes(

@@ -27,9 +27,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from dgp.constants import GRAM_RANK_RTOL, SCALE_FLOOR
+from dgp.constants import GRAM_RANK_RTOL, SCALE_FLOOR, SOLVER_TOL
 from dgp.records import CertificateProtocol
 from dgp.solver._program import RowProblem
+from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["KKTCertificate", "row_certificate"]
 
@@ -82,6 +83,12 @@ class KKTCertificate(CertificateProtocol):
         :math:`\\log t` of the scaled objective.
     multipliers : tuple of float
         :math:`y` of the scaled objective.
+    target : float
+        The KKT target the point is held to (the solver's ``tol``): ``certified`` is the
+        statement's conclusion, that ``M`` is optimal, within the one acceptance rule
+        (:meth:`dgp.tolerance.TolerancePolicy.accepts` of ``kkt_residual`` at ``target``). A
+        point that is only critical in a fixed dimension is not certified here (its ``rank-d``
+        certificate says what it is).
     """
 
     kkt_residual: float
@@ -103,6 +110,7 @@ class KKTCertificate(CertificateProtocol):
     log_gap_bound: float
     log_scale: float
     multipliers: tuple[float, ...]
+    target: float = SOLVER_TOL
 
     kind: ClassVar[str] = "kkt"
     statement: ClassVar[str] = (
@@ -126,6 +134,12 @@ class KKTCertificate(CertificateProtocol):
                self.strictly_complementary == (self.rank + self.dual_rank == K))
         yield "gap_bound is non-negative", self.gap_bound >= 0
 
+    @property
+    def certified(self) -> bool:
+        """``M`` is optimal: ``kkt_residual`` within the acceptance rule at ``target``, and the
+        certificate's own numbers support it (:meth:`check`)."""
+        return DEFAULT_POLICY.accepts(self.kkt_residual, self.target) and not self.check()
+
 
 def _split(lam_desc: np.ndarray, tol: float) -> tuple[int, float]:
     """Count of eigenvalues above ``tol`` and the ratio across the split."""
@@ -138,8 +152,10 @@ def _split(lam_desc: np.ndarray, tol: float) -> tuple[int, float]:
     return k, math.inf if below == 0 else float(lam_desc[k - 1] / below)
 
 
-def row_certificate(prob: RowProblem, gram: np.ndarray) -> KKTCertificate:
-    """The KKT certificate of ``gram`` for ``prob`` (module docstring); ``prob``'s scale is kept.
+def row_certificate(prob: RowProblem, gram: np.ndarray, *,
+                    target: float = SOLVER_TOL) -> KKTCertificate:
+    """The KKT certificate of ``gram`` for ``prob`` (module docstring), held to the KKT
+    ``target``; ``prob``'s scale is kept.
 
     >>> from dgp.solver._program import block_problem
     >>> prob = block_problem(np.array([3, 3]), np.eye(2), tau=0.5)
@@ -201,5 +217,6 @@ def row_certificate(prob: RowProblem, gram: np.ndarray) -> KKTCertificate:
         log_gap_bound=log_gap,
         log_scale=prob.log_t,
         multipliers=tuple(float(v) for v in y),
+        target=float(target),
     )
 
