@@ -463,6 +463,16 @@ RANK_D_FACTOR_SECONDS = 120.0
 RANK_D_FACTOR_MIN_EVALS = 100
 #: the most L-BFGS evaluations of a factor-path candidate
 RANK_D_FACTOR_MAX_EVALS = 5000
+#: L-BFGS memory of a factor-path descent after it restarts (the first descent keeps its 8): a
+#: long descent stops on the gradient of its unnormalised columns, which grow (``bm_lbfgs``);
+#: from that point, at K = 1000, d = 128, tau = 0.1, memory 30 and a fresh preconditioner
+#: reached a relative Riemannian gradient of 7.3e-7 in 11 712 steps, memory 8 8.1e-4 in 5000
+RANK_D_FACTOR_RESTART_MEMORY = 30
+#: seconds of L-BFGS evaluations (the guard's cost model) the restarted descents of a factor-path
+#: candidate are given on top of RANK_D_FACTOR_SECONDS, at most RANK_D_FACTOR_RESTART_MAX_EVALS
+RANK_D_FACTOR_RESTART_SECONDS = 180.0
+#: the most L-BFGS evaluations of the restarted descents of a factor-path candidate
+RANK_D_FACTOR_RESTART_MAX_EVALS = 10_000
 #: seconds of trust-region Hessian-vector products a factor-path candidate is given after
 #: L-BFGS: the trust region runs without its stall rule, through the long descent of a flat
 #: landscape into Newton's quadratic regime (measured at K = 400, dim = 128: L-BFGS ends at a

@@ -13,6 +13,9 @@ from dgp.constants import (
     RANK_D_FACTOR_MIN_EVALS,
     RANK_D_FACTOR_POLISH_INNER,
     RANK_D_FACTOR_POLISH_STEPS,
+    RANK_D_FACTOR_RESTART_MAX_EVALS,
+    RANK_D_FACTOR_RESTART_MEMORY,
+    RANK_D_FACTOR_RESTART_SECONDS,
     RANK_D_FACTOR_SECONDS,
     RANK_D_GEMM_RATE,
     RANK_D_HOP_CLASSES,
@@ -85,6 +88,12 @@ class RankDPolicy:
         certificate judges first order only): a point whose stationarity already meets the
         accepted target gets no trust region (``False``: every point gets it, the second-order
         step of small problems).
+    restart_memory : int or None
+        A descent that stops on the gradient of its unnormalised columns (which grow with every
+        step) while the Riemannian gradient is above its target restarts from the normalised
+        columns with this L-BFGS memory and a fresh preconditioner, within :attr:`run_iters`
+        (:func:`dgp.solver.bm_lbfgs`; the factor path,
+        :data:`~dgp.constants.RANK_D_FACTOR_RESTART_MEMORY`); ``None``: it stops there.
     """
 
     hops: int
@@ -101,6 +110,7 @@ class RankDPolicy:
     screen: int = 1
     screen_steps: int = 0
     first_order_polish: bool = False
+    restart_memory: int | None = None
 
 
 def _factor_eval_seconds(K: int, dim: int) -> float:
@@ -111,8 +121,14 @@ def _factor_eval_seconds(K: int, dim: int) -> float:
 
 
 def _factor_evals(K: int, dim: int) -> int:
-    return int(min(max(RANK_D_FACTOR_SECONDS / _factor_eval_seconds(K, dim),
-                       RANK_D_FACTOR_MIN_EVALS), RANK_D_FACTOR_MAX_EVALS))
+    """L-BFGS steps of a factor-path candidate: its first descent's budget
+    (:data:`~dgp.constants.RANK_D_FACTOR_SECONDS` of the cost model) and its restarts'
+    (:data:`~dgp.constants.RANK_D_FACTOR_RESTART_SECONDS`), each within its bounds."""
+    each = _factor_eval_seconds(K, dim)
+    first = min(max(RANK_D_FACTOR_SECONDS / each, RANK_D_FACTOR_MIN_EVALS),
+                RANK_D_FACTOR_MAX_EVALS)
+    return int(first) + int(min(RANK_D_FACTOR_RESTART_SECONDS / each,
+                                RANK_D_FACTOR_RESTART_MAX_EVALS))
 
 
 def _factor_products(K: int, dim: int) -> int:
@@ -138,7 +154,8 @@ def rank_d_policy(K: int, dim: int, *, factor_path: bool = False) -> RankDPolicy
     :data:`~dgp.constants.RANK_D_SECOND_ORDER_MAX_SIZE` (where the certificate judges first
     order only, :attr:`RankDPolicy.first_order_polish`), and on the factor path (many classes,
     :class:`~dgp.solver.BlockFactor`) budgets of evaluations and Hessian-vector products in
-    seconds of the cost model, preconditioned, without the stall rule."""
+    seconds of the cost model, preconditioned, without the stall rule, a descent that restarts
+    (:attr:`RankDPolicy.restart_memory`) where its columns' growth stopped it."""
     size = K * dim
     if factor_path:
         products = _factor_products(K, dim)
@@ -147,6 +164,7 @@ def rank_d_policy(K: int, dim: int, *, factor_path: bool = False) -> RankDPolicy
             polish_iters=RANK_D_FACTOR_POLISH_STEPS if products else 0,
             polish_inner=RANK_D_FACTOR_POLISH_INNER, rounds=1, precondition=True,
             polish_stall=None, polish_products=products,
+            restart_memory=RANK_D_FACTOR_RESTART_MEMORY,
         )
     large = size > RANK_D_LARGE_SIZE
     small = size <= RANK_D_HOP_MAX_SIZE
