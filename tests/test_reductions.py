@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from dgp.engine.target import check_weights
 from dgp.infonce import winfonce_loss
 from dgp.optima import optimum, quotient, trivial_quotient
-from dgp.optima._api import _budget, _solve, _split_single_class
-from dgp.optima._batch_paths import batch_spec
+from dgp.optima._api import _solve, _split_single_class
+from dgp.optima._batch_paths import batch_spec, start_budget
 from dgp.optima._reductions import (
     Chain,
     LogWeightShift,
@@ -205,7 +205,7 @@ def test_optimum_through_the_chain_equals_the_old_path(name):
     A, kw = CASES[name]
     dim = kw.get("dim")
     q, out = _old_path(A, 0.4, dim=dim, seed=kw.get("seed", 0),
-                       starts=_budget(None, quotient(A).K, dim))
+                       starts=start_budget(None, quotient(A).K, dim))
     opt = optimum(A, tau=0.4, tol=1e-10, **kw)
     assert opt.loss == out["loss"]
     assert np.array_equal(opt.quotient_gram, out["gram"])
@@ -249,7 +249,7 @@ def test_batched_single_class_through_the_chain_equals_the_split():
     spec = batch_spec(np.array([5]), 3, "uniform", "mean", "drop")
     with single_threaded():
         out = _solve(q, tau=0.5, dim=None, spec=spec, samples=2000, replicates=0, seed=0,
-                     exact_max=20_000, starts=_budget(None, 1, None), tol=1e-10)
+                     exact_max=20_000, starts=start_budget(None, 1, None), tol=1e-10)
     assert opt.loss == out["loss"]
     assert np.array_equal(opt.quotient_gram, out["gram"])
     assert opt.labels.tolist() == q.labels.tolist() == [0, 1, 1, 1, 1]
