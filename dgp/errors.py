@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +23,7 @@ __all__ = [
     "ParameterError",
     "ParameterTypeError",
     "SolverError",
+    "as_array",
     "check_choice",
     "check_dim",
     "check_flag",
@@ -202,7 +204,7 @@ def check_square(value: object, name: str, *, size: int | None = None) -> np.nda
     ...
     dgp.errors.InvalidParameterError: gram must be a finite 3 x 3 matrix, got shape (2, 2)
     """
-    A = np.array(value, dtype=float)
+    A = np.array(as_array(value, name, float))
     square = A.ndim == 2 and A.shape[0] == A.shape[1]
     if not square or (size is not None and A.shape[0] != size) or not np.isfinite(A).all():
         what = "square" if size is None else f"{size} x {size}"
@@ -236,8 +238,27 @@ def check_choice(value: object, choices: tuple[str, ...], name: str) -> str:
     return value
 
 
+def as_array(value: object, name: str, dtype: Any = None) -> np.ndarray:
+    """``numpy.asarray(value, dtype)``, a ragged nesting (rows of different lengths, which numpy
+    refuses with a bare ``ValueError``) refused by name.
+
+    >>> try:
+    ...     as_array([[1], [2, 3]], "labels")
+    ... except InvalidParameterError as exc:
+    ...     print(exc.param, "|", exc.detail.split(";")[0])
+    labels | is ragged (nested sequences of different lengths)
+    """
+    try:
+        return np.asarray(value, dtype=dtype)
+    except ValueError as exc:
+        if "inhomogeneous" not in str(exc) and "sequence" not in str(exc):
+            raise
+        raise ParameterError(name, "is ragged (nested sequences of different lengths); give a "
+                             "flat list or an N x p array") from None
+
+
 def _real_array(labels: object, name: str) -> np.ndarray:
-    arr = np.asarray(labels)
+    arr = as_array(labels, name)
     if arr.dtype.kind == "c":
         raise ParameterError(name, f"must be real, got complex dtype {arr.dtype}")
     return arr
@@ -349,7 +370,7 @@ def check_sizes(sizes: object, name: str = "sizes", *, min_size: int = 2) -> np.
         for v in sizes
     ):
         raise ParameterError(name, f"holds a size >= 2**53, too large to count: {describe(sizes)}")
-    arr = np.asarray(sizes)
+    arr = as_array(sizes, name)
     if arr.ndim != 1:
         raise ParameterError(name, f"must be a list of class sizes, got shape {arr.shape}")
     if arr.dtype.kind == "f":

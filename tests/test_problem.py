@@ -206,6 +206,22 @@ BAD_CALLS = [
     ("tau", dgp.loss_floors, (P_SUP,), {}),
     ("starts", dgp.loss_floors, (P_SOFT,), {"starts": -1}),
     ("rtol", dgp.loss_floors, (P_SOFT,), {"tol": 1e-9, "rtol": 1e-9}),
+    # ragged nestings (numpy's bare ValueError) and labels of one class, by every entry point
+    ("sizes", dgp.supcon_prototypes, ([[3], [3, 3]],), {"tau": 0.5}),
+    ("sizes", dgp.Problem, (), {"objective": "supcon", "sizes": [[3], [3, 3]]}),
+    ("labels", dgp.Problem, (), {"objective": "y-aware", "labels": [[0.1], [0.2, 0.3]],
+                                 "sigma": 1.0}),
+    ("labels", dgp.classify_objective, ("y-aware", [[0.1], [0.2, 0.3]]),
+     {"sigma": 1.0, "tau": 0.5, "dim": 2}),
+    ("labels", dgp.phase, ("y-aware", [[0.1], [0.2, 0.3]]),
+     {"sigma": 1.0, "grid": {"tau": [0.3, 0.6]}, "dim": 2}),
+    ("W", dgp.classify, ([[0.0, 1.0], [1.0]],), {"tau": 0.5, "dim": 2}),
+    ("labels", dgp.Problem, (), {"objective": "supcon", "labels": [0, 0, 0]}),
+    ("labels", dgp.classify_objective, ("supcon", [2, 2, 2]), {"tau": 0.5, "dim": 2}),
+    ("labels", dgp.loss_floors, ("supcon", [2, 2, 2]), {"tau": 0.5}),
+    ("labels", dgp.phase, ("supcon", [2, 2, 2]), {"dim": 2, "grid": {"tau": [0.1, 0.2]}}),
+    ("labels", dgp.recommend, ("soft-supcon", [2, 2, 2]), {"eps": 0.1, "want": "simplex"}),
+    ("labels", dgp.recommend, ("supcon", [1, 1, 1, 1]), {"want": "min-dim", "tau": 0.5}),
 ]
 
 

@@ -181,6 +181,12 @@ class Objective:
                 if hint is None:
                     raise
                 raise type(exc)(exc.param, f"{exc.detail}{hint}") from None
+            if classes.size < 2:
+                hint = self.sizes_hint(labels) or ""
+                raise InvalidParameterError(
+                    name, f"holds one class ({classes[0].item()!r}); {self.name} needs labels of "
+                    f"at least 2 classes (with one, every pair is positive and nothing is "
+                    f"contrasted){hint}")
             return Labels("class", codes, classes, np.bincount(codes, minlength=classes.size))
         y = check_labels_continuous(labels, name)
         self.weighting.check_labels(y, name)
