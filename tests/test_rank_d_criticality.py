@@ -37,12 +37,12 @@ def problem():
     return n, factor(free.gram, 12)
 
 
-def _descend(n, X0, restart_memory, maxiter=5000):
+def _descend(n, X0, restart_memory, maxiter=5000, restart_iters=0):
     obj = BlockFactor(n, 0.1)
     obj.set_scale(X0)
     target = RANK_D_GTOL * _riemannian_max(obj, X0)  # bm_lbfgs's absolute target at X0
     X, its = bm_lbfgs(obj, X0, maxiter=maxiter, gtol=RANK_D_GTOL, precondition=True,
-                      restart_memory=restart_memory)
+                      restart_memory=restart_memory, restart_iters=restart_iters)
     return obj, X, its, target
 
 
@@ -63,6 +63,11 @@ def test_a_descent_stopped_by_its_columns_growth_restarts_to_the_target(problem)
     assert new.stationarity(Xn) <= 1e-6
     # and its loss is no higher (both at the scale of their own point)
     assert new.loss(Xn)[0] <= old.loss(Xo)[0] + 1e-12 * abs(old.loss(Xo)[0])
+    # the restarts' own budget: the first descent given only what it used, the restarts
+    # their own steps, the same point
+    _, Xr, its_r, _ = _descend(n, X0, RANK_D_FACTOR_RESTART_MEMORY, maxiter=its_o,
+                               restart_iters=5000 - its_o)
+    assert its_r == its_n and np.array_equal(Xr, Xn)
 
 
 def test_a_descent_that_stops_otherwise_is_unchanged(problem):
@@ -78,10 +83,12 @@ def test_a_descent_that_stops_otherwise_is_unchanged(problem):
 
 def test_only_the_factor_path_restarts():
     """The row problems' policy (small problems: their answers unchanged) does not restart;
-    the factor path restarts within its evaluation budget, larger than its first descent's."""
+    the factor path restarts, with evaluations of its own (its first descent's as before)."""
     assert rank_d_policy(1000, 128, factor_path=True).restart_memory == (
         RANK_D_FACTOR_RESTART_MEMORY)
     for K, dim in ((6, 2), (30, 8), (2000, 128)):
         assert rank_d_policy(K, dim).restart_memory is None
-    assert rank_d_policy(1000, 128, factor_path=True).run_iters > 5000
+    factor = rank_d_policy(1000, 128, factor_path=True)
+    assert factor.restart_iters > 0
+    assert [rank_d_policy(K, dim).restart_iters for K, dim in ((6, 2), (2000, 128))] == [0, 0]
 

@@ -263,7 +263,8 @@ def _descend(prob, X0: np.ndarray, iters: int, policy: RankDPolicy,
              clock: _Progress | None = None) -> np.ndarray:
     _scale_at(prob, X0)
     X, _ = bm_lbfgs(_watched(prob, clock), X0, maxiter=iters, gtol=RANK_D_GTOL,
-                    precondition=policy.precondition, restart_memory=policy.restart_memory)
+                    precondition=policy.precondition, restart_memory=policy.restart_memory,
+                    restart_iters=policy.restart_iters)
     return X
 
 

@@ -91,9 +91,11 @@ class RankDPolicy:
     restart_memory : int or None
         A descent that stops on the gradient of its unnormalised columns (which grow with every
         step) while the Riemannian gradient is above its target restarts from the normalised
-        columns with this L-BFGS memory and a fresh preconditioner, within :attr:`run_iters`
+        columns with this L-BFGS memory and a fresh preconditioner
         (:func:`dgp.solver.bm_lbfgs`; the factor path,
         :data:`~dgp.constants.RANK_D_FACTOR_RESTART_MEMORY`); ``None``: it stops there.
+    restart_iters : int
+        L-BFGS steps (evaluations) of those restarts beyond what is left of :attr:`run_iters`.
     """
 
     hops: int
@@ -111,6 +113,7 @@ class RankDPolicy:
     screen_steps: int = 0
     first_order_polish: bool = False
     restart_memory: int | None = None
+    restart_iters: int = 0
 
 
 def _factor_eval_seconds(K: int, dim: int) -> float:
@@ -121,14 +124,16 @@ def _factor_eval_seconds(K: int, dim: int) -> float:
 
 
 def _factor_evals(K: int, dim: int) -> int:
-    """L-BFGS steps of a factor-path candidate: its first descent's budget
-    (:data:`~dgp.constants.RANK_D_FACTOR_SECONDS` of the cost model) and its restarts'
-    (:data:`~dgp.constants.RANK_D_FACTOR_RESTART_SECONDS`), each within its bounds."""
-    each = _factor_eval_seconds(K, dim)
-    first = min(max(RANK_D_FACTOR_SECONDS / each, RANK_D_FACTOR_MIN_EVALS),
-                RANK_D_FACTOR_MAX_EVALS)
-    return int(first) + int(min(RANK_D_FACTOR_RESTART_SECONDS / each,
-                                RANK_D_FACTOR_RESTART_MAX_EVALS))
+    return int(min(max(RANK_D_FACTOR_SECONDS / _factor_eval_seconds(K, dim),
+                       RANK_D_FACTOR_MIN_EVALS), RANK_D_FACTOR_MAX_EVALS))
+
+
+def _factor_restart_evals(K: int, dim: int) -> int:
+    """L-BFGS steps of a factor-path candidate's restarts (beyond its first descent's):
+    :data:`~dgp.constants.RANK_D_FACTOR_RESTART_SECONDS` of the cost model, at most
+    :data:`~dgp.constants.RANK_D_FACTOR_RESTART_MAX_EVALS`."""
+    return int(min(RANK_D_FACTOR_RESTART_SECONDS / _factor_eval_seconds(K, dim),
+                   RANK_D_FACTOR_RESTART_MAX_EVALS))
 
 
 def _factor_products(K: int, dim: int) -> int:
@@ -165,6 +170,7 @@ def rank_d_policy(K: int, dim: int, *, factor_path: bool = False) -> RankDPolicy
             polish_inner=RANK_D_FACTOR_POLISH_INNER, rounds=1, precondition=True,
             polish_stall=None, polish_products=products,
             restart_memory=RANK_D_FACTOR_RESTART_MEMORY,
+            restart_iters=_factor_restart_evals(K, dim),
         )
     large = size > RANK_D_LARGE_SIZE
     small = size <= RANK_D_HOP_MAX_SIZE
@@ -209,7 +215,8 @@ def rank_d_cost(K: int, dim: int, *, starts: int, given: int, rows: int,
     policy = rank_d_policy(K, dim, factor_path=factor_path)
     candidates = max(starts + given, 1)
     if factor_path:
-        evals = policy.run_iters + RANK_D_PRODUCT_EVALS * (policy.polish_products or 0) + 20
+        evals = (policy.run_iters + policy.restart_iters
+                 + RANK_D_PRODUCT_EVALS * (policy.polish_products or 0) + 20)
         seconds = _factor_eval_seconds(K, dim) * evals * candidates
         # the certificate: ~300 Lanczos products and one Cholesky factorisation (K^3 / 3)
         seconds += 300 * 2.0 * K * K / RANK_D_PASS_RATE + K**3 / 3 / RANK_D_GEMM_RATE

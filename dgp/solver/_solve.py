@@ -184,6 +184,7 @@ def lbfgs(
 def bm_lbfgs(
     prob: RowProblem | BlockFactor, X0: np.ndarray, *, maxiter: int, gtol: float = BM_GTOL,
     memory: int = 8, precondition: bool = False, restart_memory: int | None = None,
+    restart_iters: int = 0,
 ) -> tuple[np.ndarray, int]:
     """L-BFGS on the product of spheres at the rank of ``X0`` (``r x K``, unit columns); returns
     the final factor (unit columns) and the iteration count (over all its descents). ``gtol`` is
@@ -200,8 +201,9 @@ def bm_lbfgs(
     target), with a preconditioner of a point it has left (the columns' curvature had changed
     up to 35-fold). With ``restart_memory``, such a stop is not the end: the descent restarts
     from the normalised columns with that memory, a fresh preconditioner and the iterations
-    left, until the Riemannian gradient itself meets the target (or another stop: a stall, an
-    overflow, the iterations); ``None``: one descent, as before."""
+    left of ``maxiter`` and ``restart_iters`` (the restarts' own budget), until the Riemannian
+    gradient itself meets the target (or another stop: a stall, an overflow, the iterations);
+    ``None``: one descent, as before."""
     check_solver_tau(prob.tau)  # above 2^53 the loss is flat: nothing to resolve
     r, K = X0.shape
     obj = prob.on_factor()
@@ -217,16 +219,20 @@ def bm_lbfgs(
 
     g0 = float(np.max(np.abs(fun(X0.ravel())[1])))
     target = max(gtol * g0, SCALE_FLOOR)
-    X, done, mem = X0, 0, memory
+    X, done, mem, budget = X0, 0, memory, maxiter
     while True:
         pre = obj.column_curvature(X) if precondition else None
         if pre is not None:
             pre = np.broadcast_to(pre, (r, K)).ravel()
-        v, its = lbfgs(fun, X.ravel(), maxiter=maxiter - done, gtol=target, memory=mem,
+        v, its = lbfgs(fun, X.ravel(), maxiter=budget - done, gtol=target, memory=mem,
                        precondition=pre)
         done += its
         X = unit_columns(v.reshape(r, K))
-        if restart_memory is None or done >= maxiter:
+        if restart_memory is None:
+            return X, done
+        if budget == maxiter:  # after the first descent: the restarts' own iterations
+            budget += restart_iters
+        if done >= budget:
             return X, done
         # restart only where the unnormalised gradient met the target and the sphere's did not
         if (float(np.max(np.abs(fun(v)[1]))) > target
