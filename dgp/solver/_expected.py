@@ -41,6 +41,7 @@ from dgp.solver._stochastic import (
     Estimate,
     evaluate,
     relaxation_bound,
+    round_steps,
     step_timings,
     stochastic_optimum,
 )
@@ -65,11 +66,12 @@ COLD_LR = 0.5
 WARM_LR = 0.01
 #: batches (of their own stream) on which the kept run is chosen
 SELECT_BATCHES = 1000
-#: epochs of a typical run, annealing included, for the time estimate (measured: 36 to 48 at
-#: K = 100 classes, B = 256; 80 to 100 at N = 300 to 10 000 samples; 106 to 120 at K = 1000,
-#: d = 128): within a factor 1.6 of each
-TYPICAL_EPOCHS = 70
-#: monitoring batches of a run (read after every epoch) and the most batches of an evaluation
+#: rounds of a typical run (:func:`dgp.solver._stochastic.round_steps`: one epoch where epochs
+#: are long), annealing included, for the time estimate (measured: 36 to 48 at K = 100
+#: classes, B = 256; 80 to 100 at N = 300 to 10 000 samples; 106 to 120 at K = 1000, d = 128;
+#: 78 to 93 rounds of 160 steps at N = 300, B = 16, d = 8): within a factor 1.6 of each
+TYPICAL_ROUNDS = 70
+#: monitoring batches of a run (read after every round) and the most batches of an evaluation
 MONITOR_BATCHES = 64
 MAX_EVALUATION_BATCHES = 20_000
 #: L-BFGS iterations of each batch's relaxation bound, on a factor of the batch's full rank
@@ -227,7 +229,8 @@ class BatchOptimum(Record):
     status : str
         Why the kept run stopped.
     monitor : tuple of float
-        The kept run's loss on its monitoring batches, per epoch.
+        The kept run's loss on its monitoring batches, per round of its schedule (an epoch,
+        or more where epochs are short: :func:`dgp.solver.stochastic_optimum`).
     seconds : float
         Wall time of the whole solve: the runs, the held-out evaluation and the bound, and
         the full-batch optimum given as a start where the caller says when it began
@@ -454,9 +457,13 @@ def batch_optimum(
                                   candidates=(1 + replicates + (full_batch is not None)
                                               + len(compare)),
                                   half_width=half_width, at=full_batch)
+        per_round, per_epoch = round_steps(sampler, spec), sampler.steps_per_epoch
+        rounds = (f"{TYPICAL_ROUNDS} epochs" if per_round == per_epoch else
+                  f"{TYPICAL_ROUNDS} rounds of {per_round} steps ({per_round / per_epoch:.2g} "
+                  "epochs each: short epochs give each sample few partners)")
         say(f"expected-batch optimum of n = {n} in d = {dim}, B = {spec.batch_size}: about "
             f"{format_duration(est_s)} (estimated from timed batches: {1 + replicates} runs of "
-            f"about {TYPICAL_EPOCHS} epochs, held-out evaluation, bound)")
+            f"about {rounds}, held-out evaluation, bound)")
     runs, infos = [], []
     for r in range(1 + replicates):
         warm = r == 0 and full_batch is not None
@@ -544,14 +551,14 @@ def _estimate_seconds(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: f
                       bound_iters: int = BOUND_ITERS) -> float:
     """A time estimate before the work, from the pieces timed on a few batches
     (:func:`dgp.solver.step_timings`, at the start ``at`` when given): ``runs`` runs of
-    :data:`TYPICAL_EPOCHS` epochs (each epoch's steps and its monitoring batches), the
-    selection and the held-out evaluation of ``candidates`` embeddings (on as many batches as
-    the timed batches' spread asks for a 95% half-width of ``half_width``, at least
+    :data:`TYPICAL_ROUNDS` rounds (each round's steps, :func:`round_steps`, and its monitoring
+    batches), the selection and the held-out evaluation of ``candidates`` embeddings (on as many
+    batches as the timed batches' spread asks for a 95% half-width of ``half_width``, at least
     ``min_batches``) and the relaxation bound."""
     t = step_timings(weights, sampler, spec, tau=tau, dim=dim, seed=seed, at=at,
                      bound_iters=bound_iters)
-    epoch = sampler.steps_per_epoch * t.step + monitor_batches * t.value
-    optimise = runs * TYPICAL_EPOCHS * epoch
+    one_round = round_steps(sampler, spec) * t.step + monitor_batches * t.value
+    optimise = runs * TYPICAL_ROUNDS * one_round
     spread = t.spread if math.isfinite(t.spread) else 0.0
     report = min(MAX_EVALUATION_BATCHES,
                  max(min_batches, math.ceil(1.1 * (Z95 * spread / half_width) ** 2)))

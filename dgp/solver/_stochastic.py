@@ -32,14 +32,17 @@ reported at its one-sided 95% lower confidence limit.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import ndtri
 
+from dgp.constants import ROUND_PARTNER_TERMS
+from dgp.errors import ParameterError
 from dgp.solver._batch import BatchSpec
 from dgp.solver._batch_sources import (
     BatchFunction,
@@ -57,6 +60,7 @@ __all__ = [
     "StochasticRun",
     "evaluate",
     "relaxation_bound",
+    "round_steps",
     "step_timings",
     "stochastic_optimum",
 ]
@@ -93,7 +97,8 @@ class StochasticRun:
         Passes over the points.
     seconds : float
     monitor : tuple of float
-        The loss on the fixed monitoring batches after each epoch (a stream of batches that is
+        The loss on the fixed monitoring batches at the start and after each round
+        (:func:`round_steps`), and last the returned embedding's (a stream of batches that is
         never used to optimise and never used for the reported numbers).
     status : str
         Why it stopped, in words.
@@ -158,6 +163,35 @@ def _mean_loss(Z, batches: list[tuple[np.ndarray, BatchFunction]]) -> float:
     return float(np.mean([fn.terms(Z[idx], gradient=False)[0] for idx, fn in batches]))
 
 
+def round_steps(sampler: SampleBatches | ClassBatches, spec: BatchSpec, *,
+                partner_terms: float = ROUND_PARTNER_TERMS) -> int:
+    r"""Optimiser steps of one *round* of :func:`stochastic_optimum`, the unit of its schedule
+    and budget: one epoch (``sampler.steps_per_epoch``), or more steps where an epoch gives each
+    point fewer than ``partner_terms`` partner terms (:data:`dgp.constants.ROUND_PARTNER_TERMS`).
+
+    A step on a batch of ``B`` draws gives the ``n`` points :math:`B(B-1)/n` partner terms each
+    on average (at sample level each point of the batch gets ``B - 1``, once an epoch); the
+    variance of a point's update falls as one over its terms, so an epoch of small batches is a
+    small part of the work an epoch of large ones does. A round is the steps of
+    :math:`\max(\text{epoch}, \lceil \text{partner\_terms}\, n / (B(B-1)) \rceil)`: one
+    epoch at ``B = 256`` and for class-collapsed problems, 160 steps (8.9 epochs) at
+    ``N = 300``, ``B = 16``; ``partner_terms = 0``: always one epoch."""
+    if not (isinstance(partner_terms, (int, float)) and 0 <= partner_terms < math.inf):
+        raise ParameterError("partner_terms", f"must be a finite number >= 0, got "
+                             f"{partner_terms!r}")
+    B = spec.batch_size
+    return max(sampler.steps_per_epoch,
+               math.ceil(partner_terms * sampler.n / (B * max(B - 1, 1))))
+
+
+def _batch_stream(sampler: SampleBatches | ClassBatches,
+                  rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Batches of one shuffled pass after another (the next pass drawn only when needed, so a
+    round of exactly one epoch consumes ``rng`` as one pass does)."""
+    while True:
+        yield from sampler.epoch(rng)
+
+
 def stochastic_optimum(
     weights: BatchWeights,
     sampler: SampleBatches | ClassBatches,
@@ -178,20 +212,27 @@ def stochastic_optimum(
     progress: Callable[[str], None] | None = None,
     deadline_s: float | None = None,
     nonnegative: bool = False,
+    partner_terms: float = ROUND_PARTNER_TERMS,
 ) -> StochasticRun:
     r"""Minimise :math:`\mathbb E_b L_b(Z)` over unit rows ``Z`` (``n x dim``) on fresh batches.
 
-    Riemannian Adam (:class:`_RiemannianAdam`) with the step :math:`\mathrm{lr}/\sqrt{1 + t/T}`,
-    ``T`` one epoch. After each epoch the loss on ``monitor_batches`` fixed batches of a
-    separate stream is read; when the best of the last ``patience`` epochs improved on the
-    epoch before them by less than ``rtol`` (relative), the step is halved, and after
-    ``plateaus`` halvings (and at least ``min_epochs``) the descent stops; or after
-    ``max_epochs`` or ``deadline_s``. Then ``anneal_epochs`` epochs with the step
-    decaying linearly to zero, whose iterates are averaged (renormalised); the average is
-    returned unless the last iterate monitors better. ``nonnegative``: every iterate has
-    non-negative rows (a ReLU head; the start is projected onto them).
+    The schedule counts *rounds* of ``T`` steps (:func:`round_steps` with ``partner_terms``:
+    one epoch where epochs are long, enough steps to give each point ``partner_terms`` partner
+    terms where they are short); ``max_epochs``, ``min_epochs``, ``patience`` and
+    ``anneal_epochs`` are numbers of rounds (of epochs wherever a round is one). Riemannian
+    Adam (:class:`_RiemannianAdam`) with the step :math:`\mathrm{lr}/\sqrt{1 + t/T}`. After
+    each round the loss on ``monitor_batches`` fixed batches of a separate stream is read; when
+    the best of the last ``patience`` rounds improved on the round before them by less than
+    ``rtol`` (relative), the step is halved, and after ``plateaus`` halvings (and at least
+    ``min_epochs`` rounds) the descent stops; or after ``max_epochs`` rounds or ``deadline_s``.
+    Then ``anneal_epochs`` rounds with the step decaying linearly to zero, whose iterates are
+    averaged (renormalised); the average is returned unless the last iterate monitors better.
+    ``nonnegative``: every iterate has non-negative rows (a ReLU head; the start is projected
+    onto them).
     """
     n = weights.n
+    per_epoch = sampler.steps_per_epoch
+    per_round = round_steps(sampler, spec, partner_terms=partner_terms)
     unit = _nonnegative_rows if nonnegative else _unit_rows
     rng = np.random.default_rng([seed, 0])
     mon_rng = np.random.default_rng([seed, 1])
@@ -203,36 +244,40 @@ def stochastic_optimum(
     mon = [(idx, batch_function(weights, idx, m, tau=tau, spec=spec))
            for idx, m in (sampler.draw(mon_rng) for _ in range(monitor_batches))]
     opt = _RiemannianAdam(Z, weights, tau, spec, retract=unit)
-    per_epoch = sampler.steps_per_epoch
+    unit_words = ("epochs" if per_round == per_epoch else
+                  f"rounds of {per_round} steps, {per_round / per_epoch:.3g} epochs each")
+    stream = _batch_stream(sampler, rng)
     t0 = last_said = time.monotonic()
     history: list[float] = [_mean_loss(Z, mon)]
     step = 0
     scale, plateau_at, halvings = 1.0, 0, 0
-    status = f"epoch budget spent ({max_epochs} epochs)"
-    for epoch in range(max_epochs):
-        for idx, m in sampler.epoch(rng):
+    status = f"budget spent ({max_epochs} {unit_words})"
+    for rnd in range(max_epochs):
+        for idx, m in itertools.islice(stream, per_round):
             step += 1
-            opt.step(idx, m, scale * lr / math.sqrt(1.0 + step / per_epoch))
+            opt.step(idx, m, scale * lr / math.sqrt(1.0 + step / per_round))
         history.append(_mean_loss(Z, mon))
         if progress is not None and time.monotonic() - last_said >= PROGRESS_EVERY_S:
             last_said = time.monotonic()
-            progress(f"epoch {epoch + 1}: monitored loss {history[-1]:.6f} "
-                     f"({last_said - t0:.0f} s)")
-        if epoch + 1 - plateau_at >= patience and len(history) > patience:
+            where = (f"epoch {rnd + 1}" if per_round == per_epoch else
+                     f"round {rnd + 1} of at most {max_epochs} ({step} steps, "
+                     f"{step / per_epoch:.0f} epochs)")
+            progress(f"{where}: monitored loss {history[-1]:.6f} ({last_said - t0:.0f} s)")
+        if rnd + 1 - plateau_at >= patience and len(history) > patience:
             before = history[-patience - 1]
             if before - min(history[-patience:]) <= rtol * max(abs(before), 1.0):
-                if epoch + 1 >= min_epochs and halvings >= plateaus:
+                if rnd + 1 >= min_epochs and halvings >= plateaus:
                     status = (f"monitored loss improved by less than {rtol:g} (relative) over "
-                              f"{patience} epochs after {halvings} halvings of the step "
-                              f"({epoch + 1} epochs)")
+                              f"{patience} rounds after {halvings} halvings of the step "
+                              f"({rnd + 1} {unit_words})")
                     break
-                scale, plateau_at = scale * 0.5, epoch + 1  # a plateau: halve the step
+                scale, plateau_at = scale * 0.5, rnd + 1  # a plateau: halve the step
                 halvings += 1
         if deadline_s is not None and time.monotonic() - t0 > deadline_s:
-            status = f"time budget spent ({deadline_s:g} s, {epoch + 1} epochs)"
+            status = f"time budget spent ({deadline_s:g} s, {rnd + 1} {unit_words})"
             break
-    eta0 = scale * lr / math.sqrt(1.0 + step / per_epoch)
-    anneal = max(1, int(anneal_epochs * per_epoch))
+    eta0 = scale * lr / math.sqrt(1.0 + step / per_round)
+    anneal = max(1, int(anneal_epochs * per_round))
     avg = np.zeros_like(Z)
     for k in range(anneal):
         idx, m = sampler.draw(rng)
