@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -36,6 +36,7 @@ __all__ = [
     "CertificateProtocol",
     "Convergence",
     "Record",
+    "Reduction",
     "closing_items",
     "gram_included",
     "gram_omitted",
@@ -240,3 +241,23 @@ class CertificateProtocol(Record):
                 failed.append(f"margin {m.quantity!r} has tolerance {m.atol!r}")
         failed += [claim for claim, holds in self.claims() if not holds]
         return tuple(failed)
+
+
+@runtime_checkable
+class Reduction(Protocol):
+    """A reduction of a problem, which owns its inverse (as cvxpy's ``reductions/``): whether it
+    applies, the reduced problem with the data its inverse needs, and the inverse, which maps
+    what is known of the reduced problem (a solution, a located verdict) back to the original.
+    The engine's reductions (:mod:`dgp.engine._reductions`) and the optimum's
+    (:mod:`dgp.optima._reductions`) follow it, each on its own kind of problem."""
+
+    name: str
+
+    def applies(self, problem: Any) -> bool:
+        """Whether :meth:`apply` may be used on ``problem``."""
+
+    def apply(self, problem: Any) -> tuple[Any, Any]:
+        """The reduced problem and the data :meth:`invert` needs."""
+
+    def invert(self, result: Any, inverse_data: Any) -> Any:
+        """What ``result`` says of the reduced problem, said of the original one."""

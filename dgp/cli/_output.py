@@ -63,6 +63,19 @@ def add_json_flag(p: argparse.ArgumentParser | argparse._ActionsContainer) -> No
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def add_gram_outputs(o: argparse._ActionsContainer, *, gram: str, embedding: str) -> None:
+    """The Gram and embedding files of ``dgp optimum`` and ``dgp supcon`` (``gram``,
+    ``embedding``: what each array is, for the help): ``--save-gram``, ``--save-gram-interval``
+    (:func:`save_gram_interval`) and ``--save-embedding``."""
+    o.add_argument("--save-gram", metavar="FILE", type=FileArg("output", "array"),
+                   help=f"write {gram} (.npy, .csv or .txt)")
+    o.add_argument("--save-gram-interval", metavar="FILE", type=FileArg("output", "archive"),
+                   help="beyond exact enumeration (batches sampled): write a .npz of the Gram "
+                   "(gram) and each entry's 95%% interval over independent runs (lower, upper)")
+    o.add_argument("--save-embedding", metavar="FILE", type=FileArg("output", "array"),
+                   help=f"write {embedding} (.npy, .csv or .txt)")
+
+
 def emit_json(obj: Any) -> None:
     """Print one JSON object on stdout and nothing else."""
     sys.stdout.write(json.dumps(jsonable(obj), indent=2) + "\n")

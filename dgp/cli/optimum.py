@@ -16,7 +16,7 @@ from dgp.cli._inputs import (
 )
 from dgp.cli._output import (
     MAX_TABLE,
-    FileArg,
+    add_gram_outputs,
     add_json_flag,
     print_result,
     quiet,
@@ -77,13 +77,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json_flag(o)
     o.add_argument("--gram", action="store_true", help="print the Gram (and keep it in --json)")
     o.add_argument("--embedding", action="store_true", help="--json also holds the embedding")
-    o.add_argument("--save-gram", metavar="FILE", type=FileArg("output", "array"),
-                   help="write the N x N Gram (.npy, .csv or .txt)")
-    o.add_argument("--save-gram-interval", metavar="FILE", type=FileArg("output", "archive"),
-                   help="beyond exact enumeration (batches sampled): write a .npz of the Gram "
-                   "(gram) and each entry's 95%% interval over independent runs (lower, upper)")
-    o.add_argument("--save-embedding", metavar="FILE", type=FileArg("output", "array"),
-                   help="write the N x rank embedding (.npy, .csv or .txt)")
+    add_gram_outputs(o, gram="the N x N Gram", embedding="the N x rank embedding")
 
 
 def run(args: argparse.Namespace) -> int:

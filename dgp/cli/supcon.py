@@ -11,6 +11,7 @@ from dgp.cli._inputs import add_reduction_arguments, batch_group, class_sizes
 from dgp.cli._output import (
     MAX_TABLE,
     FileArg,
+    add_gram_outputs,
     add_json_flag,
     atomic_output,
     emit_json,
@@ -87,13 +88,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--gram", action="store_true",
                    help="print the whole Gram (and keep it in --json for any K)")
     o.add_argument("--embedding", action="store_true", help="--json also holds the prototypes")
-    o.add_argument("--save-gram", metavar="FILE", type=FileArg("output", "array"),
-                   help="write the Gram to FILE (.npy, .csv or .txt)")
-    o.add_argument("--save-gram-interval", metavar="FILE", type=FileArg("output", "archive"),
-                   help="beyond exact enumeration (batches sampled): write a .npz of the Gram "
-                   "(gram) and each entry's 95%% interval over independent runs (lower, upper)")
-    o.add_argument("--save-embedding", metavar="FILE", type=FileArg("output", "array"),
-                   help="write the prototype vectors (K x rank) to FILE (.npy, .csv or .txt)")
+    add_gram_outputs(o, gram="the Gram to FILE",
+                     embedding="the prototype vectors (K x rank) to FILE")
     o.add_argument("--save-prototypes", metavar="FILE", type=FileArg("output", "array"),
                    help="write fixed targets to FILE: K x D unit rows (K x rank without --dim) "
                    "in a canonical orientation (class 0 on the first axis, class 1 in the first "

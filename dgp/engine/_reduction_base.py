@@ -12,11 +12,11 @@ chooser.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from dgp.engine._canonical import LogWeights, Shift, canonical
+from dgp.records import Reduction
 
 __all__ = ["Chain", "ClassMembers", "Located", "LogShift", "Reduction", "inverse_data"]
 
@@ -49,22 +49,6 @@ class Located:
     kind: str = "samples"
     part: int | None = None
     vectors: np.ndarray | None = None
-
-
-@runtime_checkable
-class Reduction(Protocol):
-    """What a reduction does: say whether it applies, reduce, and invert its reduction."""
-
-    name: str
-
-    def applies(self, problem: object) -> bool:
-        """Whether :meth:`apply` may be used on ``problem``."""
-
-    def apply(self, problem: object) -> tuple[object, object]:
-        """The reduced problem and the data :meth:`invert` needs."""
-
-    def invert(self, located: Located, inverse_data: object) -> Located:
-        """What ``located`` says about the reduced problem, about the original one."""
 
 
 @dataclass(frozen=True)

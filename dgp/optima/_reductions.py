@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from dgp.engine.target import Shift
 from dgp.optima._structure import Quotient, quotient
+from dgp.records import Reduction
 
 __all__ = [
     "Chain",
@@ -83,22 +83,6 @@ def samples_problem(A: np.ndarray) -> Quotient:
     point (``A`` is not copied)."""
     N = A.shape[0]
     return Quotient(np.arange(N), np.ones(N, dtype=np.int64), A, np.arange(N), True)
-
-
-@runtime_checkable
-class Reduction(Protocol):
-    """What a reduction does: say whether it applies, reduce, and invert its reduction."""
-
-    name: str
-
-    def applies(self, problem: Quotient) -> bool:
-        """Whether :meth:`apply` may be used on ``problem``."""
-
-    def apply(self, problem: Quotient) -> tuple[Quotient, object]:
-        """The reduced problem and the data :meth:`invert` needs."""
-
-    def invert(self, solution: PointSolution, inverse_data: object) -> PointSolution:
-        """A solution of the original problem from one of the reduced problem."""
 
 
 @dataclass(frozen=True)
