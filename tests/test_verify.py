@@ -178,10 +178,13 @@ def test_uninformative_images_never_confirm_the_prediction(tmp_path):
 
 @pytest.mark.slow
 def test_soft_supcon_tau_star_located_from_the_data():
-    # five temperatures, the fewest that locate an onset; fewer training steps keep it short
+    # five temperatures, the fewest that locate an onset; fewer training steps keep it short:
+    # at 300 (measured) the onset is 0.995 tau* (interval 0.86-1.15, the calibrated 1.149
+    # inside), the spread at 0.5 tau* about 1e-3 and 1.5 and 2 tau* informative and for the
+    # prediction: every assertion below with a wide margin (at 400: 0.98, 0.91-1.08)
     exp = E.soft_supcon_tau(quick=True, device="cpu", progress=False,
                             multiples=(0.5, 0.9, 1.0, 1.5, 2.0),
-                            budget=dataclasses.replace(E.QUICK, steps=400))
+                            budget=dataclasses.replace(E.QUICK, steps=300))
     sup = exp.report["supports"]
     est = sup["tau_star_estimate"]
     tau_star = exp.report["config"]["tau_star"]
