@@ -173,8 +173,10 @@ def test_cross_polytope_at_k_equal_2d(dim, tau):
 def test_invariant_under_permuting_the_classes():
     sizes = [30, 3, 12, 2, 8, 20, 5]
     perm = np.array([3, 0, 6, 1, 5, 2, 4])
-    a = supcon_prototypes(sizes, tau=0.3, dim=2)
-    b = supcon_prototypes([sizes[k] for k in perm], tau=0.3, dim=2)
+    # two random starts beside the free optimum's factor (the default eight tripled the time:
+    # 5.8 against 1.7 s of CPU, the same loss and bound to the last digit either way)
+    a = supcon_prototypes(sizes, tau=0.3, dim=2, starts=2)
+    b = supcon_prototypes([sizes[k] for k in perm], tau=0.3, dim=2, starts=2)
     assert a.loss == pytest.approx(b.loss, rel=1e-9)
     assert a.lower_bound == pytest.approx(b.lower_bound, rel=1e-9)
 
