@@ -34,6 +34,7 @@ from dgp.errors import ParameterError
 
 __all__ = [
     "CertificateProtocol",
+    "Chain",
     "Convergence",
     "Record",
     "Reduction",
@@ -261,3 +262,42 @@ class Reduction(Protocol):
 
     def invert(self, result: Any, inverse_data: Any) -> Any:
         """What ``result`` says of the reduced problem, said of the original one."""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Reductions applied in order and inverted in reverse (the one chain of the engine's and
+    the optimum's reductions).
+
+    Attributes
+    ----------
+    reductions : tuple of Reduction
+    """
+
+    reductions: tuple = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The reductions' names, in order."""
+        return tuple(r.name for r in self.reductions)
+
+    def apply(self, problem: Any) -> tuple[Any, list[tuple[Any, Any]]]:
+        """The problem after every reduction that applies, and the inverse data of each
+        (the reductions that do not apply are skipped and not inverted)."""
+        inverse = []
+        for r in self.reductions:
+            if r.applies(problem):
+                problem, data = r.apply(problem)
+                inverse.append((r, data))
+        return problem, inverse
+
+    def invert(self, result: Any, inverse: list[tuple[Any, Any]]) -> Any:
+        """What ``result`` says of the original problem, inverting the applied reductions in
+        reverse order."""
+        for r, data in reversed(inverse):
+            result = r.invert(result, data)
+        return result
+
+    def without(self, kind: type) -> Chain:
+        """The chain without its reductions of type ``kind``."""
+        return Chain(tuple(r for r in self.reductions if not isinstance(r, kind)))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dgp.engine._canonical import LogWeights, Shift, canonical
-from dgp.records import Reduction
+from dgp.records import Chain, Reduction
 
 __all__ = ["Chain", "ClassMembers", "Located", "LogShift", "Reduction", "inverse_data"]
 
@@ -109,38 +109,6 @@ class ClassMembers:
         x = np.zeros(self.n)
         x[self.members[k]] = h
         return x
-
-
-@dataclass(frozen=True)
-class Chain:
-    """Reductions applied in order and inverted in reverse.
-
-    Attributes
-    ----------
-    reductions : tuple of Reduction
-    """
-
-    reductions: tuple = ()
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The reductions' names, in order."""
-        return tuple(r.name for r in self.reductions)
-
-    def apply(self, problem: object) -> tuple[object, list[tuple[object, object]]]:
-        """The problem after every reduction, and the inverse data of each."""
-        inverse = []
-        for r in self.reductions:
-            problem, data = r.apply(problem)
-            inverse.append((r, data))
-        return problem, inverse
-
-    def invert(self, located: Located, inverse: list[tuple[object, object]]) -> Located:
-        """What ``located`` says about the original problem, inverting the applied reductions
-        in reverse order."""
-        for r, data in reversed(inverse):
-            located = r.invert(located, data)
-        return located
 
 
 def inverse_data(inverse: list[tuple[object, object]], kind: type) -> object | None:

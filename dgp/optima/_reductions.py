@@ -34,7 +34,7 @@ import numpy as np
 
 from dgp.engine.target import Shift
 from dgp.optima._structure import Quotient, quotient
-from dgp.records import Reduction
+from dgp.records import Chain, Reduction
 
 __all__ = [
     "Chain",
@@ -194,40 +194,6 @@ class TwinQuotient:
     def invert(self, solution: PointSolution, inverse_data: TwinData) -> PointSolution:
         # every point of the original problem sits at its class's point
         return replace(solution, labels=solution.labels[inverse_data.point])
-
-
-@dataclass(frozen=True)
-class Chain:
-    """Reductions applied in order and inverted in reverse.
-
-    Attributes
-    ----------
-    reductions : tuple of Reduction
-    """
-
-    reductions: tuple = ()
-
-    def apply(self, problem: Quotient) -> tuple[Quotient, list[tuple[object, object]]]:
-        """The problem after every reduction that applies, and the inverse data of each
-        (the reductions that did not apply are skipped and not inverted)."""
-        inverse = []
-        for r in self.reductions:
-            if r.applies(problem):
-                problem, data = r.apply(problem)
-                inverse.append((r, data))
-        return problem, inverse
-
-    def invert(self, solution: PointSolution,
-               inverse: list[tuple[object, object]]) -> PointSolution:
-        """The solution of the original problem, inverting the applied reductions in reverse
-        order."""
-        for r, data in reversed(inverse):
-            solution = r.invert(solution, data)
-        return solution
-
-    def without(self, kind: type) -> Chain:
-        """The chain without its reductions of type ``kind``."""
-        return Chain(tuple(r for r in self.reductions if not isinstance(r, kind)))
 
 
 def choose_reductions(problem: Quotient, *, batched: bool = False,
