@@ -62,8 +62,9 @@ from dgp.solver import (
     SAMPLERS,
     DenseBatchWeights,
     SparseBatchWeights,
+    check_batch,
 )
-from dgp.spec import SAMPLING_FIELDS, ProblemSpec, merged
+from dgp.spec import SAMPLING_DEFAULTS, SAMPLING_FIELDS, ProblemSpec, merged
 
 __all__ = ["FORMS", "PARAMETER_CONSTRAINTS", "Constraint", "Problem"]
 
@@ -177,7 +178,8 @@ PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
                       (0.0, -0.5, float("inf"), "0.5", True), _SIZES),
     "similarity": Constraint(f"one of {', '.join(SIMILARITIES)}", _choice(SIMILARITIES),
                              "euclidean", ("dot", 1), _SIZES),
-    "batch_size": Constraint("an integer >= 3", _integer(3), 4, (2, 3.5, "8"), _SIZES),
+    "batch_size": Constraint("an integer >= 3, at most N for uniform batches", _integer(3), 4,
+                             (2, 3.5, "8", 100), _SIZES),
     "sampler": Constraint(f"one of {', '.join(SAMPLERS)}", _choice(SAMPLERS),
                           "class-balanced", ("random",), _BATCH),
     "samples_per_class": Constraint("an integer >= 2 (sampler='m-per-class')", _integer(2), 2,
@@ -346,6 +348,14 @@ class Problem(ProblemSpec):
             else:
                 form, lab = "labels", out["labels"]
                 class_sizes, n = lab.sizes, lab.n
+        if out.get("batch_size") is not None and (class_sizes is not None
+                                                  or out.get("sampler") in (None, "uniform")):
+            # the batch against the samples it draws from, checked here once (a batch larger
+            # than N, or m-per-class without samples_per_class, was refused only later)
+            check_batch(np.ones(int(n), dtype=np.int64) if class_sizes is None else
+                        np.asarray(class_sizes, dtype=np.int64),
+                        **{**SAMPLING_DEFAULTS, "samples_per_class": None,
+                           **{k: out[k] for k in _SAMPLING if out.get(k) is not None}})
         values = {
             "form": form, "objective": None if rec is None else rec.name, "record": rec,
             "weighting": weighting, "labels_record": lab, "n": int(n),
