@@ -561,3 +561,8 @@ EXACT_MAX_DEFAULT = 100_000
 #: terms stopped 0.00016-0.00024 above it in 5-7 s a run, 255 terms 0.00012 in 11 s, 1024
 #: terms level with it (-0.00002 +- 0.00001) in 36 s
 ROUND_PARTNER_TERMS = 128
+
+#: closed-form prototypes of up to this many classes carry the KKT certificate of their Gram
+#: (the formula checked numerically: about 0.05 s at K = 200; 2.5 s at K = 500, where the
+#: proof in proofs/ stays the only certificate and the result says so)
+CLOSED_FORM_CHECK_MAX_K = 200

@@ -455,3 +455,26 @@ def test_identifiability_false_changes_nothing_else():
         assert da == db
     with pytest.raises(TypeError, match="identifiability"):
         supcon_prototypes([3, 3], tau=0.5, identifiability="no")
+
+
+@pytest.mark.parametrize(("sizes", "tau", "eps"), [
+    ([3, 3, 3], 0.5, None),        # regular simplex, balanced SupCon
+    ([7, 2], 0.3, None),           # antipodal: SupCon with two classes, any sizes
+    ([4, 4, 4, 4], 1.0, 0.05),     # balanced Soft SupCon above tau*: the simplex
+    ([2, 5, 3], 0.5, 0.6),         # equiangular rho = 1 + tau log eps, attains the bound
+])
+def test_closed_forms_carry_the_kkt_certificate_of_their_gram(sizes, tau, eps):
+    """A closed form states its certificate: the KKT conditions of its Gram, checked from the
+    numbers (never from the formula's name), in the library and the JSON; the same check on a
+    Gram moved off the formula fails, so it can."""
+    from dgp.prototypes import kkt_certificate
+
+    p = supcon_prototypes(sizes, tau=tau, eps=eps)
+    assert p.method == "closed-form" and p.certificate is not None
+    cert = p.certificate
+    assert cert.certified and cert.kkt_residual < 1e-10
+    d = p.to_dict()["certificate"]
+    assert d["kind"] == "kkt" and d["certified"] is True
+    K = len(sizes)
+    off = np.clip(p.gram + 0.05 * (1 - np.eye(K)), -1, 1)  # feasible, off the optimum
+    assert not kkt_certificate(off, sizes, tau=tau, eps=eps).certified

@@ -30,6 +30,7 @@ import numpy as np
 
 from dgp.constants import (
     BATCH_TAU_MIN,
+    CLOSED_FORM_CHECK_MAX_K,
     EQUIANGULAR_ATOL,
     EXACT_MAX_DEFAULT,
     LOSS_RESOLUTION,
@@ -164,6 +165,16 @@ def kkt_certificate(
     return row_certificate(prob, G)
 
 
+def _closed_form_certificate(n: np.ndarray, tau: float, eps: float | None,
+                             cosine: float) -> KKTCertificate | None:
+    """The KKT certificate of a closed-form equiangular Gram (cosine ``cosine``): the formula
+    checked numerically, up to :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes; above,
+    ``None`` (the theorem's executable proof is its certificate)."""
+    if n.size > CLOSED_FORM_CHECK_MAX_K:
+        return None
+    return kkt_certificate(equiangular_gram(n.size, cosine), n, tau=tau, eps=eps)
+
+
 _FIRST_ORDER = "the first-order approximation (method first-order, O(tau^2) error)"
 
 
@@ -241,7 +252,8 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         return Prototypes(
             **common, method="closed-form", loss=loss, entropic_bound=bound,
             excess_loss=excess, log_excess_loss=log_excess, kkt_residual=None,
-            certificate=None, collapse=None, rank=K - 1, unique=True,
+            certificate=_closed_form_certificate(n, tau, eps, simplex), collapse=None,
+            rank=K - 1, unique=True,
             stop_reason="regular simplex (balanced SupCon)", equiangular=simplex,
             identifiability=_full_identifiability(n, tau, eps, None, gap),
         )
@@ -254,7 +266,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         return Prototypes(
             **common, method="closed-form", loss=loss, entropic_bound=bound,
             excess_loss=excess, log_excess_loss=log_excess, kkt_residual=None,
-            certificate=None, collapse=None, rank=1,
+            certificate=_closed_form_certificate(n, tau, eps, -1.0), collapse=None, rank=1,
             unique=face_uniqueness(G, n, rank=1)[0],
             stop_reason="antipodal (SupCon with two classes)", equiangular=-1.0,
             identifiability=_full_identifiability(n, tau, eps, None, gap),
@@ -267,7 +279,8 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             return Prototypes(
                 **common, method="closed-form", loss=loss, entropic_bound=bound,
                 excess_loss=excess, log_excess_loss=math.log(excess) if excess > 0 else -math.inf,
-                kkt_residual=None, certificate=None, collapse=None, rank=K - 1, unique=True,
+                kkt_residual=None, certificate=_closed_form_certificate(n, tau, eps, simplex),
+                collapse=None, rank=K - 1, unique=True,
                 stop_reason="regular simplex (balanced Soft SupCon above tau*)",
                 equiangular=simplex,
                 identifiability=_full_identifiability(n, tau, eps, None, gap),
@@ -283,7 +296,8 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             return Prototypes(
                 **common, method="closed-form", loss=bound, entropic_bound=bound,
                 excess_loss=0.0, log_excess_loss=-math.inf, kkt_residual=None,
-                certificate=None, collapse=None, rank=K - 1 if at_star else K, unique=unique,
+                certificate=_closed_form_certificate(n, tau, eps, max(rho, simplex)),
+                collapse=None, rank=K - 1 if at_star else K, unique=unique,
                 stop_reason="equiangular rho = 1 + tau log eps, attains the entropic bound",
                 equiangular=max(rho, simplex),
                 identifiability=_full_identifiability(

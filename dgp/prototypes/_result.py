@@ -242,8 +242,13 @@ class Prototypes(Record):
     log_excess_loss : float
         Natural log of ``excess_loss`` (``-inf`` where the bound is attained).
     kkt_residual : float or None
-        The certificate's residual; ``None`` for closed forms and approximations.
+        The certificate's residual; ``None`` for closed forms (proved, not converged) and
+        approximations.
     certificate : KKTCertificate or None
+        The KKT certificate of the Gram: of the solve, or of a closed form checked numerically
+        (up to :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes); ``None`` for a
+        first-order approximation (not a solution), a larger closed form (its executable proof
+        certifies it) and a rank-``dim`` point found on factors (see ``rank_d``).
     collapse : LiftCertificate or None
         Optimality of the collapsed configuration for the ``N x N`` problem, and uniqueness.
     rank : int
