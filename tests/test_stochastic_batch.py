@@ -222,7 +222,9 @@ def test_a_labels_problem_is_read_one_batch_at_a_time(monkeypatch):
     N = paths.STOCHASTIC_FULL_BATCH_MAX_K + 100  # above the dense full-batch comparison's size
     y = np.random.default_rng(5).standard_normal((N, 2))
     prob = dgp.Problem(objective="y-aware", labels=y, sigma=1.0, tau=0.5)
-    res = dgp.optimum(prob, dim=2, batch_size=8, replicates=0, samples=200, progress=False)
+    # B = 64: an epoch gives each sample 63 partner terms, so a round of the schedule is two
+    # epochs (at B = 8 it would be 18, minutes of steps for a test of how weights are read)
+    res = dgp.optimum(prob, dim=2, batch_size=64, replicates=0, samples=200, progress=False)
     assert isinstance(res, dgp.BatchOptimum) and res.n == N
     assert res.batch.full_batch_expected_loss is None
     assert res.full_batch_point.startswith("not compared")
@@ -251,7 +253,9 @@ def test_a_sparse_graph_is_read_from_its_pairs(monkeypatch):
         raise AssertionError("the N x N weights were built")
 
     monkeypatch.setattr(api, "check_weights", refuse)
-    kw = dict(tau=0.5, dim=2, batch_size=8, replicates=0, samples=200, progress=False)
+    # B = 64 (a round of two epochs, as above); a 3-NN graph leaves most anchors of a batch
+    # of 8 without a positive, few of a batch of 64
+    kw = dict(tau=0.5, dim=2, batch_size=64, replicates=0, samples=200, progress=False)
     res = dgp.optimum(G, **kw)
     assert isinstance(res, dgp.BatchOptimum) and res.n == N
     assert res.full_batch_point.startswith("not compared")
