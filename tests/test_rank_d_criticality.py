@@ -6,7 +6,8 @@ a long descent stopped on that test far from stationary (K = 1000, d = 128, tau 
 1047 of its 5000 steps, the columns 7e3- to 1e5-fold longer, the Riemannian gradient 8e3 times
 its target). The same happens on a small problem of the same kind (many long-tailed classes,
 the free optimum's truncation as the start); with ``restart_memory`` the descent restarts from
-the normalised columns and reaches the target. The K = 1000 measurement itself is
+the normalised columns and reaches the target. A first descent that spends its steps (tau =
+0.5) restarts too, with the preconditioner of the point it reached. The K = 1000 measurement is
 ``python -m benchmarks.rank_d_k1000`` (minutes).
 """
 
@@ -92,3 +93,25 @@ def test_only_the_factor_path_restarts():
     assert factor.restart_iters > 0
     assert [rank_d_policy(K, dim).restart_iters for K, dim in ((6, 2), (2000, 128))] == [0, 0]
 
+
+
+@pytest.mark.slow  # about 2 s of CPU
+def test_a_first_descent_that_spends_its_steps_restarts_with_a_fresh_preconditioner():
+    """tau = 0.5: the first descent is not stopped early but spends its steps with the
+    preconditioner of its start; a restart from the normalised columns (fresh preconditioner)
+    reaches first-order criticality where the same number of steps without one does not."""
+    n = _sizes(150)
+    X0 = factor(supcon_prototypes(n, tau=0.5).gram, 16)
+    out = []
+    for restart_memory, maxiter, restart_iters in ((None, 2500, 0),
+                                                   (RANK_D_FACTOR_RESTART_MEMORY, 1000, 1500)):
+        obj = BlockFactor(n, 0.5)
+        obj.set_scale(X0)
+        X, its = bm_lbfgs(obj, X0, maxiter=maxiter, gtol=RANK_D_GTOL, precondition=True,
+                          restart_memory=restart_memory, restart_iters=restart_iters)
+        obj.set_scale(X)
+        out.append((its, obj.stationarity(X), obj.loss(X)[0]))
+    (its_o, stat_o, loss_o), (its_n, stat_n, loss_n) = out
+    assert its_o == 2500 and stat_o > 1e-5
+    assert its_n <= 2500 and stat_n <= 1e-6
+    assert loss_n <= loss_o + 1e-12 * abs(loss_o)

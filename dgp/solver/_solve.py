@@ -199,11 +199,13 @@ def bm_lbfgs(
     have grown, not where the point is stationary (K = 1000, d = 128, tau = 0.1: after 1047
     steps the columns had grown 7e3- to 1e5-fold and the Riemannian gradient was 8e3 times its
     target), with a preconditioner of a point it has left (the columns' curvature had changed
-    up to 35-fold). With ``restart_memory``, such a stop is not the end: the descent restarts
-    from the normalised columns with that memory, a fresh preconditioner and the iterations
-    left of ``maxiter`` and ``restart_iters`` (the restarts' own budget), until the Riemannian
-    gradient itself meets the target (or another stop: a stall, an overflow, the iterations);
-    ``None``: one descent, as before."""
+    up to 35-fold). With ``restart_memory``, such a stop is not the end, nor is the end of the
+    first descent's ``maxiter`` steps: the descent restarts from the normalised columns with
+    that memory, a fresh preconditioner and the iterations left of ``maxiter`` and
+    ``restart_iters`` (the restarts' own budget), until the Riemannian gradient itself meets
+    the target (or another stop: a stall, an overflow, the iterations). At K = 200, d = 16,
+    tau = 0.5 the first 5000 steps end at a relative gradient of 7.7e-4 and a restart reaches
+    2.2e-7 in 2000 more. ``None``: one descent, as before."""
     check_solver_tau(prob.tau)  # above 2^53 the loss is flat: nothing to resolve
     r, K = X0.shape
     obj = prob.on_factor()
@@ -224,7 +226,8 @@ def bm_lbfgs(
         pre = obj.column_curvature(X) if precondition else None
         if pre is not None:
             pre = np.broadcast_to(pre, (r, K)).ravel()
-        v, its = lbfgs(fun, X.ravel(), maxiter=budget - done, gtol=target, memory=mem,
+        budget_was = budget - done
+        v, its = lbfgs(fun, X.ravel(), maxiter=budget_was, gtol=target, memory=mem,
                        precondition=pre)
         done += its
         X = unit_columns(v.reshape(r, K))
@@ -234,8 +237,10 @@ def bm_lbfgs(
             budget += restart_iters
         if done >= budget:
             return X, done
-        # restart only where the unnormalised gradient met the target and the sphere's did not
-        if (float(np.max(np.abs(fun(v)[1]))) > target
+        # restart where the descent stopped on the unnormalised gradient or spent its steps,
+        # and the Riemannian gradient is above the target (not after a stall or an overflow)
+        spent = its == budget_was
+        if ((not spent and float(np.max(np.abs(fun(v)[1]))) > target)
                 or float(np.max(np.abs(fun(X.ravel())[1]))) <= target):
             return X, done
         mem = restart_memory
