@@ -90,8 +90,8 @@ class RankDPolicy:
         step of small problems).
     restart_memory : int or None
         A descent that stops on the gradient of its unnormalised columns (which grow with every
-        step) while the Riemannian gradient is above its target restarts from the normalised
-        columns with this L-BFGS memory and a fresh preconditioner
+        step), or spends :attr:`run_iters`, while the Riemannian gradient is above its target
+        restarts from the normalised columns with this L-BFGS memory and a fresh preconditioner
         (:func:`dgp.solver.bm_lbfgs`; the factor path,
         :data:`~dgp.constants.RANK_D_FACTOR_RESTART_MEMORY`); ``None``: it stops there.
     restart_iters : int
