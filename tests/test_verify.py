@@ -81,11 +81,20 @@ def shared_predictions(tmp_path_factory):
         yield once
 
 
+#: supcon-imbalance's quick budget with 400 training steps, not 600: every run converged and
+#: every assertion below held with a margin (measured: the loss gap 22 times its resolution,
+#: balanced held-out Gram within 0.031 of the simplex against the 0.06 asked, the noise
+#: control undecided), for a fifth less of the slow step's longest setup
+IMBALANCE_BUDGET = dataclasses.replace(E.QUICK, steps=400)
+
+
 @pytest.fixture(scope="module")
 def imbalance():
-    """supcon-imbalance in quick mode (three seeds), with the cache of its trained runs."""
+    """supcon-imbalance in quick mode (three seeds, :data:`IMBALANCE_BUDGET`), with the cache
+    of its trained runs."""
     cache: dict = {}
-    exp = E.supcon_imbalance(quick=True, device="cpu", progress=False, cache=cache)
+    exp = E.supcon_imbalance(quick=True, device="cpu", progress=False, cache=cache,
+                             budget=IMBALANCE_BUDGET)
     return exp, cache
 
 
@@ -144,7 +153,8 @@ def test_a_wrong_prediction_loses_and_convergence_ignores_the_prediction(imbalan
                                      method=p.method)
 
     monkeypatch.setattr(IMB, "supcon_prediction", reversed_prediction)
-    wrong = E.supcon_imbalance(quick=True, device="cpu", progress=False, cache=cache)
+    wrong = E.supcon_imbalance(quick=True, device="cpu", progress=False, cache=cache,
+                               budget=IMBALANCE_BUDGET)
     key = lambda r: (r["condition"], r["seed"])  # noqa: E731
     before = {key(r): (r["converged"], r["plateau"]) for r in exp.report["runs"]}
     after = {key(r): (r["converged"], r["plateau"]) for r in wrong.report["runs"]}
