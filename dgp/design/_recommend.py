@@ -24,6 +24,7 @@ from dgp.design._common import (
     fixed_parameters,
     needed_parameters,
     prototype_rank,
+    search_settings,
     tolerance,
 )
 from dgp.design._parameters import OBJECTIVE_PARAMETERS, check_value
@@ -76,6 +77,8 @@ def recommend(
     minority: Sequence[int] | None = None,
     search: tuple[float, float] | None = None,
     points: int = 61,
+    starts: int | None = None,
+    seed: int | None = None,
     tol: float | None = None,
     rtol: object = not_given,
 ) -> Recommendation:
@@ -100,7 +103,9 @@ def recommend(
       pair of minority classes keeps its optimal prototype cosine :math:`\le X` (the upper end
       of the first stretch from small :math:`\tau`; default ``search`` ``0.01 .. 10``);
       ``minority`` lists the minority classes (codes ``0..K-1`` in sorted label order;
-      default: every class smaller than the largest);
+      default: every class smaller than the largest); with ``dim``, the prototypes are the
+      best in :math:`\mathbb R^{dim}` (:func:`dgp.supcon_prototypes` with ``dim``, ``starts``
+      and ``seed``), else the free-dimension optimum;
     * ``"min-dim"`` — the smallest :math:`d` in which the bound is attained (``tau`` given).
 
     Parameters
@@ -117,6 +122,9 @@ def recommend(
     points : int
         Number of scan points (geometric in :math:`\tau`; in :math:`\log(-\log\varepsilon)`).
         A stretch narrower than one scan step can be missed.
+    starts, seed : int, optional
+        ``minority-cosine`` with ``dim``: the rank-``dim`` search's random starts and seed, as
+        :func:`dgp.supcon_prototypes` (the other questions run no search: refused there).
     tol : float
         Relative tolerance of every classification (``rtol``: its deprecated name).
 
@@ -147,7 +155,12 @@ def recommend(
     rtol = tolerance(tol, rtol)
     problem, given = design_input(
         objective, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol,
-        entry="recommend", given={"tau": tau, "eps": eps, "sigma": sigma, "label_tau": label_tau})
+        entry="recommend", given={"tau": tau, "eps": eps, "sigma": sigma, "label_tau": label_tau},
+        search=search_settings(starts, seed))
+    if problem.search and not (question == "minority-cosine" and dim is not None):
+        name = next(iter(problem.search))
+        raise ParameterError(name, "applies to want='minority-cosine<=X' with dim (the rank-dim "
+                             "search of its prototypes); this question runs no search")
     tau, eps = given["tau"], given["eps"]
     pts = check_int(points, "points", minimum=5, maximum=10_000)
     given = {"tau": tau, "dim": dim, "eps": eps, "sigma": given["sigma"],
@@ -370,21 +383,24 @@ def _recommend_minority(problem: DesignInput, fixed: dict, x: float, minority, r
     dim = fixed.get("dim")
     sub = np.ix_(idx, idx)
 
+    in_dim = {} if dim is None else {"dim": dim, **problem.search, "progress": False}
+
     def holds(t: float) -> tuple[bool, dict]:
-        p = supcon_prototypes(sizes, tau=t, eps=eps)
+        p = supcon_prototypes(sizes, tau=t, eps=eps, **in_dim)
         M = p.gram[sub].copy()
         np.fill_diagonal(M, -np.inf)
         a, b = np.unravel_index(int(np.argmax(M)), M.shape)
         info = {"tau": t, "max_cosine": float(M[a, b]), "pair": [int(idx[a]), int(idx[b])],
                 "method": p.method, "kkt_residual": p.kkt_residual,
-                "rank": prototype_rank(p.gram)}
+                "rank": prototype_rank(p.gram), "certified": p.convergence.certified}
         return float(M[a, b]) <= x, info
 
     out = scan_and_bisect(holds, TAU_AXIS, *rng, num=pts, t_tol=PROTOTYPE_T_TOL)
     value = out.pop("value", None)
     cert: dict[str, Any] = {
         "method": "geometric scan of tau, then bisection on the largest optimal prototype "
-        "cosine among minority pairs (dgp.supcon_prototypes, certified by its KKT residual)",
+        "cosine among minority pairs (dgp.supcon_prototypes, certified by its KKT residual"
+        + ("" if dim is None else f"; in R^{dim}, its rank-{dim} certificate") + ")",
         "minority": idx.tolist(), "threshold": x,
         "bracket": {"below": out.pop("below", None), "above": out.pop("above", None)}, **out}
     if out["status"] == "found":
@@ -394,16 +410,19 @@ def _recommend_minority(problem: DesignInput, fixed: dict, x: float, minority, r
                   f"{value:.{k}g} (largest {b['below']['max_cosine']:.10g}); at tau = "
                   f"{b['above']['tau']:.{k}g} classes {b['above']['pair']} reach "
                   f"{b['above']['max_cosine']:.10g}")
-        if dim is not None and b["below"]["rank"] > dim:
-            reason += (f"; caution: these prototypes have rank {b['below']['rank']} > dim = "
-                       f"{dim}, so they are the free-dimension optimum, not the one in R^dim")
+        if dim is not None and not b["below"]["certified"]:
+            reason += (f"; the prototypes in R^{dim} at it are the best the rank-{dim} search "
+                       "found, not proven globally optimal")
     elif out["status"] == "up-to-range-end":
         reason = (f"the minority cosines stay <= {x:g} up to the end of the search range, tau = "
                   f"{rng[1]:g} (widen search)")
     else:
+        limit = (f"in R^{dim} the {sizes.size} prototypes cannot form the simplex, which "
+                 f"needs {sizes.size - 1} dimensions" if dim is not None and dim < sizes.size - 1
+                 else "SupCon's small-tau limit is the simplex, cosine "
+                 f"{-1.0 / (sizes.size - 1):.6g}")
         reason = (f"the largest minority cosine exceeds {x:g} at every scanned tau in "
-                  f"[{rng[0]:g}, {rng[1]:g}] (SupCon's small-tau limit is the simplex, cosine "
-                  f"{-1.0 / (sizes.size - 1):.6g})")
+                  f"[{rng[0]:g}, {rng[1]:g}] ({limit})")
     if eps is None and value is not None:  # SupCon (no weight across classes)
         cert["first_order"] = _first_order_tau(sizes, idx, x)
     return Recommendation(problem.name, want, "tau", value, reason, cert, _given(fixed))
