@@ -426,3 +426,13 @@ def test_gap_is_named_as_every_result_names_it_and_duality_gap_is_its_deprecated
     floor = loss_floor(W, tau=0.3, dim=1)
     # the same gap, seen from the floor (excesses over the same entropic bound)
     assert floor.gap == pytest.approx(opt.gap, rel=1e-9, abs=1e-12)
+
+
+def test_loss_floor_shows_the_same_in_text_and_html():
+    """A notebook shows a LossFloor as the terminal does: the interval, the certificate and
+    the rank, one row each."""
+    f = loss_floor(supcon_weights([0, 0, 1, 1, 2, 2]), tau=0.5, dim=2)
+    html_text, text = f._repr_html_(), str(f)
+    for word in ("interval", "certified", "rank"):
+        assert word in text and f"<th style='text-align:left'>{word}</th>" in html_text
+    assert f"{f.lower:.6g}" in text and f"{f.lower:.6g}" in html_text

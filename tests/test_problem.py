@@ -222,6 +222,7 @@ BAD_CALLS = [
     ("labels", dgp.phase, ("supcon", [2, 2, 2]), {"dim": 2, "grid": {"tau": [0.1, 0.2]}}),
     ("labels", dgp.recommend, ("soft-supcon", [2, 2, 2]), {"eps": 0.1, "want": "simplex"}),
     ("labels", dgp.recommend, ("supcon", [1, 1, 1, 1]), {"want": "min-dim", "tau": 0.5}),
+    ("progress", dgp.optimum, (P_W,), {"progress": "yes"}),
     # the batch against the samples, checked by the Problem itself
     ("batch_size", dgp.Problem, (), {"W": [[0.0, 1.0], [1.0, 0.0]], "batch_size": 5}),
     ("samples_per_class", dgp.Problem, (), {"objective": "supcon", "sizes": [3, 3],

@@ -39,6 +39,7 @@ from dgp.errors import (
     ParameterError,
     SolverError,
     check_dim,
+    check_flag,
     check_int,
     check_positive,
     check_unit_interval,
@@ -387,6 +388,8 @@ def optimum(
         tol=check_unit_interval(tol, "tol"),
     )
     starts = check_starts(starts)
+    if progress is not None:
+        progress = check_flag(progress, "progress")
     batch = dict(batch_size=batch_size, sampler=sampler, reduction=reduction,
                  anchors_without_positives=anchors_without_positives)
     if batch_size is not None and sampler == "class-balanced":

@@ -340,15 +340,17 @@ class LossFloor(Record):
             "kind": "loss-floor-interval", "statement": _INTERVAL_STATEMENT,
             "certified": self.certified, "lower_bound": self.lower, "gap": self.gap}
 
+    def _summary_pairs(self) -> list[tuple[str, str]]:
+        return [
+            ("interval", f"[{self.lower:.6g}, {format_nats(self.upper, self.log_upper)}] nats "
+             "above the entropic bound"),
+            ("certified", "yes (dual PSD)" if self.certified else f"no: gap {self.gap:.3g} nats"),
+            ("rank", f"{self.rank}" + ("" if self.free_rank is None
+                                       else f" (free optimum: {self.free_rank})")),
+        ]
+
     def __str__(self) -> str:
-        return format_summary(
-            f"Loss floor in dimension d = {self.dim}",
-            [
-                ("interval", f"[{self.lower:.6g}, {format_nats(self.upper, self.log_upper)}] nats "
-                 "above the entropic bound"),
-                ("certified", "yes (dual PSD)" if self.certified else
-                 f"no: gap {self.gap:.3g} nats"),
-                ("rank", f"{self.rank}" + ("" if self.free_rank is None
-                                           else f" (free optimum: {self.free_rank})")),
-            ],
-        )
+        return format_summary(f"Loss floor in dimension d = {self.dim}", self._summary_pairs())
+
+    def _repr_html_(self) -> str:
+        return html_summary(f"Loss floor in dimension d = {self.dim}", self._summary_pairs())
