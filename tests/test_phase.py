@@ -185,12 +185,19 @@ def test_excess_loss_of_supcon_imbalance_against_brute_force():
     assert skewed["excess_loss"] == pytest.approx(brute, rel=1e-6)
 
 
-def test_excess_not_computed_when_the_prototypes_need_more_dimensions():
+def test_excess_in_a_dimension_below_the_prototypes_rank():
+    """Where the free prototypes do not fit in dim the map reports the prototypes in R^dim, the
+    number optimum gives on the samples' weights at that dim (one rank-d solver), not "not
+    computed"."""
     pm = phase("supcon", sizes=[3, 3, 3, 3], grid={"dim": [2, 3]}, tau=0.5)
     low, high = pm.cells  # the simplex of 4 classes has rank 3
-    assert low["excess_loss"] is None and low["excess_source"] == "not-computed-dim"
-    assert low["max_cosine"] is None
-    assert high["excess_source"] == "prototypes" and high["excess_loss"] > 0
+    assert low["excess_source"] == "prototypes-dim"
+    W = objective_weights("supcon", np.repeat(np.arange(4), 3))
+    opt = dgp.optimum(W, tau=0.5, dim=2, progress=False)
+    assert low["excess_loss"] == pytest.approx(opt.loss - opt.entropic_bound, rel=1e-9)
+    assert low["max_cosine"] == pytest.approx(np.max(opt.quotient_gram[~np.eye(4, dtype=bool)]),
+                                              abs=1e-7)
+    assert high["excess_source"] == "prototypes" and 0 < high["excess_loss"] < low["excess_loss"]
 
 
 @pytest.mark.parametrize(("K", "n", "eps", "f"), [(3, 4, 0.1, 1.5), (5, 7, 0.01, 3.0),

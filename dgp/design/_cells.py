@@ -38,7 +38,9 @@ def _evaluate(problem: DesignInput, params: Mapping[str, Any], excess: bool) -> 
     if problem.is_class:
         protos, code = cell_prototypes(problem, params)
         if protos is not None and prototype_rank(protos.gram) > params["dim"]:
-            protos, code = None, "not-computed-dim"
+            # the free optimum does not fit: the one rank-d solver's prototypes in R^dim, the
+            # answer of supcon_prototypes, optimum and loss_floors at this dim
+            protos, code = cell_prototypes(problem, params, in_dim=True), "prototypes-dim"
         if protos is not None:
             K = protos.gram.shape[0]
             max_cos = float(protos.gram[~np.eye(K, dtype=bool)].max())

@@ -31,8 +31,9 @@ EXCESS_SOURCES = {
     "prototypes": "loss of the optimal class prototypes (dgp.supcon_prototypes: closed form or "
     "certified solver) minus the bound; their rank fits in dim",
     "optimum": "dgp.optimum(W, tau, dim): the optimum in R^dim minus the bound",
-    "not-computed-dim": "the free optimum (class prototypes) has rank above dim; the optimum in "
-    "R^dim is not computed",
+    "prototypes-dim": "the free optimum (class prototypes) has rank above dim: loss of the best "
+    "prototypes in R^dim (dgp.supcon_prototypes with dim, the one rank-d solver of optimum and "
+    "loss_floors; certified globally optimal where its dual is PSD) minus the bound",
     "not-computed-solver": "not computed: this version of dgp.optimum has no dim "
     "argument, so no certified optimum in R^dim is available for this weighting",
     "not-computed-euclidean": "not computed: there is no optimum solver for the Euclidean latent",
