@@ -490,7 +490,7 @@ def test_an_interval_wider_than_its_target_and_a_loose_bound_say_so():
     The same for a bound gap above BOUND_LOOSE_GAP (nats per anchor: a sum over 8 anchors is
     divided by 8)."""
     from dgp.solver import bound_note, interval_note
-    from dgp.solver._expected import BOUND_LOOSE_GAP, HALF_WIDTH
+    from dgp.solver._batch_result import BOUND_LOOSE_GAP, HALF_WIDTH
 
     wide = _estimate((1.0, 1.0 + 2.6 * HALF_WIDTH), 0.0)
     assert "wider than the target" in interval_note(wide) and "20000" in interval_note(wide)

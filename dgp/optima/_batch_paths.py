@@ -21,7 +21,6 @@ array), when its time estimate fits :data:`CHUNKED_FULL_BATCH_MAX_S`.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -248,12 +247,12 @@ def stochastic_path(q: Quotient, spec: BatchSpec, kwargs: dict, progress: bool |
     if q.K > STOCHASTIC_FULL_BATCH_MAX_K:
         full, note = chunked_full_point(dense_weight_rows(q.weights), q.K, tau=tau, dim=dim,
                                         seed=kwargs["seed"], counts=q.sizes, progress=progress)
-    res = quotient_batch_optimum(
+    return quotient_batch_optimum(
         q.sizes, q.weights, spec, tau=tau, dim=dim, seed=kwargs["seed"],
         replicates=max(1, kwargs["replicates"]), min_batches=kwargs["samples"],
         full_batch=full, progress=progress, started=started, full_batch_point=note,
+        labels=None if q.K == int(q.sizes.sum()) else q.labels,
     )
-    return res if q.K == int(q.sizes.sum()) else dataclasses.replace(res, labels=q.labels)
 
 
 def finite_cost(n: int, B: int, dim: int, starts: int) -> tuple[float, float]:

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from dgp.solver._batch import BatchSpec
-from dgp.solver._expected import HALF_WIDTH, BatchEstimate, BatchOptimum
+from dgp.solver._batch_result import HALF_WIDTH, BatchEstimate, BatchOptimum
 from dgp.solver._finite import finite_batches, solve_finite
 from dgp.solver._identifiability import identifiability_report
 

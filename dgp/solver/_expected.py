@@ -18,14 +18,20 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
 
 import numpy as np
 
-from dgp.display import format_duration, format_summary, html_summary, stderr_progress
-from dgp.records import CertificateProtocol, Convergence, Record
+from dgp.display import format_duration, stderr_progress
 from dgp.solver._batch import BatchSpec
+from dgp.solver._batch_result import (
+    HALF_WIDTH,
+    MAX_EVALUATION_BATCHES,
+    BatchCertificate,
+    BatchEstimate,
+    BatchOptimum,
+    bound_note,
+    interval_note,
+)
 from dgp.solver._batch_sources import (
     BatchWeights,
     ClassBatches,
@@ -71,9 +77,8 @@ SELECT_BATCHES = 1000
 #: classes, B = 256; 80 to 100 at N = 300 to 10 000 samples; 106 to 120 at K = 1000, d = 128;
 #: 78 to 93 rounds of 160 steps at N = 300, B = 16, d = 8): within a factor 1.6 of each
 TYPICAL_ROUNDS = 70
-#: monitoring batches of a run (read after every round) and the most batches of an evaluation
+#: monitoring batches of a run (read after every round)
 MONITOR_BATCHES = 64
-MAX_EVALUATION_BATCHES = 20_000
 #: L-BFGS iterations of each batch's relaxation bound, on a factor of the batch's full rank
 #: (measured at N = 10 000, B = 256, d = 128, tau = 0.1: the mean gap of a batch 0.0056 at
 #: 100 iterations, 0.0022 at 200, 0.0015 at 300; at tau = 0.5 and at K = 100 and K = 1000
@@ -81,335 +86,6 @@ MAX_EVALUATION_BATCHES = 20_000
 #: while the gaps' spread is not small beside the loss's, up to ``bound_batches``)
 BOUND_ITERS = 300
 BOUND_MIN_BATCHES = 8
-#: a relaxation gap above this many nats per anchor is said to be loose in the summary (the
-#: issue's target for smooth weightings; a k-NN graph of 1500 points left 0.6)
-BOUND_LOOSE_GAP = 0.01
-#: relative gap under which an exact expected-batch optimum counts as certified
-EXACT_GAP_RTOL = 1e-6
-#: target half-width (nats per anchor) of the 95% interval of the expected loss
-HALF_WIDTH = 0.002
-
-
-@dataclass(frozen=True)
-class BatchEstimate(Record):
-    """The expected batch loss and its bound, from batches not used to optimise.
-
-    Attributes
-    ----------
-    spec : BatchSpec
-    expected_loss : float
-        Mean batch loss of the embedding over ``batches`` fresh batches (the trainer's
-        reduction: with ``mean``, nats per anchor).
-    interval : tuple of float
-        Its 95% confidence interval.
-    lower_bound : float
-        A lower bound on the minimum of the expected batch loss over all embeddings (any
-        dimension), at confidence ``confidence``.
-    confidence : float
-    gap : float
-        ``expected_loss - lower_bound``.
-    full_batch_expected_loss : float or None
-        The full-batch prediction's expected batch loss on the same fresh batches.
-    full_batch_interval : tuple of float or None
-    full_batch_excess : float or None
-        ``full_batch_expected_loss - expected_loss`` (paired on the same batches).
-    full_batch_excess_se : float or None
-    batches : int
-        Fresh batches of the evaluation.
-    bound_batches : int
-        Further fresh batches of the relaxation bound.
-    steps : int
-        Optimiser steps (one batch each) of the kept run (0: the full-batch optimum kept).
-    epochs : float
-        Its passes over the samples.
-    seed : int
-    expectation : str
-        ``"stochastic"``: optimised on fresh batches, reported on held-out ones; ``"exact"``:
-        the mean over every batch (interval of width 0, ``confidence`` 1);
-        ``"sample-average"``: fitted on a sample of compositions, reported on fresh batches
-        (:func:`dgp.solver.held_out_estimate`; ``steps`` and ``epochs`` are 0).
-    """
-
-    spec: BatchSpec
-    expected_loss: float
-    interval: tuple[float, float]
-    lower_bound: float
-    confidence: float
-    gap: float
-    full_batch_expected_loss: float | None
-    full_batch_interval: tuple[float, float] | None
-    full_batch_excess: float | None
-    full_batch_excess_se: float | None
-    batches: int
-    bound_batches: int
-    steps: int
-    epochs: float
-    seed: int
-    expectation: str = "stochastic"
-
-    def json_items(self, options):
-        yield from self.spec.json_items({})
-        for f in ("expectation", "expected_loss", "interval", "lower_bound", "confidence",
-                  "gap", "full_batch_expected_loss", "full_batch_interval",
-                  "full_batch_excess", "full_batch_excess_se", "batches", "bound_batches",
-                  "steps", "epochs", "seed"):
-            yield f, getattr(self, f)
-
-
-@dataclass(frozen=True)
-class BatchCertificate(CertificateProtocol):
-    """What an expected-batch optimum proves: with ``expectation == "exact"``, the global
-    optimum over all Gram matrices when the exact expected loss and the dual lower bound close
-    to a relative gap of :data:`EXACT_GAP_RTOL`; with ``"stochastic"``, nothing beyond a lower
-    bound that holds at its confidence (the gap bounds the suboptimality at that confidence).
-
-    Attributes
-    ----------
-    expectation : str
-        ``"exact"`` or ``"stochastic"`` (:class:`BatchEstimate`).
-    expected_loss : float
-    lower_bound : float
-    gap : float
-        ``expected_loss - lower_bound``.
-    confidence : float
-        Of the lower bound (1 when exact).
-    rtol : float
-        The relative gap under which an exact optimum counts as certified.
-    """
-
-    kind: ClassVar[str] = "expected-batch"
-
-    expectation: str
-    expected_loss: float
-    lower_bound: float
-    gap: float
-    confidence: float
-    rtol: float = EXACT_GAP_RTOL
-
-    @property
-    def certified(self) -> bool:
-        """Globally optimal to the relative gap ``rtol`` (exact expectations only, and only
-        where the certificate's own numbers check)."""
-        return (self.expectation == "exact" and not self.check()
-                and self.gap <= self.rtol * max(abs(self.expected_loss), 1.0))
-
-    @property
-    def statement(self) -> str:
-        if self.expectation == "exact":
-            return ("the global optimum over all Gram matrices to a relative gap of "
-                    f"{self.rtol:g}: the exact expected loss and a certified lower bound (the "
-                    "dual of the convex problem) that close")
-        return ("nothing proven: a stochastic optimum; the lower bound holds at "
-                f"{self.confidence:.0%} confidence and the gap bounds the suboptimality at "
-                "that confidence")
-
-    def claims(self):
-        yield ("gap = expected loss - lower bound",
-               math.isclose(self.gap, self.expected_loss - self.lower_bound,
-                            rel_tol=1e-9, abs_tol=1e-12))
-        yield "the gap is not negative", self.gap >= -1e-12 * max(abs(self.expected_loss), 1.0)
-
-
-@dataclass(frozen=True, eq=False)
-class BatchOptimum(Record):
-    """The minimiser of the expected mini-batch loss in ``R^dim`` found on fresh batches
-    (module docstring).
-
-    Attributes
-    ----------
-    n : int
-        Points (samples, or collapsed classes).
-    tau : float
-    dim : int
-    embedding : ndarray, shape (n, dim)
-        Unit rows.
-    batch : BatchEstimate
-    identifiability : BatchIdentifiability or None
-        ``None`` with no replicate run.
-    status : str
-        Why the kept run stopped.
-    monitor : tuple of float
-        The kept run's loss on its monitoring batches, per round of its schedule (an epoch,
-        or more where epochs are short: :func:`dgp.solver.stochastic_optimum`).
-    seconds : float
-        Wall time of the whole solve: the runs, the held-out evaluation and the bound, and
-        the full-batch optimum given as a start where the caller says when it began
-        (``dgp.optimum`` does).
-    solver : str
-    runs : tuple of ndarray
-        The embedding each run reached (independent starts and batch streams), for the spread
-        of the prediction.
-    labels : ndarray of int or None
-        The row of :attr:`embedding` of each sample when the rows are twin classes
-        (samples with identical weights, collapsed); ``None``: one row per sample.
-    comparisons : tuple of (float, float)
-        For each embedding ``compare`` of :func:`batch_optimum`: its expected batch loss minus
-        this optimum's, paired on the reporting batches, and the standard error of that
-        difference.
-    full_batch_point : str or None
-        What the full-batch prediction compared is, in words, when it is not the certified
-        full-batch optimum: above a few thousand points, a critical point of the full-batch loss
-        found on row chunks (:func:`dgp.solver.chunked_full_batch`), or why none was compared
-        (``"not compared: ..."``); ``None``: the certified optimum, or none given.
-    """
-
-    n: int
-    tau: float
-    dim: int
-    embedding: np.ndarray
-    batch: BatchEstimate
-    identifiability: BatchIdentifiability | None
-    status: str
-    monitor: tuple[float, ...] = field(repr=False)
-    seconds: float = 0.0
-    solver: str = ("Riemannian Adam on the product of spheres, fresh batches, decaying step, "
-                   "iterate averaging")
-    runs: tuple[np.ndarray, ...] = field(default=(), repr=False)
-    labels: np.ndarray | None = field(default=None, repr=False)
-    comparisons: tuple[tuple[float, float], ...] = field(default=(), repr=False)
-    full_batch_point: str | None = None
-
-    @property
-    def sample_embedding(self) -> np.ndarray:
-        """One row per sample: ``embedding[labels]`` (the rows are twin classes when
-        ``labels`` is given, else the samples themselves)."""
-        return self.embedding if self.labels is None else self.embedding[self.labels]
-
-    @property
-    def loss(self) -> float:
-        """The expected batch loss (held-out estimate)."""
-        return self.batch.expected_loss
-
-    @property
-    def lower_bound(self) -> float:
-        return self.batch.lower_bound
-
-    @property
-    def gram(self) -> np.ndarray:
-        """``embedding @ embedding.T`` (``n x n``: mind the size)."""
-        return self.embedding @ self.embedding.T
-
-    @property
-    def certificate(self) -> BatchCertificate:
-        """What this optimum proves (:class:`BatchCertificate`)."""
-        b = self.batch
-        return BatchCertificate(expectation=b.expectation, expected_loss=b.expected_loss,
-                                lower_bound=b.lower_bound, gap=b.gap, confidence=b.confidence)
-
-    @property
-    def convergence(self) -> Convergence:
-        b, cert = self.batch, self.certificate
-        return Convergence(success=True, status=self.status, nit=b.steps, residual=b.gap,
-                           certified=cert.certified, certifies=cert.statement)
-
-    def _summary_pairs(self) -> list[tuple[str, str]]:
-        b = self.batch
-        s = b.spec
-        lo, hi = b.interval
-        fb_kind = "optimum" if self.full_batch_point is None else "prediction (below)"
-        how = (f"optimised on {b.steps} fresh batches ({b.epochs:.0f} epochs)" if b.steps else
-               f"kept the full-batch {fb_kind} (no stochastic run beat it on the selection "
-               "batches)")
-        if b.expectation == "exact":
-            pairs = [
-                ("batches", f"B = {s.batch_size}, {s.sampler}, reduction {s.reduction}; exact "
-                 f"over all {b.batches} batches"),
-                ("dimension", f"d = {self.dim}"),
-                ("expected loss", f"{b.expected_loss:.10g} {s.loss_unit} (exact)"),
-                ("lower bound", f"{b.lower_bound:.10g} (certified: dual of the convex "
-                 f"problem), gap {b.gap:.2g}"),
-            ]
-        else:
-            pairs = [
-                ("batches", f"B = {s.batch_size}, {s.sampler}, reduction {s.reduction}; {how}, "
-                 f"reported on {b.batches} other fresh batches"),
-                ("dimension", f"d = {self.dim}"),
-                ("expected loss", f"{b.expected_loss:.6f} {s.loss_unit}; 95% interval "
-                 f"[{lo:.6f}, {hi:.6f}]" + interval_note(b)),
-                ("lower bound", f"{b.lower_bound:.6f} ({b.confidence:.0%} confidence; "
-                 f"per-batch convex relaxation), gap {b.gap:.2g}" + bound_note(b)),
-            ]
-        if b.full_batch_excess is not None:
-            hw = Z95 * (b.full_batch_excess_se or 0.0)
-            if b.full_batch_excess > hw:
-                verdict = "batching changes the answer beyond noise"
-            elif b.full_batch_excess < -hw:
-                verdict = ("the full-batch prediction does better: this optimum is short by at "
-                           "least that much")
-            else:
-                verdict = "no difference beyond noise"
-            pm = "" if b.expectation == "exact" else f" ± {hw:.2g}"
-            what = ("" if self.full_batch_point is None else
-                    f"; the full-batch prediction is {self.full_batch_point}")
-            if b.steps == 0 and b.expectation == "stochastic" and b.full_batch_excess == 0.0:
-                line = ("its prediction is this one: no stochastic run beat it beyond noise on "
-                        "the selection batches, so batching does not change the answer beyond "
-                        "noise here")
-            else:
-                line = (f"its prediction's expected batch loss is {b.full_batch_excess:+.2g}{pm} "
-                        f"above this one (paired, same batches): {verdict}")
-            pairs.append(("full batch", line + what))
-        elif self.full_batch_point is not None:
-            pairs.append(("full batch", self.full_batch_point))
-        elif b.expectation == "stochastic":
-            pairs.append(("full batch", "not compared: no full-batch optimum in this "
-                          "dimension was given (dgp.optimum gives one: the certified optimum up "
-                          "to a few thousand points, a critical point found on row chunks "
-                          "beyond, when its time estimate fits), so whether batching changes "
-                          "the answer is not said"))
-        if self.identifiability is not None:
-            pairs.append(("identifiable", self.identifiability.statement))
-        return pairs
-
-    def _title(self) -> str:
-        return f"Expected-batch optimum: n = {self.n}, tau = {self.tau:g}, d = {self.dim}"
-
-    def summary(self) -> str:
-        """The short form (the whole text: no matrix is printed)."""
-        return format_summary(self._title(), self._summary_pairs())
-
-    def __str__(self) -> str:
-        return self.summary()
-
-    def _repr_html_(self) -> str:
-        return html_summary(self._title(), self._summary_pairs())
-
-    #: ``embedding=True`` adds the ``n x dim`` embedding
-    JSON_OPTIONS: ClassVar[dict[str, Any]] = {"embedding": False, "gram": None}
-
-    def json_items(self, options):
-        yield from (("n", self.n), ("tau", self.tau), ("dim", self.dim),
-                    ("loss", self.loss), ("lower_bound", self.lower_bound),
-                    ("batch", self.batch), ("full_batch_expected_loss",
-                                            self.batch.full_batch_expected_loss),
-                    ("full_batch_point", self.full_batch_point),
-                    ("identifiability", self.identifiability), ("status", self.status),
-                    ("seconds", self.seconds), ("solver", self.solver),
-                    ("certificate", self.certificate), ("convergence", self.convergence))
-        if options["embedding"]:
-            yield "embedding", self.embedding
-
-
-def bound_note(b: BatchEstimate) -> str:
-    """What a gap above :data:`BOUND_LOOSE_GAP` nats per anchor says about the bound (empty
-    below it)."""
-    if b.gap * b.spec.per_anchor <= BOUND_LOOSE_GAP:
-        return ""
-    return ("; the bound is loose here: it relaxes each batch alone, and where the weights are "
-            "sparse or sharply peaked each batch fits far better alone than one embedding fits "
-            "them all (the loss may be closer to optimal than the gap says)")
-
-
-def interval_note(b: BatchEstimate) -> str:
-    """What a held-out interval wider than :data:`HALF_WIDTH` nats per anchor each side says
-    (empty within it, and for an exact expectation)."""
-    lo, hi = b.interval
-    half = 0.5 * (hi - lo) * b.spec.per_anchor
-    if b.expectation == "exact" or half <= HALF_WIDTH * (1 + 1e-9):
-        return ""
-    return (f"; ±{half:.2g} nats per anchor, wider than the target ±{HALF_WIDTH:g}: the batch "
-            f"losses vary so much that {b.batches} held-out batches (at most "
-            f"{MAX_EVALUATION_BATCHES}) did not narrow it further")
 
 
 def batch_optimum(
@@ -430,6 +106,7 @@ def batch_optimum(
     nonnegative: bool = False,
     started: float | None = None,
     full_batch_point: str | None = None,
+    labels: np.ndarray | None = None,
 ) -> BatchOptimum:
     """The expected-batch optimum of ``weights`` in ``R^dim`` (module docstring).
 
@@ -443,7 +120,9 @@ def batch_optimum(
     holds for them too (it has no sign constraint). ``started``: the ``time.monotonic()`` at
     which the caller's work began (its full-batch solve), so that ``seconds`` counts it too.
     ``full_batch_point``: what ``full_batch`` is, or why there is none, where it is not the
-    certified full-batch optimum (:attr:`BatchOptimum.full_batch_point`).
+    certified full-batch optimum (:attr:`BatchOptimum.full_batch_point`). ``labels``: the
+    point of every original sample where the points are twin classes
+    (:attr:`BatchOptimum.labels`).
     """
     t0 = time.monotonic() if started is None else started
     n = weights.n
@@ -511,7 +190,8 @@ def batch_optimum(
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,
                         status=status, monitor=kept.monitor if kept else (),
                         seconds=time.monotonic() - t0, runs=tuple(runs),
-                        comparisons=comparisons, full_batch_point=full_batch_point)
+                        comparisons=comparisons, full_batch_point=full_batch_point,
+                        labels=labels)
 
 
 def batch_estimate(
@@ -588,11 +268,12 @@ def quotient_batch_optimum(
     sizes: np.ndarray, weights: np.ndarray, spec: BatchSpec, *, tau: float, dim: int,
     seed: int, replicates: int, min_batches: int, full_batch: np.ndarray | None,
     progress: bool | None = None, started: float | None = None,
-    full_batch_point: str | None = None,
+    full_batch_point: str | None = None, labels: np.ndarray | None = None,
 ) -> BatchOptimum:
     """:func:`batch_optimum` of a (twin-)class quotient: ``weights[c, d]`` the weight of a
     sample of class ``c`` for one of class ``d`` (diagonal: within the class), ``sizes`` the
-    class sizes (all ones: every sample its own point)."""
+    class sizes (all ones: every sample its own point); ``labels``: the class of every sample,
+    where they are twin classes."""
     with np.errstate(divide="ignore"):
         L = np.log(weights)
     source = DenseBatchWeights(L)
@@ -601,4 +282,4 @@ def quotient_batch_optimum(
                                 else sizes),
                          full_batch=full_batch, replicates=replicates,
                          min_batches=min_batches, progress=progress, started=started,
-                         full_batch_point=full_batch_point)
+                         full_batch_point=full_batch_point, labels=labels)

@@ -195,7 +195,8 @@ def pairwise_weights(weights: BatchWeights, seed: int = 0) -> bool:
 
 class ChunkedFullBatch:
     r"""The full-batch loss of ``n`` points and its gradient, a block of rows at a time (module
-    docstring).
+    docstring). Building it reads every row's weights once: each anchor's target normaliser
+    (in log space) and whether it has positives.
 
     Parameters
     ----------
@@ -210,9 +211,6 @@ class ChunkedFullBatch:
         and the gradient are accumulated in float64.
     chunk : int, optional
         Rows per block (default: :data:`CHUNK_ENTRIES` over ``n``).
-
-    Building it reads every row's weights once: each anchor's target normaliser (in log space)
-    and whether it has positives.
     """
 
     def __init__(self, read: RowReader, n: int, *, tau: float, counts: np.ndarray | None = None,

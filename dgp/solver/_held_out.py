@@ -13,13 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from dgp.solver._batch import BatchSpec
+from dgp.solver._batch_result import HALF_WIDTH, MAX_EVALUATION_BATCHES, BatchEstimate
 from dgp.solver._batch_sources import BatchWeights
-from dgp.solver._expected import (
-    HALF_WIDTH,
-    MAX_EVALUATION_BATCHES,
-    BatchEstimate,
-    batch_estimate,
-)
+from dgp.solver._expected import batch_estimate
 from dgp.solver._stochastic import Estimate, evaluate
 
 __all__ = ["held_out_estimate"]

@@ -69,6 +69,7 @@ from dgp.solver._stochastic import (
     StochasticRun,
     evaluate,
     relaxation_bound,
+    round_steps,
     step_timings,
     stochastic_optimum,
 )
@@ -113,6 +114,7 @@ __all__ = [
     "quotient_batch_optimum",
     "reduction_factor",
     "relaxation_bound",
+    "round_steps",
     "solve_finite",
     "sphere_lbfgs",
     "step_timings",
