@@ -167,12 +167,11 @@ def kkt_certificate(
 
 def _closed_form_certificate(n: np.ndarray, tau: float, eps: float | None,
                              cosine: float) -> KKTCertificate | None:
-    """The KKT certificate of a closed-form equiangular Gram (cosine ``cosine``): the formula
-    checked numerically, up to :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes; above,
-    ``None`` (the theorem's executable proof is its certificate)."""
-    if n.size > CLOSED_FORM_CHECK_MAX_K:
-        return None
-    return kkt_certificate(equiangular_gram(n.size, cosine), n, tau=tau, eps=eps)
+    """The KKT certificate of a closed-form equiangular Gram (cosine ``cosine``) up to
+    :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes; above, ``None`` (the proof)."""
+    big = n.size > CLOSED_FORM_CHECK_MAX_K
+    return None if big else kkt_certificate(equiangular_gram(n.size, cosine), n, tau=tau,
+                                            eps=eps)
 
 
 _FIRST_ORDER = "the first-order approximation (method first-order, O(tau^2) error)"
@@ -334,8 +333,6 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         collapse=lift, rank=cert.rank, unique=lift.unique, stop_reason=res.stop_reason,
         matrix=G, identifiability=ident,
     )
-
-
 
 
 def _check_starts(starts: object) -> int:
