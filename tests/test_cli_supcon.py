@@ -320,3 +320,15 @@ def test_save_gram_interval_writes_what_the_json_reports(cli, tmp_path):
     assert r.code == 0 and "no per-entry interval" in r.err and not exact.exists()
     r = cli(*args, "--save-gram-interval", tmp_path / "gi.npy")
     assert r.code == 2 and r.err.startswith("error:") and ".npz" in r.err
+
+
+def test_batch_flags_without_a_batch_are_refused(cli, supcon_npy):
+    """--reduction and --anchors-without-positives mean something for mini-batches only: given
+    without --batch-size they are refused (exit 2), never silently ignored."""
+    for argv in (("optimum", supcon_npy, "--tau", "0.5", "--reduction", "sum"),
+                 ("optimum", supcon_npy, "--tau", "0.5", "--anchors-without-positives", "zero"),
+                 ("supcon", "--sizes", "3,3", "--tau", "0.5", "--reduction", "sum")):
+        r = cli(*argv)
+        assert r.code == 2 and r.err.startswith("error:") and "--batch-size" in r.err, argv
+    assert cli("optimum", supcon_npy, "--tau", "0.5", "--batch-size", "3", "--reduction",
+               "sum", "--json").code == 0

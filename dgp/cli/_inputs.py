@@ -253,11 +253,27 @@ def batch_group(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
 def add_reduction_arguments(b: argparse._ArgumentGroup) -> None:
     """``--reduction`` and ``--anchors-without-positives``: how a batch's loss combines its
     anchors, the same flags with the same meaning in every command of :func:`batch_group`."""
-    b.add_argument("--reduction", choices=REDUCTIONS, default="mean",
+    b.add_argument("--reduction", choices=REDUCTIONS,
                    help="how a batch combines its anchors (default: mean)")
-    b.add_argument("--anchors-without-positives", choices=NO_POSITIVE, default="drop",
+    b.add_argument("--anchors-without-positives", choices=NO_POSITIVE,
                    help="with mean: drop them (pytorch-metric-learning, default) or count them "
                    "as zeros (SupContrast)")
+
+
+def reduction_kwargs(args: argparse.Namespace, *, batched: bool) -> dict[str, str]:
+    """``reduction`` and ``anchors_without_positives`` of :func:`add_reduction_arguments`
+    (``mean`` and ``drop`` where not given).
+
+    Raises
+    ------
+    InputError
+        If one is given to a command that predicts for no mini-batch (it would be ignored).
+    """
+    if not batched and (args.reduction is not None or args.anchors_without_positives is not None):
+        raise InputError("--reduction and --anchors-without-positives apply to mini-batches: "
+                         "add --batch-size B")
+    return {"reduction": args.reduction or "mean",
+            "anchors_without_positives": args.anchors_without_positives or "drop"}
 
 
 def input_kwargs(args: argparse.Namespace) -> dict:

@@ -12,6 +12,7 @@ from dgp.cli._inputs import (
     batch_group,
     load_objective_labels,
     load_weighting,
+    reduction_kwargs,
     refuse_label_flags,
 )
 from dgp.cli._output import (
@@ -98,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
                   if getattr(args, k) is not None}
         W = Problem(objective=args.objective, labels=labels, **params)
     batch = {} if args.sampler is None else {"sampler": args.sampler}
+    reduce = reduction_kwargs(args, batched=args.batch_size is not None)
     if args.batch_size is not None:
-        batch = {"batch_size": args.batch_size, "reduction": args.reduction,
-                 "anchors_without_positives": args.anchors_without_positives,
+        batch = {"batch_size": args.batch_size, **reduce,
                  "samples": args.samples, "exact_max": args.exact_max, **batch}
     res = optimum(W, tau=args.tau, dim=args.dim, starts=args.starts, seed=args.seed,
                   progress=not quiet(args), **batch)

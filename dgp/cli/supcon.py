@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from dgp.cli._inputs import add_reduction_arguments, batch_group, class_sizes
+from dgp.cli._inputs import add_reduction_arguments, batch_group, class_sizes, reduction_kwargs
 from dgp.cli._output import (
     MAX_TABLE,
     FileArg,
@@ -121,12 +121,13 @@ def _gram_table(res) -> str:
 
 def run(args: argparse.Namespace) -> int:
     sizes, names = class_sizes(args)
+    reduce = reduction_kwargs(args, batched=args.batch_size is not None
+                              or args.tolerance is not None)
     batch = {}
     if args.batch_size is not None:
         batch = {
             "batch_size": args.batch_size, "sampler": args.sampler,
-            "samples_per_class": args.samples_per_class, "reduction": args.reduction,
-            "anchors_without_positives": args.anchors_without_positives,
+            "samples_per_class": args.samples_per_class, **reduce,
             "samples": args.samples, "exact_max": args.exact_max,
             "progress": not quiet(args),
         }
@@ -151,8 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tolerance is not None:
         within = batch_size_for_tolerance(
             sizes, tau=args.tau, tol=args.tolerance, eps=args.eps, sampler=args.sampler,
-            samples_per_class=args.samples_per_class, reduction=args.reduction,
-            anchors_without_positives=args.anchors_without_positives, seed=args.seed,
+            samples_per_class=args.samples_per_class, **reduce, seed=args.seed,
         )
     saved = (("gram", args.save_gram), ("embedding", args.save_embedding),
              ("prototypes", args.save_prototypes))
