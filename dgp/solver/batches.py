@@ -19,6 +19,7 @@ the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver m
 :mod:`dgp.solver` re-exports exactly this module's ``__all__`` (one list of these names).
 """
 
+from dgp.solver import _stochastic
 from dgp.solver._batch_sources import (
     BatchFunction,
     BatchWeights,
@@ -62,17 +63,7 @@ from dgp.solver._finite import (
 )
 from dgp.solver._held_out import held_out_estimate
 from dgp.solver._sphere_lbfgs import sphere_lbfgs
-from dgp.solver._stochastic import (
-    Estimate,
-    RelaxationBound,
-    StepTimes,
-    StochasticRun,
-    evaluate,
-    relaxation_bound,
-    round_steps,
-    step_timings,
-    stochastic_optimum,
-)
+from dgp.solver._stochastic import *  # noqa: F403  (its __all__, listed once there)
 
 __all__ = [
     "FINITE_MAX_ENTRIES",
@@ -85,18 +76,14 @@ __all__ = [
     "ClassBatches",
     "ClassBlockWeights",
     "DenseBatchWeights",
-    "Estimate",
     "FiniteBatches",
     "FiniteSolution",
     "GaussianKernelWeights",
     "InnerProductKernelWeights",
     "LogBlockWeights",
-    "RelaxationBound",
     "RowBatch",
     "SampleBatches",
     "SparseBatchWeights",
-    "StepTimes",
-    "StochasticRun",
     "all_subsets",
     "batch_function",
     "batch_loss",
@@ -105,7 +92,6 @@ __all__ = [
     "class_batch_loss",
     "class_batch_terms",
     "class_block_batch",
-    "evaluate",
     "finite_batch_optimum",
     "finite_batches",
     "held_out_estimate",
@@ -113,10 +99,7 @@ __all__ = [
     "interval_note",
     "quotient_batch_optimum",
     "reduction_factor",
-    "relaxation_bound",
-    "round_steps",
     "solve_finite",
     "sphere_lbfgs",
-    "step_timings",
-    "stochastic_optimum",
+    *_stochastic.__all__,
 ]
