@@ -108,7 +108,8 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
     if not math.isnan(p.excess_loss):
         ex = format_nats(p.excess_loss, p.log_excess_loss)
         excess = f"{bound_word} {ex} nats above the entropic bound {p.entropic_bound:.10g}"
-        if p.certificate is not None and p.dim is None:  # in R^d: the line above
+        if p.certificate is not None and p.dim is None and p.method != "closed-form":
+            # in R^d: the line above; a closed form is exact (its certificate checks it)
             gap = format_nats(p.certificate.gap_bound, p.certificate.log_gap_bound)
             excess += f" (gap to optimum <= {gap})"
         pairs.append(("excess", excess))
