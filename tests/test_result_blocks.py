@@ -227,6 +227,10 @@ def test_kkt_certified_is_optimality_not_consistency():
         assert res.to_dict()["certificate"]["certified"] is expected
     assert fixed.certificate.kkt_residual > 0.1 and not fixed.certified_global
     assert fixed.to_dict()["rank_d"]["certified"] is False
+    loose = dgp.optimum(W, tau=0.2, tol=1e-6, progress=False).certificate
+    assert loose.target == 1e-6 and loose.certified  # held to the target it was solved to
+    sup = dgp.supcon_prototypes([6, 5, 4, 3, 2, 2], tau=0.2, tol=1e-6).certificate
+    assert sup.target == 1e-6 and sup.certified
 
 
 def test_rank_d_certificate_declares_what_it_certifies():

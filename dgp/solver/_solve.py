@@ -338,7 +338,7 @@ def solve_rows(
     r = K if rank is None else min(rank, K)
     X = _full_rank_start(factor(G0, r))
     best = X.T @ X
-    cert = row_certificate(prob, best)
+    cert = row_certificate(prob, best, target=tol)
     iters = 0
     reason = f"iteration budget spent (rounds of {', '.join(map(str, rounds))} L-BFGS steps)"
     dual = DualBlocks(prob) if (prob.block is not None and rank is None) else None
@@ -352,7 +352,7 @@ def solve_rows(
     def consider(G: np.ndarray) -> bool:
         nonlocal best, cert
         try:
-            c = row_certificate(prob, G)
+            c = row_certificate(prob, G, target=tol)
         except ScaleOverflow:  # a candidate astronomically worse than the best: not taken
             return measure(cert) <= tol
         if measure(c) < measure(cert):
