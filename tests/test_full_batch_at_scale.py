@@ -305,7 +305,7 @@ def test_at_or_below_the_threshold_the_dense_optimum_is_compared(monkeypatch):
     assert "row chunks" not in str(res)
 
 
-@pytest.mark.slow  # about 30-60 s on the shared 2-core machine
+@pytest.mark.slow  # about 25-45 s on the shared 2-core machine (half of it the chunked point)
 def test_labels_at_n_3000_end_to_end_without_an_n_by_n_array(monkeypatch):
     """A labels problem of N = 3000 (above the dense comparison's threshold) through
     dgp.optimum: the N x N weights are never built, the traced peak stays below one N x N
@@ -322,7 +322,7 @@ def test_labels_at_n_3000_end_to_end_without_an_n_by_n_array(monkeypatch):
     out = {}
 
     def run():
-        out["res"] = dgp.optimum(prob, dim=16, batch_size=32, samples=200, progress=False)
+        out["res"] = dgp.optimum(prob, dim=4, batch_size=32, samples=200, progress=False)
     peak = _traced_peak(run)
     res = out["res"]
     assert isinstance(res, dgp.BatchOptimum) and res.n == n

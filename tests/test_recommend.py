@@ -293,18 +293,18 @@ def test_single_point_y_aware_found_for_random_spheres(case):
 def test_minority_cosine_in_a_dimension_uses_the_prototypes_there():
     """With ``dim`` the minority cosines are those of the best prototypes in R^dim (their
     search's starts and seed are keywords), not the free optimum's: 4 classes in R^2 are never
-    the simplex, so their largest minority cosine exceeds -1/3 at every tau where the free
-    answer finds a stretch; the recommended tau's prototypes in R^2 keep the threshold."""
+    the simplex, so their largest minority cosine exceeds -1/3 at every scanned tau (where the
+    free answer finds a stretch); the recommended tau's prototypes in R^2 keep the threshold."""
     sizes = [12, 4, 3, 3]
     free = recommend("supcon", sizes=sizes, want="minority-cosine<=-0.3")
     assert free.value is not None
-    in2 = recommend("supcon", sizes=sizes, want="minority-cosine<=-0.3", dim=2, starts=2, seed=0,
-                    points=9)
+    in2 = recommend("supcon", sizes=sizes, want="minority-cosine<=-0.3", dim=2, starts=1, seed=0,
+                    points=5)
     assert in2.value is None and "cannot form the simplex" in in2.reason
-    loose = recommend("supcon", sizes=sizes, want="minority-cosine<=0.2", dim=2, starts=2,
-                      seed=0, points=9)
+    loose = recommend("supcon", sizes=sizes, want="minority-cosine<=0.2", dim=2, starts=1,
+                      seed=0, points=5)
     assert loose.value is not None
-    p = supcon_prototypes(sizes, tau=loose.value, dim=2, starts=2, seed=0)
+    p = supcon_prototypes(sizes, tau=loose.value, dim=2, starts=1, seed=0)
     M = p.gram[np.ix_([1, 2, 3], [1, 2, 3])][~np.eye(3, dtype=bool)]
     assert M.max() <= 0.2 + 1e-9
     with pytest.raises(dgp.InvalidParameterError, match="starts"):
