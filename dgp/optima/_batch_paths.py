@@ -158,9 +158,9 @@ def label_quotient(problem) -> Quotient:
         what = ("a weight matrix" if record is None else
                 f"objective {record.name!r}, whose labels are continuous")
         raise ParameterError(
-            "sampler", f"= 'class-balanced' needs class labels, and the problem is {what}: give "
-            "dgp.Problem(objective='supcon' or 'soft-supcon', labels=...), or "
-            "sampler='uniform'")
+            "sampler", f"= 'class-balanced' needs class labels, and the problem is {what}: use "
+            "a class objective (supcon or soft-supcon) with its class labels, or the uniform "
+            "sampler")
     lab = problem.labels_for_solver()
     sizes = np.asarray(lab.sizes, dtype=np.int64)
     if sizes.size < 2:
