@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 
 from dgp.constants import SOLVER_TAU_MAX
-from dgp.design._common import DesignInput, cell_prototypes, optimum_takes_dim, prototype_rank
+from dgp.design._common import (
+    DesignInput,
+    cell_prototypes,
+    cell_prototypes_in_dim,
+    optimum_takes_dim,
+    prototype_rank,
+)
 from dgp.design._parameters import GENERAL_OPTIMUM_MAX_N
 from dgp.errors import DgpWarning, ParameterError, check_int, describe
 from dgp.resources import MEMORY_LIMIT_ENV, available_cores, copies_that_fit, format_bytes
@@ -40,7 +46,7 @@ def _evaluate(problem: DesignInput, params: Mapping[str, Any], excess: bool) -> 
         if protos is not None and prototype_rank(protos.gram) > params["dim"]:
             # the free optimum does not fit: the one rank-d solver's prototypes in R^dim, the
             # answer of supcon_prototypes, optimum and loss_floors at this dim
-            protos, code = cell_prototypes(problem, params, in_dim=True), "prototypes-dim"
+            protos, code = cell_prototypes_in_dim(problem, params), "prototypes-dim"
         if protos is not None:
             K = protos.gram.shape[0]
             max_cos = float(protos.gram[~np.eye(K, dtype=bool)].max())

@@ -41,6 +41,7 @@ from dgp.tolerance import DEFAULT_POLICY, DEFAULT_RTOL, Tolerance, check_rtol
 __all__ = [
     "DesignInput",
     "cell_prototypes",
+    "cell_prototypes_in_dim",
     "closed_form_boundary",
     "describe_input",
     "design_input",
@@ -407,18 +408,21 @@ def prototype_rank(G: np.ndarray) -> int:
     return DEFAULT_POLICY.rank(np.linalg.eigvalsh(0.5 * (G + G.T)))
 
 
-def cell_prototypes(problem: DesignInput, params: Mapping[str, Any], *, in_dim: bool = False):
-    """The optimal class prototypes of a cell, or the code saying why there are none;
-    ``in_dim``: the prototypes in ``R^dim`` (:func:`dgp.supcon_prototypes` with the cell's
-    ``dim`` and the problem's ``starts`` and ``seed``), for a cell whose free optimum does not
-    fit (its checks passed already)."""
+def cell_prototypes_in_dim(problem: DesignInput, params: Mapping[str, Any]):
+    """The class prototypes of a cell in ``R^dim`` (:func:`dgp.supcon_prototypes` with the
+    cell's ``dim`` and the problem's ``starts`` and ``seed``), for a cell whose free optimum
+    (:func:`cell_prototypes`, whose checks it passed) does not fit."""
     from dgp.prototypes import supcon_prototypes
 
-    if in_dim:
-        assert problem.rec is not None
-        return supcon_prototypes(problem.labels_for(params).sizes, tau=params["tau"],
-                                 eps=problem.rec.prototype_eps(params), dim=params["dim"],
-                                 identifiability=False, progress=False, **problem.search)
+    assert problem.rec is not None
+    return supcon_prototypes(problem.labels_for(params).sizes, tau=params["tau"],
+                             eps=problem.rec.prototype_eps(params), dim=params["dim"],
+                             identifiability=False, progress=False, **problem.search)
+
+
+def cell_prototypes(problem: DesignInput, params: Mapping[str, Any]):
+    """The optimal class prototypes of a cell, or the code saying why there are none."""
+    from dgp.prototypes import supcon_prototypes
 
     sizes = problem.labels_for(params).sizes
     assert sizes is not None
