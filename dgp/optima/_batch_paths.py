@@ -150,8 +150,8 @@ def label_quotient(problem) -> Quotient:
     Raises
     ------
     ParameterError
-        Naming ``sampler``: without class labels (a weight matrix, continuous labels) or with
-        fewer than two classes, there are no classes to balance.
+        Naming ``sampler``: without class labels (a weight matrix, continuous labels) there
+        are no classes to balance (labels of one class are refused by :class:`dgp.Problem`).
     """
     record = None if problem is None else problem.record
     if record is None or record.labels != "class":
@@ -163,9 +163,6 @@ def label_quotient(problem) -> Quotient:
             "sampler")
     lab = problem.labels_for_solver()
     sizes = np.asarray(lab.sizes, dtype=np.int64)
-    if sizes.size < 2:
-        raise ParameterError("sampler", "= 'class-balanced' needs at least two classes; the "
-                             f"labels have {sizes.size}")
     within, cross = record.block_log_weights(problem.objective_params(), int(sizes.size))
     Wq = np.full((sizes.size, sizes.size), float(np.exp(cross)))
     np.fill_diagonal(Wq, np.exp(within))
