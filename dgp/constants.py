@@ -551,6 +551,14 @@ MONITOR_LOSS_ROUNDING = 1e-12
 #: of CPU)
 EXACT_MAX_DEFAULT = 100_000
 
+#: further independent runs beyond exact enumeration, the one default of dgp.optimum and
+#: dgp.supcon_prototypes (``replicates=``): a stochastic expected-batch solve runs 1 + this many
+#: seeded runs and keeps the best (their spread is the identifiability report and each Gram
+#: entry's 95% interval, which needs two further runs); a sample average of compositions solves
+#: this many more samples for the Gram's standard error. One default, so both entry points give
+#: the same numbers for the same class problem (they gave 0 and 2: two runs against three)
+BATCH_REPLICATES = 2
+
 # ----------------------------------------------------------------------------------------------
 # the stochastic expected-batch optimiser (dgp.solver.stochastic_optimum)
 # ----------------------------------------------------------------------------------------------

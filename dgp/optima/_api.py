@@ -32,7 +32,7 @@ from functools import partial
 import numpy as np
 
 from dgp._linalg import simplex_gram
-from dgp.constants import EXACT_MAX_DEFAULT, LOSS_RESOLUTION, SOLVER_TOL
+from dgp.constants import BATCH_REPLICATES, EXACT_MAX_DEFAULT, LOSS_RESOLUTION, SOLVER_TOL
 from dgp.display import stderr_progress
 from dgp.engine.target import check_weights
 from dgp.errors import (
@@ -283,7 +283,7 @@ def optimum(
     reduction: str | None = None,
     anchors_without_positives: str | None = None,
     samples: int = 2000,
-    replicates: int = 0,
+    replicates: int = BATCH_REPLICATES,
     seed: int = 0,
     exact_max: int = EXACT_MAX_DEFAULT,
     starts: int | None = None,
@@ -333,7 +333,9 @@ def optimum(
     samples, replicates, seed, exact_max : int
         Beyond enumeration: ``samples`` is the least number of held-out batches of the
         reported expected loss, ``replicates`` the further seeded runs of the identifiability
-        report (at least 1), ``seed`` the seed of every stream; ``exact_max`` the largest
+        report (at least 1; default :data:`dgp.constants.BATCH_REPLICATES`, 2, that of
+        :func:`dgp.supcon_prototypes`: the same numbers for the same class problem),
+        ``seed`` the seed of every stream; ``exact_max`` the largest
         number of compositions (or subsets) enumerated (default
         :data:`dgp.constants.EXACT_MAX_DEFAULT`, 100 000).
     starts : int, optional

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dgp.constants import (
+    BATCH_REPLICATES,
     BATCH_TAU_MIN,
     CLOSED_FORM_CHECK_MAX_K,
     EQUIANGULAR_ATOL,
@@ -177,8 +178,6 @@ def _closed_form_certificate(n: np.ndarray, tau: float, eps: float | None,
 _FIRST_ORDER = "the first-order approximation (method first-order, O(tau^2) error)"
 
 
-
-
 def _guard_numeric(K: int) -> None:
     most = fits(24 * 8.0, NUMERIC_MAX_K)
     instead = f"up to about K = {most} classes fit; use {_FIRST_ORDER} or fewer classes"
@@ -210,8 +209,6 @@ def _solve_block(prob: RowProblem, starts: list[np.ndarray], tol: float):
             f"{res.certificate.kkt_residual:.2g} ({res.stop_reason}); please report it"
         )
     return res
-
-
 
 
 def _full_identifiability(n: np.ndarray, tau: float, eps: float | None,
@@ -351,7 +348,7 @@ def supcon_prototypes(
     reduction: str | None = None,
     anchors_without_positives: str | None = None,
     samples: int = 2000,
-    replicates: int = 2,
+    replicates: int = BATCH_REPLICATES,
     seed: int = 0,
     exact_max: int = EXACT_MAX_DEFAULT,
     tol: float = SOLVER_TOL,
@@ -401,8 +398,9 @@ def supcon_prototypes(
         :func:`dgp.solver.quotient_batch_optimum` and reported on others; ``method`` is then
         ``"stochastic"``).
     replicates : int
-        Beyond ``exact_max``: further independent runs (at least 2, default 2: three runs in
-        all), whose spread gives each Gram entry its 95% interval (``batch.gram_interval``).
+        Beyond ``exact_max``: further independent runs (at least 2, default
+        :data:`dgp.constants.BATCH_REPLICATES`, 2: three runs in all, as :func:`dgp.optimum`),
+        whose spread gives each Gram entry its 95% interval (``batch.gram_interval``).
     seed : int
         Seed of the batch streams and of the random starts of a rank-``dim`` solve.
     exact_max : int

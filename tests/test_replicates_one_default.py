@@ -1,0 +1,53 @@
+"""``dgp.optimum`` and ``dgp.supcon_prototypes`` answer the same class problem with the same
+numbers by default: one expected-batch solver, and one default number of further runs
+(``replicates``, :data:`dgp.constants.BATCH_REPLICATES`) beyond exact enumeration."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import dgp
+from dgp.constants import BATCH_REPLICATES
+
+
+def test_one_default_in_one_place():
+    for entry in (dgp.optimum, dgp.supcon_prototypes):
+        assert inspect.signature(entry).parameters["replicates"].default == BATCH_REPLICATES
+    # the stochastic class-level path needs two further runs for its per-entry t interval
+    assert BATCH_REPLICATES >= 2
+
+
+@pytest.mark.parametrize(("sizes", "batch_size", "dim"), [([3, 2, 2], 4, 2),
+                                                          ([3, 2, 2, 2], 6, 3),
+                                                          ([4, 3, 2, 2], 8, 2)])
+def test_exact_expectation_same_numbers(sizes, batch_size, dim):
+    """Every composition enumerated: the two entry points' Grams and losses agree (the Gram of
+    optimum is over samples; its class-level Gram is ``quotient_gram``)."""
+    p = dgp.Problem(objective="supcon", sizes=sizes, tau=0.5)
+    o = dgp.optimum(p, batch_size=batch_size, dim=dim, progress=False)
+    s = dgp.supcon_prototypes(p, batch_size=batch_size, dim=dim, progress=False)
+    assert o.batch.exact and s.batch.exact
+    assert o.loss == pytest.approx(s.loss, rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(o.quotient_gram, s.gram, atol=1e-8)
+    # the sample Gram is the class Gram lifted: samples of one class share their prototype
+    cls = np.repeat(np.arange(len(sizes)), sizes)
+    np.testing.assert_allclose(o.gram, s.gram[np.ix_(cls, cls)], atol=1e-8)
+
+
+@pytest.mark.slow  # two stochastic solves of three seeded runs each: about 25 s of CPU
+def test_beyond_enumeration_same_numbers_by_default():
+    """Beyond ``exact_max`` both run the stochastic solver from the same seeds: with the one
+    default they run the same number of runs and keep the same best one, so loss and Gram are
+    equal; with optimum's former default (``replicates=0``, one run fewer) they were not."""
+    p = dgp.Problem(objective="supcon", sizes=[4, 3, 2], tau=0.5)
+    common = dict(batch_size=6, dim=2, exact_max=3, samples=200, progress=False)
+    o = dgp.optimum(p, **common)
+    s = dgp.supcon_prototypes(p, **common)
+    assert s.method == "stochastic" and not s.batch.exact
+    assert o.loss == s.loss
+    np.testing.assert_array_equal(o.gram, s.gram)
+    former = dgp.optimum(p, replicates=0, **common)
+    assert former.loss != s.loss  # what the one default fixed: a run fewer, another best
