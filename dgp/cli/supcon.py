@@ -7,7 +7,13 @@ import argparse
 
 import numpy as np
 
-from dgp.cli._inputs import add_reduction_arguments, batch_group, class_sizes, reduction_kwargs
+from dgp.cli._inputs import (
+    add_reduction_arguments,
+    batch_group,
+    class_sizes,
+    read_labels,
+    reduction_kwargs,
+)
 from dgp.cli._output import (
     MAX_TABLE,
     FileArg,
@@ -20,9 +26,9 @@ from dgp.cli._output import (
     save_gram_interval,
     table,
 )
-from dgp.cli._text import printable
 from dgp.constants import EXACT_MAX_DEFAULT
 from dgp.errors import InputError
+from dgp.problem import Problem
 from dgp.prototypes import (
     METHODS,
     SAMPLERS,
@@ -49,9 +55,10 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", help="class sizes n1,n2,...,nK (each >= 2)")
-    p.add_argument("--labels", metavar="FILE", type=FileArg("input"),
+    p.add_argument("--labels", metavar="LABELS", type=FileArg("input"),
                    help="count the class sizes from a labels file instead (.npy, .csv, .txt: "
-                   "integers or class names, one per sample); the class names are kept")
+                   "integers or class names, one per sample); the result names its classes "
+                   "(JSON: classes)")
     p.add_argument("--label-column", metavar="NAME|K",
                    help="the column of --labels to use: a header name, or a 0-based position")
     p.add_argument("--tau", type=float, required=True, help="temperature > 0")
@@ -82,7 +89,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--seed", type=int, default=0, help="seed of the drawn batches (default 0)")
     b.add_argument("--tolerance", type=float, metavar="TOL",
                    help="also find the batch size from which the full-batch prediction is "
-                   "within TOL (max |G_B - G_full|) for this sampler")
+                   "within TOL (max |G_B - G_full|) for this sampler (text only: --json prints "
+                   "the prototypes alone)")
     o = p.add_argument_group("output")
     add_json_flag(o)
     o.add_argument("--gram", action="store_true",
@@ -95,7 +103,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "in a canonical orientation (class 0 on the first axis, class 1 in the first "
                    "plane, ...; with --nonnegative the non-negative factor as found, since a "
                    "rotation would leave the orthant), rows in class order")
-    o.add_argument("--latex", action="store_true", help="print the symbolic formulas in LaTeX")
+    o.add_argument("--latex", action="store_true",
+                   help="print the symbolic formulas in LaTeX instead (not with --json)")
     o.add_argument(
         "--plot", metavar="FILE", type=FileArg("output", "figure"),
         help="also save the prototype geometry (needs the plot extra)"
@@ -119,8 +128,42 @@ def _gram_table(res) -> str:
     return table(rows, head)
 
 
+def _problem(args: argparse.Namespace):
+    """The class sizes of ``--sizes`` (or the refusal of both ``--sizes`` and ``--labels``, or
+    neither), or the :class:`dgp.Problem` of ``--labels``, whose class labels the result keeps
+    (``classes``): what ``dgp.supcon_prototypes`` is given from Python for the same call."""
+    if args.labels is None or args.sizes is not None:
+        return class_sizes(args)[0]
+    objective = "supcon" if args.eps is None else "soft-supcon"
+    return Problem(objective=objective, labels=read_labels(args, "class"),
+                   **({} if args.eps is None else {"eps": args.eps}))
+
+
+def _one_result(args: argparse.Namespace) -> None:
+    """``--json`` prints one result, exactly its ``to_dict()``: the flags that ask for
+    something else on stdout are refused with it, before any work.
+
+    Raises
+    ------
+    InputError
+        For ``--json`` with ``--latex`` (formulas as text) or ``--tolerance`` (another
+        question: a batch size, not the prototypes).
+    """
+    if not args.json:
+        return
+    if args.latex:
+        raise InputError("--latex and --json: --json prints the prototypes' record alone and "
+                         "--latex prints formulas as text; drop one")
+    if args.tolerance is not None:
+        raise InputError("--tolerance and --json: --json prints the prototypes' record alone, "
+                         "and --tolerance asks another question (a batch size); drop --json "
+                         "to print both as text, or, for the batch size's own record, call "
+                         "dgp.prototypes.batch_size_for_tolerance from Python")
+
+
 def run(args: argparse.Namespace) -> int:
-    sizes, names = class_sizes(args)
+    _one_result(args)
+    problem = _problem(args)
     reduce = reduction_kwargs(args, batched=args.batch_size is not None
                               or args.tolerance is not None)
     batch = {}
@@ -146,12 +189,12 @@ def run(args: argparse.Namespace) -> int:
         fixed["starts"] = args.starts
     if args.nonnegative:
         fixed["nonnegative"] = True
-    res = supcon_prototypes(sizes, tau=args.tau, eps=args.eps, method=args.method, **batch,
+    res = supcon_prototypes(problem, tau=args.tau, eps=args.eps, method=args.method, **batch,
                             **fixed)
     within = None
     if args.tolerance is not None:
         within = batch_size_for_tolerance(
-            sizes, tau=args.tau, tol=args.tolerance, eps=args.eps, sampler=args.sampler,
+            res.sizes, tau=args.tau, tol=args.tolerance, eps=args.eps, sampler=args.sampler,
             samples_per_class=args.samples_per_class, **reduce, seed=args.seed,
         )
     saved = (("gram", args.save_gram), ("embedding", args.save_embedding),
@@ -161,31 +204,16 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         _plot(res, args.plot)
     K = len(res.sizes)
-    latex = _latex_pairs(K) if args.latex else None
-    if args.json:
-        out = res.to_dict(gram=True if args.gram else None, embedding=args.embedding)
-        if names is not None:
-            out["classes"] = names
-            out["labels"] = args.labels
-        if latex is not None:
-            out["latex"] = [{"title": t, "latex": s} for t, s in latex]
-        if within is not None:
-            out["batch_size_for_tolerance"] = within.to_dict()
-        emit_json(out)
+    if args.json:  # exactly the result's to_dict(), as from Python (CONTRACT v4)
+        emit_json(res.to_dict(gram=True if args.gram else None, embedding=args.embedding))
         return 0
-    if latex is not None:
-        for title, text in latex:
+    if args.latex:
+        for title, text in _latex_pairs(K):
             print(f"% {title}\n{text}\n")
         if K <= MAX_TABLE or args.gram:
             print(f"% computed prototype Gram ({res.method})\n{_latex_matrix(res.gram)}")
         return 0
     print(res.summary(gram=False))
-    if names is not None:
-        listed = [f"c{k} = {printable(name)} (n={n})" for k, (name, n) in
-                  enumerate(zip(names, sizes, strict=True))]
-        if len(listed) > MAX_TABLE and not args.gram:  # a line that fits a terminal
-            listed = [*listed[:3], f"... {len(listed) - 6} more ...", *listed[-3:]]
-        print(f"\nclasses counted from {printable(args.labels)}: {', '.join(listed)}")
     if K <= MAX_TABLE or args.gram:
         label = "first-order Gram (as derived)" if res.method == "first-order" else (
             "prototype Gram (cosines between class prototypes)")

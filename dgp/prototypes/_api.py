@@ -332,10 +332,6 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     )
 
 
-def _check_starts(starts: object) -> int:
-    return check_int(starts, "starts", 0)
-
-
 def supcon_prototypes(
     sizes: object,
     *,
@@ -368,7 +364,8 @@ def supcon_prototypes(
     sizes : dgp.Problem or sequence of int
         A :class:`dgp.Problem` of SupCon or Soft SupCon (with labels or sizes; its ``tau``,
         ``eps`` and sampling fields are used, a keyword may repeat them but not contradict
-        them), or the class sizes, each ``>= 2``, at least two classes.
+        them; from labels, the result names its classes, :attr:`Prototypes.classes`), or the
+        class sizes, each ``>= 2``, at least two classes.
     tau : float
         Temperature ``> 0``.
     eps : float, optional
@@ -483,6 +480,7 @@ def supcon_prototypes(
     problem = sizes if isinstance(sizes, ProblemSpec) else None
     if problem is not None:
         sizes, eps = problem.prototype_input("dgp.supcon_prototypes", eps)
+    classes = _class_labels(problem)
     (tau, batch_size, sampler, samples_per_class, reduction,
      anchors_without_positives) = problem_fields(
         problem, "dgp.supcon_prototypes", tau=tau, batch_size=batch_size, sampler=sampler,
@@ -495,7 +493,7 @@ def supcon_prototypes(
     check_choice(method, METHODS, "method")
     tol = check_unit_interval(tol, "tol")
     if starts is not None:
-        starts = _check_starts(starts)
+        starts = check_int(starts, "starts", 0)
     for flag, value in (("nonnegative", nonnegative), ("identifiability", identifiability)):
         if not isinstance(value, bool):
             raise ParameterTypeError(flag, f"must be True or False, got {value!r}")
@@ -504,13 +502,13 @@ def supcon_prototypes(
             raise ParameterError("method", "first-order has no non-negative version; use auto")
         from dgp.prototypes._nonnegative import nonnegative_prototypes
 
-        return nonnegative_prototypes(
+        return _settled(nonnegative_prototypes(
             n, tau, eps=eps, dim=dim, batch_size=batch_size, sampler=sampler,
             samples_per_class=samples_per_class, reduction=reduction,
             anchors_without_positives=anchors_without_positives, samples=samples, seed=seed,
             exact_max=exact_max, starts=DIM_DEFAULT_STARTS if starts is None else starts,
             progress=progress,
-        )
+        ), classes, identifiability=False)
     if dim is not None:
         dim = check_dim(dim, "dim")
         if method == "first-order":
@@ -528,16 +526,13 @@ def supcon_prototypes(
         starts = DIM_DEFAULT_STARTS
     if batch_size is None:
         check_full_batch(sampler=sampler, samples_per_class=samples_per_class,
-                         reduction=reduction,
-                         anchors_without_positives=anchors_without_positives)
+                         reduction=reduction, anchors_without_positives=anchors_without_positives)
         with single_threaded(), validated_tau(tau):  # failures at extreme tau: the user's
             return _settled(_full_in_dim(n, tau, eps, method, tol, dim, starts=starts,
                                          seed=seed, gap=identifiability or dim is not None,
-                                         progress=progress))
+                                         progress=progress), classes)
     if method == "first-order":
-        raise ParameterError(
-            "method", "first-order has no mini-batch version; use method auto or numeric"
-        )
+        raise ParameterError("method", "first-order has no mini-batch version; use auto")
     spec = check_batch(
         n, batch_size=batch_size, sampler=sampler, samples_per_class=samples_per_class,
         reduction=reduction, anchors_without_positives=anchors_without_positives,
@@ -548,29 +543,36 @@ def supcon_prototypes(
             "mini-batch prediction (its certified solver's scaled objective overflows below "
             f"about 2.5e-3); use tau >= {BATCH_TAU_MIN:g}, or the full batch (without a batch size)"
         )
-    kwargs = {
-        "samples": check_int(samples, "samples", 2),
-        "replicates": check_int(replicates, "replicates", 0),
-        "seed": check_int(seed, "seed", 0),
-        "exact_max": check_int(exact_max, "exact_max", 1),
-        "dim": dim,
-        "starts": starts,
-        "progress": progress,
-    }
+    kwargs = {"samples": check_int(samples, "samples", 2),
+              "replicates": check_int(replicates, "replicates", 0),
+              "seed": check_int(seed, "seed", 0), "exact_max": check_int(exact_max, "exact_max", 1),
+              "dim": dim, "starts": starts, "progress": progress}
     with single_threaded():
         # the full-batch reference, in the same dimension
         full = _full_in_dim(n, tau, eps, "auto" if method == "auto" else "numeric", tol, dim,
                             starts=starts, seed=seed, gap=True, factor_path=False,
                             progress=progress)
-        return _settled(batch_prototypes(n, tau, eps, method, tol, spec, full, **kwargs))
+        return _settled(batch_prototypes(n, tau, eps, method, tol, spec, full, **kwargs),
+                        classes)
 
 
-def _settled(p: Prototypes) -> Prototypes:
-    """``p`` with its identifiability saying what the loss pins wherever a fixed dimension or
-    batches make that part of the answer (:func:`~dgp.prototypes._result.settled_identifiability`,
-    at the loss resolution :data:`~dgp.constants.LOSS_RESOLUTION`)."""
-    ident = settled_identifiability(p, LOSS_RESOLUTION)
-    return p if ident is p.identifiability else dataclasses.replace(p, identifiability=ident)
+def _class_labels(problem: Any) -> tuple[Any, ...] | None:
+    """The class labels (plain values, class order) of a dgp.Problem built from labels."""
+    lab = getattr(problem, "labels_record", None)  # None for sizes (or no problem)
+    return None if lab is None else tuple(c.item() if isinstance(c, np.generic) else c
+                                          for c in lab.classes)
+
+
+def _settled(p: Prototypes, classes: tuple[Any, ...] | None, *,
+             identifiability: bool = True) -> Prototypes:
+    """``p`` with what only the entry point knows: the problem's class labels, and (but on
+    the non-negative path, which reports its own) what the loss pins where a fixed dimension or
+    batches make it part of the answer (:func:`~dgp.prototypes._result.settled_identifiability`
+    at :data:`~dgp.constants.LOSS_RESOLUTION`)."""
+    ident = settled_identifiability(p, LOSS_RESOLUTION) if identifiability else None
+    if ident in (None, p.identifiability) and classes is None:
+        return p
+    return dataclasses.replace(p, identifiability=ident or p.identifiability, classes=classes)
 
 
 def _full_in_dim(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float,

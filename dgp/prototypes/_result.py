@@ -15,7 +15,7 @@ from dgp.geometry import canonical_frame, embedding_from_gram
 from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._collapse import MinorityCollapse, equiangular_verdict, minority_collapse
 from dgp.prototypes._rates import PositivePairRates, rates_for_spec
-from dgp.prototypes._summary import body_pairs, gram_summary, lead_pairs
+from dgp.prototypes._summary import body_pairs, classes_pairs, gram_summary, lead_pairs
 from dgp.records import Convergence, Record, closing_items, gram_included, gram_omitted
 from dgp.resources import check_memory
 from dgp.solver import (
@@ -284,6 +284,11 @@ class Prototypes(Record):
         The minority-collapse verdict where the path that made the prediction computed it
         (from independent runs, with paired intervals); else ``None`` and
         :attr:`minority_collapse` computes it from the Gram and its intervals.
+    classes : tuple or None
+        The class labels, in class order (class ``k``, of size ``sizes[k]``, is
+        ``classes[k]``; sorted, as :class:`dgp.Problem` numbers them), when the problem was
+        built from labels (``dgp.Problem(objective=..., labels=...)``, ``dgp supcon --labels``);
+        ``None`` from class sizes. The text summary names the classes with them.
     """
 
     objective: str
@@ -311,6 +316,7 @@ class Prototypes(Record):
     rank_d: RankDCertificate | None = None
     factor: np.ndarray | None = None
     minority: MinorityCollapse | None = None
+    classes: tuple[Any, ...] | None = None
 
     @property
     def K(self) -> int:
@@ -481,9 +487,12 @@ class Prototypes(Record):
 
     def summary(self, gram: bool | None = None) -> str:
         """The text summary: the lead (minority collapse; with batches the positive-pair rates
-        and what the sampler changes), then how it was solved, loss, bounds and cosines;
-        ``gram``: with the Gram table (``None``: when ``K <= 8``)."""
-        text = format_summary(self._title(), lead_pairs(self) + self._summary_pairs())
+        and what the sampler changes), then how it was solved, loss, bounds and cosines, and
+        for a problem built from labels the class each index stands for (all of them with
+        ``gram=True``, else the first and last three beyond 12 classes); ``gram``: with the
+        Gram table (``None``: when ``K <= 8``)."""
+        text = format_summary(self._title(), lead_pairs(self) + self._summary_pairs()
+                              + classes_pairs(self, every=bool(gram)))
         if gram or (gram is None and self.K <= _TABLE_MAX_K):
             G = self.gram
             head = "".join(f"{f'c{c}':>10}" for c in range(self.K))
@@ -504,7 +513,7 @@ class Prototypes(Record):
         small = self.K <= _TABLE_MAX_K
         return html_summary(
             self._title(),
-            lead_pairs(self) + self._summary_pairs(),
+            lead_pairs(self) + self._summary_pairs() + classes_pairs(self),
             matrix=self.gram if small else None,
             labels=[f"c{c} (n={n})" for c, n in enumerate(self.sizes)] if small else None,
             caption="prototype Gram (cosines)",
@@ -549,11 +558,13 @@ class Prototypes(Record):
     JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": None, "embedding": False}
 
     def json_items(self, options):
-        """``objective``, ``sizes``, ``tau``, ``eps``, ``minority_collapse``, ``positive_pairs``
+        """``objective``, ``sizes``, ``classes``, ``tau``, ``eps``, ``minority_collapse``,
+        ``positive_pairs``
         (with batches), ``gram``, ``loss``, ``method``,
         ``kkt_residual`` and the other attributes (``JSON_OPTIONS``)."""
         include = gram_included(self.K, GRAM_JSON_MAX_K, options["gram"])
-        yield from (("objective", self.objective), ("sizes", self.sizes), ("tau", self.tau),
+        yield from (("objective", self.objective), ("sizes", self.sizes),
+                    ("classes", self.classes), ("tau", self.tau),
                     ("eps", self.eps), ("minority_collapse", self.minority_collapse),
                     ("positive_pairs", self.positive_pairs),
                     ("gram", self.gram if include else None),

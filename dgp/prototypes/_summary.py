@@ -5,6 +5,7 @@ loss, bounds, cosines, identifiability)."""
 from __future__ import annotations
 
 import math
+import unicodedata
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,8 @@ from dgp.constants import SCALE_FLOOR
 from dgp.display import format_nats
 from dgp.solver import bound_note, interval_note
 
-__all__ = ["body_pairs", "gram_summary", "lead_pairs"]
+__all__ = ["CLASSES_LISTED", "body_pairs", "classes_pairs", "gram_summary", "lead_pairs",
+           "printable_name"]
 
 
 def gram_summary(G: np.ndarray) -> dict[str, Any]:
@@ -29,6 +31,36 @@ def gram_summary(G: np.ndarray) -> dict[str, Any]:
         "max_pair": [int(iu[0][hi]), int(iu[1][hi])],
         "simplex_cosine": -1.0 / (K - 1),
     }
+
+
+#: classes a summary names in full (beyond: the first and last three, unless the whole Gram
+#: is asked for)
+CLASSES_LISTED = 12
+
+
+def printable_name(name: object) -> str:
+    """A class label as text that prints safely on a terminal: control characters (Unicode
+    category ``Cc``, tab kept) escaped as ``\\xNN``, everything else as it is (a name from a
+    user's file could otherwise move the cursor or retitle the terminal).
+
+    >>> printable_name("dog\x1b[2J"), printable_name(3)
+    ('dog\\x1b[2J', '3')
+    """
+    return "".join(f"\\x{ord(c):02x}" if c != "\t" and unicodedata.category(c) == "Cc" else c
+                   for c in str(name))
+
+
+def classes_pairs(p: Any, *, every: bool = False) -> list[tuple[str, str]]:
+    """The summary line naming each class index by its label (``c0 = cat (n=12)``), for a
+    result built from labels (none from sizes): all of them up to :data:`CLASSES_LISTED`
+    classes or with ``every``, else the first and last three."""
+    if p.classes is None:
+        return []
+    listed = [f"c{k} = {printable_name(name)} (n={n})"
+              for k, (name, n) in enumerate(zip(p.classes, p.sizes, strict=True))]
+    if len(listed) > CLASSES_LISTED and not every:
+        listed = [*listed[:3], f"... {len(listed) - 6} more ...", *listed[-3:]]
+    return [("classes", "counted from the labels: " + ", ".join(listed))]
 
 
 def body_pairs(p: Any) -> list[tuple[str, str]]:
