@@ -108,8 +108,6 @@ def zero_obstructed(ctx: Context, *, component: Any, n_zero: int) -> Classificat
     info = dict(component.info)
     detail = {k: v for k, v in info.items()
               if k not in ("members", "obstruction", "vertices", "reason", "X0", "Y")}
-    if "c_max" in detail:
-        detail["c_max"] = ctx.to_user_c(detail["c_max"])
     near = any(m.near for m in component.margins)
     vs = tuple(int(v) for v in component.vertices)
     shown = ", ".join(str(v) for v in vs[:8]) + (", ..." if len(vs) > 8 else "")
@@ -160,10 +158,7 @@ def zero_approached(
     entries = []
     margins: list[Margin] = []
     for c in components:
-        e = dict(c.info)
-        for key in ("c_max", "c"):
-            if key in e:
-                e[key] = ctx.to_user_c(e[key])
+        e = dict(c.info)  # in the user's constants (ComponentDecision.in_user_frame)
         e["family"] = "X0 / t + t Y" if c.kind == "scaled" else "X0 (fixed)"
         entries.append(e)
         margins.extend(c.margins)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from dgp.constants import (
     SEARCH_RESOLUTION,
     SLOPE_FLOOR,
 )
+from dgp.engine._canonical import CanonicalShift
 from dgp.engine._spectra import (
     CosineSpectrum,
     EuclideanSpectrum,
@@ -79,7 +80,8 @@ class End:
     Attributes
     ----------
     c : float
-        The constant, in canonical units (the engine's log-weights; rules convert).
+        The constant: canonical (the engine's log-weights) where the family is located, the
+        user's once the family is lifted (:meth:`Family.in_user_frame`).
     rank : int
         Rank of the target there: the number of eigenvalues above ``atol``.
     low : tuple of float
@@ -130,7 +132,9 @@ class Family:
         Cosine: the maximum of :math:`\\lambda_{\\min}` over the family. Euclidean: the largest
         eigenvalue at ``c_max``.
     best_c : float
-        Cosine: where that maximum is reached. Euclidean: ``c_max``.
+        Cosine: where that maximum is reached. Euclidean: ``c_max``. Every constant of a family
+        (this, the end points', ``nearest``'s ``c_nearest``, the argument of ``embed``) is in
+        the frame named by ``frame``.
     best_atol : float
         The tolerance there.
     margins : tuple of Margin
@@ -145,8 +149,11 @@ class Family:
     prototypes : dict or None
         Class prototypes when classes collapse at an end point (class-block engine).
     embed : callable or None
-        ``embed(c, r)`` builds the ``N x r`` embedding of the target with canonical constant
-        ``c``.
+        ``embed(c, r)`` builds the ``N x r`` embedding of the target with constant ``c``.
+    frame : {"canonical", "user"}
+        The convention of every constant: ``"canonical"`` where the engines locate the family,
+        ``"user"`` (:math:`s^* = \\log w + c`) after :meth:`in_user_frame`, the one place the
+        canonical shift is inverted for a verdict.
     """
 
     similarity: str
@@ -164,6 +171,34 @@ class Family:
     structure: dict[str, Any] | None = None
     prototypes: dict[str, Any] | None = None
     embed: Callable[[float, int], np.ndarray] | None = None
+    frame: str = "canonical"
+
+    def in_user_frame(self, shift: CanonicalShift) -> Family:
+        """The family with every constant in the user's convention: the canonical shift's
+        inverse (:meth:`~dgp.engine.target.CanonicalShift.to_user_c`) applied once, before a
+        verdict is built from it."""
+        if self.frame == "user":
+            return self
+        up = shift.to_user_c
+
+        def end(e: End | None) -> End | None:
+            return None if e is None else replace(e, c=up(e.c))
+
+        nearest = self.nearest
+        if nearest is not None and "c_nearest" in nearest:
+            nearest = {**nearest, "c_nearest": up(nearest["c_nearest"])}
+        lifted = None
+        if self.embed is not None:
+            # an end point's embedding from its own canonical constant, exactly (c - shift +
+            # shift need not give c back in floating point); any other c through the inverse
+            embed, down = self.embed, shift.to_canonical_c
+            exact = {up(e.c): e.c for e in self.ends}
+
+            def lifted(c: float, r: int) -> np.ndarray:
+                return embed(exact[c] if c in exact else down(c), r)
+
+        return replace(self, lo=end(self.lo), hi=end(self.hi), best_c=up(self.best_c),
+                       nearest=nearest, embed=lifted, frame="user")
 
     @property
     def ends(self) -> tuple[End, ...]:

@@ -59,7 +59,8 @@ _EPS = float(np.finfo(float).eps)
 
 
 def _resolution(ctx: Context, fam: Family) -> float:
-    """How close to zero a reported ``c`` is indistinguishable from zero."""
+    """How close to zero a reported ``c`` is indistinguishable from zero (from the family
+    before it is lifted: its canonical constants and the shift)."""
     atol = max((e.atol for e in fam.ends), default=fam.best_atol)
     if fam.similarity == "cosine":
         base = atol / (ctx.tau * max(1, ctx.n - 1))
@@ -73,6 +74,7 @@ def verdict(fam: Family, ctx: Context) -> Classification:
     """The verdict on a target family (cosine interval or point, Euclidean half-line)."""
     near = any(m.near for m in (*ctx.margins, *fam.margins))
     res = _resolution(ctx, fam)
+    fam = fam.in_user_frame(ctx)  # every constant below is the user's (the one inverse)
     common = certificate_fields(ctx, fam.margins, fam.structure)
     if fam.status == "empty":
         return _empty(fam, ctx, near, common)
@@ -85,7 +87,7 @@ def _empty(fam: Family, ctx: Context, near: bool, common: dict) -> Classificatio
     # the maximiser of a concave function is located to the search's tolerance, not to the
     # last digit (the thread count moves it there): the sentence gives it to 3 digits, as the
     # value; the certificate keeps it in full (c_at_max)
-    c0 = ctx.to_user_c(fam.best_c)
+    c0 = fam.best_c
     reason = (
         "no constant c makes G(c) = tau (log w_ij + c) (unit diagonal) positive semidefinite: "
         f"the smallest eigenvalue of G(c) is at most {fam.best_value:.3g} < 0 (reached at c = "
@@ -106,7 +108,7 @@ def _empty(fam: Family, ctx: Context, near: bool, common: dict) -> Classificatio
             statement=NearestTargetCertificate.TEXT,
             solver_status=str(near_t.get("solver_status", "")),
             distance=float(near_t.get("distance", float("nan"))),
-            c_nearest=float(ctx.to_user_c(near_t.get("c_nearest", float("nan")))),
+            c_nearest=float(near_t.get("c_nearest", float("nan"))),
             nearest_target=near_t.get("nearest_target"), **common,
         )
     return decided(ctx, "inconsistent", reason,
@@ -123,11 +125,11 @@ def _spectrum_cert(fam: Family, ctx: Context, common: dict) -> SpectrumCertifica
             "least one at each end, then the next one), so each end's rank is N minus that "
             "count; strictly inside, every member has rank N"
         ),
-        c_interval=(ctx.to_user_c(lo.c), ctx.to_user_c(hi.c)),
+        c_interval=(lo.c, hi.c),
         ranks={"lo": lo.rank, "hi": hi.rank, "interior": fam.interior_rank},
         zeros={"lo": lo.zeros, "hi": hi.zeros},
         eigenvalues_lo=lo.low, eigenvalues_hi=hi.low, atol_lo=lo.atol, atol_hi=hi.atol,
-        max_min_eigenvalue=fam.best_value, c_at_max=ctx.to_user_c(fam.best_c),
+        max_min_eigenvalue=fam.best_value, c_at_max=fam.best_c,
         prototypes=fam.prototypes, **common,
     )
 
@@ -141,10 +143,10 @@ def _embedding(fam: Family, ctx: Context, end: End) -> np.ndarray | None:
 def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> Classification:
     d, n = ctx.dim, ctx.n
     cert = _spectrum_cert(fam, ctx, common)
-    fc = lambda c: format_c(ctx.to_user_c(c), res)  # noqa: E731
+    fc = lambda c: format_c(c, res)  # noqa: E731
     if fam.status == "point":
         end = fam.hi
-        c0 = ctx.to_user_c(end.c)
+        c0 = end.c
         if end.rank <= d:
             reason = (f"only c = {fc(end.c)} makes G(c) PSD; its target has rank {end.rank} <= "
                       f"dim = {d}, unique up to rotation")
@@ -158,7 +160,7 @@ def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> 
                       certificate=cert, c_interval=(c0, c0), min_dim=max(1, end.rank),
                       near=near, c_resolution=res)
     lo, hi = fam.lo, fam.hi
-    interval = (ctx.to_user_c(lo.c), ctx.to_user_c(hi.c))
+    interval = (lo.c, hi.c)
     span = f"[{fc(lo.c)}, {fc(hi.c)}]"
     min_dim = max(1, min(lo.rank, hi.rank))
     if n <= d:
@@ -180,7 +182,7 @@ def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> 
         reason = (f"the end point c = {fc(end.c)} of {span} gives the only optimal target in "
                   f"dim = {d}: rank {end.rank} (the other end needs {other.rank}, the interior "
                   f"{n}), unique up to rotation")
-        c0 = ctx.to_user_c(end.c)
+        c0 = end.c
         return decided(ctx, "realizable", reason,
                       certificate=cert, rank=end.rank, c_interval=interval, c=c0,
                       min_dim=min_dim, near=near, embedding=_embedding(fam, ctx, end),
@@ -197,7 +199,7 @@ def _cosine(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> 
 def _euclidean(fam: Family, ctx: Context, near: bool, res: float, common: dict) -> Classification:
     d, n = ctx.dim, ctx.n
     end = fam.hi
-    c_max = ctx.to_user_c(end.c)
+    c_max = end.c
     cert = SchoenbergCertificate(
         statement=(
             "D(c)_ij = -2 tau (log w_ij + c) is a Euclidean distance matrix exactly for "

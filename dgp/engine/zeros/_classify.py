@@ -38,20 +38,23 @@ def classify_pattern(pattern: ZeroPattern | SplitPattern, ctx: Context, *,
         return rules.zero_scale_order(ctx, cycle=dec.cycle, steps=dec.steps,
                                       n_zero=pattern.n_zero)
     comps = dec.components
+    # what the verdict reports of each component, in the user's constants (the one inverse);
+    # the diverging family below places the canonical ones
+    shown = tuple(c.in_user_frame(ctx) for c in comps)
     if dec.kind == "blocks":
-        blocks = tuple({"members": c.info["members"], "c_max": ctx.to_user_c(c.info["c_max"]),
-                        "rank": c.info["rank"], "ok": True} for c in comps)
-        margins = tuple(m for c in comps for m in c.margins)
+        blocks = tuple({"members": c.info["members"], "c_max": c.info["c_max"],
+                        "rank": c.info["rank"], "ok": True} for c in shown)
+        margins = tuple(m for c in shown for m in c.margins)
         return rules.blocks_verdict(ctx, n_blocks=len(comps), failing=None, blocks=blocks,
                                     n_zero=pattern.n_zero, margins=margins)
-    failing = next((c for c in comps if c.status == "obstructed"), None)
+    failing = next((c for c in shown if c.status == "obstructed"), None)
     if failing is not None:
         if failing.kind == "clique_rank" and all(c.kind in ("fixed", "clique_rank")
-                                                 for c in comps) and \
+                                                 for c in shown) and \
                 _all_cliques(pattern):
-            return _blocks_failure(split, comps, ctx)
+            return _blocks_failure(split, shown, ctx)
         return rules.zero_obstructed(ctx, component=failing, n_zero=pattern.n_zero)
-    undecided = [c for c in comps if c.status == "undecided"]
+    undecided = [c for c in shown if c.status == "undecided"]
     if undecided:
         return rules.zero_undecided(ctx, component=undecided[0], n_zero=pattern.n_zero,
                                     threshold=ctx.tol.evidence_threshold)
@@ -72,7 +75,7 @@ def classify_pattern(pattern: ZeroPattern | SplitPattern, ctx: Context, *,
                                    tried, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol)
         return rules.zero_undecided(ctx, component=comp, n_zero=pattern.n_zero,
                                     threshold=ctx.tol.evidence_threshold)
-    return rules.zero_approached(ctx, components=comps, t=ts, gaps=gaps, offset=offset,
+    return rules.zero_approached(ctx, components=shown, t=ts, gaps=gaps, offset=offset,
                                  n_zero=pattern.n_zero, sources=tuple(sources))
 
 
@@ -88,7 +91,8 @@ def _all_cliques(pattern: ZeroPattern) -> bool:
 
 
 def _blocks_failure(split: SplitPattern, comps, ctx) -> Classification:
-    """Complete blocks with a block whose own target does not fit (as before)."""
+    """Complete blocks with a block whose own target does not fit (as before); ``comps`` in
+    the user's constants."""
     pattern, parts = split.pattern, split.parts
     done = {int(c.members[0]): c for c in comps}
     blocks, failing, margins = [], None, []
@@ -97,9 +101,9 @@ def _blocks_failure(split: SplitPattern, comps, ctx) -> Classification:
         c = done.get(int(idx[0]))
         if c is None:  # not examined (after the first failing block): decide it now
             c = clique(pattern, part, dim=ctx.dim, tau=ctx.tau, tol=ctx.tol,
-                        base={"members": idx.tolist()})
+                        base={"members": idx.tolist()}).in_user_frame(ctx)
         ok = c.kind == "fixed"
-        blocks.append({"members": idx.tolist(), "c_max": ctx.to_user_c(c.info["c_max"]),
+        blocks.append({"members": idx.tolist(), "c_max": c.info["c_max"],
                        "rank": c.info["rank"], "ok": ok})
         margins.extend(c.margins)
         if not ok and failing is None:

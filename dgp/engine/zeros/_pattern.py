@@ -4,13 +4,14 @@ and the decisions built on it (the data types every other module of the package 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from dgp.engine._canonical import CanonicalShift
 from dgp.engine._sparse_input import first_zero_pair
 from dgp.engine.target import LogWeights, canonical, row_blocks
 from dgp.tolerance import Margin
@@ -152,6 +153,13 @@ class ComponentDecision:
     evidence: float | None = None
     vertices: tuple[int, ...] = ()
     tried: tuple[str, ...] = field(default_factory=tuple)
+
+    def in_user_frame(self, shift: CanonicalShift) -> ComponentDecision:
+        """The decision with the constants of its certificate entry (``c_max``, ``c``) in the
+        user's convention: the canonical shift's inverse applied once, where the components'
+        verdict is built (the families' own placement keeps the canonical ones)."""
+        up = {k: shift.to_user_c(self.info[k]) for k in ("c_max", "c") if k in self.info}
+        return replace(self, info={**self.info, **up}) if up else self
 
 
 @dataclass(frozen=True, eq=False)
