@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from scipy.sparse.csgraph import connected_components
 
 from dgp.engine import rules
 from dgp.engine.rules import Context
@@ -51,7 +50,7 @@ def classify_pattern(pattern: ZeroPattern | SplitPattern, ctx: Context, *,
     if failing is not None:
         if failing.kind == "clique_rank" and all(c.kind in ("fixed", "clique_rank")
                                                  for c in shown) and \
-                _all_cliques(pattern):
+                _all_cliques(split):
             return _blocks_failure(split, shown, ctx)
         return rules.zero_obstructed(ctx, component=failing, n_zero=pattern.n_zero)
     undecided = [c for c in shown if c.status == "undecided"]
@@ -79,15 +78,15 @@ def classify_pattern(pattern: ZeroPattern | SplitPattern, ctx: Context, *,
                                  n_zero=pattern.n_zero, sources=tuple(sources))
 
 
-def _all_cliques(pattern: ZeroPattern) -> bool:
-    """Whether the support is a union of complete blocks (symmetric)."""
+def _all_cliques(split: SplitPattern) -> bool:
+    """Whether the support is a union of complete blocks (symmetric): every sample has a
+    positive weight to every other member of its component (the split's own parts)."""
+    pattern = split.pattern
     mutual, _, _ = mutual_pairs(pattern)
     if not mutual.all():
         return False
-    _n_comp, comp = connected_components(pattern.support(), directed=False)
-    sizes = np.bincount(comp)
     per_row = np.bincount(pattern.rows, minlength=pattern.n)
-    return bool((per_row == sizes[comp] - 1).all())
+    return all(bool((per_row[p.members] == p.members.size - 1).all()) for p in split.parts)
 
 
 def _blocks_failure(split: SplitPattern, comps, ctx) -> Classification:
