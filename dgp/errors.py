@@ -30,6 +30,7 @@ __all__ = [
     "check_int",
     "check_labels_class",
     "check_labels_continuous",
+    "check_open_interval",
     "check_positive",
     "check_sizes",
     "check_square",
@@ -124,36 +125,42 @@ def _real(value: object, name: str) -> float:
         raise ParameterError(name, f"must be a finite number, got {describe(value)}") from None
 
 
-def check_positive(value: object, name: str) -> float:
-    """Return ``value`` as a finite float ``> 0``.
+def check_open_interval(value: object, name: str, low: float, high: float = math.inf) -> float:
+    """Return ``value`` as a finite float in the open interval ``(low, high)``.
 
     Raises
     ------
     ParameterTypeError
         If ``value`` is not a real number.
     ParameterError
-        If ``value`` is not finite or not strictly positive.
+        If it is not finite or not in ``(low, high)``; the message reads
+        ``"must be a finite number > low"`` for an unbounded interval, else
+        ``"must lie strictly between low and high"``.
+
+    >>> check_open_interval(0.5, "eps", 0, 1)
+    0.5
+    >>> check_open_interval(0, "tau", 0)
+    Traceback (most recent call last):
+    ...
+    dgp.errors.InvalidParameterError: tau must be a finite number > 0, got 0
     """
     out = _real(value, name)
-    if not math.isfinite(out) or out <= 0:
-        raise ParameterError(name, f"must be a finite number > 0, got {describe(value)}")
+    if not (math.isfinite(out) and low < out < high):
+        rule = (f"be a finite number > {low:g}" if math.isinf(high) else
+                f"lie strictly between {low:g} and {high:g}")
+        raise ParameterError(name, f"must {rule}, got {describe(value)}")
     return out
+
+
+def check_positive(value: object, name: str) -> float:
+    """Return ``value`` as a finite float ``> 0`` (:func:`check_open_interval` on
+    ``(0, inf)``)."""
+    return check_open_interval(value, name, 0.0)
 
 
 def check_unit_interval(value: object, name: str) -> float:
-    """Return ``value`` as a float in the open interval ``(0, 1)``.
-
-    Raises
-    ------
-    ParameterTypeError
-        If ``value`` is not a real number.
-    ParameterError
-        If ``value`` is not in ``(0, 1)``.
-    """
-    out = _real(value, name)
-    if not (0.0 < out < 1.0):
-        raise ParameterError(name, f"must lie strictly between 0 and 1, got {describe(value)}")
-    return out
+    """Return ``value`` as a float in ``(0, 1)`` (:func:`check_open_interval` on ``(0, 1)``)."""
+    return check_open_interval(value, name, 0.0, 1.0)
 
 
 def check_int(value: object, name: str, *, minimum: int, maximum: int | None = None) -> int:
