@@ -52,6 +52,10 @@ class PhaseMap(Record):
     inputs : dict
         What the weighting was built from: ``sizes`` (class objectives), ``classes``,
         ``majority`` and ``profile`` (an imbalance sweep), ``labels_shape`` (label kernels).
+
+    A map has no certificate of its own (:attr:`certificate` is ``None``; :meth:`to_dict` has
+    no ``certificate``): each cell's verdict is that of :func:`dgp.classify` at the cell's
+    parameters, which certifies it there.
     """
 
     objective: str
@@ -64,6 +68,15 @@ class PhaseMap(Record):
     boundaries: tuple[Boundary, ...]
     rtol: float
     inputs: dict[str, Any]
+
+    @property
+    def certificate(self) -> None:
+        """``None``: the map as a whole certifies nothing. A cell's verdict is certified by the
+        certificate of :func:`dgp.classify` at its parameters (``kind``, ``statement``,
+        ``certified``: call it for a cell you rely on); the map keeps of it the verdict,
+        ``near_threshold`` (decided within tolerance of a critical value) and the ``c``
+        interval, not the certificate itself."""
+        return None
 
     # -- tables ------------------------------------------------------------------------------
     @property
@@ -126,7 +139,8 @@ class PhaseMap(Record):
 
     def json_items(self, options):
         """The JSON of ``dgp phase --json``: ``objective``, ``params``, ``cells`` (one per grid
-        point) and the context (``fixed``, ``axes``, ``boundaries``, ``excess_sources``)."""
+        point) and the context (``fixed``, ``axes``, ``boundaries``, ``excess_sources``); no
+        ``certificate`` (:attr:`certificate`)."""
         yield from (("objective", self.objective), ("params", self.params),
                     ("cells", [dict(c) for c in self.cells]),
                     ("axes", {p: self.axes[p] for p in self.params}),
