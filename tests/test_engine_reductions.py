@@ -420,23 +420,3 @@ def test_classify_is_invariant_under_permutation(seed, zeros, similarity, dim):
         assert got == {frozenset(blk["members"]) for blk in blocks_a}
     json.dumps(b.to_dict())
 
-
-@pytest.mark.parametrize("scale", [1.0, 1e-3, 7.5])
-def test_verdict_constants_are_the_users_and_shift_with_the_scale_of_w(scale):
-    """A verdict is built from the family lifted once (``Family.in_user_frame``): its ``c``
-    solves the user's equation ``G = tau (log w + c)`` (unit diagonal), its embedding has that
-    Gram, and scaling ``W`` by ``a`` moves ``c`` by exactly ``-log a``."""
-    labels = [0, 0, 0, 1, 1, 1, 2, 2, 2]
-    W = scale * dgp.weights.soft_supcon_weights(labels, eps=0.2)
-    tau = 0.3  # collapsed classes at rank K = 3
-    r = dgp.classify(dgp.Problem(W=W), tau=tau, dim=3)
-    assert r.verdict == "realizable"
-    with np.errstate(divide="ignore"):
-        G = tau * (np.log(W) + r.c)
-    np.fill_diagonal(G, 1.0)
-    Z = r.embedding
-    assert np.allclose(Z @ Z.T, G, atol=1e-9)
-    base = dgp.classify(dgp.Problem(W=W / scale), tau=tau, dim=3)
-    assert r.c == pytest.approx(base.c - np.log(scale), abs=1e-12)
-    assert r.certificate.to_dict()["c_interval"] == pytest.approx(
-        [c - np.log(scale) for c in base.certificate.to_dict()["c_interval"]], abs=1e-12)

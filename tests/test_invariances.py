@@ -6,7 +6,9 @@ differences (translation) and, for radial kernels, their lengths (rotation). So,
 weighting ``W``, permutation ``P``, scale ``alpha > 0`` and label isometry ``y -> Qy + t``:
 
 * ``classify``: the same verdict, rank and boundary flag for ``P W P^T``, ``alpha W`` and the
-  log-weights shifted by ``log alpha``;
+  log-weights shifted by ``log alpha`` (at a boundary case too, for every ``|log alpha| <= 700``,
+  with the precision of the input counted), and the reported constant ``c`` moved by exactly
+  ``-log alpha``;
 * ``optimum`` (free dimension: a convex problem with a unique optimal Gram matrix when it is
   certified): the same loss, the Gram matrix permuted by ``P``;
 * ``supcon_prototypes``: permuting the class sizes permutes the prototypes' Gram matrix;
@@ -28,6 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dgp
+from dgp.engine.target import log_weights
+from dgp.objectives import registry
 
 SETTINGS = settings(max_examples=12, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -151,3 +155,100 @@ def test_loss_floors_do_not_depend_on_the_order_of_samples(objective, labels, se
             assert a is b
         else:
             assert abs(a - b) <= 1e-7 * max(1.0, abs(a))
+
+@pytest.mark.parametrize("scale", [1.0, 1e-3, 7.5])
+def test_verdict_constants_are_the_users_and_shift_with_the_scale_of_w(scale):
+    """A verdict is built from the family lifted once (``Family.in_user_frame``): its ``c``
+    solves the user's equation ``G = tau (log w + c)`` (unit diagonal), its embedding has that
+    Gram, and scaling ``W`` by ``a`` moves ``c`` by exactly ``-log a``."""
+    labels = [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    W = scale * dgp.weights.soft_supcon_weights(labels, eps=0.2)
+    tau = 0.3  # collapsed classes at rank K = 3
+    r = dgp.classify(dgp.Problem(W=W), tau=tau, dim=3)
+    assert r.verdict == "realizable"
+    with np.errstate(divide="ignore"):
+        G = tau * (np.log(W) + r.c)
+    np.fill_diagonal(G, 1.0)
+    Z = r.embedding
+    assert np.allclose(Z @ Z.T, G, atol=1e-9)
+    base = dgp.classify(dgp.Problem(W=W / scale), tau=tau, dim=3)
+    assert r.c == pytest.approx(base.c - np.log(scale), abs=1e-12)
+    assert r.certificate.to_dict()["c_interval"] == pytest.approx(
+        [c - np.log(scale) for c in base.certificate.to_dict()["c_interval"]], abs=1e-12)
+
+
+# ---- scale at the boundary ------------------------------------------------------------------
+# A boundary case keeps its verdict at every scale: a weighting realizable at a single value of
+# ``c`` (flagged ``near_threshold``) is decided the same for ``alpha W`` and for its log-weights
+# ``log W + log alpha``, for every ``|log alpha| <= 700``, and for every translation of its
+# labels. The tolerance counts the precision of the numbers as given: a log-weight of size
+# ``|log alpha|`` carries ``|log alpha| u`` of absolute error, a subnormal weight fewer digits
+# than a float64.
+
+
+def _boundary(seed: int):
+    """y-Aware labels on a sphere of radius R at tau R^2 = sigma^2: the cosine family is the
+    single point c = 1/tau (rank p), a flagged boundary case."""
+    rng = np.random.default_rng(seed)
+    n, p = int(rng.integers(5, 10)), int(rng.integers(1, 4))
+    Y = rng.standard_normal((n, p))
+    Y -= Y.mean(0)
+    R = float(rng.uniform(0.3, 3.0))
+    Y *= R / np.linalg.norm(Y, axis=1, keepdims=True)
+    tau = float(rng.uniform(0.05, 2.0))
+    sigma = R * math.sqrt(tau)
+    W = registry.get("y-aware").weights(registry.get("y-aware").check_labels(Y), {"sigma": sigma})
+    return Y, W, tau, sigma, p
+
+
+def _same(ref, res):
+    assert (res.verdict, res.rank) == (ref.verdict, ref.rank), (ref.reason, res.reason)
+    assert res.near_threshold == ref.near_threshold
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), log_alpha=st.one_of(
+    st.sampled_from([-700.0, -690.0, -230.0, 230.0, 690.0, 700.0]), st.floats(-700.0, 700.0)))
+def test_log_weights_at_any_offset_keep_a_boundary_verdict(seed, log_alpha):
+    _, W, tau, _, p = _boundary(seed)
+    ref = dgp.classify(W, tau=tau, dim=p)
+    assert ref.verdict == "realizable" and ref.near_threshold
+    with np.errstate(divide="ignore"):
+        L = np.log(W) + log_alpha
+    _same(ref, dgp.classify(log_weights=L, tau=tau, dim=p))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), log_alpha=st.one_of(
+    st.sampled_from([-700.0, -690.0, -230.0, 230.0, 690.0]), st.floats(-700.0, 700.0)))
+def test_scaled_weights_keep_a_boundary_verdict(seed, log_alpha):
+    """alpha W, subnormal entries included (every positive weight stays positive)."""
+    _, W, tau, _, p = _boundary(seed)
+    Wa = W * math.exp(log_alpha)
+    if not np.isfinite(Wa).all() or (Wa[W > 0] == 0).any():
+        return  # overflowed or underflowed to zero: another weighting
+    ref = dgp.classify(W, tau=tau, dim=p)
+    _same(ref, dgp.classify(Wa, tau=tau, dim=p))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**16), log_t=st.floats(0.0, 7.0))
+def test_translated_labels_keep_a_boundary_verdict(seed, log_t):
+    Y, _, tau, sigma, p = _boundary(seed)
+    t = np.random.default_rng(seed + 1).standard_normal(p)
+    t *= 10.0 ** log_t / np.linalg.norm(t)
+    for name in ("y-aware", "euclid-euclid"):
+        ref = dgp.classify_objective(name, Y, tau=tau, dim=p, sigma=sigma)
+        res = dgp.classify_objective(name, Y + t, tau=tau, dim=p, sigma=sigma)
+        assert (res.verdict, res.rank) == (ref.verdict, ref.rank), (ref.reason, res.reason)
+
+
+def test_the_precision_of_the_input_is_counted():
+    """Log-weights near 690 carry ~690 u of error; subnormal weights fewer digits; weights of
+    normal floats at any scale carry nothing more than their ratios' rounding."""
+    W = np.array([[0.0, 1.0, 0.5], [1.0, 0.0, 0.25], [0.5, 0.25, 0.0]])
+    assert log_weights(W * 1e300).magnitude == 0.0
+    assert log_weights(log_weights=np.log(W + np.eye(3)) + 690.0).magnitude >= 690.0
+    assert log_weights(W * 1e-320).magnitude > 1e10
+    res = dgp.classify(log_weights=np.log(W + np.eye(3)) + 690.0, tau=0.5, dim=3)
+    assert res.tolerance["widening"] > 1.0
