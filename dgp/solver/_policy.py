@@ -71,7 +71,12 @@ from dgp.constants import (
 from dgp.solver._blockfactor import BlockFactor
 from dgp.solver._program import RowProblem
 from dgp.solver._rank import RankDCertificate, rank_d_certificate, stationarity
-from dgp.solver._rank_d_budget import RankDPolicy, rank_d_policy, rank_d_starts
+from dgp.solver._rank_d_budget import (
+    RankDPolicy,
+    extrapolated_seconds,
+    rank_d_policy,
+    rank_d_starts,
+)
 from dgp.solver._rank_d_screen import screened_start
 from dgp.solver._solve import bm_lbfgs, factor
 from dgp.solver._trust_region import TrustRegionStop, rtr
@@ -136,6 +141,14 @@ class RankDSolution:
     candidate_factors : tuple of ndarray
         Each candidate's final point (``dim x K``), in the order of ``candidate_losses``: the
         near-optimal ones tell what the loss pins (:func:`dgp.solver.identifiability_report`).
+    cpu_seconds : float
+        CPU seconds of the search (:func:`time.process_time`: this process's work, whatever the
+        machine's load), its certificate included.
+    estimated_cpu_seconds : float
+        The search's CPU seconds as estimated after its first candidate
+        (:func:`~dgp.solver._rank_d_budget.extrapolated_seconds`: the time spent so far and the
+        first candidate's time for each one left; ``nan`` where there was no candidate left to
+        estimate).
     """
 
     factor: np.ndarray
@@ -149,6 +162,8 @@ class RankDSolution:
     hits: int
     reason: str
     candidate_factors: tuple[np.ndarray, ...] = ()
+    cpu_seconds: float = math.nan
+    estimated_cpu_seconds: float = math.nan
 
     @property
     def gram(self) -> np.ndarray:
@@ -159,13 +174,15 @@ class _Progress:
     """The clock of a search given a ``progress`` callable: at most one line every
     :data:`~dgp.constants.RANK_D_PROGRESS_S` seconds, saying the candidate, the phase, the time
     spent, the loss and the stationarity reached (the last known where a Hessian-vector product
-    ticks)."""
+    ticks), and after the first candidate the estimate of the whole search's CPU seconds
+    (:func:`~dgp.solver._rank_d_budget.extrapolated_seconds`)."""
 
     def __init__(self, report: Callable[[str], None], candidates: int, target: float) -> None:
         self.report, self.candidates, self.target = report, candidates, target
         self.start = self.last = time.monotonic()
         self.candidate, self.phase = 0, "descent"
         self.loss = self.gradient = math.nan
+        self.estimate = math.nan  # CPU seconds of the whole search, once the first is timed
 
     def at(self, candidate: int, phase: str) -> None:
         self.candidate, self.phase = candidate, phase
@@ -186,8 +203,10 @@ class _Progress:
         where = (f", loss {self.loss:.10g}, Riemannian gradient {self.gradient:.2g} of its "
                  f"scale (target {self.target:.2g})"
                  if math.isfinite(self.loss) and math.isfinite(self.gradient) else "")
+        whole = (f"; about {self.estimate:.0f} s of CPU in all (the first candidate timed)"
+                 if math.isfinite(self.estimate) else "")
         self.report(f"candidate {self.candidate + 1} of {self.candidates}, {self.phase}: "
-                    f"{now - self.start:.0f} s" + where)
+                    f"{now - self.start:.0f} s" + where + whole)
 
 
 class _Watched:
@@ -427,6 +446,7 @@ def solve_rank_d(
     RankDSolution
         With the :func:`~dgp.solver.rank_d_certificate` of its point.
     """
+    cpu_start = time.process_time()
     K = prob.K
     factor_path = isinstance(prob, BlockFactor)
     pool = []
@@ -460,8 +480,15 @@ def solve_rank_d(
     chosen = 0
     losses = []
     factors = []
+    estimate = math.nan
     for index, (X0, rng) in enumerate(jobs):
+        began = time.process_time()
         X, parts = _candidate(prob, X0, rng, policy, target, clock, index)
+        if index == 0 and len(jobs) > 1:
+            now = time.process_time()
+            estimate = extrapolated_seconds(now - cpu_start, now - began, len(jobs) - 1)
+            if clock is not None:
+                clock.estimate = estimate
         losses.append(parts)
         factors.append(X)
         if best is None or _key(parts) < _key(best[1]):
@@ -487,7 +514,8 @@ def solve_rank_d(
         factor=X, loss=parts[0], excess_loss=parts[1], log_excess_loss=parts[2],
         certificate=cert, starts=len(jobs), random_starts=len(jobs) - n_given,
         candidate_losses=tuple(p[0] for p in losses), hits=hits, reason=reason,
-        candidate_factors=tuple(factors),
+        candidate_factors=tuple(factors), cpu_seconds=time.process_time() - cpu_start,
+        estimated_cpu_seconds=estimate,
     )
 
 

@@ -43,7 +43,8 @@ from dgp.constants import (
     RANK_D_STARTS,
 )
 
-__all__ = ["RankDPolicy", "rank_d_cost", "rank_d_policy", "rank_d_starts"]
+__all__ = ["RankDPolicy", "extrapolated_seconds", "rank_d_cost", "rank_d_policy",
+           "rank_d_starts"]
 
 
 @dataclass(frozen=True)
@@ -230,3 +231,14 @@ def rank_d_cost(K: int, dim: int, *, starts: int, given: int, rows: int,
     screen = 2.0 * policy.screen_steps * max(policy.screen * (3.0 * rows * K + 0.4 * dim * K * K),
                                              RANK_D_EVAL_OVERHEAD) if policy.screen > 1 else 0.0
     return per_eval * (candidates * per_candidate + 1000) + starts * screen
+
+
+def extrapolated_seconds(spent: float, first: float, left: int) -> float:
+    """The estimate of a search from timed work, made after its first candidate: the seconds
+    ``spent`` so far (the screens of the random starts and the first candidate: measured), and
+    the ``first`` candidate's seconds for each of the ``left`` others (candidates of one search
+    cost alike, within a factor of about 2 measured at K <= 10, d <= 3). The progress lines say
+    it: :func:`rank_d_cost` counts budgets, not expectations (the guard's bound before any work),
+    and said 26 s for a 1.8 s search of 6 classes in d = 2, whose descents stop long before
+    their budgets."""
+    return spent + first * left
