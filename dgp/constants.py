@@ -426,6 +426,14 @@ RANK_D_LARGE_STARTS = 1
 RANK_D_SCREEN_POINTS = 32
 #: batched L-BFGS steps of those points before the lowest is chosen
 RANK_D_SCREEN_STEPS = 100
+#: Armijo halvings of a screened point's step before the step is refused (the point stays)
+RANK_D_SCREEN_BACKTRACKS = 30
+#: most entries of the ``points x rows x K`` arrays of one batched evaluation of the screen's
+#: backtracking, which tries 1, 2, 4, ... halvings of every point that failed in one call: one
+#: call per halving was ~2 400 calls per start (most of them for points that had converged
+#: and fail every halving by round-off) and 58% of the CPU time of ten K <= 8, d <= 3 SupCon
+#: searches (15.4 of 26.3 s; 8.1 of 18.8 s with the batched halvings)
+RANK_D_SCREEN_CHUNK_ENTRIES = 1 << 17
 #: seconds between two progress lines of a rank-d search given a ``progress`` callable (every
 #: descent, trust-region step and Hessian-vector product checks the clock)
 RANK_D_PROGRESS_S = 5.0

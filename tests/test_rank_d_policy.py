@@ -120,6 +120,43 @@ def test_more_starts_never_worse_and_nested(sizes, tau, dim):
         assert r.random_starts + 0 == len(r.candidate_losses) - (r.starts - r.random_starts)
 
 
+@pytest.mark.parametrize("sizes,tau,dim,seed", [
+    ([20, 3, 17, 9, 25, 4, 11, 6], 0.2, 2, 0),
+    ([6, 5, 4], 0.5, 3, 2),
+])
+def test_screen_halves_many_steps_a_call_as_one_a_call_would(monkeypatch, sizes, tau, dim, seed):
+    """The screen's backtracking tries 1, 2, 4, ... halvings of every point that failed in one
+    batched call; with room for one trial point a call (SCREEN_CHUNK_ENTRIES = 1) it is the
+    plain one-halving-a-call Armijo loop. Each point takes the same halving both ways: after a
+    few steps the lowest point is the same to rounding (a batch's arithmetic may differ in the
+    last bits, which 100 steps can amplify), after 100 its loss is, in far fewer calls."""
+    import dgp.solver._rank_d_screen as screen
+
+    n = np.array(sizes)
+    prob = block_problem(n, block_weights(n.size, None), tau=tau)
+    points = np.random.default_rng(seed).standard_normal((32, dim, n.size))
+    loss = screen.batched_row_loss(prob)
+    calls = []
+
+    def counted(p):
+        def f(X):
+            calls.append(X.shape[0])
+            return loss(X)
+        return f
+
+    monkeypatch.setattr(screen, "batched_row_loss", counted)
+    batched = {s: screen.screened_start(prob, points, s) for s in (1, 3, 10, 100)}
+    batched_calls = len(calls)
+    calls.clear()
+    monkeypatch.setattr(screen, "SCREEN_CHUNK_ENTRIES", 1)
+    one = {s: screen.screened_start(prob, points, s) for s in (1, 3, 10, 100)}
+    assert max(calls) == 32 and len(calls) > 3 * batched_calls  # one halving a call
+    for s in (1, 3, 10):
+        np.testing.assert_allclose(batched[s], one[s], rtol=0, atol=1e-9)
+    f_batched, f_one = loss(batched[100][None])[0][0], loss(one[100][None])[0][0]
+    assert f_batched == pytest.approx(f_one, rel=1e-12, abs=0)
+
+
 def test_certificate_comes_from_the_point():
     n = np.array([6, 5, 4, 3, 2, 2])
     prob = block_problem(n, block_weights(6, None), tau=0.2)
