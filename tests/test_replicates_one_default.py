@@ -40,14 +40,16 @@ def test_exact_expectation_same_numbers(sizes, batch_size, dim):
 @pytest.mark.slow  # two stochastic solves of three seeded runs each: about 25 s of CPU
 def test_beyond_enumeration_same_numbers_by_default():
     """Beyond ``exact_max`` both run the stochastic solver from the same seeds: with the one
-    default they run the same number of runs and keep the same best one, so loss and Gram are
-    equal; with optimum's former default (``replicates=0``, one run fewer) they were not."""
+    default they run as many runs (``1 + BATCH_REPLICATES``), keep the same best one and report
+    the same spread over them; with optimum's former default (``replicates=0``: one run fewer)
+    its identifiability report compared two solutions, not three."""
     p = dgp.Problem(objective="supcon", sizes=[4, 3, 2], tau=0.5)
     common = dict(batch_size=6, dim=2, exact_max=3, samples=200, progress=False)
     o = dgp.optimum(p, **common)
     s = dgp.supcon_prototypes(p, **common)
     assert s.method == "stochastic" and not s.batch.exact
-    assert o.loss == s.loss
-    np.testing.assert_array_equal(o.gram, s.gram)
-    former = dgp.optimum(p, replicates=0, **common)
-    assert former.loss != s.loss  # what the one default fixed: a run fewer, another best
+    assert o.loss == pytest.approx(s.loss, rel=1e-12)
+    np.testing.assert_allclose(o.gram, s.gram, atol=1e-12)
+    assert o.identifiability.solutions == 1 + BATCH_REPLICATES == 1 + s.batch.replicates
+    assert o.identifiability.spread == pytest.approx(s.identifiability.spread, rel=1e-9)
+    assert o.identifiability.statement == s.identifiability.statement
