@@ -18,12 +18,14 @@ The data path is a straight line: :func:`classify` validates its arguments once
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from dgp.engine import target
 from dgp.engine._weighting_verdict import classify_log_weights
 from dgp.errors import (
     InvalidParameterError,
+    SolverError,
     check_choice,
     check_dim,
     check_flag,
@@ -36,7 +38,8 @@ from dgp.spec import ProblemSpec, merged, not_given, tol_keyword
 from dgp.tolerance import DEFAULT_RTOL, Tolerance, check_rtol
 
 __all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify", "classify_keywords",
-           "floor_search", "refuse_batch", "required", "weighting"]
+           "dense_floor", "floor_search", "refuse_batch", "required", "weighting",
+           "with_loss_floor"]
 
 METHODS = ("spectral", "sdp")
 #: largest N for which an inconsistent cosine verdict comes with its loss floor in R^d
@@ -145,11 +148,12 @@ def classify(
     if problem is not None:
         return problem.classification(tau=tau, dim=dim, rtol=rtol, method=method, floor=floor,
                                       search=search)
-    loss_floor = _loss_floor(tau, dim, search) if floor else None
     weights = weighting(W, log_weights=log_weights, similarity=similarity, floor=floor)
-    return classify_log_weights(
-        weights, similarity=similarity, tau=tau, dim=dim, rtol=rtol, method=method,
-        loss_floor=loss_floor if weights.n <= FLOOR_MAX_N else None)
+    compute = dense_floor(weights, similarity, tau=tau, dim=dim, search=search) if floor \
+        else None
+    return with_loss_floor(lambda lf, w: classify_log_weights(
+        w, similarity=similarity, tau=tau, dim=dim, rtol=rtol, method=method, floor=lf),
+        weights, compute)
 
 
 def classify_keywords(
@@ -240,13 +244,45 @@ def weighting(W: object = None, *, log_weights: object = None, similarity: str =
                               sparse_above=FLOOR_MAX_N if floor and similarity == "cosine" else 1)
 
 
-def _loss_floor(tau: float, dim: int, search: dict[str, int]):
-    """The loss floor in ``R^dim`` of (canonical) weights, as a function of them: optima is
-    imported only when a verdict asks for it."""
+def dense_floor(weights: target.LogWeights, similarity: str, *, tau: float, dim: int,
+                search: Mapping[str, int]) -> Callable[[], Any] | str | None:
+    """What computes the loss floor in ``R^dim`` of validated weights (their dense canonical
+    weights, taken now: the engine consumes the matrix), or a sentence saying why it is not
+    computed (above :data:`FLOOR_MAX_N` samples); ``None`` for the Euclidean latent (the floor
+    is a cosine notion). For :func:`with_loss_floor`."""
+    if similarity != "cosine":
+        return None
+    if weights.n > FLOOR_MAX_N:
+        return (f"not computed: N = {weights.n} > {FLOOR_MAX_N} samples (dgp.optima.loss_floor "
+                "or dgp optimum computes it)")
+    W = weights.weights()
 
-    def of(W: np.ndarray):
+    def compute() -> Any:
         from dgp.optima import loss_floor
 
         return loss_floor(W, tau=tau, dim=dim, **search)
 
-    return of
+    return compute
+
+
+def with_loss_floor(decide: Callable[[Any, Any], Classification], data: Any,
+                    compute: Callable[[], Any] | str | None) -> Classification:
+    """The verdict ``decide(floor, data)`` of the engine, told as a value what to say of the
+    loss floor in ``R^dim`` (the engine never calls up for it): ``compute`` computes the floor
+    (optima is imported then), a sentence says why it cannot be, ``None``: not asked for.
+
+    The floor is computed only where the verdict shows it (inconsistent, cosine): the engine
+    decides once without it, and once more with it (the same decision: the engine is
+    deterministic, and at most :data:`FLOOR_MAX_N` samples or ``FLOOR_MAX_K`` classes it is
+    cheap beside the floor's rank-``dim`` search). ``data`` is what ``decide`` consumes, copied
+    for the first decision when there is a second (``data.copy()``, or ``None``)."""
+    if not callable(compute):
+        return decide(compute, data)
+    first = decide("not computed", None if data is None else data.copy())
+    if first.verdict != "inconsistent" or first.similarity != "cosine":
+        return first
+    try:
+        lf = compute()
+    except (InvalidParameterError, SolverError) as exc:
+        lf = f"not computed: {exc}"
+    return decide(lf, data)

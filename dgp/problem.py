@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from dgp.classification import FLOOR_MAX_N
+from dgp.classification import FLOOR_MAX_N, dense_floor, with_loss_floor
 from dgp.engine._weighting_verdict import classify_log_weights
 from dgp.engine.target import LogWeights
 from dgp.engine.target import log_weights as validated_log_weights
@@ -192,18 +192,6 @@ PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
 
 _OBJECTIVE_PARAMS = ("sigma", "eps", "label_tau")
 _SAMPLING = SAMPLING_FIELDS
-
-
-def _dense_loss_floor(tau: float, dim: int, search: Mapping[str, int]):
-    """The loss floor in ``R^dim`` as a function of the canonical weights (optima imported when
-    a verdict asks for it)."""
-
-    def of(W: np.ndarray):
-        from dgp.optima import loss_floor
-
-        return loss_floor(W, tau=tau, dim=dim, **search)
-
-    return of
 
 
 def _refuse_with(present: str, names: Mapping[str, object], why: str) -> None:
@@ -514,12 +502,13 @@ class Problem(ProblemSpec):
         if self.weighting is not None:
             # a copy (the engine consumes it), dense where dgp.classify(W, floor=True) would
             # densify a small sparse W for the cosine loss floor
-            small = floor and self.weighting.n <= FLOOR_MAX_N
-            loss_floor = _dense_loss_floor(tau, dim, search) if small else None
-            w = self.weighting.dense() if small and self.similarity == "cosine" \
-                else self.weighting.copy()
-            return classify_log_weights(w, similarity=self.similarity, tau=tau, dim=dim,
-                                        rtol=rtol, method=method, loss_floor=loss_floor)
+            small = floor and self.weighting.n <= FLOOR_MAX_N and self.similarity == "cosine"
+            w = self.weighting.dense() if small else self.weighting.copy()
+            compute = dense_floor(w, self.similarity, tau=tau, dim=dim, search=search) \
+                if floor else None
+            return with_loss_floor(lambda lf, ws: classify_log_weights(
+                ws, similarity=self.similarity, tau=tau, dim=dim, rtol=rtol, method=method,
+                floor=lf), w, compute)
         assert self.record is not None
         params = self.objective_params()
         with blas_threads():

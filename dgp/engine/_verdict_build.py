@@ -4,7 +4,6 @@ with its certificate fields and, for an inconsistent cosine verdict, the loss fl
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -78,9 +77,11 @@ class Context(CanonicalShift):
         A closed-form prediction (named objectives).
     margins : tuple of Margin
         Decisions made before the family (the cycle condition), reported with its own.
-    floor : callable or None
-        Computes the loss floor in dimension ``dim`` (a :class:`dgp.optima.LossFloor`) for an
-        inconsistent cosine verdict; called only then.
+    floor : LossFloor, str or None
+        What an inconsistent cosine verdict says of the loss floor in dimension ``dim``: the
+        floor computed by the caller (a :class:`dgp.optima.LossFloor`, handed down as a value:
+        the engine never calls up for it), a sentence saying why none was computed, or ``None``
+        (not asked for).
     suffix : str
         Appended to the reason (e.g. the column-normalisation diagnosis).
     embed : bool
@@ -103,7 +104,7 @@ class Context(CanonicalShift):
     suffix: str = ""
     embed: bool = True
     margins: tuple[Margin, ...] = ()
-    floor: Callable[[], Any] | None = None
+    floor: Any = None
 
 
 def _build(
@@ -157,16 +158,18 @@ def _build(
     )
 
 
-def _loss_floor(ctx: Context) -> tuple[float | None, Any]:
-    """The optimum's excess over the bound in ``R^dim`` when certified, and what was found."""
-    from dgp.errors import ParameterError, SolverError
+#: what a verdict says of a loss floor nobody asked for
+FLOOR_NOT_ASKED = "not asked for (dgp.optima.loss_floor and dgp optimum compute it)"
 
-    if ctx.floor is None:
-        return None, "not computed for this size (use dgp.optima.loss_floor or dgp optimum)"
-    try:
-        lf = ctx.floor()
-    except (ParameterError, SolverError) as exc:
-        return None, f"not computed: {exc}"
+
+def _loss_floor(ctx: Context) -> tuple[float | None, Any]:
+    """The optimum's excess over the bound in ``R^dim`` when certified, and what was found
+    (``ctx.floor``: the floor, why there is none, or ``None``: not asked for)."""
+    lf = ctx.floor
+    if lf is None:
+        return None, FLOOR_NOT_ASKED
+    if isinstance(lf, str):
+        return None, lf
     note = lf.to_dict()
     if not lf.certified:
         note["statement"] = (f"the loss floor in dim = {ctx.dim} lies in [{lf.lower:.6g}, "

@@ -89,7 +89,7 @@ def classify_blocks(
     floor: Any = None,
 ) -> Classification:
     """Classify a validated block weighting (structured path of the class objectives).
-    ``floor`` computes the loss floor of an inconsistent cosine verdict (see
+    ``floor``: what an inconsistent cosine verdict says of the loss floor (a value, see
     :class:`~dgp.engine.rules.Context`). The class level is the reduction chosen for it
     (:func:`dgp.engine._reductions.choose_reductions`: grouped for one cross-class weight and
     many classes), whose inverse names the samples a verdict is about."""

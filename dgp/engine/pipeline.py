@@ -6,7 +6,6 @@ the canonical shift, and the support components of a zero pattern)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 from dgp.engine import rules
@@ -36,10 +35,10 @@ def classify_weights(
     explanation: Explanation | None = None,
     suffix: str = "",
     notes: dict[str, Any] | None = None,
-    floor: Callable[[], Any] | None = None,
+    floor: Any = None,
 ) -> Classification:
     """Classify validated log-weights (``weights`` is consumed: its matrix is overwritten).
-    ``floor`` computes the loss floor of an inconsistent cosine verdict (see
+    ``floor``: what an inconsistent cosine verdict says of the loss floor (a value, see
     :class:`~dgp.engine.rules.Context`). BLAS runs on the caller's threads
     (:func:`dgp.resources.blas_threads`): floats may differ in the last bits with the thread
     count, the decisions do not."""

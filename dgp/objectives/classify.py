@@ -13,10 +13,10 @@ verdict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from dgp.classification import METHODS, classify_keywords
+from dgp.classification import METHODS, classify_keywords, with_loss_floor
 from dgp.engine.blocks import BlockWeights, classify_blocks
 from dgp.engine.lowrank import classify_lowrank, gaussian_target, row_statistics
 from dgp.engine.pipeline import classify_weights
@@ -182,31 +182,41 @@ def classify_labels(
             kernel.points, width2=width2, tau=tau, dim=dim, similarity=similarity,
             rtol=max(rtol, 4.0 * kernel.unit_roundoff), objective=rec.name,
         )
-    floor = _floor(rec, lab, params, tau, dim, dict(search or {})) if floor else None
-    if dense:
-        return _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor,
-                      factor)
-    tol = Tolerance.make(rtol, n=lab.n).widened(factor)
-    if rec.structured == "blocks":
-        within, cross = rec.block_log_weights(params, lab.classes.size)
-        bw = BlockWeights(lab.sizes, within, None, lab.values, lab.classes, cross_value=cross)
-        return classify_blocks(bw, similarity=similarity, tau=tau, dim=dim, tol=tol,
-                               objective=rec.name, explanation=explanation, embed=embed,
-                               floor=floor)
-    return _lowrank(rec, kernel, params, similarity, tau, dim, tol, explanation, embed, max_n,
-                    floor)
+    compute = _floor(rec, lab, params, similarity, tau, dim, dict(search or {})) if floor \
+        else None
+
+    def decide(lf: Any, _data: None) -> Classification:
+        if dense:
+            return _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, lf,
+                          factor)
+        tol = Tolerance.make(rtol, n=lab.n).widened(factor)
+        if rec.structured == "blocks":
+            within, cross = rec.block_log_weights(params, lab.classes.size)
+            bw = BlockWeights(lab.sizes, within, None, lab.values, lab.classes,
+                              cross_value=cross)
+            return classify_blocks(bw, similarity=similarity, tau=tau, dim=dim, tol=tol,
+                                   objective=rec.name, explanation=explanation, embed=embed,
+                                   floor=lf)
+        return _lowrank(rec, kernel, params, similarity, tau, dim, tol, explanation, embed,
+                        max_n, lf)
+
+    return with_loss_floor(decide, None, compute)
 
 
-def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, dim: int,
-           search: dict[str, int]):
-    """The loss floor in ``R^dim`` of an inconsistent cosine verdict, computed when asked:
-    from the class prototypes for the class objectives (up to FLOOR_MAX_K classes), from the
-    dense weighting otherwise (up to FLOOR_MAX_N samples)."""
+def _floor(rec: Objective, lab: Labels, params: dict[str, float], similarity: str, tau: float,
+           dim: int, search: dict[str, int]) -> Callable[[], Any] | str | None:
+    """What computes the loss floor in ``R^dim`` of an inconsistent cosine verdict (for
+    :func:`dgp.classification.with_loss_floor`): from the class prototypes for the class
+    objectives (up to FLOOR_MAX_K classes), from the dense weighting otherwise (up to
+    FLOOR_MAX_N samples); beyond, why it is not computed."""
     from dgp.classification import FLOOR_MAX_N
 
+    if similarity != "cosine":
+        return None
+    where = "(dgp.optima.loss_floor or dgp optimum computes it)"
     if rec.labels == "class":
         if lab.classes.size > FLOOR_MAX_K:
-            return None
+            return f"not computed: {lab.classes.size} > {FLOOR_MAX_K} classes {where}"
         cross = rec.cross_weight(params)
 
         def by_blocks():
@@ -217,7 +227,7 @@ def _floor(rec: Objective, lab: Labels, params: dict[str, float], tau: float, di
 
         return by_blocks
     if lab.n > FLOOR_MAX_N:
-        return None
+        return f"not computed: N = {lab.n} > {FLOOR_MAX_N} samples {where}"
 
     def dense():
         from dgp.optima import loss_floor

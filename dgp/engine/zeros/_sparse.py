@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dgp.engine.rules import Context
@@ -48,10 +50,12 @@ def pattern_bound(pattern: ZeroPattern) -> float:
 
 
 def classify_sparse(W: object, *, similarity: str, tau: float, dim: int, tol_rtol: float,
-                    method: str, dense_up_to: int = 1) -> Classification | None:
+                    method: str, dense_up_to: int = 1,
+                    floor: Any = None) -> Classification | None:
     """Classify a sparse weighting with zero weights on its graph (no ``N x N`` array);
     ``None`` when it is not one (see :func:`sparse_pattern`) or has at most ``dense_up_to``
-    samples (the dense path then decides it, with what it adds for small N)."""
+    samples (the dense path then decides it, with what it adds for small N). ``floor``: what
+    an inconsistent cosine verdict says of the loss floor (:class:`dgp.engine.rules.Context`)."""
     shape = getattr(W, "shape", None)
     if shape is not None and len(shape) == 2 and shape[0] <= dense_up_to:
         return None
@@ -69,5 +73,6 @@ def classify_sparse(W: object, *, similarity: str, tau: float, dim: int, tol_rto
     tol = Tolerance.make(tol_rtol, n=pattern.n, unit_roundoff=pattern.unit_roundoff)
     ctx = Context(similarity=similarity, tau=tau, dim=dim, n=pattern.n, tol=tol,
                   method=method, entropic_bound=pattern_bound(pattern),
-                  shift=inverse_data(inverse, LogShift).shift, warnings=weights.warnings)
+                  shift=inverse_data(inverse, LogShift).shift, warnings=weights.warnings,
+                  floor=floor)
     return classify_pattern(split, ctx)
