@@ -14,8 +14,9 @@ r"""The mini-batch paths of :func:`dgp.optimum` beyond the row problem of exact 
 
 Each path is handed the full-batch optimum as a callable (the certified solve of
 :mod:`dgp.optima._api`), evaluated only where the path compares with it. Above
-:data:`STOCHASTIC_FULL_BATCH_MAX_K` points the stochastic paths compare with a critical point of
-the full-batch loss found on row chunks instead (:func:`chunked_full_point`, never an ``N x N``
+:data:`STOCHASTIC_FULL_BATCH_MAX_K` points, or :data:`STOCHASTIC_FULL_BATCH_MAX_KD` points times
+dimensions (:func:`dense_full_batch`), the stochastic paths compare with a critical point of the
+full-batch loss found on row chunks instead (:func:`chunked_full_point`, never an ``N x N``
 array), when its time estimate fits :data:`CHUNKED_FULL_BATCH_MAX_S`.
 """
 
@@ -71,10 +72,12 @@ __all__ = [
     "OPTIMUM_SAMPLERS",
     "ROWS_ESTIMATE_FROM_S",
     "STOCHASTIC_FULL_BATCH_MAX_K",
+    "STOCHASTIC_FULL_BATCH_MAX_KD",
     "batch_route",
     "batch_spec",
     "check_starts",
     "chunked_full_point",
+    "dense_full_batch",
     "finite_cost",
     "finite_fits",
     "finite_path",
@@ -96,6 +99,14 @@ OPTIMUM_SAMPLERS = ("uniform", "class-balanced")
 #: stochastic runs alone ended up to 0.27 nats per anchor above it (k-NN weightings of 2000
 #: MNIST digits). Its rank-d solve takes about 18 s at N = 2000, d = 16 and 47 s at d = 128
 STOCHASTIC_FULL_BATCH_MAX_K = 2000
+#: ... and up to this many points times dimensions (``K * dim``): above, the rank-d search costs
+#: minutes where the chunked descent (:func:`chunked_full_point`) costs seconds and lands within
+#: the comparison's resolution. Measured at N = 2000, d = 128 (2-D Gaussian labels, one core):
+#: tau = 0.1, the rank-d search 170 s of CPU (loss 7.1571014 nats per anchor, not first-order
+#: critical), the chunked descent from a random start 5.3 s (68 evaluations, 7.1571124: 1.1e-5
+#: above, against a held-out half-width of 0.002); tau = 0.5, 16-20 s against the chunked few.
+#: N = 2000, d = 16 (the rank-d search's 18 s) stays at or below it
+STOCHASTIC_FULL_BATCH_MAX_KD = 32_000
 #: above :data:`STOCHASTIC_FULL_BATCH_MAX_K` points, the most estimated seconds of the chunked
 #: full-batch descent (:func:`chunked_full_point`; also at most
 #: :func:`dgp.resources.time_budget`): beyond, the summary says what it would take. Six minutes,
@@ -170,12 +181,20 @@ def label_quotient(problem) -> Quotient:
     return Quotient(codes, sizes, Wq, np.unique(codes, return_index=True)[1], True)
 
 
+def dense_full_batch(K: int, dim: int | None) -> bool:
+    """Whether a batch path compares with the certified full-batch optimum of ``K`` points in
+    ``dim`` (the rank-d search on the dense weights): up to :data:`STOCHASTIC_FULL_BATCH_MAX_K`
+    points and :data:`STOCHASTIC_FULL_BATCH_MAX_KD` points times dimensions; beyond, a critical
+    point found on row chunks (:func:`chunked_full_point`)."""
+    return K <= STOCHASTIC_FULL_BATCH_MAX_K and (
+        dim is None or K * dim <= STOCHASTIC_FULL_BATCH_MAX_KD)
+
+
 def _full(q: Quotient, kwargs: dict, full_batch: FullBatch,
           progress: bool | None = False) -> np.ndarray | None:
-    """The full-batch optimum in ``kwargs["dim"]`` (up to :data:`STOCHASTIC_FULL_BATCH_MAX_K`
-    classes), saying on stderr that it is being solved, and how it goes, unless ``progress`` is
-    false."""
-    if q.K > STOCHASTIC_FULL_BATCH_MAX_K:
+    """The full-batch optimum in ``kwargs["dim"]`` (where :func:`dense_full_batch`), saying on
+    stderr that it is being solved, and how it goes, unless ``progress`` is false."""
+    if not dense_full_batch(q.K, kwargs["dim"]):
         return None
     report = None
     if progress is None or progress:
@@ -188,7 +207,7 @@ def _full(q: Quotient, kwargs: dict, full_batch: FullBatch,
 def chunked_full_point(read, n: int, *, tau: float, dim: int, seed: int,
                        counts: np.ndarray | None = None,
                        progress: bool | None = False) -> tuple[np.ndarray | None, str]:
-    """Above :data:`STOCHASTIC_FULL_BATCH_MAX_K` points: a critical point of the full-batch loss
+    """Where :func:`dense_full_batch` says no: a critical point of the full-batch loss
     in ``dim`` found on row chunks (:func:`dgp.solver.chunked_full_batch`, from a seeded random
     start: independent of the batch prediction), with what it is in words; or ``None`` and why
     not (``"not compared: ..."``): the weights cannot be read by rows (``read`` is ``None``), or
@@ -230,8 +249,8 @@ def stochastic_path(q: Quotient, spec: BatchSpec, kwargs: dict, progress: bool |
                     full_batch: FullBatch) -> BatchOptimum:
     """The expected-batch optimum beyond exact enumeration: optimised on fresh batches, reported
     on others (:mod:`dgp.solver._expected`), beside the full-batch optimum in the same
-    dimension (up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` points; above, a critical point of
-    the full-batch loss on row chunks, :func:`chunked_full_point`)."""
+    dimension (where :func:`dense_full_batch`; beyond, a critical point of the full-batch
+    loss on row chunks, :func:`chunked_full_point`)."""
     dim, tau = kwargs["dim"], kwargs["tau"]
     if dim is None:
         raise ParameterError(
@@ -241,7 +260,7 @@ def stochastic_path(q: Quotient, spec: BatchSpec, kwargs: dict, progress: bool |
         )
     started = time.monotonic()  # the full-batch solve counts in the result's seconds
     full, note = _full(q, kwargs, full_batch, progress), None
-    if q.K > STOCHASTIC_FULL_BATCH_MAX_K:
+    if not dense_full_batch(q.K, dim):
         full, note = chunked_full_point(dense_weight_rows(q.weights), q.K, tau=tau, dim=dim,
                                         seed=kwargs["seed"], counts=q.sizes, progress=progress)
     return quotient_batch_optimum(
@@ -339,9 +358,10 @@ def labels_path(source: BatchWeights, spec: BatchSpec, *, tau: float, dim: objec
                 full_batch: Callable[[int], np.ndarray] | None) -> BatchOptimum:
     """:func:`stochastic_path` for a weighting read one batch at a time (``source``: a problem
     built from labels, or a sparse weighting's pairs), never as an ``N x N`` array: the
-    full-batch optimum (``full_batch(dim)``: one row per sample, dense) up to
-    :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples, above (or without ``full_batch``) a critical
-    point of the full-batch loss read in row chunks (:func:`chunked_full_point`)."""
+    full-batch optimum (``full_batch(dim)``: one row per sample, dense) where
+    :func:`dense_full_batch`, beyond (or without ``full_batch``) a critical point of the
+    full-batch loss read in row chunks (:func:`chunked_full_point`); a weighting that cannot be
+    read in rows keeps the dense optimum up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples."""
     N = source.n
     if dim is None:
         raise ParameterError(
@@ -350,11 +370,11 @@ def labels_path(source: BatchWeights, spec: BatchSpec, *, tau: float, dim: objec
             "train in")
     dim = min(check_dim(dim, "dim"), N)
     started = time.monotonic()  # the full-batch solve counts in the result's seconds
-    if full_batch is not None and N <= STOCHASTIC_FULL_BATCH_MAX_K:
+    read = None if full_batch is not None and dense_full_batch(N, dim) else weight_rows(source)
+    if full_batch is not None and N <= STOCHASTIC_FULL_BATCH_MAX_K and read is None:
         full, note = full_batch(dim), None
     else:
-        full, note = chunked_full_point(weight_rows(source), N, tau=tau, dim=dim, seed=seed,
-                                        progress=progress)
+        full, note = chunked_full_point(read, N, tau=tau, dim=dim, seed=seed, progress=progress)
     return batch_optimum(source, spec, tau=tau, dim=dim, seed=seed, full_batch=full,
                          replicates=max(1, replicates), min_batches=samples, progress=progress,
                          started=started, full_batch_point=note)
