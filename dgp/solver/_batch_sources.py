@@ -96,7 +96,7 @@ class DenseBatchWeights(LogBlockWeights):
         return int(self.L.shape[0])
 
     def log_block(self, idx: np.ndarray) -> np.ndarray:
-        return self.L[np.ix_(idx, idx)]
+        return self.L.take(idx, axis=0).take(idx, axis=1)  # half the time of np.ix_
 
 
 @dataclass(frozen=True, eq=False)
