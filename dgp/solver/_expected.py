@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,8 +44,11 @@ from dgp.solver._identifiability import (
     identifiability_report,
 )
 from dgp.solver._stochastic import (
+    MONITOR_BATCHES,
     Z95,
     Estimate,
+    StepTimes,
+    StochasticRun,
     evaluate,
     relaxation_bound,
     round_steps,
@@ -70,15 +74,21 @@ __all__ = [
 #: near: a large first step would throw it away)
 COLD_LR = 0.5
 WARM_LR = 0.01
-#: batches (of their own stream) on which the kept run is chosen
-SELECT_BATCHES = 1000
-#: rounds of a typical run (:func:`dgp.solver._stochastic.round_steps`: one epoch where epochs
-#: are long), annealing included, for the time estimate (measured: 36 to 48 at K = 100
-#: classes, B = 256; 80 to 100 at N = 300 to 10 000 samples; 106 to 120 at K = 1000, d = 128;
-#: 78 to 93 rounds of 160 steps at N = 300, B = 16, d = 8): within a factor 1.6 of each
-TYPICAL_ROUNDS = 70
-#: monitoring batches of a run (read after every round)
-MONITOR_BATCHES = 64
+#: batches (of their own stream) on which the kept run is chosen: the candidates are compared
+#: paired, on the same batches, and their differences vary far less than the loss (at N = 2000,
+#: B = 256, d = 128, tau = 0.1 a paired difference of 5.9e-4 had a standard error of 1.8e-7 on
+#: 2000 batches, 3.6e-7 on 500), so a few hundred batches choose as well as the 1000 used before
+SELECT_BATCHES = 300
+#: rounds of a typical run from a random start (:func:`dgp.solver._stochastic.round_steps`: one
+#: epoch where epochs are long), annealing included, for the estimate before the work
+#: (measured: 36 to 48 at K = 100 classes, B = 256; 80 to 100 at N = 300 to 10 000 samples; 94
+#: and 95 at N = 2000, d = 128, tau = 0.5, 169 at tau = 0.1; 106 to 120 at K = 1000, d = 128; 78
+#: to 93 rounds of 160 steps at N = 300, B = 16, d = 8); the estimate said once the first such
+#: run is done is calibrated on it instead (:func:`_calibrated_rest`)
+TYPICAL_ROUNDS = 100
+#: rounds of a typical run from the full-batch optimum (the least a run makes: ``min_epochs``
+#: and one ``patience``; measured 25 at N = 2000, d = 128, tau = 0.1, seeds 0 and 1)
+WARM_ROUNDS = 25
 #: L-BFGS iterations of each batch's relaxation bound, on a factor of the batch's full rank
 #: (measured at N = 10 000, B = 256, d = 128, tau = 0.1: the mean gap of a batch 0.0056 at
 #: 100 iterations, 0.0022 at 200, 0.0015 at 300; at tau = 0.5 and at K = 100 and K = 1000
@@ -113,7 +123,10 @@ def batch_optimum(
     ``sizes``: class sizes when the points are collapsed classes (``None``: every point is one
     sample). ``full_batch``: the full-batch prediction's embedding (``n x d'``), evaluated on
     the same fresh batches. ``replicates``: further seeds for the identifiability report.
-    Progress lines go to stderr (also when it is not a terminal) unless ``progress`` is false.
+    Progress lines go to stderr (also when it is not a terminal) unless ``progress`` is false:
+    a time estimate before the work (from timed batches), then one calibrated on the first run
+    from a random start (the seconds left: the other runs as long as it, the evaluation and
+    the bound at the load it ran under).
     ``compare``: further embeddings (``n x dim``) evaluated on the reporting batches beside the
     optimum (:attr:`BatchOptimum.comparisons`), at the cost of their loss alone.
     ``nonnegative``: every run keeps non-negative rows (a ReLU head); the relaxation bound
@@ -129,25 +142,28 @@ def batch_optimum(
     sampler = (SampleBatches(n, spec.batch_size) if sizes is None
                else ClassBatches(np.asarray(sizes, dtype=np.int64), spec))
     say = stderr_progress() if progress is None or progress else None
+    runs_n = 1 + replicates
+    candidates = runs_n + (full_batch is not None) + len(compare)
+    plan = None
     if say is not None:
-        est_s = _estimate_seconds(weights, sampler, spec, tau=tau, dim=dim, seed=seed,
-                                  runs=1 + replicates, min_batches=min_batches,
-                                  bound_batches=bound_batches,
-                                  candidates=(1 + replicates + (full_batch is not None)
-                                              + len(compare)),
-                                  half_width=half_width, at=full_batch)
+        plan = _estimate(weights, sampler, spec, tau=tau, dim=dim, seed=seed, runs=runs_n,
+                         warm=full_batch is not None, min_batches=min_batches,
+                         bound_batches=bound_batches, candidates=candidates,
+                         half_width=half_width, at=full_batch)
         per_round, per_epoch = round_steps(sampler, spec), sampler.steps_per_epoch
         rounds = (f"{TYPICAL_ROUNDS} epochs" if per_round == per_epoch else
                   f"{TYPICAL_ROUNDS} rounds of {per_round} steps ({per_round / per_epoch:.2g} "
                   "epochs each: short epochs give each sample few partners)")
         say(f"expected-batch optimum of n = {n} in d = {dim}, B = {spec.batch_size}: about "
-            f"{format_duration(est_s)} (estimated from timed batches: {1 + replicates} runs of "
-            f"about {rounds}, held-out evaluation, bound)")
+            f"{format_duration(plan.total)} before the work (from timed batches: {runs_n} runs, "
+            f"those from a random start of about {rounds}, held-out evaluation, bound; said "
+            "again, calibrated, after the first run from a random start)")
     runs, infos = [], []
-    for r in range(1 + replicates):
+    calibrated = False
+    for r in range(runs_n):
         warm = r == 0 and full_batch is not None
         if say is not None:
-            say(f"stochastic run {r + 1} of {1 + replicates} (n = {n}, B = {spec.batch_size}, "
+            say(f"stochastic run {r + 1} of {runs_n} (n = {n}, B = {spec.batch_size}, "
                 f"d = {dim}, " + ("from the full-batch optimum)" if warm else
                                   "from a random start)"))
         run = stochastic_optimum(weights, sampler, spec, tau=tau, dim=dim, seed=seed + r,
@@ -156,6 +172,14 @@ def batch_optimum(
                                  monitor_batches=MONITOR_BATCHES, nonnegative=nonnegative)
         runs.append(run.embedding)
         infos.append(run)
+        if plan is not None and not calibrated and (not warm or r == runs_n - 1):
+            calibrated = True
+            rest, load = _calibrated_rest(plan, run, cold_left=runs_n - 1 - r,
+                                          min_batches=min_batches, half_width=half_width)
+            elapsed = time.monotonic() - t0
+            say(f"calibrated on run {r + 1} ({run.seconds:.1f} s, {len(run.monitor) - 2} "
+                f"rounds; {load:.2g} times its timed batches' seconds): about "
+                f"{_seconds(rest)} left, {_seconds(elapsed + rest)} in all")
     # the full-batch optimum is a candidate too (the answer is never worse than it); the kept
     # candidate is chosen on batches of a stream of its own, then reported on others
     cands = runs + ([full_batch] if full_batch is not None else [])
@@ -224,27 +248,79 @@ def batch_estimate(
     )
 
 
-def _estimate_seconds(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, dim: int,
-                      seed: int, runs: int, min_batches: int, bound_batches: int,
-                      candidates: int, half_width: float, at: np.ndarray | None = None,
-                      monitor_batches: int = MONITOR_BATCHES,
-                      bound_iters: int = BOUND_ITERS) -> float:
-    """A time estimate before the work, from the pieces timed on a few batches
-    (:func:`dgp.solver.step_timings`, at the start ``at`` when given): ``runs`` runs of
-    :data:`TYPICAL_ROUNDS` rounds (each round's steps, :func:`round_steps`, and its monitoring
-    batches), the selection and the held-out evaluation of ``candidates`` embeddings (on as many
-    batches as the timed batches' spread asks for a 95% half-width of ``half_width``, at least
-    ``min_batches``) and the relaxation bound."""
-    t = step_timings(weights, sampler, spec, tau=tau, dim=dim, seed=seed, at=at,
-                     bound_iters=bound_iters)
-    one_round = round_steps(sampler, spec) * t.step + monitor_batches * t.value
-    optimise = runs * TYPICAL_ROUNDS * one_round
-    spread = t.spread if math.isfinite(t.spread) else 0.0
+@dataclass(frozen=True)
+class _Plan:
+    """The estimate before the work (:func:`_estimate`): the timed pieces ``t`` and the
+    modelled seconds of each part."""
+
+    t: StepTimes
+    candidates: int
+    bound_batches: int
+    runs: float
+    evaluation: float
+    bound: float
+
+    @property
+    def total(self) -> float:
+        return self.runs + self.evaluation + self.bound
+
+
+def _evaluation_seconds(t: StepTimes, spread: float, *, candidates: int, min_batches: int,
+                        half_width: float) -> float:
+    """The selection and the held-out evaluation of ``candidates`` embeddings by the timed
+    pieces ``t``: on as many batches as ``spread`` asks for a 95% half-width of
+    ``half_width``, at least ``min_batches``."""
+    spread = spread if math.isfinite(spread) else 0.0
     report = min(MAX_EVALUATION_BATCHES,
                  max(min_batches, math.ceil(1.1 * (Z95 * spread / half_width) ** 2)))
-    evaluation = (SELECT_BATCHES + report) * (t.build + candidates * t.value)
-    bound = min(bound_batches, BOUND_MIN_BATCHES) * (t.build + t.bound_batch)
-    return optimise + evaluation + bound
+    return (SELECT_BATCHES + report) * (t.build + candidates * t.value)
+
+
+def _run_seconds(t: StepTimes, steps: int, readings: int,
+                 monitor_batches: int = MONITOR_BATCHES) -> float:
+    """A run of ``steps`` steps and ``readings`` readings of its monitor by the timed pieces."""
+    return steps * t.step + monitor_batches * (t.build + readings * t.value)
+
+
+def _estimate(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, dim: int,
+              seed: int, runs: int, warm: bool, min_batches: int, bound_batches: int,
+              candidates: int, half_width: float, at: np.ndarray | None = None,
+              bound_iters: int = BOUND_ITERS) -> _Plan:
+    """The time estimate before the work, from the pieces timed on a few batches
+    (:func:`dgp.solver.step_timings`, at the start ``at`` when given): ``runs`` runs, the
+    first of :data:`WARM_ROUNDS` rounds when ``warm`` and the others of
+    :data:`TYPICAL_ROUNDS` (each round's steps, :func:`round_steps`, and a reading of its
+    monitor), the selection and the held-out evaluation of ``candidates`` embeddings
+    (:func:`_evaluation_seconds`, with the timed batches' spread) and the relaxation bound."""
+    t = step_timings(weights, sampler, spec, tau=tau, dim=dim, seed=seed, at=at,
+                     bound_iters=bound_iters)
+    per_round = round_steps(sampler, spec)
+    rounds = [WARM_ROUNDS if warm and r == 0 else TYPICAL_ROUNDS for r in range(runs)]
+    optimise = sum(_run_seconds(t, k * per_round, k + 2) for k in rounds)
+    evaluation = _evaluation_seconds(t, t.spread, candidates=candidates,
+                                     min_batches=min_batches, half_width=half_width)
+    nb = min(bound_batches, BOUND_MIN_BATCHES)
+    return _Plan(t, candidates, nb, optimise, evaluation, nb * (t.build + t.bound_batch))
+
+
+def _calibrated_rest(plan: _Plan, run: StochasticRun, *, cold_left: int, min_batches: int,
+                     half_width: float) -> tuple[float, float]:
+    """Seconds left after ``run`` (the first run from a random start, or the last run), and
+    the load factor: ``cold_left`` further runs as long as ``run`` was (the same problem and
+    settings from another seed: 94 and 95 rounds, 169 and 169 at N = 2000), then the
+    evaluation (on the batches ``run``'s spread asks for) and the bound, each the timed
+    pieces' seconds times the factor by which ``run`` took longer than its own steps and
+    monitor readings by those pieces (the machine's load, measured on the run itself)."""
+    model = _run_seconds(plan.t, run.steps, len(run.monitor) + 1)
+    load = run.seconds / model if model > 0 else 1.0
+    evaluation = _evaluation_seconds(plan.t, run.spread, candidates=plan.candidates,
+                                     min_batches=min_batches, half_width=half_width)
+    return cold_left * run.seconds + load * (evaluation + plan.bound), load
+
+
+def _seconds(seconds: float) -> str:
+    """A duration for the estimate's line: tenths of a second below ten seconds."""
+    return f"{seconds:.1f} s" if seconds < 10 else format_duration(seconds)
 
 
 def _kept(select: list, *, full: bool) -> int:
