@@ -37,6 +37,26 @@ def test_uniform_anchor_rate_is_exact_to_rounding(sizes, B):
     np.testing.assert_allclose(r.anchor_rate, exact, rtol=1e-10, atol=0)
 
 
+def _exact_batch_rate(N: int, n: int, B: int) -> float:
+    """``P(X >= 2)`` of a hypergeometric draw of ``B`` from ``N`` holding ``n``, in integers."""
+    total = math.comb(N, B)
+    none_or_one = math.comb(N - n, B) + n * math.comb(N - n, B - 1)
+    return float(Fraction(total - none_or_one, total))
+
+
+@pytest.mark.parametrize(("sizes", "B"), [([500, 50, 5], 64), ([7, 3, 2], 5), ([3, 3], 6),
+                                          ([10**7, 3, 2], 4096), ([10**8, 2, 2], 512)])
+def test_uniform_batch_rate_is_exact_to_rounding(sizes, B):
+    """``P(X_k >= 2)`` against exact integer arithmetic, within 1e-9 relative: the class of 2
+    in 10^8 samples keeps its B(B - 1) / N(N - 1) (``1 - pmf(0) - pmf(1)`` of scipy's
+    hypergeometric, which the rates used, was off by a factor of 6 there)."""
+    r = positive_pair_rates(sizes, batch_size=B)
+    N = sum(sizes)
+    exact = [_exact_batch_rate(N, n, B) for n in sizes]
+    np.testing.assert_allclose(r.batch_rate, exact, rtol=1e-9, atol=0)
+    assert r.certificate.check() == ()
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("sampler", ["uniform", "class-balanced", "m-per-class"])
 def test_certificate_holds_for_every_sampler(seed, sampler):
@@ -77,10 +97,9 @@ def test_certificate_refuses_rates_that_disagree(corrupt):
         anchor[1] *= 0.99
     else:
         per[0] += 0.5
-    cert = rates_certificate(spec, anchor, batch, per, int(n.sum()))
+    cert = rates_certificate(spec, anchor, batch, per)
     assert cert.check() and not cert.to_dict()["certified"]
-    assert rates_certificate(spec, r.anchor_rate, r.batch_rate, r.anchors_per_batch,
-                             int(n.sum())).check() == ()
+    assert rates_certificate(spec, r.anchor_rate, r.batch_rate, r.anchors_per_batch).check() == ()
     assert dataclasses.replace(r, certificate=cert).to_dict()["certificate"]["certified"] is False
 
 

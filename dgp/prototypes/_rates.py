@@ -17,8 +17,9 @@ loss barely shapes. For a batch of ``B`` drawn from classes of sizes :math:`n_1.
   ``m - 1 >= 1`` positives.
 
 Beside it, the probability that a batch holds a positive pair of class ``k`` at all (two of its
-samples; :func:`dgp.solver.positive_pair_probability`) and the expected anchors of class ``k``
-in a batch.
+samples; for uniform batches from the same products as the anchor rate, exact to rounding at
+N = 10^8; else :func:`dgp.solver.positive_pair_probability`) and the expected anchors of class
+``k`` in a batch.
 
 The rates are closed forms (no sampling), evaluated in floating point. Their certificate
 (:class:`RatesCertificate`) checks the two computations against each other: with :math:`X_k`
@@ -70,8 +71,8 @@ class RatesCertificate(CertificateProtocol):
     range_error : float
         How far the farthest rate lies outside ``[0, 1]`` (0 when none does).
     atol : float
-        The error every check allows: the rounding of the rates' computations
-        (:func:`rates_certificate`).
+        The error every check allows: the rounding of the rates' computations, 64 units of
+        float64 at the batch's scale (:func:`rates_certificate`).
     """
 
     formula: str
@@ -178,27 +179,40 @@ def _pct(p: float) -> str:
 DIRECT_SUM_MAX_TERMS = 4_000_000
 
 
-def _uniform_anchor_rate(n: np.ndarray, B: int) -> np.ndarray:
-    """``1 - C(N - n_k, B - 1) / C(N - 1, B - 1)``: the log of the ratio as the sum of
-    ``log1p(-(n_k - 1) / (N - 1 - j))`` over ``j < B - 1`` (no cancellation, no overflow at
-    N = 10^8), or beyond :data:`DIRECT_SUM_MAX_TERMS` as a difference of ``gammaln``."""
+def _log_ratio(top: int, a: np.ndarray, count: int) -> np.ndarray:
+    """``log[(top - a)_count / (top)_count]`` of falling factorials, for each ``a`` (with
+    ``top - a >= count``): the sum of ``log1p(-a / (top - j))`` over ``j < count`` (no
+    cancellation, no overflow at ``top = 10^8``), or beyond :data:`DIRECT_SUM_MAX_TERMS` a
+    difference of ``gammaln`` (its error grows as eps top log top)."""
+    values, inverse = np.unique(np.asarray(a, dtype=float), return_inverse=True)
+    if values.size * count > DIRECT_SUM_MAX_TERMS:
+        return (gammaln(top - a + 1.0) - gammaln(top - a - count + 1.0)
+                - gammaln(top + 1.0) + gammaln(top - count + 1.0))
+    out = np.zeros(values.size)
+    step = max(1, 1_000_000 // max(1, values.size))  # at most a million terms at once
+    for start in range(0, count, step):
+        j = np.arange(start, min(count, start + step), dtype=float)
+        out += np.log1p(-values[:, None] / (top - j)).sum(axis=1)
+    return out[inverse]
+
+
+def _uniform_rates(n: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray]:
+    """The anchor rate ``1 - C(N - n_k, B - 1) / C(N - 1, B - 1)`` and the batch rate
+    ``P(X_k >= 2) = 1 - P(X_k = 0) - P(X_k = 1)`` of uniform batches, from
+    ``P(X_k = 0) = C(N - n_k, B) / C(N, B)`` and ``P(X_k = 1) = (n_k B / N)(1 - anchor rate)``
+    (:func:`_log_ratio`; 1 - P(X_k = 0) as ``-expm1``, so a class of 2 in 10^8 samples keeps
+    its ``B^2 / N^2``, where ``1 - pmf(0) - pmf(1)`` of scipy's hypergeometric was 6x off)."""
     N = int(n.sum())
-    out = np.ones(n.size)
+    anchor, none = np.ones(n.size), np.ones(n.size)
     ok = N - n >= B - 1  # else every batch with the anchor holds another of its class
-    m = n[ok].astype(float)
-    sizes, inverse = np.unique(m, return_inverse=True)
-    if sizes.size * (B - 1) <= DIRECT_SUM_MAX_TERMS:
-        log_none = np.zeros(sizes.size)
-        step = max(1, 1_000_000 // max(1, sizes.size))  # at most a million terms at once
-        for start in range(0, B - 1, step):
-            j = np.arange(start, min(B - 1, start + step), dtype=float)
-            log_none += np.log1p(-(sizes[:, None] - 1.0) / (N - 1.0 - j)).sum(axis=1)
-        log_none = log_none[inverse]
-    else:
-        log_none = (gammaln(N - m + 1) - gammaln(N - m - B + 2)
-                    - gammaln(N) + gammaln(N - B + 1))
-    out[ok] = -np.expm1(log_none)
-    return np.clip(out, 0.0, 1.0)
+    none[ok] = -np.expm1(_log_ratio(N - 1, n[ok] - 1, B - 1))
+    anchor[ok] = none[ok]
+    empty = N - n >= B  # else every batch holds one of the class
+    log_p0 = np.full(n.size, -np.inf)
+    log_p0[empty] = _log_ratio(N, n[empty], B)
+    p1 = B * n / float(N) * (1.0 - anchor)
+    batch = -np.expm1(log_p0) - p1
+    return np.clip(anchor, 0.0, 1.0), np.clip(batch, 0.0, 1.0)
 
 
 def rates_for_spec(sizes: np.ndarray, spec: BatchSpec, *,
@@ -207,8 +221,9 @@ def rates_for_spec(sizes: np.ndarray, spec: BatchSpec, *,
     add the uniform sampler's rates for another sampler)."""
     n = np.asarray(sizes, dtype=np.int64)
     K, B = n.size, spec.batch_size
+    batch = None
     if spec.sampler == "uniform":
-        anchor = _uniform_anchor_rate(n, B)
+        anchor, batch = _uniform_rates(n, B)
         per = B * n / float(n.sum())
     elif spec.sampler == "class-balanced":
         anchor = np.full(K, -math.expm1((B - 1) * math.log1p(-1.0 / K)))
@@ -221,25 +236,26 @@ def rates_for_spec(sizes: np.ndarray, spec: BatchSpec, *,
     if compare and spec.sampler != "uniform":
         uniform = rates_for_spec(n, BatchSpec(B, "uniform", None, spec.reduction,
                                               spec.anchors_without_positives), compare=False)
-    batch = np.asarray(positive_pair_probability(n, spec))
+    if batch is None:
+        batch = np.asarray(positive_pair_probability(n, spec))
     return PositivePairRates(
         sampler=spec.sampler, batch_size=B, samples_per_class=spec.samples_per_class,
         anchor_rate=anchor, batch_rate=batch, anchors_per_batch=per, uniform=uniform,
-        certificate=rates_certificate(spec, anchor, batch, per, int(n.sum())),
+        certificate=rates_certificate(spec, anchor, batch, per),
     )
 
 
 def rates_certificate(spec: BatchSpec, anchor_rate: np.ndarray, batch_rate: np.ndarray,
-                      anchors_per_batch: np.ndarray, N: int) -> RatesCertificate:
-    r"""The :class:`RatesCertificate` of rates of ``spec`` over ``N`` samples. Its ``atol``: 64
-    units of float64 at the batch's scale ``B``, and for uniform batches the error of the
-    hypergeometric probabilities of ``batch_rate`` (differences of log-gammas of size
-    :math:`N \log N`: ``eps B N log N``; measured 70x below it at N = 10^6 to 10^8)."""
+                      anchors_per_batch: np.ndarray) -> RatesCertificate:
+    """The :class:`RatesCertificate` of rates of ``spec``, with ``atol`` 64
+    units of float64 at the batch's scale ``B`` (every compared quantity lies in ``[0, B]``):
+    rounding, nothing more. Beyond :data:`DIRECT_SUM_MAX_TERMS` the uniform rates come from
+    differences of log-gammas and may fail it, which the certificate then says."""
     B, m = spec.batch_size, spec.samples_per_class
     eps = float(np.finfo(float).eps)
     pairs = anchors_per_batch * anchor_rate  # E[X 1{X >= 2}]
     rates = np.concatenate([anchor_rate, batch_rate])
-    atol = 64 * eps * B + (eps * B * N * math.log(N) if spec.sampler == "uniform" else 0.0)
+    atol = 64 * eps * B
     return RatesCertificate(
         formula=_FORMULAS[spec.sampler],
         lower_slack=float(np.min(pairs - 2.0 * batch_rate)),
