@@ -67,6 +67,91 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault(name, str(threads))
 
 
+# ---------------------------------------------------------------------------------------------
+# pytest-xdist: longest work first, shared work on one worker
+
+#: tests (node-id prefixes) that share one costly computation of the session (a module-scoped
+#: fixture, or ``session_shared``): under pytest-xdist one worker runs each group, so the work
+#: is neither done twice nor waited for by the other worker (the slow step's setups that waited
+#: on another worker's file lock took 19-29 s each, a worker idle meanwhile)
+XDIST_GROUPS = {
+    "tests/test_docs_render.py::": "docs-site",  # the site build and its browsers
+    "tests/test_prototypes_dim.py::test_acceptance": "prototypes-dim-acceptance",
+    "tests/test_verify.py::test_supcon_imbalance": "verify-imbalance",  # trained runs, cached
+    "tests/test_verify.py::test_a_wrong_prediction": "verify-imbalance",
+}
+
+#: seconds (call and setup, CI's slow step on 2 cores, the run of 919 s) of the tests that
+#: take longest, keyed by a group of :data:`XDIST_GROUPS` (all its tests) or by node-id prefix:
+#: under pytest-xdist they start first, longest first (a long test started last leaves the other
+#: worker idle until it ends). A stale entry only changes the order.
+XDIST_LONGEST = {
+    "docs-site": 110.0,
+    "tests/test_docs.py::test_digits_walkthrough_training_check": 84.0,
+    "tests/test_full_batch_at_scale.py::test_labels_at_n_3000": 42.5,
+    "tests/test_verify.py::test_soft_supcon_tau_star_located_from_the_data": 36.5,
+    "tests/test_stochastic_batch.py::test_a_sparse_graph_is_read_from_its_pairs": 32.9,
+    "tests/test_verify.py::test_all_json_unconverged_runs": 32.7,
+    "tests/test_rank_d_policy.py::test_reaches_the_best_of_256_descents": 32.1,
+    "tests/test_verify.py::test_continuous_labels_off_the_sphere": 31.7,
+    "verify-imbalance": 31.0,
+    "tests/test_rank_d_search.py::test_signed_k30_d8_draw": 30.3,
+    "tests/test_docs.py::test_page_examples[docs/audit.md]": 26.4,
+    "tests/test_batch_exact_enumeration.py::test_sample_level_batches_beyond": 23.4,
+    "prototypes-dim-acceptance": 22.0,
+    "tests/test_stochastic_batch.py::test_labels_and_their_dense_weights": 18.8,
+    "tests/test_stochastic_batch.py::test_a_loose_bound_says_so": 17.4,
+    "tests/test_nonnegative.py::test_property_rank_two_factor_and_bound": 17.3,
+    "tests/test_rank_d_search.py::test_relu_flat_miss": 16.7,
+    "tests/test_recommend.py::test_minority_cosine_in_a_dimension": 15.1,
+    "tests/test_verify.py::test_uninformative_images": 14.8,
+    "tests/test_small_batch_step_budget.py::test_small_batches_are_no_worse": 13.5,
+    "tests/test_memory_estimate.py::test_estimate_covers_the_traced_peak[phase]": 13.2,
+}
+
+
+def _xdist_group(nodeid: str) -> str | None:
+    return next((g for prefix, g in XDIST_GROUPS.items() if nodeid.startswith(prefix)), None)
+
+
+def _expected_seconds(nodeid: str) -> float:
+    group = _xdist_group(nodeid)
+    if group in XDIST_LONGEST:
+        return XDIST_LONGEST[group]
+    return next((s for key, s in XDIST_LONGEST.items() if nodeid.startswith(key)), 0.0)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, every worker orders its collection the same way: the tests of a group
+    of :data:`XDIST_GROUPS`, or a test alone, by the seconds the group or the test is expected
+    to take (:data:`XDIST_LONGEST`), longest first; the rest as collected."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    unit: dict[str, float] = {}
+    for item in items:
+        key = _xdist_group(item.nodeid) or item.nodeid
+        unit[key] = max(unit.get(key, 0.0), _expected_seconds(item.nodeid))
+    items.sort(key=lambda item: -unit[_xdist_group(item.nodeid) or item.nodeid])
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own; only with xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n W`` (pytest-xdist's default ``--dist load``): units of work in the workers' order
+    (:func:`pytest_collection_modifyitems`), a unit being a group of :data:`XDIST_GROUPS` or a
+    test alone, each handed to the next worker with fewer than three tests queued (xdist's
+    ``loadscope`` scheduler with these units, not reordered by their number of tests)."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _xdist_group(nodeid) or nodeid
+
+    config.option.loadscopereorder = False
+    return GroupScheduling(config, log)
+
+
 # the folder that holds the dgp package this process imported: a child process is given it
 # first on its path, so that it runs the same dgp whatever its current directory
 _DGP_ROOT = str(Path(dgp.__file__).resolve().parents[1])
