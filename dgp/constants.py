@@ -68,10 +68,6 @@ LINE_SEARCH_MIN_STEP = 1e-12
 #: an L-BFGS pair (s, y) is stored only when s.y exceeds this fraction of |s||y|: positive
 #: curvature beyond rounding, so the inverse-Hessian estimate stays positive definite
 CURVATURE_FLOOR = 1e-16
-#: from this many unknowns L-BFGS computes its direction in compact form (matrix products with the
-#: stored pairs, dgp.solver._lbfgs_compact) instead of the two-loop recursion: at 128 000
-#: unknowns (K = 1000, d = 128) and memory 30 the recursion took 13 ms, one evaluation's time
-LBFGS_COMPACT_MIN_SIZE = 20_000
 #: Burer-Monteiro L-BFGS stops when the gradient falls to this fraction of the first one
 BM_GTOL = 1e-13
 #: L-BFGS gradient tolerance of the linear (Frank-Wolfe) subproblem, whose answer only has to

@@ -32,7 +32,6 @@ from dgp.constants import (
     ARMIJO,
     BM_GTOL,
     CURVATURE_FLOOR,
-    LBFGS_COMPACT_MIN_SIZE,
     LINE_SEARCH_MIN_STEP,
     LINEAR_GTOL,
     ROUNDOFF_RTOL,
@@ -44,7 +43,6 @@ from dgp.solver._blockfactor import BlockFactor
 from dgp.solver._dual_polish import DualBlocks, dual_ranks, newton_polish, primal_ranks
 from dgp.solver._guards import check_solver_tau
 from dgp.solver._kkt import KKTCertificate, row_certificate
-from dgp.solver._lbfgs_compact import CompactHistory
 from dgp.solver._program import RowProblem, ScaleOverflow
 from dgp.solver._rowfactor import oblique_hessian
 from dgp.solver._trust_region import rtr, unit_columns
@@ -110,29 +108,6 @@ def factor(G: np.ndarray, r: int) -> np.ndarray:
     return V / np.linalg.norm(V, axis=0)
 
 
-def _two_loop(g: np.ndarray, s_hist: list[np.ndarray], y_hist: list[np.ndarray],
-              precondition: np.ndarray | None) -> np.ndarray:
-    """The L-BFGS direction :math:`-Hg` by the two-loop recursion (initial inverse Hessian
-    :math:`\\gamma P^{-1}` of the newest pair; a scaled steepest descent without pairs)."""
-    d = -g
-    alphas = []
-    for s_k, y_k in zip(reversed(s_hist), reversed(y_hist), strict=True):
-        a_k = float(s_k @ d) / float(y_k @ s_k)
-        alphas.append(a_k)
-        d -= a_k * y_k
-    if s_hist and precondition is not None:  # initial inverse Hessian gamma P^-1
-        y_p = y_hist[-1] / precondition
-        d *= float(s_hist[-1] @ y_hist[-1]) / float(y_hist[-1] @ y_p) / precondition
-    elif s_hist:
-        d *= float(s_hist[-1] @ y_hist[-1]) / float(y_hist[-1] @ y_hist[-1])
-    else:
-        d /= max(1.0, float(np.linalg.norm(g)))
-    for (s_k, y_k), a_k in zip(zip(s_hist, y_hist, strict=True), reversed(alphas), strict=True):
-        b_k = float(y_k @ d) / float(y_k @ s_k)
-        d += (a_k - b_k) * s_k
-    return d
-
-
 def lbfgs(
     fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
     x: np.ndarray,
@@ -142,10 +117,7 @@ def lbfgs(
     memory: int = 8,
     precondition: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
-    """Plain L-BFGS (two-loop recursion, Armijo backtracking): O(memory * n) per iteration; from
-    :data:`~dgp.constants.LBFGS_COMPACT_MIN_SIZE` unknowns the same directions in compact form
-    (:class:`~dgp.solver._lbfgs_compact.CompactHistory`: matrix products instead of ``4 memory``
-    passes over the vectors).
+    """Plain L-BFGS (two-loop recursion, Armijo backtracking): O(memory * n) per iteration.
 
     Returns the last iterate and the number of iterations; stops when ``max |g| <= gtol``, when
     the objective stalls for 5 iterations, when even the shortest step lands where the scaled
@@ -154,25 +126,31 @@ def lbfgs(
     f, g = fun(x)
     s_hist: list[np.ndarray] = []
     y_hist: list[np.ndarray] = []
-    compact = None
-    if x.size >= LBFGS_COMPACT_MIN_SIZE:
-        compact = CompactHistory(x.size, memory,
-                                 None if precondition is None else 1.0 / precondition)
     stall = 0
     it = 0
     for it in range(1, maxiter + 1):
         if float(np.max(np.abs(g))) <= gtol:
             break
-        if compact is not None:
-            d = compact.direction(g) if len(compact) else -g / max(1.0, float(np.linalg.norm(g)))
+        d = -g
+        alphas = []
+        for s_k, y_k in zip(reversed(s_hist), reversed(y_hist), strict=True):
+            a_k = float(s_k @ d) / float(y_k @ s_k)
+            alphas.append(a_k)
+            d -= a_k * y_k
+        if s_hist and precondition is not None:  # initial inverse Hessian gamma P^-1
+            y_p = y_hist[-1] / precondition
+            d *= float(s_hist[-1] @ y_hist[-1]) / float(y_hist[-1] @ y_p) / precondition
+        elif s_hist:
+            d *= float(s_hist[-1] @ y_hist[-1]) / float(y_hist[-1] @ y_hist[-1])
         else:
-            d = _two_loop(g, s_hist, y_hist, precondition)
+            d /= max(1.0, float(np.linalg.norm(g)))
+        for (s_k, y_k), a_k in zip(zip(s_hist, y_hist, strict=True), reversed(alphas), strict=True):
+            b_k = float(y_k @ d) / float(y_k @ s_k)
+            d += (a_k - b_k) * s_k
         slope = float(g @ d)
         if slope >= 0:  # not a descent direction: restart with steepest descent
             s_hist.clear()
             y_hist.clear()
-            if compact is not None:
-                compact.clear()
             d = -g / max(1.0, float(np.linalg.norm(g)))
             slope = float(g @ d)
         step = 1.0
@@ -190,10 +168,7 @@ def lbfgs(
             step *= 0.5
         s_k, y_k = x_new - x, g_new - g
         s_y = float(np.linalg.norm(s_k)) * float(np.linalg.norm(y_k))
-        keep = float(s_k @ y_k) > CURVATURE_FLOOR * s_y
-        if compact is not None:
-            compact.add(s_k, y_k, g_new, keep)
-        elif keep:
+        if float(s_k @ y_k) > CURVATURE_FLOOR * s_y:
             s_hist.append(s_k)
             y_hist.append(y_k)
             if len(s_hist) > memory:
