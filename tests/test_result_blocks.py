@@ -184,7 +184,9 @@ def test_loss_floors_certificate_is_the_optimal_loss_by_another_path():
     # sizes 3, 2, 2 at tau 0.5 in dim 2: the bound is not attained; the floor is the loss of
     # the optimal prototypes (rank 2, so they fit in R^2), certified by their KKT certificate
     assert cert["certified"] and floors.optimal_certified
-    assert cert["lower_bound"] == floors.optimal_sum
+    assert floors.lower_bound == floors.optimal_sum
+    # the certificate is the prototypes' own, as dgp.supcon_prototypes reports it
+    assert cert == dgp.supcon_prototypes(_SIZES, tau=0.5, dim=2).to_dict()["certificate"]
     # another path: the loss of those prototypes, one per sample, evaluated directly
     protos = dgp.supcon_prototypes(_SIZES, tau=0.5)
     lam, vec = np.linalg.eigh(protos.gram)
@@ -268,3 +270,22 @@ def test_batch_optimum_blocks():
 def test_batch_optimum_certificate_block():
     cert = _batch_optimum().to_dict()["certificate"]
     assert isinstance(cert["certified"], bool) and cert["kind"] and cert["statement"]
+
+
+def test_loss_floors_carry_the_bound_and_certificate_of_their_solve():
+    """Uncertified in R^2 (a referee's case): the floors keep the solve's convex lower bound
+    and its certificate, the ones dgp.optimum and dgp.supcon_prototypes report."""
+    p = dgp.Problem(objective="supcon", sizes=[6, 5, 4, 3, 2, 2], tau=0.2)
+    floors, opt = dgp.loss_floors(p, dim=2), dgp.optimum(p, dim=2)
+    protos = dgp.supcon_prototypes(p, dim=2)
+    assert not floors.optimal_certified
+    assert floors.optimal_sum == pytest.approx(opt.loss, rel=1e-9)
+    assert floors.lower_bound == pytest.approx(opt.lower_bound, rel=1e-9)
+    assert floors.lower_bound == pytest.approx(protos.lower_bound, rel=1e-9)
+    assert floors.lower_bound < floors.optimal_sum
+    d = floors.to_dict()
+    assert d["gap"] == pytest.approx(opt.gap, rel=1e-9)
+    for other in (opt, protos):
+        c = other.to_dict()["certificate"]
+        assert (d["certificate"]["kind"], d["certificate"]["statement"],
+                d["certificate"]["certified"]) == (c["kind"], c["statement"], c["certified"])

@@ -105,8 +105,18 @@ class LossFloors(Record):
     optimal_certified : bool
         ``optimal_sum`` is proven the minimum: the entropic bound attained (the
         classification's certificate), class prototypes whose certificate is global, or a
-        :func:`dgp.optimum` point whose dual matrix is PSD. ``certificate`` in ``to_dict``
-        says it with the common certificate keys.
+        :func:`dgp.optimum` point whose dual matrix is PSD.
+    lower_bound : float or None
+        A proven lower bound on the minimum (in :math:`\mathbb R^{d}` when ``dim`` is given):
+        ``optimal_sum`` when certified, otherwise the convex (dual) lower bound of the solve
+        that found it (``lower_bound`` of :func:`dgp.optimum` or
+        :func:`dgp.supcon_prototypes`); ``None`` when none was computed.
+    solve_certificate : certificate or None
+        The certificate of the solve that gave ``optimal_sum``, the very one its result
+        carries: the KKT certificate of :func:`dgp.optimum` or :func:`dgp.supcon_prototypes`,
+        the classification's certificate when the entropic bound is attained; ``None`` when
+        nothing was solved. ``certificate`` in ``to_dict`` is it (else a ``"loss-floor"``
+        block that says why there is none).
     """
 
     objective: str
@@ -125,6 +135,8 @@ class LossFloors(Record):
     random_samples: int
     seed: int
     optimal_certified: bool = False
+    lower_bound: float | None = None
+    solve_certificate: Any = None
 
     def per_anchor(self, convention: str) -> dict[str, float | None]:
         """``optimal``, ``collapsed``, ``random`` (and ``entropic_bound``) in a convention.
@@ -158,15 +170,21 @@ class LossFloors(Record):
                     ("random_stderr", self.random_stderr),
                     ("random_interval", self.random_interval),
                     ("random_samples", self.random_samples), ("seed", self.seed),
+                    ("lower_bound", self.lower_bound),
+                    ("gap", None if self.lower_bound is None or self.optimal_sum is None
+                     else max(0.0, self.optimal_sum - self.lower_bound)),
                     ("certificate", self.certificate))
 
     @property
-    def certificate(self) -> dict[str, Any]:
-        """The certificate block of the optimal loss (``kind``, ``statement``, ``certified``),
-        with the ``lower_bound`` it proves (``optimal_sum`` when certified, else ``None``)."""
+    def certificate(self) -> Any:
+        """The certificate of the optimal loss: the solve's own (:attr:`solve_certificate`,
+        the same as :func:`dgp.optimum`'s or :func:`dgp.supcon_prototypes`' for the same
+        problem), or, when nothing was solved, a ``"loss-floor"`` block (``kind``,
+        ``statement``, ``certified`` false) that says why."""
+        if self.solve_certificate is not None:
+            return self.solve_certificate
         return {"kind": "loss-floor", "statement": _FLOOR_STATEMENT,
-                "certified": self.optimal_certified, "source": self.optimal_source,
-                "lower_bound": self.optimal_sum if self.optimal_certified else None}
+                "certified": False, "source": self.optimal_source, "lower_bound": None}
 
     def _table(self) -> list[list[str]]:
         conv = {c: self.per_anchor(c) for c in CONVENTIONS}
@@ -212,7 +230,8 @@ _FLOOR_STATEMENT = (
     "optimal_sum is the minimum of the loss (in R^dim when dim is given) when certified: the "
     "entropic bound attained (the classification's certificate), the loss of class prototypes "
     "certified globally optimal, or of a dgp.optimum point whose dual matrix is PSD; source "
-    "says which, and uncertified it is only the loss of the best point found"
+    "says which, and uncertified it is only the loss of the best point found; this block "
+    "stands where no solve was made (the solve's own certificate stands otherwise)"
 )
 
 
@@ -392,7 +411,7 @@ def loss_floors(
     t = fixed["tau"]
     res = problem.classify({**fixed, "dim": fixed.get("dim", n)})
     bound = res.entropic_bound
-    optimal, source, certified = _optimal_loss(problem, fixed, res)
+    optimal, source, certified, lower, cert = _optimal_loss(problem, fixed, res)
     collapsed = n * math.log(n - 1.0)
     random_sum = random_se = None
     interval = None
@@ -401,50 +420,63 @@ def loss_floors(
         random_sum, random_se = n * mean, n * se
         interval = (collapsed, n * (math.log(n - 1.0) + log_mgf_cosine(1.0 / t, fixed["dim"])))
     return LossFloors(problem.name, n, n, t, fixed.get("dim"), base, bound, optimal, source,
-                      collapsed, random_sum, random_se, interval, reps, seed, certified)
+                      collapsed, random_sum, random_se, interval, reps, seed, certified, lower,
+                      cert)
 
 
-def _optimal_loss(problem: DesignInput, fixed: dict, res: Classification) -> tuple[float | None,
-                                                                               str, bool]:
-    """The optimal loss, how it was obtained, and whether it is proven the minimum."""
+#: what :func:`_optimal_loss` found: the optimal loss, how, whether it is proven the minimum, a
+#: proven lower bound on it, and the certificate of the solve (``None`` where nothing was solved)
+Optimal = tuple[float | None, str, bool, float | None, Any]
+
+
+def _none(why: str) -> Optimal:
+    return None, why, False, None, None
+
+
+def _optimal_loss(problem: DesignInput, fixed: dict, res: Classification) -> Optimal:
+    """The optimal loss, how it was obtained, whether it is proven the minimum, its proven
+    lower bound and the solve's certificate."""
     where = "free dimension" if "dim" not in fixed else f"R^{fixed['dim']}"
     if res.attainable:
         if res.entropic_bound is None:
-            return None, "not computed: the entropic bound is attained but was not computed " \
-                "(N above the exact-sums limit)", False
-        return res.entropic_bound, (f"the entropic bound sum_i H(p_i), attained in {where} "
-                                    f"({res.verdict})"), True
+            return _none("not computed: the entropic bound is attained but was not computed "
+                         "(N above the exact-sums limit)")
+        return (res.entropic_bound, (f"the entropic bound sum_i H(p_i), attained in {where} "
+                                     f"({res.verdict})"), True, res.entropic_bound,
+                res.certificate)
     if problem.is_class:
         protos, code = cell_prototypes(problem, {**fixed, "dim": fixed.get("dim", res.n)})
         if protos is None:
-            return None, EXCESS_SOURCES[code], False
+            return _none(EXCESS_SOURCES[code])
         r = prototype_rank(protos.gram)
         if "dim" in fixed and r > fixed["dim"]:  # the free prototypes do not fit in R^dim
             return _optimum_in(problem, fixed, where)
         how = "closed form" if protos.kkt_residual is None else (
             f"certified solver, KKT residual {protos.kkt_residual:.1e}")
-        return float(protos.loss), (f"the optimal class prototypes (dgp.supcon_prototypes, "
-                                    f"{how}; rank {r}), classes collapsed; the bound "
-                                    "is not attained"), protos.convergence.certified
+        certified = protos.convergence.certified
+        return (float(protos.loss), (f"the optimal class prototypes (dgp.supcon_prototypes, "
+                                     f"{how}; rank {r}), classes collapsed; the bound "
+                                     "is not attained"), certified,
+                float(protos.loss) if certified else protos.lower_bound, protos.certificate)
     if res.similarity != "cosine":
-        return None, EXCESS_SOURCES["not-computed-euclidean"], False
+        return _none(EXCESS_SOURCES["not-computed-euclidean"])
     if res.n > GENERAL_OPTIMUM_MAX_N:
-        return None, EXCESS_SOURCES["not-computed-size"], False
+        return _none(EXCESS_SOURCES["not-computed-size"])
     return _optimum_in(problem, fixed, where)
 
 
-def _optimum_in(problem: DesignInput, fixed: dict, where: str) -> tuple[float | None, str,
-                                                                            bool]:
+def _optimum_in(problem: DesignInput, fixed: dict, where: str) -> Optimal:
     """The loss of :func:`dgp.optimum` in ``R^dim`` (or free), under its memory and time
     guards (a class weighting is reduced to its K classes there)."""
     if not optimum_takes_dim():
-        return None, EXCESS_SOURCES["not-computed-solver"], False
+        return _none(EXCESS_SOURCES["not-computed-solver"])
     from dgp.optima import optimum
 
     opt = optimum(problem.dense_weights(fixed), tau=fixed["tau"], dim=fixed.get("dim"),
                   progress=False, **problem.search)
     how = "certified globally optimal" if opt.certified_global else "best of its starts, gap " \
         f"{opt.gap:.2g} nats to the convex lower bound"
-    return (float(opt.loss), f"dgp.optimum in {where} (rank {opt.rank}, {how})",
-            bool(opt.certified_global))
+    certified = bool(opt.certified_global)
+    return (float(opt.loss), f"dgp.optimum in {where} (rank {opt.rank}, {how})", certified,
+            float(opt.loss) if certified else float(opt.lower_bound), opt.certificate)
 
