@@ -124,3 +124,19 @@ def test_phase_map_says_it_has_no_certificate_of_its_own():
         assert res.verdict == cell["verdict"]
         block = res.to_dict()["certificate"]
         assert {"kind", "statement", "certified"} <= set(block)
+
+
+def test_certificate_reports_the_log_gamma_fallback_losing_digits(monkeypatch):
+    """Beyond the direct sums' budget the rates come from differences of log-gammas, which lose
+    digits at N = 10^7 (5e-5 of a class of 2's anchor rate) that both rates share, so the
+    two-sided check need not see them: the certificate is then not certified (``summed``
+    false), not widened; within the budget the same rates certify."""
+    import dgp.prototypes._rates as rates
+
+    sizes = [10**7, 3, 2]
+    assert positive_pair_rates(sizes, batch_size=4096).certificate.check() == ()
+    monkeypatch.setattr(rates, "DIRECT_SUM_MAX_TERMS", 10)
+    r = positive_pair_rates(sizes, batch_size=4096)
+    assert not r.certificate.summed and r.to_dict()["certificate"]["certified"] is False
+    exact = _exact_anchor_rate(sum(sizes), 2, 4096)
+    assert abs(r.anchor_rate[2] / exact - 1) > 1e-6  # the digits it lost

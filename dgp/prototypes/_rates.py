@@ -73,6 +73,10 @@ class RatesCertificate(CertificateProtocol):
     atol : float
         The error every check allows: the rounding of the rates' computations, 64 units of
         float64 at the batch's scale (:func:`rates_certificate`).
+    summed : bool
+        The uniform rates' products were summed term by term (accurate to rounding); false
+        beyond :data:`DIRECT_SUM_MAX_TERMS`, where differences of log-gammas lose digits that
+        the two-sided check, sharing them, need not see: then not certified.
     """
 
     formula: str
@@ -81,6 +85,7 @@ class RatesCertificate(CertificateProtocol):
     anchors_error: float
     range_error: float
     atol: float
+    summed: bool = True
 
     kind: ClassVar[str] = "exact"
 
@@ -90,13 +95,15 @@ class RatesCertificate(CertificateProtocol):
         return (f"closed-form probabilities of the sampler ({self.formula}), no sampling; "
                 "for every class k, 2 P(X_k >= 2) <= anchors_per_batch[k] * anchor_rate[k] "
                 "<= B P(X_k >= 2) (batch_rate is P(X_k >= 2)), the expected anchors sum to "
-                "the batch's and every rate lies in [0, 1], within atol")
+                "the batch's and every rate lies in [0, 1], within atol (the uniform products "
+                "summed term by term)")
 
     def claims(self):
         yield "2 batch_rate <= anchors_per_batch * anchor_rate", self.lower_slack >= -self.atol
         yield "anchors_per_batch * anchor_rate <= B batch_rate", self.upper_slack >= -self.atol
         yield "the expected anchors sum to the batch's", self.anchors_error <= self.atol
         yield "every rate in [0, 1]", self.range_error <= self.atol
+        yield "the products summed term by term (not log-gamma differences)", self.summed
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,22 +177,22 @@ def _pct(p: float) -> str:
     return f"{p:.3g}%" if p < 99.95 else "100%"
 
 
-#: terms of the uniform anchor rate's product (classes of distinct sizes times ``B - 1``) up to
-#: which it is summed term by term, accurate to rounding (0.7 s at 4e6 terms, loaded 2-core
-#: machine); beyond, the
-#: difference of ``gammaln``, whose absolute error grows as eps N log N (measured against exact
-#: integer arithmetic, for a class of 2 in batches of 4096: 3e-7 of the rate at N = 10^6, 5e-5
-#: at 10^7, 1.4e-3 at 10^8, where the sum is within 2e-11)
-DIRECT_SUM_MAX_TERMS = 4_000_000
+#: terms of each of the uniform rates' products (distinct class sizes times about ``B``) up to
+#: which they are summed term by term, accurate to rounding (both sums: 0.4 s of CPU at 4e7
+#: terms, 10^4 distinct sizes and B = 4096; so about 4 s here); beyond, a difference of
+#: ``gammaln``, whose absolute error grows as eps N log N (for a class of 2 in batches of 4096:
+#: 3e-7 of its anchor rate at N = 10^6, 5e-5 at 10^7, 1.4e-3 at 10^8; the sums: 2e-11), which
+#: the rates' certificate then reports as not certified (``summed`` false)
+DIRECT_SUM_MAX_TERMS = 400_000_000
 
 
-def _log_ratio(top: int, a: np.ndarray, count: int) -> np.ndarray:
+def _log_ratio(top: int, a: np.ndarray, count: int, *, summed: bool) -> np.ndarray:
     """``log[(top - a)_count / (top)_count]`` of falling factorials, for each ``a`` (with
     ``top - a >= count``): the sum of ``log1p(-a / (top - j))`` over ``j < count`` (no
-    cancellation, no overflow at ``top = 10^8``), or beyond :data:`DIRECT_SUM_MAX_TERMS` a
-    difference of ``gammaln`` (its error grows as eps top log top)."""
+    cancellation, no overflow at ``top = 10^8``), or (``summed`` false) a difference of
+    ``gammaln`` (its error grows as eps top log top)."""
     values, inverse = np.unique(np.asarray(a, dtype=float), return_inverse=True)
-    if values.size * count > DIRECT_SUM_MAX_TERMS:
+    if not summed:
         return (gammaln(top - a + 1.0) - gammaln(top - a - count + 1.0)
                 - gammaln(top + 1.0) + gammaln(top - count + 1.0))
     out = np.zeros(values.size)
@@ -196,23 +203,25 @@ def _log_ratio(top: int, a: np.ndarray, count: int) -> np.ndarray:
     return out[inverse]
 
 
-def _uniform_rates(n: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray]:
+def _uniform_rates(n: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """The anchor rate ``1 - C(N - n_k, B - 1) / C(N - 1, B - 1)`` and the batch rate
     ``P(X_k >= 2) = 1 - P(X_k = 0) - P(X_k = 1)`` of uniform batches, from
     ``P(X_k = 0) = C(N - n_k, B) / C(N, B)`` and ``P(X_k = 1) = (n_k B / N)(1 - anchor rate)``
     (:func:`_log_ratio`; 1 - P(X_k = 0) as ``-expm1``, so a class of 2 in 10^8 samples keeps
-    its ``B^2 / N^2``, where ``1 - pmf(0) - pmf(1)`` of scipy's hypergeometric was 6x off)."""
+    its ``B^2 / N^2``, where ``1 - pmf(0) - pmf(1)`` of scipy's hypergeometric was 6x off);
+    and whether the products were summed (up to :data:`DIRECT_SUM_MAX_TERMS` terms)."""
     N = int(n.sum())
+    summed = np.unique(n).size * B <= DIRECT_SUM_MAX_TERMS
     anchor, none = np.ones(n.size), np.ones(n.size)
     ok = N - n >= B - 1  # else every batch with the anchor holds another of its class
-    none[ok] = -np.expm1(_log_ratio(N - 1, n[ok] - 1, B - 1))
+    none[ok] = -np.expm1(_log_ratio(N - 1, n[ok] - 1, B - 1, summed=summed))
     anchor[ok] = none[ok]
     empty = N - n >= B  # else every batch holds one of the class
     log_p0 = np.full(n.size, -np.inf)
-    log_p0[empty] = _log_ratio(N, n[empty], B)
+    log_p0[empty] = _log_ratio(N, n[empty], B, summed=summed)
     p1 = B * n / float(N) * (1.0 - anchor)
     batch = -np.expm1(log_p0) - p1
-    return np.clip(anchor, 0.0, 1.0), np.clip(batch, 0.0, 1.0)
+    return np.clip(anchor, 0.0, 1.0), np.clip(batch, 0.0, 1.0), summed
 
 
 def rates_for_spec(sizes: np.ndarray, spec: BatchSpec, *,
@@ -221,9 +230,9 @@ def rates_for_spec(sizes: np.ndarray, spec: BatchSpec, *,
     add the uniform sampler's rates for another sampler)."""
     n = np.asarray(sizes, dtype=np.int64)
     K, B = n.size, spec.batch_size
-    batch = None
+    batch, summed = None, True
     if spec.sampler == "uniform":
-        anchor, batch = _uniform_rates(n, B)
+        anchor, batch, summed = _uniform_rates(n, B)
         per = B * n / float(n.sum())
     elif spec.sampler == "class-balanced":
         anchor = np.full(K, -math.expm1((B - 1) * math.log1p(-1.0 / K)))
@@ -241,16 +250,15 @@ def rates_for_spec(sizes: np.ndarray, spec: BatchSpec, *,
     return PositivePairRates(
         sampler=spec.sampler, batch_size=B, samples_per_class=spec.samples_per_class,
         anchor_rate=anchor, batch_rate=batch, anchors_per_batch=per, uniform=uniform,
-        certificate=rates_certificate(spec, anchor, batch, per),
+        certificate=rates_certificate(spec, anchor, batch, per, summed=summed),
     )
 
 
 def rates_certificate(spec: BatchSpec, anchor_rate: np.ndarray, batch_rate: np.ndarray,
-                      anchors_per_batch: np.ndarray) -> RatesCertificate:
-    """The :class:`RatesCertificate` of rates of ``spec``, with ``atol`` 64
-    units of float64 at the batch's scale ``B`` (every compared quantity lies in ``[0, B]``):
-    rounding, nothing more. Beyond :data:`DIRECT_SUM_MAX_TERMS` the uniform rates come from
-    differences of log-gammas and may fail it, which the certificate then says."""
+                      anchors_per_batch: np.ndarray, *, summed: bool = True) -> RatesCertificate:
+    """The :class:`RatesCertificate` of rates of ``spec``, with ``atol`` 64 units of float64
+    at the batch's scale ``B`` (every compared quantity lies in ``[0, B]``): rounding, nothing
+    more; ``summed``: whether the uniform products were summed term by term."""
     B, m = spec.batch_size, spec.samples_per_class
     eps = float(np.finfo(float).eps)
     pairs = anchors_per_batch * anchor_rate  # E[X 1{X >= 2}]
@@ -261,7 +269,7 @@ def rates_certificate(spec: BatchSpec, anchor_rate: np.ndarray, batch_rate: np.n
         lower_slack=float(np.min(pairs - 2.0 * batch_rate)),
         upper_slack=float(np.min(B * batch_rate - pairs)),
         anchors_error=abs(float(np.sum(anchors_per_batch)) - (B if m is None else m * (B // m))),
-        range_error=float(max(0.0, -rates.min(), rates.max() - 1.0)), atol=atol)
+        range_error=float(max(0.0, -rates.min(), rates.max() - 1.0)), atol=atol, summed=summed)
 
 
 def positive_pair_rates(sizes: object, *, batch_size: int, sampler: str = "uniform",
