@@ -20,9 +20,10 @@ def test_one_default_in_one_place():
     assert BATCH_REPLICATES >= 2
 
 
-@pytest.mark.parametrize(("sizes", "batch_size", "dim"), [([3, 2, 2], 4, 2),
-                                                          ([3, 2, 2, 2], 6, 3),
-                                                          ([4, 3, 2, 2], 8, 2)])
+@pytest.mark.parametrize(("sizes", "batch_size", "dim"), [
+    ([3, 2, 2], 4, 2), ([3, 2, 2, 2], 6, 3), ([4, 3, 2, 2], 8, 3),
+    # K > dim + 1: the rank-d search over every composition's rows, in both (about 3 s)
+    pytest.param([4, 3, 2, 2], 8, 2, marks=pytest.mark.slow)])
 def test_exact_expectation_same_numbers(sizes, batch_size, dim):
     """Every composition enumerated: the two entry points' Grams and losses agree (the Gram of
     optimum is over samples; its class-level Gram is ``quotient_gram``)."""
