@@ -194,6 +194,13 @@ BAD_CALLS = [
     ("eps", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "eps": 0.1}),
     ("eps", dgp.supcon_prototypes, (P_SOFT,), {"eps": 0.2}),
     ("batch_size", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "batch_size": 2}),
+    # checked on every path, the full batch and R^dim included (a bad seed was numpy's error)
+    ("seed", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "dim": 2, "seed": -1}),
+    ("seed", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "seed": 2.5}),
+    ("samples", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "samples": "x"}),
+    ("replicates", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "replicates": -1}),
+    ("exact_max", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "exact_max": 0}),
+    ("progress", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "progress": "yes"}),
     ("labels", dgp.phase, (P_SOFT, LABELS), {"grid": {"dim": [1, 2]}}),
     ("tau", dgp.phase, (P_SOFT,), {"grid": {"tau": [0.3, 0.6]}, "dim": 2}),
     ("grid", dgp.phase, (P_SOFT,), {"grid": {"imbalance": [1.0, 2.0]}, "dim": 2}),

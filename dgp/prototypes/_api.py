@@ -40,10 +40,11 @@ from dgp.constants import (
 from dgp.display import stderr_progress
 from dgp.errors import (
     ParameterError,
-    ParameterTypeError,
     SolverError,
     check_choice,
     check_dim,
+    check_flag,
+    check_int,
     check_positive,
     check_sizes,
     check_square,
@@ -57,7 +58,6 @@ from dgp.prototypes._blocks import (
     NUMERIC_MAX_K,
     PROJECT_MAX_K,
     block_weights,
-    check_int,
     excess_gap,
     fits,
 )
@@ -492,11 +492,14 @@ def supcon_prototypes(
         eps = check_unit_interval(eps, "eps")
     check_choice(method, METHODS, "method")
     tol = check_unit_interval(tol, "tol")
-    if starts is not None:
-        starts = check_int(starts, "starts", 0)
-    for flag, value in (("nonnegative", nonnegative), ("identifiability", identifiability)):
-        if not isinstance(value, bool):
-            raise ParameterTypeError(flag, f"must be True or False, got {value!r}")
+    starts = None if starts is None else check_int(starts, "starts", minimum=0)
+    # every setting checked once, here, whichever path runs
+    seed, samples = check_int(seed, "seed", minimum=0), check_int(samples, "samples", minimum=2)
+    replicates = check_int(replicates, "replicates", minimum=0)
+    exact_max = check_int(exact_max, "exact_max", minimum=1)
+    nonnegative = check_flag(nonnegative, "nonnegative")
+    identifiability = check_flag(identifiability, "identifiability")
+    progress = None if progress is None else check_flag(progress, "progress")
     if nonnegative:  # ReLU heads (imported here: the module imports this one)
         if method == "first-order":
             raise ParameterError("method", "first-order has no non-negative version; use auto")
@@ -543,10 +546,8 @@ def supcon_prototypes(
             "mini-batch prediction (its certified solver's scaled objective overflows below "
             f"about 2.5e-3); use tau >= {BATCH_TAU_MIN:g}, or the full batch (without a batch size)"
         )
-    kwargs = {"samples": check_int(samples, "samples", 2),
-              "replicates": check_int(replicates, "replicates", 0),
-              "seed": check_int(seed, "seed", 0), "exact_max": check_int(exact_max, "exact_max", 1),
-              "dim": dim, "starts": starts, "progress": progress}
+    kwargs = {"samples": samples, "replicates": replicates, "seed": seed,
+              "exact_max": exact_max, "dim": dim, "starts": starts, "progress": progress}
     with single_threaded():
         # the full-batch reference, in the same dimension
         full = _full_in_dim(n, tau, eps, "auto" if method == "auto" else "numeric", tol, dim,

@@ -1,18 +1,16 @@
 """What the prototype modules share: the class-block weights, the size limits of the certified
-solver, the loss gap of one Gram over another and the integer validator."""
+solver and the loss gap of one Gram over another."""
 
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
-from dgp.errors import ParameterError
 from dgp.resources import memory_budget
 from dgp.solver import RowProblem
 
-__all__ = ["NUMERIC_MAX_K", "PROJECT_MAX_K", "block_weights", "check_int", "excess_gap", "fits"]
+__all__ = ["NUMERIC_MAX_K", "PROJECT_MAX_K", "block_weights", "excess_gap", "fits"]
 
 #: largest K the certified solver takes on (its time grows as K^3 per iteration)
 NUMERIC_MAX_K = 3000
@@ -54,8 +52,3 @@ def excess_gap(prob: RowProblem, G_alt: np.ndarray, G: np.ndarray) -> tuple[floa
     return max(0.0, (alt - ex) / prob.alpha_total), log_gap
 
 
-def check_int(value: object, name: str, low: int) -> int:
-    """``value`` as an int ``>= low``, else a ParameterError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
-        raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
-    return int(value)

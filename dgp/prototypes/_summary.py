@@ -39,8 +39,8 @@ CLASSES_LISTED = 12
 
 
 def printable_name(name: object) -> str:
-    """A class label as text that prints safely on a terminal: control characters (Unicode
-    category ``Cc``, tab kept) escaped as ``\\xNN``, everything else as it is (a name from a
+    r"""A class label as text that prints safely on a terminal: control characters (Unicode
+    category ``Cc``, tab kept) escaped as ``\xNN``, everything else as it is (a name from a
     user's file could otherwise move the cursor or retitle the terminal).
 
     >>> printable_name("dog\x1b[2J"), printable_name(3)
