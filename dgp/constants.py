@@ -559,6 +559,14 @@ MONITOR_LOSS_ROUNDING = 1e-12
 #: of CPU)
 EXACT_MAX_DEFAULT = 100_000
 
+#: a Gram attains every batch composition's bound where, per class a, G_ab - tau log W_ab is
+#: the same for every b to this (dgp.prototypes._batched.attains_every_batch_bound; Soft SupCon
+#: at tau <= tau*, whose closed form is exact to rounding)
+BATCH_ATTAIN_ATOL = 1e-9
+#: largest excess of a composition's loss over its bound, relative to the largest row loss, that
+#: such a Gram's certificate accepts (a round-off-level check of each composition drawn)
+BATCH_ATTAIN_EXCESS = 1e-9
+
 #: further independent runs beyond exact enumeration, the one default of dgp.optimum and
 #: dgp.supcon_prototypes (``replicates=``): a stochastic expected-batch solve runs 1 + this many
 #: seeded runs and keeps the best (their spread is the identifiability report and each Gram

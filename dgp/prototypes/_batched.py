@@ -1,9 +1,24 @@
-"""Mini-batch prototypes over enumerable compositions: the expected batch loss of every class
+r"""Mini-batch prototypes over enumerable compositions: the expected batch loss of every class
 composition of the sampler (or a sample of them), solved and certified by the row solver, and
 the batch size from which the full-batch prediction is within a tolerance.
 
 Beyond :data:`exact_max` compositions the class-level path of :mod:`dgp.prototypes._sampled`
-takes over (optimised on fresh batches, reported on held-out ones).
+takes over (optimised on fresh batches, reported on held-out ones), except where the full-batch
+optimum attains every composition's bound (:func:`attains_every_batch_bound`: Soft SupCon at
+:math:`\tau \le \tau^*`): that Gram is then the expected-batch optimum, in closed form.
+
+Why. A row of a composition (an anchor of class :math:`a`; :math:`\mu_b` partners of class
+:math:`b`, the anchor itself not counted) has the target :math:`P_b \propto \mu_b W_{ab}` and
+the model :math:`q_b \propto \mu_b e^{G_{ab}/\tau}`. Where :math:`G_{ab}/\tau - \log W_{ab}
+= c_a` for every :math:`b` (the anchor's own class included), :math:`q_b \propto \mu_b
+W_{ab} e^{c_a}`, so :math:`q = P` whatever the composition: the row's cross-entropy equals its
+entropy, the least any Gram gives it (Gibbs). Every row of every composition at its minimum,
+any non-negative combination of them (any sampler, reduction or treatment of anchors without
+positives) is at its minimum over all Grams, and :math:`G` attains it. For Soft SupCon
+(:math:`W` 1 within a class, :math:`\varepsilon` across) the condition is the equiangular
+:math:`G` at :math:`\rho = 1 + \tau\log\varepsilon`, a Gram exactly when :math:`\tau \le
+\tau^*`. The answer checks the condition on :math:`G` and reports each drawn composition's
+excess over its bound (zero to rounding) as its certificate.
 """
 
 from __future__ import annotations
@@ -15,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import BATCH_ATTAIN_ATOL as ATTAIN_ATOL
+from dgp.constants import BATCH_ATTAIN_EXCESS as ATTAIN_EXCESS
 from dgp.constants import BATCH_GRAM_TOL
 from dgp.display import stderr_progress
 from dgp.errors import ParameterError, SolverError, check_dim, check_positive, check_sizes
@@ -41,7 +58,8 @@ from dgp.solver import (
 )
 from dgp.tolerance import DEFAULT_POLICY
 
-__all__ = ["BatchTolerance", "batch_prototypes", "batch_size_for_tolerance"]
+__all__ = ["BatchTolerance", "attains_every_batch_bound", "batch_prototypes",
+           "batch_size_for_tolerance"]
 
 
 def _composition_losses(prob: RowProblem, G: np.ndarray, comp_index: np.ndarray,
@@ -64,6 +82,25 @@ def _sample_se(per: np.ndarray, comps: Any) -> float:
     return math.sqrt(var / comps.drawn)
 
 
+def attains_every_batch_bound(G: np.ndarray, weights: np.ndarray, tau: float,
+                              atol: float = ATTAIN_ATOL) -> bool:
+    """Whether ``G`` attains the entropic bound of every row of every batch composition of the
+    class-block ``weights`` (module docstring): positive weights and, per class ``a``,
+    ``G[a, b] - tau log weights[a, b]`` the same for every ``b`` to ``atol``.
+
+    >>> from dgp.prototypes._closed_forms import equiangular_gram
+    >>> W = np.where(np.eye(3, dtype=bool), 1.0, 0.25)
+    >>> attains_every_batch_bound(equiangular_gram(3, 1 + 0.4 * np.log(0.25)), W, 0.4)
+    True
+    >>> attains_every_batch_bound(equiangular_gram(3, -0.5), W, 0.4)
+    False
+    """
+    if not (weights > 0).all():
+        return False
+    shifted = G - tau * np.log(weights)
+    return bool(np.ptp(shifted, axis=1).max() <= atol)
+
+
 def batch_prototypes(
     n: np.ndarray, tau: float, eps: float | None, method: str, tol: float, spec: BatchSpec,
     full: Prototypes, *, samples: int, replicates: int, seed: int, exact_max: int,
@@ -79,18 +116,23 @@ def batch_prototypes(
     # candidate at all, and the expectation is solved like any other
     closed = (method == "auto" and eps is None and exchangeable
               and (dim is None or K - 1 <= dim))
+    G_full = full.gram
+    weights = block_weights(K, eps)
+    # the full-batch optimum attains every composition's bound (Soft SupCon at tau <= tau*,
+    # module docstring): the expected-batch optimum, in closed form, certified per composition
+    attained = (not closed and method == "auto" and eps is not None
+                and attains_every_batch_bound(G_full, weights, tau))
     # beyond enumeration, or where the rank-dim search over every composition would take
     # longer than fresh batches (EXACT_RANK_D_MAX_S): the stochastic class-level path
-    if not closed and not exact_rows_fit(n, spec, dim, exact_max, max(starts, 1)):
+    if (not closed and not attained
+            and not exact_rows_fit(n, spec, dim, exact_max, max(starts, 1))):
         return stochastic_prototypes(n, tau, eps, spec, full, dim=dim, seed=seed,
                                    replicates=replicates, samples=samples, progress=progress)
     check_memory(
         24 * 8.0 * K * K, what=f"a batch prediction for K = {K} classes",
         hint=f"up to about K = {fits(24 * 8.0)} classes fit; use fewer classes",
     )
-    G_full = full.gram
     n_samp = row_budget_samples(K, samples)
-    weights = block_weights(K, eps)
 
     def build(s: int):
         comps = compositions(n, spec, exact_max=exact_max, samples=n_samp, seed=s)
@@ -103,6 +145,23 @@ def batch_prototypes(
         prob.set_scale(simplex)
         G, cert = simplex, row_certificate(prob, simplex)
         meth, reason, kkt = "closed-form", "regular simplex: the sampler treats classes alike", None
+    elif attained:
+        prob.set_scale(G_full)
+        # the certificate of each composition drawn: its loss less its bound (zero to rounding)
+        excess = _composition_losses(prob, G_full, ci, comps.prob, excess=True)
+        worst = float(np.max(np.abs(excess)))
+        if worst > ATTAIN_EXCESS * max(1.0, float(np.max(np.abs(prob.row_losses(G_full))))):
+            raise SolverError(
+                f"the full-batch optimum was to attain every composition's bound, but one "
+                f"composition's loss is {worst:.2g} nats above it; please report it"
+            )
+        G, cert = G_full, row_certificate(prob, G_full)
+        which = "every composition" if comps.exact else (
+            f"the {comps.counts.shape[0]} compositions drawn")
+        meth, kkt = "closed-form", None
+        reason = (f"the full-batch optimum attains the bound of every row of every composition "
+                  f"(G_ab - tau log W_ab the same for each a); largest excess over its bound "
+                  f"of {which}: {worst:.1e} nats")
     else:
         res = solve_rows(prob, starts=[G_full, simplex], tol=tol)
         G, cert, reason = res.gram, res.certificate, res.stop_reason
