@@ -478,3 +478,17 @@ def test_closed_forms_carry_the_kkt_certificate_of_their_gram(sizes, tau, eps):
     K = len(sizes)
     off = np.clip(p.gram + 0.05 * (1 - np.eye(K)), -1, 1)  # feasible, off the optimum
     assert not kkt_certificate(off, sizes, tau=tau, eps=eps).certified
+
+
+def test_first_order_prototypes_carry_the_kkt_certificate_of_their_projected_gram():
+    """Not a solution: the KKT certificate of the projected first-order Gram says so (not
+    certified), and how far off it is shrinks with tau as the expansion's error does; the
+    certified solver's own Gram is certified at the same sizes."""
+    residuals = []
+    for tau in (0.2, 0.1, 0.05):
+        p = supcon_prototypes([5, 3, 2], tau=tau, method="first-order")
+        c = p.to_dict()["certificate"]
+        assert c["kind"] == "kkt" and c["statement"] and c["certified"] is False
+        residuals.append(c["kkt_residual"])
+        assert supcon_prototypes([5, 3, 2], tau=tau).to_dict()["certificate"]["certified"]
+    assert residuals[0] > residuals[1] > residuals[2] > 0

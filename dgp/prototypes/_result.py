@@ -246,9 +246,11 @@ class Prototypes(Record):
         approximations.
     certificate : KKTCertificate or None
         The KKT certificate of the Gram: of the solve, or of a closed form checked numerically
-        (up to :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes); ``None`` for a
-        first-order approximation (not a solution), a larger closed form (its executable proof
-        certifies it) and a rank-``dim`` point found on factors (see ``rank_d``).
+        (up to :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes), or of a first-order
+        approximation's projected Gram (not a solution: its residual says how far from optimal
+        it is); ``None`` for a first-order Gram not projected (above ``PROJECT_MAX_K``
+        classes), a larger closed form (its executable proof certifies it) and a
+        rank-``dim`` point found on factors (see ``rank_d``).
     collapse : LiftCertificate or None
         Optimality of the collapsed configuration for the ``N x N`` problem, and uniqueness.
     rank : int
