@@ -77,7 +77,8 @@ WARM_LR = 0.01
 #: batches (of their own stream) on which the kept run is chosen: the candidates are compared
 #: paired, on the same batches, and their differences vary far less than the loss (at N = 2000,
 #: B = 256, d = 128, tau = 0.1 a paired difference of 5.9e-4 had a standard error of 1.8e-7 on
-#: 2000 batches, 3.6e-7 on 500), so a few hundred batches choose as well as the 1000 used before
+#: 2000 batches: about 5e-7 on 300 by the square root), so a few hundred batches choose as well
+#: as the 1000 used before
 SELECT_BATCHES = 300
 #: rounds of a typical run from a random start (:func:`dgp.solver._stochastic.round_steps`: one
 #: epoch where epochs are long), annealing included, for the estimate before the work
