@@ -116,7 +116,10 @@ def factor_path(monkeypatch):
 
 def test_factor_path_point_is_critical_and_its_bound_valid(factor_path):
     p = supcon_prototypes(SIZES_24, tau=0.2, dim=4)
-    assert p.factor is not None and p.certificate is None
+    # on the factor, the result's certificate is its rank-d certificate (no K x K tables)
+    assert p.factor is not None and p.certificate is p.rank_d
+    c = p.to_dict()["certificate"]
+    assert c["kind"] == "rank-d" and c["statement"] and isinstance(c["certified"], bool)
     Z = p.prototypes
     np.testing.assert_allclose(Z @ Z.T, p.gram, atol=1e-10)
     assert supcon_loss(Z, SIZES_24, 0.2) == pytest.approx(p.loss, rel=1e-10)

@@ -169,7 +169,7 @@ def in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float
         objective="supcon" if eps is None else "soft-supcon",
         sizes=tuple(int(v) for v in n), tau=tau, eps=eps,
         method="numeric", loss=loss, entropic_bound=entropy, excess_loss=excess,
-        log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=None,
+        log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=rcert,
         collapse=None, rank=DEFAULT_POLICY.rank(lam), unique=None,
         stop_reason=found.reason, matrix=G,
         identifiability=pinned_identifiability(

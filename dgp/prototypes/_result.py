@@ -244,13 +244,14 @@ class Prototypes(Record):
     kkt_residual : float or None
         The certificate's residual; ``None`` for closed forms (proved, not converged) and
         approximations.
-    certificate : KKTCertificate or None
+    certificate : KKTCertificate, RankDCertificate or None
         The KKT certificate of the Gram: of the solve, or of a closed form checked numerically
         (up to :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes), or of a first-order
         approximation's projected Gram (not a solution: its residual says how far from optimal
-        it is); ``None`` for a first-order Gram not projected (above ``PROJECT_MAX_K``
-        classes), a larger closed form (its executable proof certifies it) and a
-        rank-``dim`` point found on factors (see ``rank_d``).
+        it is); for a rank-``dim`` point found on factors (many classes, no ``K x K`` tables)
+        its rank-``dim`` certificate (the same as ``rank_d``); ``None`` for a first-order Gram
+        not projected (above ``PROJECT_MAX_K`` classes) and a larger closed form (its
+        executable proof certifies it).
     collapse : LiftCertificate or None
         Optimality of the collapsed configuration for the ``N x N`` problem, and uniqueness.
     rank : int
@@ -303,7 +304,7 @@ class Prototypes(Record):
     excess_loss: float
     log_excess_loss: float
     kkt_residual: float | None
-    certificate: KKTCertificate | None
+    certificate: KKTCertificate | RankDCertificate | None
     collapse: LiftCertificate | None
     rank: int
     unique: bool | None
