@@ -228,8 +228,9 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
                    help="class sizes instead of --labels (supcon, soft-supcon)")
     p.add_argument("--similarity", choices=SIMILARITIES,
                    help="latent similarity (default: the objective's own, cosine for WEIGHTS)")
-    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
-                   help=f"relative tolerance of every classification (default {DEFAULT_RTOL:g})")
+    p.add_argument("--tol", "--rtol", dest="rtol", type=float, default=DEFAULT_RTOL,
+                   help=f"relative tolerance of every classification (default {DEFAULT_RTOL:g}; "
+                   "the library's tol; --rtol is its old name)")
 
 
 def add_parameter_arguments(p: argparse.ArgumentParser, *, tau_required: bool = False) -> None:

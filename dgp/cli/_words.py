@@ -19,7 +19,7 @@ SYNONYMS = {"--temperature": "--tau", "--temp": "--tau", "--t": "--tau", "--dime
 #: library parameter names whose flag is not ``--`` + the name with dashes
 _FLAGS = {"W": "WEIGHTS", "log_weights": "WEIGHTS (--log-weights)", "labels": "LABELS",
           "Z": "--embeddings", "Zref": "--reference", "target": "MODULE:CALLABLE",
-          "input": "the input", "tol": "--tolerance"}
+          "input": "the input", "tol": "--tolerance", "rtol": "--tol"}
 
 
 def flag_for(param: str) -> str:

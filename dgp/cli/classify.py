@@ -66,9 +66,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sigma", type=float, help="label kernel width > 0 (y-aware, euclid-euclid)")
     p.add_argument("--eps", type=float, help="cross-class weight in (0, 1) (soft-supcon)")
     p.add_argument("--label-tau", type=float, help="label temperature > 0 (x-clr)")
-    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+    p.add_argument("--tol", "--rtol", dest="rtol", type=float, default=DEFAULT_RTOL,
                    help=f"relative tolerance per sample (default {DEFAULT_RTOL:g}, float64 "
-                   "rounding noise)")
+                   "rounding noise; the library's tol; --rtol is its old name)")
     p.add_argument("--method", choices=METHODS, default="spectral", help="default: spectral")
     add_json_flag(p)
     p.add_argument("--embedding", action="store_true",
