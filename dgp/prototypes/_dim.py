@@ -99,8 +99,9 @@ def guard_dim(K: int, dim: int, starts: int, rows: int, *, factor_path: bool = F
     check_time(cost, what=what, instead=instead, param="dim")
     seconds = cost / 1e9  # check_time's unit: operations at 1e9 per second
     if progress and seconds >= ANNOUNCE_AFTER_S:
-        stderr_progress(what)(f"about {format_duration(seconds)} (the rank-d solver's cost "
-                              "model)")
+        stderr_progress(what)(f"at most about {format_duration(seconds)} (the rank-d "
+                              "solver's budget; its progress lines say the time from timed "
+                              "work)")
 
 
 def free_lower(free: Prototypes) -> float:
