@@ -81,10 +81,10 @@ XDIST_GROUPS = {
     "tests/test_verify.py::test_a_wrong_prediction": "verify-imbalance",
 }
 
-#: seconds (call and setup, CI's slow step on 2 cores, the run of 919 s) of the tests that
-#: take longest, keyed by a group of :data:`XDIST_GROUPS` (all its tests) or by node-id prefix:
-#: under pytest-xdist they start first, longest first (a long test started last leaves the other
-#: worker idle until it ends). A stale entry only changes the order.
+#: seconds (call and setup: the 25 slowest of a CI slow step of 679 s on 2 cores) of the tests
+#: that take longest, keyed by a group of :data:`XDIST_GROUPS` (all its tests) or by node-id
+#: prefix: under pytest-xdist they start first, longest first (a long test started last leaves
+#: the other worker idle until it ends). A stale entry only changes the order.
 XDIST_LONGEST = {
     "docs-site": 110.0,
     "tests/test_docs.py::test_digits_walkthrough_training_check": 84.0,
