@@ -153,7 +153,7 @@ def class_level(K: int, dim: int | None, sampler: str, *, limit_s: float, B: int
     ratio = None if said is None else (end - said[0]) / said[1]  # the time left, taken / said
     ident = res.identifiability
     pinned = None if ident is None or not ident.pinned else ident.pinned.get("pairwise cosines")
-    said_s = "none printed" if est is None else f"{est:.0f} s left"
+    said_s = "none printed" if est is None else f"{est:.3g} s left"
     off = "-" if ratio is None else f"{ratio:.2f}"
     interval = res.batch.gram_interval
     ok_interval = interval is None or bool(np.isfinite(interval[1] - interval[0]).all())
