@@ -289,3 +289,18 @@ def test_loss_floors_carry_the_bound_and_certificate_of_their_solve():
         c = other.to_dict()["certificate"]
         assert (d["certificate"]["kind"], d["certificate"]["statement"],
                 d["certificate"]["certified"]) == (c["kind"], c["statement"], c["certified"])
+
+
+def test_stochastic_prototypes_carry_the_expected_batch_certificate():
+    """Beyond exact enumeration a prototype prediction proves nothing but a lower bound at its
+    confidence: its certificate says so, with the numbers of its batch record (as dgp.optimum's
+    batch path does); it was null."""
+    p = dgp.supcon_prototypes([40, 30, 20], tau=0.3, batch_size=16, exact_max=10, samples=100,
+                              progress=False)
+    assert p.method == "stochastic"
+    c = p.to_dict()["certificate"]
+    assert (c["kind"], c["certified"]) == ("expected-batch", False) and c["statement"]
+    assert c["expected_loss"] == pytest.approx(p.loss, rel=1e-12)
+    assert c["lower_bound"] == pytest.approx(p.lower_bound, rel=1e-12)
+    assert c["gap"] == pytest.approx(p.loss - p.lower_bound, rel=1e-9, abs=1e-12)
+    assert c["lower_bound"] <= c["expected_loss"]

@@ -25,6 +25,7 @@ from dgp.solver import (
     LiftCertificate,
     RankDCertificate,
 )
+from dgp.solver._batch_result import BatchCertificate
 
 __all__ = [
     "GRAM_JSON_MAX_K",
@@ -244,14 +245,16 @@ class Prototypes(Record):
     kkt_residual : float or None
         The certificate's residual; ``None`` for closed forms (proved, not converged) and
         approximations.
-    certificate : KKTCertificate, RankDCertificate or None
+    certificate : KKTCertificate, RankDCertificate, BatchCertificate or None
         The KKT certificate of the Gram: of the solve, or of a closed form checked numerically
         (up to :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes), or of a first-order
         approximation's projected Gram (not a solution: its residual says how far from optimal
         it is); for a rank-``dim`` point found on factors (many classes, no ``K x K`` tables)
-        its rank-``dim`` certificate (the same as ``rank_d``); ``None`` for a first-order Gram
-        not projected (above ``PROJECT_MAX_K`` classes) and a larger closed form (its
-        executable proof certifies it).
+        its rank-``dim`` certificate (the same as ``rank_d``); for a stochastic prediction
+        (beyond exact enumeration) the expected-batch certificate of :func:`dgp.optimum`'s
+        batch path (nothing proven: a lower bound at its confidence, and the gap); ``None``
+        for a first-order Gram not projected (above ``PROJECT_MAX_K`` classes) and a larger
+        closed form (its executable proof certifies it).
     collapse : LiftCertificate or None
         Optimality of the collapsed configuration for the ``N x N`` problem, and uniqueness.
     rank : int
@@ -304,7 +307,7 @@ class Prototypes(Record):
     excess_loss: float
     log_excess_loss: float
     kkt_residual: float | None
-    certificate: KKTCertificate | RankDCertificate | None
+    certificate: KKTCertificate | RankDCertificate | BatchCertificate | None
     collapse: LiftCertificate | None
     rank: int
     unique: bool | None

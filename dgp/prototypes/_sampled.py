@@ -76,8 +76,8 @@ def stochastic_fields(
         objective="supcon" if eps is None else "soft-supcon",
         sizes=tuple(int(v) for v in n), tau=tau, eps=eps, method="stochastic",
         loss=b.expected_loss, entropic_bound=entropy, excess_loss=math.nan,
-        log_excess_loss=math.nan, kkt_residual=None, certificate=None, collapse=None,
-        rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
+        log_excess_loss=math.nan, kkt_residual=None, certificate=res.certificate,
+        collapse=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
         stop_reason=res.status, matrix=G, batch=batch, identifiability=ident,
         lower_bound=b.lower_bound, minority=minority,
     )
