@@ -246,15 +246,12 @@ class Prototypes(Record):
         The certificate's residual; ``None`` for closed forms (proved, not converged) and
         approximations.
     certificate : KKTCertificate, RankDCertificate, BatchCertificate or None
-        The KKT certificate of the Gram: of the solve, or of a closed form checked numerically
-        (up to :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes), or of a first-order
-        approximation's projected Gram (not a solution: its residual says how far from optimal
-        it is); for a rank-``dim`` point found on factors (many classes, no ``K x K`` tables)
-        its rank-``dim`` certificate (the same as ``rank_d``); for a stochastic prediction
-        (beyond exact enumeration) the expected-batch certificate of :func:`dgp.optimum`'s
-        batch path (nothing proven: a lower bound at its confidence, and the gap); ``None``
-        for a first-order Gram not projected (above ``PROJECT_MAX_K`` classes) and a larger
-        closed form (its executable proof certifies it).
+        The KKT certificate of the Gram (of the solve, of a closed form checked numerically up
+        to :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes, of a first-order Gram's
+        projection: its residual says how far from optimal); a point on factors: its rank-d
+        certificate (``rank_d``); a stochastic prediction: its expected-batch certificate (a
+        lower bound at its confidence, the gap); ``None`` for a first-order Gram not projected
+        and a larger closed form (its executable proof certifies it).
     collapse : LiftCertificate or None
         Optimality of the collapsed configuration for the ``N x N`` problem, and uniqueness.
     rank : int
