@@ -99,6 +99,7 @@ from dgp.solver import (
     row_budget_samples,
     single_threaded,
 )
+from dgp.solver._batch_result import BatchCertificate
 from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["DNN_MAX_K", "NonnegativeCertificate", "NonnegativePrototypes",
@@ -410,8 +411,8 @@ def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | No
     return NonnegativePrototypes(
         **common, method="closed-form", kkt_residual=None, loss=est.expected_loss,
         entropic_bound=math.nan, excess_loss=math.nan, log_excess_loss=math.nan,
-        certificate=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=unique,
-        stop_reason=closed["stop_reason"] + " (on the sampled compositions)",
+        certificate=BatchCertificate.of(est), rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)),
+        unique=unique, stop_reason=closed["stop_reason"] + " (on the sampled compositions)",
         equiangular=closed["equiangular"], matrix=G, factor=Z, starts=0, hits=0,
         lower_bound=est.lower_bound, certified=False, batch=batch, identifiability=ident,
         minority=minority,

@@ -14,6 +14,7 @@ import numpy as np
 from dgp.constants import NONNEG_GAP_RTOL
 from dgp.prototypes._result import Prototypes
 from dgp.records import CertificateProtocol
+from dgp.solver._batch_result import BatchCertificate
 from dgp.tolerance import DEFAULT_POLICY, Margin
 
 __all__ = ["NonnegativeCertificate", "NonnegativePrototypes", "nonnegative_certificate",
@@ -140,7 +141,8 @@ class NonnegativePrototypes(Prototypes):
             pairs[0] = ("method", how)
         elif self.method == "closed-form":
             pairs[0] = ("method", f"closed form ({self.stop_reason})")
-        if cert is None:  # beyond enumeration: the bound is the held-out estimate's
+        if cert is None or isinstance(cert, BatchCertificate):  # beyond enumeration: the
+            # bound is the held-out estimate's
             est = self.batch.estimate
             pairs.insert(1, ("bound", f"NOT certified (the loss is estimated): lower "
                              f"bound {self.lower_bound:.10g} at {est.confidence:.0%} confidence "

@@ -136,6 +136,13 @@ class BatchCertificate(CertificateProtocol):
     confidence: float
     rtol: float = EXACT_GAP_RTOL
 
+    @classmethod
+    def of(cls, b: BatchEstimate) -> BatchCertificate:
+        """The certificate of an expected-batch estimate (its expectation, loss, bound, gap and
+        confidence)."""
+        return cls(expectation=b.expectation, expected_loss=b.expected_loss,
+                   lower_bound=b.lower_bound, gap=b.gap, confidence=b.confidence)
+
     @property
     def certified(self) -> bool:
         """Globally optimal to the relative gap ``rtol`` (exact expectations only, and only
@@ -242,9 +249,7 @@ class BatchOptimum(Record):
     @property
     def certificate(self) -> BatchCertificate:
         """What this optimum proves (:class:`BatchCertificate`)."""
-        b = self.batch
-        return BatchCertificate(expectation=b.expectation, expected_loss=b.expected_loss,
-                                lower_bound=b.lower_bound, gap=b.gap, confidence=b.confidence)
+        return BatchCertificate.of(self.batch)
 
     @property
     def convergence(self) -> Convergence:
