@@ -52,35 +52,23 @@ from dgp.solver._batch_sources import (
     batch_function,
 )
 
-__all__ = [
-    "MONITOR_BATCHES",
-    "Estimate",
-    "RelaxationBound",
-    "StepTimes",
-    "StochasticRun",
-    "evaluate",
-    "relaxation_bound",
-    "round_steps",
-    "step_timings",
-    "stochastic_optimum",
-]
+__all__ = ["MONITOR_BATCHES", "Estimate", "RelaxationBound", "StepTimes", "StochasticRun",
+           "evaluate", "relaxation_bound", "round_steps", "step_timings", "stochastic_optimum"]
 
 #: seconds between two progress lines of a run
 PROGRESS_EVERY_S = 5.0
 #: fixed monitoring batches of a run, read after every round for its plateau test (the same
-#: batches each time, so successive readings differ by the embedding's change, not by sampling).
-#: 64 cost three times the steps at N = 2000, B = 256 (seven steps a round); 16 gave the same
-#: halvings and stop, step for step (169 rounds at tau = 0.1, d = 128) in 7.0 s of CPU, not 12.4
+#: batches each time: readings differ by the embedding's change, not by sampling). 16 gave 64's
+#: halvings and stop step for step (N = 2000, B = 256, d = 128, tau 0.1) in 7.0 s of CPU, not 12.4
 MONITOR_BATCHES = 16
 #: Adam's moment decays and its denominator floor
 ADAM_BETA1 = 0.9
 ADAM_BETA2 = 0.999
 ADAM_EPS = 1e-12
-#: the relaxation bound stops drawing batches (past its least number) once the standard error
-#: of the mean gap is at most this share of the loss's: the bound's spread is then the loss's
+#: the relaxation bound stops drawing batches (past its least number) once the mean gap's
+#: standard error is at most this share of the loss's
 GAP_SE_SHARE = 0.25
-#: L-BFGS iterations of the linear problem that chooses the dual multipliers of a batch's
-#: relaxation bound (:func:`_dual_bounds`)
+#: L-BFGS iterations of the linear problem choosing a batch bound's multipliers (_dual_bounds)
 DUAL_LINEAR_ITERS = 100
 #: the two-sided 95% normal quantile and the one-sided one
 Z95 = float(ndtri(0.975))
@@ -445,8 +433,7 @@ ROW_LBFGS_MEMORY = 10
 ROW_LBFGS_ARMIJO = 1e-4
 ROW_LBFGS_HALVINGS = 30
 #: :func:`_row_lbfgs` stops once a step lowers the loss by at most this share of it (SciPy's
-#: ``ftol`` as the bound used it: a converged batch's iterations were otherwise spent on
-#: backtracking at the loss's rounding, 10 s of CPU a batch at N = 2000, tau = 0.5)
+#: ``ftol``: else a converged batch backtracks at the loss's rounding, 10 s of CPU at tau 0.5)
 ROW_LBFGS_FTOL = 1e-15
 
 
