@@ -18,13 +18,7 @@ from dgp.prototypes._rates import PositivePairRates, rates_for_spec
 from dgp.prototypes._summary import body_pairs, classes_pairs, gram_summary, lead_pairs
 from dgp.records import Convergence, Record, closing_items, gram_included, gram_omitted
 from dgp.resources import check_memory
-from dgp.solver import (
-    Z95,
-    BatchPrediction,
-    KKTCertificate,
-    LiftCertificate,
-    RankDCertificate,
-)
+from dgp.solver import Z95, BatchPrediction, KKTCertificate, LiftCertificate, RankDCertificate
 from dgp.solver._batch_result import BatchCertificate
 
 __all__ = [
@@ -206,8 +200,8 @@ def settled_identifiability(p: Prototypes, resolution: float) -> Identifiability
            "uniqueness undecided" if p.unique is None else "a face of minimisers")
     return dataclasses.replace(
         ident, pinned={}, spread={}, resolution=resolution, identifiable=False,
-        statement=(f"undecided: one solution ({why}) and no other near-optimal one compared, "
-                   "so nothing is known to be pinned beyond the loss"))
+        statement=f"undecided: one solution ({why}) and no other near-optimal one compared, "
+        "so nothing is known to be pinned beyond the loss")
 
 
 def _pm(se: float | None) -> str:
@@ -527,7 +521,8 @@ class Prototypes(Record):
         """How the solve ended (:class:`dgp.records.Convergence`): closed forms need none,
         numeric results are returned only when the acceptance rule holds, a first-order
         approximation is not a solution; a rank-``dim`` point is certified when it is first-
-        and second-order critical (:attr:`rank_d`)."""
+        and second-order critical (:attr:`rank_d`); others where the certificate's conclusion
+        holds (``certified``) and its numbers support it."""
         cert = self.certificate
         if self.rank_d is not None:  # a rank-d point: certified first and second order
             r = self.rank_d
@@ -550,7 +545,8 @@ class Prototypes(Record):
             success=self.method != "first-order",
             status=self.stop_reason,
             residual=self.kkt_residual,
-            certified=self.method == "closed-form" or (cert is not None and not cert.check()),
+            certified=self.method == "closed-form" or (
+                cert is not None and bool(cert.certified) and not cert.check()),
             certifies=what,
         )
 
@@ -562,9 +558,8 @@ class Prototypes(Record):
 
     def json_items(self, options):
         """``objective``, ``sizes``, ``classes``, ``tau``, ``eps``, ``minority_collapse``,
-        ``positive_pairs``
-        (with batches), ``gram``, ``loss``, ``method``,
-        ``kkt_residual`` and the other attributes (``JSON_OPTIONS``)."""
+        ``positive_pairs`` (with batches), ``gram``, ``loss``, ``method``, ``kkt_residual`` and
+        the other attributes (``JSON_OPTIONS``)."""
         include = gram_included(self.K, GRAM_JSON_MAX_K, options["gram"])
         yield from (("objective", self.objective), ("sizes", self.sizes),
                     ("classes", self.classes), ("tau", self.tau),
