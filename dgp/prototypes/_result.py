@@ -356,7 +356,8 @@ class Prototypes(Record):
         if self.approximation is not None and self.approximation.projected_gram is not None:
             G = self.approximation.projected_gram
         # a solved Gram is PSD to within its certificate's primal residual, not to roundoff
-        slack = 0.0 if self.certificate is None else self.certificate.primal_residual
+        # (a KKT or ReLU certificate has one; a rank-d or expected-batch one has none)
+        slack = getattr(self.certificate, "primal_residual", 0.0)
         return embedding_from_gram(G, rank=self.rank, psd_atol=slack)
 
     @cached_property
