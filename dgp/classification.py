@@ -38,7 +38,7 @@ from dgp.spec import ProblemSpec, merged, not_given, tol_keyword
 from dgp.tolerance import DEFAULT_RTOL, Tolerance, check_rtol
 
 __all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify", "classify_keywords",
-           "dense_floor", "floor_search", "refuse_batch", "required", "weighting",
+           "dense_floor", "floor_of", "floor_search", "refuse_batch", "required", "weighting",
            "with_loss_floor"]
 
 METHODS = ("spectral", "sdp")
@@ -244,25 +244,31 @@ def weighting(W: object = None, *, log_weights: object = None, similarity: str =
                               sparse_above=FLOOR_MAX_N if floor and similarity == "cosine" else 1)
 
 
-def dense_floor(weights: target.LogWeights, similarity: str, *, tau: float, dim: int,
-                search: Mapping[str, int]) -> Callable[[], Any] | str | None:
-    """What computes the loss floor in ``R^dim`` of validated weights (their dense canonical
-    weights, taken now: the engine consumes the matrix), or a sentence saying why it is not
-    computed (above :data:`FLOOR_MAX_N` samples); ``None`` for the Euclidean latent (the floor
-    is a cosine notion). For :func:`with_loss_floor`."""
-    if similarity != "cosine":
-        return None
-    if weights.n > FLOOR_MAX_N:
-        return (f"not computed: N = {weights.n} > {FLOOR_MAX_N} samples (dgp.optima.loss_floor "
-                "or dgp optimum computes it)")
-    W = weights.weights()
+def floor_of(n: int, weights: Callable[[], Any], *, tau: float, dim: int,
+             search: Mapping[str, int]) -> Callable[[], Any] | str:
+    """What computes the loss floor in ``R^dim`` of ``n`` samples from their dense weights
+    (``weights()``, read only when the floor is computed), or why it is not computed: above
+    :data:`FLOOR_MAX_N` samples (the one place that decides it). For :func:`with_loss_floor`."""
+    if n > FLOOR_MAX_N:
+        return (f"not computed: N = {n} > {FLOOR_MAX_N} samples (dgp.optima.loss_floor or "
+                "dgp optimum computes it)")
 
     def compute() -> Any:
         from dgp.optima import loss_floor
 
-        return loss_floor(W, tau=tau, dim=dim, **search)
+        return loss_floor(weights(), tau=tau, dim=dim, **search)
 
     return compute
+
+
+def dense_floor(weights: target.LogWeights, similarity: str, *, tau: float, dim: int,
+                search: Mapping[str, int]) -> Callable[[], Any] | str | None:
+    """:func:`floor_of` validated weights (their canonical weights, read by
+    :func:`with_loss_floor` before its last decision consumes the matrix); ``None`` for the
+    Euclidean latent (the floor is a cosine notion)."""
+    if similarity != "cosine":
+        return None
+    return floor_of(weights.n, weights.weights, tau=tau, dim=dim, search=search)
 
 
 def with_loss_floor(decide: Callable[[Any, Any], Classification], data: Any,
@@ -275,7 +281,8 @@ def with_loss_floor(decide: Callable[[Any, Any], Classification], data: Any,
     decides once without it, and once more with it (the same decision: the engine is
     deterministic, and at most :data:`FLOOR_MAX_N` samples or ``FLOOR_MAX_K`` classes it is
     cheap beside the floor's rank-``dim`` search). ``data`` is what ``decide`` consumes, copied
-    for the first decision when there is a second (``data.copy()``, or ``None``)."""
+    for the first decision when there is a second (``data.copy()``, or ``None``), and consumed
+    only after ``compute`` ran (which may read it)."""
     if not callable(compute):
         return decide(compute, data)
     first = decide("not computed", None if data is None else data.copy())

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dgp.classification import METHODS, classify_keywords, with_loss_floor
+from dgp.classification import METHODS, classify_keywords, floor_of, with_loss_floor
 from dgp.engine.blocks import BlockWeights, classify_blocks
 from dgp.engine.lowrank import classify_lowrank, gaussian_target, row_statistics
 from dgp.engine.pipeline import classify_weights
@@ -207,10 +207,8 @@ def _floor(rec: Objective, lab: Labels, params: dict[str, float], similarity: st
            dim: int, search: dict[str, int]) -> Callable[[], Any] | str | None:
     """What computes the loss floor in ``R^dim`` of an inconsistent cosine verdict (for
     :func:`dgp.classification.with_loss_floor`): from the class prototypes for the class
-    objectives (up to FLOOR_MAX_K classes), from the dense weighting otherwise (up to
-    FLOOR_MAX_N samples); beyond, why it is not computed."""
-    from dgp.classification import FLOOR_MAX_N
-
+    objectives (up to FLOOR_MAX_K classes), from the dense weighting otherwise
+    (:func:`dgp.classification.floor_of`); beyond, why it is not computed."""
     if similarity != "cosine":
         return None
     where = "(dgp.optima.loss_floor or dgp optimum computes it)"
@@ -226,15 +224,7 @@ def _floor(rec: Objective, lab: Labels, params: dict[str, float], similarity: st
                                     **search)
 
         return by_blocks
-    if lab.n > FLOOR_MAX_N:
-        return f"not computed: N = {lab.n} > {FLOOR_MAX_N} samples {where}"
-
-    def dense():
-        from dgp.optima import loss_floor
-
-        return loss_floor(rec.weights(lab, params), tau=tau, dim=dim, **search)
-
-    return dense
+    return floor_of(lab.n, lambda: rec.weights(lab, params), tau=tau, dim=dim, search=search)
 
 
 def _dense(rec, lab, params, similarity, tau, dim, rtol, method, explanation, floor, factor):
