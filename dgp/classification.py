@@ -39,7 +39,7 @@ from dgp.tolerance import DEFAULT_RTOL, Tolerance, check_rtol
 
 __all__ = ["FLOOR_MAX_N", "METHODS", "Classification", "classify", "classify_keywords",
            "dense_floor", "floor_of", "floor_search", "refuse_batch", "required", "weighting",
-           "with_loss_floor"]
+           "weights_verdict", "with_loss_floor"]
 
 METHODS = ("spectral", "sdp")
 #: largest N for which an inconsistent cosine verdict comes with its loss floor in R^d
@@ -149,6 +149,16 @@ def classify(
         return problem.classification(tau=tau, dim=dim, rtol=rtol, method=method, floor=floor,
                                       search=search)
     weights = weighting(W, log_weights=log_weights, similarity=similarity, floor=floor)
+    return weights_verdict(weights, similarity=similarity, tau=tau, dim=dim, rtol=rtol,
+                           method=method, floor=floor, search=search)
+
+
+def weights_verdict(weights: target.LogWeights, *, similarity: str, tau: float, dim: int,
+                    rtol: float, method: str, floor: bool,
+                    search: Mapping[str, int]) -> Classification:
+    """The verdict on validated weights (consumed: pass a copy), with the loss floor when
+    ``floor`` asks for it (:func:`dense_floor`, :func:`with_loss_floor`): what
+    :func:`classify` and :meth:`dgp.Problem.classification` both hand over to."""
     compute = dense_floor(weights, similarity, tau=tau, dim=dim, search=search) if floor \
         else None
     return with_loss_floor(lambda lf, w: classify_log_weights(

@@ -38,8 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from dgp.classification import FLOOR_MAX_N, dense_floor, with_loss_floor
-from dgp.engine._weighting_verdict import classify_log_weights
+from dgp.classification import FLOOR_MAX_N, weights_verdict
 from dgp.engine.target import LogWeights
 from dgp.engine.target import log_weights as validated_log_weights
 from dgp.errors import (
@@ -504,11 +503,8 @@ class Problem(ProblemSpec):
             # densify a small sparse W for the cosine loss floor
             small = floor and self.weighting.n <= FLOOR_MAX_N and self.similarity == "cosine"
             w = self.weighting.dense() if small else self.weighting.copy()
-            compute = dense_floor(w, self.similarity, tau=tau, dim=dim, search=search) \
-                if floor else None
-            return with_loss_floor(lambda lf, ws: classify_log_weights(
-                ws, similarity=self.similarity, tau=tau, dim=dim, rtol=rtol, method=method,
-                floor=lf), w, compute)
+            return weights_verdict(w, similarity=self.similarity, tau=tau, dim=dim, rtol=rtol,
+                                   method=method, floor=floor, search=search)
         assert self.record is not None
         params = self.objective_params()
         with blas_threads():

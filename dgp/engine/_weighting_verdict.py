@@ -1,6 +1,6 @@
 """The verdict on validated log-weights of any storage and size: the one step below
 :func:`dgp.classify` and :meth:`dgp.Problem.classification`, which both validate first and hand
-over here (so neither calls the other)."""
+over here through :func:`dgp.classification.weights_verdict` (with the loss floor as a value)."""
 
 from __future__ import annotations
 
