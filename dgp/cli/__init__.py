@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {printable(cli_words(str(exc), flags))}\n")
         return 1
     except (ParameterError, ParameterTypeError) as exc:
-        text = join_param(flag_for(exc.param), exc.detail)
+        text = join_param(flag_for(exc.param, flags), exc.detail)
         sys.stderr.write(f"error: {printable(cli_words(text, flags))}\n")
         return 2
     except (InputError, InputTypeError) as exc:  # bad input beyond one argument's value

@@ -219,7 +219,7 @@ def class_sizes(args: argparse.Namespace) -> tuple[list[int], list[str] | None]:
 
 def add_input_arguments(p: argparse.ArgumentParser) -> None:
     """The input of the design commands (``phase``, ``recommend``, ``floors``): WEIGHTS,
-    ``--objective``, ``--labels``, ``--sizes``, ``--similarity`` and ``--rtol``."""
+    ``--objective``, ``--labels``, ``--sizes``, ``--similarity`` and ``--tol``."""
     add_weights_arguments(p, help_prefix="a weighting instead of --objective: ")
     p.add_argument("--objective", choices=OBJECTIVE_NAMES, help="build W from --labels/--sizes")
     p.add_argument("--labels", metavar="LABELS", type=FileArg("input"),
@@ -228,7 +228,7 @@ def add_input_arguments(p: argparse.ArgumentParser) -> None:
                    help="class sizes instead of --labels (supcon, soft-supcon)")
     p.add_argument("--similarity", choices=SIMILARITIES,
                    help="latent similarity (default: the objective's own, cosine for WEIGHTS)")
-    p.add_argument("--tol", "--rtol", dest="rtol", type=float, default=DEFAULT_RTOL,
+    p.add_argument("--tol", "--rtol", dest="tol", type=float, default=DEFAULT_RTOL,
                    help=f"relative tolerance of every classification (default {DEFAULT_RTOL:g}; "
                    "the library's tol; --rtol is its old name)")
 
@@ -240,6 +240,24 @@ def add_parameter_arguments(p: argparse.ArgumentParser, *, tau_required: bool = 
     p.add_argument("--eps", type=float, help="cross-class weight in (0, 1) (soft-supcon)")
     p.add_argument("--sigma", type=float, help="label kernel width > 0 (y-aware, euclid-euclid)")
     p.add_argument("--label-tau", type=float, help="label temperature > 0 (x-clr)")
+
+
+def add_search_arguments(p: argparse.ArgumentParser, *, seed_help: str | None = None) -> None:
+    """``--starts`` and ``--seed`` of the rank-``dim`` search a command runs where it needs a
+    fixed-dimension optimum (``classify``'s loss floor, ``phase``'s cells, ``recommend``,
+    ``floors``): the library's ``starts`` and ``seed`` (:func:`search_kwargs`); unset, the one
+    rank-d solver's defaults. ``seed_help``: what ``--seed`` also seeds, where it seeds more."""
+    p.add_argument("--starts", type=int,
+                   help="random starts of a rank-D search with --dim (default: the one rank-d "
+                   "solver's budget; a larger budget is never worse)")
+    p.add_argument("--seed", type=int,
+                   help=seed_help or "seed of those random starts (default 0)")
+
+
+def search_kwargs(args: argparse.Namespace) -> dict:
+    """The library's ``starts`` and ``seed`` of :func:`add_search_arguments` (``None``: the
+    default; the library checks them and names the flag's keyword)."""
+    return {"starts": args.starts, "seed": args.seed}
 
 
 def batch_group(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -279,7 +297,7 @@ def reduction_kwargs(args: argparse.Namespace, *, batched: bool) -> dict[str, st
 
 def input_kwargs(args: argparse.Namespace) -> dict:
     """The library's input arguments of :func:`add_input_arguments` (``W``, or ``objective``
-    with ``labels``/``sizes``), with ``similarity`` and ``rtol``.
+    with ``labels``/``sizes``), with ``similarity`` and ``tol``.
 
     Raises
     ------
@@ -290,7 +308,7 @@ def input_kwargs(args: argparse.Namespace) -> dict:
     if (args.weights is None and args.edges is None) == (args.objective is None):
         raise InputError("give either a WEIGHTS file (or --edges FILE) or --objective with "
                          "--labels (or --sizes), not both")
-    out: dict = {"similarity": args.similarity, "rtol": args.rtol}
+    out: dict = {"similarity": args.similarity, "tol": args.tol}
     if args.objective is None:
         for flag in ("labels", "sizes"):
             if getattr(args, flag) is not None:

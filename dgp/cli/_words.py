@@ -22,10 +22,17 @@ _FLAGS = {"W": "WEIGHTS", "log_weights": "WEIGHTS (--log-weights)", "labels": "L
           "input": "the input", "tol": "--tolerance", "rtol": "--tol"}
 
 
-def flag_for(param: str) -> str:
-    """The command-line name of a library parameter (``label_tau`` -> ``--label-tau``)."""
+def flag_for(param: str, flags: Mapping[str, str | None] | Iterable[str] = ()) -> str:
+    """The command-line name of a library parameter (``label_tau`` -> ``--label-tau``). Where
+    the running command (``flags`` as :func:`cli_words` takes them) has the parameter's own
+    name as a flag but not its mapped one (``tol`` is ``--tol`` in ``classify``,
+    ``--tolerance`` in ``supcon``), its own name."""
     head, sep, rest = param.partition("[")
-    flag = _FLAGS.get(head, "--" + head.replace("_", "-"))
+    own = "--" + head.replace("_", "-")
+    flag = _FLAGS.get(head, own)
+    homes = flags if isinstance(flags, Mapping) else dict.fromkeys(flags)
+    if own in homes and homes[own] is None and not (flag in homes and homes[flag] is None):
+        flag = own
     return flag + sep + rest
 
 

@@ -9,10 +9,12 @@ import numpy as np
 
 from dgp.classification import METHODS, classify, weighting
 from dgp.cli._inputs import (
+    add_search_arguments,
     add_weights_arguments,
     load_objective_labels,
     load_weighting,
     refuse_label_flags,
+    search_kwargs,
 )
 from dgp.cli._output import (
     FileArg,
@@ -66,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sigma", type=float, help="label kernel width > 0 (y-aware, euclid-euclid)")
     p.add_argument("--eps", type=float, help="cross-class weight in (0, 1) (soft-supcon)")
     p.add_argument("--label-tau", type=float, help="label temperature > 0 (x-clr)")
-    p.add_argument("--tol", "--rtol", dest="rtol", type=float, default=DEFAULT_RTOL,
+    p.add_argument("--tol", "--rtol", dest="tol", type=float, default=DEFAULT_RTOL,
                    help=f"relative tolerance per sample (default {DEFAULT_RTOL:g}, float64 "
                    "rounding noise; the library's tol; --rtol is its old name)")
     p.add_argument("--method", choices=METHODS, default="spectral", help="default: spectral")
@@ -82,6 +84,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no notes on stderr")
     p.add_argument("--no-floor", action="store_true",
                    help="skip the loss floor in dimension D of an inconsistent cosine verdict")
+    add_search_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,15 +107,16 @@ def run(args: argparse.Namespace) -> int:
         if plot is not None:  # validated once, for the classification and the figure
             data = weighting(**kwargs, similarity=similarity, floor=not args.no_floor)
             kwargs = {"W": data}
-        res = classify(similarity=similarity, tau=args.tau, dim=args.dim, rtol=args.rtol,
-                       method=args.method, floor=not args.no_floor, **kwargs)
+        res = classify(similarity=similarity, tau=args.tau, dim=args.dim, tol=args.tol,
+                       method=args.method, floor=not args.no_floor, **search_kwargs(args),
+                       **kwargs)
     else:
         data = load_objective_labels(args)
         res = classify_objective(
             args.objective, data, tau=args.tau, dim=args.dim, sigma=args.sigma, eps=args.eps,
-            label_tau=args.label_tau, similarity=args.similarity, rtol=args.rtol,
+            label_tau=args.label_tau, similarity=args.similarity, tol=args.tol,
             method=args.method, embed=want_embedding or plot is not None,
-            floor=not args.no_floor,
+            floor=not args.no_floor, **search_kwargs(args),
         )
     if plot is not None:
         _plot(args, res, data, plot)

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from dgp.cli._inputs import add_input_arguments, add_parameter_arguments, input_kwargs
+from dgp.cli._inputs import (
+    add_input_arguments,
+    add_parameter_arguments,
+    add_search_arguments,
+    input_kwargs,
+    search_kwargs,
+)
 from dgp.cli._output import add_json_flag, print_result
 from dgp.design import SUPCONTRAST_BASE_TEMPERATURE, loss_floors
 
@@ -34,7 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    f"{SUPCONTRAST_BASE_TEMPERATURE:g})")
     p.add_argument("--samples", type=int,
                    help="Monte Carlo draws of the random embedding (default: about 4e6 / N)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo draws")
+    add_search_arguments(p, seed_help="seed of the Monte Carlo draws and of a rank-D search's "
+                         "random starts (default 0)")
     add_json_flag(p)
 
 
@@ -42,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     res = loss_floors(
         **input_kwargs(args), tau=args.tau, dim=args.dim, eps=args.eps, sigma=args.sigma,
         label_tau=args.label_tau, base_temperature=args.base_temperature, samples=args.samples,
-        seed=args.seed,
+        **search_kwargs(args),
     )
     print_result(args, res)
     return 0

@@ -8,7 +8,13 @@ import sys
 
 import numpy as np
 
-from dgp.cli._inputs import add_input_arguments, add_parameter_arguments, input_kwargs
+from dgp.cli._inputs import (
+    add_input_arguments,
+    add_parameter_arguments,
+    add_search_arguments,
+    input_kwargs,
+    search_kwargs,
+)
 from dgp.cli._output import FileArg, add_json_flag, atomic_output, print_result, quiet
 from dgp.design import GRID_PARAMETERS, MAX_CELLS, PROFILES, phase
 from dgp.errors import InputError, ParameterError
@@ -106,6 +112,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-excess", action="store_true",
                    help="skip the excess loss of inconsistent cells (verdicts only; faster for "
                    "the class objectives, which solve a prototype problem per cell)")
+    add_search_arguments(p)
     p.add_argument("--jobs", type=int, default=1,
                    help="worker processes (joblib; -1: every core). With --scheduler local, the "
                    "number of Dask workers")
@@ -201,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         sigma=args.sigma, label_tau=args.label_tau, classes=args.classes,
         majority=args.majority, profile=args.profile, excess=not args.no_excess, jobs=args.jobs,
         scheduler=args.scheduler,
-        progress=sys.stderr.isatty() and not quiet(args),
+        progress=sys.stderr.isatty() and not quiet(args), **search_kwargs(args),
     )
     if plot is not None:
         with atomic_output(plot) as tmp:

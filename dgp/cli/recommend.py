@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from dgp.cli._inputs import add_input_arguments, add_parameter_arguments, input_kwargs
+from dgp.cli._inputs import (
+    add_input_arguments,
+    add_parameter_arguments,
+    add_search_arguments,
+    input_kwargs,
+    search_kwargs,
+)
 from dgp.cli._output import add_json_flag, print_result
 from dgp.design import recommend
 from dgp.errors import InputError
@@ -59,6 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "0.01:10)")
     p.add_argument("--points", type=int, default=61,
                    help="scan points before the bisection (default 61)")
+    add_search_arguments(p)
     add_json_flag(p)
 
 
@@ -68,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         sigma=args.sigma, label_tau=args.label_tau,
         minority=None if args.minority is None else _ints(args.minority, "--minority"),
         search=None if args.search is None else tuple(_floats(args.search, "--search", 2)),
-        points=args.points,
+        points=args.points, **search_kwargs(args),
     )
     from dgp.cli._words import cli_words, command_flags
 

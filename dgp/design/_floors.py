@@ -319,7 +319,7 @@ def loss_floors(
     similarity: str | None = None,
     base_temperature: float = SUPCONTRAST_BASE_TEMPERATURE,
     samples: int | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     tol: float | None = None,
     starts: int | None = None,
     rtol: object = not_given,
@@ -352,8 +352,9 @@ def loss_floors(
     samples : int, optional
         Monte Carlo replicates of the random embedding (default: about :math:`4\cdot10^6/N`,
         between 50 and 4000).
-    seed : int
-        Seed of the Monte Carlo draws and of the random starts of a search in ``R^dim``.
+    seed : int, optional
+        Seed of the Monte Carlo draws and of the random starts of a search in ``R^dim``
+        (default 0, as every entry point's).
     tol : float
         Relative tolerance of the classification (``rtol``: its deprecated name).
     starts : int, optional
@@ -379,7 +380,7 @@ def loss_floors(
     2.397895
     """
     rtol = tolerance(tol, rtol)
-    seed = check_int(seed, "seed", minimum=0)
+    seed = 0 if seed is None else check_int(seed, "seed", minimum=0)
     problem, given = design_input(
         objective, labels, W=W, sizes=sizes, similarity=similarity, rtol=rtol,
         entry="loss_floors", given={"tau": tau, "eps": eps, "sigma": sigma,
