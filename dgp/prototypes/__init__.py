@@ -40,6 +40,7 @@ from dgp.prototypes._collapse import (
     MinorityCollapse,
     minority_collapse,
 )
+from dgp.prototypes._ident import Identifiability
 from dgp.prototypes._nonnegative import (
     NonnegativeCertificate,
     NonnegativePrototypes,
@@ -49,7 +50,6 @@ from dgp.prototypes._rates import PositivePairRates, positive_pair_rates
 from dgp.prototypes._result import (
     GRAM_JSON_MAX_K,
     FirstOrderApproximation,
-    Identifiability,
     Prototypes,
     gram_summary,
 )

@@ -22,7 +22,6 @@ with :math:`\beta_c = 0` for SupCon and, for Soft SupCon (weight 1 within a clas
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -34,7 +33,6 @@ from dgp.constants import (
     CLOSED_FORM_CHECK_MAX_K,
     EQUIANGULAR_ATOL,
     EXACT_MAX_DEFAULT,
-    LOSS_RESOLUTION,
     SOLVER_TOL,
 )
 from dgp.display import stderr_progress
@@ -78,11 +76,8 @@ from dgp.prototypes._dim import (
     on_factor,
 )
 from dgp.prototypes._first_order import first_order_prototypes
-from dgp.prototypes._result import (
-    Identifiability,
-    Prototypes,
-    settled_identifiability,
-)
+from dgp.prototypes._ident import Identifiability
+from dgp.prototypes._result import Prototypes
 from dgp.resources import check_memory
 from dgp.solver import (
     KKTCertificate,
@@ -230,9 +225,10 @@ def _full_identifiability(n: np.ndarray, tau: float, eps: float | None,
 
 
 def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float,
-                gap: bool = True, numeric: bool = True):
+                gap: bool = True, numeric: bool = True, classes: tuple[Any, ...] | None = None):
     """The full-batch prototypes in free dimension: a closed form where one is exact, else the
-    certified solver (``numeric=False``: ``None`` instead, for a caller that can do without)."""
+    certified solver (``numeric=False``: ``None`` instead, for a caller that can do without);
+    ``classes``: the problem's class labels, which the result names."""
     K = n.size
     objective = "supcon" if eps is None else "soft-supcon"
     common: dict[str, Any] = {
@@ -240,6 +236,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         "sizes": tuple(int(v) for v in n),
         "tau": tau,
         "eps": eps,
+        "classes": classes,
     }
     bound = entropic_bound_prototypes(n, eps=eps)
     simplex = -1.0 / (K - 1)
@@ -505,13 +502,13 @@ def supcon_prototypes(
             raise ParameterError("method", "first-order has no non-negative version; use auto")
         from dgp.prototypes._nonnegative import nonnegative_prototypes
 
-        return _settled(nonnegative_prototypes(
+        return nonnegative_prototypes(
             n, tau, eps=eps, dim=dim, batch_size=batch_size, sampler=sampler,
             samples_per_class=samples_per_class, reduction=reduction,
             anchors_without_positives=anchors_without_positives, samples=samples, seed=seed,
             exact_max=exact_max, starts=DIM_DEFAULT_STARTS if starts is None else starts,
-            progress=progress,
-        ), classes, identifiability=False)
+            progress=progress, classes=classes,
+        )
     if dim is not None:
         dim = check_dim(dim, "dim")
         if method == "first-order":
@@ -531,9 +528,9 @@ def supcon_prototypes(
         check_full_batch(sampler=sampler, samples_per_class=samples_per_class,
                          reduction=reduction, anchors_without_positives=anchors_without_positives)
         with single_threaded(), validated_tau(tau):  # failures at extreme tau: the user's
-            return _settled(_full_in_dim(n, tau, eps, method, tol, dim, starts=starts,
-                                         seed=seed, gap=identifiability or dim is not None,
-                                         progress=progress), classes)
+            return _full_in_dim(n, tau, eps, method, tol, dim, starts=starts, seed=seed,
+                                gap=identifiability or dim is not None, progress=progress,
+                                classes=classes)
     if method == "first-order":
         raise ParameterError("method", "first-order has no mini-batch version; use auto")
     spec = check_batch(
@@ -552,9 +549,8 @@ def supcon_prototypes(
         # the full-batch reference, in the same dimension
         full = _full_in_dim(n, tau, eps, "auto" if method == "auto" else "numeric", tol, dim,
                             starts=starts, seed=seed, gap=True, factor_path=False,
-                            progress=progress)
-        return _settled(batch_prototypes(n, tau, eps, method, tol, spec, full, **kwargs),
-                        classes)
+                            progress=progress, classes=classes)
+        return batch_prototypes(n, tau, eps, method, tol, spec, full, **kwargs)
 
 
 def _class_labels(problem: Any) -> tuple[Any, ...] | None:
@@ -564,29 +560,19 @@ def _class_labels(problem: Any) -> tuple[Any, ...] | None:
                                           for c in lab.classes)
 
 
-def _settled(p: Prototypes, classes: tuple[Any, ...] | None, *,
-             identifiability: bool = True) -> Prototypes:
-    """``p`` with what only the entry point knows: the problem's class labels, and (but on
-    the non-negative path, which reports its own) what the loss pins where a fixed dimension or
-    batches make it part of the answer (:func:`~dgp.prototypes._result.settled_identifiability`
-    at :data:`~dgp.constants.LOSS_RESOLUTION`)."""
-    ident = settled_identifiability(p, LOSS_RESOLUTION) if identifiability else None
-    if ident in (None, p.identifiability) and classes is None:
-        return p
-    return dataclasses.replace(p, identifiability=ident or p.identifiability, classes=classes)
-
-
 def _full_in_dim(n: np.ndarray, tau: float, eps: float | None, method: str, tol: float,
                  dim: int | None, *, starts: int, seed: int, gap: bool,
-                 factor_path: bool = True, progress: bool | None = None) -> Prototypes:
+                 factor_path: bool = True, progress: bool | None = None,
+                 classes: tuple[Any, ...] | None = None) -> Prototypes:
     """The full-batch prototypes, in free dimension or on the sphere of ``R^dim``
     (:mod:`dgp.prototypes._dim`: the free optimum when its rank fits, else the rank-``dim``
     solver's point, on the factor for many classes unless ``factor_path`` is false: the batch
     paths' reference and start is the row problem's point, certified in the free solve). The
     rank-``dim`` search reports on stderr (a line at most every few seconds) unless
-    ``progress`` is false."""
+    ``progress`` is false; ``classes``: the problem's class labels, which the result names."""
     free = _full_batch(n, tau, eps, method, tol, gap=gap,
-                       numeric=dim is None or not factor_path or n.size <= NUMERIC_MAX_K)
+                       numeric=dim is None or not factor_path or n.size <= NUMERIC_MAX_K,
+                       classes=classes)
     if dim is None:
         return free
     report = (stderr_progress(f"the rank-{dim} prototypes of K = {n.size} classes")
@@ -594,7 +580,7 @@ def _full_in_dim(n: np.ndarray, tau: float, eps: float | None, method: str, tol:
     if free is None or (factor_path and on_factor(n.size, dim, dim_rules.DIM_FACTOR_SIZE)
                         and free.rank > dim):
         return in_dim_factor(free, n, tau, eps, dim, starts=starts, seed=seed, tol=tol,
-                             progress=report)
+                             progress=report, classes=classes)
     prob = block_problem(n, block_weights(n.size, eps), tau=tau)
     return in_dim(free, prob, n, dim, starts=starts, seed=seed, tol=tol, progress=report)
 

@@ -38,7 +38,8 @@ from dgp.errors import ParameterError, SolverError, check_dim, check_positive, c
 from dgp.prototypes._blocks import block_weights, excess_gap, fits
 from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._dim import guard_dim, pinned_identifiability, rank_d_point
-from dgp.prototypes._result import Identifiability, Prototypes
+from dgp.prototypes._ident import Identifiability
+from dgp.prototypes._result import Prototypes
 from dgp.prototypes._sampled import stochastic_prototypes
 from dgp.records import Record
 from dgp.resources import check_memory
@@ -230,7 +231,7 @@ def batch_prototypes(
             np.linalg.eigvalsh(G)),
         unique=None if lift is None else lift.unique,
         stop_reason=reason, matrix=G, batch=batch, identifiability=ident,
-        dim=dim, lower_bound=lower, rank_d=rcert,
+        dim=dim, lower_bound=lower, rank_d=rcert, classes=full.classes,
     )
 
 

@@ -22,7 +22,8 @@ from dgp.display import format_duration, stderr_progress
 from dgp.errors import DgpWarning
 from dgp.prototypes._blocks import NUMERIC_MAX_K, PROJECT_MAX_K, block_weights, excess_gap
 from dgp.prototypes._closed_forms import entropic_bound_prototypes, equiangular_gram
-from dgp.prototypes._result import Identifiability, Prototypes
+from dgp.prototypes._ident import Identifiability
+from dgp.prototypes._result import Prototypes
 from dgp.resources import check_memory
 from dgp.solver import (
     BLOCK_FACTOR_BUFFERS,
@@ -140,14 +141,15 @@ def rank_d_point(prob: RowProblem | BlockFactor, dim: int, given: list[np.ndarra
 
 def in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float | None,
                   dim: int, *, starts: int, seed: int, tol: float,
-                  progress: Callable[[str], None] | None = None) -> Prototypes:
+                  progress: Callable[[str], None] | None = None,
+                  classes: tuple[Any, ...] | None = None) -> Prototypes:
     r"""The full-batch prototypes in :math:`\mathbb R^{dim}` for many classes, on the factor
     (:class:`~dgp.solver.BlockFactor`): no row-problem tables and no ``K x K``
     eigendecomposition. The lower bound is the best of the entropic bound, the free optimum's
     certified loss (``free``, when it could be computed) and the convex dual bound
     :math:`F(G) - K\max(0, -\lambda_{\min}(S))` with :math:`\lambda_{\min}(S)` certified by
     a Cholesky factorisation (theorem ``rank-d-certificate``); ``progress`` as
-    :func:`rank_d_point`."""
+    :func:`rank_d_point`; ``classes``: the problem's class labels, which the result names."""
     K = n.size
     obj = BlockFactor(n, tau, eps)
     free_gram = None
@@ -176,7 +178,7 @@ def in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float
         identifiability=pinned_identifiability(
             Identifiability(math.nan, None, None, None, float(n.sum()), math.nan), found,
             float(n.sum()), seed),
-        dim=dim, lower_bound=lower, rank_d=rcert, factor=X.T.copy(),
+        dim=dim, lower_bound=lower, rank_d=rcert, factor=X.T.copy(), classes=classes,
     )
 
 
@@ -204,6 +206,7 @@ def in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, start
     lower = min(max(prob.entropy, free_low, loss - cert.gap_bound), loss)
     return Prototypes(
         objective=free.objective, sizes=free.sizes, tau=free.tau, eps=free.eps,
+        classes=free.classes,
         method="numeric", loss=loss, entropic_bound=prob.entropy, excess_loss=excess,
         log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=cert,
         collapse=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,

@@ -258,6 +258,7 @@ def nonnegative_prototypes(
     exact_max: int = EXACT_MAX_DEFAULT,
     starts: int = DIM_DEFAULT_STARTS,
     progress: bool | None = None,
+    classes: tuple[Any, ...] | None = None,
 ) -> NonnegativePrototypes:
     r"""Optimal class prototypes of SupCon (``eps=None``) or Soft SupCon for a ReLU head:
     non-negative unit vectors in :math:`\mathbb R^d` (module docstring).
@@ -283,6 +284,9 @@ def nonnegative_prototypes(
     progress : bool, optional
         Progress lines on stderr (``False``: none): a long non-negative search's estimate
         first, and the stochastic path's lines beyond exact enumeration.
+    classes : tuple, optional
+        The class labels in class order, which the result names (:attr:`Prototypes.classes`;
+        :func:`dgp.supcon_prototypes` passes those of a problem built from labels).
 
     Returns
     -------
@@ -321,7 +325,8 @@ def nonnegative_prototypes(
                  hint="use fewer classes")
     weights = block_weights(K, eps)
     common = dict(objective="supcon" if eps is None else "soft-supcon",
-                  sizes=tuple(int(v) for v in n), tau=tau, eps=eps, collapse=None, dim=dim)
+                  sizes=tuple(int(v) for v in n), tau=tau, eps=eps, collapse=None, dim=dim,
+                  classes=classes)
     if batch_size is None:
         check_full_batch(sampler=sampler, samples_per_class=samples_per_class,
                          reduction=reduction,
@@ -338,7 +343,7 @@ def nonnegative_prototypes(
     samples = check_int(samples, "samples", minimum=2)
     exact_max = check_int(exact_max, "exact_max", minimum=1)
     full = nonnegative_prototypes(n, tau, eps=eps, dim=dim, seed=seed, starts=starts,
-                                  progress=progress)
+                                  progress=progress, classes=classes)
     if dim is not None and dim < K and not exact_rows_fit(n, spec, dim, exact_max, starts):
         # no closed form fits in R^dim: beyond enumeration, or where the search over every
         # composition would take longer than fresh batches, the stochastic path (no sampled
@@ -381,7 +386,8 @@ def _stochastic(n: np.ndarray, tau: float, eps: float | None, dim: int | None,
     fields, Z = stochastic_fields(n, tau, eps, spec, full.gram, full.factor, seed=seed,
                                   replicates=NONNEG_REPLICATES, samples=samples,
                                   progress=progress, nonnegative=True)
-    return NonnegativePrototypes(**fields, dim=dim, factor=Z, certified=False)
+    return NonnegativePrototypes(**fields, dim=dim, factor=Z, certified=False,
+                                 classes=full.classes)
 
 
 def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | None,

@@ -116,6 +116,9 @@ class NonnegativePrototypes(Prototypes):
     starts: int = 0
     hits: int = 0
 
+    #: a ReLU head's result reports its own identifiability (the build leaves it as given)
+    SETTLES_IDENTIFIABILITY: ClassVar[bool] = False
+
     @cached_property
     def embedding(self) -> np.ndarray:
         """The non-negative prototypes (``K x d``, unit rows; ``factor``)."""

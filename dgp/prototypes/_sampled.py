@@ -12,7 +12,8 @@ import numpy as np
 
 from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._collapse import MinorityCollapse, minority_collapse
-from dgp.prototypes._result import Identifiability, Prototypes
+from dgp.prototypes._ident import Identifiability
+from dgp.prototypes._result import Prototypes
 from dgp.solver import (
     Z95,
     BatchEstimate,
@@ -50,7 +51,7 @@ def stochastic_prototypes(n: np.ndarray, tau: float, eps: float | None, spec: Ba
     fields, _ = stochastic_fields(n, tau, eps, spec, full.gram, start, seed=seed,
                                   replicates=replicates, samples=samples, progress=progress,
                                   simplex=simplex)
-    return Prototypes(**fields, dim=dim)
+    return Prototypes(**fields, dim=dim, classes=full.classes)
 
 
 def stochastic_fields(

@@ -1,0 +1,153 @@
+"""The identifiability record of a prototype prediction (:class:`Identifiability`: how far the
+loss separates the prediction from the geometries it competes with) and what a result in a fixed
+dimension or with batches says the loss pins (:func:`settled_identifiability`, which
+:class:`~dgp.prototypes.Prototypes` applies when it is built)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from dgp.display import format_nats, format_summary, html_summary
+from dgp.records import Record
+from dgp.solver import Z95
+
+__all__ = ["Identifiability", "pm95", "settled_identifiability"]
+
+
+@dataclass(frozen=True)
+class Identifiability(Record):
+    """How far the loss separates the predicted prototypes from the geometries they compete
+    with, per anchor: whether a training run can tell them apart at all.
+
+    A geometry claim is testable only where these gaps exceed what training resolves (the
+    run-to-run spread of a run's final loss); ``dgp verify`` measures that spread. At the
+    temperatures people train SupCon with (0.1) the gap to the simplex under imbalance is
+    typically 10^-5 nats per anchor or less: the loss barely prefers the predicted geometry.
+
+    Attributes
+    ----------
+    simplex_gap : float
+        Loss of the regular simplex minus that of the prediction, per anchor (nats; 0 where the
+        prediction is the simplex; ``nan``, JSON ``null``, in a dimension ``d`` with
+        ``K > d + 1``, where no simplex fits). Full batch: the loss over all ``N`` anchors
+        divided by ``N``; with a batch size: the expected batch loss per expected anchor.
+    simplex_gap_se : float or None
+        Its sampling standard error (sample averages over compositions only).
+    full_batch_gap : float or None
+        With a batch size: the expected batch loss of the full-batch prediction minus that of
+        the batch prediction, per anchor.
+    full_batch_gap_se : float or None
+    anchors : float
+        What "per anchor" divides by (``N``, or the expected anchors of a batch).
+    log_simplex_gap : float
+        Natural log of ``simplex_gap`` (finite where the gap underflows at small ``tau``;
+        ``-inf`` where the prediction is the simplex).
+    pinned : dict or None
+        In a fixed dimension or with batches: each compared invariant of near-optimal
+        solutions (other candidates of the search, or independent runs) and whether the loss
+        pins it (:class:`dgp.solver.BatchIdentifiability`); ``None`` otherwise.
+    spread : dict or None
+        How much each invariant varies over those solutions.
+    resolution : float or None
+        The loss resolution (nats per anchor) within which solutions count as near-optimal.
+    identifiable : bool or None
+        Every compared invariant is pinned.
+    statement : str or None
+        What is pinned and what is not, in words.
+    """
+
+    simplex_gap: float
+    simplex_gap_se: float | None
+    full_batch_gap: float | None
+    full_batch_gap_se: float | None
+    anchors: float
+    log_simplex_gap: float = -math.inf
+    pinned: dict | None = None
+    spread: dict | None = None
+    resolution: float | None = None
+    identifiable: bool | None = None
+    statement: str | None = None
+
+    def json_items(self, options):
+        for key, value in super().json_items(options):
+            if key not in ("pinned", "spread", "resolution", "identifiable", "statement") or (
+                    self.pinned is not None):
+                yield key, value
+        yield "units", "nats per anchor"
+
+    def __str__(self) -> str:
+        return format_summary("Identifiability", self.summary_pairs())
+
+    def _repr_html_(self) -> str:
+        return html_summary("Identifiability", self.summary_pairs())
+
+    def summary_pairs(self) -> list[tuple[str, str]]:
+        """The lines of the text and HTML summaries (each fits 80 columns)."""
+        pairs = self._gap_pairs()
+        if self.statement is not None:
+            pairs.insert(0, ("pinned", self.statement))
+        return pairs
+
+    def _full_batch_pair(self) -> list[tuple[str, str]]:
+        """The loss gap to the full-batch prediction, with its 95% interval where it comes from
+        sampled batches (none where it is exact)."""
+        if self.full_batch_gap is None:
+            return []
+        return [("", f"to the full-batch prediction {self.full_batch_gap:.3g}"
+                 + pm95(self.full_batch_gap_se) + " nats/anchor")]
+
+    def _gap_pairs(self) -> list[tuple[str, str]]:
+        if math.isnan(self.simplex_gap):
+            pairs = [("identifiable", "no simplex gap: the simplex is no candidate here (it does "
+                                      "not fit in this dim, or a ReLU head excludes it)")]
+            return pairs + self._full_batch_pair()
+        if self.simplex_gap == 0 and not math.isfinite(self.log_simplex_gap):
+            return [("identifiable", "the prediction is the simplex: nothing to tell apart")]
+        gap = format_nats(self.simplex_gap, self.log_simplex_gap)
+        pairs = [("identifiable", f"loss gap to the simplex {gap}{pm95(self.simplex_gap_se)} "
+                  "nats/anchor")]
+        pairs += self._full_batch_pair()
+        pairs.append(("", "testable where training resolves that (see dgp verify)"))
+        return pairs
+
+
+def settled_identifiability(p: Any, resolution: float) -> Identifiability | None:
+    """``p.identifiability`` with ``pinned``, ``spread``, ``identifiable`` and ``statement``
+    filled where nothing compared near-optimal solutions (CONTRACT v4: every result in a fixed
+    dimension or with batches says what the loss pins): a certified optimum that is unique
+    (the lift's face of minimisers) pins every invariant at the optimum; otherwise, with one
+    solution and nothing to compare it with, the loss is not shown to pin anything
+    (``identifiable`` false, ``pinned`` empty, saying why). ``resolution``: the loss
+    resolution (nats per anchor) the statement names."""
+    ident = p.identifiability
+    if (p.dim is None and p.batch is None) or (ident is not None and ident.pinned is not None):
+        return ident
+    if ident is None:
+        ident = Identifiability(math.nan, None, None, None, float(sum(p.sizes)), math.nan)
+    certified = p.convergence.certified and (p.rank_d is None or p.rank_d.global_optimal)
+    exact = p.batch is None or p.batch.exact or p.method == "closed-form"
+    if certified and exact and p.unique:
+        keys = ("pairwise cosines", "spectrum", "mean_norm")
+        how = "a closed form" if p.method == "closed-form" else "KKT certificate"
+        return dataclasses.replace(
+            ident, pinned=dict.fromkeys(keys, True), spread={}, resolution=resolution,
+            identifiable=True,
+            statement=(f"yes: the optimum is certified ({how}) and unique (the face of "
+                       "minimisers is one Gram), so the loss pins its cosines, spectrum and "
+                       f"mean; solutions within {resolution:.2g} nats/anchor of it were not "
+                       "compared"))
+    why = ("not certified globally optimal" if not certified else
+           "its expectation is a sample average" if not exact else
+           "uniqueness undecided" if p.unique is None else "a face of minimisers")
+    return dataclasses.replace(
+        ident, pinned={}, spread={}, resolution=resolution, identifiable=False,
+        statement=f"undecided: one solution ({why}) and no other near-optimal one compared, "
+        "so nothing is known to be pinned beyond the loss")
+
+
+def pm95(se: float | None) -> str:
+    """`` ± half-width`` of a 95% interval from a standard error (nothing when exact)."""
+    return "" if se is None else f" ± {Z95 * se:.2g} (95%)"

@@ -1,0 +1,76 @@
+"""Prototypes results are built once (issue 39): every path of ``supcon_prototypes`` makes its
+result with the problem's class labels and, in a fixed dimension or with batches, with what
+the loss pins, in the one constructor; nothing patches a finished result."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import dgp
+from dgp.constants import LOSS_RESOLUTION
+from dgp.prototypes import NonnegativePrototypes, Prototypes
+from dgp.prototypes._ident import settled_identifiability
+
+LABELS = ["cat"] * 5 + ["ant"] * 3 + ["dog"] * 2 + ["bee"] * 2  # sorted: ant bee cat dog
+CLASSES = ("ant", "bee", "cat", "dog")
+SIZES = [3, 2, 5, 2]
+
+
+def _problem(**kw) -> dgp.Problem:
+    return dgp.Problem(objective="supcon", labels=LABELS, tau=0.5, **kw)
+
+
+@pytest.mark.parametrize("call", [
+    dict(),                        # full batch, numeric (imbalanced)
+    dict(dim=2, starts=2),         # rank-2: K > dim + 1
+    dict(method="first-order"),    # the approximation
+    dict(batch_size=4),            # every composition, exact
+    dict(nonnegative=True),        # a ReLU head
+], ids=["full", "dim", "first-order", "batch", "relu"])
+def test_every_path_names_the_classes_and_its_numbers_do_not_depend_on_them(call):
+    by_labels = dgp.supcon_prototypes(_problem(), **call)
+    by_sizes = dgp.supcon_prototypes(SIZES, tau=0.5, **call)
+    assert by_labels.classes == CLASSES and by_sizes.classes is None
+    assert by_labels.loss == by_sizes.loss
+    assert np.array_equal(by_labels.gram, by_sizes.gram)
+    a, b = by_labels.to_dict(), by_sizes.to_dict()
+    assert a.pop("classes") == list(CLASSES) and b.pop("classes") is None
+    assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True,
+                                                                    default=str)
+
+
+@pytest.mark.parametrize("call", [dict(dim=2, starts=2), dict(batch_size=4), dict(dim=3)],
+                         ids=["rank-d", "batch", "free-optimum-fits"])
+def test_a_fixed_dimension_or_batches_say_what_the_loss_pins_as_built(call):
+    p = dgp.supcon_prototypes(SIZES, tau=0.5, **call)
+    ident = p.identifiability
+    assert ident is not None and ident.pinned is not None and ident.statement
+    assert ident.identifiable == (bool(ident.pinned) and all(ident.pinned.values()))
+    # settling is idempotent: the built result is already settled
+    assert settled_identifiability(p, LOSS_RESOLUTION) is ident
+
+
+def test_the_constructor_settles_and_a_copy_in_a_dimension_is_settled_too():
+    free = dgp.supcon_prototypes(SIZES, tau=0.5)
+    assert free.identifiability.pinned is None  # free dimension, full batch: nothing to pin
+    # the free optimum (rank <= 3) placed in R^3 is certified and unique: every invariant
+    # pinned, by the build of the copy itself
+    in_3 = dataclasses.replace(free, dim=3)
+    assert in_3.identifiability.identifiable is True
+    assert set(in_3.identifiability.pinned) == {"pairwise cosines", "spectrum", "mean_norm"}
+    # an uncertified point (no certificate) pins nothing known
+    bare = dataclasses.replace(free, dim=3, certificate=None, method="numeric")
+    assert bare.identifiability.identifiable is False and bare.identifiability.pinned == {}
+
+
+def test_a_relu_result_keeps_its_own_identifiability():
+    p = dgp.supcon_prototypes(SIZES, tau=0.5, nonnegative=True, batch_size=4)
+    assert isinstance(p, NonnegativePrototypes)
+    assert not NonnegativePrototypes.SETTLES_IDENTIFIABILITY
+    assert Prototypes.SETTLES_IDENTIFIABILITY
+    assert p.identifiability is None  # the exact ReLU batch path reports none (a settling
+    # build would have filled it: batches make what the loss pins part of the answer)
