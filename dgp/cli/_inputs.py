@@ -27,11 +27,30 @@ from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
 from dgp.prototypes import NO_POSITIVE, REDUCTIONS
 from dgp.tolerance import DEFAULT_RTOL
 
-__all__ = ["EDGE_SUFFIXES", "WEIGHTS_HELP", "add_input_arguments", "add_objective_arguments",
-           "add_parameter_arguments", "add_reduction_arguments", "add_weights_arguments",
-           "batch_group", "class_sizes", "input_kwargs",
-           "is_edge_list", "label_column", "load_objective_labels", "load_weighting",
-           "parse_sizes", "read_labels", "read_weights", "refuse_label_flags"]
+__all__ = [
+    "EDGE_SUFFIXES",
+    "WEIGHTS_HELP",
+    "add_design_arguments",
+    "add_input_arguments",
+    "add_objective_arguments",
+    "add_parameter_arguments",
+    "add_reduction_arguments",
+    "add_search_arguments",
+    "add_weights_arguments",
+    "batch_group",
+    "class_sizes",
+    "design_kwargs",
+    "input_kwargs",
+    "is_edge_list",
+    "label_column",
+    "load_objective_labels",
+    "load_weighting",
+    "parse_sizes",
+    "read_labels",
+    "read_weights",
+    "refuse_label_flags",
+    "search_kwargs",
+]
 
 #: WEIGHTS files with these suffixes are edge lists
 EDGE_SUFFIXES = (".edges", ".edgelist")
@@ -252,6 +271,24 @@ def add_search_arguments(p: argparse.ArgumentParser, *, seed_help: str | None = 
                    "solver's budget; a larger budget is never worse)")
     p.add_argument("--seed", type=int,
                    help=seed_help or "seed of those random starts (default 0)")
+
+
+def add_design_arguments(p: argparse.ArgumentParser, *, tau_required: bool = False,
+                         seed_help: str | None = None) -> None:
+    """Every flag the design commands (``phase``, ``recommend``, ``floors``) share: their input
+    (:func:`add_input_arguments`), parameters (:func:`add_parameter_arguments`) and search
+    (:func:`add_search_arguments`); the library's keywords are :func:`design_kwargs`."""
+    add_input_arguments(p)
+    add_parameter_arguments(p, tau_required=tau_required)
+    add_search_arguments(p, seed_help=seed_help)
+
+
+def design_kwargs(args: argparse.Namespace) -> dict:
+    """The library's keywords of :func:`add_design_arguments`: the input (``W``, or
+    ``objective`` with ``labels``/``sizes``, ``similarity``, ``tol``), ``tau``, ``dim``,
+    ``eps``, ``sigma``, ``label_tau``, ``starts`` and ``seed``."""
+    return {**input_kwargs(args), "tau": args.tau, "dim": args.dim, "eps": args.eps,
+            "sigma": args.sigma, "label_tau": args.label_tau, **search_kwargs(args)}
 
 
 def search_kwargs(args: argparse.Namespace) -> dict:

@@ -5,13 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from dgp.cli._inputs import (
-    add_input_arguments,
-    add_parameter_arguments,
-    add_search_arguments,
-    input_kwargs,
-    search_kwargs,
-)
+from dgp.cli._inputs import add_design_arguments, design_kwargs
 from dgp.cli._output import add_json_flag, print_result
 from dgp.design import SUPCONTRAST_BASE_TEMPERATURE, loss_floors
 
@@ -33,23 +27,19 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_input_arguments(p)
-    add_parameter_arguments(p, tau_required=True)
+    add_design_arguments(p, tau_required=True, seed_help="seed of the Monte Carlo draws and "
+                         "of a rank-D search's random starts (default 0)")
     p.add_argument("--base-temperature", type=float, default=SUPCONTRAST_BASE_TEMPERATURE,
                    help="SupContrast's base_temperature (default "
                    f"{SUPCONTRAST_BASE_TEMPERATURE:g})")
     p.add_argument("--samples", type=int,
                    help="Monte Carlo draws of the random embedding (default: about 4e6 / N)")
-    add_search_arguments(p, seed_help="seed of the Monte Carlo draws and of a rank-D search's "
-                         "random starts (default 0)")
     add_json_flag(p)
 
 
 def run(args: argparse.Namespace) -> int:
     res = loss_floors(
-        **input_kwargs(args), tau=args.tau, dim=args.dim, eps=args.eps, sigma=args.sigma,
-        label_tau=args.label_tau, base_temperature=args.base_temperature, samples=args.samples,
-        **search_kwargs(args),
+        **design_kwargs(args), base_temperature=args.base_temperature, samples=args.samples,
     )
     print_result(args, res)
     return 0

@@ -8,13 +8,7 @@ import sys
 
 import numpy as np
 
-from dgp.cli._inputs import (
-    add_input_arguments,
-    add_parameter_arguments,
-    add_search_arguments,
-    input_kwargs,
-    search_kwargs,
-)
+from dgp.cli._inputs import add_design_arguments, design_kwargs
 from dgp.cli._output import FileArg, add_json_flag, atomic_output, print_result, quiet
 from dgp.design import GRID_PARAMETERS, MAX_CELLS, PROFILES, phase
 from dgp.errors import InputError, ParameterError
@@ -99,10 +93,9 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_input_arguments(p)
+    add_design_arguments(p)
     p.add_argument("--grid", nargs="+", action="extend", required=True, metavar="NAME=SPEC",
                    help=_GRID_HELP)
-    add_parameter_arguments(p)
     p.add_argument("--classes", type=int,
                    help="imbalance sweep: number of classes K (with --majority)")
     p.add_argument("--majority", type=int, help="imbalance sweep: size of the largest class")
@@ -112,7 +105,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-excess", action="store_true",
                    help="skip the excess loss of inconsistent cells (verdicts only; faster for "
                    "the class objectives, which solve a prototype problem per cell)")
-    add_search_arguments(p)
     p.add_argument("--jobs", type=int, default=1,
                    help="worker processes (joblib; -1: every core). With --scheduler local, the "
                    "number of Dask workers")
@@ -204,11 +196,10 @@ def run(args: argparse.Namespace) -> int:
     _check_sweep_memory(args)
     _check_scheduler(args.scheduler)
     pm = phase(
-        **input_kwargs(args), grid=grid, tau=args.tau, dim=args.dim, eps=args.eps,
-        sigma=args.sigma, label_tau=args.label_tau, classes=args.classes,
+        **design_kwargs(args), grid=grid, classes=args.classes,
         majority=args.majority, profile=args.profile, excess=not args.no_excess, jobs=args.jobs,
         scheduler=args.scheduler,
-        progress=sys.stderr.isatty() and not quiet(args), **search_kwargs(args),
+        progress=sys.stderr.isatty() and not quiet(args),
     )
     if plot is not None:
         with atomic_output(plot) as tmp:

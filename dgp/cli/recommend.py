@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dgp.cli._inputs import (
-    add_input_arguments,
-    add_parameter_arguments,
-    add_search_arguments,
-    input_kwargs,
-    search_kwargs,
-)
+from dgp.cli._inputs import add_design_arguments, design_kwargs
 from dgp.cli._output import add_json_flag, print_result
 from dgp.design import recommend
 from dgp.errors import InputError
@@ -53,10 +47,9 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_input_arguments(p)
+    add_design_arguments(p)
     p.add_argument("--want", required=True, metavar="WANT",
                    help="realizable, simplex, minority-cosine<=X or min-dim")
-    add_parameter_arguments(p)
     p.add_argument("--minority", metavar="c1,c2,...",
                    help="minority-cosine: the minority classes, as codes 0..K-1 in sorted label "
                    "order (default: every class smaller than the largest)")
@@ -65,17 +58,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "0.01:10)")
     p.add_argument("--points", type=int, default=61,
                    help="scan points before the bisection (default 61)")
-    add_search_arguments(p)
     add_json_flag(p)
 
 
 def run(args: argparse.Namespace) -> int:
     res = recommend(
-        **input_kwargs(args), want=args.want, tau=args.tau, dim=args.dim, eps=args.eps,
-        sigma=args.sigma, label_tau=args.label_tau,
+        **design_kwargs(args), want=args.want,
         minority=None if args.minority is None else _ints(args.minority, "--minority"),
         search=None if args.search is None else tuple(_floats(args.search, "--search", 2)),
-        points=args.points, **search_kwargs(args),
+        points=args.points,
     )
     from dgp.cli._words import cli_words, command_flags
 
