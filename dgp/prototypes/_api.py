@@ -30,7 +30,6 @@ import numpy as np
 from dgp.constants import (
     BATCH_REPLICATES,
     BATCH_TAU_MIN,
-    CLOSED_FORM_CHECK_MAX_K,
     EQUIANGULAR_ATOL,
     EXACT_MAX_DEFAULT,
     SOLVER_TOL,
@@ -75,6 +74,7 @@ from dgp.prototypes._dim import (
     in_dim_factor,
     on_factor,
 )
+from dgp.prototypes._equiangular_kkt import equiangular_certificate
 from dgp.prototypes._first_order import first_order_prototypes
 from dgp.prototypes._ident import Identifiability
 from dgp.prototypes._result import Prototypes
@@ -161,15 +161,6 @@ def kkt_certificate(
     return row_certificate(prob, G)
 
 
-def _closed_form_certificate(n: np.ndarray, tau: float, eps: float | None,
-                             cosine: float) -> KKTCertificate | None:
-    """The KKT certificate of a closed-form equiangular Gram (cosine ``cosine``) up to
-    :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes; above, ``None`` (the proof)."""
-    big = n.size > CLOSED_FORM_CHECK_MAX_K
-    return None if big else kkt_certificate(equiangular_gram(n.size, cosine), n, tau=tau,
-                                            eps=eps)
-
-
 _FIRST_ORDER = "the first-order approximation (method first-order, O(tau^2) error)"
 
 
@@ -245,7 +236,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         return Prototypes(
             **common, method="closed-form", loss=loss, entropic_bound=bound,
             excess_loss=excess, log_excess_loss=log_excess, kkt_residual=None,
-            certificate=_closed_form_certificate(n, tau, eps, simplex), collapse=None,
+            certificate=equiangular_certificate(n, tau, eps, simplex), collapse=None,
             rank=K - 1, unique=True,
             stop_reason="regular simplex (balanced SupCon)", equiangular=simplex,
             identifiability=_full_identifiability(n, tau, eps, None, gap),
@@ -259,7 +250,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         return Prototypes(
             **common, method="closed-form", loss=loss, entropic_bound=bound,
             excess_loss=excess, log_excess_loss=log_excess, kkt_residual=None,
-            certificate=_closed_form_certificate(n, tau, eps, -1.0), collapse=None, rank=1,
+            certificate=equiangular_certificate(n, tau, eps, -1.0), collapse=None, rank=1,
             unique=face_uniqueness(G, n, rank=1)[0],
             stop_reason="antipodal (SupCon with two classes)", equiangular=-1.0,
             identifiability=_full_identifiability(n, tau, eps, None, gap),
@@ -272,7 +263,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             return Prototypes(
                 **common, method="closed-form", loss=loss, entropic_bound=bound,
                 excess_loss=excess, log_excess_loss=math.log(excess) if excess > 0 else -math.inf,
-                kkt_residual=None, certificate=_closed_form_certificate(n, tau, eps, simplex),
+                kkt_residual=None, certificate=equiangular_certificate(n, tau, eps, simplex),
                 collapse=None, rank=K - 1, unique=True,
                 stop_reason="regular simplex (balanced Soft SupCon above tau*)",
                 equiangular=simplex,
@@ -289,7 +280,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             return Prototypes(
                 **common, method="closed-form", loss=bound, entropic_bound=bound,
                 excess_loss=0.0, log_excess_loss=-math.inf, kkt_residual=None,
-                certificate=_closed_form_certificate(n, tau, eps, max(rho, simplex)),
+                certificate=equiangular_certificate(n, tau, eps, max(rho, simplex)),
                 collapse=None, rank=K - 1 if at_star else K, unique=unique,
                 stop_reason="equiangular rho = 1 + tau log eps, attains the entropic bound",
                 equiangular=max(rho, simplex),

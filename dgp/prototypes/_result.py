@@ -103,12 +103,14 @@ class Prototypes(Record):
         The certificate's residual; ``None`` for closed forms (proved, not converged) and
         approximations.
     certificate : KKTCertificate, RankDCertificate, BatchCertificate or None
-        The KKT certificate of the Gram (of the solve, of a closed form checked numerically up
-        to :data:`~dgp.constants.CLOSED_FORM_CHECK_MAX_K` classes, of a first-order Gram's
-        projection: its residual says how far from optimal); a point on factors: its rank-d
-        certificate (``rank_d``); a stochastic prediction: its expected-batch certificate (a
-        lower bound at its confidence, the gap); ``None`` for a first-order Gram not projected
-        and a larger closed form (its executable proof certifies it).
+        The KKT certificate of the Gram (of the solve; of a closed form, computed from its
+        equiangular structure at any ``K``, up to
+        :data:`~dgp.constants.EQUIANGULAR_KKT_MAX_GROUPS` distinct class sizes; of a
+        first-order Gram's projection: its residual says how far from optimal); a point on
+        factors: its rank-d certificate (``rank_d``); a stochastic prediction: its
+        expected-batch certificate (a lower bound at its confidence, the gap); ``None`` for a
+        first-order Gram not projected and a closed form of more distinct sizes (its
+        executable proof certifies it).
     collapse : LiftCertificate or None
         Optimality of the collapsed configuration for the ``N x N`` problem, and uniqueness.
     rank : int

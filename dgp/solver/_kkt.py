@@ -32,7 +32,7 @@ from dgp.records import CertificateProtocol
 from dgp.solver._program import RowProblem
 from dgp.tolerance import DEFAULT_POLICY
 
-__all__ = ["KKTCertificate", "row_certificate"]
+__all__ = ["KKTCertificate", "kkt_from_spectra", "row_certificate"]
 
 
 @dataclass(frozen=True)
@@ -166,14 +166,11 @@ def row_certificate(prob: RowProblem, gram: np.ndarray, *,
     (True, 1, True)
     """
     G = 0.5 * (gram + gram.T)
-    K = G.shape[0]
     st = prob.state(G)
     ge, gl = prob.gradient_parts(st)
     g = ge - gl
     y = np.einsum("ij,ji->i", G, g)
     S = g - np.diag(y)
-    lam_S = np.linalg.eigvalsh(S)
-    lam_G = np.linalg.eigvalsh(G)
     nu = max(float(np.linalg.norm(ge)), float(np.linalg.norm(gl)), SCALE_FLOOR)
     if prob.block is None:
         # rows of an asymmetric weighting may cancel in the symmetric parts (a directed cycle
@@ -181,14 +178,41 @@ def row_certificate(prob: RowProblem, gram: np.ndarray, *,
         # or every residual would be measured against SCALE_FLOOR. (A class-block problem keeps
         # the symmetric parts, the scale its factor form computes without the Gram.)
         nu = max(nu, prob.term_scale(st))
+    return kkt_from_spectra(
+        np.linalg.eigvalsh(G), np.linalg.eigvalsh(S),
+        diag_error=float(np.max(np.abs(np.diag(G) - 1.0))),
+        product_norm=float(np.linalg.norm(G @ S)), inner=float(np.sum(S * G)),
+        gradient_scale=nu, multipliers=y, log_scale=prob.log_t,
+        weight_total=prob.alpha_total, target=target)
+
+
+def kkt_from_spectra(lam_gram: np.ndarray, lam_dual: np.ndarray, *, diag_error: float,
+                     product_norm: float, inner: float, gradient_scale: float,
+                     multipliers: np.ndarray, log_scale: float, weight_total: float,
+                     target: float = SOLVER_TOL) -> KKTCertificate:
+    r"""The KKT certificate (module docstring) from what it is computed of, however that was
+    obtained: the ascending spectra of ``M`` and of :math:`S` (scaled), the largest deviation
+    of :math:`\operatorname{diag}M` from 1, :math:`\|MS\|_F`, :math:`\langle S, M\rangle`,
+    the gradient scale :math:`\nu`, the multipliers :math:`y`, :math:`\log t` and
+    :math:`\sum_r\alpha_r` (the units of the gap). :func:`row_certificate` passes dense
+    eigenvalues; a structured Gram (an equiangular closed form) passes its known spectra.
+
+    >>> c = kkt_from_spectra(np.array([0.0, 2.0]), np.array([0.0, 1.0]), diag_error=0.0,
+    ...     product_norm=0.0, inner=0.0, gradient_scale=1.0, multipliers=np.zeros(2),
+    ...     log_scale=0.0, weight_total=4.0)
+    >>> c.kkt_residual, c.rank, c.dual_rank, c.strictly_complementary
+    (0.0, 1, 1, True)
+    """
+    lam_G, lam_S, nu = np.asarray(lam_gram), np.asarray(lam_dual), gradient_scale
+    K = lam_G.size
     g_norm = max(float(lam_G[-1]), 1.0)
-    r_primal = max(float(np.max(np.abs(np.diag(G) - 1.0))), max(0.0, -float(lam_G[0])))
+    r_primal = max(diag_error, max(0.0, -float(lam_G[0])))
     r_dual = max(0.0, -float(lam_S[0])) / nu
-    r_comp = float(np.linalg.norm(G @ S)) / (nu * g_norm)
+    r_comp = product_norm / (nu * g_norm)
     kkt = max(r_primal, r_dual, r_comp)
-    gap_scaled = max(0.0, float(np.sum(S * G))) + K * max(0.0, -float(lam_S[0]))
+    gap_scaled = max(0.0, inner) + K * max(0.0, -float(lam_S[0]))
     if gap_scaled > 0:
-        log_gap = math.log(gap_scaled) + math.log(prob.alpha_total) + prob.log_t
+        log_gap = math.log(gap_scaled) + math.log(weight_total) + log_scale
         gap = math.exp(log_gap) if log_gap > -745 else 0.0
     else:
         log_gap, gap = -math.inf, 0.0
@@ -215,8 +239,8 @@ def row_certificate(prob: RowProblem, gram: np.ndarray, *,
         gradient_scale=nu,
         gap_bound=gap,
         log_gap_bound=log_gap,
-        log_scale=prob.log_t,
-        multipliers=tuple(float(v) for v in y),
+        log_scale=log_scale,
+        multipliers=tuple(float(v) for v in multipliers),
         target=float(target),
     )
 
