@@ -51,6 +51,8 @@ from dgp.solver._batch_sources import (
     SampleBatches,
     batch_function,
 )
+from dgp.solver._shared_bound import dual_bound
+from dgp.solver._sphere_lbfgs import row_lbfgs
 
 __all__ = ["MONITOR_BATCHES", "Estimate", "RelaxationBound", "StepTimes", "StochasticRun",
            "evaluate", "relaxation_bound", "round_steps", "step_timings", "stochastic_optimum"]
@@ -68,7 +70,7 @@ ADAM_EPS = 1e-12
 #: the relaxation bound stops drawing batches (past its least number) once the mean gap's
 #: standard error is at most this share of the loss's
 GAP_SE_SHARE = 0.25
-#: L-BFGS iterations of the linear problem choosing a batch bound's multipliers (_dual_bounds)
+#: L-BFGS iterations of the linear problem choosing a batch bound's multipliers (_linear_rows)
 DUAL_LINEAR_ITERS = 100
 #: the two-sided 95% normal quantile and the one-sided one
 Z95 = float(ndtri(0.975))
@@ -428,83 +430,12 @@ class RelaxationBound:
     confidence: float = 0.95
 
 
-#: curvature pairs of :func:`_row_lbfgs`, and its Armijo constant and most step halvings
-ROW_LBFGS_MEMORY = 10
-ROW_LBFGS_ARMIJO = 1e-4
-ROW_LBFGS_HALVINGS = 30
-#: :func:`_row_lbfgs` stops once a step lowers the loss by at most this share of it (SciPy's
-#: ``ftol``: else a converged batch backtracks at the loss's rounding, 10 s of CPU at tau 0.5)
-ROW_LBFGS_FTOL = 1e-15
-
-
-def _row_lbfgs(value_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], X0: np.ndarray,
-               *, iters: int) -> np.ndarray:
-    """Unit rows found by ``iters`` L-BFGS iterations on ``f(Z)``, ``Z`` the rows of ``X``
-    normalised (the parametrisation of :func:`dgp.solver._sphere_lbfgs.sphere_lbfgs`), with
-    the two-loop recursion in numpy and an Armijo backtracking from the unit step (the first
-    step of length one); only where a point's quality matters, not its optimality: the
-    relaxation bound certifies whatever point it is given. SciPy's L-BFGS-B spent half of the
-    bound's time in its own iteration (65 536 variables at B = 256): at N = 2000, B = 256,
-    d = 128, tau = 0.1 a batch's bound (300 and 100 iterations) took 1.7-1.8 s of CPU with this
-    one against 2.8-3.3 s, its gap 0.00077-0.00079 nats per anchor against 0.00083 (two and
-    three batches); at tau = 0.5, 0.26 s against 0.36 s, the same gaps (0.00039). It stops
-    early where a step lowers the loss by no more than :data:`ROW_LBFGS_FTOL` of it."""
-    def fg(X: np.ndarray) -> tuple[float, np.ndarray]:
-        nrm = np.linalg.norm(X, axis=1, keepdims=True)
-        Z = X / nrm
-        f, g = value_grad(Z)
-        return f, (g - np.sum(g * Z, axis=1, keepdims=True) * Z) / nrm
-
-    X = _unit_rows(np.asarray(X0, dtype=float))
-    f, g = fg(X)
-    pairs: list[tuple[np.ndarray, np.ndarray, float]] = []
-    for _ in range(iters):
-        q = g.copy()
-        alphas = []
-        for s, y, rho in reversed(pairs):
-            a = rho * float(np.vdot(s, q))
-            q -= a * y
-            alphas.append(a)
-        if pairs:
-            s, y, _ = pairs[-1]
-            q *= float(np.vdot(s, y)) / float(np.vdot(y, y))
-        else:
-            q /= max(float(np.linalg.norm(q)), np.finfo(float).tiny)
-        for (s, y, rho), a in zip(pairs, reversed(alphas), strict=True):
-            q += (a - rho * float(np.vdot(y, q))) * s
-        slope = -float(np.vdot(g, q))
-        if not slope < 0:  # not a descent direction: forget the curvature, take the gradient
-            pairs.clear()
-            q = g / max(float(np.linalg.norm(g)), np.finfo(float).tiny)
-            slope = -float(np.vdot(g, q))
-            if not slope < 0:
-                break
-        t = 1.0
-        for _ in range(ROW_LBFGS_HALVINGS):
-            Xn = X - t * q
-            fn, gn = fg(Xn)
-            if fn <= f + ROW_LBFGS_ARMIJO * t * slope:
-                break
-            t *= 0.5
-        else:
-            break  # no decrease at the resolution of the loss
-        s, y = Xn - X, gn - g
-        sy = float(np.vdot(s, y))
-        if sy > 1e-12 * float(np.vdot(y, y)):
-            pairs.append((s, y, 1.0 / sy))
-            del pairs[:-ROW_LBFGS_MEMORY]
-        stalled = f - fn <= ROW_LBFGS_FTOL * max(abs(f), abs(fn), 1.0)
-        X, f, g = Xn, fn, gn
-        if stalled:
-            break
-    return _unit_rows(X)
-
-
 def _relaxed_batch_bound(Zb: np.ndarray, fn: BatchFunction, *, rank: int | None,
                          iters: int) -> tuple[float, float]:
     """(loss of ``Zb``, a certified lower bound on the batch's free-Gram minimum): L-BFGS on a
     factor of rank ``rank`` (``None``: the batch's size, the whole elliptope) from ``Zb``, then
-    the better of two dual bounds at the point reached (:func:`_dual_bounds`)."""
+    the better of two dual bounds at the point reached
+    (:func:`dgp.solver._shared_bound.dual_bound`, with :func:`_linear_rows`)."""
     u = Zb.shape[0]
     f0, _ = fn.terms(Zb, gradient=False)
     r = u if rank is None else min(u, rank)
@@ -517,42 +448,23 @@ def _relaxed_batch_bound(Zb: np.ndarray, fn: BatchFunction, *, rank: int | None,
         U, s, _ = np.linalg.svd(Zb, full_matrices=False)
         X0 = U[:, :r] * s[:r]
 
-    Z = _row_lbfgs(fn.value_grad, X0, iters=iters)
+    Z = row_lbfgs(fn.value_grad, X0, iters=iters)
     f = fn.terms(Z, gradient=False)[0]
     if not f <= f0:
         Z, f = Zb, f0
-    return f0, _dual_bounds(Z, f, fn)
+    return f0, dual_bound(Z, f, fn, linear=_linear_rows)
 
 
-def _dual_bounds(Z: np.ndarray, f: float, fn: BatchFunction) -> float:
-    r"""A lower bound on the batch's minimum over the elliptope from the point ``G = Z Z^T``
-    of loss ``f``. With :math:`C` the symmetric gradient in ``G``, convexity gives
-    :math:`F^\star \ge f - \langle C, G\rangle + \min_{G'} \langle C, G'\rangle`, and for any
-    ``y``, :math:`\min_{G'} \langle C, G'\rangle \ge \sum y + u\,\lambda_{\min}(C -
-    \operatorname{Diag} y)` (weak duality over the elliptope). Two ``y`` are tried and the
-    larger bound kept: ``diag(C G)`` (the multipliers of the point itself: the bound
-    :math:`f + u\lambda_{\min}(S)`), and the multipliers ``diag(C G')`` of the linear problem
-    :math:`\min_{G'} \langle C, G'\rangle` solved by :data:`DUAL_LINEAR_ITERS` L-BFGS
-    iterations from ``Z`` (far tighter where the descent has not closed: at tau = 0.1, B = 256
-    the gap of a batch fell from 0.0097 to 0.0053 at 100 iterations). Both are valid for
-    any ``y``: the linear solve only chooses a better one."""
-    u = Z.shape[0]
-    G = Z @ Z.T
-    np.fill_diagonal(G, 1.0)
-    _, Gam = fn.terms(Z, gradient=True)
-    C = 0.5 * (Gam + Gam.T)
-    lin = float(np.sum(C * G))
+def _linear_rows(C: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """Rows that lower :math:`\\langle C, X X^T\\rangle` (:data:`DUAL_LINEAR_ITERS` L-BFGS
+    iterations from ``Z``): the multipliers of :func:`dgp.solver._shared_bound.dual_bound`
+    at the batch's linear problem (far tighter than the point's own where the descent has not
+    closed: at tau = 0.1, B = 256 the gap of a batch fell from 0.0097 to 0.0053 at 100
+    iterations)."""
+    return row_lbfgs(lambda X: (float(np.sum((C @ X) * X)), 2.0 * (C @ X)), Z,
+                     iters=DUAL_LINEAR_ITERS)
 
-    def bound(y: np.ndarray) -> float:
-        return f - lin + float(y.sum()) + u * float(np.linalg.eigvalsh(C - np.diag(y))[0])
 
-    y_point = np.einsum("ij,ji->i", C, G)
-    best = min(f, bound(y_point))
-    if best < f:  # the point is not certified optimal: choose y by the linear problem
-        X = _row_lbfgs(lambda X: (float(np.sum((C @ X) * X)), 2.0 * (C @ X)), Z,
-                       iters=DUAL_LINEAR_ITERS)
-        best = min(f, max(best, bound(np.einsum("ij,ji->i", C, X @ X.T))))
-    return best
 
 
 def relaxation_bound(

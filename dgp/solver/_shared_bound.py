@@ -1,0 +1,242 @@
+r"""A lower bound on the expected-batch optimum from batches that share one Gram matrix: the
+sample-average (SAA) lower bound of Mak, Morton and Wood (1999) on the free-dimension relaxation.
+
+For ``m`` batches :math:`b_1, \dots, b_m` drawn independently, let :math:`U` be the union of
+their points and
+
+.. math::
+
+    \hat v_m = \min_{G \in \mathcal E_U} \frac 1m \sum_{j=1}^m L_{b_j}(G_{b_j}),
+
+the least mean batch loss over one Gram matrix of the union (:math:`\mathcal E_U`: the
+elliptope, PSD with unit diagonal). Every batch loss is convex in its principal block, so
+:math:`\hat v_m` is a convex program, and
+:math:`v_m = \mathbb E\,\hat v_m \le \min_{G} \mathbb E_b L_b(G_b) \le \min_Z \mathbb E_b
+L_b(Z)` (the minimum of a mean is at most the mean at the expectation's minimiser; a rank-``d``
+embedding is one Gram matrix). :math:`v_m` is nondecreasing in ``m`` (Mak, Morton and Wood,
+Theorem 2), and ``m = 1`` is the per-batch relaxation of
+:func:`dgp.solver.relaxation_bound`, whose free Gram fits each batch alone: where a batch holds
+about one positive per anchor (a k-NN graph) that relaxation lies far below the loss, and a
+Gram shared by many batches cannot fit them all.
+
+Each replicate draws ``m`` fresh batches, descends the mean loss over a factor of the union's
+rows from the embedding's own rows (Burer–Monteiro: any factor rank), and bounds
+:math:`\hat v_m` below by weak duality over :math:`\mathcal E_U` at the point reached
+(:func:`dual_bound`: :math:`\lambda_{\min}` of a ``u x u`` matrix, by a dense symmetric
+eigensolver). The bound of a replicate is valid whatever the descent reached; over ``R``
+independent replicates their mean less a one-sided Student quantile times its standard error is
+a lower confidence limit on :math:`v_m`, hence on the optimum.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtri
+from scipy.stats import t as student_t
+
+from dgp.errors import ParameterError
+from dgp.solver._batch import BatchSpec
+from dgp.solver._batch_sources import BatchWeights, batch_function
+from dgp.solver._sphere_lbfgs import row_lbfgs
+
+__all__ = ["SHARED_EXTRA_RANK", "SHARED_LINEAR_ITERS", "SHARED_STREAM", "SharedBound",
+           "UnionBatches", "dual_bound", "shared_bound", "shared_replicate", "union_batches"]
+
+#: the batch stream of replicate ``r`` of :func:`shared_bound` is ``[seed, SHARED_STREAM, r]``
+#: (no stream of the stochastic driver, its evaluation, selection, timing or per-batch bound)
+SHARED_STREAM = 9
+#: columns of the factor beyond the embedding's own (a seeded push of size 1e-2 off its span),
+#: so that the descent can leave the embedding's dimension
+SHARED_EXTRA_RANK = 32
+#: L-BFGS iterations of the linear problem that chooses a replicate's dual multipliers
+SHARED_LINEAR_ITERS = 100
+
+
+@dataclass(frozen=True, eq=False)
+class UnionBatches:
+    r"""The mean loss of ``m`` batches as a function of the rows of their union.
+
+    Attributes
+    ----------
+    functions : tuple
+        Each batch's loss (:class:`dgp.solver.BatchFunction`), of its rows in batch order.
+    local : tuple of ndarray
+        Each batch's rows among the union's.
+    u : int
+        Points of the union.
+    """
+
+    functions: tuple
+    local: tuple
+    u: int
+
+    def value_grad(self, X: np.ndarray,
+                   gradient: bool = True) -> tuple[float, np.ndarray | None]:
+        """The mean batch loss at unit rows ``X`` (``u x r``) and its Euclidean gradient."""
+        m = len(self.functions)
+        f = 0.0
+        g = np.zeros_like(X) if gradient else None
+        for fn, loc in zip(self.functions, self.local, strict=True):
+            fj, gj = fn.value_grad(X[loc], gradient)
+            f += fj
+            if gradient:
+                g[loc] += gj
+        if gradient:
+            g /= m
+        return f / m, g
+
+    def terms(self, X: np.ndarray,
+              gradient: bool = True) -> tuple[float, np.ndarray | None]:
+        """The mean batch loss and (with ``gradient``) its derivative in the union's Gram
+        entries (``u x u``, zero diagonal; :meth:`dgp.solver.BatchFunction.terms`)."""
+        m = len(self.functions)
+        f = 0.0
+        Gam = np.zeros((self.u, self.u)) if gradient else None
+        for fn, loc in zip(self.functions, self.local, strict=True):
+            fj, Gj = fn.terms(X[loc], gradient)
+            f += fj
+            if gradient:
+                Gam[np.ix_(loc, loc)] += Gj
+        if gradient:
+            Gam /= m
+        return f / m, Gam
+
+
+def dual_bound(Z: np.ndarray, f: float, fn, *,
+               linear: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> float:
+    r"""A lower bound on :math:`\min_{G \in \mathcal E} F(G)` (``F`` convex in the Gram matrix,
+    ``fn.terms`` its value and derivative) from the point ``G = Z Z^T`` of value ``f``. With
+    :math:`C` the symmetric derivative at ``G``, convexity gives :math:`F^\star \ge f -
+    \langle C, G\rangle + \min_{G'} \langle C, G'\rangle`, and for any ``y``,
+    :math:`\min_{G' \in \mathcal E} \langle C, G'\rangle \ge \sum y + u\,\lambda_{\min}(C -
+    \operatorname{Diag} y)` (weak duality over the elliptope). ``y`` is ``diag(C G)`` (the
+    point's own multipliers), and where that does not certify the point, also ``diag(C X
+    X^T)`` with ``X = linear(C, Z)`` (rows that lower :math:`\langle C, X X^T\rangle`); the
+    larger bound is kept, never above ``f``. Valid for any ``y``: the rows only choose one."""
+    u = Z.shape[0]
+    G = Z @ Z.T
+    np.fill_diagonal(G, 1.0)
+    _, Gam = fn.terms(Z, gradient=True)
+    C = 0.5 * (Gam + Gam.T)
+    lin = float(np.sum(C * G))
+
+    def bound(y: np.ndarray) -> float:
+        return (f - lin + float(y.sum())
+                + u * float(np.linalg.eigvalsh(C - np.diag(y))[0]))
+
+    best = min(f, bound(np.einsum("ij,ji->i", C, G)))
+    if best < f and linear is not None:
+        X = linear(C, Z)
+        best = min(f, max(best, bound(np.einsum("ij,ij->i", C @ X, X))))
+    return best
+
+
+def union_batches(weights: BatchWeights, draws: list[tuple[np.ndarray, np.ndarray]], *,
+                  tau: float, spec: BatchSpec) -> tuple[np.ndarray, UnionBatches]:
+    """The union ``U`` (sorted point indices) of the batches ``draws`` (``(idx, counts)``
+    each) and their mean loss as a function of its rows."""
+    U = np.unique(np.concatenate([idx for idx, _ in draws]))
+    fns = tuple(batch_function(weights, idx, c, tau=tau, spec=spec) for idx, c in draws)
+    return U, UnionBatches(fns, tuple(np.searchsorted(U, idx) for idx, _ in draws), int(U.size))
+
+
+def shared_replicate(Z: np.ndarray, weights: BatchWeights,
+                     draws: list[tuple[np.ndarray, np.ndarray]], *, tau: float,
+                     spec: BatchSpec, iters: int,
+                     extra_rank: int = SHARED_EXTRA_RANK) -> tuple[float, float]:
+    """One replicate (module docstring): ``(mean loss of Z on the batches, a certified lower
+    bound on their least mean loss over one Gram matrix of their union)``. The descent is
+    ``iters`` L-BFGS iterations on a factor of rank ``dim + extra_rank`` from ``Z``'s rows;
+    the bound is :func:`dual_bound` at the better of the point reached and ``Z``'s rows."""
+    U, fn = union_batches(weights, draws, tau=tau, spec=spec)
+    Zu = np.asarray(Z, dtype=float)[U]
+    f0 = fn.value_grad(Zu, False)[0]
+    d = Zu.shape[1]
+    r = min(U.size, d + extra_rank) if U.size > d else d
+    X0 = np.zeros((U.size, r))
+    X0[:, :d] = Zu
+    if r > d:
+        X0[:, d:] = 1e-2 * np.random.default_rng(U.size).standard_normal((U.size, r - d))
+    X = row_lbfgs(fn.value_grad, X0, iters=iters)
+    f = fn.value_grad(X, False)[0]
+    if not f <= f0:
+        X, f = Zu, f0
+
+    def linear(C: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return row_lbfgs(lambda V: (float(np.sum((C @ V) * V)), 2.0 * (C @ V)), Y,
+                         iters=SHARED_LINEAR_ITERS)
+
+    return f0, dual_bound(X, f, fn, linear=linear)
+
+
+@dataclass(frozen=True)
+class SharedBound:
+    r"""A lower confidence limit on :math:`\min_Z \mathbb E_b L_b(Z)` from replicates of
+    ``m`` batches sharing one Gram matrix (module docstring).
+
+    Attributes
+    ----------
+    value : float
+        The limit: the expected loss of the embedding (its held-out estimate) less the mean
+        gap over the replicates, less :math:`z_{0.975}` times the loss's standard error and
+        :math:`t_{0.975,\,R-1}` times the gap's (each one-sided at 97.5%, so both hold
+        together at ``confidence``).
+    m : int
+        Batches per replicate.
+    mean_gap : float
+        Mean over the replicates of the embedding's mean loss on the replicate's batches less
+        the replicate's certified bound.
+    gap_se : float
+        Its standard error (``inf`` with one replicate).
+    replicates : int
+    confidence : float
+    """
+
+    value: float
+    m: int
+    mean_gap: float
+    gap_se: float
+    replicates: int
+    confidence: float = 0.95
+
+    @property
+    def batches(self) -> int:
+        """Fresh batches drawn: ``m`` a replicate."""
+        return self.m * self.replicates
+
+
+def shared_bound(
+    Z: np.ndarray, loss, weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float,
+    seed: int, m: int, replicates: int, iters: int = 200,
+    progress: Callable[[str], None] | None = None,
+) -> SharedBound:
+    """:class:`SharedBound` of the embedding ``Z`` (``n x d`` unit rows) whose held-out
+    :class:`dgp.solver.Estimate` is ``loss``: ``replicates`` independent replicates of ``m``
+    fresh batches of ``sampler`` each (replicate ``r`` from the stream ``[seed,``
+    :data:`SHARED_STREAM` ``, r]``), :func:`shared_replicate` with ``iters`` iterations."""
+    if not (isinstance(m, int) and m >= 1):
+        raise ParameterError("m", f"must be an integer >= 1, got {m!r}")
+    if not (isinstance(replicates, int) and replicates >= 2):
+        raise ParameterError("replicates", f"must be an integer >= 2 (a standard error), got "
+                             f"{replicates!r}")
+    gaps = []
+    last_said = time.monotonic()
+    for r in range(replicates):
+        rng = np.random.default_rng([seed, SHARED_STREAM, r])
+        draws = [sampler.draw(rng) for _ in range(m)]
+        f0, low = shared_replicate(Z, weights, draws, tau=tau, spec=spec, iters=iters)
+        gaps.append(f0 - low)
+        if progress is not None and time.monotonic() - last_said >= 5.0:
+            last_said = time.monotonic()
+            progress(f"shared-Gram bound: {r + 1} of {replicates} replicates of {m} batches")
+    g = np.array(gaps)
+    mean_gap = float(g.mean())
+    gap_se = float(g.std(ddof=1) / math.sqrt(g.size))
+    value = (loss.mean - mean_gap - float(ndtri(0.975)) * loss.se
+             - float(student_t.ppf(0.975, g.size - 1)) * gap_se)
+    return SharedBound(value, m, mean_gap, gap_se, int(g.size))
