@@ -140,3 +140,19 @@ def test_closed_form_prototypes_carry_it_at_any_size():
     assert abs(small.certificate.kkt_residual - dense.kkt_residual) <= 1e-10
     soft = dgp.supcon_prototypes(list(range(2, 402)), tau=0.05, eps=0.3, identifiability=False)
     assert soft.method == "closed-form" and soft.certificate.certified
+
+
+@pytest.mark.parametrize("tau", [1e-300, 1e-6, 1e9])
+def test_extreme_temperatures_agree_without_overflow(tau):
+    """The gradient carries 1/tau: at tau = 1e-300 its coefficients are near the largest
+    float, and the structured sums must not square them (the dense certificate's norms scale)."""
+    eps = 0.3
+    # (Soft SupCon's rho = 1 + tau log eps is 1.0 in floats at tau = 1e-300: no closed form)
+    soft = ([([2, 9, 4], eps, 1.0 + tau * math.log(eps))] if 1e-300 < tau < 1 else
+            [([4] * 6, eps, -0.2)] if tau > 1 else [])
+    with np.errstate(all="ignore"):  # as dgp.solver.validated_tau outside the validated range
+        for n, e, rho in [([5, 3], None, -1.0), ([4] * 6, None, -0.2), *soft]:
+            fast = equiangular_certificate(np.asarray(n), tau, e, rho)
+            assert fast.certified and math.isfinite(fast.gradient_scale), (n, e)
+            if math.isfinite(_dense(n, tau, e, rho).gradient_scale):
+                _agree(n, tau, e, rho)  # (the dense norms overflow to inf at tau = 1e-300)

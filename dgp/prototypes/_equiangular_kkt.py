@@ -85,8 +85,13 @@ def equiangular_certificate(sizes: np.ndarray, tau: float, eps: float | None, rh
         return None
     m = counts.astype(float)
     A, B, log_t = _softmax_coefficients(sz, counts, N, tau, eps, rho)
+    # in units of the largest coefficient (1/tau makes them huge at an extreme tau: no squares
+    # overflow); S, y, the norms and <S, G> are linear in them and scaled back at the end
+    unit = max(float(A.max()), float(B.max()), SCALE_FLOOR)
+    A, B = A / unit, B / unit
     # the gradient's parts and their size (terms of one sign: the norms do not cancel)
-    nu = max(_offdiag_norm(sz, m, sz * A), _offdiag_norm(sz, m, sz * B), SCALE_FLOOR)
+    nu = max(unit * max(_offdiag_norm(sz, m, sz * A), _offdiag_norm(sz, m, sz * B)),
+             SCALE_FLOOR)
     u = sz * (A - B)
     U = float(m @ u)
     R = 0.5 * (np.outer(u, sz) + np.outer(sz, u))  # R between groups (diagonal: same group)
@@ -110,9 +115,10 @@ def equiangular_certificate(sizes: np.ndarray, tau: float, eps: float | None, rh
     product = math.sqrt(float(np.sum(pairs * off**2) + m @ on**2))
     # <S, G> = sum_c S_cc + rho sum_{c != d} S_cd, with S_cc = -y_c and S_cd = R_cd
     inner = float(-(m @ y) + rho * np.sum(pairs * R))
-    return kkt_from_spectra(lam_G, lam_S, diag_error=0.0, product_norm=product, inner=inner,
-                            gradient_scale=nu, multipliers=y[inverse], log_scale=log_t,
-                            weight_total=N, target=target)
+    return kkt_from_spectra(lam_G, unit * lam_S, diag_error=0.0, product_norm=unit * product,
+                            inner=unit * inner, gradient_scale=nu,
+                            multipliers=unit * y[inverse], log_scale=log_t, weight_total=N,
+                            target=target)
 
 
 def _offdiag_norm(sz: np.ndarray, m: np.ndarray, x: np.ndarray) -> float:
