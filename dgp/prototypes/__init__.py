@@ -8,14 +8,18 @@ holds
 * the closed forms (:mod:`~dgp.prototypes._closed_forms`): the regular simplex of balanced
   SupCon, Soft SupCon's equiangular :math:`\rho = 1 + \tau\log\varepsilon` below
   :math:`\tau^* = K/((K-1)(-\log\varepsilon))`, the first-order small-:math:`\tau` approximation
-  under imbalance and the nearest point of the elliptope;
+  under imbalance and the nearest point of the elliptope; and the KKT certificate of an
+  equiangular closed form from its structure at any number of classes
+  (:mod:`~dgp.prototypes._equiangular_kkt`);
 * the prototypes of a ReLU head (:mod:`~dgp.prototypes._nonnegative`): non-negative
   coordinates, the orthogonal frame where it is optimal, and a certified doubly non-negative
   bound otherwise;
 * the rooms of the entry point :func:`supcon_prototypes` (:mod:`~dgp.prototypes._api`, the
   full batch): a fixed dimension in one place (:mod:`~dgp.prototypes._dim`), the mini-batch
   paths over enumerable compositions (:mod:`~dgp.prototypes._batched`) and beyond them, on
-  fresh batches (:mod:`~dgp.prototypes._sampled`);
+  fresh batches (:mod:`~dgp.prototypes._sampled`); every path builds its result once, with
+  the problem's class labels, and the result settles what the loss pins as it is made
+  (:mod:`~dgp.prototypes._ident`);
 * the prototype problem handed to the solver floor, :mod:`dgp.solver` (the convex program in
   log space, its certified solver, KKT and lift certificates, and the batch compositions of
   uniform, class-balanced and m-per-class samplers), which :mod:`dgp.optima` uses too.
