@@ -589,11 +589,6 @@ BATCH_REPLICATES = 2
 #: terms level with it (-0.00002 +- 0.00001) in 36 s
 ROUND_PARTNER_TERMS = 128
 
-#: closed-form prototypes of up to this many classes carry the KKT certificate of their Gram
-#: (the formula checked numerically: about 0.05 s at K = 200; 2.5 s at K = 500, where the
-#: proof in proofs/ stays the only certificate and the result says so)
-CLOSED_FORM_CHECK_MAX_K = 200
-
 #: closed-form (equiangular) prototypes with up to this many distinct class sizes ``m`` carry
 #: the KKT certificate of their Gram computed from its structure
 #: (dgp.prototypes._equiangular_kkt: O(K + m^3), an m x m eigendecomposition; about 0.2 s at
