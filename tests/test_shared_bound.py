@@ -12,15 +12,23 @@ import pytest
 
 from dgp.errors import ParameterError
 from dgp.solver import BatchSpec, DenseBatchWeights, finite_batches, solve_finite
-from dgp.solver._batch_sources import SampleBatches
+from dgp.solver._batch_sources import (
+    GaussianKernelWeights,
+    SampleBatches,
+    SparseBatchWeights,
+    batch_function,
+)
 from dgp.solver._shared_bound import (
+    SHARED_MAX_POSITIVES,
     dual_bound,
+    effective_positives,
+    shared_batches,
     shared_bound,
     shared_replicate,
     union_batches,
 )
 from dgp.solver._sphere_lbfgs import sphere_lbfgs
-from dgp.solver._stochastic import Estimate
+from dgp.solver._stochastic import Estimate, relaxation_bound
 from dgp.weights import knn_weights
 
 N, B, TAU = 12, 4, 0.3
@@ -155,3 +163,43 @@ def test_bad_arguments_are_named(knn_case):
                                                          "replicates")):
         with pytest.raises(ParameterError, match=name):
             shared_bound(Z, loss, weights, SampleBatches(N, B), SPEC, tau=TAU, seed=0, **kw)
+
+
+def test_relaxation_bound_draws_the_shared_bound_where_the_rule_says(knn_case):
+    """On the sparse enumerable case the rule gives m = 32 (two points meet 3.6 times a
+    replicate): relaxation_bound then reports the larger of the two limits, which lies above
+    the per-batch one alone and below the exact optimum, at the exact expected loss of the
+    exact optimum's embedding (standard error 0)."""
+    weights, fb, exact = knn_case
+    Z = exact.embedding
+    loss = Estimate(fb.value_grad(Z, gradient=False)[0], 0.0, fb.count)
+    sampler = SampleBatches(N, B)
+    per = relaxation_bound(Z, loss, weights, sampler, SPEC, tau=TAU, seed=0, batches=16,
+                           shared=False)
+    both = relaxation_bound(Z, loss, weights, sampler, SPEC, tau=TAU, seed=0, batches=16)
+    assert (per.m, per.replicates) == (1, 0) and (both.m, both.replicates) == (32, 3)
+    assert both.batches == 16 + 32 * 3
+    assert per.value < both.value <= exact.lower_bound
+    assert both.mean_gap == per.mean_gap  # the same per-batch part
+
+
+def test_the_rule_reads_the_targets_of_the_weighting():
+    """Effective positives per anchor: a k-NN graph (k = 10 of 2000 points) gives an anchor
+    about 1.3 in a batch of 256, a smooth 2-D kernel dozens; the rule shares batches for the
+    first at N = 600 and never for the second, nor at N = 2000 (pairs would meet too rarely)."""
+    rng = np.random.default_rng(0)
+    n, b = 2000, 256
+    sampler = SampleBatches(n, b)
+    knn = SparseBatchWeights(knn_weights(rng.standard_normal((n, 5)), 10).tocsr())
+    soft = GaussianKernelWeights(rng.standard_normal((n, 2)), 1 / math.sqrt(2))
+    spec = BatchSpec(b, "uniform", None, "mean", "drop")
+    draws = [sampler.draw(rng) for _ in range(4)]
+    pk = effective_positives([batch_function(knn, i, c, tau=0.1, spec=spec) for i, c in draws])
+    ps = effective_positives([batch_function(soft, i, c, tau=0.1, spec=spec)
+                              for i, c in draws])
+    assert 1.0 <= pk < SHARED_MAX_POSITIVES <= ps
+    # a k-NN row holds about 10-20 neighbours, of which a batch sees 256/2000 of them
+    deg = np.diff(knn.W.indptr).mean()
+    assert pk == pytest.approx(max(1.0, deg * (b - 1) / (n - 1)), rel=0.5)
+    assert shared_batches(600, b, pk) > 1 and shared_batches(600, b, ps) == 1
+    assert shared_batches(n, b, pk) == 1

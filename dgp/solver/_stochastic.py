@@ -27,7 +27,10 @@ Honest numbers, each from batches the optimiser never saw (:func:`evaluate`,
 optimum of the expectation, :math:`\mathbb E_b[\min_{G_b \in \mathcal E_B} L_b(G_b)] \le
 \min_Z \mathbb E_b L_b(Z)` (each batch's loss is convex in its own Gram matrix), each term
 bounded below by the dual bound of the per-batch convex problem, and the mean of these bounds
-reported at its one-sided 95% lower confidence limit.
+reported at its one-sided 95% lower confidence limit. Where a batch holds few positives per
+anchor (a k-NN graph) a free Gram fits each batch alone and this bound lies far below the loss;
+there, and where the points are few enough for batches to overlap, batches sharing one Gram
+matrix are bounded too (:mod:`dgp.solver._shared_bound`) and the larger limit is reported.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import ndtri
+from scipy.stats import t as student_t
 
 from dgp.constants import ROUND_PARTNER_TERMS
 from dgp.errors import ParameterError
@@ -51,7 +55,13 @@ from dgp.solver._batch_sources import (
     SampleBatches,
     batch_function,
 )
-from dgp.solver._shared_bound import dual_bound
+from dgp.solver._shared_bound import (
+    SHARED_REPLICATES,
+    dual_bound,
+    effective_positives,
+    shared_batches,
+    shared_gaps,
+)
 from dgp.solver._sphere_lbfgs import row_lbfgs
 
 __all__ = ["MONITOR_BATCHES", "Estimate", "RelaxationBound", "StepTimes", "StochasticRun",
@@ -419,8 +429,32 @@ class RelaxationBound:
     :math:`\mathbb E_b[\underline L_b]`, where :math:`\underline L_b \le \min_{G_b \in
     \mathcal E} L_b(G_b)` is the dual bound of batch ``b``'s convex problem at an improved
     point; it is estimated as the expected loss of ``embedding`` (from the large evaluation)
-    less the mean gap :math:`L_b(Z) - \underline L_b` over ``batches`` further fresh batches
-    (a paired difference: its spread is far smaller than the loss's).
+    less the mean gap :math:`L_b(Z) - \underline L_b` over further fresh batches (a paired
+    difference: its spread is far smaller than the loss's). Where the weighting is sparse and
+    the points few (:func:`dgp.solver._shared_bound.shared_batches` gives ``m > 1``), the
+    shared-Gram bound of ``replicates`` replicates of ``m`` batches is drawn too
+    (:mod:`dgp.solver._shared_bound`: the per-batch relaxation is its ``m = 1``), and
+    ``value`` is the larger of the two limits, each built so that the loss's limit and both
+    gaps' hold together at ``confidence`` (three one-sided limits at one third of the miss
+    each).
+
+    Attributes
+    ----------
+    value : float
+    mean_gap : float
+        The per-batch relaxation's mean gap.
+    gap_se : float
+        Its standard error.
+    batches : int
+        Fresh batches drawn by both bounds.
+    confidence : float
+    m : int
+        Batches of a shared replicate (1: none drawn).
+    replicates : int
+        Shared replicates (0: none).
+    shared_gap : float
+        Their mean gap (``nan`` without them).
+    shared_gap_se : float
     """
 
     value: float
@@ -428,6 +462,10 @@ class RelaxationBound:
     gap_se: float
     batches: int
     confidence: float = 0.95
+    m: int = 1
+    replicates: int = 0
+    shared_gap: float = math.nan
+    shared_gap_se: float = math.nan
 
 
 def _relaxed_batch_bound(Zb: np.ndarray, fn: BatchFunction, *, rank: int | None,
@@ -471,6 +509,7 @@ def relaxation_bound(
     Z: np.ndarray, loss: Estimate, weights: BatchWeights, sampler, spec: BatchSpec, *,
     tau: float, seed: int, batches: int = 32, rank: int | None = None, iters: int = 200,
     min_batches: int | None = None, progress: Callable[[str], None] | None = None,
+    shared: bool = True,
 ) -> RelaxationBound:
     """The lower bound of :class:`RelaxationBound` from ``batches`` fresh batches (stream
     ``[seed, 3]``) and the evaluated expected loss ``loss`` of ``Z``: each batch's convex
@@ -481,13 +520,18 @@ def relaxation_bound(
     ``min_batches``: stop after that many batches once the gaps' standard error is at most
     :data:`GAP_SE_SHARE` of the loss's (the gaps vary far less than the loss: 2e-5 against
     1e-3 at N = 10 000, B = 256), else go on to ``batches``; ``None``: ``batches`` always.
+    Then, for sample-level batches of a sparse weighting (the effective positives per anchor
+    of these batches' targets), the shared-Gram bound where its rule gives ``m > 1``
+    (:func:`dgp.solver._shared_bound.shared_batches`; ``shared=False``: never).
     ``progress``: a line at most every :data:`PROGRESS_EVERY_S` seconds."""
     rng = np.random.default_rng([seed, 3])
     gaps: list[float] = []
+    fns = []
     last_said = time.monotonic()
     for _ in range(batches):
         idx, m = sampler.draw(rng)
         fn = batch_function(weights, idx, m, tau=tau, spec=spec)
+        fns.append(fn)
         f0, low = _relaxed_batch_bound(Z[idx], fn, rank=rank, iters=iters)
         gaps.append(f0 - low)
         if progress is not None and time.monotonic() - last_said >= PROGRESS_EVERY_S:
@@ -500,5 +544,23 @@ def relaxation_bound(
     g = np.array(gaps)
     mean_gap = float(g.mean())
     gap_se = float(g.std(ddof=1) / math.sqrt(g.size)) if g.size > 1 else math.inf
-    value = loss.mean - mean_gap - Z95_ONE_SIDED * math.hypot(loss.se, gap_se)
-    return RelaxationBound(value, mean_gap, gap_se, int(g.size))
+    m = (shared_batches(sampler.n, spec.batch_size, effective_positives(fns))
+         if shared and isinstance(sampler, SampleBatches) else 1)
+    if m == 1:
+        value = loss.mean - mean_gap - Z95_ONE_SIDED * math.hypot(loss.se, gap_se)
+        return RelaxationBound(value, mean_gap, gap_se, int(g.size))
+    if progress is not None:
+        progress(f"shared-Gram bound: {SHARED_REPLICATES} replicates of {m} batches sharing "
+                 "one Gram matrix (a sparse weighting: the per-batch bound is loose)")
+    sg = shared_gaps(Z, weights, sampler, spec, tau=tau, seed=seed, m=m,
+                     replicates=SHARED_REPLICATES, iters=iters, progress=progress)
+    shared_gap = float(sg.mean())
+    shared_se = float(sg.std(ddof=1) / math.sqrt(sg.size))
+    miss = (1.0 - RelaxationBound.confidence) / 3.0
+    z = float(ndtri(1.0 - miss))
+    value = loss.mean - z * loss.se - min(
+        mean_gap + z * gap_se,
+        shared_gap + float(student_t.ppf(1.0 - miss, sg.size - 1)) * shared_se)
+    return RelaxationBound(value, mean_gap, gap_se, int(g.size) + m * int(sg.size), m=m,
+                           replicates=int(sg.size), shared_gap=shared_gap,
+                           shared_gap_se=shared_se)
