@@ -301,9 +301,10 @@ def optimum(
         diagonal ignored): a dense array, a sparse matrix such as a saved k-NN graph
         (asymmetric, missing entries are zero weights) or a networkx graph (edge attribute
         ``weight``). The program is dense: a sparse input is densified after a memory check,
-        except with ``batch_size`` beyond exact enumeration above
-        :data:`~dgp.optima._batch_paths.STOCHASTIC_FULL_BATCH_MAX_K` samples, where its batches
-        are read from its pairs.
+        except with ``batch_size`` beyond the exact paths of its samples, where its batches are
+        read from its pairs and its twins found from them (an exact path of its twin classes
+        solves their ``K x K`` quotient), never as an ``N x N`` array
+        (:func:`~dgp.optima._batch_paths.streamed_path`).
     tau : float
         Temperature ``> 0``.
     dim : int, optional
@@ -402,7 +403,9 @@ def optimum(
     labels_full = (None if problem is None else
                    partial(_labels_full_batch, problem, checked=kwargs, starts=starts,
                            progress=progress))
-    streamed = streamed_path(problem, W, batch, kwargs, starts, progress, labels_full)
+    streamed = streamed_path(problem, W, batch, kwargs, starts, progress, labels_full,
+                             partial(_quotient_optimum, A=None, batch=batch, kwargs=kwargs,
+                                     starts=starts, progress=progress))
     if streamed is not None:
         return streamed
     A = check_weights(W if problem is None else problem.solver_weights())
@@ -412,12 +415,16 @@ def optimum(
 
 
 def _quotient_optimum(q: Quotient | None, A: np.ndarray | None, batch: dict, kwargs: dict,
-                      starts: int | None, progress: bool | None) -> Optimum | BatchOptimum:
+                      starts: int | None, progress: bool | None,
+                      spread: Callable[[], BatchOptimum] | None = None
+                      ) -> Optimum | BatchOptimum:
     """The optimum of a dense weighting ``A`` (reduced by the one choice of reductions of
-    :mod:`dgp.optima._reductions`, its result lifted back once) or of the class quotient ``q``
-    of class-balanced batches (the problem itself): the batch paths beyond the row problem of
-    exact compositions (:data:`~dgp.optima._batch_paths.BATCH_PATHS`), else the certified
-    solve, free or in ``dim``."""
+    :mod:`dgp.optima._reductions`, its result lifted back once) or of the quotient ``q`` (the
+    problem itself: the classes of class-balanced batches, or the twin classes of a sparse
+    weighting, whose samples ``spread()`` answers for where a class does not collapse): the
+    batch paths beyond the row problem of exact compositions
+    (:data:`~dgp.optima._batch_paths.BATCH_PATHS`), else the certified solve, free or in
+    ``dim``."""
     chain, inverse = None, []  # the class-balanced quotient is the problem itself
     if A is not None:
         chain = choose_reductions(samples_problem(A), batched=batch["batch_size"] is not None)
@@ -445,6 +452,8 @@ def _quotient_optimum(q: Quotient | None, A: np.ndarray | None, batch: dict, kwa
             return BATCH_PATHS[route](q, spec, kwargs, full_batch=_full_batch_embedding,
                                       progress=progress)
         except NoCollapse:
+            if A is None and spread is not None:  # twin classes of a sparse weighting
+                return spread()
             if A is None or q.K == N:  # class-balanced: the classes are the labels'
                 raise _no_collapse_refusal() from None
             # a twin class that does not collapse at the full-batch optimum: the samples
@@ -469,10 +478,18 @@ def _quotient_optimum(q: Quotient | None, A: np.ndarray | None, batch: dict, kwa
         try:
             out = _solve(q, progress=report, **kwargs)
         except NoCollapse:
+            if A is None and spread is not None:  # twin classes of a sparse weighting
+                return spread()
             if A is None:  # class-balanced: the classes are the labels'
                 raise _no_collapse_refusal() from None
-            # a twin class that does not collapse: solve the N x N problem itself
+            # a twin class that does not collapse: solve the N x N problem itself, on the path
+            # of its samples (whose subsets need not enumerate where the classes' did)
             (chain, q, inverse), structure = without_twins(A, chain), "dense"
+            route = (None if spec is None else
+                     batch_route(q.sizes, spec, dim, kwargs["exact_max"], kwargs["starts"]))
+            if route in BATCH_PATHS:
+                return BATCH_PATHS[route](q, spec, kwargs, full_batch=_full_batch_embedding,
+                                          progress=progress)
             out = _solve(q, progress=report, **kwargs)
     return _wrap(q, out, tau=tau, dim=dim, structure=structure, chain=chain, inverse=inverse)
 

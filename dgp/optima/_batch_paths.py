@@ -10,14 +10,20 @@ r"""The mini-batch paths of :func:`dgp.optimum` beyond the row problem of exact 
   the exact mean over every subset (:func:`finite_fits`, :func:`finite_path`), as long as its
   estimated time and memory fit (:func:`finite_cost`);
 * which of these a batched problem takes (:func:`batch_route`, :data:`BATCH_PATHS`), and the
-  time estimate of the row problem when it is taken (:func:`say_rows_estimate`).
+  time estimate of the row problem when it is taken (:func:`say_rows_estimate`);
+* the one place that decides when a structured weighting (sparse, a graph, pairs, or built
+  from labels) is read without an ``N x N`` array (:func:`streamed_path`): with
+  ``batch_size``, at every ``N``, unless its samples are few enough for an exact path; its
+  twins are found from its pairs, so a graph of cliques still takes the exact path of its
+  twin classes.
 
 Each path is handed the full-batch optimum as a callable (the certified solve of
-:mod:`dgp.optima._api`), evaluated only where the path compares with it. Above
-:data:`STOCHASTIC_FULL_BATCH_MAX_K` points, or :data:`STOCHASTIC_FULL_BATCH_MAX_KD` points times
-dimensions (:func:`dense_full_batch`), the stochastic paths compare with a critical point of the
-full-batch loss found on row chunks instead (:func:`chunked_full_point`, never an ``N x N``
-array), when its time estimate fits :data:`CHUNKED_FULL_BATCH_MAX_S`.
+:mod:`dgp.optima._api`), evaluated only where the path compares with it. For a dense weighting
+above :data:`STOCHASTIC_FULL_BATCH_MAX_K` points, or :data:`STOCHASTIC_FULL_BATCH_MAX_KD`
+points times dimensions (:func:`dense_full_batch`), and for a structured one at every size,
+the stochastic paths compare with a critical point of the full-batch loss found on row chunks
+instead (:func:`chunked_full_point`, never an ``N x N`` array), when its time estimate fits
+:data:`CHUNKED_FULL_BATCH_MAX_S`.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,9 +39,10 @@ import scipy.sparse as sp
 from dgp.display import format_duration, stderr_progress
 from dgp.engine.target import LogWeights, Pairs, is_graph, log_weights
 from dgp.errors import ParameterError, check_choice, check_dim, check_int
-from dgp.optima._structure import Quotient
+from dgp.optima._structure import Quotient, sparse_quotient, sparse_twins
 from dgp.resources import memory_budget, time_budget
 from dgp.solver import (
+    CHUNKED_FTOL,
     CHUNKED_MAX_EVALS,
     CHUNKED_TYPICAL_EVALS,
     FINITE_MAX_ENTRIES,
@@ -58,11 +66,16 @@ from dgp.solver import (
     random_start,
     rank_d_starts,
     rows_rank_d_seconds,
+    sparse_spectral_start,
     weight_rows,
 )
 
 __all__ = [
     "BATCH_PATHS",
+    "CHUNKED_FINE_FTOL",
+    "CHUNKED_FINE_MAX_EVALS",
+    "CHUNKED_FINE_MAX_WORK",
+    "CHUNKED_FINE_TYPICAL_EVALS",
     "CHUNKED_FULL_BATCH_MAX_S",
     "FINITE_FROM",
     "FINITE_PEAK_ARRAYS",
@@ -115,6 +128,22 @@ STOCHASTIC_FULL_BATCH_MAX_KD = 32_000
 #: blocks, shared 2-core machine at load 6-7): 5 to 9 s an evaluation, 71 evaluations in 8 min,
 #: 10.5 min in all, so it is skipped at such loads; with the kernel read by rows 3 to 5 s
 CHUNKED_FULL_BATCH_MAX_S = 360.0
+#: up to this many ``n * n * dim`` (the work of one evaluation, over two), the chunked full-batch
+#: descent (:func:`chunked_full_point`) runs to :data:`CHUNKED_FINE_FTOL` with up to
+#: :data:`CHUNKED_FINE_MAX_EVALS` evaluations, where it is the comparison (and a candidate) that
+#: the dense rank-d search was before a structured weighting was read without an ``N x N``
+#: array: covering every ``n * dim <= STOCHASTIC_FULL_BATCH_MAX_KD`` up to ``n = 2000``. Measured
+#: on a symmetrised 10-NN graph of N = 1500 (2-D Gaussian points, tau = 0.5, d = 16, shared
+#: 2-core machine): the dense rank-d search 5.5391542 nats per anchor (48 s); the chunked
+#: descent from a random start 5.5395684 at the coarse tolerance (138 evaluations, 10 s) and
+#: 5.5394253 converged (a worse critical point); from the spectral start 5.5393657 at the coarse
+#: tolerance (104 evaluations) and 5.5391215 at 1e-8 (338 evaluations, 22 s): 3e-5 below
+CHUNKED_FINE_MAX_WORK = 2.0**26
+#: the fine descent's stopping tolerance (nats per anchor over ``CHUNKED_WINDOW`` evaluations)
+CHUNKED_FINE_FTOL = 1e-8
+#: the fine descent's most evaluations, and its typical number for the time estimate
+CHUNKED_FINE_MAX_EVALS = 600
+CHUNKED_FINE_TYPICAL_EVALS = 350
 #: sample-level batches in a fixed dimension: the row problem up to this many subsets (its KKT
 #: and lift certificates), the finite sum of every batch above (N / B times cheaper)
 FINITE_FROM = 500
@@ -205,14 +234,17 @@ def _full(q: Quotient, kwargs: dict, full_batch: FullBatch,
 
 
 def chunked_full_point(read, n: int, *, tau: float, dim: int, seed: int,
-                       counts: np.ndarray | None = None,
-                       progress: bool | None = False) -> tuple[np.ndarray | None, str]:
+                       counts: np.ndarray | None = None, progress: bool | None = False,
+                       sparse: object = None) -> tuple[np.ndarray | None, str]:
     """Where :func:`dense_full_batch` says no: a critical point of the full-batch loss
     in ``dim`` found on row chunks (:func:`dgp.solver.chunked_full_batch`, from a seeded random
-    start: independent of the batch prediction), with what it is in words; or ``None`` and why
-    not (``"not compared: ..."``): the weights cannot be read by rows (``read`` is ``None``), or
-    the estimate from a timed evaluation is above :data:`CHUNKED_FULL_BATCH_MAX_S` (or
-    :func:`dgp.resources.time_budget`). ``read``: the log-weights of a block of rows
+    start, or from the spectral start of a sparse weighting ``sparse``,
+    :func:`dgp.solver.sparse_spectral_start`: independent of the batch prediction either way),
+    with what it is in words; or ``None`` and why not (``"not compared: ..."``): the weights
+    cannot be read by rows (``read`` is ``None``), or the estimate from a timed evaluation is
+    above :data:`CHUNKED_FULL_BATCH_MAX_S` (or :func:`dgp.resources.time_budget`). Up to
+    :data:`CHUNKED_FINE_MAX_WORK` (``n * n * dim``) the descent runs to
+    :data:`CHUNKED_FINE_FTOL`. ``read``: the log-weights of a block of rows
     (:func:`dgp.solver.weight_rows`); ``counts``: samples per point. The estimate and progress go
     to stderr unless ``progress`` is false."""
     not_said = "so whether batching changes the answer beyond noise is not said"
@@ -221,9 +253,12 @@ def chunked_full_point(read, n: int, *, tau: float, dim: int, seed: int,
                       "batch (not one function of the pair), so its full-batch loss cannot be "
                       "read in row chunks, and the dense full-batch optimum is solved only up to "
                       f"{STOCHASTIC_FULL_BATCH_MAX_K} points; " + not_said)
+    fine = float(n) * n * dim <= CHUNKED_FINE_MAX_WORK
+    evals = (CHUNKED_FINE_MAX_EVALS if fine else CHUNKED_MAX_EVALS,
+             CHUNKED_FINE_TYPICAL_EVALS if fine else CHUNKED_TYPICAL_EVALS)
     fb = ChunkedFullBatch(read, n, tau=tau, counts=counts)
     per = fb.seconds_per_evaluation(random_start(n, dim, seed))
-    est, most = chunked_seconds(per), chunked_seconds(per, CHUNKED_MAX_EVALS)
+    est, most = chunked_seconds(per, evals[1]), chunked_seconds(per, evals[0])
     budget = min(CHUNKED_FULL_BATCH_MAX_S, time_budget())
     say = None
     if progress is None or progress:
@@ -231,17 +266,21 @@ def chunked_full_point(read, n: int, *, tau: float, dim: int, seed: int,
     if est > budget:
         why = (f"not compared: a full-batch point of n = {n} in d = {dim} on row chunks would "
                f"take about {format_duration(est)} ({per:.2g} s an evaluation, about "
-               f"{CHUNKED_TYPICAL_EVALS} evaluations), above its budget of "
+               f"{evals[1]} evaluations), above its budget of "
                f"{format_duration(budget)}; " + not_said)
         if say is not None:
             say(why)
         return None, why
+    start = None if sparse is None else sparse_spectral_start(sparse, dim)
     if say is not None:
         say(f"about {format_duration(est)}, at most {format_duration(most)} ({per:.2g} s an "
-            f"evaluation, about {CHUNKED_TYPICAL_EVALS} evaluations, at most "
-            f"{CHUNKED_MAX_EVALS}): L-BFGS on row chunks (no N x N array) from a seeded random "
-            "start; a candidate and the start of one expected-batch run")
-    point = chunked_full_batch(fb, dim, seed=seed, progress=say, deadline_s=2.0 * budget)
+            f"evaluation, about {evals[1]} evaluations, at most {evals[0]}): L-BFGS on row "
+            f"chunks (no N x N array) from {'a seeded random' if start is None else 'the spectral'}"
+            " start; a candidate and the start of one expected-batch run")
+    point = chunked_full_batch(
+        fb, dim, seed=seed, progress=say, deadline_s=2.0 * budget, max_evals=evals[0],
+        ftol=CHUNKED_FINE_FTOL if fine else CHUNKED_FTOL, start=start,
+        start_name="the spectral start of the sparse weights")
     return point.embedding, point.statement
 
 
@@ -357,11 +396,11 @@ def labels_path(source: BatchWeights, spec: BatchSpec, *, tau: float, dim: objec
                 replicates: int, samples: int, progress: bool | None,
                 full_batch: Callable[[int], np.ndarray] | None) -> BatchOptimum:
     """:func:`stochastic_path` for a weighting read one batch at a time (``source``: a problem
-    built from labels, or a sparse weighting's pairs), never as an ``N x N`` array: the
-    full-batch optimum (``full_batch(dim)``: one row per sample, dense) where
-    :func:`dense_full_batch`, beyond (or without ``full_batch``) a critical point of the
-    full-batch loss read in row chunks (:func:`chunked_full_point`); a weighting that cannot be
-    read in rows keeps the dense optimum up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples."""
+    built from labels, or a sparse weighting's pairs), never as an ``N x N`` array, beside a
+    critical point of the full-batch loss read in row chunks (:func:`chunked_full_point`) at
+    every ``N``; a weighting that cannot be read in rows (weights normalised over each batch)
+    is compared with its dense full-batch optimum (``full_batch(dim)``: one row per sample)
+    up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples, and not compared beyond."""
     N = source.n
     if dim is None:
         raise ParameterError(
@@ -370,11 +409,14 @@ def labels_path(source: BatchWeights, spec: BatchSpec, *, tau: float, dim: objec
             "train in")
     dim = min(check_dim(dim, "dim"), N)
     started = time.monotonic()  # the full-batch solve counts in the result's seconds
-    read = None if full_batch is not None and dense_full_batch(N, dim) else weight_rows(source)
-    if full_batch is not None and N <= STOCHASTIC_FULL_BATCH_MAX_K and read is None:
+    read = weight_rows(source)
+    if read is None and full_batch is not None and N <= STOCHASTIC_FULL_BATCH_MAX_K:
+        # weights normalised over each batch have no rows outside a batch: the dense optimum
         full, note = full_batch(dim), None
     else:
-        full, note = chunked_full_point(read, N, tau=tau, dim=dim, seed=seed, progress=progress)
+        sparse = source.W if isinstance(source, SparseBatchWeights) else None
+        full, note = chunked_full_point(read, N, tau=tau, dim=dim, seed=seed, progress=progress,
+                                        sparse=sparse)
     return batch_optimum(source, spec, tau=tau, dim=dim, seed=seed, full_batch=full,
                          replicates=max(1, replicates), min_batches=samples, progress=progress,
                          started=started, full_batch_point=note)
@@ -422,36 +464,58 @@ def start_budget(starts: int | None, K: int, dim: int | None) -> int:
 
 def streamed_path(problem, W: object, batch: dict, kwargs: dict, starts: int | None,
                   progress: bool | None,
-                  labels_full_batch: Callable[[int], np.ndarray] | None) -> BatchOptimum | None:
-    """The expected-batch optimum read one batch at a time, never as an ``N x N`` array: from
-    the labels of a sample-level objective, or from the pairs of a sparse weighting of more
-    than :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples, where its route is the stochastic one
-    (beyond exact enumeration); else ``None``. ``kwargs``: :func:`dgp.optimum`'s checked
-    settings; ``labels_full_batch(dim)``: the full-batch optimum of the labels problem, one row
-    per sample, solved densely up to :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples."""
+                  labels_full_batch: Callable[[int], np.ndarray] | None,
+                  exact_quotient: Callable[..., object] | None = None) -> object | None:
+    """The one place that decides when a structured weighting (a sparse matrix, a networkx
+    graph, log-weights kept as pairs, or a sample-level objective built from labels) is read
+    without an ``N x N`` array: always, at every ``N``, with ``batch_size``, unless its samples
+    take an exact path (the finite sum or the row problem over every subset: few samples, where
+    the dense program is exact); then ``None`` and :func:`dgp.optimum` reads the dense weights.
+
+    * labels: the batches are read from the labels (:func:`labels_path`); the full-batch
+      comparison is a critical point read in row chunks (:func:`chunked_full_point`), except
+      for weights normalised over each batch, which have no rows outside a batch: their dense
+      full-batch optimum (``labels_full_batch(dim)``, one row per sample) up to
+      :data:`STOCHASTIC_FULL_BATCH_MAX_K` samples, as before;
+    * a sparse weighting: its twins are found from its pairs (:func:`sparse_twins`); where the
+      twin classes make the expectation exact (the row problem over their compositions), the
+      ``K x K`` twin quotient (:func:`sparse_quotient`) goes to ``exact_quotient(q,
+      spread=...)`` (the exact paths of :func:`dgp.optimum`, identical to those of the dense
+      weights; ``spread``: the answer where a twin class does not collapse); otherwise the
+      batches are read from the pairs, every sample its own point, beside the chunked
+      full-batch point.
+
+    ``kwargs``: :func:`dgp.optimum`'s checked settings."""
     if batch["batch_size"] is None:
         return None
-    if problem is not None and problem.objective is not None and problem.sizes is None:
-        source, n = None, problem.n_samples
+    labels = problem is not None and problem.objective is not None and problem.sizes is None
+    pairs = None
+    if labels:
+        n = problem.n_samples
     else:
-        sparse = sparse_pairs_above(W if problem is None else problem.solver_weights(),
-                                    STOCHASTIC_FULL_BATCH_MAX_K)
-        if sparse is None:
+        pairs = sparse_pairs_above(W if problem is None else problem.solver_weights(), 1)
+        if pairs is None:
             return None
-        source, n = SparseBatchWeights(sparse.weights()), sparse.n
+        n = pairs.n
     ones = np.ones(n, dtype=np.int64)
     spec = batch_spec(ones, **batch)
-    if batch_route(ones, spec, kwargs["dim"], kwargs["exact_max"],
-                   start_budget(starts, n, kwargs["dim"])) != "stochastic":
-        return None
-    full_batch = None
-    if source is None:
-        # labels: the batches are read from them in log space; the full-batch optimum (a
-        # candidate and a warm start) is solved densely up to STOCHASTIC_FULL_BATCH_MAX_K
-        source = problem.batch_source()
-        full_batch = labels_full_batch
-    # a sparse weighting of more samples than the dense full-batch comparison takes: its
-    # batches are read from its pairs (twins are not merged on this path)
-    return labels_path(source, spec, tau=kwargs["tau"], dim=kwargs["dim"], seed=kwargs["seed"],
-                       replicates=kwargs["replicates"], samples=kwargs["samples"],
-                       progress=progress, full_batch=full_batch)
+    dim = None if kwargs["dim"] is None else min(kwargs["dim"], n)
+    if batch_route(ones, spec, dim, kwargs["exact_max"],
+                   start_budget(starts, n, dim)) != "stochastic":
+        return None  # the samples' exact paths: the dense program (few samples)
+    settings = dict(tau=kwargs["tau"], dim=kwargs["dim"], seed=kwargs["seed"],
+                    replicates=kwargs["replicates"], samples=kwargs["samples"],
+                    progress=progress)
+    if labels:
+        return labels_path(problem.batch_source(), spec, full_batch=labels_full_batch,
+                           **settings)
+    weights = pairs.weights()
+    stream = partial(labels_path, SparseBatchWeights(weights), spec, full_batch=None,
+                     **settings)
+    twins = sparse_twins(weights)
+    sizes = twins[1]
+    if (exact_quotient is not None and sizes.size < n
+            and batch_route(sizes, spec, dim, kwargs["exact_max"],
+                            start_budget(starts, int(sizes.size), dim)) != "stochastic"):
+        return exact_quotient(sparse_quotient(weights, twins), spread=stream)
+    return stream()

@@ -10,6 +10,10 @@ averaging a minimiser over them gives a minimiser that is constant on the class 
 certificate of :mod:`dgp.solver._lift`. The quotient keeps one point per class with its
 multiplicity :math:`n_c` and the class-level weights :math:`w_{cd}` (:math:`w_{cc}`: the weight
 between two samples of class ``c``).
+
+The classes are found on dense weights by :func:`quotient`, and on a sparse weighting's stored
+entries alone (a k-NN graph, a graph of cliques) by :func:`sparse_twins` and
+:func:`sparse_quotient`, never as an ``N x N`` array.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Quotient", "quotient", "trivial_quotient"]
+__all__ = [
+    "Quotient", "quotient", "sparse_quotient", "sparse_twins", "trivial_quotient",
+]
 
 #: largest pairwise-verification work (entries compared) spent on one group of rows with equal
 #: multisets; beyond it the group is left as singletons (correct, only without the reduction)
@@ -151,3 +157,134 @@ def quotient(A: np.ndarray) -> Quotient:
         members = np.flatnonzero(labels == c)
         W[c, c] = A[members[0], members[1]]
     return Quotient(labels, sizes.astype(np.int64), W, representatives, complete)
+
+
+# ------------------------------------------------------------------- twins of a sparse weighting
+#: splitmix64's constants (Steele, Lea and Flood 2014): the hash of one (index, weight) entry
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9),
+        np.uint64(0x94D049BB133111EB))
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, elementwise on ``uint64`` (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = x + _MIX[0]
+        x = (x ^ (x >> np.uint64(30))) * _MIX[1]
+        x = (x ^ (x >> np.uint64(27))) * _MIX[2]
+    return x ^ (x >> np.uint64(31))
+
+
+def _entry_hash(index: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each entry ``(index, weight)`` (the weight's bits, exactly)."""
+    bits = np.ascontiguousarray(weight, dtype=np.float64).view(np.uint64)
+    return _mix(_mix(index.astype(np.uint64)) ^ bits)
+
+
+def _line_sums(M, of: np.ndarray) -> np.ndarray:
+    """Per row of the CSR matrix ``M``, the wrapping sum of ``of`` over its stored entries."""
+    with np.errstate(over="ignore"):
+        cs = np.concatenate([np.zeros(1, np.uint64), np.cumsum(of, dtype=np.uint64)])
+        return cs[M.indptr[1:]] - cs[M.indptr[:-1]]
+
+
+def _entry(M, i: int, j: int) -> float:
+    """``M[i, j]`` of a CSR matrix with sorted indices (0 where not stored)."""
+    cols = M.indices[M.indptr[i]:M.indptr[i + 1]]
+    at = int(np.searchsorted(cols, j))
+    return float(M.data[M.indptr[i] + at]) if at < cols.size and cols[at] == j else 0.0
+
+
+def _transpose_values(R, C) -> np.ndarray:
+    """``w_ji`` of every stored entry ``(i, j)`` of the CSR matrix ``R`` in its order (0 where
+    not stored); ``C``: the transpose of ``R`` as CSR with sorted indices."""
+    n = R.shape[0]
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(R.indptr))
+    crows = np.repeat(np.arange(n, dtype=np.int64), np.diff(C.indptr))
+    ckey = crows * n + C.indices  # row-major keys of W^T, whose entry (i, j) is w_ji
+    want = rows * n + R.indices
+    at = np.minimum(np.searchsorted(ckey, want), max(ckey.size - 1, 0))
+    if ckey.size == 0:
+        return np.zeros(want.size)
+    return np.where(ckey[at] == want, C.data[at], 0.0)
+
+
+def _same_outside(M, i: int, j: int) -> bool:
+    """Rows ``i`` and ``j`` of the CSR matrix ``M`` agree off columns ``i`` and ``j``."""
+    a, b = slice(M.indptr[i], M.indptr[i + 1]), slice(M.indptr[j], M.indptr[j + 1])
+    ci, vi, cj, vj = M.indices[a], M.data[a], M.indices[b], M.data[b]
+    ki, kj = (ci != i) & (ci != j), (cj != i) & (cj != j)
+    return bool(np.array_equal(ci[ki], cj[kj]) and np.array_equal(vi[ki], vj[kj]))
+
+
+def sparse_twins(W) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Twin classes of a sparse weighting, from its stored entries alone (no ``N x N`` array):
+    ``labels`` (numbered by first appearance), ``sizes`` and ``representatives`` (first sample
+    of each class), the classes :func:`quotient` finds on the dense weights.
+
+    ``W``: a ``scipy.sparse`` matrix of validated weights (zero diagonal; only positive weights
+    stored). Twins ``i``, ``j`` with :math:`a = w_{ij} = w_{ji}` have rows whose hash sums
+    :math:`h_i = \sum_k f(k, w_{ik})` agree once each adds its own entry,
+    :math:`h_i + f(i, a) = h_j + f(j, a)` (``a > 0``: a candidate among the stored pairs), or
+    agree as they are (``a = 0``: equal open rows), and the same for columns. Candidates are
+    joined into components, and every member of a component is then compared exactly with its
+    first member (twinship is an equivalence): one that differs is left on its own (a finer
+    partition into twins is still a valid quotient; with 64-bit hashes it does not happen)."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    R = sp.csr_matrix(W, dtype=float, copy=True)
+    R.setdiag(0.0)
+    R.eliminate_zeros()
+    R.sum_duplicates()
+    R.sort_indices()
+    C = R.T.tocsr()
+    C.sort_indices()
+    n = R.shape[0]
+    h_row = _line_sums(R, _entry_hash(R.indices, R.data))
+    h_col = _line_sums(C, _entry_hash(C.indices, C.data))
+    # a > 0: stored pairs i < j, w_ij = w_ji, whose rows and columns agree with their own entry
+    i = np.repeat(np.arange(n, dtype=np.int64), np.diff(R.indptr))
+    j, a = R.indices.astype(np.int64), R.data
+    keep = (i < j) & (_transpose_values(R, C) == a)
+    i, j, a = i[keep], j[keep], a[keep]
+    with np.errstate(over="ignore"):
+        fi, fj = _entry_hash(i, a), _entry_hash(j, a)
+        ok = (h_row[i] + fi == h_row[j] + fj) & (h_col[i] + fi == h_col[j] + fj)
+    # a = 0: equal open rows and columns, each joined to the first of its hash group
+    _, first, inverse = np.unique(np.stack([h_row, h_col], axis=1), axis=0,
+                                  return_index=True, return_inverse=True)
+    ei = np.concatenate([i[ok], np.arange(n, dtype=np.int64)])
+    ej = np.concatenate([j[ok], first[inverse.ravel()].astype(np.int64)])
+    graph = sp.csr_matrix((np.ones(ei.size), (ei, ej)), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    # every member of a component against its first member, exactly
+    order = np.argsort(comp, kind="stable")
+    label = np.arange(n, dtype=np.int64)  # provisional: the first sample of its class
+    for members in np.split(order, np.flatnonzero(np.diff(comp[order])) + 1):
+        r = int(members[0])
+        for m in members[1:].tolist():
+            if (_entry(R, r, m) == _entry(R, m, r) and _same_outside(R, r, m)
+                    and _same_outside(C, r, m)):
+                label[m] = r
+    firsts, labels = np.unique(label, return_inverse=True)
+    labels = labels.ravel().astype(np.int64)
+    sizes = np.bincount(labels, minlength=firsts.size).astype(np.int64)
+    return labels, sizes, firsts.astype(np.int64)
+
+
+def sparse_quotient(W, twins: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+                    ) -> Quotient:
+    """The twin quotient of a sparse weighting (``twins``: its :func:`sparse_twins`, computed
+    here when not given) with its ``K x K`` class-level weights read from the stored entries:
+    the :class:`Quotient` that :func:`quotient` makes from the same weights densified
+    (``weights[c, c]``: between two samples of class ``c``, 0 for a single sample)."""
+    import scipy.sparse as sp
+
+    labels, sizes, reps = sparse_twins(W) if twins is None else twins
+    R = sp.csr_matrix(W, dtype=float)
+    Wq = np.asarray(R[reps][:, reps].toarray(), dtype=float)
+    np.fill_diagonal(Wq, 0.0)
+    for c in np.flatnonzero(sizes >= 2):
+        a, b = np.flatnonzero(labels == c)[:2]
+        Wq[c, c] = float(R[a, b])
+    return Quotient(labels, sizes, Wq, reps, True)

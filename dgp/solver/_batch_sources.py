@@ -248,8 +248,10 @@ class RowBatch:
         The points whose anchors have positives (and a non-zero reduction).
     weight : ndarray
         :math:`\rho\, m_c` of each of them.
-    offset : ndarray
-        ``rows x u``: :math:`\log\mu_{cd}` (the diagonal :math:`\log(m_c - 1)`).
+    offset : ndarray or None
+        ``rows x u``: :math:`\log\mu_{cd}` (the diagonal :math:`\log(m_c - 1)`); ``None``
+        where every count is 1 (sample-level batches: 0 off the point itself, :math:`-\infty`
+        at it), which saves one of the two ``rows x u`` arrays a prepared batch keeps.
     target : ndarray or None
         ``rows x u``: the target :math:`p_{cd}`; ``None`` where every anchor's target mass is
         on copies of itself (SupCon's class-level batches: the linear term is :math:`1/\tau`).
@@ -258,7 +260,7 @@ class RowBatch:
 
     rows: np.ndarray
     weight: np.ndarray
-    offset: np.ndarray
+    offset: np.ndarray | None
     target: np.ndarray | None
     tau: float
 
@@ -282,7 +284,8 @@ class RowBatch:
         T = T[has] - top[has, None]
         P = np.exp(T)
         P /= P.sum(axis=1, keepdims=True)
-        return cls(np.flatnonzero(has), rho * counts[has], log_mu[has], P, float(tau))
+        offset = None if bool((counts == 1.0).all()) else log_mu[has]
+        return cls(np.flatnonzero(has), rho * counts[has], offset, P, float(tau))
 
     def row_terms(self, Zb: np.ndarray,
                   gradient: bool = True) -> tuple[float, np.ndarray | None]:
@@ -292,7 +295,11 @@ class RowBatch:
         k = np.arange(r.size)
         Gr = Zb[r] @ Zb.T
         Gr[k, r] = 1.0  # the within-point cosine is 1
-        S = Gr / self.tau + self.offset
+        if self.offset is None:  # one copy of every point: none of the anchor's own point
+            S = Gr / self.tau
+            S[k, r] = -np.inf
+        else:
+            S = Gr / self.tau + self.offset
         top = np.max(S, axis=1)
         E = np.exp(S - top[:, None])
         tot = E.sum(axis=1)

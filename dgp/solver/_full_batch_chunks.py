@@ -58,6 +58,7 @@ __all__ = [
     "CHUNKED_TYPICAL_EVALS",
     "CHUNKED_WINDOW",
     "CHUNK_ENTRIES",
+    "CHUNK_MAX_ROWS",
     "ChunkedFullBatch",
     "ChunkedFullBatchPoint",
     "chunked_full_batch",
@@ -65,11 +66,16 @@ __all__ = [
     "dense_weight_rows",
     "pairwise_weights",
     "random_start",
+    "sparse_spectral_start",
     "weight_rows",
 ]
 
 #: entries (rows x points) of one chunk's arrays: about 4 MB each in float32, 8 MB in float64
 CHUNK_ENTRIES = 1 << 20
+#: ... and at most this many rows, so that a chunk's arrays stay ``O(N)`` at every ``N`` (at
+#: N = 1500 a chunk of ``CHUNK_ENTRIES`` was 699 rows, 3 float64 chunks 25 MB: more than one
+#: N x N float64 array's 18 MB); from N = 8192 on, ``CHUNK_ENTRIES`` is the smaller
+CHUNK_MAX_ROWS = 128
 #: target relative Riemannian gradient of the chunked descent (its norm over the Euclidean
 #: gradient's, as :func:`dgp.solver.solve_finite` reports it); in float32 the descent usually
 #: stops first on :data:`CHUNKED_FTOL` (at N = 2000, d = 128, tau = 0.1, 2-D Gaussian labels from
@@ -91,6 +97,9 @@ CHUNKED_MAX_EVALS = 200
 CHUNKED_TYPICAL_EVALS = 80
 #: points of the check that a weighting's batch blocks are one pairwise function
 PAIRWISE_PROBE = 48
+#: the deterministic perturbation of :func:`sparse_spectral_start` (no zero row), as the rank-d
+#: solver's spectral start
+SPARSE_SPECTRAL_PERTURBATION = 1e-3
 
 #: the log-weights of a block of rows: ``rows -> (rows.size, n)`` (the own entry, column
 #: ``rows[k]`` of row ``k``, is the weight between copies of a point)
@@ -210,7 +219,8 @@ class ChunkedFullBatch:
         Of the Gram blocks, the softmax and the gradient products (float32 by default); the loss
         and the gradient are accumulated in float64.
     chunk : int, optional
-        Rows per block (default: :data:`CHUNK_ENTRIES` over ``n``).
+        Rows per block (default: :data:`CHUNK_ENTRIES` over ``n``, at most
+        :data:`CHUNK_MAX_ROWS`).
     """
 
     def __init__(self, read: RowReader, n: int, *, tau: float, counts: np.ndarray | None = None,
@@ -218,7 +228,8 @@ class ChunkedFullBatch:
         if not (isinstance(tau, float | int) and math.isfinite(tau) and tau > 0):
             raise ParameterError("tau", f"must be a number > 0, got {tau!r}")
         self.read, self.n, self.tau, self.dtype = read, int(n), float(tau), np.dtype(dtype)
-        self.chunk = int(chunk) if chunk else max(1, min(self.n, CHUNK_ENTRIES // max(self.n, 1)))
+        self.chunk = int(chunk) if chunk else max(1, min(self.n, CHUNK_ENTRIES // max(self.n, 1),
+                                                         CHUNK_MAX_ROWS))
         if counts is None or bool((np.asarray(counts) == 1).all()):
             self.log_counts = None
             self.log_self = np.full(self.n, -np.inf)
@@ -313,6 +324,35 @@ def chunked_seconds(per_evaluation: float, evaluations: int = CHUNKED_TYPICAL_EV
     return per_evaluation * (evaluations + 1)
 
 
+def sparse_spectral_start(W, dim: int) -> np.ndarray | None:
+    """``n x dim`` unit rows from the top eigenvectors of the symmetrised row-normalised weights
+    of a sparse weighting ``W`` (``scipy.sparse``, zero diagonal), each scaled by the square
+    root of its eigenvalue: similar samples start close (the rank-d solver's spectral start,
+    :func:`dgp.solver.spectral_start`, read by Lanczos, ``O(nnz)`` a product, never
+    ``N x N``); ``None`` where ``dim`` is not below ``n - 1`` or Lanczos fails. Deterministic
+    (the Lanczos start is the all-ones vector)."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import ArpackError, eigsh
+
+    R = sp.csr_matrix(W, dtype=float)
+    n = R.shape[0]
+    if not 1 <= dim < n - 1:
+        return None
+    rows = np.asarray(R.sum(axis=1)).ravel()
+    P = sp.diags(1.0 / np.maximum(rows, np.finfo(float).tiny)) @ R
+    try:
+        lam, U = eigsh((0.5 * (P + P.T)).tocsr(), k=dim, which="LA", v0=np.ones(n))
+    except (ArpackError, ValueError):
+        return None
+    order = np.argsort(lam)[::-1]
+    V = U[:, order] * np.sqrt(np.abs(lam[order]))[None, :]
+    V = V + SPARSE_SPECTRAL_PERTURBATION * (np.arange(V.size).reshape(V.shape) % 7 - 3)
+    norms = np.linalg.norm(V, axis=1, keepdims=True)
+    if not (np.isfinite(norms).all() and (norms > 0).all()):
+        return None
+    return V / norms
+
+
 def random_start(n: int, dim: int, seed: int) -> np.ndarray:
     """The seeded random start of :func:`chunked_full_batch`: ``n`` unit rows in ``R^dim`` from
     ``default_rng([seed, 43])``."""
@@ -377,6 +417,7 @@ def chunked_full_batch(
     ftol: float = CHUNKED_FTOL, window: int = CHUNKED_WINDOW,
     max_evals: int = CHUNKED_MAX_EVALS, deadline_s: float | None = None,
     progress: Callable[[str], None] | None = None, every_s: float = 5.0,
+    start: np.ndarray | None = None, start_name: str = "a given start",
 ) -> ChunkedFullBatchPoint:
     """A critical point of the full-batch loss ``fb`` in ``R^dim``: the sphere L-BFGS
     (:func:`dgp.solver._sphere_lbfgs.sphere_lbfgs`) from :func:`random_start` (independent of
@@ -386,11 +427,15 @@ def chunked_full_batch(
     evaluations, ``deadline_s`` seconds (a guard: the best point so far is kept), or L-BFGS's own
     stop.
     ``progress``: a line at most every ``every_s`` seconds (evaluations, loss per anchor,
-    relative gradient, elapsed)."""
+    relative gradient, elapsed). ``start``: unit rows (``n x dim``) to start from instead, named
+    ``start_name`` in :attr:`ChunkedFullBatchPoint.start` (a sparse weighting's
+    :func:`sparse_spectral_start`)."""
     if not (isinstance(dim, int | np.integer) and dim >= 1):
         raise ParameterError("dim", f"must be a positive integer, got {dim!r}")
     t0 = time.monotonic()
-    Z0 = random_start(fb.n, dim, seed)
+    Z0 = random_start(fb.n, dim, seed) if start is None else np.array(start, dtype=float)
+    if Z0.shape != (fb.n, dim):
+        raise ParameterError("start", f"must be {fb.n} x {dim} unit rows, got shape {Z0.shape}")
     f0, g0 = fb.value_grad(Z0)
     anchors = max(float(fb.weight.sum()), 1.0)
     # L-BFGS-B stops on the largest entry of the projected gradient: the relative target on the
@@ -437,5 +482,6 @@ def chunked_full_batch(
                   "L-BFGS's own test (its line search at the loss's resolution)")
     return ChunkedFullBatchPoint(
         embedding=Z, loss=f, gradient=rel, evaluations=evaluations,
-        seconds=time.monotonic() - t0, start=f"a seeded random start (seed {seed})",
+        seconds=time.monotonic() - t0,
+        start=f"a seeded random start (seed {seed})" if start is None else start_name,
         stopped=why[0], gtol=gtol)
