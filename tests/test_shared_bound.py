@@ -9,19 +9,15 @@ import math
 
 import numpy as np
 import pytest
+from scipy.special import ndtri
 
 from dgp.errors import ParameterError
 from dgp.solver import BatchSpec, DenseBatchWeights, finite_batches, solve_finite
 from dgp.solver._batch_sources import (
-    GaussianKernelWeights,
     SampleBatches,
-    SparseBatchWeights,
-    batch_function,
 )
 from dgp.solver._shared_bound import (
-    SHARED_MAX_POSITIVES,
     dual_bound,
-    effective_positives,
     shared_batches,
     shared_bound,
     shared_replicate,
@@ -183,23 +179,46 @@ def test_relaxation_bound_draws_the_shared_bound_where_the_rule_says(knn_case):
     assert both.mean_gap == per.mean_gap  # the same per-batch part
 
 
-def test_the_rule_reads_the_targets_of_the_weighting():
-    """Effective positives per anchor: a k-NN graph (k = 10 of 2000 points) gives an anchor
-    about 1.3 in a batch of 256, a smooth 2-D kernel dozens; the rule shares batches for the
-    first at N = 600 and never for the second, nor at N = 2000 (pairs would meet too rarely)."""
-    rng = np.random.default_rng(0)
-    n, b = 2000, 256
-    sampler = SampleBatches(n, b)
-    knn = SparseBatchWeights(knn_weights(rng.standard_normal((n, 5)), 10).tocsr())
-    soft = GaussianKernelWeights(rng.standard_normal((n, 2)), 1 / math.sqrt(2))
-    spec = BatchSpec(b, "uniform", None, "mean", "drop")
-    draws = [sampler.draw(rng) for _ in range(4)]
-    pk = effective_positives([batch_function(knn, i, c, tau=0.1, spec=spec) for i, c in draws])
-    ps = effective_positives([batch_function(soft, i, c, tau=0.1, spec=spec)
-                              for i, c in draws])
-    assert 1.0 <= pk < SHARED_MAX_POSITIVES <= ps
-    # a k-NN row holds about 10-20 neighbours, of which a batch sees 256/2000 of them
-    deg = np.diff(knn.W.indptr).mean()
-    assert pk == pytest.approx(max(1.0, deg * (b - 1) / (n - 1)), rel=0.5)
-    assert shared_batches(600, b, pk) > 1 and shared_batches(600, b, ps) == 1
-    assert shared_batches(n, b, pk) == 1
+def test_the_rule_shares_batches_only_where_points_meet_in_them():
+    """shared_batches: m > 1 only where two points meet in at least SHARED_MIN_COOCCURRENCE
+    batches of a replicate (m B^2 / N^2), at most SHARED_MAX_M batches, SHARED_COOCCURRENCE
+    meetings unless capped; at a fixed B, shared up to some N and never beyond it."""
+    from dgp.solver._shared_bound import (
+        SHARED_COOCCURRENCE,
+        SHARED_MAX_M,
+        SHARED_MIN_COOCCURRENCE,
+    )
+
+    for b in (4, 16, 64, 256, 1024):
+        dropped = False
+        for n in range(b, 40 * b, max(1, b // 4)):
+            m = shared_batches(n, b)
+            meet = m * b * b / (n * n)
+            assert 1 <= m <= SHARED_MAX_M and not (dropped and m > 1)
+            dropped = m == 1
+            if m > 1:
+                assert meet >= SHARED_MIN_COOCCURRENCE
+                assert m == SHARED_MAX_M or meet >= SHARED_COOCCURRENCE
+            else:  # even the most batches would not let points meet often enough
+                assert SHARED_MAX_M * b * b / (n * n) < SHARED_MIN_COOCCURRENCE
+    assert shared_batches(600, 256) == SHARED_MAX_M and shared_batches(2000, 256) == 1
+
+
+def test_a_tight_per_batch_bound_draws_no_replicates(knn_case, monkeypatch):
+    """Where the per-batch gap is within SHARED_WHEN_GAP no replicate is drawn (patched here
+    to a huge threshold): the per-batch limit is reported at the three-way level (the same
+    limit whether or not replicates follow), below the one with replicates on this case."""
+    import dgp.solver._stochastic as sto
+
+    weights, fb, exact = knn_case
+    Z = exact.embedding
+    loss = Estimate(fb.value_grad(Z, gradient=False)[0], 1e-3, fb.count)
+    sampler = SampleBatches(N, B)
+    both = relaxation_bound(Z, loss, weights, sampler, SPEC, tau=TAU, seed=0, batches=16)
+    monkeypatch.setattr(sto, "SHARED_WHEN_GAP", 1e9)
+    tight = relaxation_bound(Z, loss, weights, sampler, SPEC, tau=TAU, seed=0, batches=16)
+    assert (tight.m, tight.replicates, tight.batches) == (32, 0, 16)
+    z = float(ndtri(1 - 0.05 / 3))
+    assert tight.value == pytest.approx(
+        loss.mean - z * loss.se - tight.mean_gap - z * tight.gap_se, rel=1e-12)
+    assert tight.value < both.value <= exact.lower_bound

@@ -45,10 +45,11 @@ falls with that number (0.2 meetings: little gained; 3: 0.017; 12: 0.004), so th
 replicate needs grow as :math:`N^2 / B^2`: at N = 2000 a gap of 0.01 would take several hundred
 batches a replicate (minutes each), and at N = 10 000 tens of thousands. The rule
 (:func:`shared_batches`) therefore shares at most :data:`SHARED_MAX_M` batches, only where they
-meet often enough to pay. On a smooth weighting (2-D soft labels, N = 2000) the per-batch
-bound is already within 0.0025 (300 iterations at the batch's full rank) and a shared replicate
-moves the batches' minimum by 2e-4 only, while its factor of rank d + 32 leaves its dual bound
-0.0076 (m = 4) to 0.0099 (m = 16) below: the rule keeps the per-batch bound there.
+meet often enough to pay, and only where the per-batch bound is loose (:data:`SHARED_WHEN_GAP`).
+On a smooth weighting (2-D soft labels, N = 2000) the per-batch bound is already within 0.0025
+(300 iterations at the batch's full rank) and a shared replicate moves the batches' minimum by
+2e-4 only, while its factor of rank d + 32 leaves its dual bound 0.0076 (m = 4) to 0.0099
+(m = 16) below: the per-batch bound is kept there.
 """
 
 from __future__ import annotations
@@ -68,9 +69,9 @@ from dgp.solver._batch_sources import BatchWeights, batch_function
 from dgp.solver._sphere_lbfgs import row_lbfgs
 
 __all__ = ["SHARED_COOCCURRENCE", "SHARED_EXTRA_RANK", "SHARED_LINEAR_ITERS", "SHARED_MAX_M",
-           "SHARED_MAX_POSITIVES", "SHARED_MIN_COOCCURRENCE", "SHARED_REPLICATES",
-           "SHARED_STREAM", "SharedBound", "UnionBatches", "dual_bound", "effective_positives",
-           "shared_batches", "shared_bound", "shared_gaps", "shared_replicate", "union_batches"]
+           "SHARED_MIN_COOCCURRENCE", "SHARED_REPLICATES", "SHARED_STREAM", "SHARED_WHEN_GAP",
+           "SharedBound", "UnionBatches", "dual_bound", "shared_batches", "shared_bound",
+           "shared_gaps", "shared_replicate", "union_batches"]
 
 #: the batch stream of replicate ``r`` of :func:`shared_bound` is ``[seed, SHARED_STREAM, r]``
 #: (no stream of the stochastic driver, its evaluation, selection, timing or per-batch bound)
@@ -80,12 +81,12 @@ SHARED_STREAM = 9
 SHARED_EXTRA_RANK = 32
 #: L-BFGS iterations of the linear problem that chooses a replicate's dual multipliers
 SHARED_LINEAR_ITERS = 100
-#: the shared bound is drawn only for weightings whose anchors have fewer effective positives
-#: than this in a batch (:func:`effective_positives`): with more, each batch is a fair sample of
-#: an anchor's targets and the per-batch relaxation is tight (2-D soft labels, N = 2000,
-#: B = 256, tau = 0.1: 0.0025 nats per anchor), while a shared replicate's factor of rank
-#: d + 32 leaves its dual bound looser (0.0076 at m = 4, 0.0099 at m = 16)
-SHARED_MAX_POSITIVES = 4.0
+#: the shared bound is drawn only where the per-batch relaxation leaves more than this many nats
+#: per anchor (the issue's target): on a smooth weighting each batch is a fair sample of an
+#: anchor's targets and the per-batch bound is tight (2-D soft labels, N = 2000, B = 256,
+#: tau = 0.1: 0.0025), while a shared replicate's factor of rank d + 32 leaves its own dual
+#: bound looser there (0.0076 at m = 4, 0.0099 at m = 16)
+SHARED_WHEN_GAP = 0.01
 #: a replicate holds enough batches that two points meet in about this many of them
 #: (:math:`m B^2 / N^2`) ...
 SHARED_COOCCURRENCE = 8.0
@@ -297,34 +298,17 @@ def shared_gaps(
     return np.array(gaps)
 
 
-def effective_positives(functions) -> float:
-    r"""The mean over the anchors of the batches ``functions`` (:class:`dgp.solver.RowBatch`)
-    of :math:`1 / \sum_d p_{cd}^2`, the number of partners an anchor's target spreads over
-    (``k`` for ``k`` equal weights); ``inf`` where a batch keeps no target (class-level
-    losses, whose batches count copies)."""
-    vals = []
-    for fn in functions:
-        P = getattr(fn, "target", None)
-        if P is None:
-            return math.inf
-        if P.size:
-            vals.append(1.0 / np.sum(P * P, axis=1))
-    return float(np.mean(np.concatenate(vals))) if vals else math.inf
+def shared_batches(n: int, batch_size: int) -> int:
+    """Batches of a shared replicate (the one rule): enough for two of the ``n`` points to meet
+    :data:`SHARED_COOCCURRENCE` times (:math:`m B^2 / N^2`), at most :data:`SHARED_MAX_M`; 1
+    (the per-batch relaxation alone) where that many let them meet fewer than
+    :data:`SHARED_MIN_COOCCURRENCE` times. At B = 256: 32 batches up to N = 1448, one from
+    there on. (:func:`dgp.solver.relaxation_bound` draws them only where the per-batch bound
+    leaves more than :data:`SHARED_WHEN_GAP`.)
 
-
-def shared_batches(n: int, batch_size: int, positives: float) -> int:
-    """Batches of a shared replicate (the one rule): 1 (the per-batch relaxation alone) where
-    anchors have :data:`SHARED_MAX_POSITIVES` effective positives or more in a batch
-    (``positives``), else enough for two points to meet :data:`SHARED_COOCCURRENCE` times
-    (:math:`m B^2 / N^2`), at most :data:`SHARED_MAX_M`, and 1 where that many let them meet
-    fewer than :data:`SHARED_MIN_COOCCURRENCE` times. At B = 256: 32 batches up to N = 1448,
-    one from there on.
-
-    >>> [shared_batches(n, 256, p) for n, p in ((600, 1.5), (2000, 1.5), (600, 40.0))]
-    [32, 1, 1]
+    >>> [shared_batches(n, 256) for n in (300, 600, 1448, 1449, 2000)]
+    [11, 32, 32, 1, 1]
     """
-    if not positives < SHARED_MAX_POSITIVES:
-        return 1
     pairs = batch_size * batch_size / (n * n)  # meetings of two points a batch
     m = min(SHARED_MAX_M, math.ceil(SHARED_COOCCURRENCE / pairs))
     return m if m * pairs >= SHARED_MIN_COOCCURRENCE and m > 1 else 1

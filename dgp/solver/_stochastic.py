@@ -57,8 +57,8 @@ from dgp.solver._batch_sources import (
 )
 from dgp.solver._shared_bound import (
     SHARED_REPLICATES,
+    SHARED_WHEN_GAP,
     dual_bound,
-    effective_positives,
     shared_batches,
     shared_gaps,
 )
@@ -430,13 +430,13 @@ class RelaxationBound:
     \mathcal E} L_b(G_b)` is the dual bound of batch ``b``'s convex problem at an improved
     point; it is estimated as the expected loss of ``embedding`` (from the large evaluation)
     less the mean gap :math:`L_b(Z) - \underline L_b` over further fresh batches (a paired
-    difference: its spread is far smaller than the loss's). Where the weighting is sparse and
-    the points few (:func:`dgp.solver._shared_bound.shared_batches` gives ``m > 1``), the
-    shared-Gram bound of ``replicates`` replicates of ``m`` batches is drawn too
-    (:mod:`dgp.solver._shared_bound`: the per-batch relaxation is its ``m = 1``), and
-    ``value`` is the larger of the two limits, each built so that the loss's limit and both
-    gaps' hold together at ``confidence`` (three one-sided limits at one third of the miss
-    each).
+    difference: its spread is far smaller than the loss's). Where the points are few
+    (:func:`dgp.solver._shared_bound.shared_batches` gives ``m > 1``) the limits of the loss
+    and of the gaps are each taken at one third of the miss, and where the per-batch gap is
+    then loose (a sparse weighting), the shared-Gram bound of ``replicates`` replicates of
+    ``m`` batches is drawn too (:mod:`dgp.solver._shared_bound`: the per-batch relaxation is
+    its ``m = 1``) and ``value`` is the larger of the two limits: all three hold together at
+    ``confidence``.
 
     Attributes
     ----------
@@ -449,7 +449,8 @@ class RelaxationBound:
         Fresh batches drawn by both bounds.
     confidence : float
     m : int
-        Batches of a shared replicate (1: none drawn).
+        Batches of a shared replicate (1: the rule shares none; with ``replicates`` 0, none
+        were drawn: the per-batch bound was tight).
     replicates : int
         Shared replicates (0: none).
     shared_gap : float
@@ -520,18 +521,18 @@ def relaxation_bound(
     ``min_batches``: stop after that many batches once the gaps' standard error is at most
     :data:`GAP_SE_SHARE` of the loss's (the gaps vary far less than the loss: 2e-5 against
     1e-3 at N = 10 000, B = 256), else go on to ``batches``; ``None``: ``batches`` always.
-    Then, for sample-level batches of a sparse weighting (the effective positives per anchor
-    of these batches' targets), the shared-Gram bound where its rule gives ``m > 1``
-    (:func:`dgp.solver._shared_bound.shared_batches`; ``shared=False``: never).
+    Then, for sample-level batches where the rule gives ``m > 1``
+    (:func:`dgp.solver._shared_bound.shared_batches`: points few enough that batches overlap)
+    and the per-batch gap exceeds :data:`~dgp.solver._shared_bound.SHARED_WHEN_GAP` nats per
+    anchor (a sparse weighting, such as a k-NN graph), the shared-Gram bound
+    (``shared=False``: never).
     ``progress``: a line at most every :data:`PROGRESS_EVERY_S` seconds."""
     rng = np.random.default_rng([seed, 3])
     gaps: list[float] = []
-    fns = []
     last_said = time.monotonic()
     for _ in range(batches):
         idx, m = sampler.draw(rng)
         fn = batch_function(weights, idx, m, tau=tau, spec=spec)
-        fns.append(fn)
         f0, low = _relaxed_batch_bound(Z[idx], fn, rank=rank, iters=iters)
         gaps.append(f0 - low)
         if progress is not None and time.monotonic() - last_said >= PROGRESS_EVERY_S:
@@ -544,11 +545,19 @@ def relaxation_bound(
     g = np.array(gaps)
     mean_gap = float(g.mean())
     gap_se = float(g.std(ddof=1) / math.sqrt(g.size)) if g.size > 1 else math.inf
-    m = (shared_batches(sampler.n, spec.batch_size, effective_positives(fns))
+    m = (shared_batches(sampler.n, spec.batch_size)
          if shared and isinstance(sampler, SampleBatches) else 1)
     if m == 1:
         value = loss.mean - mean_gap - Z95_ONE_SIDED * math.hypot(loss.se, gap_se)
         return RelaxationBound(value, mean_gap, gap_se, int(g.size))
+    # the limits of the loss and of both gaps each miss with a third of the chance, whether
+    # or not the shared replicates are drawn (a choice from the per-batch gap, so the three
+    # limits hold together at the confidence either way)
+    miss = (1.0 - RelaxationBound.confidence) / 3.0
+    z = float(ndtri(1.0 - miss))
+    per_batch = loss.mean - z * loss.se - mean_gap - z * gap_se
+    if not mean_gap * spec.per_anchor > SHARED_WHEN_GAP:
+        return RelaxationBound(per_batch, mean_gap, gap_se, int(g.size), m=m)
     if progress is not None:
         progress(f"shared-Gram bound: {SHARED_REPLICATES} replicates of {m} batches sharing "
                  "one Gram matrix (a sparse weighting: the per-batch bound is loose)")
@@ -556,11 +565,8 @@ def relaxation_bound(
                      replicates=SHARED_REPLICATES, iters=iters, progress=progress)
     shared_gap = float(sg.mean())
     shared_se = float(sg.std(ddof=1) / math.sqrt(sg.size))
-    miss = (1.0 - RelaxationBound.confidence) / 3.0
-    z = float(ndtri(1.0 - miss))
-    value = loss.mean - z * loss.se - min(
-        mean_gap + z * gap_se,
-        shared_gap + float(student_t.ppf(1.0 - miss, sg.size - 1)) * shared_se)
+    value = max(per_batch, loss.mean - z * loss.se - shared_gap
+                - float(student_t.ppf(1.0 - miss, sg.size - 1)) * shared_se)
     return RelaxationBound(value, mean_gap, gap_se, int(g.size) + m * int(sg.size), m=m,
                            replicates=int(sg.size), shared_gap=shared_gap,
                            shared_gap_se=shared_se)
