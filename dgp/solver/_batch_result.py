@@ -54,7 +54,9 @@ class BatchEstimate(Record):
         Its 95% confidence interval.
     lower_bound : float
         A lower bound on the minimum of the expected batch loss over all embeddings (any
-        dimension), at confidence ``confidence``.
+        dimension), at confidence ``confidence``: the per-batch relaxation, or where it is
+        loose and the points few, the larger of it and the bound of batches sharing one Gram
+        matrix (:func:`dgp.solver.relaxation_bound`).
     confidence : float
     gap : float
         ``expected_loss - lower_bound``.
@@ -67,7 +69,8 @@ class BatchEstimate(Record):
     batches : int
         Fresh batches of the evaluation.
     bound_batches : int
-        Further fresh batches of the relaxation bound.
+        Further fresh batches of the lower bound (the per-batch relaxation's, and the shared
+        replicates' where they are drawn).
     steps : int
         Optimiser steps (one batch each) of the kept run (0: the full-batch optimum kept).
     epochs : float
@@ -350,9 +353,10 @@ def bound_note(b: BatchEstimate) -> str:
     below it)."""
     if b.gap * b.spec.per_anchor <= BOUND_LOOSE_GAP:
         return ""
-    return ("; the bound is loose here: it relaxes each batch alone, and where the weights are "
-            "sparse or sharply peaked each batch fits far better alone than one embedding fits "
-            "them all (the loss may be closer to optimal than the gap says)")
+    return ("; the bound is loose here: it relaxes each batch alone (or, where the points are "
+            "few, a few dozen batches together), and where the weights are sparse or sharply "
+            "peaked such batches fit far better than one embedding fits them all (the loss may "
+            "be closer to optimal than the gap says)")
 
 
 def interval_note(b: BatchEstimate) -> str:
