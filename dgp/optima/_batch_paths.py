@@ -106,8 +106,11 @@ __all__ = [
 
 #: the samplers of :func:`dgp.optimum` (``class-balanced`` for problems with class labels)
 OPTIMUM_SAMPLERS = ("uniform", "class-balanced")
-#: the expected-batch optimum beyond enumeration is compared with the full-batch optimum in the
-#: same dimension up to this many (twin) classes; that optimum is also a candidate (and the
+#: the expected-batch optimum of a dense weighting beyond enumeration is compared with the
+#: full-batch optimum in the same dimension up to this many (twin) classes (a structured
+#: weighting, read without an N x N array, with the chunked point of :func:`chunked_full_point`
+#: at every size; one built from labels whose weights are normalised per batch with its dense
+#: optimum up to this many samples); that optimum is also a candidate (and the
 #: warm start of one run), so the prediction is never worse than it on fresh batches: cold
 #: stochastic runs alone ended up to 0.27 nats per anchor above it (k-NN weightings of 2000
 #: MNIST digits). Its rank-d solve takes about 18 s at N = 2000, d = 16 and 47 s at d = 128
@@ -236,7 +239,8 @@ def _full(q: Quotient, kwargs: dict, full_batch: FullBatch,
 def chunked_full_point(read, n: int, *, tau: float, dim: int, seed: int,
                        counts: np.ndarray | None = None, progress: bool | None = False,
                        sparse: object = None) -> tuple[np.ndarray | None, str]:
-    """Where :func:`dense_full_batch` says no: a critical point of the full-batch loss
+    """Where :func:`dense_full_batch` says no, and for a structured weighting at every size
+    (:func:`streamed_path`): a critical point of the full-batch loss
     in ``dim`` found on row chunks (:func:`dgp.solver.chunked_full_batch`, from a seeded random
     start, or from the spectral start of a sparse weighting ``sparse``,
     :func:`dgp.solver.sparse_spectral_start`: independent of the batch prediction either way),
