@@ -34,14 +34,23 @@ def test_report_is_rotation_invariant_and_sees_a_rearrangement():
 @pytest.mark.slow  # more than about 2 s of CPU
 def test_supcon_in_r4_says_the_arrangement_is_not_pinned_and_names_what_is():
     """The issue's example: K = 8 imbalanced classes in R^4 at tau 0.1, where different
-    arrangements reach the same loss within the resolution."""
-    p = dgp.supcon_prototypes(sizes=[50, 40, 30, 20, 10, 8, 5, 3], tau=0.1, dim=4)
+    arrangements reach the same loss within the resolution; the search's minima agree on the
+    spectrum and the mean, but the sublevel probe moves both within 5e-4 nats per anchor (the
+    spectrum by about 0.48 relative, the class-size-weighted mean norm by about 0.2)."""
+    sizes = [50, 40, 30, 20, 10, 8, 5, 3]
+    p = dgp.supcon_prototypes(sizes=sizes, tau=0.1, dim=4)
     ident = p.to_dict()["identifiability"]
     assert ident["identifiable"] is False
-    assert ident["pinned"]["pairwise cosines"] is False and ident["pinned"]["spectrum"] is True
-    assert "not identifiable" in str(p) and "pinned: spectrum" in str(p)
-    opt = dgp.optimum(supcon_weights(np.repeat(np.arange(8), [50, 40, 30, 20, 10, 8, 5, 3])),
-                      tau=0.1, dim=4)
+    assert ident["pinned"] == {"pairwise cosines": False, "spectrum": False, "mean_norm": False}
+    assert {"spectrum", "mean_norm"} <= set(ident["probed"])
+    assert ident["spread"]["spectrum"] > 0.3 and ident["spread"]["mean_norm"] > 0.1
+    assert ident["spread"]["loss"] <= ident["resolution"]
+    text = str(p)
+    assert "not identifiable" in text and "probe" in text
+    # one verdict: the summary's identifiable line is the statement, no second one
+    lines = dict(p.identifiability.summary_pairs())
+    assert lines["identifiable"].startswith("not identifiable") and "pinned" not in lines
+    opt = dgp.optimum(supcon_weights(np.repeat(np.arange(8), sizes)), tau=0.1, dim=4)
     assert opt.identifiability.identifiable is False
 
 

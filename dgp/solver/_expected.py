@@ -237,7 +237,9 @@ def _batch_optimum(
                            progress=say)
     # near the kept candidate (the full-batch optimum included), on the reporting batches
     ident = (identifiability_report(cands, [e.mean for e in est], best, seed=seed,
-                                    resolution=half_width) if replicates else None)
+                                    resolution=half_width,
+                                    not_probed="the expected loss is estimated from sampled "
+                                    "batches") if replicates else None)
     status = (kept.status if kept else "the full-batch optimum: no stochastic run did better "
               "on the selection batches")
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,

@@ -1,22 +1,45 @@
-r"""What the loss pins among near-optimal solutions of the expected batch loss (different
-seeds: starts and batch streams): pairwise cosines, the top of the spectrum and the norm of the
-mean embedding, each pinned or free (:func:`identifiability_report`, used by
-:func:`dgp.solver.batch_optimum` and by the prototypes' replicate runs)."""
+r"""What the loss pins among near-optimal solutions (within the loss resolution, nats per
+anchor, of the best): pairwise cosines, the top of the spectrum and the norm of the (weighted)
+mean row, each pinned, free or undecided (near the threshold: :data:`PINNED_BAND`)
+(:func:`identifiability_report`, used by :func:`dgp.solver.batch_optimum`, the fixed-dimension
+searches and the prototypes' replicate runs).
+
+The solutions compared are those a caller found (seeds: starts and batch streams) and, where the
+loss is deterministic and small, the witnesses of the sublevel probe
+(:mod:`dgp.solver._sublevel_probe`), which pushes each invariant both ways within the
+resolution: local minima alone do not explore the near-optimal set (nine seeds' minima of an
+imbalanced SupCon in R^4 within 1.6e-6 of each other, where the spectrum moves by 0.48 within
+5e-4 nats per anchor). The statement says which invariants were probed, or "not probed" and
+why."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dgp.records import Record
+from dgp.solver._sublevel_probe import PROBE_MAX_SIZE, PROBE_SECONDS, sublevel_probe
 
-__all__ = ["PAIRS", "PINNED_SPREAD", "BatchIdentifiability", "identifiability_report"]
+__all__ = ["INVARIANTS", "NOT_PROBED", "PAIRS", "PINNED_BAND", "PINNED_SPREAD",
+           "BatchIdentifiability", "identifiability_report", "pinned_verdict",
+           "report_from_spread"]
 
-#: a pairwise cosine (or a relative eigenvalue) that moves by more than this between
-#: near-optimal solutions is not pinned by the loss
+#: the threshold of a pinned invariant: a pairwise cosine (or a relative eigenvalue, or the
+#: norm of the mean) that moves by this much among near-optimal solutions is not pinned
 PINNED_SPREAD = 0.05
+#: the margin of the verdict (a factor either side of :data:`PINNED_SPREAD`): pinned when the
+#: spread is at most ``PINNED_SPREAD / PINNED_BAND``, free above ``PINNED_SPREAD *
+#: PINNED_BAND``, undecided (``None``: near the threshold) in between; a spread measured from a
+#: few seeds crossed the bare threshold by chance (k-NN N = 500: 0.037-0.044 in eight seeds,
+#: 0.060 in one)
+PINNED_BAND = 2.0
+#: why the sublevel set was not probed, where the caller does not say
+NOT_PROBED = "no deterministic loss to push on this path"
+#: the invariants compared, in the report's order
+INVARIANTS = ("pairwise cosines", "spectrum", "mean_norm")
 #: pairs of samples on which cosines are compared (O(pairs d), never N x N)
 PAIRS = 4000
 
@@ -28,21 +51,34 @@ class BatchIdentifiability(Record):
     Attributes
     ----------
     pinned : dict
-        Each compared invariant and whether it is pinned (its spread at most
-        :data:`PINNED_SPREAD`: for the pairwise cosines, every compared pair's).
+        Each compared invariant and its verdict (:func:`pinned_verdict`): ``True`` when its
+        spread is clearly below :data:`PINNED_SPREAD` (at most ``PINNED_SPREAD /
+        PINNED_BAND``), ``False`` clearly above it (over ``PINNED_SPREAD * PINNED_BAND``),
+        ``None`` (JSON ``null``: undecided, near the threshold) in between; for the pairwise
+        cosines, every compared pair's.
     spread : dict
         How much each invariant varies over the solutions (largest difference from the best
-        solution): ``cosine_max`` / ``cosine_rms`` over sampled pairs, ``spectrum`` (largest
-        relative change of the top eigenvalues of ``Z^T Z / N``), ``mean_norm`` (norm of the
-        mean embedding), ``loss`` (nats per anchor, paired on the same fresh batches, with its
-        standard error ``loss_se``).
+        solution, the sublevel probe's witnesses included where it ran): ``cosine_max`` /
+        ``cosine_rms`` over sampled pairs, ``spectrum`` (largest relative change of the top
+        eigenvalues of ``Z^T Z / N``), ``mean_norm`` (norm of the weighted mean row: the mean
+        embedding of the samples, for prototypes the class-size-weighted mean of the
+        prototypes), ``loss`` (nats per anchor, the largest excess over the best among the
+        compared solutions).
     resolution : float
         The loss resolution (nats per anchor): the half-width of the 95% interval.
     identifiable : bool
-        Every compared invariant is pinned, including the pairwise cosines (the arrangement).
+        Every compared invariant is pinned (``True`` in :attr:`pinned`), including the pairwise
+        cosines (the arrangement).
     solutions : int
-        Near-optimal solutions compared (those within the resolution of the best).
+        Near-optimal solutions compared (those within the resolution of the best), the probe's
+        witnesses not counted.
     statement : str
+        The verdict in words: ``"identifiable: ..."``, ``"not identifiable: ..."`` or
+        ``"undecided: ..."``, naming what is pinned, what is free, what is near the threshold,
+        and whether the sublevel set was probed.
+    probed : tuple
+        The invariants pushed by the sublevel probe (:mod:`dgp.solver._sublevel_probe`);
+        empty where it did not run (a loss from sampled batches, or too large).
     """
 
     pinned: dict
@@ -51,22 +87,74 @@ class BatchIdentifiability(Record):
     identifiable: bool
     solutions: int
     statement: str
+    probed: tuple = ()
 
 
-def _invariants(Z: np.ndarray, pairs: np.ndarray, top: int) -> dict[str, Any]:
+
+def pinned_verdict(spread: float, threshold: float = PINNED_SPREAD) -> bool | None:
+    """``True`` when ``spread`` is clearly below ``threshold`` (at most ``threshold /
+    PINNED_BAND``), ``False`` clearly above (over ``threshold * PINNED_BAND``), ``None`` near it
+    (undecided).
+
+    >>> [pinned_verdict(s) for s in (0.01, 0.05, 0.2)]
+    [True, None, False]
+    """
+    if spread <= threshold / PINNED_BAND:
+        return True
+    if spread > threshold * PINNED_BAND:
+        return False
+    return None
+
+
+def _invariants(Z: np.ndarray, pairs: np.ndarray, top: int, w: np.ndarray) -> dict[str, Any]:
     n = Z.shape[0]
     cos = np.einsum("ij,ij->i", Z[pairs[:, 0]], Z[pairs[:, 1]])
     lam = np.linalg.eigvalsh(Z.T @ Z / n)[::-1][:top]
-    return {"cos": cos, "spectrum": lam, "mean_norm": float(np.linalg.norm(Z.mean(axis=0)))}
+    return {"cos": cos, "spectrum": lam, "mean_norm": float(np.linalg.norm(w @ Z))}
+
+
+def _statement(pinned: dict, spread: dict, resolution: float, solutions: int | None,
+               probed: tuple, not_probed: str) -> str:
+    """The verdict in words, one wording for every caller (text, JSON and ``str``)."""
+    fixed = [k for k, v in pinned.items() if v is True]
+    free = [k for k, v in pinned.items() if v is False]
+    near = [k for k, v in pinned.items() if v is None]
+    band = (f"{PINNED_SPREAD / PINNED_BAND:.2g} to {PINNED_SPREAD * PINNED_BAND:.2g}")
+    found = ("the search's near-optimal solutions" if solutions is None else
+             f"{solutions} solution{'s' if solutions > 1 else ''} found")
+    how = (f"among {found} and the sublevel probe's witnesses ({', '.join(probed)} pushed)"
+           if probed else f"among {found}; not probed ({not_probed})")
+    cos = f"cosines move up to {spread['cosine_max']:.2g} (RMS {spread['cosine_rms']:.2g})"
+    if free:
+        head = f"not identifiable: {', '.join(free)} free"
+    elif near:
+        head = f"undecided: {', '.join(near)} near the threshold (spread {band})"
+    else:
+        head = "identifiable: the loss pins " + ", ".join(fixed)
+    parts = [head, f"{how} within {resolution:.2g} nats/anchor of the best; {cos}"]
+    if free and near:
+        parts.append(f"near the threshold: {', '.join(near)}")
+    if free or near:
+        parts.append(f"pinned: {', '.join(fixed) or 'none of those compared'}")
+    return "; ".join(parts)
 
 
 def identifiability_report(runs: list[np.ndarray], losses: list[float], best: int, *,
-                           seed: int, resolution: float) -> BatchIdentifiability:
+                           seed: int, resolution: float,
+                           probe: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
+                           row_weights: np.ndarray | None = None,
+                           not_probed: str = NOT_PROBED) -> BatchIdentifiability:
     """What the loss pins among the solutions ``runs`` (unit rows, one per point) whose loss
     (nats per anchor, ``losses``) is within ``resolution`` of the best one's: pairwise cosines
     (every pair up to :data:`PAIRS`, else that many seeded pairs), the top eigenvalues of
-    ``Z^T Z / n`` and the norm of the mean row, each pinned when its spread is at most
-    :data:`PINNED_SPREAD` (the class's docstring)."""
+    ``Z^T Z / n`` and the norm of the mean row (weighted by ``row_weights``, e.g. class sizes;
+    uniform by default), each with :func:`pinned_verdict` of its spread (the class's docstring).
+
+    ``probe``: the loss per anchor and its Euclidean gradient in the rows, deterministic; where
+    given and the best solution has at most :data:`~dgp.solver._sublevel_probe.PROBE_MAX_SIZE`
+    coordinates, every invariant not already free is pushed both ways within the resolution
+    (:func:`~dgp.solver._sublevel_probe.sublevel_probe`) and the witnesses' moves count in the
+    spread. ``not_probed``: why it was not run, for the statement."""
     n, d = runs[best].shape
     if n * (n - 1) // 2 <= PAIRS:
         pairs = np.argwhere(np.triu(np.ones((n, n), dtype=bool), 1))
@@ -74,42 +162,72 @@ def identifiability_report(runs: list[np.ndarray], losses: list[float], best: in
         rng = np.random.default_rng([seed, 4])
         pairs = rng.integers(0, n, size=(PAIRS, 2))
         pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    w = np.ones(n) if row_weights is None else np.asarray(row_weights, dtype=float)
+    w = w / w.sum()
     top = min(d, n, 16)
-    ref = _invariants(runs[best], pairs, top)
+    ref = _invariants(runs[best], pairs, top, w)
     near = [k for k in range(len(runs)) if k != best
             and losses[k] - losses[best] <= resolution]
     spread = {"cosine_max": 0.0, "cosine_rms": 0.0, "spectrum": 0.0, "mean_norm": 0.0,
               "loss": max((losses[k] - losses[best] for k in near), default=0.0)}
     for k in near:
-        inv = _invariants(runs[k], pairs, top)
+        inv = _invariants(runs[k], pairs, top, w)
         dc = inv["cos"] - ref["cos"]
         spread["cosine_max"] = max(spread["cosine_max"], float(np.abs(dc).max()))
         spread["cosine_rms"] = max(spread["cosine_rms"], float(np.sqrt(np.mean(dc**2))))
-        rel = np.abs(inv["spectrum"] - ref["spectrum"]) / max(float(ref["spectrum"][0]), 1e-300)
+        rel = (np.abs(inv["spectrum"] - ref["spectrum"])
+               / max(float(ref["spectrum"][0]), np.finfo(float).tiny))
         spread["spectrum"] = max(spread["spectrum"], float(rel.max()))
         spread["mean_norm"] = max(spread["mean_norm"],
                                   abs(inv["mean_norm"] - ref["mean_norm"]))
+    return report_from_spread(spread, len(near) + 1, runs[best], resolution=resolution,
+                              seed=seed, probe=probe, row_weights=w, not_probed=not_probed)
+
+
+def report_from_spread(spread: dict, solutions: int | None, best: np.ndarray, *,
+                       resolution: float,
+                       seed: int,
+                       probe: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
+                       row_weights: np.ndarray | None = None,
+                       not_probed: str = NOT_PROBED) -> BatchIdentifiability:
+    """The report from the spread among ``solutions`` near-optimal solutions already compared
+    (the keys of :attr:`BatchIdentifiability.spread`; ``solutions = 1``: the best alone;
+    ``None``: a search's candidates, how many not known) and
+    the best solution ``best`` (unit rows), with the sublevel probe where ``probe`` is given
+    (as :func:`identifiability_report`); the one place verdicts and statements are made."""
+    spread = dict(spread)
+    for k in ("cosine_max", "cosine_rms", "spectrum", "mean_norm", "loss"):
+        spread.setdefault(k, 0.0)
+    n, d = best.shape
+    key = {"pairwise cosines": "cosine_max", "spectrum": "spectrum", "mean_norm": "mean_norm"}
     # every compared cosine, not their RMS: one pair free to move 0.7 leaves the arrangement
     # unpinned however small the RMS (a K = 100 report said "pinned: pairwise cosines" there)
-    pinned = {"pairwise cosines": spread["cosine_max"] <= PINNED_SPREAD,
-              "spectrum": spread["spectrum"] <= PINNED_SPREAD,
-              "mean_norm": spread["mean_norm"] <= PINNED_SPREAD}
-    if not near:
-        statement = (f"undecided: no other seed's solution came within the loss resolution "
-                     f"({resolution:.2g} nats) of the best, so nothing is known about other "
-                     "near-optimal solutions")
+    pinned = {k: pinned_verdict(spread[v]) for k, v in key.items()}
+    probed: tuple = ()
+    if probe is not None and n * d > PROBE_MAX_SIZE:
+        not_probed = f"{n} x {d} coordinates, above {PROBE_MAX_SIZE}"
+    elif probe is not None:
+        todo = tuple(k for k in INVARIANTS if pinned[k] is not False)
+        found = sublevel_probe(probe, best, resolution=resolution, invariants=todo,
+                               row_weights=row_weights, seed=seed) if todo else None
+        if found is not None:
+            probed = found.probed
+            for k in probed:
+                spread[key[k]] = max(spread[key[k]], found.moves[k])
+                spread["loss"] = max(spread["loss"], found.excess.get(k, 0.0))
+            spread["cosine_rms"] = max(spread["cosine_rms"], found.cosine_rms)
+            pinned = {k: pinned_verdict(spread[v]) for k, v in key.items()}
+        not_probed = (f"the probe's {PROBE_SECONDS:g} s ran out"
+                      if found is not None and len(probed) < len(todo) else
+                      "every invariant already free among the solutions found")
+    if solutions is not None and solutions <= 1 and not probed:
+        statement = (f"undecided: no other solution came within the loss resolution "
+                     f"({resolution:.2g} nats/anchor) of the best and the loss was not probed "
+                     f"({not_probed}), so nothing is known about other near-optimal solutions")
         return BatchIdentifiability(pinned={}, spread=spread, resolution=resolution,
                                     identifiable=False, solutions=1, statement=statement)
-    ident = all(pinned.values())
-    free = [k for k, v in pinned.items() if not v]
-    fixed = [k for k, v in pinned.items() if v]
-    statement = (
-        f"yes: {len(near) + 1} near-optimal solutions agree (cosines within "
-        f"{spread['cosine_max']:.2g}, RMS {spread['cosine_rms']:.2g})" if ident else
-        f"not identifiable: {', '.join(free)} vary over {len(near) + 1} solutions within "
-        f"{resolution:.2g} nats (cosine RMS {spread['cosine_rms']:.2g}, max "
-        f"{spread['cosine_max']:.2g}); pinned: {', '.join(fixed) or 'none of those compared'}"
-    )
+    ident = all(v is True for v in pinned.values())
+    statement = _statement(pinned, spread, resolution, solutions, probed, not_probed)
     return BatchIdentifiability(pinned=pinned, spread=spread, resolution=resolution,
-                                identifiable=ident, solutions=len(near) + 1,
-                                statement=statement)
+                                identifiable=ident, solutions=solutions or 1,
+                                statement=statement, probed=probed)
