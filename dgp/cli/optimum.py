@@ -4,6 +4,7 @@ for mini-batches."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from dgp.cli._inputs import (
     add_objective_arguments,
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     if res.n <= MAX_TABLE or args.gram:
         head = ["", *[str(j) for j in range(res.n)]]
         rows = [[str(i), *(f"{v:+.4f}" for v in res.gram[i])] for i in range(res.n)]
-        print("\noptimal Gram:")
+        print("\n" + _gram_caption(res))
         print(table(rows, head))
     else:
         print("\nuse --gram to print the Gram, --json --embedding for the embedding, or "
@@ -123,3 +124,20 @@ def run(args: argparse.Namespace) -> int:
         if path is not None:
             print(f"wrote {name} to {path}")
     return 0
+
+
+def _gram_caption(res) -> str:
+    """The caption of the printed Gram: where it comes from sampled batches, what its entries
+    are worth (one near-optimal solution; how far the others' cosines move, from the result's
+    identifiability report), so no sampled entry is printed as if it were exact."""
+    estimate = getattr(res, "batch", None)
+    if getattr(estimate, "expectation", None) != "stochastic":
+        return "optimal Gram:"
+    ident = getattr(res, "identifiability", None)
+    spread = None if ident is None else ident.spread.get("cosine_max")
+    moved = ("no other seed's solution was compared" if spread is None or ident.solutions < 2
+             else f"over {ident.solutions} near-optimal solutions from other seeds its entries "
+             f"move by up to {spread:.2g}")
+    return textwrap.fill(f"Gram of the returned embedding (found on sampled batches; {moved}; "
+                         "see 'identifiable'):", width=88)
+
