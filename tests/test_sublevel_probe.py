@@ -120,7 +120,7 @@ def test_a_strongly_pinned_simplex_stays_pinned_and_classes_permute():
     Z = _simplex(4, 3)
     tight = _permuted(np.arange(4), n, Z, tau, 1e-5)
     assert tight.identifiable is True and all(v is True for v in tight.pinned.values())
-    assert tight.statement.startswith("identifiable: the loss pins")
+    assert tight.statement.startswith("identifiable: pinned: pairwise cosines")
     assert tight.spread["cosine_max"] < 0.02 and tight.spread["cosine_max"] > 0
     loose = _permuted(np.arange(4), n, Z, tau, 5e-4)
     # a quadratic well: the move grows as the square root of the resolution

@@ -194,9 +194,9 @@ def settled_identifiability(p: Any, resolution: float) -> Identifiability | None
         return dataclasses.replace(
             ident, pinned=dict.fromkeys(INVARIANTS, True), spread={}, resolution=resolution,
             identifiable=True, probed=(),
-            statement=(f"identifiable: the optimum is certified ({how}) and unique (the face "
-                       "of minimisers is one Gram), so the loss pins its cosines, spectrum and "
-                       f"mean at the optimum; among 1 solution found; not probed ({why}): how "
+            statement=(f"identifiable: pinned at the optimum: its cosines, spectrum and mean "
+                       f"(certified by {how} and unique: the face of minimisers is one Gram); "
+                       f"among 1 solution found; not probed ({why}): how "
                        f"far they move within {resolution:.2g} nats/anchor of it is not known "
                        "(at tau 0.1 the balanced simplex's cosines move by 0.75 within 5e-4)"))
     why_not = ("not certified globally optimal" if not certified else

@@ -130,7 +130,7 @@ def _statement(pinned: dict, spread: dict, resolution: float, solutions: int | N
     elif near:
         head = f"undecided: {', '.join(near)} near the threshold (spread {band})"
     else:
-        head = "identifiable: the loss pins " + ", ".join(fixed)
+        head = "identifiable: pinned: " + ", ".join(fixed)
     parts = [head, f"{how} within {resolution:.2g} nats/anchor of the best; {cos}"]
     if free and near:
         parts.append(f"near the threshold: {', '.join(near)}")

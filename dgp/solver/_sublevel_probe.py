@@ -207,9 +207,15 @@ def sublevel_probe(value_grad: ValueGrad, Z: np.ndarray, *, resolution: float,
 
             ok_c, ok_Z, bad_c = 0.0, Z, None
             c = PROBE_START
+            idle = 0
             for _ in range(PROBE_STEPS):
-                Zc, _ = sphere_lbfgs(lambda Zr, c=c: objective(Zr, c), kicked(ok_Z),
-                                     maxiter=PROBE_ITERATIONS, gtol=PROBE_GTOL, ftol=PROBE_FTOL)
+                Zc, its = sphere_lbfgs(lambda Zr, c=c: objective(Zr, c), kicked(ok_Z),
+                                       maxiter=PROBE_ITERATIONS, gtol=PROBE_GTOL,
+                                       ftol=PROBE_FTOL)
+                # no step twice: a stationary point of every push weight (a symmetric point)
+                idle = idle + 1 if its == 0 else 0
+                if idle >= 2:
+                    break
                 ex = value_grad(Zc)[0] - base
                 if ex > resolution:
                     bad_c = c
