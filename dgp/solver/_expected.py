@@ -235,9 +235,10 @@ def _batch_optimum(
                            steps=kept.steps if kept else 0,
                            epochs=kept.epochs if kept else 0.0, kept_seed=seed + best,
                            progress=say)
-    # near the kept candidate (the full-batch optimum included), on the reporting batches
+    # near the kept candidate (the full-batch optimum included), on the reporting batches; the
+    # mean norm that of the samples' mean embedding (collapsed classes weighted by their sizes)
     ident = (identifiability_report(cands, [e.mean for e in est], best, seed=seed,
-                                    resolution=half_width,
+                                    resolution=half_width, row_weights=sizes,
                                     not_probed="the expected loss is estimated from sampled "
                                     "batches") if replicates else None)
     status = (kept.status if kept else "the full-batch optimum: no stochastic run did better "
