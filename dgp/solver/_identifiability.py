@@ -122,8 +122,10 @@ def _statement(pinned: dict, spread: dict, resolution: float, solutions: int | N
     band = (f"{PINNED_SPREAD / PINNED_BAND:.2g} to {PINNED_SPREAD * PINNED_BAND:.2g}")
     found = ("the search's near-optimal solutions" if solutions is None else
              f"{solutions} solution{'s' if solutions > 1 else ''} found")
-    how = (f"among {found} and the sublevel probe's witnesses ({', '.join(probed)} pushed)"
-           if probed else f"among {found}; not probed ({not_probed})")
+    how = (f"among {found} within {resolution:.2g} nats/anchor of the best and the sublevel "
+           f"probe's witnesses ({', '.join(probed)} pushed both ways)" if probed else
+           f"among {found} within {resolution:.2g} nats/anchor of the best; not probed "
+           f"({not_probed})")
     cos = f"cosines move up to {spread['cosine_max']:.2g} (RMS {spread['cosine_rms']:.2g})"
     if free:
         head = f"not identifiable: {', '.join(free)} free"
@@ -131,7 +133,7 @@ def _statement(pinned: dict, spread: dict, resolution: float, solutions: int | N
         head = f"undecided: {', '.join(near)} near the threshold (spread {band})"
     else:
         head = "identifiable: pinned: " + ", ".join(fixed)
-    parts = [head, f"{how} within {resolution:.2g} nats/anchor of the best; {cos}"]
+    parts = [head, how, cos]
     if free and near:
         parts.append(f"near the threshold: {', '.join(near)}")
     if free or near:
