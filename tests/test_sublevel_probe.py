@@ -156,3 +156,28 @@ def test_at_small_tau_even_the_unique_simplex_leaves_its_cosines_free():
     W = sublevel_probe(vg, Z, resolution=5e-4, invariants=("pairwise cosines",), row_weights=n)
     cos = W.witnesses["pairwise cosines"]
     assert supcon_per_anchor(cos, n, tau) - supcon_per_anchor(Z, n, tau) <= 5e-4 * (1 + 1e-6)
+
+
+def test_the_factor_loss_is_the_loss_per_anchor_on_either_factor_objective():
+    """The probe's loss through a row problem (what the general optimum solves) and through the
+    class-block factor agree with the written-out SupCon loss, as differences per anchor."""
+    from dgp.solver import RowProblem
+    from dgp.solver._program import block_problem
+
+    tau = 0.3
+    rng = np.random.default_rng(5)
+    Z0, Z1 = _unit(rng.standard_normal((6, 3))), _unit(rng.standard_normal((6, 3)))
+    ref = supcon_per_anchor(Z1, FLAT, tau) - supcon_per_anchor(Z0, FLAT, tau)
+    prob = block_problem(FLAT, np.eye(6), tau=tau)  # positives: the own class only
+    assert isinstance(prob, RowProblem)
+    for obj in (prob.on_factor(), BlockFactor(FLAT, tau, None)):
+        vg = factor_loss(obj, Z0)
+        value, grad = vg(Z1)
+        assert value == pytest.approx(ref, rel=1e-9, abs=1e-12)
+        # the gradient is that of the value on the spheres: a central difference along a
+        # random tangent direction
+        V = rng.standard_normal(Z1.shape)
+        V -= np.sum(V * Z1, axis=1, keepdims=True) * Z1
+        h = 1e-6
+        fd = (vg(_unit(Z1 + h * V))[0] - vg(_unit(Z1 - h * V))[0]) / (2 * h)
+        assert np.sum(grad * V) == pytest.approx(fd, rel=1e-5)

@@ -100,8 +100,7 @@ def factor_loss(objective, Z: np.ndarray) -> ValueGrad:
     :math:`\\hat F` times :math:`t = e^{\\log t}` is the loss over the anchors (the scale fixed at
     ``Z``)."""
     X0 = np.ascontiguousarray(Z.T)
-    objective.set_scale(X0)
-    t = math.exp(objective.log_t)
+    t = math.exp(objective.set_scale(X0))
     f0 = objective.evaluate(X0)[0]
 
     def value_grad(Zr: np.ndarray) -> tuple[float, np.ndarray]:
