@@ -59,3 +59,20 @@ def test_a_unique_convex_optimum_pins_everything():
     opt = dgp.optimum(W, tau=0.5, dim=3)
     d = opt.to_dict()["identifiability"]
     assert d["identifiable"] is True and all(d["pinned"].values())
+
+
+@pytest.mark.slow  # about 3 s: a rank-2 search and its probe
+def test_cosines_near_the_threshold_are_said_undecided_in_one_verdict():
+    """K = 5 imbalanced classes in R^2 at tau 0.3: the sublevel probe moves a cosine by more
+    than 0.025 and less than 0.1 within 5e-4 nats per anchor, so the cosines are neither pinned
+    nor free; text, JSON and the summary's one verdict line say the same."""
+    p = dgp.supcon_prototypes(sizes=[9, 7, 5, 3, 2], tau=0.3, dim=2)
+    d = p.to_dict()["identifiability"]
+    assert d["pinned"]["pairwise cosines"] is None and d["identifiable"] is False
+    assert 0.025 < d["spread"]["cosine_max"] <= 0.1 and "pairwise cosines" in d["probed"]
+    assert d["statement"].startswith("undecided: pairwise cosines near the threshold")
+    lines = p._summary_pairs()
+    keys = [k for k, _ in lines]
+    assert keys.count("identifiable") == 1 and "pinned" not in keys
+    cos = dict(lines)["cosines"]
+    assert cos.startswith("not known to be pinned (near the threshold)")

@@ -318,8 +318,12 @@ class Prototypes(Record):
     def _free_cosines(self) -> str:
         ident = self.identifiability
         spread = {} if ident is None or not ident.spread else ident.spread
+        undecided = bool(ident is not None and ident.pinned
+                         and ident.pinned.get("pairwise cosines", False) is None)
         if "cosine_max" in spread and ident.resolution is not None:
-            return (f"not pinned by the loss: near-optimal solutions (within "
+            lead = ("not known to be pinned (near the threshold)" if undecided else
+                    "not pinned by the loss")
+            return (f"{lead}: near-optimal solutions (within "
                     f"{ident.resolution:.2g} nats/anchor) differ by up to "
                     f"{spread['cosine_max']:.2g} (RMS {spread['cosine_rms']:.2g}); no single "
                     "cosine is a prediction (what is: the loss, its interval and the bound)")
