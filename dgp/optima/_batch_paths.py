@@ -131,7 +131,9 @@ STOCHASTIC_FULL_BATCH_MAX_KD = 32_000
 #: blocks, shared 2-core machine at load 6-7): 5 to 9 s an evaluation, 71 evaluations in 8 min,
 #: 10.5 min in all, so it is skipped at such loads; with the kernel read by rows 3 to 5 s
 CHUNKED_FULL_BATCH_MAX_S = 360.0
-#: up to this many ``n * n * dim`` (the work of one evaluation, over two), the chunked full-batch
+#: up to this many ``n * n * dim`` (the work of one evaluation, over two) and
+#: :data:`STOCHASTIC_FULL_BATCH_MAX_K` points (beyond, as before: at N = 3000, d = 4 the fine
+#: descent took a labels test from 42 to 98 s), the chunked full-batch
 #: descent (:func:`chunked_full_point`) runs to :data:`CHUNKED_FINE_FTOL` with up to
 #: :data:`CHUNKED_FINE_MAX_EVALS` evaluations, where it is the comparison (and a candidate) that
 #: the dense rank-d search was before a structured weighting was read without an ``N x N``
@@ -247,17 +249,17 @@ def chunked_full_point(read, n: int, *, tau: float, dim: int, seed: int,
     with what it is in words; or ``None`` and why not (``"not compared: ..."``): the weights
     cannot be read by rows (``read`` is ``None``), or the estimate from a timed evaluation is
     above :data:`CHUNKED_FULL_BATCH_MAX_S` (or :func:`dgp.resources.time_budget`). Up to
-    :data:`CHUNKED_FINE_MAX_WORK` (``n * n * dim``) the descent runs to
-    :data:`CHUNKED_FINE_FTOL`. ``read``: the log-weights of a block of rows
-    (:func:`dgp.solver.weight_rows`); ``counts``: samples per point. The estimate and progress go
-    to stderr unless ``progress`` is false."""
+    :data:`CHUNKED_FINE_MAX_WORK` (``n * n * dim``) and :data:`STOCHASTIC_FULL_BATCH_MAX_K`
+    points the descent runs to :data:`CHUNKED_FINE_FTOL`. ``read``: the log-weights of a block
+    of rows (:func:`dgp.solver.weight_rows`); ``counts``: samples per point. The estimate and
+    progress go to stderr unless ``progress`` is false."""
     not_said = "so whether batching changes the answer beyond noise is not said"
     if read is None:
         return None, ("not compared: this weighting's batch weights are normalised over each "
                       "batch (not one function of the pair), so its full-batch loss cannot be "
                       "read in row chunks, and the dense full-batch optimum is solved only up to "
                       f"{STOCHASTIC_FULL_BATCH_MAX_K} points; " + not_said)
-    fine = float(n) * n * dim <= CHUNKED_FINE_MAX_WORK
+    fine = n <= STOCHASTIC_FULL_BATCH_MAX_K and float(n) * n * dim <= CHUNKED_FINE_MAX_WORK
     evals = (CHUNKED_FINE_MAX_EVALS if fine else CHUNKED_MAX_EVALS,
              CHUNKED_FINE_TYPICAL_EVALS if fine else CHUNKED_TYPICAL_EVALS)
     fb = ChunkedFullBatch(read, n, tau=tau, counts=counts)
