@@ -123,7 +123,7 @@ def _statement(pinned: dict, spread: dict, resolution: float, solutions: int | N
     found = ("the search's near-optimal solutions" if solutions is None else
              f"{solutions} solution{'s' if solutions > 1 else ''} found")
     how = (f"among {found} within {resolution:.2g} nats/anchor of the best and the sublevel "
-           f"probe's witnesses ({', '.join(probed)} pushed both ways)" if probed else
+           f"probe's witnesses ({', '.join(probed)} pushed)" if probed else
            f"among {found} within {resolution:.2g} nats/anchor of the best; not probed "
            f"({not_probed})")
     cos = f"cosines move up to {spread['cosine_max']:.2g} (RMS {spread['cosine_rms']:.2g})"

@@ -1,17 +1,18 @@
 r"""The sublevel probe of the identifiability report: how far an invariant moves among the
 solutions whose loss is within the resolution of the best one, found by pushing it.
 
-Local minima found from different seeds need not explore the set of near-optimal solutions:
-on a flat landscape (SupCon of 8 imbalanced classes in :math:`\mathbb R^4` at tau 0.1) nine
-seeds' minima lay within 1.6e-6 of each other while the spectrum of :math:`Z^\top Z/K` moved by
-0.48 (relative) within 5e-4 nats per anchor of the best loss. Where the loss is deterministic and
-the problem small (``n * d`` at most :data:`PROBE_MAX_SIZE`), each invariant is pushed both ways
-from the best solution: minimise :math:`(L(Z) - L(Z^\ast))/r - s\,c\,\phi(Z)` on the product of
-spheres (L-BFGS, :func:`~dgp.solver._sphere_lbfgs.sphere_lbfgs`) for a growing ``c`` (doubling
-from :data:`PROBE_START`, each solve warm-started from the last), ``r`` the resolution, and
-keep the furthest point whose loss is within ``r`` of the best (a bisection in ``c`` refines the
-last step that crossed it). That point, the *witness*, is a near-optimal solution: the
-invariant's spread is at least its move.
+Local minima found from different seeds need not explore the set of near-optimal solutions: on a
+flat landscape (SupCon of 8 imbalanced classes in :math:`\mathbb R^4` at tau 0.1) nine seeds'
+minima lay within 1.6e-6 of each other while the spectrum of :math:`Z^\top Z/K` moved by 0.48
+(relative) within 5e-4 nats per anchor of the best loss. Where the loss is deterministic and the
+problem small (``n * d`` at most :data:`PROBE_MAX_SIZE`), each invariant is pushed from the best
+solution (both ways, the cosines away from the best Gram): minimise
+:math:`(L(Z) - L(Z^\ast))/r - s\,c\,\phi(Z)` on the product of spheres (L-BFGS,
+:func:`~dgp.solver._sphere_lbfgs.sphere_lbfgs`) for a growing ``c`` (doubling from
+:data:`PROBE_START`, each solve warm-started from the last), ``r`` the resolution, and keep the
+furthest point whose loss is within ``r`` of the best (a bisection in ``c`` refines the last
+step that crossed it). That point, the *witness*, is a near-optimal solution: the invariant's
+spread is at least its move.
 
 The pushed functions :math:`\phi`, each a function of the Gram (so of no rotation):
 
