@@ -177,7 +177,7 @@ def in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float
         stop_reason=found.reason, matrix=G,
         identifiability=pinned_identifiability(
             Identifiability(math.nan, None, None, None, float(n.sum()), math.nan), found,
-            float(n.sum()), seed),
+            float(n.sum()), seed, n),
         dim=dim, lower_bound=lower, rank_d=rcert, factor=X.T.copy(), classes=classes,
     )
 
@@ -212,22 +212,24 @@ def in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, start
         collapse=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
         stop_reason=found.reason, matrix=G,
         identifiability=pinned_identifiability(dim_identifiability(prob, G, dim), found,
-                                               prob.alpha_total, seed),
+                                               prob.alpha_total, seed, free.sizes),
         dim=dim, lower_bound=lower, rank_d=rcert,
     )
 
 
 def pinned_identifiability(ident: Identifiability | None, found: Any, anchors: float,
-                           seed: int) -> Identifiability | None:
+                           seed: int, sizes: Any) -> Identifiability | None:
     """``ident`` with what the loss pins among the rank-``dim`` search's candidates within
     :data:`~dgp.constants.LOSS_RESOLUTION` nats per anchor of the best
-    (:func:`dgp.solver.identifiability_report`: their cosines, spectrum and mean)."""
+    (:func:`dgp.solver.identifiability_report`: their cosines, spectrum and the mean of the
+    classes weighted by their ``sizes``, the samples' mean embedding)."""
     if ident is None or not found.candidate_factors:
         return ident
     runs = [X.T for X in found.candidate_factors]
     losses = [v / anchors for v in found.candidate_losses]
     rep = identifiability_report(runs, losses, int(np.argmin(losses)), seed=seed,
-                                 resolution=LOSS_RESOLUTION)
+                                 resolution=LOSS_RESOLUTION,
+                                 row_weights=np.asarray(sizes, dtype=float))
     return dataclasses.replace(ident, pinned=rep.pinned, spread=rep.spread,
                                resolution=rep.resolution, identifiable=rep.identifiable,
                                statement=rep.statement)
