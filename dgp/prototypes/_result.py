@@ -18,7 +18,14 @@ from dgp.prototypes._rates import PositivePairRates, rates_for_spec
 from dgp.prototypes._summary import body_pairs, classes_pairs, gram_summary, lead_pairs
 from dgp.records import Convergence, Record, closing_items, gram_included, gram_omitted
 from dgp.resources import check_memory
-from dgp.solver import Z95, BatchPrediction, KKTCertificate, LiftCertificate, RankDCertificate
+from dgp.solver import (
+    Z95,
+    BatchPrediction,
+    KKTCertificate,
+    LiftCertificate,
+    RankDCertificate,
+    paired_loss_verdict,
+)
 from dgp.solver._batch_result import BatchCertificate
 
 __all__ = [
@@ -341,9 +348,7 @@ class Prototypes(Record):
             return shift
         gap, se = ident.full_batch_gap, ident.full_batch_gap_se
         half = 0.0 if se is None else Z95 * se
-        verdict = ("batching changes the loss beyond noise" if gap > half else
-                   "the full-batch prediction does better beyond noise" if gap < -half else
-                   "no difference beyond noise")
+        verdict = paired_loss_verdict(gap, half)
         return (f"its expected batch loss is {gap:+.2g}{pm95(se)} nats/anchor above this one "
                 f"(paired, held-out batches): {verdict}; {shift}")
 

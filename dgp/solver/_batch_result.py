@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dgp.constants import LOSS_RESOLUTION
 from dgp.display import format_summary, html_summary
 from dgp.records import CertificateProtocol, Convergence, Record
 from dgp.solver._batch import BatchSpec
@@ -27,6 +28,7 @@ __all__ = [
     "BatchOptimum",
     "bound_note",
     "interval_note",
+    "paired_loss_verdict",
 ]
 
 #: the most batches of a held-out evaluation
@@ -289,13 +291,10 @@ class BatchOptimum(Record):
             ]
         if b.full_batch_excess is not None:
             hw = Z95 * (b.full_batch_excess_se or 0.0)
-            if b.full_batch_excess > hw:
-                verdict = "batching changes the answer beyond noise"
-            elif b.full_batch_excess < -hw:
-                verdict = ("the full-batch prediction does better: this optimum is short by at "
-                           "least that much")
-            else:
-                verdict = "no difference beyond noise"
+            verdict = paired_loss_verdict(b.full_batch_excess * b.spec.per_anchor,
+                                          hw * b.spec.per_anchor)
+            if b.full_batch_excess < -hw:
+                verdict += ": this optimum is short by at least that much"
             pm = "" if b.expectation == "exact" else f" ± {hw:.2g}"
             what = ("" if self.full_batch_point is None else
                     f"; the full-batch prediction is {self.full_batch_point}")
@@ -346,6 +345,24 @@ class BatchOptimum(Record):
                     ("certificate", self.certificate), ("convergence", self.convergence))
         if options["embedding"]:
             yield "embedding", self.embedding
+
+
+def paired_loss_verdict(excess: float, half: float) -> str:
+    """What a paired difference of expected batch losses says, the full-batch prediction's
+    minus the batch prediction's (``excess``, nats per anchor, with the half-width ``half`` of
+    its 95% interval): beyond noise either way or not, and, where it is beyond noise but under
+    :data:`~dgp.constants.LOSS_RESOLUTION` (what a trained run resolves), that training cannot
+    tell the two apart, so no summary leads with a difference of no consequence."""
+    if excess > half:
+        verdict = "batching changes the loss beyond noise"
+    elif excess < -half:
+        verdict = "the full-batch prediction does better beyond noise"
+    else:
+        return "no difference beyond noise"
+    if abs(excess) < LOSS_RESOLUTION:
+        verdict += (f", but by less than the {LOSS_RESOLUTION:g} nats per anchor that training "
+                    "resolves: a trained run cannot tell the two apart")
+    return verdict
 
 
 def bound_note(b: BatchEstimate) -> str:

@@ -20,6 +20,7 @@ the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver m
 """
 
 from dgp.solver import _stochastic
+from dgp.solver._batch_result import paired_loss_verdict
 from dgp.solver._batch_sources import (
     BatchFunction,
     BatchWeights,
@@ -97,6 +98,7 @@ __all__ = [
     "held_out_estimate",
     "identifiability_report",
     "interval_note",
+    "paired_loss_verdict",
     "quotient_batch_optimum",
     "reduction_factor",
     "solve_finite",
