@@ -222,3 +222,16 @@ def test_a_tight_per_batch_bound_draws_no_replicates(knn_case, monkeypatch):
     assert tight.value == pytest.approx(
         loss.mean - z * loss.se - tight.mean_gap - z * tight.gap_se, rel=1e-12)
     assert tight.value < both.value <= exact.lower_bound
+
+
+def test_the_rule_does_not_share_beyond_the_memory_budget(monkeypatch):
+    """A replicate's dense arrays over the union of its batches (N x N-sized where the points
+    meet often) are drawn only where they fit the memory budget; else the per-batch bound."""
+    from dgp.solver._shared_bound import SHARED_DENSE_ARRAYS, SHARED_MAX_M
+
+    n, b = 600, 256
+    need = SHARED_DENSE_ARRAYS * 8 * n * n  # the union is all 600 points
+    monkeypatch.setenv("DGP_MEMORY_LIMIT", str(need))
+    assert shared_batches(n, b) == SHARED_MAX_M
+    monkeypatch.setenv("DGP_MEMORY_LIMIT", str(need - 1))
+    assert shared_batches(n, b) == 1

@@ -64,6 +64,7 @@ from scipy.special import ndtri
 from scipy.stats import t as student_t
 
 from dgp.errors import ParameterError
+from dgp.resources import memory_budget
 from dgp.solver._batch import BatchSpec
 from dgp.solver._batch_sources import BatchWeights, batch_function
 from dgp.solver._sphere_lbfgs import row_lbfgs
@@ -98,6 +99,11 @@ SHARED_MAX_M = 32
 SHARED_MIN_COOCCURRENCE = 1.0
 #: independent replicates of the shared bound (a Student quantile with two degrees of freedom)
 SHARED_REPLICATES = 3
+#: dense ``u x u`` float64 arrays a replicate holds at once over the union of its ``u`` points
+#: (the Gram, the gradient, the dual matrix and the eigensolver's copies): the union nears all
+#: ``N`` points where they meet often enough, so these are ``N x N``-sized (17 MB each at
+#: N = 1448), and a replicate is drawn only where they fit the memory budget
+SHARED_DENSE_ARRAYS = 6
 
 
 @dataclass(frozen=True, eq=False)
@@ -304,11 +310,16 @@ def shared_batches(n: int, batch_size: int) -> int:
     (the per-batch relaxation alone) where that many let them meet fewer than
     :data:`SHARED_MIN_COOCCURRENCE` times. At B = 256: 32 batches up to N = 1448, one from
     there on. (:func:`dgp.solver.relaxation_bound` draws them only where the per-batch bound
-    leaves more than :data:`SHARED_WHEN_GAP`.)
+    leaves more than :data:`SHARED_WHEN_GAP`.) Also 1 where a replicate's
+    :data:`SHARED_DENSE_ARRAYS` arrays over the union of its batches exceed the memory budget
+    (:func:`dgp.resources.memory_budget`).
 
     >>> [shared_batches(n, 256) for n in (300, 600, 1448, 1449, 2000)]
     [11, 32, 32, 1, 1]
     """
     pairs = batch_size * batch_size / (n * n)  # meetings of two points a batch
     m = min(SHARED_MAX_M, math.ceil(SHARED_COOCCURRENCE / pairs))
-    return m if m * pairs >= SHARED_MIN_COOCCURRENCE and m > 1 else 1
+    union = min(n, m * batch_size)
+    budget = memory_budget()
+    fits = budget is None or SHARED_DENSE_ARRAYS * 8 * union * union <= budget
+    return m if m * pairs >= SHARED_MIN_COOCCURRENCE and m > 1 and fits else 1
