@@ -181,3 +181,20 @@ def test_the_factor_loss_is_the_loss_per_anchor_on_either_factor_objective():
         h = 1e-6
         fd = (vg(_unit(Z1 + h * V))[0] - vg(_unit(Z1 - h * V))[0]) / (2 * h)
         assert np.sum(grad * V) == pytest.approx(fd, rel=1e-5)
+
+
+@pytest.mark.slow  # two rank-4 searches of 8 classes (about 3-6 s)
+def test_optimum_and_supcon_prototypes_say_the_same_of_what_the_loss_pins():
+    """dgp.optimum in R^dim probes the sublevel set as supcon_prototypes does (the same
+    solver, the same loss, the same witnesses): the flat imbalanced example is free in its
+    spectrum and mean norm through both entry points."""
+    import dgp
+
+    sizes = [50, 40, 30, 20, 10, 8, 5, 3]
+    opt = dgp.optimum(dgp.Problem(objective="supcon", sizes=sizes), tau=0.1, dim=4,
+                      progress=False)
+    pro = dgp.supcon_prototypes(sizes, tau=0.1, dim=4, progress=False)
+    assert abs(opt.loss - pro.loss) <= 1e-9 * abs(pro.loss)
+    for ident in (opt.identifiability, pro.identifiability):
+        assert set(ident.probed) >= {"spectrum", "mean_norm"}
+        assert ident.pinned["spectrum"] is False and ident.pinned["mean_norm"] is False

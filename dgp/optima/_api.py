@@ -89,6 +89,7 @@ from dgp.solver import (
     solve_rows,
     validated_tau,
 )
+from dgp.solver._sublevel_probe import factor_loss
 from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["FREE_MAX_K", "NoCollapse", "collapsed_optimum", "optimum"]
@@ -153,21 +154,28 @@ def _free(prob: RowProblem, starts: list[np.ndarray], tol: float) -> _Solved:
 
 def _fixed_dim(
     prob: RowProblem, dim: int, free: _Solved | None, weights: np.ndarray, *,
-    starts: int, seed: int, tol: float, progress: Callable[[str], None] | None = None,
+    sizes: np.ndarray, starts: int, seed: int, tol: float,
+    progress: Callable[[str], None] | None = None,
 ) -> _Solved:
     """The free optimum when its rank fits, else the one rank-d solver
     (:func:`dgp.solver.solve_rank_d`, the policy shared with :func:`dgp.supcon_prototypes`:
     the free optimum's truncation and the weights' spectral start given, ``starts`` random
-    candidates); its certificate is the rank-d one."""
+    candidates); its certificate is the rank-d one. What the loss pins is compared over the
+    candidates and, where the problem is small, probed within the loss resolution around the
+    best (:func:`dgp.solver.identifiability_report`; the mean of the points weighted by their
+    ``sizes``, the samples' mean embedding)."""
     if free is not None and free.certificate.rank <= dim:
         return _Solved(prob, free.gram, free.certificate,
                        f"the free optimum has rank {free.certificate.rank} <= dim = {dim}", 0)
     sol = solve_rank_d(prob, dim, free_gram=None if free is None else free.gram,
                        weights=weights, starts=starts, seed=seed, tol=tol, progress=progress)
     losses = [v / prob.alpha_total for v in sol.candidate_losses]
-    ident = identifiability_report([X.T for X in sol.candidate_factors], losses,
-                                   int(np.argmin(losses)), seed=seed,
-                                   resolution=LOSS_RESOLUTION)
+    best = int(np.argmin(losses))
+    rows = sol.candidate_factors[best].T
+    ident = identifiability_report([X.T for X in sol.candidate_factors], losses, best,
+                                   seed=seed, resolution=LOSS_RESOLUTION,
+                                   probe=factor_loss(prob.on_factor(), rows),
+                                   row_weights=np.asarray(sizes, dtype=float))
     return _Solved(prob, sol.gram, sol.certificate, sol.reason, sol.starts, ident,
                    rank_d=sol.certificate)
 
@@ -226,10 +234,10 @@ def _solve(
         sol = free_prob
         full_sol = free_full
     else:
-        sol = _fixed_dim(prob, dim, free_prob, Wq, starts=starts, seed=seed, tol=tol,
-                         progress=progress)
-        full_sol = (_fixed_dim(full, dim, free_full, Wq, starts=starts, seed=seed, tol=tol,
-                               progress=progress)
+        sol = _fixed_dim(prob, dim, free_prob, Wq, sizes=n, starts=starts, seed=seed,
+                         tol=tol, progress=progress)
+        full_sol = (_fixed_dim(full, dim, free_full, Wq, sizes=n, starts=starts, seed=seed,
+                               tol=tol, progress=progress)
                     if spec is not None else sol)
     assert sol is not None
     G = sol.gram
@@ -562,7 +570,9 @@ def _unique_report(unique: bool | None, why: str) -> BatchIdentifiability:
     to rotation (certified), not the arrangement on a face of minimisers."""
     pinned = {"pairwise cosines": bool(unique), "spectrum": bool(unique),
               "mean_norm": bool(unique)}
-    statement = ("yes: the optimum is unique up to rotation (" + why + ")" if unique else
+    statement = ("identifiable: pinned: every invariant at the optimum, unique up to rotation ("
+                 + why + "); not probed within the loss resolution, where near-optimal "
+                 "solutions may still differ" if unique else
                  "not identifiable: " + why if unique is False else "undecided: " + why)
     return BatchIdentifiability(pinned=pinned, spread={}, resolution=0.0,
                                 identifiable=bool(unique), solutions=1, statement=statement)
