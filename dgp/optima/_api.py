@@ -52,6 +52,7 @@ from dgp.optima._batch_paths import (
     check_starts,
     finite_seconds,
     label_quotient,
+    say_exact_skipped,
     say_rows_estimate,
     start_budget,
     streamed_path,
@@ -455,6 +456,8 @@ def _quotient_optimum(q: Quotient | None, A: np.ndarray | None, batch: dict, kwa
         # every composition where it is estimated faster (a 3-NN graph of 25 points with two
         # twin pairs: 8 minutes of rows against 10 s of the finite sum)
         chain, q, inverse, route = *without_twins(A, chain), "finite"
+    if route == "stochastic" and progress is not False:
+        say_exact_skipped(q, spec, dim, kwargs["exact_max"], kwargs["starts"])
     if route in BATCH_PATHS:
         try:
             return BATCH_PATHS[route](q, spec, kwargs, full_batch=_full_batch_embedding,

@@ -45,6 +45,7 @@ from dgp.solver import (
     CHUNKED_FTOL,
     CHUNKED_MAX_EVALS,
     CHUNKED_TYPICAL_EVALS,
+    EXACT_RANK_D_MAX_S,
     FINITE_MAX_ENTRIES,
     NO_POSITIVE,
     REDUCTIONS,
@@ -60,6 +61,7 @@ from dgp.solver import (
     chunked_seconds,
     composition_count,
     dense_weight_rows,
+    enumerable,
     exact_rows_fit,
     finite_batch_optimum,
     quotient_batch_optimum,
@@ -97,6 +99,7 @@ __all__ = [
     "finite_seconds",
     "label_quotient",
     "labels_path",
+    "say_exact_skipped",
     "say_rows_estimate",
     "sparse_pairs_above",
     "start_budget",
@@ -443,6 +446,24 @@ def say_rows_estimate(q: Quotient, spec: BatchSpec, dim: int | None, starts: int
             f"exact expected-batch optimum over all {composition_count(q.sizes, spec)} "
             f"compositions of {q.K} points in d = {dim}: about {format_duration(seconds)} "
             "(the rank-d search over every composition's rows)")
+
+
+def say_exact_skipped(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: int,
+                      starts: int) -> None:
+    """On stderr, why a problem whose compositions could all be enumerated (at most
+    ``exact_max``) takes fresh batches: its rank-``dim`` search over every composition's rows
+    is estimated beyond :data:`~dgp.solver.EXACT_RANK_D_MAX_S` (a referee found the exact path
+    skipped in silence: 58 905 compositions of 5 classes in d = 3, estimated 783 s)."""
+    if not enumerable(q.sizes, spec, exact_max):
+        return
+    seconds = rows_rank_d_seconds(q.sizes, spec, dim, starts)
+    if seconds > EXACT_RANK_D_MAX_S:
+        stderr_progress()(
+            f"all {composition_count(q.sizes, spec)} compositions of {q.K} points could be "
+            f"enumerated, but the rank-{dim} search over them is estimated at about "
+            f"{format_duration(seconds)} (more than {format_duration(EXACT_RANK_D_MAX_S)}): "
+            "the expected-batch optimum is found on fresh batches instead, and reported with "
+            "its interval and bound")
 
 
 def sparse_pairs_above(W: object, n_min: int) -> Pairs | None:

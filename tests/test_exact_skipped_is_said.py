@@ -1,0 +1,46 @@
+"""A batched problem whose compositions could all be enumerated but whose rank-d search over
+them is estimated beyond EXACT_RANK_D_MAX_S takes fresh batches, and says so on stderr (a
+referee's D3: 58 905 class-balanced compositions of 5 classes in d = 3 went stochastic in
+silence); within the budget, or beyond enumeration, nothing is said."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from dgp.optima._batch_paths import batch_route, say_exact_skipped
+from dgp.solver import (
+    EXACT_RANK_D_MAX_S,
+    BatchSpec,
+    composition_count,
+    enumerable,
+    rows_rank_d_seconds,
+)
+
+_SPEC = BatchSpec(batch_size=32, sampler="class-balanced", samples_per_class=None,
+                  reduction="mean", anchors_without_positives="drop")
+
+
+def _q(sizes):
+    sizes = np.asarray(sizes, dtype=np.int64)
+    return SimpleNamespace(sizes=sizes, K=sizes.size)
+
+
+def test_the_skipped_exact_path_is_said(capsys):
+    q = _q([30, 20, 10, 5, 3])
+    starts = 9
+    assert enumerable(q.sizes, _SPEC, 100_000)
+    assert rows_rank_d_seconds(q.sizes, _SPEC, 3, starts) > EXACT_RANK_D_MAX_S
+    assert batch_route(q.sizes, _SPEC, 3, 100_000, starts) == "stochastic"
+    say_exact_skipped(q, _SPEC, 3, 100_000, starts)
+    err = capsys.readouterr().err
+    assert f"all {composition_count(q.sizes, _SPEC)} compositions" in err
+    assert "fresh batches instead" in err
+
+
+def test_nothing_is_said_where_the_exact_path_runs_or_cannot(capsys):
+    q = _q([30, 20, 10, 5, 3])
+    say_exact_skipped(q, _SPEC, None, 100_000, 9)  # free dimension: no rank-d search
+    say_exact_skipped(q, _SPEC, 3, 1_000, 9)  # beyond enumeration: nothing was skipped
+    assert capsys.readouterr().err == ""
