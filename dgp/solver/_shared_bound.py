@@ -60,8 +60,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtri
-from scipy.stats import t as student_t
+from scipy.special import ndtri, stdtrit
 
 from dgp.errors import ParameterError
 from dgp.resources import memory_budget
@@ -278,7 +277,7 @@ def shared_bound(
     mean_gap = float(g.mean())
     gap_se = float(g.std(ddof=1) / math.sqrt(g.size))
     value = (loss.mean - mean_gap - float(ndtri(0.975)) * loss.se
-             - float(student_t.ppf(0.975, g.size - 1)) * gap_se)
+             - float(stdtrit(g.size - 1, 0.975)) * gap_se)
     return SharedBound(value, m, mean_gap, gap_se, int(g.size))
 
 

@@ -42,8 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import ndtri
-from scipy.stats import t as student_t
+from scipy.special import ndtri, stdtrit
 
 from dgp.constants import ROUND_PARTNER_TERMS
 from dgp.errors import ParameterError
@@ -566,7 +565,7 @@ def relaxation_bound(
     shared_gap = float(sg.mean())
     shared_se = float(sg.std(ddof=1) / math.sqrt(sg.size))
     value = max(per_batch, loss.mean - z * loss.se - shared_gap
-                - float(student_t.ppf(1.0 - miss, sg.size - 1)) * shared_se)
+                - float(stdtrit(sg.size - 1, 1.0 - miss)) * shared_se)
     return RelaxationBound(value, mean_gap, gap_se, int(g.size) + m * int(sg.size), m=m,
                            replicates=int(sg.size), shared_gap=shared_gap,
                            shared_gap_se=shared_se)
