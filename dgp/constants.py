@@ -391,6 +391,15 @@ REPULSION_STEP = 0.05
 #: Measured on random class problems (K 6 to 20, d 2 to 4): long chains from few starts find
 #: lower losses than many short ones at the same cost (8 x 60 moves beat 16 x 40 and 16 x 6)
 RANK_D_STARTS = 8
+#: a row problem of at least this many rows (the rows of every batch composition: 58 905
+#: class-balanced compositions of 5 classes at B = 32 are 294 525 rows, where one move of a
+#: candidate's chain took about 5 s and the search was estimated at 783 s) is searched in two
+#: phases: the whole search on RANK_D_SAMPLED_ROWS of its rows drawn by their weight (an
+#: unbiased sample of the loss), then every candidate it found descended and polished on all
+#: the rows, without moves (dgp.solver.solve_rank_d)
+RANK_D_SAMPLED_FROM_ROWS = 50_000
+#: rows of the sampled phase of a search on many rows (drawn with replacement, seeded)
+RANK_D_SAMPLED_ROWS = 10_000
 #: most moves of each candidate's chain: two of its points exchanged (which class sits where),
 #: twice, then seeded Gaussian noise, repeating; each move is descended and kept when better
 RANK_D_HOPS = 60

@@ -81,11 +81,16 @@ def test_the_default_enumerates_a_hundred_thousand():
     sizes = np.array([12, 9, 7, 5, 4, 3, 3, 2])  # 57 481 compositions of B = 16
     assert batch_route(sizes, BatchSpec(16, "uniform", None, "mean", "drop"), None,
                        EXACT_MAX_DEFAULT) == "rows"
-    # in a fixed dimension below the classes, the rank-d search over 23 248 compositions is
-    # estimated beyond EXACT_RANK_D_MAX_S: fresh batches; a few compositions stay exact
+    # in a fixed dimension below the classes, the rank-d search over 23 248 compositions (the
+    # issue's example, 0.02 from the exact Gram on fresh batches) runs in two phases (a search
+    # on sampled rows, then every candidate on all of them) and is estimated within
+    # EXACT_RANK_D_MAX_S: exact; over the 57 481 compositions of B = 16 it is not: fresh batches
     spec12 = BatchSpec(12, "uniform", None, "mean", "drop")
-    assert rows_rank_d_seconds(sizes, spec12, 3, 8) > EXACT_RANK_D_MAX_S
-    assert batch_route(sizes, spec12, 3, EXACT_MAX_DEFAULT, 8) == "stochastic"
+    assert rows_rank_d_seconds(sizes, spec12, 3, 8) <= EXACT_RANK_D_MAX_S
+    assert batch_route(sizes, spec12, 3, EXACT_MAX_DEFAULT, 8) == "rows"
+    spec16 = BatchSpec(16, "uniform", None, "mean", "drop")
+    assert rows_rank_d_seconds(sizes, spec16, 3, 8) > EXACT_RANK_D_MAX_S
+    assert batch_route(sizes, spec16, 3, EXACT_MAX_DEFAULT, 8) == "stochastic"
     small = np.array([3, 3, 2])
     spec4 = BatchSpec(4, "uniform", None, "mean", "drop")
     assert rows_rank_d_seconds(small, spec4, 2, 8) <= EXACT_RANK_D_MAX_S

@@ -132,7 +132,8 @@ def test_many_classes_from_labels_fit_a_terminal(cli, tmp_path):
     small.write_text("a\na\nb\nb\nc\n")  # a singleton class: said of the labels, not of sizes
     r = cli("supcon", "--labels", str(small), "--tau", "0.5")
     assert r.code == 2 and r.err.count("\n") == 1
-    assert r.err.startswith("error: --labels has class 'c' with 1 sample") and "--sizes" not in r.err
+    assert r.err.startswith("error: --labels has class 'c' with 1 sample")
+    assert "--sizes" not in r.err
 
 
 @pytest.mark.parametrize("ext", [".npy", ".csv"])

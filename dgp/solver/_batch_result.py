@@ -331,7 +331,10 @@ class BatchOptimum(Record):
     def _repr_html_(self) -> str:
         return html_summary(self._title(), self._summary_pairs())
 
-    #: ``embedding=True`` adds the ``n x dim`` embedding
+    #: ``embedding=True`` adds the ``n x dim`` embedding; ``gram=True`` the ``n x n`` Gram of
+    #: that embedding (left out unless asked for, ``None`` or ``False``: one near-optimal
+    #: solution, ``n x n``; where it comes from sampled batches, how far other seeds' solutions
+    #: move its entries is the ``identifiability`` block beside it)
     JSON_OPTIONS: ClassVar[dict[str, Any]] = {"embedding": False, "gram": None}
 
     def json_items(self, options):
@@ -345,6 +348,8 @@ class BatchOptimum(Record):
                     ("certificate", self.certificate), ("convergence", self.convergence))
         if options["embedding"]:
             yield "embedding", self.embedding
+        if options["gram"]:
+            yield "gram", self.gram
 
 
 def paired_loss_verdict(excess: float, half: float) -> str:

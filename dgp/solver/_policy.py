@@ -50,6 +50,7 @@ The non-negative (ReLU-head) factors follow the same policy in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -62,6 +63,8 @@ from dgp.constants import (
     RANK_D_HOP_SIZE,
     RANK_D_PRECONDITIONED_INNER,
     RANK_D_PROGRESS_S,
+    RANK_D_SAMPLED_FROM_ROWS,
+    RANK_D_SAMPLED_ROWS,
     RANK_D_SWAP_PERIOD,
     RANK_D_TRUST_REJECTIONS,
     SCALE_FLOOR,
@@ -85,6 +88,7 @@ from dgp.tolerance import DEFAULT_POLICY
 __all__ = [
     "RankDSolution",
     "rank_d_solve",
+    "sampled_rows",
     "solve_rank_d",
     "spectral_start",
 ]
@@ -413,6 +417,7 @@ def solve_rank_d(
     tol: float,
     policy: RankDPolicy | None = None,
     progress: Callable[[str], None] | None = None,
+    origin: str | None = None,
 ) -> RankDSolution:
     """The best rank-``dim`` point of ``prob`` found by the search of the module docstring.
 
@@ -440,12 +445,20 @@ def solve_rank_d(
         Called with one line of text (the candidate, its phase, the time spent, the loss and
         the stationarity) at most every :data:`~dgp.constants.RANK_D_PROGRESS_S` seconds while
         the search runs; ``None`` (the default): silent. The solver prints nothing itself.
+    origin : str, optional
+        Where the given starts come from, said first in the solution's ``reason`` (the search
+        of a row problem of many rows gives its sampled phase's candidates).
 
     Returns
     -------
     RankDSolution
         With the :func:`~dgp.solver.rank_d_certificate` of its point.
     """
+    if (isinstance(prob, RowProblem) and policy is None
+            and prob.anchor.size >= RANK_D_SAMPLED_FROM_ROWS):
+        return _sampled_then_all_rows(prob, dim, free_gram=free_gram, weights=weights,
+                                      given=given, starts=starts, seed=seed, tol=tol,
+                                      progress=progress)
     cpu_start = time.process_time()
     K = prob.K
     factor_path = isinstance(prob, BlockFactor)
@@ -510,6 +523,9 @@ def solve_rank_d(
     reason = (f"best of {len(jobs)} candidates ({len(jobs) - n_given} seeded random, "
               f"{n_given} given{screened}; each descended by L-BFGS{moves}, polished by the trust "
               f"region; {hits} reached the best)")
+    if origin is not None:
+        reason = (f"best of {origin} descended by L-BFGS and polished by the trust region on all "
+                  f"the rows; {hits} reached the best")
     return RankDSolution(
         factor=X, loss=parts[0], excess_loss=parts[1], log_excess_loss=parts[2],
         certificate=cert, starts=len(jobs), random_starts=len(jobs) - n_given,
@@ -517,6 +533,38 @@ def solve_rank_d(
         candidate_factors=tuple(factors), cpu_seconds=time.process_time() - cpu_start,
         estimated_cpu_seconds=estimate,
     )
+
+
+def sampled_rows(prob: RowProblem, rows: int, seed: int) -> RowProblem:
+    """``rows`` rows of ``prob`` drawn with replacement by their weight (stream ``[seed, 11]``),
+    each weighing the same, ``alpha_total / rows`` per draw: an unbiased sample of its loss,
+    with the same total weight (so its losses read in the same units)."""
+    rng = np.random.default_rng([seed, 11])
+    idx = rng.choice(prob.anchor.size, size=rows, replace=True, p=prob.alpha_hat)
+    idx, counts = np.unique(idx, return_counts=True)
+    return RowProblem(tau=prob.tau, anchor=prob.anchor[idx],
+                      alpha=counts * (prob.alpha_total / rows), log_mu=prob.log_mu[idx],
+                      target=prob.P[idx])
+
+
+def _sampled_then_all_rows(prob: RowProblem, dim: int, *, free_gram, weights, given, starts,
+                           seed: int, tol: float, progress) -> RankDSolution:
+    """The search of a row problem of many rows (:data:`~dgp.constants.RANK_D_SAMPLED_FROM_ROWS`
+    or more): the whole search (its given starts, random candidates and moves) on
+    :data:`~dgp.constants.RANK_D_SAMPLED_ROWS` rows drawn by their weight
+    (:func:`sampled_rows`), then every candidate it found descended and polished on all the
+    rows without moves, and the best of those certified on all the rows. A larger budget still
+    contains a smaller one's candidates (the sample depends on ``seed`` alone), so its answer is
+    never worse."""
+    sample = sampled_rows(prob, RANK_D_SAMPLED_ROWS, seed)
+    found = solve_rank_d(sample, dim, free_gram=free_gram, weights=weights, given=given,
+                         starts=starts, seed=seed, tol=tol, progress=progress)
+    polish = dataclasses.replace(rank_d_policy(prob.K, dim), hops=0, screen=1, screen_steps=0)
+    return solve_rank_d(prob, dim, given=list(found.candidate_factors), starts=0, seed=seed,
+                        tol=tol, policy=polish, progress=progress,
+                        origin=f"the {found.starts} candidates of a search on "
+                        f"{RANK_D_SAMPLED_ROWS} of its {prob.anchor.size} rows drawn by their "
+                        "weight, each then")
 
 
 def rank_d_solve(

@@ -37,6 +37,8 @@ from dgp.constants import (
     RANK_D_PRODUCT_EVALS,
     RANK_D_ROUNDS,
     RANK_D_RUN_ITERS,
+    RANK_D_SAMPLED_FROM_ROWS,
+    RANK_D_SAMPLED_ROWS,
     RANK_D_SCREEN_POINTS,
     RANK_D_SCREEN_STEPS,
     RANK_D_SECOND_ORDER_MAX_SIZE,
@@ -215,6 +217,14 @@ def rank_d_cost(K: int, dim: int, *, starts: int, given: int, rows: int,
     (no moves) 8.5 s on a loaded core for 7.6 s."""
     policy = rank_d_policy(K, dim, factor_path=factor_path)
     candidates = max(starts + given, 1)
+    if not factor_path and rows >= RANK_D_SAMPLED_FROM_ROWS:
+        # two phases (dgp.solver.solve_rank_d): the whole search on a sample of the rows, then
+        # every candidate descended, polished and the best certified on all of them, no moves
+        sampled = rank_d_cost(K, dim, starts=starts, given=given, rows=RANK_D_SAMPLED_ROWS)
+        per_eval = max(3.0 * rows * K + 0.4 * dim * K * K, RANK_D_EVAL_OVERHEAD)
+        per_candidate = (policy.run_iters + policy.rounds * policy.run_iters / 2
+                         + 2.0 * policy.polish_iters * policy.polish_inner)
+        return sampled + per_eval * (candidates * per_candidate + 1000)
     if factor_path:
         evals = (policy.run_iters + policy.restart_iters
                  + RANK_D_PRODUCT_EVALS * (policy.polish_products or 0) + 20)
