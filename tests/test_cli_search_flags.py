@@ -46,9 +46,9 @@ def _spy(monkeypatch, module, name):
      ["--objective", "supcon", "--labels", "{labels}", "--tau", "0.5", "--dim", "1"]),
     ("phase", cli_phase, "phase",
      ["--objective", "supcon", "--labels", "{labels}", "--grid", "tau=0.2,1", "--dim", "2"]),
-    ("recommend", cli_recommend, "recommend",
+    ("recommend", cli_recommend, "recommend",  # a short scan of rank-2 prototype searches
      ["--objective", "supcon", "--sizes", "6,3,2", "--want", "minority-cosine<=0.5",
-      "--minority", "1,2", "--dim", "2"]),
+      "--minority", "1,2", "--dim", "2", "--search", "0.2:2", "--points", "5"]),
     ("floors", cli_floors, "loss_floors",
      ["--objective", "supcon", "--labels", "{labels}", "--tau", "0.5", "--dim", "2",
       "--samples", "50"]),
