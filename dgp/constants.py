@@ -391,12 +391,8 @@ REPULSION_STEP = 0.05
 #: Measured on random class problems (K 6 to 20, d 2 to 4): long chains from few starts find
 #: lower losses than many short ones at the same cost (8 x 60 moves beat 16 x 40 and 16 x 6)
 RANK_D_STARTS = 8
-#: a row problem of at least this many rows (the rows of every batch composition: 58 905
-#: class-balanced compositions of 5 classes at B = 32 are 294 525 rows, where one move of a
-#: candidate's chain took about 5 s and the search was estimated at 783 s) is searched in two
-#: phases: the whole search on RANK_D_SAMPLED_ROWS of its rows drawn by their weight (an
-#: unbiased sample of the loss), then every candidate it found descended and polished on all
-#: the rows, without moves (dgp.solver.solve_rank_d)
+#: a row problem of this many rows or more (every batch composition's: 5 s a move at 231 880)
+#: is searched on RANK_D_SAMPLED_ROWS rows drawn by weight, then polished on all (solve_rank_d)
 RANK_D_SAMPLED_FROM_ROWS = 50_000
 #: rows of the sampled phase of a search on many rows (drawn with replacement, seeded)
 RANK_D_SAMPLED_ROWS = 10_000
@@ -598,8 +594,6 @@ BATCH_REPLICATES = 2
 #: terms level with it (-0.00002 +- 0.00001) in 36 s
 ROUND_PARTNER_TERMS = 128
 
-#: closed-form (equiangular) prototypes with up to this many distinct class sizes ``m`` carry
-#: the KKT certificate of their Gram computed from its structure
-#: (dgp.prototypes._equiangular_kkt: O(K + m^3), an m x m eigendecomposition; about 0.2 s at
-#: m = 1000 on one core), at any number of classes; above it none (the proof certifies them)
+#: closed forms with up to this many distinct class sizes m carry their structured KKT
+#: certificate (dgp.prototypes._equiangular_kkt: O(K + m^3), 0.2 s at m = 1000), at any K
 EQUIANGULAR_KKT_MAX_GROUPS = 1000
