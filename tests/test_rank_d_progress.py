@@ -87,7 +87,7 @@ def test_screened_start_is_the_lowest_point_and_ignores_order():
 
 
 def test_progress_is_silent_by_default_and_reports_when_given(monkeypatch, capsys):
-    import dgp.solver._policy as policy
+    import dgp.solver._search_clock as policy
 
     n = np.array([6, 5, 4, 3, 2, 2])
     prob = block_problem(n, block_weights(6, None), tau=0.2)
@@ -118,7 +118,7 @@ def test_optimum_in_a_dimension_reports_its_search_on_stderr_unless_told_not_to(
     """``dgp.optimum(..., dim=)`` hands the rank-d search a stderr reporter (lines at most every
     few seconds: here every event) unless ``progress=False``; the numbers are the same."""
     import dgp
-    import dgp.solver._policy as policy
+    import dgp.solver._search_clock as policy
 
     y = np.linspace(0.0, 3.0, 9)
     W = gaussian_kernel_weights(y[:, None], sigma=0.7)

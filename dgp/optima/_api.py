@@ -90,6 +90,7 @@ from dgp.solver import (
     solve_rows,
     validated_tau,
 )
+from dgp.solver._identifiability import DeferredProbe
 from dgp.solver._sublevel_probe import factor_loss
 from dgp.tolerance import DEFAULT_POLICY
 
@@ -110,6 +111,7 @@ class _Solved:
     starts: int
     identifiability: BatchIdentifiability | None = None
     rank_d: RankDCertificate | None = None
+    probe: DeferredProbe | None = None
 
 
 def _guard(K: int, N: int, dim: int | None, rows: int, starts: int) -> None:
@@ -162,9 +164,10 @@ def _fixed_dim(
     (:func:`dgp.solver.solve_rank_d`, the policy shared with :func:`dgp.supcon_prototypes`:
     the free optimum's truncation and the weights' spectral start given, ``starts`` random
     candidates); its certificate is the rank-d one. What the loss pins is compared over the
-    candidates and, where the problem is small, probed within the loss resolution around the
-    best (:func:`dgp.solver.identifiability_report`; the mean of the points weighted by their
-    ``sizes``, the samples' mean embedding)."""
+    candidates (:func:`dgp.solver.identifiability_report`; the mean of the points weighted by
+    their ``sizes``, the samples' mean embedding) and, where the problem is small, probed
+    within the loss resolution around the best when the result's ``identifiability`` is first
+    read (the :class:`~dgp.solver._identifiability.DeferredProbe` kept)."""
     if free is not None and free.certificate.rank <= dim:
         return _Solved(prob, free.gram, free.certificate,
                        f"the free optimum has rank {free.certificate.rank} <= dim = {dim}", 0)
@@ -173,12 +176,12 @@ def _fixed_dim(
     losses = [v / prob.alpha_total for v in sol.candidate_losses]
     best = int(np.argmin(losses))
     rows = sol.candidate_factors[best].T
+    w = np.asarray(sizes, dtype=float)
     ident = identifiability_report([X.T for X in sol.candidate_factors], losses, best,
-                                   seed=seed, resolution=LOSS_RESOLUTION,
-                                   probe=factor_loss(prob.on_factor(), rows),
-                                   row_weights=np.asarray(sizes, dtype=float))
+                                   seed=seed, resolution=LOSS_RESOLUTION, row_weights=w)
+    probe = DeferredProbe(rows, factor_loss(prob.on_factor(), rows), w, seed)
     return _Solved(prob, sol.gram, sol.certificate, sol.reason, sol.starts, ident,
-                   rank_d=sol.certificate)
+                   rank_d=sol.certificate, probe=probe)
 
 
 class NoCollapse(Exception):
@@ -267,7 +270,7 @@ def _solve(
         prob=prob, gram=G, cert=cert, lift=lift, loss=loss, excess=excess,
         log_excess=log_excess, lower=lower, certified_global=global_,
         stop_reason=sol.stop_reason, starts=sol.starts, free=free_prob, batch=batch,
-        identifiability=sol.identifiability, rank_d=sol.rank_d,
+        identifiability=sol.identifiability, rank_d=sol.rank_d, probe=sol.probe,
     )
 
 
@@ -561,10 +564,10 @@ def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str
         unique=unique, uniqueness=why, certificate=cert, collapse=lift, structure=structure,
         stop_reason=out["stop_reason"], starts=out["starts"], batch=out["batch"],
         free_rank=None if out["free"] is None else out["free"].certificate.rank,
-        identifiability=(out["identifiability"] if out["identifiability"] is not None
-                         else _unique_report(unique, why) if dim is not None or
-                         out["batch"] is not None else None),
-        rank_d=out["rank_d"],
+        search_identifiability=(out["identifiability"] if out["identifiability"] is not None
+                                else _unique_report(unique, why) if dim is not None or
+                                out["batch"] is not None else None),
+        rank_d=out["rank_d"], probe=out["probe"],
     )
 
 

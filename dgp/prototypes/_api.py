@@ -239,7 +239,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             certificate=equiangular_certificate(n, tau, eps, simplex), collapse=None,
             rank=K - 1, unique=True,
             stop_reason="regular simplex (balanced SupCon)", equiangular=simplex,
-            identifiability=_full_identifiability(n, tau, eps, None, gap),
+            search_identifiability=_full_identifiability(n, tau, eps, None, gap),
         )
     if method == "auto" and eps is None and K == 2:
         # one free cosine, and the loss increases with it: antipodal at every tau and any sizes
@@ -253,7 +253,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             certificate=equiangular_certificate(n, tau, eps, -1.0), collapse=None, rank=1,
             unique=face_uniqueness(G, n, rank=1)[0],
             stop_reason="antipodal (SupCon with two classes)", equiangular=-1.0,
-            identifiability=_full_identifiability(n, tau, eps, None, gap),
+            search_identifiability=_full_identifiability(n, tau, eps, None, gap),
         )
     if method == "auto" and eps is not None:
         rho = 1.0 + tau * math.log(eps)
@@ -267,7 +267,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
                 collapse=None, rank=K - 1, unique=True,
                 stop_reason="regular simplex (balanced Soft SupCon above tau*)",
                 equiangular=simplex,
-                identifiability=_full_identifiability(n, tau, eps, None, gap),
+                search_identifiability=_full_identifiability(n, tau, eps, None, gap),
             )
         if rho >= simplex - EQUIANGULAR_ATOL:
             at_star = abs(rho - simplex) <= EQUIANGULAR_ATOL
@@ -284,7 +284,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
                 collapse=None, rank=K - 1 if at_star else K, unique=unique,
                 stop_reason="equiangular rho = 1 + tau log eps, attains the entropic bound",
                 equiangular=max(rho, simplex),
-                identifiability=_full_identifiability(
+                search_identifiability=_full_identifiability(
                     n, tau, eps, None if at_star else equiangular_gram(K, rho), gap
                 ) if K <= PROJECT_MAX_K else None,
             )
@@ -316,7 +316,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         **common, method="numeric", loss=loss, entropic_bound=bound, excess_loss=excess,
         log_excess_loss=log_excess, kkt_residual=cert.kkt_residual, certificate=cert,
         collapse=lift, rank=cert.rank, unique=lift.unique, stop_reason=res.stop_reason,
-        matrix=G, identifiability=ident,
+        matrix=G, search_identifiability=ident,
     )
 
 

@@ -230,7 +230,7 @@ def batch_prototypes(
         rank=K - 1 if closed else cert.rank if rcert is None else DEFAULT_POLICY.rank(
             np.linalg.eigvalsh(G)),
         unique=None if lift is None else lift.unique,
-        stop_reason=reason, matrix=G, batch=batch, identifiability=ident,
+        stop_reason=reason, matrix=G, batch=batch, search_identifiability=ident,
         dim=dim, lower_bound=lower, rank_d=rcert, classes=full.classes,
     )
 

@@ -175,7 +175,7 @@ def in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float
         log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=rcert,
         collapse=None, rank=DEFAULT_POLICY.rank(lam), unique=None,
         stop_reason=found.reason, matrix=G,
-        identifiability=pinned_identifiability(
+        search_identifiability=pinned_identifiability(
             Identifiability(math.nan, None, None, None, float(n.sum()), math.nan), found,
             float(n.sum()), seed, n),
         dim=dim, lower_bound=lower, rank_d=rcert, factor=X.T.copy(), classes=classes,
@@ -211,7 +211,7 @@ def in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, start
         log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=cert,
         collapse=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
         stop_reason=found.reason, matrix=G,
-        identifiability=pinned_identifiability(dim_identifiability(prob, G, dim), found,
+        search_identifiability=pinned_identifiability(dim_identifiability(prob, G, dim), found,
                                                prob.alpha_total, seed, free.sizes),
         dim=dim, lower_bound=lower, rank_d=rcert,
     )

@@ -156,7 +156,7 @@ def _probe_loss(p: Any) -> tuple[Any, np.ndarray | None, str]:
 
 
 def settled_identifiability(p: Any, resolution: float) -> Identifiability | None:
-    """``p.identifiability`` with ``pinned``, ``spread``, ``identifiable``, ``statement`` and
+    """``p.search_identifiability`` with ``pinned``, ``spread``, ``identifiable``, ``statement`` and
     ``probed`` settled (CONTRACT v4: every result in a fixed dimension or with batches says
     what the loss pins), once (``probed`` not ``None``: already settled).
 
@@ -171,7 +171,7 @@ def settled_identifiability(p: Any, resolution: float) -> Identifiability | None
     comparison stands, saying it was not probed; with nothing compared, a certified unique
     optimum is pinned at the optimum, the statement saying that solutions within the
     resolution were not probed."""
-    ident = p.identifiability
+    ident = p.search_identifiability
     if (p.dim is None and p.batch is None) or (ident is not None and ident.probed is not None):
         return ident
     if ident is None:

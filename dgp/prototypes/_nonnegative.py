@@ -420,7 +420,7 @@ def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | No
         certificate=BatchCertificate.of(est), rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)),
         unique=unique, stop_reason=closed["stop_reason"] + " (on the sampled compositions)",
         equiangular=closed["equiangular"], matrix=G, factor=Z, starts=0, hits=0,
-        lower_bound=est.lower_bound, certified=False, batch=batch, identifiability=ident,
+        lower_bound=est.lower_bound, certified=False, batch=batch, search_identifiability=ident,
         minority=minority,
     )
 
@@ -430,5 +430,5 @@ def _result(common: dict[str, Any], entropy: float, fields: dict[str, Any],
     cert = fields["certificate"]
     return NonnegativePrototypes(
         **common, **fields, entropic_bound=entropy, lower_bound=cert.lower_bound,
-        certified=cert.certified, batch=batch, identifiability=None,
+        certified=cert.certified, batch=batch, search_identifiability=None,
     )

@@ -116,7 +116,7 @@ class NonnegativePrototypes(Prototypes):
     starts: int = 0
     hits: int = 0
 
-    #: a ReLU head's result reports its own identifiability (the build leaves it as given)
+    #: a ReLU head's result reports its own identifiability (as its build found it)
     SETTLES_IDENTIFIABILITY: ClassVar[bool] = False
 
     @cached_property

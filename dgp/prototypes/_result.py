@@ -136,7 +136,12 @@ class Prototypes(Record):
         For mini-batch predictions.
     identifiability : Identifiability or None
         The loss gaps to the simplex (and, for batches, to the full-batch prediction) per
-        anchor; ``None`` above ``K = 1500`` classes and for ``first-order``.
+        anchor and what the loss pins; ``None`` above ``K = 1500`` classes and for
+        ``first-order``. Computed on first read from :attr:`search_identifiability` (in a
+        fixed dimension the sublevel probe runs then, 0.3 to 0.9 s).
+    search_identifiability : Identifiability or None
+        The same as found by the solve: the gaps and the search's own solutions compared,
+        before the sublevel probe.
     dim : int or None
         The dimension the prototypes are constrained to (``None``: free dimension).
     lower_bound : float or None
@@ -179,7 +184,7 @@ class Prototypes(Record):
     matrix: np.ndarray | None = None
     approximation: FirstOrderApproximation | None = None
     batch: BatchPrediction | None = None
-    identifiability: Identifiability | None = None
+    search_identifiability: Identifiability | None = None
     dim: int | None = None
     lower_bound: float | None = None
     rank_d: RankDCertificate | None = None
@@ -187,15 +192,19 @@ class Prototypes(Record):
     minority: MinorityCollapse | None = None
     classes: tuple[Any, ...] | None = None
 
-    #: whether the build settles :attr:`identifiability` (a ReLU head's result reports its own)
+    #: whether :attr:`identifiability` settles what the loss pins (a ReLU head's result
+    #: reports its own)
     SETTLES_IDENTIFIABILITY: ClassVar[bool] = True
 
-    def __post_init__(self) -> None:
-        # built once: in a fixed dimension or with batches the result says what the loss pins
-        # (settled_identifiability at LOSS_RESOLUTION), from its own fields, as it is made
+    @cached_property
+    def identifiability(self) -> Identifiability | None:
+        """What the loss pins (the attribute's entry above): in a fixed dimension or with
+        batches, settled from this result's own fields at
+        :data:`~dgp.constants.LOSS_RESOLUTION` (:func:`settled_identifiability`), on first
+        read."""
         if self.SETTLES_IDENTIFIABILITY:
-            object.__setattr__(self, "identifiability",
-                               settled_identifiability(self, LOSS_RESOLUTION))
+            return settled_identifiability(self, LOSS_RESOLUTION)
+        return self.search_identifiability
 
     @property
     def K(self) -> int:

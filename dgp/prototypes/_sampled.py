@@ -79,7 +79,7 @@ def stochastic_fields(
         loss=b.expected_loss, entropic_bound=entropy, excess_loss=math.nan,
         log_excess_loss=math.nan, kkt_residual=None, certificate=res.certificate,
         collapse=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
-        stop_reason=res.status, matrix=G, batch=batch, identifiability=ident,
+        stop_reason=res.status, matrix=G, batch=batch, search_identifiability=ident,
         lower_bound=b.lower_bound, minority=minority,
     )
     return fields, res.embedding

@@ -24,8 +24,8 @@ from dgp.records import Record
 from dgp.solver._sublevel_probe import PROBE_MAX_SIZE, PROBE_SECONDS, sublevel_probe
 
 __all__ = ["INVARIANTS", "NOT_PROBED", "PAIRS", "PINNED_BAND", "PINNED_SPREAD",
-           "BatchIdentifiability", "identifiability_report", "pinned_verdict",
-           "report_from_spread"]
+           "BatchIdentifiability", "DeferredProbe", "identifiability_report",
+           "pinned_verdict", "report_from_spread"]
 
 #: the threshold of a pinned invariant: a pairwise cosine (or a relative eigenvalue, or the
 #: norm of the mean) that moves by this much among near-optimal solutions is not pinned
@@ -89,6 +89,30 @@ class BatchIdentifiability(Record):
     statement: str
     probed: tuple = ()
 
+
+@dataclass(frozen=True)
+class DeferredProbe:
+    """The sublevel probe of a search's comparison, kept to run where the report is read (a
+    result's ``identifiability``, computed on first read), not where the result is built:
+    the scans that never show the report (``recommend``, ``phase``, ``loss_floors``) do not
+    pay its 0.3 to 0.9 s per solve.
+
+    ``best``: the best solution's unit rows; ``probe``: the deterministic loss per anchor and
+    its Euclidean gradient in the rows; ``row_weights`` and ``seed``: as
+    :func:`identifiability_report`."""
+
+    best: np.ndarray
+    probe: Callable[[np.ndarray], tuple[float, np.ndarray]]
+    row_weights: np.ndarray | None
+    seed: int
+
+    def settle(self, compared: BatchIdentifiability) -> BatchIdentifiability:
+        """``compared`` (the search's solutions compared, not probed: the report
+        :func:`identifiability_report` makes without ``probe``) with the probe's witnesses: the
+        report :func:`identifiability_report` makes with it."""
+        return report_from_spread(compared.spread, compared.solutions, self.best,
+                                  resolution=compared.resolution, seed=self.seed,
+                                  probe=self.probe, row_weights=self.row_weights)
 
 
 def pinned_verdict(spread: float, threshold: float = PINNED_SPREAD) -> bool | None:

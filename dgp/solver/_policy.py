@@ -62,7 +62,6 @@ from dgp.constants import (
     RANK_D_GTOL,
     RANK_D_HOP_SIZE,
     RANK_D_PRECONDITIONED_INNER,
-    RANK_D_PROGRESS_S,
     RANK_D_SAMPLED_FROM_ROWS,
     RANK_D_SAMPLED_ROWS,
     RANK_D_SWAP_PERIOD,
@@ -81,6 +80,7 @@ from dgp.solver._rank_d_budget import (
     rank_d_starts,
 )
 from dgp.solver._rank_d_screen import screened_start
+from dgp.solver._search_clock import SearchClock, watched
 from dgp.solver._solve import bm_lbfgs, factor
 from dgp.solver._trust_region import TrustRegionStop, rtr
 from dgp.tolerance import DEFAULT_POLICY
@@ -174,84 +174,6 @@ class RankDSolution:
         return self.factor.T @ self.factor
 
 
-class _Progress:
-    """The clock of a search given a ``progress`` callable: at most one line every
-    :data:`~dgp.constants.RANK_D_PROGRESS_S` seconds, saying the candidate, the phase, the time
-    spent, the loss and the stationarity reached (the last known where a Hessian-vector product
-    ticks), and after the first candidate the estimate of the whole search's CPU seconds
-    (:func:`~dgp.solver._rank_d_budget.extrapolated_seconds`)."""
-
-    def __init__(self, report: Callable[[str], None], candidates: int, target: float) -> None:
-        self.report, self.candidates, self.target = report, candidates, target
-        self.start = self.last = time.monotonic()
-        self.candidate, self.phase = 0, "descent"
-        self.loss = self.gradient = math.nan
-        self.estimate = math.nan  # CPU seconds of the whole search, once the first is timed
-
-    def at(self, candidate: int, phase: str) -> None:
-        self.candidate, self.phase = candidate, phase
-
-    def due(self) -> bool:
-        return time.monotonic() - self.last >= RANK_D_PROGRESS_S
-
-    def measure(self, obj, X: np.ndarray) -> None:
-        """The loss (nats) and stationarity at ``X``, the point ``obj`` was just evaluated at."""
-        self.gradient = obj.stationarity(X)
-        if isinstance(obj, BlockFactor):
-            self.loss = obj.loss(X)[0]
-        else:
-            self.loss = obj.prob.loss(X.T @ X)[0]
-
-    def say(self) -> None:
-        self.last = now = time.monotonic()
-        where = (f", loss {self.loss:.10g}, Riemannian gradient {self.gradient:.2g} of its "
-                 f"scale (target {self.target:.2g})"
-                 if math.isfinite(self.loss) and math.isfinite(self.gradient) else "")
-        whole = (f"; about {self.estimate:.0f} s of CPU in all (the first candidate timed)"
-                 if math.isfinite(self.estimate) else "")
-        self.report(f"candidate {self.candidate + 1} of {self.candidates}, {self.phase}: "
-                    f"{now - self.start:.0f} s" + where + whole)
-
-
-class _Watched:
-    """A factor objective (:class:`~dgp.solver._rowfactor.FactorObjective`) that ticks the
-    search's clock at every evaluation and Hessian-vector product; everything else is the
-    wrapped objective's."""
-
-    def __init__(self, obj, clock: _Progress) -> None:
-        self._obj, self._clock = obj, clock
-        self.K, self.tau = obj.K, obj.tau
-
-    def on_factor(self) -> _Watched:
-        return self
-
-    def evaluate(self, X: np.ndarray) -> tuple[float, np.ndarray]:
-        out = self._obj.evaluate(X)
-        if self._clock.due():
-            self._clock.measure(self._obj, X)
-            self._clock.say()
-        return out
-
-    def hessian(self, X: np.ndarray):
-        hess = self._obj.hessian(X)
-        clock = self._clock
-
-        def ticking(xi: np.ndarray) -> np.ndarray:
-            if clock.due():
-                clock.say()
-            return hess(xi)
-
-        return ticking
-
-    def __getattr__(self, name: str):
-        return getattr(self._obj, name)
-
-
-def _watched(prob, clock: _Progress | None):
-    """What the descents are given: the problem itself, or its factor objective watched."""
-    return prob if clock is None else _Watched(prob.on_factor(), clock)
-
-
 def _scale_at(prob: RowProblem | BlockFactor, X: np.ndarray) -> None:
     """Fix the objective's scale at ``X`` whatever the previous scale (a row problem's
     ``set_scale`` evaluates its state in the units of the old scale, which overflow where the
@@ -283,9 +205,9 @@ def _unit(X: np.ndarray) -> np.ndarray:
 
 
 def _descend(prob, X0: np.ndarray, iters: int, policy: RankDPolicy,
-             clock: _Progress | None = None) -> np.ndarray:
+             clock: SearchClock | None = None) -> np.ndarray:
     _scale_at(prob, X0)
-    X, _ = bm_lbfgs(_watched(prob, clock), X0, maxiter=iters, gtol=RANK_D_GTOL,
+    X, _ = bm_lbfgs(watched(prob, clock), X0, maxiter=iters, gtol=RANK_D_GTOL,
                     precondition=policy.precondition, restart_memory=policy.restart_memory,
                     restart_iters=policy.restart_iters)
     return X
@@ -331,7 +253,7 @@ def _skips_trust_region(stop: TrustRegionStop, policy: RankDPolicy, res: float,
 
 
 def _trust_region(prob, X: np.ndarray, policy: RankDPolicy, stop: TrustRegionStop,
-                  clock: _Progress | None) -> np.ndarray:
+                  clock: SearchClock | None) -> np.ndarray:
     """The trust region of a polish, :func:`~dgp.solver.rtr`, stopped by ``stop``
     (:func:`_polish_stop`): on the factor path (many classes, a product budget) preconditioned
     by the columns' curvature with at most :data:`~dgp.constants.RANK_D_PRECONDITIONED_INNER`
@@ -340,14 +262,14 @@ def _trust_region(prob, X: np.ndarray, policy: RankDPolicy, stop: TrustRegionSto
     at most 50 inner steps, 0.191 with 1000)."""
     factor = bool(policy.precondition and policy.polish_products)
     inner = min(policy.polish_inner, RANK_D_PRECONDITIONED_INNER) if factor else policy.polish_inner
-    X, _ = rtr(_watched(prob, clock), X, maxiter=stop.iterations, gtol=stop.gradient,
+    X, _ = rtr(watched(prob, clock), X, maxiter=stop.iterations, gtol=stop.gradient,
                maxinner=inner, stall=stop.stall, products=stop.products, precondition=factor,
                rejections=stop.rejections)
     return X
 
 
 def _trust_region_unless_met(prob, X: np.ndarray, policy: RankDPolicy, stop, target: float,
-                             clock: _Progress | None) -> tuple[np.ndarray, float]:
+                             clock: SearchClock | None) -> tuple[np.ndarray, float]:
     """``X`` (its scale set) improved by the trust region unless :func:`_skips_trust_region`
     leaves it as it is, and its stationarity."""
     _scale_at(prob, X)
@@ -359,7 +281,7 @@ def _trust_region_unless_met(prob, X: np.ndarray, policy: RankDPolicy, stop, tar
 
 
 def _polish(prob, X: np.ndarray, policy: RankDPolicy, target: float,
-            clock: _Progress | None = None, candidate: int = 0) -> np.ndarray:
+            clock: SearchClock | None = None, candidate: int = 0) -> np.ndarray:
     """Trust region, then rounds of L-BFGS and trust region until the stationarity target;
     each trust region runs unless :func:`_skips_trust_region` says its point is left as it
     is."""
@@ -382,7 +304,7 @@ def _polish(prob, X: np.ndarray, policy: RankDPolicy, target: float,
 
 
 def _candidate(prob, X0: np.ndarray, rng: np.random.Generator, policy: RankDPolicy,
-               target: float, clock: _Progress | None = None,
+               target: float, clock: SearchClock | None = None,
                index: int = 0) -> tuple[np.ndarray, tuple[float, float, float]]:
     """One candidate: descent, its chain of moves, polish; its point and losses."""
     if clock is not None:
@@ -417,7 +339,6 @@ def solve_rank_d(
     tol: float,
     policy: RankDPolicy | None = None,
     progress: Callable[[str], None] | None = None,
-    origin: str | None = None,
 ) -> RankDSolution:
     """The best rank-``dim`` point of ``prob`` found by the search of the module docstring.
 
@@ -445,20 +366,62 @@ def solve_rank_d(
         Called with one line of text (the candidate, its phase, the time spent, the loss and
         the stationarity) at most every :data:`~dgp.constants.RANK_D_PROGRESS_S` seconds while
         the search runs; ``None`` (the default): silent. The solver prints nothing itself.
-    origin : str, optional
-        Where the given starts come from, said first in the solution's ``reason`` (the search
-        of a row problem of many rows gives its sampled phase's candidates).
 
     Returns
     -------
     RankDSolution
         With the :func:`~dgp.solver.rank_d_certificate` of its point.
     """
+    cpu_start = time.process_time()
     if (isinstance(prob, RowProblem) and policy is None
             and prob.anchor.size >= RANK_D_SAMPLED_FROM_ROWS):
-        return _sampled_then_all_rows(prob, dim, free_gram=free_gram, weights=weights,
-                                      given=given, starts=starts, seed=seed, tol=tol,
-                                      progress=progress)
+        found, reason = _sampled_then_all_rows(prob, dim, free_gram=free_gram, weights=weights,
+                                               given=given, starts=starts, seed=seed, tol=tol,
+                                               progress=progress)
+    else:
+        found = _search(prob, dim, free_gram=free_gram, weights=weights, given=given,
+                        starts=starts, seed=seed, tol=tol, policy=policy, progress=progress)
+        reason = (f"best of {found.starts} candidates ({found.random} seeded random, "
+                  f"{found.starts - found.random} given{found.how}, polished by the trust "
+                  f"region; {found.hits} reached the best)")
+    X, parts = found.factors[found.chosen], found.losses[found.chosen]
+    _scale_at(prob, X)
+    if found.clock is not None:
+        found.clock.at(found.chosen, "certificate of the best")
+    cert = rank_d_certificate(watched(prob, found.clock), X, tol=tol, seed=seed,
+                              hessian=found.policy.hessian)
+    return RankDSolution(
+        factor=X, loss=parts[0], excess_loss=parts[1], log_excess_loss=parts[2],
+        certificate=cert, starts=found.starts, random_starts=found.random,
+        candidate_losses=tuple(p[0] for p in found.losses), hits=found.hits, reason=reason,
+        candidate_factors=found.factors, cpu_seconds=time.process_time() - cpu_start,
+        estimated_cpu_seconds=found.estimate,
+    )
+
+
+@dataclass(frozen=True)
+class _Found:
+    """The candidates of one search (:func:`_search`), before any certificate: each one's final
+    point and ``(loss, excess, log excess)``, the best's index, how many candidates and of which
+    random, how many reached the best, the estimate after the first, the policy, the clock, and
+    how the random ones were made and improved (for the reason)."""
+
+    factors: tuple[np.ndarray, ...]
+    losses: tuple[tuple[float, float, float], ...]
+    chosen: int
+    starts: int
+    random: int
+    hits: int
+    estimate: float
+    policy: RankDPolicy
+    clock: SearchClock | None
+    how: str
+
+
+def _search(prob, dim: int, *, free_gram, weights, given, starts, seed: int, tol: float,
+            policy: RankDPolicy | None, progress) -> _Found:
+    """The candidates of the search of the module docstring (no certificate: the caller
+    certifies the best, on the problem it answers)."""
     cpu_start = time.process_time()
     K = prob.K
     factor_path = isinstance(prob, BlockFactor)
@@ -476,10 +439,11 @@ def solve_rank_d(
         policy = rank_d_policy(K, dim, factor_path=factor_path)
     target = max(DEFAULT_POLICY.accept_factor * tol, DEFAULT_POLICY.accept_floor)
     jobs = [(X0, np.random.default_rng([seed, 3, j])) for j, X0 in enumerate(pool)]
+    # screened on full-batch problems only (one row per class: constants.py says why)
+    screen = policy.screen > 1 and isinstance(prob, RowProblem) and prob.anchor.size <= K
     for i in range(starts):
         X0 = np.random.default_rng([seed, 1, i]).standard_normal((dim, K))
-        # screened on full-batch problems only (one row per class: constants.py says why)
-        if policy.screen > 1 and isinstance(prob, RowProblem) and prob.anchor.size <= K:
+        if screen:
             # the candidate's own points: the first is X0, the others seeded by its index
             more = np.random.default_rng([seed, 4, i]).standard_normal(
                 (policy.screen - 1, dim, K))
@@ -488,8 +452,7 @@ def solve_rank_d(
     if not jobs:  # no budget and nothing given: one random candidate all the same
         jobs.append((np.random.default_rng([seed, 1, 0]).standard_normal((dim, K)),
                      np.random.default_rng([seed, 2, 0])))
-    clock = None if progress is None else _Progress(progress, len(jobs), target)
-    best = None
+    clock = None if progress is None else SearchClock(progress, len(jobs), target)
     chosen = 0
     losses = []
     factors = []
@@ -504,35 +467,18 @@ def solve_rank_d(
                 clock.estimate = estimate
         losses.append(parts)
         factors.append(X)
-        if best is None or _key(parts) < _key(best[1]):
-            best, chosen = (X, parts), index
-    assert best is not None
-    X, parts = best
-    spread = max(abs(parts[0]), 1.0) * 1e3 * np.finfo(float).eps
-    hits = sum(1 for p in losses if p[0] <= parts[0] + spread)
-    _scale_at(prob, X)
-    if clock is not None:
-        clock.at(chosen, "certificate of the best")
-    cert = rank_d_certificate(_watched(prob, clock), X, tol=tol, seed=seed,
-                              hessian=policy.hessian)
-    n_given = len(pool)
+        if _key(parts) < _key(losses[chosen]):
+            chosen = index
+    best = losses[chosen][0]
+    spread = max(abs(best), 1.0) * 1e3 * np.finfo(float).eps
     moves = f", each improved by {policy.hops} moves (swaps and noise)" if policy.hops else ""
     screened = (f", each random one the lowest of {policy.screen} seeded points after "
-                f"{policy.screen_steps} batched L-BFGS steps"
-                if policy.screen > 1 and isinstance(prob, RowProblem) else "")
-    reason = (f"best of {len(jobs)} candidates ({len(jobs) - n_given} seeded random, "
-              f"{n_given} given{screened}; each descended by L-BFGS{moves}, polished by the trust "
-              f"region; {hits} reached the best)")
-    if origin is not None:
-        reason = (f"best of {origin} descended by L-BFGS and polished by the trust region on all "
-                  f"the rows; {hits} reached the best")
-    return RankDSolution(
-        factor=X, loss=parts[0], excess_loss=parts[1], log_excess_loss=parts[2],
-        certificate=cert, starts=len(jobs), random_starts=len(jobs) - n_given,
-        candidate_losses=tuple(p[0] for p in losses), hits=hits, reason=reason,
-        candidate_factors=tuple(factors), cpu_seconds=time.process_time() - cpu_start,
-        estimated_cpu_seconds=estimate,
-    )
+                f"{policy.screen_steps} batched L-BFGS steps" if screen else "")
+    return _Found(factors=tuple(factors), losses=tuple(losses), chosen=chosen,
+                  starts=len(jobs), random=len(jobs) - len(pool),
+                  hits=sum(1 for p in losses if p[0] <= best + spread), estimate=estimate,
+                  policy=policy, clock=clock,
+                  how=f"{screened}; each descended by L-BFGS{moves}")
 
 
 def sampled_rows(prob: RowProblem, rows: int, seed: int) -> RowProblem:
@@ -548,23 +494,27 @@ def sampled_rows(prob: RowProblem, rows: int, seed: int) -> RowProblem:
 
 
 def _sampled_then_all_rows(prob: RowProblem, dim: int, *, free_gram, weights, given, starts,
-                           seed: int, tol: float, progress) -> RankDSolution:
+                           seed: int, tol: float, progress) -> tuple[_Found, str]:
     """The search of a row problem of many rows (:data:`~dgp.constants.RANK_D_SAMPLED_FROM_ROWS`
     or more): the whole search (its given starts, random candidates and moves) on
     :data:`~dgp.constants.RANK_D_SAMPLED_ROWS` rows drawn by their weight
     (:func:`sampled_rows`), then every candidate it found descended and polished on all the
-    rows without moves, and the best of those certified on all the rows. A larger budget still
-    contains a smaller one's candidates (the sample depends on ``seed`` alone), so its answer is
-    never worse."""
+    rows without moves (the sample's best is never certified: only the best on all the rows
+    is, by :func:`solve_rank_d`). A larger budget still contains a smaller one's candidates
+    (the sample depends on ``seed`` alone), so its answer is never worse. Returns the
+    candidates on all the rows and how they were found."""
     sample = sampled_rows(prob, RANK_D_SAMPLED_ROWS, seed)
-    found = solve_rank_d(sample, dim, free_gram=free_gram, weights=weights, given=given,
-                         starts=starts, seed=seed, tol=tol, progress=progress)
+    first = _search(sample, dim, free_gram=free_gram, weights=weights, given=given,
+                    starts=starts, seed=seed, tol=tol, policy=None, progress=progress)
     polish = dataclasses.replace(rank_d_policy(prob.K, dim), hops=0, screen=1, screen_steps=0)
-    return solve_rank_d(prob, dim, given=list(found.candidate_factors), starts=0, seed=seed,
-                        tol=tol, policy=polish, progress=progress,
-                        origin=f"the {found.starts} candidates of a search on "
-                        f"{RANK_D_SAMPLED_ROWS} of its {prob.anchor.size} rows drawn by their "
-                        "weight, each then")
+    found = _search(prob, dim, free_gram=None, weights=None, given=list(first.factors),
+                    starts=0, seed=seed, tol=tol, policy=polish, progress=progress)
+    found = dataclasses.replace(found, random=first.random)
+    return found, (f"best of the {first.starts} candidates ({first.random} seeded random, "
+                   f"{first.starts - first.random} given{first.how}) of a search on "
+                   f"{RANK_D_SAMPLED_ROWS} of its {prob.anchor.size} rows drawn by their "
+                   f"weight, each then descended by L-BFGS and polished by the trust region on "
+                   f"all the rows; {found.hits} reached the best")
 
 
 def rank_d_solve(
