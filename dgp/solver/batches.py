@@ -1,10 +1,10 @@
 r"""The expected mini-batch loss at dataset scale (DESIGN section 13): one page of the API for
 the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver modules.
 
-* :mod:`~dgp.solver._stochastic`: the batch loss of one composition (prepared once per
-  batch: :class:`RowBatch`), the weight sources read one batch at a time, the samplers, the
-  Riemannian Adam on fresh batches, the held-out evaluation and the per-batch relaxation
-  bound;
+* :mod:`~dgp.solver._batch_sources`: the batch loss of one composition (prepared once per
+  batch: :class:`RowBatch`), the weight sources read one batch at a time and the samplers;
+* :mod:`~dgp.solver._stochastic`: the Riemannian Adam on fresh batches, the held-out
+  evaluation and the per-batch relaxation bound;
 * :mod:`~dgp.solver._classlevel`: the class-block weights of collapsed classes
   (:class:`ClassBlockWeights`), whose batch loss needs no ``u x u`` target;
 * :mod:`~dgp.solver._finite`: the exact expectation over every subset of a sample-level
@@ -19,23 +19,9 @@ the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver m
 :mod:`dgp.solver` re-exports exactly this module's ``__all__`` (one list of these names).
 """
 
-from dgp.solver import _stochastic
+from dgp.solver import _batch_sources, _stochastic
 from dgp.solver._batch_result import paired_loss_verdict
-from dgp.solver._batch_sources import (
-    BatchFunction,
-    BatchWeights,
-    ClassBatches,
-    DenseBatchWeights,
-    GaussianKernelWeights,
-    InnerProductKernelWeights,
-    LogBlockWeights,
-    RowBatch,
-    SampleBatches,
-    SparseBatchWeights,
-    batch_function,
-    batch_loss,
-    reduction_factor,
-)
+from dgp.solver._batch_sources import *  # noqa: F403  (its __all__, listed once there)
 from dgp.solver._classlevel import (
     ClassBlockWeights,
     class_batch_loss,
@@ -70,24 +56,12 @@ __all__ = [
     "FINITE_MAX_ENTRIES",
     "BatchCertificate",
     "BatchEstimate",
-    "BatchFunction",
     "BatchIdentifiability",
     "BatchOptimum",
-    "BatchWeights",
-    "ClassBatches",
     "ClassBlockWeights",
-    "DenseBatchWeights",
     "FiniteBatches",
     "FiniteSolution",
-    "GaussianKernelWeights",
-    "InnerProductKernelWeights",
-    "LogBlockWeights",
-    "RowBatch",
-    "SampleBatches",
-    "SparseBatchWeights",
     "all_subsets",
-    "batch_function",
-    "batch_loss",
     "batch_optimum",
     "bound_note",
     "class_batch_loss",
@@ -100,8 +74,8 @@ __all__ = [
     "interval_note",
     "paired_loss_verdict",
     "quotient_batch_optimum",
-    "reduction_factor",
     "solve_finite",
     "sphere_lbfgs",
+    *_batch_sources.__all__,
     *_stochastic.__all__,
 ]
