@@ -193,10 +193,8 @@ def load_weights(path: str | os.PathLike, *, name: str = "WEIGHTS", key: str | N
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A regular file.
-    name : str
-        What the file is, for messages.
+    path, name
+        As :func:`load_array`.
     key : str, optional
         The array to read from a dense ``.npz`` archive.
 
@@ -315,10 +313,8 @@ def load_labels(
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A regular file.
-    name : str
-        What the file is, for messages.
+    path, name
+        As :func:`load_array`.
     column : str or int, optional
         The column to use: a header name, or a 0-based position in the file (negative counts
         from the end; a string of digits is a position unless it is a header name). In an
