@@ -461,27 +461,37 @@ def _quotient_optimum(q: Quotient | None, A: np.ndarray | None, batch: dict, kwa
         chain, q, inverse, route = *without_twins(A, chain), "finite"
     if route == "stochastic" and progress is not False:
         say_exact_skipped(q, spec, dim, kwargs["exact_max"], kwargs["starts"])
+    try:
+        return _routed(q, A, chain, inverse, route, kwargs, progress)
+    except NoCollapse:
+        if A is None and spread is not None:  # twin classes of a sparse weighting
+            return spread()
+        if A is None:  # class-balanced: the classes are the labels'
+            raise _no_collapse_refusal() from None
+    # a twin class that does not collapse at the full-batch optimum: the N x N problem itself,
+    # on the path of its samples (whose subsets need not enumerate where the classes' did)
+    chain, q, inverse = without_twins(A, chain)
+    route = (None if spec is None else
+             batch_route(q.sizes, spec, dim, kwargs["exact_max"], kwargs["starts"]))
+    return _routed(q, A, chain, inverse, route, kwargs, progress)
+
+
+def _routed(q: Quotient, A: np.ndarray | None, chain: Chain | None, inverse: list,
+            route: str | None, kwargs: dict, progress: bool | None) -> Optimum | BatchOptimum:
+    """The batch path of ``route`` (:data:`~dgp.optima._batch_paths.BATCH_PATHS`), else the
+    certified solve of ``q``, free or in ``kwargs["dim"]``, lifted back through ``chain``.
+
+    Raises ``NoCollapse`` as :func:`_solve` (its caller answers with the samples)."""
+    spec, dim = kwargs["spec"], kwargs["dim"]
     if route in BATCH_PATHS:
-        try:
-            return BATCH_PATHS[route](q, spec, kwargs, full_batch=_full_batch_embedding,
-                                      progress=progress)
-        except NoCollapse:
-            if A is None and spread is not None:  # twin classes of a sparse weighting
-                return spread()
-            if A is None or q.K == N:  # class-balanced: the classes are the labels'
-                raise _no_collapse_refusal() from None
-            # a twin class that does not collapse at the full-batch optimum: the samples
-            chain, q, inverse = without_twins(A, chain)
-            route = batch_route(q.sizes, spec, dim, kwargs["exact_max"], kwargs["starts"])
-            if route in BATCH_PATHS:
-                return BATCH_PATHS[route](q, spec, kwargs, full_batch=_full_batch_embedding,
-                                          progress=progress)
+        return BATCH_PATHS[route](q, spec, kwargs, full_batch=_full_batch_embedding,
+                                  progress=progress)
     if q.K == 1 and A is not None:  # a batched solve of one twin class (full batch: split)
         chain = choose_reductions(samples_problem(A), batched=True, split_single=True)
         q, inverse = chain.apply(samples_problem(A))
     elif q.K == 1:  # class-balanced: label_quotient refuses fewer than two classes
         q, chain = _split_single_class(q), None
-    structure = "quotient" if q.K < N else "dense"
+    structure = "quotient" if q.K < int(q.sizes.sum()) else "dense"
     if route == "rows" and progress is not False:
         say_rows_estimate(q, spec, dim, kwargs["starts"])
     # the rank-d search's lines (at most one every few seconds: a short solve prints none)
@@ -489,22 +499,7 @@ def _quotient_optimum(q: Quotient | None, A: np.ndarray | None, batch: dict, kwa
               if dim is not None and progress is not False else None)
     tau = kwargs["tau"]
     with single_threaded(), validated_tau(tau):  # failures at extreme tau are the user's
-        try:
-            out = _solve(q, progress=report, **kwargs)
-        except NoCollapse:
-            if A is None and spread is not None:  # twin classes of a sparse weighting
-                return spread()
-            if A is None:  # class-balanced: the classes are the labels'
-                raise _no_collapse_refusal() from None
-            # a twin class that does not collapse: solve the N x N problem itself, on the path
-            # of its samples (whose subsets need not enumerate where the classes' did)
-            (chain, q, inverse), structure = without_twins(A, chain), "dense"
-            route = (None if spec is None else
-                     batch_route(q.sizes, spec, dim, kwargs["exact_max"], kwargs["starts"]))
-            if route in BATCH_PATHS:
-                return BATCH_PATHS[route](q, spec, kwargs, full_batch=_full_batch_embedding,
-                                          progress=progress)
-            out = _solve(q, progress=report, **kwargs)
+        out = _solve(q, progress=report, **kwargs)
     return _wrap(q, out, tau=tau, dim=dim, structure=structure, chain=chain, inverse=inverse)
 
 
