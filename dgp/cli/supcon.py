@@ -35,6 +35,7 @@ from dgp.prototypes import (
     batch_size_for_tolerance,
     supcon_prototypes,
 )
+from dgp.prototypes._summary import gram_cells
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
@@ -123,8 +124,11 @@ def _latex_matrix(G: np.ndarray) -> str:
 
 
 def _gram_table(res) -> str:
+    """The Gram as a table; where it comes from sampled batches, each entry ± the half-width of
+    its 95% interval over independent runs (:func:`dgp.prototypes._summary.gram_cells`)."""
     head = ["", *[f"c{c}(n={s})" for c, s in enumerate(res.sizes)]]
-    rows = [[head[c + 1], *(f"{v:+.6f}" for v in res.gram[c])] for c in range(len(res.sizes))]
+    cells = gram_cells(res, digits=6)
+    rows = [[head[c + 1], *cells[c]] for c in range(len(res.sizes))]
     return table(rows, head)
 
 
@@ -217,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
     if K <= MAX_TABLE or args.gram:
         label = "first-order Gram (as derived)" if res.method == "first-order" else (
             "prototype Gram (cosines between class prototypes)")
+        if res.batch is not None and res.batch.gram_interval is not None and (
+                res.batch.gram_interval[1] > res.batch.gram_interval[0]).any():
+            label += "; each entry ± the half-width of its 95% interval over independent runs"
         print(f"\n{label}:")
         print(_gram_table(res))
     else:

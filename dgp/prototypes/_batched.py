@@ -57,6 +57,7 @@ from dgp.solver import (
     row_certificate,
     solve_rows,
 )
+from dgp.solver._gram_spread import gram_spread
 from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["BatchTolerance", "attains_every_batch_bound", "batch_prototypes",
@@ -191,7 +192,7 @@ def batch_prototypes(
         prob.set_scale(G)
         lower = prob.loss(G)[0] - cert.gap_bound
     loss, excess, log_excess = prob.loss(G)
-    loss_se = gram_se = excess_se = None
+    loss_se = gram_se = excess_se = entry_se = interval = None
     reps = 0
     if not comps.exact:
         loss_se = _sample_se(_composition_losses(prob, G, ci, comps.prob), comps)
@@ -201,8 +202,8 @@ def batch_prototypes(
             for r in range(1, replicates + 1):
                 _, prob_r, _ = build(seed + r)
                 grams.append(solve_rows(prob_r, starts=[G], tol=tol).gram)
-            gram_se = float(np.std(np.array(grams), axis=0, ddof=1).max())
-            reps = replicates
+            entry_se, interval = gram_spread(G, grams, runs=len(grams))
+            gram_se, reps = float(entry_se.max()), replicates
         elif meth == "closed-form":
             gram_se = 0.0
     # the lift certifies the collapse of a free-dimension optimum; a rank-d point has none
@@ -218,7 +219,7 @@ def batch_prototypes(
         drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=reps,
         full_batch_gram=G_full, shift=float(np.abs(G - G_full).max()),
         positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
-        excess_se=excess_se,
+        excess_se=excess_se, gram_entry_se=entry_se, gram_interval=interval,
     )
     return Prototypes(
         objective="supcon" if eps is None else "soft-supcon",

@@ -15,7 +15,14 @@ from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._collapse import MinorityCollapse, equiangular_verdict, minority_collapse
 from dgp.prototypes._ident import Identifiability, pm95, settled_identifiability
 from dgp.prototypes._rates import PositivePairRates, rates_for_spec
-from dgp.prototypes._summary import body_pairs, classes_pairs, gram_summary, lead_pairs
+from dgp.prototypes._summary import (
+    body_pairs,
+    classes_pairs,
+    gram_cells,
+    gram_summary,
+    html_gram_table,
+    lead_pairs,
+)
 from dgp.records import Convergence, Record, closing_items, gram_included, gram_omitted
 from dgp.resources import check_memory
 from dgp.solver import (
@@ -328,6 +335,9 @@ class Prototypes(Record):
                 key, text = "full batch", self._full_batch_loss()
             elif key == "excess" and self._sampled_compositions():
                 text = self._sampled_excess()
+            elif key == "method" and self._sampled_closed_form():
+                text += ("; certified for the expectation by its proof, not by the sampled "
+                         "compositions (their KKT certificate measures the sample's noise)")
             out.append((key, text))
         return out
 
@@ -361,6 +371,35 @@ class Prototypes(Record):
         return (f"its expected batch loss is {gap:+.2g}{pm95(se)} nats/anchor above this one "
                 f"(paired, held-out batches): {verdict}; {shift}")
 
+    def _sampled_closed_form(self) -> bool:
+        """A closed form reported on sampled compositions: its proof certifies the optimum of
+        the expectation over every composition; its ``certificate`` is of the sample."""
+        return (self.method == "closed-form" and self.batch is not None
+                and not self.batch.exact and self.certificate is not None
+                and not isinstance(self.certificate, BatchCertificate))
+
+    def _sampled_closed_form_statement(self) -> str:
+        return ("the optimum of the expected batch loss over every composition (a closed form, "
+                "from its proof: " + self.stop_reason + "); the KKT certificate beside it "
+                f"(certificate, scope 'sampled compositions') is of the average over the "
+                f"{self.batch.drawn} compositions drawn, which the closed form is not fitted "
+                "to: its residual measures that sample's noise, not the closed form's "
+                "optimality")
+
+    def _certificate_json(self) -> Any:
+        """The certificate as JSON; for a closed form on sampled compositions, with its scope
+        said (the sample, not the expectation the closed form solves), so that its
+        ``certified`` and :attr:`convergence`'s never read as a contradiction."""
+        if not self._sampled_closed_form():
+            return self.certificate
+        d = self.certificate.to_dict()
+        d["scope"] = "sampled compositions"
+        d["statement"] = (
+            f"of the average over the {self.batch.drawn} compositions drawn, not of the "
+            "expectation, whose optimum the closed form is by its proof (see convergence); "
+            + d["statement"])
+        return d
+
     def _sampled_compositions(self) -> bool:
         """The loss and its bound are averages over sampled compositions (not exact, not
         optimised on fresh batches)."""
@@ -385,12 +424,17 @@ class Prototypes(Record):
         text = format_summary(self._title(), lead_pairs(self) + self._summary_pairs()
                               + classes_pairs(self, every=bool(gram)))
         if gram or (gram is None and self.K <= _TABLE_MAX_K):
-            G = self.gram
-            head = "".join(f"{f'c{c}':>10}" for c in range(self.K))
+            cells = gram_cells(self)
+            width = max(10, 2 + max(len(v) for row in cells for v in row))
+            head = "".join(f"{f'c{c}':>{width}}" for c in range(self.K))
             rows = [f"  {'':6}{head}"] + [
-                f"  {f'c{c}':<6}" + "".join(f"{v:>+10.4f}" for v in G[c]) for c in range(self.K)
+                f"  {f'c{c}':<6}" + "".join(f"{v:>{width}}" for v in cells[c])
+                for c in range(self.K)
             ]
-            text += "\n  prototype Gram:\n" + "\n".join(rows)
+            sampled = any("±" in v for row in cells for v in row)
+            text += ("\n  prototype Gram" + (" (each entry ± the half-width of its 95% interval "
+                                             "over independent runs)" if sampled else "")
+                     + ":\n" + "\n".join(rows))
         return text
 
     def _title(self) -> str:
@@ -402,13 +446,20 @@ class Prototypes(Record):
 
     def _repr_html_(self) -> str:
         small = self.K <= _TABLE_MAX_K
-        return html_summary(
+        sampled = self.batch is not None and self.batch.gram_interval is not None and bool(
+            np.any(self.batch.gram_interval[1] > self.batch.gram_interval[0]))
+        labels = [f"c{c} (n={n})" for c, n in enumerate(self.sizes)] if small else None
+        out = html_summary(
             self._title(),
             lead_pairs(self) + self._summary_pairs() + classes_pairs(self),
-            matrix=self.gram if small else None,
-            labels=[f"c{c} (n={n})" for c, n in enumerate(self.sizes)] if small else None,
+            matrix=self.gram if small and not sampled else None, labels=labels,
             caption="prototype Gram (cosines)",
         )
+        if small and sampled:  # each sampled entry with its interval's half-width
+            out = out[: -len("</div>")] + html_gram_table(
+                gram_cells(self), labels, "prototype Gram (cosines; each entry ± the "
+                "half-width of its 95% interval over independent runs)") + "</div>"
+        return out
 
     @property
     def convergence(self) -> Convergence:
@@ -430,6 +481,8 @@ class Prototypes(Record):
                                certifies=what)
         if self.method == "first-order":
             what = "nothing: a first-order approximation (the loss is an upper bound)"
+        elif self._sampled_closed_form():
+            what = self._sampled_closed_form_statement()
         elif self.method == "closed-form":
             what = "the optimum (a closed form)"
         else:
@@ -470,14 +523,15 @@ class Prototypes(Record):
                     ("excess_loss", self.excess_loss), ("log_excess_loss", self.log_excess_loss),
                     ("rank", self.rank), ("unique", self.unique),
                     ("stop_reason", self.stop_reason), ("equiangular", self.equiangular),
-                    ("certificate", self.certificate), ("collapse", self.collapse))
+                    ("certificate", self._certificate_json()), ("collapse", self.collapse))
         if not include:
             yield "gram_omitted", gram_omitted(
                 self.K, "K", GRAM_JSON_MAX_K, " classes (about 20 bytes per entry as JSON)"
             ) + ("" if self.equiangular is None
                  else f"; it is equiangular with off-diagonal cosine {self.equiangular!r}")
         if self.equiangular is None:
-            yield "gram_summary", gram_summary(self.gram)
+            yield "gram_summary", gram_summary(
+                self.gram, None if self.batch is None else self.batch.gram_interval)
         else:
             yield "gram_summary", {"equiangular": self.equiangular,
                                    "simplex_cosine": -1.0 / (self.K - 1)}

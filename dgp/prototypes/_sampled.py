@@ -14,6 +14,7 @@ from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._collapse import MinorityCollapse, minority_collapse
 from dgp.prototypes._ident import Identifiability
 from dgp.prototypes._result import Prototypes
+from dgp.resources import check_memory
 from dgp.solver import (
     Z95,
     BatchEstimate,
@@ -26,6 +27,7 @@ from dgp.solver import (
     factor,
     positive_pair_probability,
 )
+from dgp.solver._gram_spread import gram_spread
 from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["ClassBlockWeights", "held_out_report", "stochastic_fields", "stochastic_prototypes"]
@@ -67,6 +69,10 @@ def stochastic_fields(
     res = batch_optimum(source, spec, tau=tau, dim=start.shape[1], seed=seed, sizes=n,
                         replicates=max(2, replicates), min_batches=samples, full_batch=start,
                         progress=progress, compare=simplex, nonnegative=nonnegative)
+    K = n.size
+    check_memory(8.0 * K * K * (len(res.runs) + 4),
+                 what=f"the {len(res.runs)} runs' {K} x {K} Grams (each entry's interval)",
+                 hint="use fewer classes")
     batch, ident, minority = held_out_report(
         n, spec, full_gram, res.gram, [Z @ Z.T for Z in res.runs], res.batch,
         res.identifiability, drawn=res.batch.batches, seed=res.batch.seed,
@@ -92,25 +98,21 @@ def held_out_report(
 ) -> tuple[BatchPrediction, Identifiability, MinorityCollapse]:
     """What a class-level prediction reported on held-out batches says: the batch record
     (``b``, the prediction's :class:`~dgp.solver.BatchEstimate`; each Gram entry's 95%
-    interval from the ``grams`` of independent runs, ``t`` quantile of their spread: the
-    prediction ``G`` is one run, not their mean), the identifiability (the full-batch gap, and
+    interval and standard error from the ``grams`` of independent runs, ``t`` quantile of
+    their spread: the prediction ``G`` is one run, not their mean;
+    :func:`dgp.solver._gram_spread.gram_spread`), the identifiability (the full-batch gap, and
     the simplex's paired gap ``simplex`` where one was evaluated) and the minority verdict.
     ``drawn``: the batches or compositions the prediction was fitted on. One Gram alone is a
     closed form, which no sample moves (intervals of width 0)."""
-    from scipy.stats import t as student_t  # imported on use: scipy.stats is slow to import
-
-    grams = np.array(grams)
-    sd = (grams.std(axis=0, ddof=1) if grams.shape[0] > 1 else np.zeros_like(G))
-    half = student_t.ppf(0.975, max(grams.shape[0] - 1, 1)) * sd
-    np.fill_diagonal(half, 0.0)
-    lo, hi = np.clip(G - half, -1.0, 1.0), np.clip(G + half, -1.0, 1.0)  # cosines
+    # each entry's standard error: one run's spread over the runs (the prediction is one run)
+    se, interval = gram_spread(G, grams, runs=len(grams))
     batch = BatchPrediction(
         spec=spec, exact=False, compositions=composition_count(n, spec), drawn=drawn,
         seed=seed, loss_se=(b.interval[1] - b.expected_loss) / Z95,
-        gram_se=float(sd.max()), replicates=grams.shape[0] - 1,
+        gram_se=float(se.max()), replicates=len(grams) - 1,
         full_batch_gram=full_gram, shift=float(np.abs(G - full_gram).max()),
         positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
-        estimate=b, gram_interval=(lo, hi),
+        estimate=b, gram_interval=interval, gram_entry_se=se,
     )
     # gaps per anchor: a summed batch loss is over the batch's B anchors
     per_anchor = spec.per_anchor

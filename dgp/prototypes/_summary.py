@@ -4,6 +4,7 @@ loss, bounds, cosines, identifiability)."""
 
 from __future__ import annotations
 
+import html
 import math
 import unicodedata
 from typing import Any
@@ -14,23 +15,42 @@ from dgp.constants import SCALE_FLOOR
 from dgp.display import format_nats
 from dgp.solver import bound_note, interval_note
 
-__all__ = ["CLASSES_LISTED", "body_pairs", "classes_pairs", "gram_summary", "lead_pairs",
-           "printable_name"]
+__all__ = ["CLASSES_LISTED", "body_pairs", "classes_pairs", "gram_cells", "gram_summary",
+           "html_gram_table", "lead_pairs", "printable_name"]
 
 
-def gram_summary(G: np.ndarray) -> dict[str, Any]:
-    """Extreme off-diagonal cosines and where they are (class indices from 0)."""
+def gram_summary(G: np.ndarray, interval: tuple[np.ndarray, np.ndarray] | None = None
+                 ) -> dict[str, Any]:
+    """Extreme off-diagonal cosines and where they are (class indices from 0); with the Gram's
+    per-entry 95% ``interval`` (a prediction from sampled batches), each cosine's interval
+    beside it (``min_cosine_interval``, ``max_cosine_interval``)."""
     K = G.shape[0]
     iu = np.triu_indices(K, 1)
     off = G[iu]
     lo, hi = int(np.argmin(off)), int(np.argmax(off))
-    return {
+    out = {
         "min_cosine": float(off[lo]),
         "min_pair": [int(iu[0][lo]), int(iu[1][lo])],
         "max_cosine": float(off[hi]),
         "max_pair": [int(iu[0][hi]), int(iu[1][hi])],
         "simplex_cosine": -1.0 / (K - 1),
     }
+    if interval is not None:
+        for key in ("min", "max"):
+            i, j = out[f"{key}_pair"]
+            out[f"{key}_cosine_interval"] = [float(interval[0][i, j]), float(interval[1][i, j])]
+    return out
+
+
+def gram_cells(p: Any, digits: int = 4) -> list[list[str]]:
+    """The cells of a printed prototype Gram: each entry with ``digits`` decimals and, where
+    it comes from sampled batches (``p.batch.gram_interval`` of positive width), the
+    half-width of its 95% interval over independent runs (``+0.1234±0.0056``)."""
+    G = p.gram
+    interval = None if p.batch is None else p.batch.gram_interval
+    half = np.zeros_like(G) if interval is None else (interval[1] - interval[0]) / 2
+    return [[f"{v:+.{digits}f}" if h == 0 else f"{v:+.{digits}f}±{h:.{digits}f}"
+             for v, h in zip(G[c], half[c], strict=True)] for c in range(G.shape[0])]
 
 
 #: classes a summary names in full (beyond: the first and last three, unless the whole Gram
@@ -61,6 +81,17 @@ def classes_pairs(p: Any, *, every: bool = False) -> list[tuple[str, str]]:
     if len(listed) > CLASSES_LISTED and not every:
         listed = [*listed[:3], f"... {len(listed) - 6} more ...", *listed[-3:]]
     return [("classes", "counted from the labels: " + ", ".join(listed))]
+
+
+def html_gram_table(cells: list[list[str]], labels: list[str], caption: str) -> str:
+    """An HTML table of a Gram's printed ``cells`` (:func:`gram_cells`: entries with their
+    intervals' half-widths where they come from sampled batches)."""
+    head = "".join(f"<th>{html.escape(lab)}</th>" for lab in labels)
+    body = "".join(f"<tr><th>{html.escape(labels[i])}</th>"
+                   + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
+                   for i, row in enumerate(cells))
+    return (f"<table><caption>{html.escape(caption)}</caption><tr><th></th>{head}</tr>"
+            f"{body}</table>")
 
 
 def body_pairs(p: Any) -> list[tuple[str, str]]:
@@ -190,10 +221,13 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
         pairs.append(("moved", f"{beyond} of {iu[0].size} cosines moved from the full "
                       f"batch beyond their 95% interval over independent runs (widest "
                       f"half-width {half:.2g}; max |G_batch - G_full| = "
-                      f"{p.batch.shift:.3g})"))
+                      f"{p.batch.shift:.3g}" + (", within the intervals)" if beyond == 0
+                                                  else ")")))
     elif p.batch is not None:
         pairs.append(("moved", f"max |G_batch - G_full| = {p.batch.shift:.3g}" + (
-            f" (sampling error {p.batch.gram_se:.2g})" if p.batch.gram_se else "")))
+            f" (sampling error {p.batch.gram_se:.2g})" if p.batch.gram_se else
+            " (exact: every composition enumerated)" if p.batch.exact else
+            " (a closed form: no sampling error)")))
     return pairs
 
 
@@ -222,6 +256,17 @@ def lead_pairs(p: Any) -> list[tuple[str, str]]:
         pairs.append(("sampler", f"{rates.sampler} against uniform batches: tail anchors meet a "
                       f"positive {100 * float(rates.anchor_rate[small]):.3g}% against "
                       f"{100 * float(rates.uniform.anchor_rate[small]):.3g}%; geometry: "
-                      f"max |G - G_full| = {p.batch.shift:.3g}"
-                      + (f", {now}{was}" if now else "")))
+                      + _geometry_moved(p) + (f", {now}{was}" if now else "")))
     return pairs
+
+
+def _geometry_moved(p: Any) -> str:
+    """How far the prediction's Gram is from the full batch's, led by what lies beyond the
+    entries' 95% intervals where they come from sampled batches."""
+    shift = f"max |G - G_full| = {p.batch.shift:.3g}"
+    beyond = p.batch.moved_beyond_interval
+    if beyond is None:
+        return shift
+    K = len(p.sizes)
+    return (f"{beyond} of {K * (K - 1) // 2} cosines from the full batch's beyond their 95% "
+            f"intervals ({shift})")

@@ -50,6 +50,7 @@ from scipy.special import gammaln
 from dgp.constants import EXACT_MAX_DEFAULT
 from dgp.errors import ParameterError, check_choice, check_dim, check_int
 from dgp.records import Record
+from dgp.solver._gram_spread import spread_statement
 from dgp.solver._program import RowProblem
 from dgp.solver._rank_d_budget import rank_d_cost
 
@@ -436,8 +437,10 @@ class BatchPrediction(Record):
     loss_se : float or None
         Standard error of the expected loss (sample average only).
     gram_se : float or None
-        Largest standard deviation of a Gram entry over ``replicates`` independent samples of
-        compositions (the sampling error of the prediction; sample average only).
+        Largest standard error of a Gram entry (the largest of :attr:`gram_entry_se`: the
+        standard deviation of an entry over the ``1 + replicates`` independent runs or samples
+        of compositions); ``0`` for a closed form, ``None`` where nothing is sampled (exact)
+        or nothing was replicated.
     replicates : int
     full_batch_gram : ndarray
         The full-batch prediction.
@@ -450,10 +453,17 @@ class BatchPrediction(Record):
         (:class:`dgp.solver.BatchEstimate`).
     gram_interval : (ndarray, ndarray) or None
         Beyond exact enumeration: each Gram entry's 95% interval over independent runs
-        (starts and batch streams).
+        (starts and batch streams): the reported entry plus or minus the ``t`` quantile
+        (``replicates`` degrees of freedom) times :attr:`gram_entry_se`
+        (:mod:`dgp.solver._gram_spread`).
     excess_se : float or None
         Sample average only: the standard error of the excess over the entropic bound (both
         averaged over the same sampled compositions).
+    gram_entry_se : ndarray or None
+        ``K x K``: each Gram entry's standard error, the standard deviation of that entry over
+        the ``1 + replicates`` independent runs (the reported Gram is one run, not their mean,
+        so its error is one run's spread); zeros for a closed form, ``None`` where the entries
+        are exact (:attr:`gram_error` says why).
     """
 
     spec: BatchSpec
@@ -470,8 +480,35 @@ class BatchPrediction(Record):
     estimate: Any = None
     gram_interval: tuple[np.ndarray, np.ndarray] | None = None
     excess_se: float | None = None
+    gram_entry_se: np.ndarray | None = None
 
-    #: ``to_dict(gram=True)`` adds the full-batch Gram (and the Gram's interval)
+    @property
+    def gram_error(self) -> str:
+        """How the Gram's entries carry their error, in words: exact (every composition
+        enumerated), a closed form (no sample moves it), or each entry's interval over the
+        independent runs (:func:`dgp.solver._gram_spread.spread_statement`)."""
+        if self.exact:
+            return ("exact: every composition enumerated, so the entries carry no sampling "
+                    "error (standard error 0)")
+        if self.replicates == 0:  # the only unreplicated paths beyond enumeration
+            return ("a closed form: no sample moves its entries (standard error 0, intervals "
+                    "of width 0)")
+        return spread_statement(self.replicates + 1)
+
+    @property
+    def moved_beyond_interval(self) -> int | None:
+        """Off-diagonal entries (each pair once) where the full-batch Gram lies outside this
+        prediction's 95% interval: the cosines batching moves beyond noise (``None`` without
+        intervals; with exact entries, :attr:`shift` says it all)."""
+        if self.gram_interval is None:
+            return None
+        lo, hi = self.gram_interval
+        iu = np.triu_indices(lo.shape[0], 1)
+        G = self.full_batch_gram[iu]
+        return int(np.sum((G < lo[iu]) | (G > hi[iu])))
+
+    #: ``to_dict(gram=True)`` adds the full-batch Gram (and the Gram's interval and its
+    #: entries' standard errors)
     JSON_OPTIONS: ClassVar[dict[str, Any]] = {"gram": False}
 
     def json_items(self, options):
@@ -487,8 +524,12 @@ class BatchPrediction(Record):
                     ("seed", self.seed), ("loss_se", self.loss_se), ("gram_se", self.gram_se),
                     ("excess_se", self.excess_se),
                     ("replicates", self.replicates), ("shift_from_full_batch", self.shift),
-                    ("positive_pair_probability", self.positive_pair_probability))
+                    ("positive_pair_probability", self.positive_pair_probability),
+                    ("gram_error", self.gram_error),
+                    ("moved_beyond_interval", self.moved_beyond_interval))
         if options["gram"]:
             yield "full_batch_gram", self.full_batch_gram
             if self.gram_interval is not None:
                 yield "gram_interval", [self.gram_interval[0], self.gram_interval[1]]
+            if self.gram_entry_se is not None:
+                yield "gram_entry_se", self.gram_entry_se

@@ -15,6 +15,7 @@ from dgp.constants import LOSS_RESOLUTION
 from dgp.display import format_summary, html_summary
 from dgp.records import CertificateProtocol, Convergence, Record
 from dgp.solver._batch import BatchSpec
+from dgp.solver._gram_spread import entry_spread, gram_spread, spread_statement
 from dgp.solver._identifiability import BatchIdentifiability
 from dgp.solver._stochastic import Z95
 
@@ -251,6 +252,52 @@ class BatchOptimum(Record):
         """``embedding @ embedding.T`` (``n x n``: mind the size)."""
         return self.embedding @ self.embedding.T
 
+    def gram_entries(self, i: object, j: object
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The entries ``(i, j)`` of :attr:`gram` (index arrays over the rows of
+        :attr:`embedding`, broadcast; with :attr:`labels`, sample ``s`` is row
+        ``labels[s]``) with their standard errors and 95% intervals: ``(value, se, lower,
+        upper)``, from :attr:`runs` (:func:`dgp.solver._gram_spread.entry_spread`: one run's
+        spread, the prediction being one candidate, not the runs' mean; ``O(R m d)``, no
+        ``n x n`` array). An exact expectation's entries have standard error 0; with fewer
+        than two runs the error is not measured (``nan``)."""
+        if self.batch.expectation == "exact":
+            value, _, _, _ = entry_spread(self.embedding, (), i, j)
+            zero = np.zeros(value.shape)
+            return value, zero, value, value
+        return entry_spread(self.embedding, self.runs, i, j)
+
+    def gram_entry_se(self, i: object, j: object) -> np.ndarray:
+        """The standard errors of the entries ``(i, j)`` of :attr:`gram`
+        (:meth:`gram_entries`)."""
+        return self.gram_entries(i, j)[1]
+
+    def gram_interval(self, i: object, j: object) -> tuple[np.ndarray, np.ndarray]:
+        """The 95% intervals ``(lower, upper)`` of the entries ``(i, j)`` of :attr:`gram`
+        (:meth:`gram_entries`)."""
+        return self.gram_entries(i, j)[2:]
+
+    @property
+    def gram_error(self) -> str:
+        """How the entries of :attr:`gram` carry their error, in words."""
+        if self.batch.expectation == "exact":
+            return spread_statement(0, exact="exact: the mean over every batch, so the entries "
+                                    "carry no sampling error (standard error 0)")
+        return spread_statement(len(self.runs)) + (
+            "; per entry on request (gram_interval(i, j)), for all of them with "
+            "to_dict(gram=True)")
+
+    def gram_spread(self) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """Every entry's standard error and 95% interval, ``(se, (lower, upper))``, each
+        ``n x n`` (mind the size, as for :attr:`gram`; :meth:`gram_entries` for a few)."""
+        G = self.gram
+        if self.batch.expectation == "exact":
+            return np.zeros_like(G), (G, G)
+        if len(self.runs) < 2:
+            nan = np.full_like(G, np.nan)
+            return nan, (nan, nan)
+        return gram_spread(G, (Z @ Z.T for Z in self.runs), runs=len(self.runs))
+
     @property
     def certificate(self) -> BatchCertificate:
         """What this optimum proves (:class:`BatchCertificate`)."""
@@ -316,6 +363,7 @@ class BatchOptimum(Record):
                           "the answer is not said"))
         if self.identifiability is not None:
             pairs.append(("identifiable", self.identifiability.statement))
+        pairs.append(("Gram entries", self.gram_error))
         return pairs
 
     def _title(self) -> str:
@@ -334,7 +382,9 @@ class BatchOptimum(Record):
     #: ``embedding=True`` adds the ``n x dim`` embedding; ``gram=True`` the ``n x n`` Gram of
     #: that embedding (left out unless asked for, ``None`` or ``False``: one near-optimal
     #: solution, ``n x n``; where it comes from sampled batches, how far other seeds' solutions
-    #: move its entries is the ``identifiability`` block beside it)
+    #: move its entries is the ``identifiability`` block beside it), with each entry's 95%
+    #: interval (``gram_interval``: ``[lower, upper]``) and standard error (``gram_entry_se``)
+    #: over the independent runs; ``gram_error`` (always) says how they are measured
     JSON_OPTIONS: ClassVar[dict[str, Any]] = {"embedding": False, "gram": None}
 
     def json_items(self, options):
@@ -348,8 +398,13 @@ class BatchOptimum(Record):
                     ("certificate", self.certificate), ("convergence", self.convergence))
         if options["embedding"]:
             yield "embedding", self.embedding
+        yield "gram_error", self.gram_error
+        yield "gram_runs", len(self.runs)
         if options["gram"]:
             yield "gram", self.gram
+            se, (lo, hi) = self.gram_spread()
+            yield "gram_interval", [lo, hi]
+            yield "gram_entry_se", se
 
 
 def paired_loss_verdict(excess: float, half: float) -> str:
