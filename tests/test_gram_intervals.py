@@ -247,3 +247,24 @@ def test_closed_form_on_sampled_compositions_says_one_thing():
     e = dgp.supcon_prototypes([5, 5, 5, 5, 5], tau=0.3, batch_size=10)
     assert e.batch.exact and "scope" not in e.to_dict()["certificate"]
     assert e.convergence.certified
+
+
+@pytest.mark.slow  # a stochastic run with its held-out evaluation, twice (about 30 s)
+def test_dgp_optimum_prints_and_keeps_each_sampled_entrys_interval(cli, tmp_path):
+    """``dgp optimum`` on sampled batches: the printed Gram gives every off-diagonal entry with
+    the half-width of its interval, the same numbers as ``--json --gram``'s
+    ``gram_interval``."""
+    labels = tmp_path / "labels.npy"
+    np.save(labels, np.repeat(np.arange(4), [6, 5, 4, 3]))
+    args = ("optimum", "--objective", "supcon", "--labels", labels, "--tau", "0.3", "--dim",
+            "2", "--batch-size", "8", "--sampler", "class-balanced", "--exact-max", "10",
+            "--quiet")
+    run = cli(*args)
+    assert run.code == 0, run.err
+    d = json.loads(cli(*args, "--json", "--gram").out)
+    G, (lo, hi) = np.array(d["gram"]), (np.array(v) for v in d["gram_interval"])
+    assert d["gram_runs"] >= 2 and np.array(d["gram_entry_se"]).max() > 0
+    table = run.out.split("):\n", 1)[1]
+    for a, b in ((0, 1), (1, 3)):
+        assert f"{G[a, b]:+.4f}±{(hi[a, b] - lo[a, b]) / 2:.4f}" in table
+    assert "± the half-width of its 95% interval" in " ".join(run.out.split())

@@ -227,7 +227,9 @@ class Optimum(Record):
                    else f"sample average of {self.batch.drawn} batches (seed {self.batch.seed})")
             pairs.insert(2, ("batches", f"B = {s.batch_size}, {s.sampler}, reduction "
                              f"{s.reduction}, {exp}"))
-            pairs.append(("moved", f"max |G_batch - G_full| = {self.batch.shift:.3g}"))
+            pairs.append(("moved", f"max |G_batch - G_full| = {self.batch.shift:.3g}"
+                          + (" (exact: every composition enumerated, so the Gram's entries "
+                             "carry no sampling error)" if self.batch.exact else "")))
         return pairs
 
     def _title(self) -> str:
