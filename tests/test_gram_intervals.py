@@ -225,7 +225,9 @@ def test_sample_level_entries_from_the_runs(sample_level):
     np.testing.assert_allclose(np.array(d["gram_interval"][1])[i, j], hi, rtol=1e-9, atol=1e-14)
     short = res.to_dict()
     assert "gram_entry_se" not in short and short["gram_error"] == d["gram_error"]
-    assert "Gram entries" in str(res)
+    _, (lo_all, hi_all) = res.gram_spread()
+    widest = float(np.max((hi_all - lo_all)[np.triu_indices(res.n, 1)]) / 2)
+    assert f"widest {widest:.2g}" in " ".join(str(res).split())
 
 
 def test_closed_form_on_sampled_compositions_says_one_thing():

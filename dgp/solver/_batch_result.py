@@ -41,6 +41,9 @@ BOUND_LOOSE_GAP = 0.01
 EXACT_GAP_RTOL = 1e-6
 #: target half-width (nats per anchor) of the 95% interval of the expected loss
 HALF_WIDTH = 0.002
+#: up to this many points the summary states the widest and median half-width of the Gram
+#: entries' intervals (every entry's, from the runs: ``R`` products of ``n x n``)
+SUMMARY_SPREAD_MAX_N = 500
 
 
 @dataclass(frozen=True)
@@ -363,8 +366,20 @@ class BatchOptimum(Record):
                           "the answer is not said"))
         if self.identifiability is not None:
             pairs.append(("identifiable", self.identifiability.statement))
-        pairs.append(("Gram entries", self.gram_error))
+        pairs.append(("Gram entries", self.gram_error + self._spread_note()))
         return pairs
+
+    def _spread_note(self) -> str:
+        """The scale of the entries' intervals, for the summary: their widest and median
+        half-width off the diagonal, up to :data:`SUMMARY_SPREAD_MAX_N` points (beyond, per
+        entry on request)."""
+        if (self.batch.expectation == "exact" or len(self.runs) < 2
+                or self.n > SUMMARY_SPREAD_MAX_N or self.n < 2):
+            return ""
+        _, (lo, hi) = self.gram_spread()
+        half = (hi - lo)[np.triu_indices(self.n, 1)] / 2
+        return (f"; 95% half-widths off the diagonal: widest {half.max():.2g}, median "
+                f"{np.median(half):.2g}")
 
     def _title(self) -> str:
         return f"Expected-batch optimum: n = {self.n}, tau = {self.tau:g}, d = {self.dim}"
