@@ -270,3 +270,17 @@ def test_dgp_optimum_prints_and_keeps_each_sampled_entrys_interval(cli, tmp_path
     for a, b in ((0, 1), (1, 3)):
         assert f"{G[a, b]:+.4f}±{(hi[a, b] - lo[a, b]) / 2:.4f}" in table
     assert "± the half-width of its 95% interval" in " ".join(run.out.split())
+
+
+@pytest.mark.slow  # three stochastic class-level predictions: about 20 s
+def test_dgp_supcon_prints_each_sampled_entry_with_its_interval(cli):
+    args = ("supcon", "--sizes", ",".join(map(str, SIZES)), "--tau", str(TAU), "--batch-size",
+            str(B), "--exact-max", "10", "--samples", "200", "--quiet")
+    d = json.loads(cli(*args, "--json").out)
+    G, (lo, hi) = np.array(d["gram"]), (np.array(v) for v in d["batch"]["gram_interval"])
+    half = (hi - lo) / 2
+    text, latex = cli(*args).out, cli(*args, "--latex").out
+    for a, b in ((0, 3), (1, 2)):
+        assert f"{G[a, b]:+.6f}±{half[a, b]:.6f}" in text
+        assert f"{G[a, b]:.6f} \\pm {half[a, b]:.6f}" in latex
+    assert "± the half-width of its 95% interval" in " ".join(text.split())

@@ -118,8 +118,13 @@ def _latex_pairs(K: int) -> list[tuple[str, str]]:
     return symbolic.latex_lines(K if K <= _MAX_SYMBOLIC else None)
 
 
-def _latex_matrix(G: np.ndarray) -> str:
-    rows = [" & ".join(f"{v:.6f}" for v in row) for row in G]
+def _latex_matrix(G: np.ndarray, interval: tuple[np.ndarray, np.ndarray] | None = None) -> str:
+    """The Gram in LaTeX; with its entries' 95% ``interval`` (sampled batches), each entry
+    ``v \\pm h`` with its half-width."""
+    half = np.zeros_like(G) if interval is None else (interval[1] - interval[0]) / 2
+    rows = [" & ".join(f"{v:.6f}" if h == 0 else f"{v:.6f} \\pm {h:.6f}"
+                       for v, h in zip(row, hrow, strict=True))
+            for row, hrow in zip(G, half, strict=True)]
     return r"G = \begin{pmatrix}" + r" \\ ".join(rows) + r"\end{pmatrix}"
 
 
@@ -215,7 +220,11 @@ def run(args: argparse.Namespace) -> int:
         for title, text in _latex_pairs(K):
             print(f"% {title}\n{text}\n")
         if K <= MAX_TABLE or args.gram:
-            print(f"% computed prototype Gram ({res.method})\n{_latex_matrix(res.gram)}")
+            interval = None if res.batch is None else res.batch.gram_interval
+            note = ("" if interval is None or not (interval[1] > interval[0]).any() else
+                    "; each entry \\pm the half-width of its 95% interval over independent runs")
+            print(f"% computed prototype Gram ({res.method}{note})\n"
+                  f"{_latex_matrix(res.gram, interval)}")
         return 0
     print(res.summary(gram=False))
     if K <= MAX_TABLE or args.gram:
