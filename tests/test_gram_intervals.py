@@ -270,6 +270,14 @@ def test_dgp_optimum_prints_and_keeps_each_sampled_entrys_interval(cli, tmp_path
     for a, b in ((0, 1), (1, 3)):
         assert f"{G[a, b]:+.4f}±{(hi[a, b] - lo[a, b]) / 2:.4f}" in table
     assert "± the half-width of its 95% interval" in " ".join(run.out.split())
+    # --save-gram-interval writes the same intervals (it warned and wrote nothing before)
+    z = tmp_path / "gi.npz"
+    saved = cli(*args, "--save-gram-interval", z)
+    assert saved.code == 0 and "no per-entry interval" not in saved.err
+    with np.load(z, allow_pickle=False) as f:
+        np.testing.assert_allclose(f["lower"], lo, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(f["upper"], hi, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(f["gram"], G, rtol=0, atol=1e-12)
 
 
 @pytest.mark.slow  # three stochastic class-level predictions: about 20 s

@@ -208,18 +208,22 @@ def save_gram_interval(path: str | None, result: Any) -> str | None:
     """Write ``--save-gram-interval FILE``: a ``.npz`` of the result's ``gram`` and each entry's
     95% interval over independent runs (``lower``, ``upper``; ``confidence`` 0.95), atomically
     and without pickles, where the Gram comes from sampled batches
-    (``result.batch.gram_interval``); else a warning on stderr says why there is none, and no
-    file is written. Returns the path written, or ``None``."""
+    (``result.batch.gram_interval``; a sample-level optimum's ``result.gram_spread()``); else a
+    warning on stderr says why there is none, and no file is written. Returns the path
+    written, or ``None``."""
     if path is None:
         return None
     batch = getattr(result, "batch", None)
     interval = getattr(batch, "gram_interval", None)
+    spread = getattr(result, "gram_spread", None)  # a sample-level optimum's, from its runs
+    sampled = batch is not None and getattr(batch, "expectation", None) == "stochastic"
+    if interval is None and spread is not None and sampled and len(result.runs) > 1:
+        _, interval = spread()
     if interval is None:
         why = ("the full-batch Gram, no sampling error" if batch is None else
                "every batch composition enumerated, no sampling error"
-               if getattr(batch, "exact", False) else
-               "a sample-level expected-batch optimum, whose entries vary over near-optimal "
-               "solutions rather than by sampling error: see its identifiability report")
+               if getattr(batch, "exact", False) or getattr(batch, "expectation", None)
+               == "exact" else "one run: the spread of its entries over runs is not measured")
         print(f"warning: --save-gram-interval: no per-entry interval ({why}); {path} not "
               "written", file=sys.stderr)
         return None
