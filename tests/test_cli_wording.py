@@ -208,6 +208,7 @@ def test_recommend_asks_for_a_missing_value_without_phase_words(cli):
     assert r.code == 2 and "in the grid" in r.err
 
 
+@pytest.mark.slow  # a phase map through the CLI: about 5 s
 def test_phase_prints_one_excess_row(cli):
     r = cli("phase", "--objective", "soft-supcon", "--sizes", "4,4,4", "--eps", "0.1", "--grid",
             "tau=0.01:2:8", "--dim", "2")

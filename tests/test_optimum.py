@@ -200,7 +200,8 @@ def test_two_samples_and_an_interior_optimum_are_not_unique():
 # -------------------------------------------------------------------------- dimension d
 
 
-@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
+@pytest.mark.slow  # twenty rank-d descents: about 4 s a seed
+@pytest.mark.parametrize("seed", [0, 1])
 def test_rank_d_never_worse_than_20_independent_starts(seed):
     y = np.random.default_rng(seed).standard_normal((10, 3))
     W = gaussian_kernel_weights(y, sigma=0.7)

@@ -91,6 +91,7 @@ def test_soft_supcon_boundary_is_tau_star_to_the_grid_resolution():
     assert b.name == "tau*" and b.agree == taus.size * epss.size and b.disagree == 0
 
 
+@pytest.mark.slow  # a phase map in a fixed dimension: about 7 s
 def test_soft_supcon_boundary_needs_dim_k():
     """In dim K - 1 only tau* itself attains the bound: every grid cell is inconsistent, as the
     boundary predicts."""

@@ -272,6 +272,7 @@ def test_batch_optimum_certificate_block():
     assert isinstance(cert["certified"], bool) and cert["kind"] and cert["statement"]
 
 
+@pytest.mark.slow  # three fixed-dimension solves: about 7 s
 def test_loss_floors_carry_the_bound_and_certificate_of_their_solve():
     """Uncertified in R^2 (a referee's case): the floors keep the solve's convex lower bound
     and its certificate, the ones dgp.optimum and dgp.supcon_prototypes report."""
