@@ -43,6 +43,7 @@ from dgp.solver._identifiability import (
     BatchIdentifiability,
     identifiability_report,
 )
+from dgp.solver._shared_bound import SHARED_WHEN_GAP, shared_batches, shared_seconds
 from dgp.solver._solve import single_threaded
 from dgp.solver._stochastic import (
     MONITOR_BATCHES,
@@ -203,8 +204,11 @@ def _batch_optimum(
         infos.append(run)
         if plan is not None and not calibrated and (not warm or r == runs_n - 1):
             calibrated = True
+            shared = _shared_drawn(plan, run.embedding, weights, sampler, spec, tau=tau,
+                                   seed=seed)
             rest, load = _calibrated_rest(plan, run, cold_left=runs_n - 1 - r,
-                                          min_batches=min_batches, half_width=half_width)
+                                          min_batches=min_batches, half_width=half_width,
+                                          shared=shared)
             elapsed = time.monotonic() - t0
             say(f"calibrated on run {r + 1} ({run.seconds:.1f} s, {len(run.monitor) - 2} "
                 f"rounds; {load:.2g} times its timed batches' seconds): about "
@@ -283,7 +287,11 @@ def batch_estimate(
 @dataclass(frozen=True)
 class _Plan:
     """The estimate before the work (:func:`_estimate`): the timed pieces ``t`` and the
-    modelled seconds of each part."""
+    modelled seconds of each part. ``shared``: the shared-Gram replicates' seconds where the
+    rule shares batches (:func:`dgp.solver._shared_bound.shared_batches`), 0 elsewhere; they
+    are drawn only where the per-batch bound is loose, so they count in ``total`` where the
+    timed batch's gap says so (``shared_likely``) and the calibrated estimate decides again at
+    the first run's embedding (:func:`_shared_drawn`)."""
 
     t: StepTimes
     candidates: int
@@ -292,10 +300,13 @@ class _Plan:
     runs: float
     evaluation: float
     bound: float
+    shared: float = 0.0
+    shared_likely: bool = False
 
     @property
     def total(self) -> float:
-        return self.runs + self.evaluation + self.bound
+        return (self.runs + self.evaluation + self.bound
+                + (self.shared if self.shared_likely else 0.0))
 
 
 def _evaluation_seconds(t: StepTimes, spread: float, *, candidates: int, min_batches: int,
@@ -323,9 +334,16 @@ def _estimate(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, di
     first of :data:`WARM_ROUNDS` rounds when ``warm`` and the others of
     :data:`TYPICAL_ROUNDS` (each round's steps, :func:`round_steps`, and a reading of its
     ``monitor`` batches), the selection and the held-out evaluation of ``candidates`` embeddings
-    (:func:`_evaluation_seconds`, with the timed batches' spread) and the relaxation bound."""
+    (:func:`_evaluation_seconds`, with the timed batches' spread) and the relaxation bound,
+    with the shared-Gram replicates where the rule shares batches
+    (:func:`dgp.solver._shared_bound.shared_seconds`; counted where the timed batch's gap
+    exceeds :data:`~dgp.solver._shared_bound.SHARED_WHEN_GAP`, as at a random start)."""
     t = step_timings(weights, sampler, spec, tau=tau, dim=dim, seed=seed, at=at,
                      bound_iters=bound_iters)
+    m = (shared_batches(sampler.n, spec.batch_size) if isinstance(sampler, SampleBatches)
+         else 1)
+    shared = (shared_seconds(weights, sampler, spec, tau=tau, dim=dim, seed=seed, m=m)
+              if m > 1 else 0.0)
     per_round = round_steps(sampler, spec)
     rounds = [WARM_ROUNDS if warm and r == 0 else TYPICAL_ROUNDS for r in range(runs)]
     optimise = sum(_run_seconds(t, k * per_round, k + 2, monitor) for k in rounds)
@@ -333,22 +351,39 @@ def _estimate(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, di
                                      min_batches=min_batches, half_width=half_width)
     nb = min(bound_batches, BOUND_MIN_BATCHES)
     return _Plan(t, candidates, monitor, nb, optimise, evaluation,
-                 nb * (t.build + t.bound_batch))
+                 nb * (t.build + t.bound_batch), shared,
+                 not t.bound_gap * spec.per_anchor <= SHARED_WHEN_GAP)
+
+
+def _shared_drawn(plan: _Plan, Z: np.ndarray, weights: BatchWeights, sampler,
+                  spec: BatchSpec, *, tau: float, seed: int) -> bool:
+    """Whether the shared-Gram replicates of ``plan`` will likely be drawn: where the rule
+    shares batches, one batch's relaxation gap at ``Z`` (the first run's embedding; the first
+    batch of the bound's own stream, :func:`dgp.solver.relaxation_bound` with one batch)
+    exceeds :data:`~dgp.solver._shared_bound.SHARED_WHEN_GAP`, the test that bound applies to
+    its mean gap."""
+    if not plan.shared > 0:
+        return False
+    probe = relaxation_bound(Z, Estimate(0.0, 0.0, 1), weights, sampler, spec, tau=tau,
+                             seed=seed, batches=1, iters=BOUND_ITERS, shared=False)
+    return not probe.mean_gap * spec.per_anchor <= SHARED_WHEN_GAP
 
 
 def _calibrated_rest(plan: _Plan, run: StochasticRun, *, cold_left: int, min_batches: int,
-                     half_width: float) -> tuple[float, float]:
+                     half_width: float, shared: bool = False) -> tuple[float, float]:
     """Seconds left after ``run`` (the first run from a random start, or the last run), and
     the load factor: ``cold_left`` further runs as long as ``run`` was (the same problem and
     settings from another seed: 94 and 95 rounds, 169 and 169 at N = 2000), then the
     evaluation (on the batches ``run``'s spread asks for) and the bound, each the timed
     pieces' seconds times the factor by which ``run`` took longer than its own steps and
-    monitor readings by those pieces (the machine's load, measured on the run itself)."""
+    monitor readings by those pieces (the machine's load, measured on the run itself);
+    ``shared``: the shared-Gram replicates (``plan.shared``) will be drawn too."""
     model = _run_seconds(plan.t, run.steps, len(run.monitor) + 1, plan.monitor)
     load = run.seconds / model if model > 0 else 1.0
     evaluation = _evaluation_seconds(plan.t, run.spread, candidates=plan.candidates,
                                      min_batches=min_batches, half_width=half_width)
-    return cold_left * run.seconds + load * (evaluation + plan.bound), load
+    bound = plan.bound + (plan.shared if shared else 0.0)
+    return cold_left * run.seconds + load * (evaluation + bound), load
 
 
 def _seconds(seconds: float) -> str:

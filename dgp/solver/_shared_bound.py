@@ -50,6 +50,13 @@ On a smooth weighting (2-D soft labels, N = 2000) the per-batch bound is already
 (300 iterations at the batch's full rank) and a shared replicate moves the batches' minimum by
 2e-4 only, while its factor of rank d + 32 leaves its dual bound 0.0076 (m = 4) to 0.0099
 (m = 16) below: the per-batch bound is kept there.
+
+The linearised bound :math:`F(G_0) - \langle S, G_0\rangle + \min_{\mathcal E}\langle S,
+G\rangle` (:math:`S` the expected batch gradient at the embedding, estimated from ``M``
+batches) is this SAA bound of the batches' linearised losses, so it never beats it at equal
+``M``; measured (``benchmarks/linearized_bound.py``, docs/benchmarks.md) its gap at ``M =
+infinity`` is the Frank-Wolfe gap of the embedding, 0.305 on the k-NN graph at N = 2000 (tau =
+0.1), 0.041 at tau = 0.5, 0.020 on 2-D soft labels: not adopted.
 """
 
 from __future__ import annotations
@@ -71,7 +78,7 @@ from dgp.solver._sphere_lbfgs import row_lbfgs
 __all__ = ["SHARED_COOCCURRENCE", "SHARED_EXTRA_RANK", "SHARED_LINEAR_ITERS", "SHARED_MAX_M",
            "SHARED_MIN_COOCCURRENCE", "SHARED_REPLICATES", "SHARED_STREAM", "SHARED_WHEN_GAP",
            "SharedBound", "UnionBatches", "dual_bound", "shared_batches", "shared_bound",
-           "shared_gaps", "shared_replicate", "union_batches"]
+           "shared_gaps", "shared_replicate", "shared_seconds", "union_batches"]
 
 #: the batch stream of replicate ``r`` of :func:`shared_bound` is ``[seed, SHARED_STREAM, r]``
 #: (no stream of the stochastic driver, its evaluation, selection, timing or per-batch bound)
@@ -322,3 +329,45 @@ def shared_batches(n: int, batch_size: int) -> int:
     budget = memory_budget()
     fits = budget is None or SHARED_DENSE_ARRAYS * 8 * union * union <= budget
     return m if m * pairs >= SHARED_MIN_COOCCURRENCE and m > 1 and fits else 1
+
+
+def shared_seconds(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, dim: int,
+                   seed: int, m: int, replicates: int = SHARED_REPLICATES,
+                   iters: int = 200) -> float:
+    """Seconds of ``replicates`` shared replicates of ``m`` batches (:func:`shared_gaps` with
+    ``iters`` iterations), for a time estimate before the work: one union of ``m`` batches of
+    the stream ``[seed, 6, 1]`` (no reported number uses it) is built and its pieces timed at
+    the replicate's rank (``dim +`` :data:`SHARED_EXTRA_RANK`): the mean loss and gradient (one
+    an L-BFGS iteration, ``iters`` of the descent and :data:`SHARED_LINEAR_ITERS` products by
+    the ``u x u`` derivative for the multipliers), the derivative itself, and two dense
+    eigenvalue problems (timed at ``u = 200`` at most and scaled as ``u^3``). Measured on a
+    k-NN graph (N = 600, B = 256, d = 128, tau = 0.1, m = 32, one BLAS thread on the loaded
+    shared machine): 16 and 22 s said a replicate (two timings), 25 s taken (208 loss
+    evaluations); the calibrated estimate multiplies in the load it measures on the first run."""
+    rng = np.random.default_rng([seed, 6, 1])
+    t0 = time.perf_counter()
+    U, fn = union_batches(weights, [sampler.draw(rng) for _ in range(m)], tau=tau, spec=spec)
+    build = time.perf_counter() - t0
+    u = int(U.size)
+    r = min(u, dim + SHARED_EXTRA_RANK) if u > dim else dim
+    X = rng.standard_normal((u, r))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    fn.value_grad(X)  # the first call warms caches, out of the timing
+    t0 = time.perf_counter()
+    for _ in range(2):
+        fn.value_grad(X)
+    step = (time.perf_counter() - t0) / 2
+    t0 = time.perf_counter()
+    _, Gam = fn.terms(X)
+    C = 0.5 * (Gam + Gam.T)
+    terms = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    C @ X
+    product = time.perf_counter() - t0
+    k = min(u, 200)
+    t0 = time.perf_counter()
+    np.linalg.eigvalsh(C[:k, :k])
+    eig = (time.perf_counter() - t0) * (u / k) ** 3
+    per = (build + (iters + 1) * step + 2 * terms + SHARED_LINEAR_ITERS * 2 * product
+           + 2 * eig)
+    return replicates * per

@@ -328,6 +328,10 @@ class StepTimes:
     spread : float
         Standard deviation of the batch loss over the timed batches, at the embedding given
         (else at the random start): what sets the batches an evaluation needs.
+    bound_gap : float
+        The timed batch's relaxation gap (its loss less its bound, nats per batch), at the
+        embedding given (else at the random start, where it is large): whether the shared-Gram
+        bound is likely drawn (:data:`~dgp.solver._shared_bound.SHARED_WHEN_GAP`).
     """
 
     step: float
@@ -335,6 +339,7 @@ class StepTimes:
     value: float
     bound_batch: float
     spread: float
+    bound_gap: float = math.nan
 
 
 def step_timings(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, dim: int,
@@ -366,9 +371,9 @@ def step_timings(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float,
     value = (time.perf_counter() - t0) / steps
     idx, fn = fns[0]
     t0 = time.perf_counter()
-    _relaxed_batch_bound(Z0[idx], fn, rank=None, iters=bound_iters)
+    f0, low = _relaxed_batch_bound(Z0[idx], fn, rank=None, iters=bound_iters)
     bound = time.perf_counter() - t0
-    return StepTimes(step, build, value, bound, float(np.std(vals, ddof=1)))
+    return StepTimes(step, build, value, bound, float(np.std(vals, ddof=1)), f0 - low)
 
 
 # ------------------------------------------------------------------------------ evaluation
