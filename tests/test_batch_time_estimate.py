@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from _stderr_clock import ClockedStderr, said_seconds
 
 import dgp.solver._expected as expected
 from dgp.solver import BatchSpec, DenseBatchWeights, batch_optimum
@@ -19,34 +20,13 @@ from dgp.solver import BatchSpec, DenseBatchWeights, batch_optimum
 FACTOR = 2.0
 
 
-class _Clocked:
-    """A stderr that records when each line arrives."""
-
-    def __init__(self):
-        self.lines: list[tuple[float, str]] = []
-
-    def write(self, text: str) -> int:
-        for line in text.splitlines():
-            if line.strip():
-                self.lines.append((time.monotonic(), line))
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-
-def _seconds(text: str) -> float:
-    value, unit = re.fullmatch(r"(\d+(?:\.\d+)?) (s|min)", text).groups()
-    return float(value) * (60.0 if unit == "min" else 1.0)
-
-
 def _calibrated(lines: list[tuple[float, str]]) -> tuple[float, float, float]:
     """(when, seconds left, seconds in all) of the calibrated estimate's line."""
     found = [(t, m) for t, line in lines
              if (m := re.search(r"about (\S+ (?:s|min)) left, (\S+ (?:s|min)) in all", line))]
     assert len(found) == 1, [line for _, line in lines]
     t, m = found[0]
-    return t, _seconds(m.group(1)), _seconds(m.group(2))
+    return t, said_seconds(m.group(1)), said_seconds(m.group(2))
 
 
 def _problem(n: int, seed: int = 0) -> DenseBatchWeights:
@@ -89,7 +69,7 @@ class _LoadedAfterTiming:
 
 
 def _run(monkeypatch, weights, **kwargs):
-    err = _Clocked()
+    err = ClockedStderr()
     monkeypatch.setattr(sys, "stderr", err)
     t0 = time.monotonic()
     res = batch_optimum(weights, BatchSpec(32, "uniform", None, "mean", "drop"), tau=0.5,

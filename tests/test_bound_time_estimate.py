@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from _stderr_clock import ClockedStderr, said_seconds
 
 import dgp.solver._expected as expected
 from dgp.solver import (
@@ -72,34 +73,13 @@ def test_where_the_rule_shares_no_batches_none_are_timed():
     assert plan.shared == 0 and plan.total == plan.runs + plan.evaluation + plan.bound
 
 
-class _Clocked:
-    """A stderr that records when each line arrives."""
-
-    def __init__(self):
-        self.lines: list[tuple[float, str]] = []
-
-    def write(self, text: str) -> int:
-        for line in text.splitlines():
-            if line.strip():
-                self.lines.append((time.monotonic(), line))
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-
-def _seconds(text: str) -> float:
-    value, unit = re.fullmatch(r"(\d+(?:\.\d+)?) (s|min)", text).groups()
-    return float(value) * (60.0 if unit == "min" else 1.0)
-
-
 @pytest.mark.slow  # 3 s, and a timing on the shared machine
 def test_the_calibrated_estimate_holds_where_the_shared_bound_is_drawn(monkeypatch):
     """The k-NN graph through batch_optimum: the shared-Gram replicates are drawn (the bound's
     batches exceed the per-batch ones), and the seconds the calibrated line says are left are
     within a factor 2 of what the rest took (without the replicates counted: 3.6 and 4.1 times,
     two solves on the loaded machine)."""
-    err = _Clocked()
+    err = ClockedStderr()
     monkeypatch.setattr(sys, "stderr", err)
     res = batch_optimum(_knn(), SPEC, tau=TAU, dim=DIM, seed=0, progress=True, replicates=0,
                         min_batches=200, half_width=0.01, bound_batches=4)
@@ -109,6 +89,6 @@ def test_the_calibrated_estimate_holds_where_the_shared_bound_is_drawn(monkeypat
              if (m := re.search(r"about (\S+ (?:s|min)) left, (\S+ (?:s|min)) in all", line))]
     assert len(found) == 1, err.lines
     when, m = found[0]
-    left = _seconds(m.group(1))
+    left = said_seconds(m.group(1))
     assert 1 / FACTOR <= (t1 - when) / left <= FACTOR, (t1 - when, left)
     assert res.batch.lower_bound <= res.batch.expected_loss
