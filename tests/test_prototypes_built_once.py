@@ -105,3 +105,18 @@ def test_a_relu_result_keeps_its_own_identifiability():
     assert Prototypes.SETTLES_IDENTIFIABILITY
     assert p.identifiability is None  # the exact ReLU batch path reports none (a settling
     # build would have filled it: batches make what the loss pins part of the answer)
+
+
+def test_results_that_probe_on_first_read_still_pickle():
+    """The probe a result keeps for its first read is a plain object, not a closure: an
+    optimum and prototypes in a fixed dimension pickle, before and after the read, and the
+    copy says the same of what the loss pins."""
+    import pickle
+
+    W = np.kron(np.eye(4), np.ones((2, 2)))
+    for p in (dgp.optimum(W, tau=0.5, dim=2, starts=2),
+              dgp.supcon_prototypes(SIZES, tau=0.5, dim=2, starts=2)):
+        unread = pickle.loads(pickle.dumps(p))
+        for copy in (unread, pickle.loads(pickle.dumps(p))):  # read in the copy, then after
+            a, b = copy.identifiability, p.identifiability
+            assert (a.statement, a.pinned, a.spread) == (b.statement, b.pinned, b.spread)

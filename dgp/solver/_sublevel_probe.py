@@ -40,9 +40,22 @@ import numpy as np
 
 from dgp.solver._sphere_lbfgs import sphere_lbfgs
 
-__all__ = ["PROBE_BISECTIONS", "PROBE_FTOL", "PROBE_GTOL", "PROBE_ITERATIONS", "PROBE_KICK",
-           "PROBE_MAX_SIZE", "PROBE_SECONDS", "PROBE_START", "PROBE_STEPS", "ProbeResult",
-           "factor_loss", "invariant_moves", "sublevel_probe"]
+__all__ = [
+    "PROBE_BISECTIONS",
+    "PROBE_FTOL",
+    "PROBE_GTOL",
+    "PROBE_ITERATIONS",
+    "PROBE_KICK",
+    "PROBE_MAX_SIZE",
+    "PROBE_SECONDS",
+    "PROBE_START",
+    "PROBE_STEPS",
+    "FactorLoss",
+    "ProbeResult",
+    "factor_loss",
+    "invariant_moves",
+    "sublevel_probe",
+]
 
 #: the probe runs where the solution has at most this many coordinates (``n * d``; SLSQP-free,
 #: L-BFGS on the product of spheres: about 1-3 s of CPU at K = 8, d = 4 for all pushes)
@@ -94,21 +107,28 @@ class ProbeResult:
     cosine_rms: float = 0.0
 
 
-def factor_loss(objective, Z: np.ndarray) -> ValueGrad:
-    """The per-anchor loss of a factor objective (``dgp.solver.RowFactor`` or
+class FactorLoss:
+    r"""The per-anchor loss of a factor objective (``dgp.solver.RowFactor`` or
     ``dgp.solver.BlockFactor``: ``evaluate(X)`` on ``d x K`` factors with unit columns) as a
-    function of unit rows ``Z`` (``K x d``), less its value at ``Z``: the scaled objective
-    :math:`\\hat F` times :math:`t = e^{\\log t}` is the loss over the anchors (the scale fixed at
-    ``Z``)."""
-    X0 = np.ascontiguousarray(Z.T)
-    t = math.exp(objective.set_scale(X0))
-    f0 = objective.evaluate(X0)[0]
+    function of unit rows ``Z`` (``K x d``), less its value at the rows it was made at: the
+    scaled objective :math:`\hat F` times :math:`t = e^{\log t}` is the loss over the anchors
+    (the scale fixed there). A plain object, not a closure, so that a result keeping it (to
+    probe on first read) can still be pickled."""
 
-    def value_grad(Zr: np.ndarray) -> tuple[float, np.ndarray]:
-        f, g = objective.evaluate(np.ascontiguousarray(Zr.T))
-        return t * (f - f0), t * np.asarray(g).T
+    def __init__(self, objective, Z: np.ndarray) -> None:
+        X0 = np.ascontiguousarray(Z.T)
+        self.objective = objective
+        self.t = math.exp(objective.set_scale(X0))
+        self.f0 = objective.evaluate(X0)[0]
 
-    return value_grad
+    def __call__(self, Zr: np.ndarray) -> tuple[float, np.ndarray]:
+        f, g = self.objective.evaluate(np.ascontiguousarray(Zr.T))
+        return self.t * (f - self.f0), self.t * np.asarray(g).T
+
+
+def factor_loss(objective, Z: np.ndarray) -> ValueGrad:
+    """:class:`FactorLoss` of ``objective`` at the rows ``Z`` (``K x d``)."""
+    return FactorLoss(objective, Z)
 
 
 def _weights(n: int, row_weights: np.ndarray | None) -> np.ndarray:
