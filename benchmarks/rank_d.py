@@ -270,7 +270,7 @@ def ours(case: dict) -> tuple[float, float]:
     elif case["kind"] == "relu":  # the factor search of supcon_prototypes(nonnegative=True)
         n = np.array(case["sizes"])
         prob = block_problem(n, block_weights(K, None), tau=tau)
-        Z, _ = nonnegative_factor(prob, dim, starts=rank_d_starts(K, dim, given=0), seed=0)
+        Z, _, _ = nonnegative_factor(prob, dim, starts=rank_d_starts(K, dim, given=0), seed=0)
         X = Z.T
     else:
         X = supcon_prototypes(np.array(case["sizes"]), tau=tau, dim=dim).prototypes.T

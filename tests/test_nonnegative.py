@@ -463,9 +463,9 @@ def test_nonnegative_search_reports_progress_without_changing_its_answer(monkeyp
     monkeypatch.setattr(mod, "NONNEG_PROGRESS_EVERY_S", 0.0)
     n = np.array([9, 6, 4, 3, 2])
     lines: list[str] = []
-    Z1, h1 = nonnegative_factor(block_problem(n, block_weights(5, None), tau=0.3), 3,
+    Z1, h1, _ = nonnegative_factor(block_problem(n, block_weights(5, None), tau=0.3), 3,
                                 starts=3, seed=1, progress=lines.append)
-    Z0, h0 = nonnegative_factor(block_problem(n, block_weights(5, None), tau=0.3), 3,
+    Z0, h0, _ = nonnegative_factor(block_problem(n, block_weights(5, None), tau=0.3), 3,
                                 starts=3, seed=1)
     assert [line.split(",")[0] for line in lines] == ["1 of 3 candidates done",
                                                       "2 of 3 candidates done"]

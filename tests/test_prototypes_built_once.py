@@ -120,3 +120,20 @@ def test_results_that_probe_on_first_read_still_pickle():
         for copy in (unread, pickle.loads(pickle.dumps(p))):  # read in the copy, then after
             a, b = copy.identifiability, p.identifiability
             assert (a.statement, a.pinned, a.spread) == (b.statement, b.pinned, b.spread)
+
+
+@pytest.mark.slow  # three ReLU searches: about 25 s
+@pytest.mark.parametrize("call", [dict(dim=3), dict(dim=3, batch_size=4), dict(dim=4)],
+                         ids=["numeric", "batch", "closed-form"])
+def test_a_relu_result_in_a_dimension_says_what_the_loss_pins(call):
+    """CONTRACT v4: a fixed-dimension result says what the loss pins; a ReLU head's search
+    compares its own candidates (a referee found ``null`` there), a closed form states its
+    uniqueness proof; the verdict and the ``pinned`` map agree."""
+    p = dgp.supcon_prototypes([5, 4, 3, 3, 2], tau=0.15, nonnegative=True, starts=4, **call)
+    ident = p.identifiability
+    assert ident is not None and ident.statement and ident.pinned is not None
+    assert ident.identifiable == (bool(ident.pinned) and all(ident.pinned.values()))
+    d = json.loads(json.dumps(p.to_dict(), default=str))
+    assert d["identifiability"]["statement"] == ident.statement
+    if p.method == "numeric":
+        assert "solutions found" in ident.statement or "no other solution" in ident.statement

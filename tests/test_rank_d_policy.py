@@ -270,6 +270,6 @@ def test_nonnegative_more_starts_never_worse():
     prob = block_problem(n, block_weights(6, None), tau=0.3)
     losses = []
     for s in (1, 2, 3):
-        Z, _ = nonnegative_factor(prob, 3, starts=s, seed=1)
+        Z, _, _ = nonnegative_factor(prob, 3, starts=s, seed=1)
         losses.append(dgp.prototypes.prototype_loss(Z @ Z.T, n, tau=0.3))
     assert losses[1] <= losses[0] and losses[2] <= losses[1]

@@ -89,7 +89,7 @@ def test_relu_flat_miss_reaches_the_known_configuration():
     default = rank_d_starts(n.size, dim, given=0)
     losses = {}
     for s in (default, 2 * default):
-        Z, _ = nonnegative_factor(prob, dim, starts=s, seed=0)
+        Z, _, _ = nonnegative_factor(prob, dim, starts=s, seed=0)
         assert Z.min() >= 0
         losses[s] = dgp.prototypes.prototype_loss(Z @ Z.T, n, tau=tau)
     # swaps and noise alone stopped at 750.6315 at the default budget; with relocations the

@@ -176,8 +176,9 @@ def in_dim_factor(free: Prototypes | None, n: np.ndarray, tau: float, eps: float
         collapse=None, rank=DEFAULT_POLICY.rank(lam), unique=None,
         stop_reason=found.reason, matrix=G,
         search_identifiability=pinned_identifiability(
-            Identifiability(math.nan, None, None, None, float(n.sum()), math.nan), found,
-            float(n.sum()), seed, n),
+            Identifiability(math.nan, None, None, None, float(n.sum()), math.nan),
+            [X.T for X in found.candidate_factors], found.candidate_losses, float(n.sum()),
+            seed, n),
         dim=dim, lower_bound=lower, rank_d=rcert, factor=X.T.copy(), classes=classes,
     )
 
@@ -211,22 +212,24 @@ def in_dim(free: Prototypes, prob: RowProblem, n: np.ndarray, dim: int, *, start
         log_excess_loss=log_excess, kkt_residual=rcert.gradient_norm, certificate=cert,
         collapse=None, rank=DEFAULT_POLICY.rank(np.linalg.eigvalsh(G)), unique=None,
         stop_reason=found.reason, matrix=G,
-        search_identifiability=pinned_identifiability(dim_identifiability(prob, G, dim), found,
-                                               prob.alpha_total, seed, free.sizes),
+        search_identifiability=pinned_identifiability(
+            dim_identifiability(prob, G, dim), [X.T for X in found.candidate_factors],
+            found.candidate_losses, prob.alpha_total, seed, free.sizes),
         dim=dim, lower_bound=lower, rank_d=rcert,
     )
 
 
-def pinned_identifiability(ident: Identifiability | None, found: Any, anchors: float,
-                           seed: int, sizes: Any) -> Identifiability | None:
-    """``ident`` with what the loss pins among the rank-``dim`` search's candidates within
+def pinned_identifiability(ident: Identifiability | None, runs: Any, candidate_losses: Any,
+                           anchors: float, seed: int, sizes: Any) -> Identifiability | None:
+    """``ident`` with what the loss pins among a fixed-dimension search's candidates (``runs``:
+    ``K x d`` rows each; ``candidate_losses`` in nats, over ``anchors``) within
     :data:`~dgp.constants.LOSS_RESOLUTION` nats per anchor of the best
     (:func:`dgp.solver.identifiability_report`: their cosines, spectrum and the mean of the
-    classes weighted by their ``sizes``, the samples' mean embedding)."""
-    if ident is None or not found.candidate_factors:
+    classes weighted by their ``sizes``, the samples' mean embedding): the rank-``dim``
+    search's and the non-negative (ReLU) one's."""
+    if ident is None or not len(runs):
         return ident
-    runs = [X.T for X in found.candidate_factors]
-    losses = [v / anchors for v in found.candidate_losses]
+    losses = [v / anchors for v in candidate_losses]
     rep = identifiability_report(runs, losses, int(np.argmin(losses)), seed=seed,
                                  resolution=LOSS_RESOLUTION,
                                  row_weights=np.asarray(sizes, dtype=float))

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from dgp.constants import EXACT_MAX_DEFAULT
+from dgp.constants import EXACT_MAX_DEFAULT, LOSS_RESOLUTION
 from dgp.display import format_duration, stderr_progress
 from dgp.errors import (
     check_dim,
@@ -67,7 +67,8 @@ from dgp.errors import (
 )
 from dgp.prototypes._blocks import block_weights
 from dgp.prototypes._closed_forms import equiangular_gram, soft_supcon_rho
-from dgp.prototypes._dim import ANNOUNCE_AFTER_S, DIM_DEFAULT_STARTS
+from dgp.prototypes._dim import ANNOUNCE_AFTER_S, DIM_DEFAULT_STARTS, pinned_identifiability
+from dgp.prototypes._ident import Identifiability
 from dgp.prototypes._nonnegative_result import (
     NonnegativeCertificate,
     NonnegativePrototypes,
@@ -100,6 +101,7 @@ from dgp.solver import (
     single_threaded,
 )
 from dgp.solver._batch_result import BatchCertificate
+from dgp.solver._identifiability import INVARIANTS
 from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["DNN_MAX_K", "NonnegativeCertificate", "NonnegativePrototypes",
@@ -147,9 +149,11 @@ def _frame(K: int, width: int) -> np.ndarray:
 
 
 def _fit(prob: RowProblem, K: int, dim: int | None, starts: int,
-         seed: int, progress: bool = False) -> tuple[np.ndarray, int]:
+         seed: int, progress: bool = False
+         ) -> tuple[np.ndarray, int, tuple[tuple[float, np.ndarray], ...]]:
     """The numeric non-negative factor (``K x d``, free dimension ``d = K + 1``) of ``prob``
-    and how many candidates reached its loss, behind the time guard; with ``progress``, the
+    and how many candidates reached its loss, and every candidate's ``(loss, factor)``, behind
+    the time guard; with ``progress``, the
     estimate on stderr first where it is :data:`~dgp.prototypes._dim.ANNOUNCE_AFTER_S` or
     more."""
     width = K + 1 if dim is None else dim
@@ -214,9 +218,21 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
     batches): a closed form, else the numeric factor with its certified bound."""
     closed = _closed_form(prob, n, tau, eps, dim)
     if closed is not None:
+        if dim is not None:  # what the loss pins: the closed form's own uniqueness proof
+            unique = bool(closed["unique"])
+            closed["search_identifiability"] = Identifiability(
+                math.nan, None, None, None, prob.alpha_total, math.nan,
+                pinned=dict.fromkeys(INVARIANTS, True) if unique else {}, spread={},
+                resolution=LOSS_RESOLUTION, identifiable=unique, probed=(),
+                statement=("identifiable: pinned at the optimum: its cosines, spectrum and mean "
+                           "(a closed form, unique by its proof); not probed within the loss "
+                           "resolution" if unique else
+                           "undecided: a closed form whose uniqueness is not shown (the "
+                           "gradient at I is zero somewhere off the diagonal), and no other "
+                           "solution compared"))
         return closed
     K, entropy = n.size, prob.entropy
-    Z, hits = _fit(prob, K, dim, starts, seed, progress)
+    Z, hits, candidates = _fit(prob, K, dim, starts, seed, progress)
     G = Z @ Z.T
     stationarity = nonnegative_stationarity(prob, Z)
     loss, excess, log_excess = _loss_parts(prob, G)
@@ -239,7 +255,11 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
                 stop_reason=(f"best of {starts} seeded non-negative candidates, each improved "
                              "by its own moves (the policy of the rank-d solver)" if starts > 1
                              else "one seeded non-negative candidate, improved by its own moves"),
-                equiangular=None, matrix=G, factor=Z, starts=starts, hits=hits)
+                equiangular=None, matrix=G, factor=Z, starts=starts, hits=hits,
+                search_identifiability=None if dim is None else pinned_identifiability(
+                    Identifiability(math.nan, None, None, None, prob.alpha_total, math.nan),
+                    [F for _, F in candidates], [v for v, _ in candidates], prob.alpha_total,
+                    seed, n))
 
 
 def nonnegative_prototypes(
@@ -430,5 +450,5 @@ def _result(common: dict[str, Any], entropy: float, fields: dict[str, Any],
     cert = fields["certificate"]
     return NonnegativePrototypes(
         **common, **fields, entropic_bound=entropy, lower_bound=cert.lower_bound,
-        certified=cert.certified, batch=batch, search_identifiability=None,
+        certified=cert.certified, batch=batch,
     )

@@ -284,7 +284,7 @@ def nonnegative_cost(K: int, r: int, *, starts: int) -> float:
 def nonnegative_factor(
     prob: RowProblem, dim: int, *, starts: int, seed: int,
     maxiter: int = NONNEG_RUN_ITERS, progress: Callable[[str], None] | None = None,
-) -> tuple[np.ndarray, int]:
+) -> tuple[np.ndarray, int, tuple[tuple[float, np.ndarray], ...]]:
     """The best non-negative unit-row factor (``K x dim``) found by the policy of the one
     rank-d solver (:func:`dgp.solver.solve_rank_d`): ``starts`` candidates, candidate ``i``
     from :func:`nonnegative_starts`'s start ``i``, descended (squared parametrisation), polished
@@ -295,11 +295,12 @@ def nonnegative_factor(
     further relocation chains from their own starts and seeds ``[seed, 2, i, j]``.
     No candidate depends on another: a larger budget is never worse.
 
-    Returns the best factor (lowest loss; ties to the earlier candidate) and the number of
+    Returns the best factor (lowest loss; ties to the earlier candidate), the number of
     candidates that reached that loss within rounding (a hint of how often the basin was
-    found, not a certificate). ``prob``'s scale is left at the best factor. ``progress``
-    hears, at most every :data:`NONNEG_PROGRESS_EVERY_S` seconds, how many candidates are done
-    and the best loss so far."""
+    found, not a certificate) and every candidate's ``(loss, factor)`` (loss in nats, in
+    order: what the loss pins is compared over them). ``prob``'s scale is left at the best
+    factor. ``progress`` hears, at most every :data:`NONNEG_PROGRESS_EVERY_S` seconds, how many
+    candidates are done and the best loss so far."""
     K = prob.K
     hops = RANK_D_HOPS if K * dim <= RANK_D_HOP_MAX_SIZE else 0
     found = []  # (key, factor)
@@ -332,7 +333,7 @@ def nonnegative_factor(
     spread = max(abs(best_key[1]), 1.0) * 1e3 * np.finfo(float).eps
     hits = sum(1 for key, _ in found if key[1] <= best_key[1] + spread)
     _nats(prob, best)
-    return best, hits
+    return best, hits, tuple((float(key[1]), Z) for key, Z in found)
 
 
 @dataclass(frozen=True)
