@@ -292,3 +292,21 @@ def test_dgp_supcon_prints_each_sampled_entry_with_its_interval(cli):
         assert f"{G[a, b]:+.6f}±{half[a, b]:.6f}" in text
         assert f"{G[a, b]:.6f} \\pm {half[a, b]:.6f}" in latex
     assert "± the half-width of its 95% interval" in " ".join(text.split())
+
+
+@pytest.mark.parametrize("bad", [1.5, True, "a", [0.0, 1.0]])
+def test_an_entry_index_that_is_not_an_integer_is_refused_by_name(bad):
+    """A float, a bool or a string would read as another entry (1.5 and True as row 1): the
+    index is refused, naming it, as an out-of-range one is."""
+    from dgp.errors import ParameterError
+    from dgp.solver._gram_spread import entry_spread
+
+    rng = np.random.default_rng(0)
+    runs = [Z / np.linalg.norm(Z, axis=1, keepdims=True)
+            for Z in rng.standard_normal((3, 5, 2))]
+    value, se, lo, hi = entry_spread(runs[0], runs, [1, 2], 0)
+    assert value.shape == se.shape == (2,) and (lo <= value).all() and (value <= hi).all()
+    with pytest.raises(ParameterError, match=r"^i "):
+        entry_spread(runs[0], runs, bad, 0)
+    with pytest.raises(ParameterError, match=r"^j "):
+        entry_spread(runs[0], runs, 0, bad)

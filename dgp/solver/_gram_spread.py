@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from dgp.errors import ParameterError
 from dgp.resources import check_memory
 
 __all__ = ["GRAM_CONFIDENCE", "entry_spread", "gram_spread", "spread_half_width",
@@ -87,13 +88,16 @@ def entry_spread(embedding: np.ndarray, runs: Sequence[np.ndarray], i: object, j
     rows), their standard errors over the ``runs``' embeddings (``ddof=1``; ``nan`` below two
     runs) and their 95% intervals ``(lower, upper)``: ``O(R m d)`` for ``m`` entries, no
     ``N x N`` array."""
-    i, j = np.broadcast_arrays(np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64))
     n = embedding.shape[0]
-    for name, idx in (("i", i), ("j", j)):
-        if idx.size and (idx.min() < -n or idx.max() >= n):
-            from dgp.errors import ParameterError
-
+    idx = {}
+    for name, value in (("i", i), ("j", j)):
+        a = np.asarray(value)
+        if a.dtype.kind not in "iu":  # 1.5, True or "a" would read as another entry
+            raise ParameterError(name, f"must be integer row indices, got {value!r}")
+        if a.size and (a.min() < -n or a.max() >= n):
             raise ParameterError(name, f"holds an index outside the {n} rows of the embedding")
+        idx[name] = a.astype(np.int64)
+    i, j = np.broadcast_arrays(idx["i"], idx["j"])
     value = np.einsum("...k,...k->...", embedding[i], embedding[j])
     vals = np.array([np.einsum("...k,...k->...", Z[i], Z[j]) for Z in runs])
     if len(runs) > 1:
