@@ -495,6 +495,10 @@ def test_an_interval_wider_than_its_target_and_a_loose_bound_say_so():
     wide = _estimate((1.0, 1.0 + 2.6 * HALF_WIDTH), 0.0)
     assert "wider than the target" in interval_note(wide) and "20000" in interval_note(wide)
     assert interval_note(_estimate((1.0, 1.0 + 1.9 * HALF_WIDTH), 0.0)) == ""
+    # just above the target the half-width is printed with the digits that show it (a summary
+    # said "±0.002 nats per anchor, wider than the target ±0.002")
+    just = interval_note(_estimate((1.0, 1.0 + 2.0024 * HALF_WIDTH), 0.0))
+    assert "±0.002002 nats per anchor, wider than the target ±0.002" in just
     assert interval_note(_estimate((1.0, 1.0 + 2.6 * HALF_WIDTH), 0.0, "exact")) == ""
     # a sum over B = 8 anchors: eight times the width per anchor is the same interval
     assert interval_note(_estimate((8.0, 8.0 + 8 * 1.9 * HALF_WIDTH), 0.0, reduction="sum")) == ""

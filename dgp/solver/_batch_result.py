@@ -350,8 +350,8 @@ class BatchOptimum(Record):
                     f"; the full-batch prediction is {self.full_batch_point}")
             if b.steps == 0 and b.expectation == "stochastic" and b.full_batch_excess == 0.0:
                 line = ("its prediction is this one: no stochastic run beat it beyond noise on "
-                        "the selection batches, so batching does not change the answer beyond "
-                        "noise here")
+                        "the selection batches, so no change from batching was detected here "
+                        "(a longer run may still beat it by less than that noise)")
             else:
                 line = (f"its prediction's expected batch loss is {b.full_batch_excess:+.2g}{pm} "
                         f"above this one (paired, same batches): {verdict}")
@@ -479,6 +479,9 @@ def interval_note(b: BatchEstimate) -> str:
     half = 0.5 * (hi - lo) * b.spec.per_anchor
     if b.expectation == "exact" or half <= HALF_WIDTH * (1 + 1e-9):
         return ""
-    return (f"; ±{half:.2g} nats per anchor, wider than the target ±{HALF_WIDTH:g}: the batch "
-            f"losses vary so much that {b.batches} held-out batches (at most "
+    digits = 2
+    while float(f"{half:.{digits}g}") <= HALF_WIDTH and digits < 8:  # never "±0.002 > ±0.002"
+        digits += 1
+    return (f"; ±{half:.{digits}g} nats per anchor, wider than the target ±{HALF_WIDTH:g}: the "
+            f"batch losses vary so much that {b.batches} held-out batches (at most "
             f"{MAX_EVALUATION_BATCHES}) did not narrow it further")
