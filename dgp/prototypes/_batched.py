@@ -213,7 +213,8 @@ def batch_prototypes(
         ident = dataclasses.replace(ident, simplex_gap=math.nan, simplex_gap_se=None,
                                     log_simplex_gap=math.nan)
     if rcert is not None:  # what the loss pins among the rank-dim search's candidates
-        ident = pinned_identifiability(ident, found, prob.alpha_total, seed, n)
+        ident = pinned_identifiability(ident, [X.T for X in found.candidate_factors],
+                                       found.candidate_losses, prob.alpha_total, seed, n)
     batch = BatchPrediction(
         spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
         drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=reps,
