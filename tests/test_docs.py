@@ -197,6 +197,8 @@ SLOW_PAGES = (
     "docs/tutorials/fixed-targets.md",
     "docs/tutorials/neighbour-embedding.md",
     "docs/tutorials/property-testing.md",
+    "docs/tutorials/supcon-imbalance.md",
+    "README.md",  # about 10 s: its fixed-dimension and batch examples
 )
 
 

@@ -138,7 +138,7 @@ class Optimum(Record):
 
     @cached_property
     def identifiability(self) -> BatchIdentifiability | None:
-        """What the loss pins (the attribute's entry above), computed on first read."""
+        # documented in the class's Attributes (a docstring here would take its row away)
         found = self.search_identifiability
         return found if found is None or self.probe is None else self.probe.settle(found)
 

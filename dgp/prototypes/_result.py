@@ -205,10 +205,9 @@ class Prototypes(Record):
 
     @cached_property
     def identifiability(self) -> Identifiability | None:
-        """What the loss pins (the attribute's entry above): in a fixed dimension or with
-        batches, settled from this result's own fields at
-        :data:`~dgp.constants.LOSS_RESOLUTION` (:func:`settled_identifiability`), on first
-        read."""
+        # documented in the class's Attributes (a docstring here would take its row away): in a
+        # fixed dimension or with batches, settled from this result's own fields at
+        # LOSS_RESOLUTION (settled_identifiability), on first read
         if self.SETTLES_IDENTIFIABILITY:
             return settled_identifiability(self, LOSS_RESOLUTION)
         return self.search_identifiability
