@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -292,7 +293,12 @@ class BatchOptimum(Record):
 
     def gram_spread(self) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Every entry's standard error and 95% interval, ``(se, (lower, upper))``, each
-        ``n x n`` (mind the size, as for :attr:`gram`; :meth:`gram_entries` for a few)."""
+        ``n x n`` (mind the size, as for :attr:`gram`; :meth:`gram_entries` for a few);
+        computed once (the summary, its HTML and ``to_dict(gram=True)`` read the same)."""
+        return self._all_entries
+
+    @cached_property
+    def _all_entries(self) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         G = self.gram
         if self.batch.expectation == "exact":
             return np.zeros_like(G), (G, G)
