@@ -15,8 +15,9 @@ import numpy as np
 
 from dgp.constants import SCALE_FLOOR
 
-__all__ = ["HTML_MONOSPACE", "distinct_digits", "format_duration", "format_nats", "format_rows",
-           "format_summary", "html_pre", "html_rows", "html_summary", "stderr_progress"]
+__all__ = ["HTML_MONOSPACE", "distinct_digits", "entry_cells", "format_duration", "format_nats",
+           "format_rows", "format_summary", "html_pre", "html_rows", "html_summary",
+           "stderr_progress"]
 
 #: the font of ASCII drawings in HTML: monospace whatever the page's stylesheet (an nbconvert
 #: export or a docs theme may set ``pre`` in a proportional font), so that columns line up
@@ -178,3 +179,13 @@ def stderr_progress(what: str | None = None) -> Callable[[str], None]:
         print(prefix + line, file=sys.stderr, flush=True)
 
     return report
+
+
+def entry_cells(G: np.ndarray, half: np.ndarray | None = None,
+                digits: int = 4) -> list[list[str]]:
+    """The cells of a printed Gram: each entry with ``digits`` decimals and its sign, and where
+    ``half`` (the half-widths of the entries' 95% intervals) is positive, ``±`` it
+    (``+0.1234±0.0056``): no sampled entry printed without its error."""
+    half = np.zeros_like(G) if half is None else half
+    return [[f"{v:+.{digits}f}" if h == 0 else f"{v:+.{digits}f}±{h:.{digits}f}"
+             for v, h in zip(row, hrow, strict=True)] for row, hrow in zip(G, half, strict=True)]

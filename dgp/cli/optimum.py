@@ -27,6 +27,7 @@ from dgp.cli._output import (
     table,
 )
 from dgp.constants import EXACT_MAX_DEFAULT
+from dgp.display import entry_cells
 from dgp.errors import InputError
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
 
@@ -130,15 +131,11 @@ def _gram_cells(res) -> list[list[str]]:
     """The printed Gram's cells: where it comes from sampled batches, each entry with the
     half-width of its 95% interval over the independent runs (``+0.1234±0.0056``), so no
     sampled entry is printed without its error; exact entries as they are."""
-    G = res.gram
     estimate = getattr(res, "batch", None)
     if getattr(estimate, "expectation", None) != "stochastic":
-        return [[f"{v:+.4f}" for v in row] for row in G]
+        return entry_cells(res.gram)
     _, (lo, hi) = res.gram_spread()
-    half = (hi - lo) / 2
-    return [[f"{v:+.4f}" if h == 0 else f"{v:+.4f}±{h:.4f}" for v, h in zip(G[i], half[i],
-                                                                        strict=True)]
-            for i in range(G.shape[0])]
+    return entry_cells(res.gram, (hi - lo) / 2)
 
 
 def _gram_caption(res) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from dgp.constants import SCALE_FLOOR
-from dgp.display import format_nats
+from dgp.display import entry_cells, format_nats
 from dgp.solver import bound_note, interval_note
 
 __all__ = ["CLASSES_LISTED", "body_pairs", "classes_pairs", "gram_cells", "gram_summary",
@@ -46,11 +46,9 @@ def gram_cells(p: Any, digits: int = 4) -> list[list[str]]:
     """The cells of a printed prototype Gram: each entry with ``digits`` decimals and, where
     it comes from sampled batches (``p.batch.gram_interval`` of positive width), the
     half-width of its 95% interval over independent runs (``+0.1234±0.0056``)."""
-    G = p.gram
     interval = None if p.batch is None else p.batch.gram_interval
-    half = np.zeros_like(G) if interval is None else (interval[1] - interval[0]) / 2
-    return [[f"{v:+.{digits}f}" if h == 0 else f"{v:+.{digits}f}±{h:.{digits}f}"
-             for v, h in zip(G[c], half[c], strict=True)] for c in range(G.shape[0])]
+    half = None if interval is None else (interval[1] - interval[0]) / 2
+    return entry_cells(p.gram, half, digits)
 
 
 #: classes a summary names in full (beyond: the first and last three, unless the whole Gram
