@@ -18,6 +18,7 @@ from dgp.errors import (
     ParameterError,
 )
 from dgp.objectives.backend import namespace
+from dgp.solver import gaussian_log_kernel, inner_product_log_kernel
 
 __all__ = [
     "ClassWeighting",
@@ -277,10 +278,9 @@ class GaussianWeighting:
     def cross_log(self, a: np.ndarray, b: np.ndarray,
                   params: Mapping[str, float]) -> np.ndarray:
         """The log-weights between labels ``a`` (rows) and ``b`` (columns), NumPy, in log
-        space (a narrow kernel does not underflow): :math:`-|a_i - b_j|^2 / 2w`."""
-        D = np.sum(a * a, axis=1)[:, None] + np.sum(b * b, axis=1)[None, :] - 2.0 * (a @ b.T)
-        np.maximum(D, 0.0, out=D)
-        return -D / (2.0 * self.width2(params))
+        space (a narrow kernel does not underflow): :math:`-|a_i - b_j|^2 / 2w`
+        (:func:`dgp.solver.gaussian_log_kernel`)."""
+        return gaussian_log_kernel(a, b, self.width2(params))
 
     def batch_log(self, y: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
         """The log-weights of a batch of labels (NumPy, ``N x p``), the diagonal not set
@@ -315,10 +315,11 @@ class SoftmaxWeighting(GaussianWeighting):
     def cross_log(self, a: np.ndarray, b: np.ndarray,
                   params: Mapping[str, float]) -> np.ndarray:
         r""":math:`\langle\hat a_i, \hat b_j\rangle / \tau_y`: the row softmax's normaliser is
-        a constant per row, which cancels in a batch's row-normalised target."""
+        a constant per row, which cancels in a batch's row-normalised target
+        (:func:`dgp.solver.inner_product_log_kernel`)."""
         ah = a / np.linalg.norm(a, axis=1, keepdims=True)
         bh = b / np.linalg.norm(b, axis=1, keepdims=True)
-        return (ah @ bh.T) / self.width2(params)
+        return inner_product_log_kernel(ah, bh, self.width2(params))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ evaluation and its relaxation bound all call through :func:`batch_function`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -27,6 +28,8 @@ __all__ = [
     "SparseBatchWeights",
     "batch_function",
     "batch_loss",
+    "gaussian_log_kernel",
+    "inner_product_log_kernel",
     "reduction_factor",
 ]
 
@@ -85,6 +88,36 @@ def batch_function(weights: BatchWeights, idx: np.ndarray, counts: np.ndarray, *
     return RowBatch.of_log_weights(weights.log_block(idx), counts, tau=tau, spec=spec)
 
 
+def gaussian_log_kernel(a: np.ndarray, b: np.ndarray, width2: float, *,
+                        b_squares: np.ndarray | None = None) -> np.ndarray:
+    r"""The Gaussian kernel's log-weights :math:`-\|a_i - b_j\|^2 / (2w)` between the rows of
+    ``a`` and those of ``b`` (``w = width2``, :math:`\sigma^2` for y-Aware): the one formula of
+    the kernel read a batch or a block of rows at a time (log space: a narrow kernel does not
+    underflow). The squared distances come from the inner products, clipped at 0, so the memory
+    is ``O(|a| |b|)``; ``b_squares``: the rows' squared norms of ``b`` where the caller keeps
+    them. ``a`` and ``b`` the same array: an exactly symmetric block."""
+    sq_a = np.sum(a * a, axis=1)
+    sq_b = sq_a if b is a else (np.sum(b * b, axis=1) if b_squares is None else b_squares)
+    out = np.add.outer(sq_a, sq_b) - 2.0 * (a @ b.T)
+    np.maximum(out, 0.0, out=out)
+    out /= -(2.0 * width2)
+    return out
+
+
+def inner_product_log_kernel(a: np.ndarray, b: np.ndarray, label_tau: float) -> np.ndarray:
+    r"""X-CLR's log-weights between unit label embeddings ``a`` (rows) and ``b`` (columns),
+    :math:`\langle \hat a_i, \hat b_j\rangle / \tau_y`, up to a constant per row (the row
+    softmax's normaliser, which cancels in a row-normalised target): the one formula of the
+    kernel read a batch or a block of rows at a time."""
+    return (a @ b.T) / label_tau
+
+
+def _own_entries(out: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``out`` (``rows.size x n``) with each row's own entry set to ``-inf``."""
+    out[np.arange(rows.size), rows] = -np.inf
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class DenseBatchWeights(LogBlockWeights):
     """A dense ``N x N`` array of log-weights (diagonal: the weight between copies)."""
@@ -97,6 +130,11 @@ class DenseBatchWeights(LogBlockWeights):
 
     def log_block(self, idx: np.ndarray) -> np.ndarray:
         return self.L.take(idx, axis=0).take(idx, axis=1)  # half the time of np.ix_
+
+    def log_rows(self, rows: np.ndarray) -> np.ndarray:
+        """``log w`` between the points ``rows`` and every point (``rows.size x n``; the own
+        entry is the weight between copies, as the diagonal of :meth:`log_block`)."""
+        return np.array(self.L[rows], dtype=float)
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,11 +154,18 @@ class SparseBatchWeights(LogBlockWeights):
         np.fill_diagonal(out, -np.inf)
         return out
 
+    def log_rows(self, rows: np.ndarray) -> np.ndarray:
+        """``log w`` between the points ``rows`` and every point (``rows.size x n``, the own
+        entry ``-inf``)."""
+        with np.errstate(divide="ignore"):
+            out = np.log(np.asarray(self.W[rows].toarray(), dtype=float))
+        return _own_entries(out, rows)
+
 
 @dataclass(frozen=True, eq=False)
 class GaussianKernelWeights(LogBlockWeights):
     r""":math:`\log w_{ij} = -\|y_i - y_j\|^2 / (2\sigma^2)` (y-Aware, Euclidean–Euclidean)
-    from ``N x p`` labels."""
+    from ``N x p`` labels (:func:`gaussian_log_kernel`)."""
 
     labels: np.ndarray
     sigma: float
@@ -129,20 +174,30 @@ class GaussianKernelWeights(LogBlockWeights):
     def n(self) -> int:
         return int(self.labels.shape[0])
 
+    @cached_property
+    def _points(self) -> tuple[np.ndarray, np.ndarray]:
+        """The labels as floats and their squared norms, kept for reading rows."""
+        y = np.asarray(self.labels, dtype=float)
+        return y, np.sum(y * y, axis=1)
+
     def log_block(self, idx: np.ndarray) -> np.ndarray:
         y = self.labels[idx]
-        sq = np.sum(y * y, axis=1)
-        d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (y @ y.T), 0.0)
-        out = -d2 / (2.0 * self.sigma**2)
+        out = gaussian_log_kernel(y, y, self.sigma**2)
         np.fill_diagonal(out, -np.inf)
         return out
+
+    def log_rows(self, rows: np.ndarray) -> np.ndarray:
+        """``log w`` between the points ``rows`` and every point (``rows.size x n``, the own
+        entry ``-inf``)."""
+        y, sq = self._points
+        return _own_entries(gaussian_log_kernel(y[rows], y, self.sigma**2, b_squares=sq), rows)
 
 
 @dataclass(frozen=True, eq=False)
 class InnerProductKernelWeights(LogBlockWeights):
-    r""":math:`\log w_{ij} = \langle \hat y_i, \hat y_j\rangle / \tau_y` up to a constant per row
-    (X-CLR: the row softmax's normaliser cancels in a batch's row-normalised target), with
-    ``features`` the L2-normalised label embeddings."""
+    r""":math:`\log w_{ij} = \langle \hat y_i, \hat y_j\rangle / \tau_y` up to a constant per
+    row (X-CLR: the row softmax's normaliser cancels in a batch's row-normalised target), with
+    ``features`` the L2-normalised label embeddings (:func:`inner_product_log_kernel`)."""
 
     features: np.ndarray
     label_tau: float
@@ -153,9 +208,15 @@ class InnerProductKernelWeights(LogBlockWeights):
 
     def log_block(self, idx: np.ndarray) -> np.ndarray:
         f = self.features[idx]
-        out = (f @ f.T) / self.label_tau
+        out = inner_product_log_kernel(f, f, self.label_tau)
         np.fill_diagonal(out, -np.inf)
         return out
+
+    def log_rows(self, rows: np.ndarray) -> np.ndarray:
+        """``log w`` between the points ``rows`` and every point (``rows.size x n``, the own
+        entry ``-inf``)."""
+        f = np.asarray(self.features, dtype=float)
+        return _own_entries(inner_product_log_kernel(f[rows], f, self.label_tau), rows)
 
 
 # ---------------------------------------------------------------------------------- samplers

@@ -120,43 +120,16 @@ def dense_weight_rows(W: np.ndarray) -> RowReader:
 def weight_rows(weights: BatchWeights, *, chunk: int = 0) -> RowReader | None:
     """The row reader of a weighting read one batch at a time (:class:`BatchWeights`).
 
-    A dense array's rows, a sparse matrix's rows, the Gaussian or inner-product kernel of labels
-    between the rows and every sample; for any other weighting, ``None`` unless
+    The ``log_rows`` of a dense array, a sparse matrix or the Gaussian or inner-product kernel of
+    labels (the rows and every sample, by the formula of their ``log_block``); for any other
+    weighting, ``None`` unless
     :func:`pairwise_weights` says its batch blocks are one function of the pair (weights
     normalised over each batch are not), then its own ``log_rows(rows)`` method where it has one
     (``rows.size x n``, the own entry ``-inf``), else the blocks of ``log_block`` over the rows
     and ``chunk`` columns at a time (at least the number of rows: four times the entries)."""
-    if isinstance(weights, DenseBatchWeights):
-        return lambda rows: np.array(weights.L[rows], dtype=float)
-    if isinstance(weights, SparseBatchWeights):
-        def sparse(rows: np.ndarray) -> np.ndarray:
-            out = _log(weights.W[rows].toarray())
-            out[np.arange(rows.size), rows] = -np.inf
-            return out
-        return sparse
-    if isinstance(weights, GaussianKernelWeights):
-        y = np.asarray(weights.labels, dtype=float)
-        sq = np.sum(y * y, axis=1)
-        half = 1.0 / (2.0 * weights.sigma**2)
-
-        def gaussian(rows: np.ndarray) -> np.ndarray:
-            out = y[rows] @ y.T  # in place from here: the squared distance, then its log weight
-            out *= -2.0
-            out += sq[rows, None]
-            out += sq[None, :]
-            np.maximum(out, 0.0, out=out)
-            out *= -half
-            out[np.arange(rows.size), rows] = -np.inf
-            return out
-        return gaussian
-    if isinstance(weights, InnerProductKernelWeights):
-        f = np.asarray(weights.features, dtype=float)
-
-        def inner(rows: np.ndarray) -> np.ndarray:
-            out = (f[rows] @ f.T) / weights.label_tau
-            out[np.arange(rows.size), rows] = -np.inf
-            return out
-        return inner
+    if isinstance(weights, (DenseBatchWeights, SparseBatchWeights, GaussianKernelWeights,
+                            InnerProductKernelWeights)):
+        return weights.log_rows  # one function of the pair by construction: no probe
     if not pairwise_weights(weights):
         return None
     own = getattr(weights, "log_rows", None)
