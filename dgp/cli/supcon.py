@@ -27,6 +27,7 @@ from dgp.cli._output import (
     table,
 )
 from dgp.constants import EXACT_MAX_DEFAULT
+from dgp.display import entry_cells
 from dgp.errors import InputError
 from dgp.problem import Problem
 from dgp.prototypes import (
@@ -120,11 +121,9 @@ def _latex_pairs(K: int) -> list[tuple[str, str]]:
 
 def _latex_matrix(G: np.ndarray, interval: tuple[np.ndarray, np.ndarray] | None = None) -> str:
     """The Gram in LaTeX; with its entries' 95% ``interval`` (sampled batches), each entry
-    ``v \\pm h`` with its half-width."""
-    half = np.zeros_like(G) if interval is None else (interval[1] - interval[0]) / 2
-    rows = [" & ".join(f"{v:.6f}" if h == 0 else f"{v:.6f} \\pm {h:.6f}"
-                       for v, h in zip(row, hrow, strict=True))
-            for row, hrow in zip(G, half, strict=True)]
+    ``v \\pm h`` with its half-width (:func:`dgp.display.entry_cells`)."""
+    half = None if interval is None else (interval[1] - interval[0]) / 2
+    rows = [" & ".join(cells) for cells in entry_cells(G, half, 6, latex=True)]
     return r"G = \begin{pmatrix}" + r" \\ ".join(rows) + r"\end{pmatrix}"
 
 
