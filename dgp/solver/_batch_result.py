@@ -302,10 +302,7 @@ class BatchOptimum(Record):
         G = self.gram
         if self.batch.expectation == "exact":
             return np.zeros_like(G), (G, G)
-        if len(self.runs) < 2:
-            nan = np.full_like(G, np.nan)
-            return nan, (nan, nan)
-        return gram_spread(G, (Z @ Z.T for Z in self.runs), runs=len(self.runs))
+        return gram_spread(G, (Z @ Z.T for Z in self.runs), runs=len(self.runs), sampled=True)
 
     @property
     def certificate(self) -> BatchCertificate:

@@ -40,7 +40,7 @@ from dgp.errors import ParameterError
 from dgp.resources import check_memory
 
 __all__ = ["GRAM_CONFIDENCE", "entry_spread", "gram_spread", "spread_half_width",
-           "spread_statement"]
+           "spread_statement", "unmeasured_se"]
 
 #: the confidence of every Gram entry's interval
 GRAM_CONFIDENCE = 0.95
@@ -57,13 +57,30 @@ def spread_half_width(se: np.ndarray, runs: int) -> np.ndarray:
     return float(student_t.ppf(0.5 + GRAM_CONFIDENCE / 2, runs - 1)) * se
 
 
-def gram_spread(G: np.ndarray, grams: Iterable[np.ndarray], *, runs: int | None = None
-                ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+def unmeasured_se(shape: tuple[int, ...], *, sampled: bool) -> np.ndarray:
+    """The standard errors of entries that fewer than two runs leave without a spread: ``nan``
+    where the one run was sampled (its error is not measured), 0 where the one Gram is exact (a
+    closed form, which no sample moves: intervals of width 0). The one rule for too few runs
+    (:func:`gram_spread`, :func:`entry_spread`)."""
+    return np.full(shape, np.nan if sampled else 0.0)
+
+
+def _intervals(value: np.ndarray, se: np.ndarray, runs: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The 95% intervals ``value`` +- the half-width of ``runs`` runs' spread ``se`` (``se``
+    itself, 0 or ``nan``, below two runs), clipped to the cosines' ``[-1, 1]``."""
+    half = spread_half_width(se, runs) if runs > 1 else se
+    return np.clip(value - half, -1.0, 1.0), np.clip(value + half, -1.0, 1.0)
+
+
+def gram_spread(G: np.ndarray, grams: Iterable[np.ndarray], *, runs: int | None = None,
+                sampled: bool = False) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Each entry's standard error (the runs' standard deviation, ``ddof=1``) and 95% interval
     around the reported Gram ``G`` (module docstring), from the ``grams`` of independent runs
     (``K x K`` each, read one at a time; ``runs``: how many, to check the memory first).
-    One Gram alone (a closed form, which no sample moves) gives zeros: an interval of width
-    0. The diagonal is exact (unit rows)."""
+    Fewer than two Grams (:func:`unmeasured_se`): one Gram alone is a closed form, which no
+    sample moves (zeros: an interval of width 0), unless ``sampled`` (one sampled run: ``nan``,
+    not measured). The diagonal is exact (unit rows) where the spread is measured."""
     G = np.asarray(G, dtype=float)
     K = G.shape[0]
     check_memory(4 * 8.0 * K * K, what=f"the per-entry intervals of a {K} x {K} Gram",
@@ -76,10 +93,12 @@ def gram_spread(G: np.ndarray, grams: Iterable[np.ndarray], *, runs: int | None 
         m2 += delta * (np.asarray(g, dtype=float) - mean)
     if runs is not None and count != runs:
         raise ValueError(f"gram_spread: {count} Grams, {runs} expected")
-    se = np.sqrt(np.maximum(m2, 0.0) / (count - 1)) if count > 1 else np.zeros_like(G)
-    np.fill_diagonal(se, 0.0)
-    half = spread_half_width(se, count) if count > 1 else se
-    return se, (np.clip(G - half, -1.0, 1.0), np.clip(G + half, -1.0, 1.0))
+    if count > 1:
+        se = np.sqrt(np.maximum(m2, 0.0) / (count - 1))
+        np.fill_diagonal(se, 0.0)
+    else:
+        se = unmeasured_se(G.shape, sampled=sampled)
+    return se, _intervals(G, se, count)
 
 
 def entry_spread(embedding: np.ndarray, runs: Sequence[np.ndarray], i: object, j: object
@@ -104,9 +123,8 @@ def entry_spread(embedding: np.ndarray, runs: Sequence[np.ndarray], i: object, j
         se = vals.std(axis=0, ddof=1)
         se = np.where(i == j, 0.0, se)  # unit rows: the diagonal is exact
     else:
-        se = np.full(value.shape, np.nan)
-    half = spread_half_width(se, len(runs))
-    return (value, se, np.clip(value - half, -1.0, 1.0), np.clip(value + half, -1.0, 1.0))
+        se = unmeasured_se(value.shape, sampled=True)
+    return (value, se, *_intervals(value, se, len(runs)))
 
 
 def spread_statement(runs: int, *, exact: str | None = None) -> str:
