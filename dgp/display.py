@@ -16,7 +16,7 @@ import numpy as np
 from dgp.constants import SCALE_FLOOR
 
 __all__ = ["HTML_MONOSPACE", "distinct_digits", "entry_cells", "format_duration", "format_nats",
-           "format_rows", "format_summary", "html_pre", "html_rows", "html_summary",
+           "format_rows", "format_summary", "html_pre", "html_rows", "html_summary", "html_table",
            "stderr_progress"]
 
 #: the font of ASCII drawings in HTML: monospace whatever the page's stylesheet (an nbconvert
@@ -143,27 +143,36 @@ def html_pre(text: str) -> str:
             f"{html.escape(text, quote=False)}</pre>")
 
 
+def html_table(cells: list[list[str]], labels: list[str], caption: str = "") -> str:
+    """An HTML table of a small matrix's printed ``cells`` (:func:`entry_cells`: a Gram's
+    entries, with their intervals' half-widths where they come from sampled batches), rows and
+    columns headed by ``labels``."""
+    head = "".join(f"<th>{html.escape(lab)}</th>" for lab in labels)
+    body = "".join(f"<tr><th>{html.escape(labels[i])}</th>"
+                   + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
+                   for i, row in enumerate(cells))
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<tr><th></th>{head}</tr>{body}</table>"
+
+
 def html_summary(
     title: str,
     pairs: list[tuple[str, str]],
     *,
     matrix: np.ndarray | None = None,
+    cells: list[list[str]] | None = None,
     labels: list[str] | None = None,
     caption: str = "",
 ) -> str:
-    """An HTML block: the summary as a two-column table, then optionally a small matrix."""
+    """An HTML block: the summary as a two-column table, then optionally a small matrix
+    (:func:`html_table`): ``matrix``, printed by :func:`entry_cells`, or its ``cells`` printed
+    already (a sampled Gram's entries with their half-widths)."""
     out = f"<div><strong>{html.escape(title)}</strong>{html_rows(pairs)}"
     if matrix is not None:
-        labels = labels or [str(i) for i in range(matrix.shape[0])]
-        head = "".join(f"<th>{html.escape(lab)}</th>" for lab in labels)
-        body = "".join(
-            f"<tr><th>{html.escape(labels[i])}</th>"
-            + "".join(f"<td>{v:+.4f}</td>" for v in matrix[i])
-            + "</tr>"
-            for i in range(matrix.shape[0])
-        )
-        cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-        out += f"<table>{cap}<tr><th></th>{head}</tr>{body}</table>"
+        cells = entry_cells(matrix)
+    if cells is not None:
+        labels = labels or [str(i) for i in range(len(cells))]
+        out += html_table(cells, labels, caption)
     return out + "</div>"
 
 

@@ -20,7 +20,6 @@ from dgp.prototypes._summary import (
     classes_pairs,
     gram_cells,
     gram_summary,
-    html_gram_table,
     lead_pairs,
 )
 from dgp.records import Convergence, Record, closing_items, gram_included, gram_omitted
@@ -448,17 +447,14 @@ class Prototypes(Record):
         sampled = self.batch is not None and self.batch.gram_interval is not None and bool(
             np.any(self.batch.gram_interval[1] > self.batch.gram_interval[0]))
         labels = [f"c{c} (n={n})" for c, n in enumerate(self.sizes)] if small else None
-        out = html_summary(
+        return html_summary(
             self._title(),
             lead_pairs(self) + self._summary_pairs() + classes_pairs(self),
-            matrix=self.gram if small and not sampled else None, labels=labels,
-            caption="prototype Gram (cosines)",
+            # each sampled entry with its interval's half-width
+            cells=gram_cells(self) if small else None, labels=labels,
+            caption="prototype Gram (cosines; each entry ± the half-width of its 95% interval "
+            "over independent runs)" if sampled else "prototype Gram (cosines)",
         )
-        if small and sampled:  # each sampled entry with its interval's half-width
-            out = out[: -len("</div>")] + html_gram_table(
-                gram_cells(self), labels, "prototype Gram (cosines; each entry ± the "
-                "half-width of its 95% interval over independent runs)") + "</div>"
-        return out
 
     @property
     def convergence(self) -> Convergence:
