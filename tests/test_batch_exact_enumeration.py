@@ -212,7 +212,7 @@ def test_anchors_counted_as_zero_with_twins_answer_instead_of_an_internal_error(
     monkeypatch.setattr(api, "batch_route", lambda *a, **k: "stochastic")
     W = _zero_anchor_twins()
     res = dgp.optimum(W, tau=0.3, dim=3, batch_size=4, anchors_without_positives="zero",
-                      reduction="mean", replicates=0, samples=200, progress=False)
+                      reduction="mean", replicates=1, samples=200, progress=False)
     assert isinstance(res, dgp.BatchOptimum) and res.n == 13
     assert res.batch.expectation == "stochastic"
     assert res.batch.lower_bound <= res.loss

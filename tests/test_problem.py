@@ -199,6 +199,12 @@ BAD_CALLS = [
     ("seed", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "seed": 2.5}),
     ("samples", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "samples": "x"}),
     ("replicates", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "replicates": -1}),
+    # at least one further run, the same floor in both entry points (one was raised to 2 and
+    # the other to 1 without a word)
+    ("replicates", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "replicates": 0}),
+    ("replicates", dgp.supcon_prototypes, (P_SUP,),
+     {"tau": 0.5, "replicates": 0, "nonnegative": True}),
+    ("replicates", dgp.optimum, (P_SUP,), {"tau": 0.5, "replicates": 0}),
     ("exact_max", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "exact_max": 0}),
     ("progress", dgp.supcon_prototypes, (P_SUP,), {"tau": 0.5, "progress": "yes"}),
     ("labels", dgp.phase, (P_SOFT, LABELS), {"grid": {"dim": [1, 2]}}),

@@ -54,3 +54,23 @@ def test_beyond_enumeration_same_numbers_by_default():
     assert o.identifiability.solutions == 1 + BATCH_REPLICATES == 1 + s.batch.replicates
     assert o.identifiability.spread == pytest.approx(s.identifiability.spread, rel=1e-9)
     assert o.identifiability.statement == s.identifiability.statement
+
+
+@pytest.mark.slow  # three stochastic solves: about 9 s
+def test_one_further_run_is_one_in_both_entry_points():
+    """``replicates`` is used as given (at least 1) by both entry points, ReLU heads included:
+    supcon_prototypes raised 1 to 2 and optimum 0 to 1 without a word, so one value meant
+    different numbers of runs (and different numbers for one class problem)."""
+    p = dgp.Problem(objective="supcon", sizes=[4, 3, 2], tau=0.5)
+    common = dict(batch_size=6, dim=2, exact_max=3, samples=60, replicates=1, progress=False)
+    o = dgp.optimum(p, **common)
+    s = dgp.supcon_prototypes(p, **common)
+    r = dgp.supcon_prototypes(p, nonnegative=True, **common)
+    assert o.batch.expectation == "stochastic" and len(o.runs) == 2
+    for res in (s, r):
+        assert not res.batch.exact and res.batch.replicates == 1
+    for res in (o, s, r):
+        assert res.identifiability.solutions in (1, 2)
+    # the same class problem and runs: the same numbers in both entry points
+    assert o.loss == pytest.approx(s.loss, rel=1e-12)
+    assert o.identifiability.solutions == s.identifiability.solutions

@@ -247,7 +247,7 @@ def test_rank_d_certificate_declares_what_it_certifies():
 def _batch_optimum():
     if "batch" not in _CACHE:  # beyond exact enumeration: the stochastic expected-batch optimum
         _CACHE["batch"] = dgp.optimum(_W5, tau=0.5, dim=2, batch_size=3, exact_max=1,
-                                      samples=40, replicates=0, seed=0)
+                                      samples=40, replicates=1, seed=0)
     return _CACHE["batch"]
 
 

@@ -184,7 +184,7 @@ def test_twin_classes_that_do_not_collapse_take_their_samples_path():
     optima of the same problem, and agree within their intervals."""
     labels = np.repeat(np.arange(2), [30, 30])
     A = (labels[:, None] != labels[None]).astype(float)
-    kw = dict(tau=0.5, dim=2, batch_size=8, replicates=0, samples=200, progress=False)
+    kw = dict(tau=0.5, dim=2, batch_size=8, replicates=1, samples=200, progress=False)
     streamed = dgp.optimum(sp.csr_matrix(A), **kw)
     dense = dgp.optimum(A, **kw)
     for res in (streamed, dense):

@@ -224,7 +224,7 @@ def test_a_labels_problem_is_read_one_batch_at_a_time(monkeypatch):
     prob = dgp.Problem(objective="y-aware", labels=y, sigma=1.0, tau=0.5)
     # B = 64: an epoch gives each sample 63 partner terms, so a round of the schedule is two
     # epochs (at B = 8 it would be 18, minutes of steps for a test of how weights are read)
-    res = dgp.optimum(prob, dim=2, batch_size=64, replicates=0, samples=200, progress=False)
+    res = dgp.optimum(prob, dim=2, batch_size=64, replicates=1, samples=200, progress=False)
     assert isinstance(res, dgp.BatchOptimum) and res.n == N
     assert res.batch.full_batch_expected_loss is None
     assert res.full_batch_point.startswith("not compared")
@@ -255,7 +255,7 @@ def test_a_sparse_graph_is_read_from_its_pairs(monkeypatch):
     monkeypatch.setattr(api, "check_weights", refuse)
     # B = 64 (a round of two epochs, as above); a 3-NN graph leaves most anchors of a batch
     # of 8 without a positive, few of a batch of 64
-    kw = dict(tau=0.5, dim=2, batch_size=64, replicates=0, samples=200, progress=False)
+    kw = dict(tau=0.5, dim=2, batch_size=64, replicates=1, samples=200, progress=False)
     res = dgp.optimum(G, **kw)
     assert isinstance(res, dgp.BatchOptimum) and res.n == N
     assert res.full_batch_point.startswith("not compared")

@@ -21,7 +21,7 @@ def stochastic():
     y = rng.standard_normal((14, 2))
     W = np.exp(-((y[:, None] - y[None]) ** 2).sum(-1))
     res = dgp.optimum(W, tau=0.5, dim=2, batch_size=5, samples=100, exact_max=10,
-                      replicates=0, progress=False)
+                      replicates=1, progress=False)
     assert res.batch.expectation == "stochastic"
     return res
 

@@ -397,7 +397,7 @@ def optimum(
     kwargs = dict(
         tau=check_positive(tau, "tau"), dim=None if dim is None else check_dim(dim, "dim"),
         samples=check_int(samples, "samples", minimum=2),
-        replicates=check_int(replicates, "replicates", minimum=0),
+        replicates=check_int(replicates, "replicates", minimum=1),
         seed=check_int(seed, "seed", minimum=0),
         exact_max=check_int(exact_max, "exact_max", minimum=1),
         tol=check_unit_interval(tol, "tol"),

@@ -341,7 +341,7 @@ def stochastic_path(q: Quotient, spec: BatchSpec, kwargs: dict, progress: bool |
                                         seed=kwargs["seed"], counts=q.sizes, progress=progress)
     return quotient_batch_optimum(
         q.sizes, q.weights, spec, tau=tau, dim=dim, seed=kwargs["seed"],
-        replicates=max(1, kwargs["replicates"]), min_batches=kwargs["samples"],
+        replicates=kwargs["replicates"], min_batches=kwargs["samples"],
         full_batch=full, progress=progress, started=started, full_batch_point=note,
         labels=None if q.K == int(q.sizes.sum()) else q.labels,
     )
@@ -455,7 +455,7 @@ def labels_path(source: BatchWeights, spec: BatchSpec, *, tau: float, dim: objec
         full, note = chunked_full_point(read, N, tau=tau, dim=dim, seed=seed, progress=progress,
                                         sparse=sparse)
     return batch_optimum(source, spec, tau=tau, dim=dim, seed=seed, full_batch=full,
-                         replicates=max(1, replicates), min_batches=samples, progress=progress,
+                         replicates=replicates, min_batches=samples, progress=progress,
                          started=started, full_batch_point=note)
 
 

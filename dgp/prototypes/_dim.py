@@ -235,7 +235,7 @@ def pinned_identifiability(ident: Identifiability | None, runs: Any, candidate_l
                                  row_weights=np.asarray(sizes, dtype=float))
     return dataclasses.replace(ident, pinned=rep.pinned, spread=rep.spread,
                                resolution=rep.resolution, identifiable=rep.identifiable,
-                               statement=rep.statement)
+                               statement=rep.statement, solutions=rep.solutions)
 
 
 def dim_identifiability(prob: RowProblem, G: np.ndarray, dim: int) -> Identifiability | None:

@@ -66,6 +66,11 @@ class Identifiability(Record):
     probed : tuple or None
         The invariants the sublevel probe pushed within the resolution (empty where it did not
         run: the statement says why); ``None`` until settled.
+    solutions : int or None
+        Near-optimal solutions compared (other candidates of the search or independent runs
+        within the resolution of the best, the best included; the probe's witnesses not
+        counted), as :attr:`dgp.solver.BatchIdentifiability.solutions`; ``None`` where nothing
+        was compared (full batch in a free dimension).
     """
 
     simplex_gap: float
@@ -80,11 +85,12 @@ class Identifiability(Record):
     identifiable: bool | None = None
     statement: str | None = None
     probed: tuple | None = None
+    solutions: int | None = None
 
     def json_items(self, options):
         for key, value in super().json_items(options):
             if key not in ("pinned", "spread", "resolution", "identifiable", "statement",
-                           "probed") or (self.pinned is not None):
+                           "probed", "solutions") or (self.pinned is not None):
                 yield key, value
         yield "units", "nats per anchor"
 
@@ -184,7 +190,8 @@ def settled_identifiability(p: Any, resolution: float) -> Identifiability | None
                                  row_weights=np.asarray(p.sizes, dtype=float))
         return dataclasses.replace(ident, pinned=rep.pinned, spread=rep.spread,
                                    resolution=rep.resolution, identifiable=rep.identifiable,
-                                   statement=rep.statement, probed=rep.probed)
+                                   statement=rep.statement, probed=rep.probed,
+                                   solutions=rep.solutions)
     if ident.pinned is not None:
         return dataclasses.replace(ident, probed=())
     certified = p.convergence.certified and (p.rank_d is None or p.rank_d.global_optimal)
@@ -193,7 +200,7 @@ def settled_identifiability(p: Any, resolution: float) -> Identifiability | None
         how = "a closed form" if p.method == "closed-form" else "KKT certificate"
         return dataclasses.replace(
             ident, pinned=dict.fromkeys(INVARIANTS, True), spread={}, resolution=resolution,
-            identifiable=True, probed=(),
+            identifiable=True, probed=(), solutions=1,
             statement=(f"identifiable: pinned at the optimum: its cosines, spectrum and mean "
                        f"(certified by {how} and unique: the face of minimisers is one Gram); "
                        f"among 1 solution found; not probed ({why}): how "
@@ -204,7 +211,7 @@ def settled_identifiability(p: Any, resolution: float) -> Identifiability | None
                "uniqueness undecided" if p.unique is None else "a face of minimisers")
     return dataclasses.replace(
         ident, pinned={}, spread={}, resolution=resolution, identifiable=False, probed=(),
-        statement=f"undecided: one solution ({why_not}) and no other near-optimal one "
+        solutions=1, statement=f"undecided: one solution ({why_not}) and no other near-optimal one "
         f"compared, and not probed ({why}), so nothing is known to be pinned beyond the loss")
 
 

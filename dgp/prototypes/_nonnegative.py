@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from dgp.constants import EXACT_MAX_DEFAULT, LOSS_RESOLUTION
+from dgp.constants import BATCH_REPLICATES, EXACT_MAX_DEFAULT, LOSS_RESOLUTION
 from dgp.display import format_duration, stderr_progress
 from dgp.errors import (
     check_dim,
@@ -110,11 +110,6 @@ __all__ = ["DNN_MAX_K", "NonnegativeCertificate", "NonnegativePrototypes",
 #: largest K whose doubly non-negative relaxation is built (a K x K semidefinite program with
 #: K^2 sign constraints); above it the lower bound is the elliptope's (no sign constraint)
 DNN_MAX_K = 60
-
-#: further stochastic runs (random non-negative starts) of a ReLU batch prediction beyond
-#: exact enumeration: the spread of the runs' Grams gives each entry's interval
-NONNEG_REPLICATES = 2
-
 
 def _loss_parts(prob: RowProblem, G: np.ndarray) -> tuple[float, float, float]:
     prob.set_scale(G)
@@ -223,7 +218,7 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
             closed["search_identifiability"] = Identifiability(
                 math.nan, None, None, None, prob.alpha_total, math.nan,
                 pinned=dict.fromkeys(INVARIANTS, True) if unique else {}, spread={},
-                resolution=LOSS_RESOLUTION, identifiable=unique, probed=(),
+                resolution=LOSS_RESOLUTION, identifiable=unique, probed=(), solutions=1,
                 statement=("identifiable: pinned at the optimum: its cosines, spectrum and mean "
                            "(a closed form, unique by its proof); not probed within the loss "
                            "resolution" if unique else
@@ -274,6 +269,7 @@ def nonnegative_prototypes(
     reduction: str = "mean",
     anchors_without_positives: str = "drop",
     samples: int = 2000,
+    replicates: int = BATCH_REPLICATES,
     seed: int = 0,
     exact_max: int = EXACT_MAX_DEFAULT,
     starts: int = DIM_DEFAULT_STARTS,
@@ -294,8 +290,10 @@ def nonnegative_prototypes(
     dim : int, optional
         Embedding dimension ``d >= 1`` (``None``: free; the orthogonal frame needs ``d >= K``).
     batch_size, sampler, samples_per_class, reduction, anchors_without_positives, samples,
-    exact_max
-        The mini-batch model, as in :func:`dgp.supcon_prototypes`.
+    replicates, exact_max
+        The mini-batch model, as in :func:`dgp.supcon_prototypes` (``replicates``: further
+        independent runs beyond enumeration, random non-negative starts, whose spread gives
+        each Gram entry its interval; at least 1).
     seed : int
         Seed of the factor starts and of the composition samples.
     starts : int
@@ -361,6 +359,7 @@ def nonnegative_prototypes(
         reduction=reduction, anchors_without_positives=anchors_without_positives,
     )
     samples = check_int(samples, "samples", minimum=2)
+    replicates = check_int(replicates, "replicates", minimum=1)
     exact_max = check_int(exact_max, "exact_max", minimum=1)
     full = nonnegative_prototypes(n, tau, eps=eps, dim=dim, seed=seed, starts=starts,
                                   progress=progress, classes=classes)
@@ -369,7 +368,7 @@ def nonnegative_prototypes(
         # composition would take longer than fresh batches, the stochastic path (no sampled
         # compositions needed)
         return _stochastic(n, tau, eps, dim, spec, full, seed=seed, samples=samples,
-                           progress=progress)
+                           replicates=replicates, progress=progress)
     with single_threaded():
         comps = compositions(n, spec, exact_max=exact_max,
                              samples=row_budget_samples(K, samples), seed=seed)
@@ -378,7 +377,7 @@ def nonnegative_prototypes(
             closed = _closed_form(prob, n, tau, eps, dim)
             if closed is None:
                 return _stochastic(n, tau, eps, dim, spec, full, seed=seed, samples=samples,
-                                   progress=progress)
+                                   replicates=replicates, progress=progress)
             return _held_out(common, n, tau, eps, spec, prob, comps, closed, full, seed=seed,
                              samples=samples)
         fields = _solve(prob, n, tau, eps, dim, starts, seed)
@@ -395,16 +394,16 @@ def nonnegative_prototypes(
 
 def _stochastic(n: np.ndarray, tau: float, eps: float | None, dim: int | None,
                 spec: BatchSpec, full: NonnegativePrototypes, *, seed: int, samples: int,
-                progress: bool | None) -> NonnegativePrototypes:
+                replicates: int, progress: bool | None) -> NonnegativePrototypes:
     """Beyond exact enumeration, where no closed form applies: the expected-batch prototypes
     optimised on fresh compositions with non-negative rows (the stochastic driver of the
     signed prototypes, :func:`dgp.prototypes._sampled.stochastic_fields`, warm from the
-    full-batch ReLU prototypes and from :data:`NONNEG_REPLICATES` random non-negative starts)
+    full-batch ReLU prototypes and from ``replicates`` random non-negative starts)
     and reported on others: the expected loss with its 95% interval, the relaxation bound
     (valid for a ReLU head: it has no sign constraint), the full-batch ReLU prototypes on the
     same batches, and every Gram entry's interval over the runs."""
     fields, Z = stochastic_fields(n, tau, eps, spec, full.gram, full.factor, seed=seed,
-                                  replicates=NONNEG_REPLICATES, samples=samples,
+                                  replicates=replicates, samples=samples,
                                   progress=progress, nonnegative=True)
     return NonnegativePrototypes(**fields, dim=dim, factor=Z, certified=False,
                                  classes=full.classes)
@@ -425,11 +424,11 @@ def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | No
                                tau=tau, seed=seed, full_batch=full.factor, min_batches=samples)
     keys = ("pairwise cosines", "spectrum", "mean_norm")
     rep = BatchIdentifiability(
-        pinned=dict.fromkeys(keys, bool(unique)), spread={},
+        pinned=dict.fromkeys(keys, True if unique else None), spread={},
         resolution=est.interval[1] - est.expected_loss, identifiable=bool(unique), solutions=1,
-        statement=("yes: the orthogonal frame is the unique optimum (the gradient at I is "
-                   "positive off the diagonal), so the loss pins its cosines" if unique else
-                   "not shown: the gradient at I is zero somewhere off the diagonal, so "
+        statement=("identifiable: the orthogonal frame is the unique optimum (the gradient "
+                   "at I is positive off the diagonal), so the loss pins its cosines" if unique
+                   else "undecided: the gradient at I is zero somewhere off the diagonal, so "
                    "other Grams may be as good"))
     G = Z @ Z.T
     batch, ident, minority = held_out_report(n, spec, full.gram, G, [G], est, rep,

@@ -67,7 +67,7 @@ def stochastic_fields(
     reporting batches, ``nonnegative`` rows for a ReLU head."""
     source = ClassBlockWeights(n.size, eps)
     res = batch_optimum(source, spec, tau=tau, dim=start.shape[1], seed=seed, sizes=n,
-                        replicates=max(2, replicates), min_batches=samples, full_batch=start,
+                        replicates=replicates, min_batches=samples, full_batch=start,
                         progress=progress, compare=simplex, nonnegative=nonnegative)
     K = n.size
     check_memory(8.0 * K * K * (len(res.runs) + 4),
@@ -124,7 +124,8 @@ def held_out_report(
     fb_se = None if b.full_batch_excess_se is None else b.full_batch_excess_se * per_anchor
     rep_fields = ({} if rep is None else
                   dict(pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
-                       identifiable=rep.identifiable, statement=rep.statement))
+                       identifiable=rep.identifiable, statement=rep.statement,
+                       solutions=rep.solutions))
     ident = Identifiability(simplex_gap, None if math.isnan(simplex_se) else simplex_se,
                             fb_gap, fb_se, float(spec.batch_size),
                             log_gap if not math.isnan(simplex_gap) else math.nan,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dgp.constants import LOSS_RESOLUTION
 from dgp.display import format_duration, stderr_progress
 from dgp.solver._batch import BatchSpec
 from dgp.solver._batch_result import (
@@ -158,6 +159,18 @@ def batch_optimum(
             labels=labels)
 
 
+def comparison_resolution(est: list[Estimate], best: int) -> float:
+    """The loss resolution (nats per anchor) within which candidates count as near-optimal:
+    what training resolves (:data:`~dgp.constants.LOSS_RESOLUTION`, the one resolution of every
+    identifiability report), or, where the candidates' comparison is coarser, the 95%
+    half-width of their paired differences from the best ``est[best]`` on the same batches
+    (the loss interval's half-width is a different quantity: it is not paired)."""
+    e = est[best].values
+    paired = max((Z95 * float(np.std(o.values - e, ddof=1)) / math.sqrt(e.size)
+                  for k, o in enumerate(est) if k != best and e.size > 1), default=0.0)
+    return max(LOSS_RESOLUTION, paired)
+
+
 def _batch_optimum(
     weights: BatchWeights, spec: BatchSpec, *, tau: float, dim: int, seed: int,
     sizes: np.ndarray | None, full_batch: np.ndarray | None, replicates: int,
@@ -242,7 +255,8 @@ def _batch_optimum(
     # near the kept candidate (the full-batch optimum included), on the reporting batches; the
     # mean norm that of the samples' mean embedding (collapsed classes weighted by their sizes)
     ident = (identifiability_report(cands, [e.mean for e in est], best, seed=seed,
-                                    resolution=half_width, row_weights=sizes,
+                                    resolution=comparison_resolution(est, best),
+                                    row_weights=sizes,
                                     not_probed="the expected loss is estimated from sampled "
                                     "batches") if replicates else None)
     status = (kept.status if kept else "the full-batch optimum: no stochastic run did better "

@@ -63,9 +63,12 @@ class BatchIdentifiability(Record):
         eigenvalues of ``Z^T Z / N``), ``mean_norm`` (norm of the weighted mean row: the mean
         embedding of the samples, for prototypes the class-size-weighted mean of the
         prototypes), ``loss`` (nats per anchor, the largest excess over the best among the
-        compared solutions).
+        compared solutions). Empty where nothing was compared (the ``undecided`` verdict of
+        one solution, not probed): no spread was measured.
     resolution : float
-        The loss resolution (nats per anchor): the half-width of the 95% interval.
+        The loss resolution (nats per anchor) within which solutions count as near-optimal:
+        what training resolves (:data:`dgp.constants.LOSS_RESOLUTION`), or, from sampled
+        batches where the candidates' paired comparison is coarser, its 95% half-width.
     identifiable : bool
         Every compared invariant is pinned (``True`` in :attr:`pinned`), including the pairwise
         cosines (the arrangement).
@@ -250,7 +253,8 @@ def report_from_spread(spread: dict, solutions: int | None, best: np.ndarray, *,
         statement = (f"undecided: no other solution came within the loss resolution "
                      f"({resolution:.2g} nats/anchor) of the best and the loss was not probed "
                      f"({not_probed}), so nothing is known about other near-optimal solutions")
-        return BatchIdentifiability(pinned={}, spread=spread, resolution=resolution,
+        # nothing compared, nothing measured: no spread (zeros read as "pinned exactly")
+        return BatchIdentifiability(pinned={}, spread={}, resolution=resolution,
                                     identifiable=False, solutions=1, statement=statement)
     ident = all(v is True for v in pinned.values())
     statement = _statement(pinned, spread, resolution, solutions, probed, not_probed)
