@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from typing import TYPE_CHECKING
 
 from dgp.cli._inputs import (
     add_objective_arguments,
@@ -30,6 +31,9 @@ from dgp.constants import EXACT_MAX_DEFAULT
 from dgp.display import entry_cells
 from dgp.errors import InputError
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["DESCRIPTION", "HELP", "add_arguments", "run"]
 
@@ -79,7 +83,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o = p.add_argument_group("output")
     add_json_flag(o)
     o.add_argument("--gram", action="store_true", help="print the Gram (and keep it in --json)")
-    o.add_argument("--embedding", action="store_true", help="--json also holds the embedding")
+    o.add_argument("--embedding", action="store_true",
+                   help="print the embedding (one unit row per sample; with --json: the JSON "
+                   "holds it)")
     add_gram_outputs(o, gram="the N x N Gram", embedding="the N x rank embedding")
 
 
@@ -119,12 +125,27 @@ def run(args: argparse.Namespace) -> int:
         print("\n" + _gram_caption(res))
         print(table(rows, head))
     else:
-        print("\nuse --gram to print the Gram, --json --embedding for the embedding, or "
-              "--save-gram/--save-embedding FILE to write them")
+        print("\nuse --gram to print the Gram" + ("" if args.embedding else
+              ", --embedding for the embedding") + ", or --save-gram/--save-embedding FILE to "
+              "write them")
+    if args.embedding:
+        print("\n" + _embedding_table(res.sample_embedding))
     for name, path in saved:
         if path is not None:
             print(f"wrote {name} to {path}")
     return 0
+
+
+def _embedding_table(Z: np.ndarray) -> str:
+    """``--embedding`` without ``--json``: the embedding's rows (one per sample) where they fit
+    a terminal (at most :data:`MAX_TABLE` rows and columns), else how to write them."""
+    n, r = Z.shape
+    if n > MAX_TABLE or r > MAX_TABLE:
+        return (f"the embedding ({n} x {r}) is too large to print: --save-embedding FILE "
+                "writes it, --json --embedding holds it")
+    rows = [[str(i), *(f"{v:+.4f}" for v in Z[i])] for i in range(n)]
+    return (f"embedding ({n} x {r}: one unit row per sample, up to a rotation)\n"
+            + table(rows, ["", *(f"z{k}" for k in range(r))]))
 
 
 def _gram_cells(res) -> list[list[str]]:
