@@ -281,14 +281,11 @@ def chunked_full_point(read, n: int, *, tau: float, dim: int, seed: int,
     fb = ChunkedFullBatch(read, n, tau=tau, counts=counts,
                           dtype=np.float64 if fine else np.float32)
     per = fb.seconds_per_evaluation(random_start(n, dim, seed))
-    start = None if sparse is None else sparse_spectral_start(sparse, dim)
-    starts = ([] if start is None else [(start, "the spectral start of the sparse weights")])
     random = (CHUNKED_FINE_RANDOM_STARTS
               if fine and float(n) * n * dim <= CHUNKED_MULTI_START_MAX_WORK else 0)
-    random = max(random, int(start is None))
-    starts += [(random_start(n, dim, seed + j), f"seeded random start {seed + j}")
-               for j in range(random)]
-    est, most = (len(starts) * chunked_seconds(per, e) for e in (evals[1], evals[0]))
+    # the starts are counted before any is built: a refused point pays for no spectral start
+    planned = random + 1 if sparse is not None else max(random, 1)
+    est, most = (planned * chunked_seconds(per, e) for e in (evals[1], evals[0]))
     budget = min(CHUNKED_FULL_BATCH_MAX_S, time_budget())
     say = None
     if progress is None or progress:
@@ -301,6 +298,10 @@ def chunked_full_point(read, n: int, *, tau: float, dim: int, seed: int,
         if say is not None:
             say(why)
         return None, why
+    start = None if sparse is None else sparse_spectral_start(sparse, dim)
+    starts = ([] if start is None else [(start, "the spectral start of the sparse weights")])
+    starts += [(random_start(n, dim, seed + j), f"seeded random start {seed + j}")
+               for j in range(max(random, int(start is None)))]
     if say is not None:
         say(f"about {format_duration(est)}, at most {format_duration(most)} ({per:.2g} s an "
             f"evaluation, about {evals[1]} evaluations, at most {evals[0]}, from each of "
