@@ -94,11 +94,17 @@ def gaussian_log_kernel(a: np.ndarray, b: np.ndarray, width2: float, *,
     ``a`` and those of ``b`` (``w = width2``, :math:`\sigma^2` for y-Aware): the one formula of
     the kernel read a batch or a block of rows at a time (log space: a narrow kernel does not
     underflow). The squared distances come from the inner products, clipped at 0, so the memory
-    is ``O(|a| |b|)``; ``b_squares``: the rows' squared norms of ``b`` where the caller keeps
-    them. ``a`` and ``b`` the same array: an exactly symmetric block."""
+    is ``O(|a| |b|)``. ``b`` the same array as ``a`` (a batch's block): exactly symmetric, the
+    squared norms summed first; else (rows against many points) computed in one buffer, with
+    ``b_squares`` the squared norms of ``b``'s rows where the caller keeps them."""
     sq_a = np.sum(a * a, axis=1)
-    sq_b = sq_a if b is a else (np.sum(b * b, axis=1) if b_squares is None else b_squares)
-    out = np.add.outer(sq_a, sq_b) - 2.0 * (a @ b.T)
+    if b is a:
+        out = np.add.outer(sq_a, sq_a) - 2.0 * (a @ a.T)
+    else:
+        out = np.asarray(a @ b.T, dtype=float)
+        out *= -2.0
+        out += sq_a[:, None]
+        out += (np.sum(b * b, axis=1) if b_squares is None else b_squares)[None, :]
     np.maximum(out, 0.0, out=out)
     out /= -(2.0 * width2)
     return out
