@@ -185,7 +185,7 @@ def settled_identifiability(p: Any, resolution: float) -> Identifiability | None
     probe, Z, why = _probe_loss(p)
     res = resolution if ident.resolution is None else ident.resolution
     if probe is not None:
-        rep = report_from_spread(ident.spread or {}, None if ident.pinned else 1, Z,
+        rep = report_from_spread(ident.spread or {}, ident.solutions or 1, Z,
                                  resolution=res, seed=0, probe=probe,
                                  row_weights=np.asarray(p.sizes, dtype=float))
         return dataclasses.replace(ident, pinned=rep.pinned, spread=rep.spread,

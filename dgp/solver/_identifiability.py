@@ -140,15 +140,14 @@ def _invariants(Z: np.ndarray, pairs: np.ndarray, top: int, w: np.ndarray) -> di
     return {"cos": cos, "spectrum": lam, "mean_norm": float(np.linalg.norm(w @ Z))}
 
 
-def _statement(pinned: dict, spread: dict, resolution: float, solutions: int | None,
+def _statement(pinned: dict, spread: dict, resolution: float, solutions: int,
                probed: tuple, not_probed: str) -> str:
     """The verdict in words, one wording for every caller (text, JSON and ``str``)."""
     fixed = [k for k, v in pinned.items() if v is True]
     free = [k for k, v in pinned.items() if v is False]
     near = [k for k, v in pinned.items() if v is None]
     band = (f"{PINNED_SPREAD / PINNED_BAND:.2g} to {PINNED_SPREAD * PINNED_BAND:.2g}")
-    found = ("the search's near-optimal solutions" if solutions is None else
-             f"{solutions} solution{'s' if solutions > 1 else ''} found")
+    found = f"{solutions} solution{'s' if solutions > 1 else ''} found"
     how = (f"among {found} within {resolution:.2g} nats/anchor of the best and the sublevel "
            f"probe's witnesses ({', '.join(probed)} pushed)" if probed else
            f"among {found} within {resolution:.2g} nats/anchor of the best; not probed "
@@ -213,15 +212,14 @@ def identifiability_report(runs: list[np.ndarray], losses: list[float], best: in
                               seed=seed, probe=probe, row_weights=w, not_probed=not_probed)
 
 
-def report_from_spread(spread: dict, solutions: int | None, best: np.ndarray, *,
+def report_from_spread(spread: dict, solutions: int, best: np.ndarray, *,
                        resolution: float,
                        seed: int,
                        probe: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
                        row_weights: np.ndarray | None = None,
                        not_probed: str = NOT_PROBED) -> BatchIdentifiability:
     """The report from the spread among ``solutions`` near-optimal solutions already compared
-    (the keys of :attr:`BatchIdentifiability.spread`; ``solutions = 1``: the best alone;
-    ``None``: a search's candidates, how many not known) and
+    (the keys of :attr:`BatchIdentifiability.spread`; ``solutions = 1``: the best alone) and
     the best solution ``best`` (unit rows), with the sublevel probe where ``probe`` is given
     (as :func:`identifiability_report`); the one place verdicts and statements are made."""
     spread = dict(spread)
@@ -249,7 +247,7 @@ def report_from_spread(spread: dict, solutions: int | None, best: np.ndarray, *,
         not_probed = (f"the probe's {PROBE_SECONDS:g} s ran out"
                       if found is not None and len(probed) < len(todo) else
                       "every invariant already free among the solutions found")
-    if solutions is not None and solutions <= 1 and not probed:
+    if solutions <= 1 and not probed:
         statement = (f"undecided: no other solution came within the loss resolution "
                      f"({resolution:.2g} nats/anchor) of the best and the loss was not probed "
                      f"({not_probed}), so nothing is known about other near-optimal solutions")
@@ -259,5 +257,5 @@ def report_from_spread(spread: dict, solutions: int | None, best: np.ndarray, *,
     ident = all(v is True for v in pinned.values())
     statement = _statement(pinned, spread, resolution, solutions, probed, not_probed)
     return BatchIdentifiability(pinned=pinned, spread=spread, resolution=resolution,
-                                identifiable=ident, solutions=solutions or 1,
+                                identifiable=ident, solutions=solutions,
                                 statement=statement, probed=probed)
