@@ -2,7 +2,9 @@ r"""The expected mini-batch loss at dataset scale (DESIGN section 13): one page 
 the names :mod:`dgp.solver` exports from its stochastic, finite-sum and driver modules.
 
 * :mod:`~dgp.solver._batch_sources`: the batch loss of one composition (prepared once per
-  batch: :class:`RowBatch`), the weight sources read one batch at a time and the samplers;
+  batch: :class:`RowBatch`), the weight sources read one batch at a time (the label kernels'
+  one formula each, :func:`gaussian_log_kernel` and :func:`inner_product_log_kernel`, for
+  their batch blocks and full-batch rows) and the samplers;
 * :mod:`~dgp.solver._stochastic`: the Riemannian Adam on fresh batches, the held-out
   evaluation and the per-batch relaxation bound;
 * :mod:`~dgp.solver._classlevel`: the class-block weights of collapsed classes
