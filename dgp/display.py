@@ -15,14 +15,18 @@ import numpy as np
 
 from dgp.constants import SCALE_FLOOR
 
-__all__ = ["HTML_MONOSPACE", "distinct_digits", "entry_cells", "format_duration", "format_nats",
-           "format_rows", "format_summary", "html_pre", "html_rows", "html_summary", "html_table",
-           "stderr_progress"]
+__all__ = ["HTML_MONOSPACE", "SUMMARY_TABLE_MAX", "distinct_digits", "entry_cells",
+           "format_duration", "format_nats", "format_rows", "format_summary", "html_pre",
+           "html_rows", "html_summary", "html_table", "stderr_progress"]
 
 #: the font of ASCII drawings in HTML: monospace whatever the page's stylesheet (an nbconvert
 #: export or a docs theme may set ``pre`` in a proportional font), so that columns line up
 HTML_MONOSPACE = ("font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', "
                   "'Liberation Mono', monospace")
+
+#: the largest Gram (N x N samples, or K x K classes) a result's summary shows whole, in text and
+#: HTML; beyond it the summary says how to ask for it (one choice for every result)
+SUMMARY_TABLE_MAX = 8
 
 #: significant digits of a float that Python's repr needs to round-trip (float64)
 _ROUND_TRIP_DIGITS = 17

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dgp.display import format_nats, format_summary, html_summary
+from dgp.display import SUMMARY_TABLE_MAX, format_nats, format_summary, html_summary
 from dgp.geometry import embedding_from_gram
 from dgp.records import Convergence, Record, closing_items, gram_included, gram_omitted
 from dgp.resources import check_memory
@@ -26,7 +26,6 @@ __all__ = ["GRAM_JSON_MAX_N", "LossFloor", "Optimum"]
 
 #: largest N whose N x N Gram ``Optimum.to_dict`` includes by default
 GRAM_JSON_MAX_N = 500
-_TABLE_MAX_N = 8
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,7 +241,7 @@ class Optimum(Record):
 
     def __str__(self) -> str:
         text = self.summary()
-        if self.n <= _TABLE_MAX_N:
+        if self.n <= SUMMARY_TABLE_MAX:
             G = self.gram
             rows = [f"  {'':4}" + "".join(f"{j:>9}" for j in range(self.n))]
             rows += [f"  {i:<4}" + "".join(f"{v:>+9.4f}" for v in G[i]) for i in range(self.n)]
@@ -250,7 +249,7 @@ class Optimum(Record):
         return text
 
     def _repr_html_(self) -> str:
-        small = self.n <= _TABLE_MAX_N
+        small = self.n <= SUMMARY_TABLE_MAX
         return html_summary(self._title(), self._summary_pairs(),
                             matrix=self.gram if small else None, caption="optimal Gram")
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dgp.constants import LOSS_RESOLUTION
-from dgp.display import format_nats, format_summary, html_summary
+from dgp.display import SUMMARY_TABLE_MAX, format_nats, format_summary, html_summary
 from dgp.geometry import canonical_frame, embedding_from_gram
 from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._collapse import MinorityCollapse, equiangular_verdict, minority_collapse
@@ -45,7 +45,6 @@ __all__ = [
 #: largest number of classes whose K x K Gram ``to_dict`` includes by default (a 500 x 500 Gram
 #: is about 5 MB of JSON); beyond it the JSON says how to ask for it
 GRAM_JSON_MAX_K = 500
-_TABLE_MAX_K = 8
 
 
 @dataclass(frozen=True, eq=False)
@@ -421,7 +420,7 @@ class Prototypes(Record):
         Gram table (``None``: when ``K <= 8``)."""
         text = format_summary(self._title(), lead_pairs(self) + self._summary_pairs()
                               + classes_pairs(self, every=bool(gram)))
-        if gram or (gram is None and self.K <= _TABLE_MAX_K):
+        if gram or (gram is None and self.K <= SUMMARY_TABLE_MAX):
             cells = gram_cells(self)
             width = max(10, 2 + max(len(v) for row in cells for v in row))
             head = "".join(f"{f'c{c}':>{width}}" for c in range(self.K))
@@ -443,7 +442,7 @@ class Prototypes(Record):
         return self.summary()
 
     def _repr_html_(self) -> str:
-        small = self.K <= _TABLE_MAX_K
+        small = self.K <= SUMMARY_TABLE_MAX
         sampled = self.batch is not None and self.batch.gram_interval is not None and bool(
             np.any(self.batch.gram_interval[1] > self.batch.gram_interval[0]))
         labels = [f"c{c} (n={n})" for c, n in enumerate(self.sizes)] if small else None

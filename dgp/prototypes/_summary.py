@@ -4,7 +4,6 @@ loss, bounds, cosines, identifiability)."""
 
 from __future__ import annotations
 
-import html
 import math
 import unicodedata
 from typing import Any
@@ -16,7 +15,7 @@ from dgp.display import entry_cells, format_nats
 from dgp.solver import bound_note, interval_note
 
 __all__ = ["CLASSES_LISTED", "body_pairs", "classes_pairs", "gram_cells", "gram_summary",
-           "html_gram_table", "lead_pairs", "printable_name"]
+           "lead_pairs", "printable_name"]
 
 
 def gram_summary(G: np.ndarray, interval: tuple[np.ndarray, np.ndarray] | None = None
@@ -79,17 +78,6 @@ def classes_pairs(p: Any, *, every: bool = False) -> list[tuple[str, str]]:
     if len(listed) > CLASSES_LISTED and not every:
         listed = [*listed[:3], f"... {len(listed) - 6} more ...", *listed[-3:]]
     return [("classes", "counted from the labels: " + ", ".join(listed))]
-
-
-def html_gram_table(cells: list[list[str]], labels: list[str], caption: str) -> str:
-    """An HTML table of a Gram's printed ``cells`` (:func:`gram_cells`: entries with their
-    intervals' half-widths where they come from sampled batches)."""
-    head = "".join(f"<th>{html.escape(lab)}</th>" for lab in labels)
-    body = "".join(f"<tr><th>{html.escape(labels[i])}</th>"
-                   + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
-                   for i, row in enumerate(cells))
-    return (f"<table><caption>{html.escape(caption)}</caption><tr><th></th>{head}</tr>"
-            f"{body}</table>")
 
 
 def body_pairs(p: Any) -> list[tuple[str, str]]:
