@@ -79,6 +79,9 @@ XDIST_GROUPS = {
     "tests/test_prototypes_dim.py::test_acceptance": "prototypes-dim-acceptance",
     "tests/test_verify.py::test_supcon_imbalance": "verify-imbalance",  # trained runs, cached
     "tests/test_verify.py::test_a_wrong_prediction": "verify-imbalance",
+    # the module fixture beyond_enumeration
+    "tests/test_stochastic_batch.py::test_optimum_dispatches_beyond": "stochastic-beyond",
+    "tests/test_stochastic_batch.py::test_a_loose_bound_says_so": "stochastic-beyond",
 }
 
 #: seconds (call and setup: the 25 slowest of a CI slow step of 679 s on 2 cores) of the tests
@@ -100,7 +103,7 @@ XDIST_LONGEST = {
     "tests/test_batch_exact_enumeration.py::test_sample_level_batches_beyond": 23.4,
     "prototypes-dim-acceptance": 22.0,
     "tests/test_stochastic_batch.py::test_labels_and_their_dense_weights": 18.8,
-    "tests/test_stochastic_batch.py::test_a_loose_bound_says_so": 17.4,
+    "stochastic-beyond": 20.0,
     "tests/test_nonnegative.py::test_property_rank_two_factor_and_bound": 17.3,
     "tests/test_rank_d_search.py::test_relu_flat_miss": 16.7,
     "tests/test_recommend.py::test_minority_cosine_in_a_dimension": 15.1,
