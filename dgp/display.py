@@ -194,13 +194,13 @@ def stderr_progress(what: str | None = None) -> Callable[[str], None]:
     return report
 
 
-def entry_cells(G: np.ndarray, half: np.ndarray | None = None,
+def entry_cells(G: np.ndarray, interval: tuple[np.ndarray, np.ndarray] | None = None,
                 digits: int = 4, *, latex: bool = False) -> list[list[str]]:
     r"""The cells of a printed Gram: each entry with ``digits`` decimals and its sign, and where
-    ``half`` (the half-widths of the entries' 95% intervals) is positive, ``±`` it
+    its 95% ``interval`` (``(lower, upper)`` arrays) has positive width, ``±`` its half-width
     (``+0.1234±0.0056``): no sampled entry printed without its error. ``latex``: LaTeX's cells
     (``0.1234 \pm 0.0056``, a sign on negative entries only)."""
-    half = np.zeros_like(G) if half is None else half
+    half = np.zeros_like(G) if interval is None else (interval[1] - interval[0]) / 2
     sign, pm = ("", r" \pm ") if latex else ("+", "±")
     return [[f"{v:{sign}.{digits}f}" if h == 0 else f"{v:{sign}.{digits}f}{pm}{h:.{digits}f}"
              for v, h in zip(row, hrow, strict=True)] for row, hrow in zip(G, half, strict=True)]

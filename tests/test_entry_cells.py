@@ -17,14 +17,16 @@ def test_latex_cells_are_the_text_cells_numbers():
     rng = np.random.default_rng(0)
     G = rng.uniform(-1, 1, (4, 4))
     half = np.where(rng.uniform(size=(4, 4)) < 0.5, 0.0, rng.uniform(0, 0.1, (4, 4)))
-    text = entry_cells(G, half, 6)
-    latex = entry_cells(G, half, 6, latex=True)
+    interval = (G - half, G + half)
+    text = entry_cells(G, interval, 6)
+    latex = entry_cells(G, interval, 6, latex=True)
     for i in range(4):
         for j in range(4):
             v, h = _parse(text[i][j], "±")
             lv, lh = _parse(latex[i][j], r" \pm ")
             assert v == lv == round(G[i, j], 6)
             assert h == lh and (h is None) == (half[i, j] == 0)
+            assert h is None or h == round(half[i, j], 6)
             assert text[i][j].startswith("+") == (G[i, j] >= 0)
             assert not latex[i][j].startswith("+")
 

@@ -155,8 +155,7 @@ def _gram_cells(res) -> list[list[str]]:
     estimate = getattr(res, "batch", None)
     if getattr(estimate, "expectation", None) != "stochastic":
         return entry_cells(res.gram)
-    _, (lo, hi) = res.gram_spread()
-    return entry_cells(res.gram, (hi - lo) / 2)
+    return entry_cells(res.gram, res.gram_spread()[1])
 
 
 def _gram_caption(res) -> str:

@@ -122,8 +122,7 @@ def _latex_pairs(K: int) -> list[tuple[str, str]]:
 def _latex_matrix(G: np.ndarray, interval: tuple[np.ndarray, np.ndarray] | None = None) -> str:
     """The Gram in LaTeX; with its entries' 95% ``interval`` (sampled batches), each entry
     ``v \\pm h`` with its half-width (:func:`dgp.display.entry_cells`)."""
-    half = None if interval is None else (interval[1] - interval[0]) / 2
-    rows = [" & ".join(cells) for cells in entry_cells(G, half, 6, latex=True)]
+    rows = [" & ".join(cells) for cells in entry_cells(G, interval, 6, latex=True)]
     return r"G = \begin{pmatrix}" + r" \\ ".join(rows) + r"\end{pmatrix}"
 
 

@@ -45,9 +45,7 @@ def gram_cells(p: Any, digits: int = 4) -> list[list[str]]:
     """The cells of a printed prototype Gram: each entry with ``digits`` decimals and, where
     it comes from sampled batches (``p.batch.gram_interval`` of positive width), the
     half-width of its 95% interval over independent runs (``+0.1234±0.0056``)."""
-    interval = None if p.batch is None else p.batch.gram_interval
-    half = None if interval is None else (interval[1] - interval[0]) / 2
-    return entry_cells(p.gram, half, digits)
+    return entry_cells(p.gram, None if p.batch is None else p.batch.gram_interval, digits)
 
 
 #: classes a summary names in full (beyond: the first and last three, unless the whole Gram
