@@ -93,7 +93,7 @@ XDIST_LONGEST = {
     "tests/test_docs.py::test_digits_walkthrough_training_check": 84.0,
     "tests/test_full_batch_at_scale.py::test_labels_above_the_threshold": 22.0,
     "tests/test_verify.py::test_soft_supcon_tau_star_located_from_the_data": 36.5,
-    "tests/test_stochastic_batch.py::test_a_sparse_graph_is_read_from_its_pairs": 32.9,
+    "tests/test_stochastic_batch.py::test_a_sparse_graph_is_read_from_its_pairs": 12.0,
     "tests/test_verify.py::test_all_json_unconverged_runs": 32.7,
     "tests/test_rank_d_policy.py::test_reaches_the_best_of_256_descents": 32.1,
     "tests/test_verify.py::test_continuous_labels_off_the_sphere": 31.7,

@@ -256,6 +256,10 @@ def test_a_sparse_graph_is_read_from_its_pairs(monkeypatch):
     import dgp.optima._batch_paths as paths
 
     monkeypatch.setattr(paths, "CHUNKED_FULL_BATCH_MAX_S", 1e-9)
+    # the threshold lowered to 300 points (as test_full_batch_at_scale does): the path taken
+    # above it does not depend on N, and a round of the schedule is epochs of N samples, so
+    # N = 400 costs a fifth of the 2100 this test ran at
+    monkeypatch.setattr(paths, "STOCHASTIC_FULL_BATCH_MAX_K", 300)
     N = paths.STOCHASTIC_FULL_BATCH_MAX_K + 100
     y = np.random.default_rng(6).standard_normal((N, 2))
     near = np.argsort(((y[:, None] - y[None]) ** 2).sum(-1), axis=1)[:, 1:4]  # 3-NN
