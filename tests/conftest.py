@@ -79,6 +79,11 @@ XDIST_GROUPS = {
     "tests/test_prototypes_dim.py::test_acceptance": "prototypes-dim-acceptance",
     "tests/test_verify.py::test_supcon_imbalance": "verify-imbalance",  # trained runs, cached
     "tests/test_verify.py::test_a_wrong_prediction": "verify-imbalance",
+    # the module fixture rank3 (about 3 s; CI's quick suite made it on both workers)
+    "tests/test_nonnegative.py::test_rank_deficient_no_worse": "nonnegative-rank3",
+    "tests/test_nonnegative.py::test_dnn_bound_below_the_loss": "nonnegative-rank3",
+    "tests/test_nonnegative.py::test_permutation_of_classes": "nonnegative-rank3",
+    "tests/test_nonnegative.py::test_text_and_json": "nonnegative-rank3",
     # the module fixture beyond_enumeration
     "tests/test_stochastic_batch.py::test_optimum_dispatches_beyond": "stochastic-beyond",
     "tests/test_stochastic_batch.py::test_a_loose_bound_says_so": "stochastic-beyond",
