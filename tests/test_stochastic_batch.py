@@ -233,6 +233,8 @@ def test_a_labels_problem_is_read_one_batch_at_a_time(monkeypatch):
     # the chunked full-batch point is tested in test_full_batch_at_scale: here it is refused
     # by its time budget, which the result must say
     monkeypatch.setattr(paths, "CHUNKED_FULL_BATCH_MAX_S", 1e-9)
+    # the threshold lowered to 300 points, as in the sparse-graph test below: N = 400, not 2100
+    monkeypatch.setattr(paths, "STOCHASTIC_FULL_BATCH_MAX_K", 300)
     N = paths.STOCHASTIC_FULL_BATCH_MAX_K + 100  # above the dense full-batch comparison's size
     y = np.random.default_rng(5).standard_normal((N, 2))
     prob = dgp.Problem(objective="y-aware", labels=y, sigma=1.0, tau=0.5)
@@ -446,7 +448,7 @@ def test_seconds_count_the_full_batch_solve(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(api, "_full_batch_embedding", slower)
-    _, W = _soft_weights(12, seed=2)
+    _, W = _soft_weights(8, seed=2)  # C(8, 4) = 70 batches, beyond exact_max = 10
     t0 = time.monotonic()
     res = dgp.optimum(W, tau=0.5, dim=3, batch_size=4, exact_max=10, progress=False)
     wall = time.monotonic() - t0
