@@ -88,23 +88,27 @@ def batch_function(weights: BatchWeights, idx: np.ndarray, counts: np.ndarray, *
     return RowBatch.of_log_weights(weights.log_block(idx), counts, tau=tau, spec=spec)
 
 
-def gaussian_log_kernel(a: np.ndarray, b: np.ndarray, width2: float, *,
-                        b_squares: np.ndarray | None = None) -> np.ndarray:
+def gaussian_log_kernel(a: np.ndarray, b: np.ndarray, width2: float) -> np.ndarray:
     r"""The Gaussian kernel's log-weights :math:`-\|a_i - b_j\|^2 / (2w)` between the rows of
     ``a`` and those of ``b`` (``w = width2``, :math:`\sigma^2` for y-Aware): the one formula of
     the kernel read a batch or a block of rows at a time (log space: a narrow kernel does not
     underflow). The squared distances come from the inner products, clipped at 0, so the memory
-    is ``O(|a| |b|)``. ``b`` the same array as ``a`` (a batch's block): exactly symmetric, the
-    squared norms summed first; else (rows against many points) computed in one buffer, with
-    ``b_squares`` the squared norms of ``b``'s rows where the caller keeps them."""
+    is ``O(|a| |b|)``; both sides are first centred at the mean of ``b`` (the kernel depends on
+    differences only, and inner products far from the origin lose every digit: labels
+    translated by 1e7 moved log-weights by 0.055). ``b`` the same array as ``a`` (a batch's
+    block): exactly symmetric, float64; else (rows against many points) one buffer."""
+    same = b is a
+    centre = np.mean(b, axis=0, dtype=float)
+    a = np.ascontiguousarray(a - centre, dtype=float)
+    b = a if same else np.asarray(b - centre, dtype=float)
     sq_a = np.sum(a * a, axis=1)
-    if b is a:
+    if same:
         out = np.add.outer(sq_a, sq_a) - 2.0 * (a @ a.T)
     else:
-        out = np.asarray(a @ b.T, dtype=float)
+        out = a @ b.T
         out *= -2.0
         out += sq_a[:, None]
-        out += (np.sum(b * b, axis=1) if b_squares is None else b_squares)[None, :]
+        out += np.sum(b * b, axis=1)[None, :]
     np.maximum(out, 0.0, out=out)
     out /= -(2.0 * width2)
     return out
@@ -181,13 +185,12 @@ class GaussianKernelWeights(LogBlockWeights):
         return int(self.labels.shape[0])
 
     @cached_property
-    def _points(self) -> tuple[np.ndarray, np.ndarray]:
-        """The labels as floats and their squared norms, kept for reading rows."""
-        y = np.asarray(self.labels, dtype=float)
-        return y, np.sum(y * y, axis=1)
+    def _points(self) -> np.ndarray:
+        """The labels as floats, kept for reading rows."""
+        return np.asarray(self.labels, dtype=float)
 
     def log_block(self, idx: np.ndarray) -> np.ndarray:
-        y = self.labels[idx]
+        y = self._points[idx]
         out = gaussian_log_kernel(y, y, self.sigma**2)
         np.fill_diagonal(out, -np.inf)
         return out
@@ -195,8 +198,8 @@ class GaussianKernelWeights(LogBlockWeights):
     def log_rows(self, rows: np.ndarray) -> np.ndarray:
         """``log w`` between the points ``rows`` and every point (``rows.size x n``, the own
         entry ``-inf``)."""
-        y, sq = self._points
-        return _own_entries(gaussian_log_kernel(y[rows], y, self.sigma**2, b_squares=sq), rows)
+        y = self._points
+        return _own_entries(gaussian_log_kernel(y[rows], y, self.sigma**2), rows)
 
 
 @dataclass(frozen=True, eq=False)
