@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 import dgp
+from dgp.constants import LOSS_RESOLUTION
 from dgp.solver import identifiability_report
+from dgp.solver._identifiability import uniqueness_report
 from dgp.weights import supcon_weights
 
 
@@ -54,11 +56,26 @@ def test_supcon_in_r4_says_the_arrangement_is_not_pinned_and_names_what_is():
     assert opt.identifiability.identifiable is False
 
 
-def test_a_unique_convex_optimum_pins_everything():
+def test_a_unique_convex_optimum_is_probed_as_the_prototypes_are():
+    """Unique and certified at the optimum, yet within the loss resolution its cosines move
+    (the sublevel probe's witnesses): optimum and supcon_prototypes on the same class problem
+    give one report (optimum said "pinned: every invariant" with resolution 0, prototypes
+    "undecided" with 5e-4). Where no probe runs, certified uniqueness pins every invariant at
+    the optimum and says the resolution was not probed."""
     W = supcon_weights([0, 0, 1, 1, 2, 2])
-    opt = dgp.optimum(W, tau=0.5, dim=3)
-    d = opt.to_dict()["identifiability"]
-    assert d["identifiable"] is True and all(d["pinned"].values())
+    opt = dgp.optimum(W, tau=0.5, dim=3).to_dict()["identifiability"]
+    pro = dgp.supcon_prototypes(sizes=[2, 2, 2], tau=0.5, dim=3).to_dict()["identifiability"]
+    for key in ("pinned", "resolution", "identifiable", "statement", "solutions", "probed"):
+        assert opt[key] == pro[key], key
+    assert opt["resolution"] == LOSS_RESOLUTION and opt["probed"]
+    assert opt["spread"]["loss"] <= opt["resolution"]  # the witnesses are near-optimal
+    rep = uniqueness_report(True, "certified")
+    assert rep.identifiable and all(v is True for v in rep.pinned.values())
+    assert "not probed within the loss resolution" in rep.statement
+    # a face of minimisers frees the arrangement only; undecided uniqueness pins nothing
+    assert uniqueness_report(False, "a face").pinned == {
+        "pairwise cosines": False, "spectrum": None, "mean_norm": None}
+    assert set(uniqueness_report(None, "not decided").pinned.values()) == {None}
 
 
 @pytest.mark.slow  # about 3 s: a rank-2 search and its probe

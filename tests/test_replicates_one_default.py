@@ -16,7 +16,8 @@ from dgp.constants import BATCH_REPLICATES
 def test_one_default_in_one_place():
     for entry in (dgp.optimum, dgp.supcon_prototypes):
         assert inspect.signature(entry).parameters["replicates"].default == BATCH_REPLICATES
-    # the stochastic class-level path needs two further runs for its per-entry t interval
+    # two further runs by default: a per-entry t interval of 2 degrees of freedom (4.3 standard
+    # errors; 12.7 with the least, 1)
     assert BATCH_REPLICATES >= 2
 
 
@@ -69,8 +70,8 @@ def test_one_further_run_is_one_in_both_entry_points():
     assert o.batch.expectation == "stochastic" and len(o.runs) == 2
     for res in (s, r):
         assert not res.batch.exact and res.batch.replicates == 1
-    for res in (o, s, r):
-        assert res.identifiability.solutions in (1, 2)
+    for res in (o, s, r):  # 2 runs and the full-batch optimum at most, each counted once
+        assert 1 <= res.identifiability.solutions <= 3
     # the same class problem and runs: the same numbers in both entry points
     assert o.loss == pytest.approx(s.loss, rel=1e-12)
     assert o.identifiability.solutions == s.identifiability.solutions

@@ -44,6 +44,7 @@ from dgp.errors import (
     check_positive,
     check_unit_interval,
 )
+from dgp.geometry import embedding_from_gram
 from dgp.optima._batch import batch_prediction
 from dgp.optima._batch_paths import (
     BATCH_PATHS,
@@ -90,8 +91,8 @@ from dgp.solver import (
     solve_rows,
     validated_tau,
 )
-from dgp.solver._identifiability import DeferredProbe
-from dgp.solver._sublevel_probe import factor_loss
+from dgp.solver._identifiability import DeferredProbe, uniqueness_report
+from dgp.solver._sublevel_probe import PROBE_MAX_SIZE, factor_loss
 from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["FREE_MAX_K", "NoCollapse", "collapsed_optimum", "optimum"]
@@ -168,15 +169,23 @@ def _fixed_dim(
     their ``sizes``, the samples' mean embedding) and, where the problem is small, probed
     within the loss resolution around the best when the result's ``identifiability`` is first
     read (the :class:`~dgp.solver._identifiability.DeferredProbe` kept)."""
+    w = np.asarray(sizes, dtype=float)
     if free is not None and free.certificate.rank <= dim:
+        # no search, one solution: what the loss pins within the resolution is probed around
+        # it where small enough (as supcon_prototypes does), else the certificate's uniqueness
+        probe = None
+        if len(sizes) * dim <= PROBE_MAX_SIZE:
+            rows = embedding_from_gram(free.gram, rank=min(dim, len(sizes)))
+            rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+            probe = DeferredProbe(rows, factor_loss(prob.on_factor(), rows), w, seed)
         return _Solved(prob, free.gram, free.certificate,
-                       f"the free optimum has rank {free.certificate.rank} <= dim = {dim}", 0)
+                       f"the free optimum has rank {free.certificate.rank} <= dim = {dim}", 0,
+                       probe=probe)
     sol = solve_rank_d(prob, dim, free_gram=None if free is None else free.gram,
                        weights=weights, starts=starts, seed=seed, tol=tol, progress=progress)
     losses = [v / prob.alpha_total for v in sol.candidate_losses]
     best = int(np.argmin(losses))
     rows = sol.candidate_factors[best].T
-    w = np.asarray(sizes, dtype=float)
     ident = identifiability_report([X.T for X in sol.candidate_factors], losses, best,
                                    seed=seed, resolution=LOSS_RESOLUTION, row_weights=w)
     probe = DeferredProbe(rows, factor_loss(prob.on_factor(), rows), w, seed)
@@ -346,8 +355,9 @@ def optimum(
     samples, replicates, seed, exact_max : int
         Beyond enumeration: ``samples`` is the least number of held-out batches of the
         reported expected loss, ``replicates`` the further seeded runs of the identifiability
-        report (at least 1; default :data:`dgp.constants.BATCH_REPLICATES`, 2, that of
-        :func:`dgp.supcon_prototypes`: the same numbers for the same class problem),
+        report and of each Gram entry's interval (at least 1; default
+        :data:`dgp.constants.BATCH_REPLICATES`, 2, that of :func:`dgp.supcon_prototypes`: the
+        same runs and Gram for the same class problem),
         ``seed`` the seed of every stream; ``exact_max`` the largest
         number of compositions (or subsets) enumerated (default
         :data:`dgp.constants.EXACT_MAX_DEFAULT`, 100 000).
@@ -560,23 +570,10 @@ def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str
         stop_reason=out["stop_reason"], starts=out["starts"], batch=out["batch"],
         free_rank=None if out["free"] is None else out["free"].certificate.rank,
         search_identifiability=(out["identifiability"] if out["identifiability"] is not None
-                                else _unique_report(unique, why) if dim is not None or
+                                else uniqueness_report(unique, why) if dim is not None or
                                 out["batch"] is not None else None),
         rank_d=out["rank_d"], probe=out["probe"],
     )
-
-
-def _unique_report(unique: bool | None, why: str) -> BatchIdentifiability:
-    """What the loss pins when the optimum is the convex one: everything when it is unique up
-    to rotation (certified), not the arrangement on a face of minimisers."""
-    pinned = {"pairwise cosines": bool(unique), "spectrum": bool(unique),
-              "mean_norm": bool(unique)}
-    statement = ("identifiable: pinned: every invariant at the optimum, unique up to rotation ("
-                 + why + "); not probed within the loss resolution, where near-optimal "
-                 "solutions may still differ" if unique else
-                 "not identifiable: " + why if unique is False else "undecided: " + why)
-    return BatchIdentifiability(pinned=pinned, spread={}, resolution=0.0,
-                                identifiable=bool(unique), solutions=1, statement=statement)
 
 
 def collapsed_optimum(q: Quotient, *, tau: float, dim: int | None, starts: int | None,

@@ -384,10 +384,13 @@ def supcon_prototypes(
         ``"stochastic"``).
     replicates : int
         Beyond ``exact_max``: further independent runs (at least 1; default
-        :data:`dgp.constants.BATCH_REPLICATES`, 2: three runs in all, as :func:`dgp.optimum`,
-        the same numbers for the same class problem at any value), whose spread gives each
+        :data:`dgp.constants.BATCH_REPLICATES`, 2: three runs in all), whose spread gives each
         Gram entry its 95% interval (``batch.gram_interval``; a Student quantile with
-        ``replicates`` degrees of freedom: 12.7 standard errors at 1, 4.3 at 2).
+        ``replicates`` degrees of freedom: 12.7 standard errors at 1, 4.3 at 2). The runs and
+        the Gram are :func:`dgp.optimum`'s for the same class problem at any value; the
+        reported loss can differ within its interval (the simplex, evaluated here on the same
+        reporting batches, can draw more of them). Where a closed form applies on sampled
+        compositions (``method="closed-form"``) no runs are made and it is not used.
     seed : int
         Seed of the batch streams and of the random starts of a rank-``dim`` solve.
     exact_max : int

@@ -425,7 +425,7 @@ def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | No
     keys = ("pairwise cosines", "spectrum", "mean_norm")
     rep = BatchIdentifiability(
         pinned=dict.fromkeys(keys, True if unique else None), spread={},
-        resolution=est.interval[1] - est.expected_loss, identifiable=bool(unique), solutions=1,
+        resolution=LOSS_RESOLUTION, identifiable=bool(unique), solutions=1,
         statement=("identifiable: the orthogonal frame is the unique optimum (the gradient "
                    "at I is positive off the diagonal), so the loss pins its cosines" if unique
                    else "undecided: the gradient at I is zero somewhere off the diagonal, so "

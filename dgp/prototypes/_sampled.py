@@ -125,7 +125,7 @@ def held_out_report(
     rep_fields = ({} if rep is None else
                   dict(pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
                        identifiable=rep.identifiable, statement=rep.statement,
-                       solutions=rep.solutions))
+                       solutions=rep.solutions, probed=rep.probed))
     ident = Identifiability(simplex_gap, None if math.isnan(simplex_se) else simplex_se,
                             fb_gap, fb_se, float(spec.batch_size),
                             log_gap if not math.isnan(simplex_gap) else math.nan,

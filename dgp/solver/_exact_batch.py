@@ -10,8 +10,9 @@ import time
 
 import numpy as np
 
+from dgp.constants import LOSS_RESOLUTION
 from dgp.solver._batch import BatchSpec
-from dgp.solver._batch_result import HALF_WIDTH, BatchEstimate, BatchOptimum
+from dgp.solver._batch_result import BatchEstimate, BatchOptimum
 from dgp.solver._finite import finite_batches, solve_finite
 from dgp.solver._identifiability import identifiability_report
 
@@ -46,8 +47,10 @@ def finite_batch_optimum(
         expectation="exact",
     )
     best = int(np.argmin(sol.losses))
-    ident = identifiability_report(list(sol.embeddings), list(sol.losses), best, seed=seed,
-                                   resolution=HALF_WIDTH)
+    # exact losses: what training resolves is the resolution (nats per anchor)
+    ident = identifiability_report(list(sol.embeddings),
+                                   [v * spec.per_anchor for v in sol.losses], best, seed=seed,
+                                   resolution=LOSS_RESOLUTION)
     status = (f"exact over all {fb.count} batches: L-BFGS from {len(sol.losses)} starts, "
               f"Riemannian gradient {sol.gradient_norm:.2g} of its scale")
     return BatchOptimum(n=fb.n, tau=tau, dim=dim, embedding=sol.embedding, batch=batch,

@@ -159,16 +159,25 @@ def batch_optimum(
             labels=labels)
 
 
-def comparison_resolution(est: list[Estimate], best: int) -> float:
+def comparison_resolution(est: list[Estimate], best: int, per_anchor: float) -> float:
     """The loss resolution (nats per anchor) within which candidates count as near-optimal:
     what training resolves (:data:`~dgp.constants.LOSS_RESOLUTION`, the one resolution of every
-    identifiability report), or, where the candidates' comparison is coarser, the 95%
-    half-width of their paired differences from the best ``est[best]`` on the same batches
-    (the loss interval's half-width is a different quantity: it is not paired)."""
+    identifiability report), or, for a candidate whose paired comparison with the best
+    ``est[best]`` on the same batches is coarser, that comparison's 95% half-width, where the
+    candidate lies within it (a candidate far above the best, however noisy, widens nothing;
+    the loss interval's half-width is a different quantity: it is not paired).
+    ``per_anchor``: the factor from a batch's loss to nats per anchor
+    (:attr:`~dgp.solver.BatchSpec.per_anchor`)."""
     e = est[best].values
-    paired = max((Z95 * float(np.std(o.values - e, ddof=1)) / math.sqrt(e.size)
-                  for k, o in enumerate(est) if k != best and e.size > 1), default=0.0)
-    return max(LOSS_RESOLUTION, paired)
+    resolution = LOSS_RESOLUTION
+    for k, o in enumerate(est):
+        if k == best or e.size < 2:
+            continue
+        d = (o.values - e) * per_anchor
+        half = Z95 * float(np.std(d, ddof=1)) / math.sqrt(d.size)
+        if float(d.mean()) <= max(LOSS_RESOLUTION, half):
+            resolution = max(resolution, half)
+    return resolution
 
 
 def _batch_optimum(
@@ -254,8 +263,10 @@ def _batch_optimum(
                            progress=say)
     # near the kept candidate (the full-batch optimum included), on the reporting batches; the
     # mean norm that of the samples' mean embedding (collapsed classes weighted by their sizes)
-    ident = (identifiability_report(cands, [e.mean for e in est], best, seed=seed,
-                                    resolution=comparison_resolution(est, best),
+    ident = (identifiability_report(cands, [e.mean * spec.per_anchor for e in est], best,
+                                    seed=seed,
+                                    resolution=comparison_resolution(est, best,
+                                                                     spec.per_anchor),
                                     row_weights=sizes,
                                     not_probed="the expected loss is estimated from sampled "
                                     "batches") if replicates else None)

@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from dgp.constants import LOSS_RESOLUTION
 from dgp.records import Record
 from dgp.solver._sublevel_probe import PROBE_MAX_SIZE, PROBE_SECONDS, sublevel_probe
 
 __all__ = ["INVARIANTS", "NOT_PROBED", "PAIRS", "PINNED_BAND", "PINNED_SPREAD",
            "BatchIdentifiability", "DeferredProbe", "identifiability_report",
-           "pinned_verdict", "report_from_spread"]
+           "pinned_verdict", "report_from_spread", "uniqueness_report"]
 
 #: the threshold of a pinned invariant: a pairwise cosine (or a relative eigenvalue, or the
 #: norm of the mean) that moves by this much among near-optimal solutions is not pinned
@@ -194,10 +195,17 @@ def identifiability_report(runs: list[np.ndarray], losses: list[float], best: in
     w = w / w.sum()
     top = min(d, n, 16)
     ref = _invariants(runs[best], pairs, top, w)
-    near = [k for k in range(len(runs)) if k != best
-            and losses[k] - losses[best] <= resolution]
+    # another solution within the resolution, each counted once: a run that never left its
+    # start (a warm ReLU run at a corner) is the same point as that start, not a second one
+    near: list[int] = []
+    for k in range(len(runs)):
+        if (k != best and losses[k] - losses[best] <= resolution
+                and not any(np.array_equal(runs[k], runs[j]) for j in (best, *near))):
+            near.append(k)
     spread = {"cosine_max": 0.0, "cosine_rms": 0.0, "spectrum": 0.0, "mean_norm": 0.0,
               "loss": max((losses[k] - losses[best] for k in near), default=0.0)}
+    # the kept solution is chosen on batches of its own: on these another may lie lower
+    spread["loss"] = max(spread["loss"], 0.0)
     for k in near:
         inv = _invariants(runs[k], pairs, top, w)
         dc = inv["cos"] - ref["cos"]
@@ -259,3 +267,19 @@ def report_from_spread(spread: dict, solutions: int, best: np.ndarray, *,
     return BatchIdentifiability(pinned=pinned, spread=spread, resolution=resolution,
                                 identifiable=ident, solutions=solutions,
                                 statement=statement, probed=probed)
+
+
+def uniqueness_report(unique: bool | None, why: str) -> BatchIdentifiability:
+    """What the loss pins when the optimum is the convex one: everything when it is unique up
+    to rotation (certified), not the arrangement on a face of minimisers (the spectrum and the
+    mean there undecided), nothing known where uniqueness is undecided. Settled by the
+    sublevel probe where the result keeps one (:meth:`DeferredProbe.settle`)."""
+    pinned = (dict.fromkeys(INVARIANTS, True) if unique else
+              {"pairwise cosines": False, "spectrum": None, "mean_norm": None}
+              if unique is False else dict.fromkeys(INVARIANTS, None))
+    statement = ("identifiable: pinned: every invariant at the optimum, unique up to rotation ("
+                 + why + "); not probed within the loss resolution, where near-optimal "
+                 "solutions may still differ" if unique else
+                 "not identifiable: " + why if unique is False else "undecided: " + why)
+    return BatchIdentifiability(pinned=pinned, spread={}, resolution=LOSS_RESOLUTION,
+                                identifiable=bool(unique), solutions=1, statement=statement)
