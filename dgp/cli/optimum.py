@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
               ", --embedding for the embedding") + ", or --save-gram/--save-embedding FILE to "
               "write them")
     if args.embedding:
-        print("\n" + _embedding_table(res.sample_embedding))
+        print("\n" + _embedding_table(res.embedding))
     for name, path in saved:
         if path is not None:
             print(f"wrote {name} to {path}")
@@ -137,15 +137,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _embedding_table(Z: np.ndarray) -> str:
-    """``--embedding`` without ``--json``: the embedding's rows (one per sample) where they fit
-    a terminal (at most :data:`MAX_TABLE` rows and columns), else how to write them."""
+    """``--embedding`` without ``--json``: the embedding's rows (those of the printed Gram: the
+    points solved, twin samples sharing one) where they fit a terminal (at most
+    :data:`MAX_TABLE` rows and columns), else how to write them."""
     n, r = Z.shape
     if n > MAX_TABLE or r > MAX_TABLE:
         return (f"the embedding ({n} x {r}) is too large to print: --save-embedding FILE "
-                "writes it, --json --embedding holds it")
-    rows = [[str(i), *(f"{v:+.4f}" for v in Z[i])] for i in range(n)]
-    return (f"embedding ({n} x {r}: one unit row per sample, up to a rotation)\n"
-            + table(rows, ["", *(f"z{k}" for k in range(r))]))
+                "writes it (one row per sample), --json --embedding holds it")
+    # rounded first, so that no cell prints as -0.0000
+    rows = [[str(i), *(f"{round(float(v), 4) + 0.0:+.4f}" for v in Z[i])] for i in range(n)]
+    caption = textwrap.fill(f"embedding ({n} x {r}: one unit row per row of the Gram; any "
+                            "rotation or reflection of it has the same loss; --save-embedding "
+                            "writes one row per sample):", width=88)
+    return caption + "\n" + table(rows, ["", *(f"z{k}" for k in range(r))])
 
 
 def _gram_cells(res) -> list[list[str]]:
@@ -167,9 +171,9 @@ def _gram_caption(res) -> str:
         return "optimal Gram:"
     ident = getattr(res, "identifiability", None)
     spread = None if ident is None else ident.spread.get("cosine_max")
-    moved = ("no other seed's solution was compared" if spread is None or ident.solutions < 2
-             else f"over {ident.solutions} near-optimal solutions from other seeds its entries "
-             f"move by up to {spread:.2g}")
+    moved = ("no other solution was compared" if spread is None or ident.solutions < 2
+             else f"among {ident.solutions} near-optimal solutions (this one, other seeds' "
+             f"runs, the full-batch optimum) its entries move by up to {spread:.2g}")
     return textwrap.fill(f"Gram of the returned embedding (found on sampled batches; each entry "
                          f"± the half-width of its 95% interval over {len(res.runs)} independent "
                          f"runs; {moved}; see 'identifiable'):", width=88)

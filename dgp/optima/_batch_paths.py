@@ -284,7 +284,10 @@ def chunked_full_point(read, n: int, *, tau: float, dim: int, seed: int,
     random = (CHUNKED_FINE_RANDOM_STARTS
               if fine and float(n) * n * dim <= CHUNKED_MULTI_START_MAX_WORK else 0)
     # the starts are counted before any is built: a refused point pays for no spectral start
-    planned = random + 1 if sparse is not None else max(random, 1)
+    # (a spectral start exists only for 1 <= dim < n - 1; where its eigensolve fails after
+    # all, one start fewer runs than was priced)
+    spectral = sparse is not None and 1 <= dim < n - 1
+    planned = random + 1 if spectral else max(random, 1)
     est, most = (planned * chunked_seconds(per, e) for e in (evals[1], evals[0]))
     budget = min(CHUNKED_FULL_BATCH_MAX_S, time_budget())
     say = None
