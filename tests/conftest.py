@@ -117,6 +117,10 @@ XDIST_LONGEST = {
     "tests/test_memory_estimate.py::test_estimate_covers_the_traced_peak[phase]": 13.2,
     "tests/test_structured_batches_memory.py::test_a_knn_graph": 33.3,
     "tests/test_structured_batches_memory.py::test_an_x_clr_problem": 12.4,
+    # the quick suite's longest (CI's quick step on 2 workers): started first there too
+    "proofs/t19_rank_d_certificate.py::test_property_rank_d_optimum": 9.6,
+    "proofs/t22_zero_patterns.py::test_property_pure_sources": 7.5,
+    "nonnegative-rank3": 9.0,
 }
 
 
