@@ -36,3 +36,20 @@ def test_nothing_compared_leaves_no_spread():
     rep = identifiability_report([Z], [1.0], 0, seed=0, resolution=5e-4)
     assert rep.statement.startswith("undecided") and rep.solutions == 1
     assert rep.spread == {} and rep.pinned == {}
+
+
+def test_a_solution_found_twice_is_one_solution():
+    """A run that never left its start (a warm ReLU run at a corner) is that start again, not a
+    second near-optimal solution: the report compares distinct points only."""
+    import numpy as np
+
+    from dgp.solver import identifiability_report
+
+    rng = np.random.default_rng(1)
+    Z = np.linalg.qr(rng.standard_normal((6, 3)))[0]
+    other = Z @ np.linalg.qr(rng.standard_normal((3, 3)))[0]  # the same Gram, rotated
+    twice = identifiability_report([Z, Z.copy()], [1.0, 1.0], 0, seed=0, resolution=5e-4)
+    assert twice.solutions == 1 and twice.statement.startswith("undecided")
+    distinct = identifiability_report([Z, Z.copy(), other], [1.0, 1.0, 1.0], 0, seed=0,
+                                      resolution=5e-4)
+    assert distinct.solutions == 2 and distinct.identifiable

@@ -76,7 +76,7 @@ def stochastic_fields(
     batch, ident, minority = held_out_report(
         n, spec, full_gram, res.gram, [Z @ Z.T for Z in res.runs], res.batch,
         res.identifiability, drawn=res.batch.batches, seed=res.batch.seed,
-        simplex=res.comparisons[0] if simplex else None)
+        simplex=res.comparisons[0] if simplex else None, left_out=res.runs_left_out)
     G, b = res.gram, res.batch
     entropy = math.nan  # the expected batch entropic bound is not estimated on this path
     fields = dict(
@@ -94,7 +94,7 @@ def stochastic_fields(
 def held_out_report(
     n: np.ndarray, spec: BatchSpec, full_gram: np.ndarray, G: np.ndarray, grams: list,
     b: BatchEstimate, rep: BatchIdentifiability | None, *, drawn: int, seed: int | None,
-    simplex: tuple[float, float] | None = None,
+    simplex: tuple[float, float] | None = None, left_out: int = 0,
 ) -> tuple[BatchPrediction, Identifiability, MinorityCollapse]:
     """What a class-level prediction reported on held-out batches says: the batch record
     (``b``, the prediction's :class:`~dgp.solver.BatchEstimate`; each Gram entry's 95%
@@ -102,17 +102,19 @@ def held_out_report(
     their spread: the prediction ``G`` is one run, not their mean;
     :func:`dgp.solver._gram_spread.gram_spread`), the identifiability (the full-batch gap, and
     the simplex's paired gap ``simplex`` where one was evaluated) and the minority verdict.
-    ``drawn``: the batches or compositions the prediction was fitted on. One Gram alone is a
-    closed form, which no sample moves (intervals of width 0)."""
+    ``drawn``: the batches or compositions the prediction was fitted on; ``left_out``: the
+    runs that ended beyond the loss resolution above ``G`` (not among ``grams``). One Gram
+    alone is a closed form, which no sample moves (intervals of width 0), unless runs were
+    left out (one sampled run: not measured)."""
     # each entry's standard error: one run's spread over the runs (the prediction is one run)
-    se, interval = gram_spread(G, grams, runs=len(grams))
+    se, interval = gram_spread(G, grams, runs=len(grams), sampled=bool(left_out))
     batch = BatchPrediction(
         spec=spec, exact=False, compositions=composition_count(n, spec), drawn=drawn,
         seed=seed, loss_se=(b.interval[1] - b.expected_loss) / Z95,
         gram_se=float(se.max()), replicates=len(grams) - 1,
         full_batch_gram=full_gram, shift=float(np.abs(G - full_gram).max()),
         positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
-        estimate=b, gram_interval=interval, gram_entry_se=se,
+        estimate=b, gram_interval=interval, gram_entry_se=se, runs_left_out=left_out,
     )
     # gaps per anchor: a summed batch loss is over the batch's B anchors
     per_anchor = spec.per_anchor

@@ -464,6 +464,9 @@ class BatchPrediction(Record):
         the ``1 + replicates`` independent runs (the reported Gram is one run, not their mean,
         so its error is one run's spread); zeros for a closed form, ``None`` where the entries
         are exact (:attr:`gram_error` says why).
+    runs_left_out : int
+        Runs that ended beyond the loss resolution above the kept prototypes (another
+        arrangement), left out of the entries' spread (``replicates`` counts the others).
     """
 
     spec: BatchSpec
@@ -481,6 +484,7 @@ class BatchPrediction(Record):
     gram_interval: tuple[np.ndarray, np.ndarray] | None = None
     excess_se: float | None = None
     gram_entry_se: np.ndarray | None = None
+    runs_left_out: int = 0
 
     @property
     def gram_error(self) -> str:
@@ -490,10 +494,10 @@ class BatchPrediction(Record):
         if self.exact:
             return ("exact: every composition enumerated, so the entries carry no sampling "
                     "error (standard error 0)")
-        if self.replicates == 0:  # the only unreplicated paths beyond enumeration
+        if self.replicates == 0 and not self.runs_left_out:  # a closed form: no runs
             return ("a closed form: no sample moves its entries (standard error 0, intervals "
                     "of width 0)")
-        return spread_statement(self.replicates + 1)
+        return spread_statement(self.replicates + 1, left_out=self.runs_left_out)
 
     @property
     def moved_beyond_interval(self) -> int | None:

@@ -204,8 +204,13 @@ class BatchOptimum(Record):
         (``dgp.optimum`` does).
     solver : str
     runs : tuple of ndarray
-        The embedding each run reached (independent starts and batch streams), for the spread
-        of the prediction.
+        The embedding each run reached (independent starts and batch streams) that ended
+        within the loss resolution of the kept solution (its identifiability report's), for the
+        spread of the prediction's entries.
+    runs_left_out : int
+        Runs that ended beyond the resolution above it (another arrangement: an optimisation's
+        miss, not sampling noise), left out of that spread and said in :attr:`gram_error`
+        (where at least two runs remain; else every run counts, misses included).
     labels : ndarray of int or None
         The row of :attr:`embedding` of each sample when the rows are twin classes
         (samples with identical weights, collapsed); ``None``: one row per sample.
@@ -235,6 +240,7 @@ class BatchOptimum(Record):
     labels: np.ndarray | None = field(default=None, repr=False)
     comparisons: tuple[tuple[float, float], ...] = field(default=(), repr=False)
     full_batch_point: str | None = None
+    runs_left_out: int = 0
 
     @property
     def sample_embedding(self) -> np.ndarray:
@@ -287,7 +293,7 @@ class BatchOptimum(Record):
         if self.batch.expectation == "exact":
             return spread_statement(0, exact="exact: the mean over every batch, so the entries "
                                     "carry no sampling error (standard error 0)")
-        return spread_statement(len(self.runs)) + (
+        return spread_statement(len(self.runs), left_out=self.runs_left_out) + (
             "; per entry on request (gram_interval(i, j)), for all of them with "
             "to_dict(gram=True)")
 
@@ -346,8 +352,10 @@ class BatchOptimum(Record):
             hw = Z95 * (b.full_batch_excess_se or 0.0)
             verdict = paired_loss_verdict(b.full_batch_excess * b.spec.per_anchor,
                                           hw * b.spec.per_anchor)
-            if b.full_batch_excess < -hw:
-                verdict += ": this optimum is short by at least that much"
+            if b.full_batch_excess < -hw:  # the kept solution lies above the full-batch one
+                short, pa = -b.full_batch_excess, b.spec.per_anchor
+                verdict += (f": this optimum is short by {short * pa:.2g}"
+                            f"{'' if hw == 0 else f' ± {hw * pa:.2g}'} nats per anchor")
             pm = "" if b.expectation == "exact" else f" ± {hw:.2g}"
             what = ("" if self.full_batch_point is None else
                     f"; the full-batch prediction is {self.full_batch_point}")
@@ -439,6 +447,7 @@ class BatchOptimum(Record):
             yield "embedding", self.embedding
         yield "gram_error", self.gram_error
         yield "gram_runs", len(self.runs)
+        yield "gram_runs_left_out", self.runs_left_out
         if options["gram"]:
             yield "gram", self.gram
             se, (lo, hi) = self.gram_spread()

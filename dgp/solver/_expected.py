@@ -159,25 +159,27 @@ def batch_optimum(
             labels=labels)
 
 
-def comparison_resolution(est: list[Estimate], best: int, per_anchor: float) -> float:
-    """The loss resolution (nats per anchor) within which candidates count as near-optimal:
-    what training resolves (:data:`~dgp.constants.LOSS_RESOLUTION`, the one resolution of every
-    identifiability report), or, for a candidate whose paired comparison with the best
-    ``est[best]`` on the same batches is coarser, that comparison's 95% half-width, where the
-    candidate lies within it (a candidate far above the best, however noisy, widens nothing;
-    the loss interval's half-width is a different quantity: it is not paired).
-    ``per_anchor``: the factor from a batch's loss to nats per anchor
-    (:attr:`~dgp.solver.BatchSpec.per_anchor`)."""
+def near_optimal(est: list[Estimate], best: int, per_anchor: float
+                 ) -> tuple[list[int], float]:
+    """The candidates within the loss resolution of the best ``est[best]`` (itself included)
+    and that resolution (nats per anchor): what training resolves
+    (:data:`~dgp.constants.LOSS_RESOLUTION`, the one resolution of every identifiability
+    report), or, for a candidate whose paired comparison with the best on the same batches is
+    coarser, that comparison's 95% half-width, where the candidate lies within it (a candidate
+    far above the best, however noisy, widens nothing; the loss interval's half-width is a
+    different quantity: it is not paired). ``per_anchor``: the factor from a batch's loss to
+    nats per anchor (:attr:`~dgp.solver.BatchSpec.per_anchor`)."""
     e = est[best].values
-    resolution = LOSS_RESOLUTION
+    near, resolution = [best], LOSS_RESOLUTION
     for k, o in enumerate(est):
-        if k == best or e.size < 2:
+        if k == best:
             continue
         d = (o.values - e) * per_anchor
-        half = Z95 * float(np.std(d, ddof=1)) / math.sqrt(d.size)
+        half = (Z95 * float(np.std(d, ddof=1)) / math.sqrt(d.size)) if d.size > 1 else 0.0
         if float(d.mean()) <= max(LOSS_RESOLUTION, half):
+            near.append(k)
             resolution = max(resolution, half)
-    return resolution
+    return sorted(near), resolution
 
 
 def _batch_optimum(
@@ -263,18 +265,25 @@ def _batch_optimum(
                            progress=say)
     # near the kept candidate (the full-batch optimum included), on the reporting batches; the
     # mean norm that of the samples' mean embedding (collapsed classes weighted by their sizes)
+    near, resolution = near_optimal(est, best, spec.per_anchor)
+    # each entry's spread over the runs that reached the best to the resolution: a run that
+    # ended in another arrangement far above it is an optimisation's miss, not sampling noise
+    # (one such run made every interval [-1, 1] beside a report of pinned cosines); with
+    # fewer than two such runs the spread is over all of them, misses included (the report
+    # then says no other solution came near)
+    kept_runs = tuple(runs[k] for k in near if k < len(runs))
+    if len(kept_runs) < 2:
+        kept_runs = tuple(runs)
     ident = (identifiability_report(cands, [e.mean * spec.per_anchor for e in est], best,
-                                    seed=seed,
-                                    resolution=comparison_resolution(est, best,
-                                                                     spec.per_anchor),
-                                    row_weights=sizes,
+                                    seed=seed, resolution=resolution, row_weights=sizes,
                                     not_probed="the expected loss is estimated from sampled "
                                     "batches") if replicates else None)
     status = (kept.status if kept else "the full-batch optimum: no stochastic run did better "
               "on the selection batches")
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,
                         status=status, monitor=kept.monitor if kept else (),
-                        seconds=time.monotonic() - t0, runs=tuple(runs),
+                        seconds=time.monotonic() - t0, runs=kept_runs,
+                        runs_left_out=len(runs) - len(kept_runs),
                         comparisons=comparisons, full_batch_point=full_batch_point,
                         labels=labels)
 

@@ -127,16 +127,20 @@ def entry_spread(embedding: np.ndarray, runs: Sequence[np.ndarray], i: object, j
     return (value, se, *_intervals(value, se, len(runs)))
 
 
-def spread_statement(runs: int, *, exact: str | None = None) -> str:
+def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0) -> str:
     """How the reported Gram's entries carry their error, in words: ``exact`` (why there is
-    no sampling error), else the ``t`` intervals of ``runs`` independent runs."""
+    no sampling error), else the ``t`` intervals of ``runs`` independent runs, and the
+    ``left_out`` runs that ended beyond the loss resolution above the best (not in the
+    spread)."""
     if exact is not None:
         return exact
+    out = (f"{left_out} further run{'s' if left_out > 1 else ''} ended beyond the loss "
+           "resolution above the kept solution (another arrangement: a miss, not sampling "
+           "noise) and " + ("are" if left_out > 1 else "is") + " left out; ") if left_out else ""
     if runs < 2:
-        return ("no interval: one run, so the spread of the Gram entries over runs is not "
-                "measured")
-    return (f"each entry is the reported solution's (one candidate, not the runs' mean); its "
-            f"standard error "
-            f"is the standard deviation over {runs} independent runs (starts and batch "
-            f"streams) and its 95% interval the t quantile ({runs - 1} degrees of freedom) "
-            "times it")
+        return out + ("no interval: one run, so the spread of the Gram entries over runs is "
+                      "not measured")
+    return out + (f"each entry is the reported solution's (one candidate, not the runs' "
+                  f"mean); its standard error is the standard deviation over {runs} "
+                  f"independent runs (starts and batch streams) and its 95% interval the t "
+                  f"quantile ({runs - 1} degrees of freedom) times it")
