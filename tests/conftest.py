@@ -107,7 +107,7 @@ XDIST_LONGEST = {
     "tests/test_docs.py::test_page_examples[docs/audit.md]": 26.4,
     "tests/test_batch_exact_enumeration.py::test_sample_level_batches_beyond": 23.4,
     "prototypes-dim-acceptance": 22.0,
-    "tests/test_stochastic_batch.py::test_labels_and_their_dense_weights": 18.8,
+    "tests/test_stochastic_batch.py::test_labels_and_their_dense_weights": 12.0,
     "stochastic-beyond": 20.0,
     "tests/test_nonnegative.py::test_property_rank_two_factor_and_bound": 17.3,
     "tests/test_rank_d_search.py::test_relu_flat_miss": 16.7,
