@@ -196,7 +196,8 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
         pairs.append(("cosine", f"{float(p.gram[0, 1]):+.6f}"))
     if p.identifiability is not None:
         pairs += p.identifiability.summary_pairs()
-    if p.batch is not None and p.batch.gram_interval is not None:
+    closed = p.batch is not None and p.batch.replicates == 0 and not p.batch.runs_left_out
+    if p.batch is not None and p.batch.gram_interval is not None and not closed:
         lo, hi = p.batch.gram_interval
         G_full = p.batch.full_batch_gram
         iu = np.triu_indices(p.K, 1)
