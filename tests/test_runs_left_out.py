@@ -39,3 +39,16 @@ def test_a_run_in_another_arrangement_is_left_out_of_the_spread_and_said():
     assert d["gram_runs"] == len(res.runs)
     assert d["gram_runs_left_out"] == res.runs_left_out
     assert "left out" in res.gram_error and "left out" in " ".join(str(res).split())
+
+
+@pytest.mark.slow  # about 2.3 s
+def test_a_closed_form_on_sampled_compositions_claims_no_runs():
+    """The ReLU orthogonal frame on sampled compositions is a closed form: its summary says it
+    has no sampling error (it said "0 of 3 cosines moved beyond their 95% interval over
+    independent runs", where no run was made)."""
+    p = dgp.Problem(objective="supcon", sizes=[3, 3, 3], tau=0.5)
+    r = dgp.supcon_prototypes(p, nonnegative=True, batch_size=6, dim=3, exact_max=3,
+                              samples=60, progress=False)
+    assert r.method == "closed-form" and r.batch.replicates == 0 and not r.batch.exact
+    moved = dict(r._summary_pairs())["moved"]
+    assert "a closed form: no sampling error" in moved and "independent runs" not in moved
