@@ -170,16 +170,15 @@ def near_optimal(est: list[Estimate], best: int, per_anchor: float
     different quantity: it is not paired). ``per_anchor``: the factor from a batch's loss to
     nats per anchor (:attr:`~dgp.solver.BatchSpec.per_anchor`)."""
     e = est[best].values
-    near, resolution = [best], LOSS_RESOLUTION
-    for k, o in enumerate(est):
-        if k == best:
-            continue
+    excess, resolution = [], LOSS_RESOLUTION
+    for o in est:
         d = (o.values - e) * per_anchor
         half = (Z95 * float(np.std(d, ddof=1)) / math.sqrt(d.size)) if d.size > 1 else 0.0
-        if float(d.mean()) <= max(LOSS_RESOLUTION, half):
-            near.append(k)
+        excess.append(float(d.mean()))
+        if excess[-1] <= max(LOSS_RESOLUTION, half):
             resolution = max(resolution, half)
-    return sorted(near), resolution
+    # within the resolution stated, as the identifiability report counts them
+    return [k for k, x in enumerate(excess) if x <= resolution], resolution
 
 
 def _batch_optimum(
