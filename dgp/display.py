@@ -198,9 +198,11 @@ def entry_cells(G: np.ndarray, interval: tuple[np.ndarray, np.ndarray] | None = 
                 digits: int = 4, *, latex: bool = False) -> list[list[str]]:
     r"""The cells of a printed Gram: each entry with ``digits`` decimals and its sign, and where
     its 95% ``interval`` (``(lower, upper)`` arrays) has positive width, ``±`` its half-width
-    (``+0.1234±0.0056``): no sampled entry printed without its error. ``latex``: LaTeX's cells
-    (``0.1234 \pm 0.0056``, a sign on negative entries only)."""
+    (``+0.1234±0.0056``): no sampled entry printed without its error where it was measured
+    (a ``nan`` interval, not measured, prints the entry alone: the caption says why). ``latex``:
+    LaTeX's cells (``0.1234 \pm 0.0056``, a sign on negative entries only)."""
     half = np.zeros_like(G) if interval is None else (interval[1] - interval[0]) / 2
+    half = np.where(np.isfinite(half), half, 0.0)
     sign, pm = ("", r" \pm ") if latex else ("+", "±")
     return [[f"{v:{sign}.{digits}f}" if h == 0 else f"{v:{sign}.{digits}f}{pm}{h:.{digits}f}"
              for v, h in zip(row, hrow, strict=True)] for row, hrow in zip(G, half, strict=True)]

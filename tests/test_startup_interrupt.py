@@ -37,6 +37,12 @@ def test_ctrl_c_at_any_moment_of_start_up_prints_no_traceback(tmp_path, after):
     time.sleep(after)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
+    if err.startswith(b"Fatal Python error: init_import_site"):
+        # on a loaded machine the signal can land while the interpreter imports its site
+        # module, before any dgp code runs (no handler can exist yet): Python's own report,
+        # which must hold no frame of dgp (a CI run caught it at 0.05 s)
+        assert b"/dgp/" not in err, err.decode()
+        return
     assert b"Traceback" not in err, err.decode()
     # killed by the signal before Python handles it (-2), or dgp's own status
     assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err.decode())

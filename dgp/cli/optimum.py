@@ -174,7 +174,9 @@ def _gram_caption(res) -> str:
     moved = ("no other solution was compared" if spread is None or ident.solutions < 2
              else f"among {ident.solutions} near-optimal solutions (this one, other seeds' "
              f"runs, the full-batch optimum) its entries move by up to {spread:.2g}")
-    return textwrap.fill(f"Gram of the returned embedding (found on sampled batches; each entry "
-                         f"± the half-width of its 95% interval over {len(res.runs)} independent "
-                         f"runs; {moved}; see 'identifiable'):", width=88)
+    error = (f"each entry ± the half-width of its 95% interval over {len(res.runs)} "
+             "independent runs" if len(res.runs) > 1 else
+             "no interval: fewer than two runs ended near it (see 'Gram entries')")
+    return textwrap.fill(f"Gram of the returned embedding (found on sampled batches; {error}; "
+                         f"{moved}; see 'identifiable'):", width=88)
 

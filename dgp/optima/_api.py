@@ -159,7 +159,7 @@ def _free(prob: RowProblem, starts: list[np.ndarray], tol: float) -> _Solved:
 def _fixed_dim(
     prob: RowProblem, dim: int, free: _Solved | None, weights: np.ndarray, *,
     sizes: np.ndarray, starts: int, seed: int, tol: float,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None, probed: bool = True,
 ) -> _Solved:
     """The free optimum when its rank fits, else the one rank-d solver
     (:func:`dgp.solver.solve_rank_d`, the policy shared with :func:`dgp.supcon_prototypes`:
@@ -174,7 +174,7 @@ def _fixed_dim(
         # no search, one solution: what the loss pins within the resolution is probed around
         # it where small enough (as supcon_prototypes does), else the certificate's uniqueness
         probe = None
-        if len(sizes) * dim <= PROBE_MAX_SIZE:
+        if probed and len(sizes) * dim <= PROBE_MAX_SIZE:
             rows = embedding_from_gram(free.gram, rank=min(dim, len(sizes)))
             rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
             probe = DeferredProbe(rows, factor_loss(prob.on_factor(), rows), w, seed)
@@ -188,7 +188,7 @@ def _fixed_dim(
     rows = sol.candidate_factors[best].T
     ident = identifiability_report([X.T for X in sol.candidate_factors], losses, best,
                                    seed=seed, resolution=LOSS_RESOLUTION, row_weights=w)
-    probe = DeferredProbe(rows, factor_loss(prob.on_factor(), rows), w, seed)
+    probe = DeferredProbe(rows, factor_loss(prob.on_factor(), rows), w, seed) if probed else None
     return _Solved(prob, sol.gram, sol.certificate, sol.reason, sol.starts, ident,
                    rank_d=sol.certificate, probe=probe)
 
@@ -247,8 +247,9 @@ def _solve(
         sol = free_prob
         full_sol = free_full
     else:
+        # a batch loss is probed at full batch only, as supcon_prototypes does
         sol = _fixed_dim(prob, dim, free_prob, Wq, sizes=n, starts=starts, seed=seed,
-                         tol=tol, progress=progress)
+                         tol=tol, progress=progress, probed=spec is None)
         full_sol = (_fixed_dim(full, dim, free_full, Wq, sizes=n, starts=starts, seed=seed,
                                tol=tol, progress=progress)
                     if spec is not None else sol)
@@ -570,8 +571,11 @@ def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str
         stop_reason=out["stop_reason"], starts=out["starts"], batch=out["batch"],
         free_rank=None if out["free"] is None else out["free"].certificate.rank,
         search_identifiability=(out["identifiability"] if out["identifiability"] is not None
-                                else uniqueness_report(unique, why) if dim is not None or
-                                out["batch"] is not None else None),
+                                else uniqueness_report(unique, why, not_probed=(
+                                    "a batch loss (probed at full batch only)"
+                                    if out["batch"] is not None else
+                                    f"{q.K} x {dim} coordinates, above {PROBE_MAX_SIZE}"))
+                                if dim is not None or out["batch"] is not None else None),
         rank_d=out["rank_d"], probe=out["probe"],
     )
 

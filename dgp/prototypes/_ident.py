@@ -15,7 +15,7 @@ import numpy as np
 from dgp.display import format_nats, format_summary, html_summary
 from dgp.records import Record
 from dgp.solver import Z95, BlockFactor
-from dgp.solver._identifiability import INVARIANTS, report_from_spread
+from dgp.solver._identifiability import report_from_spread, uniqueness_report
 from dgp.solver._sublevel_probe import PROBE_MAX_SIZE, factor_loss
 
 __all__ = ["Identifiability", "pm95", "settled_identifiability"]
@@ -198,14 +198,11 @@ def settled_identifiability(p: Any, resolution: float) -> Identifiability | None
     exact = p.batch is None or p.batch.exact or p.method == "closed-form"
     if certified and exact and p.unique:
         how = "a closed form" if p.method == "closed-form" else "KKT certificate"
+        rep = uniqueness_report(True, f"certified by {how} and unique: the face of minimisers "
+                                "is one Gram", not_probed=why)
         return dataclasses.replace(
-            ident, pinned=dict.fromkeys(INVARIANTS, True), spread={}, resolution=resolution,
-            identifiable=True, probed=(), solutions=1,
-            statement=(f"identifiable: pinned at the optimum: its cosines, spectrum and mean "
-                       f"(certified by {how} and unique: the face of minimisers is one Gram); "
-                       f"among 1 solution found; not probed ({why}): how "
-                       f"far they move within {resolution:.2g} nats/anchor of it is not known "
-                       "(at tau 0.1 the balanced simplex's cosines move by 0.75 within 5e-4)"))
+            ident, pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
+            identifiable=True, probed=(), solutions=1, statement=rep.statement)
     why_not = ("not certified globally optimal" if not certified else
                "its expectation is a sample average" if not exact else
                "uniqueness undecided" if p.unique is None else "a face of minimisers")

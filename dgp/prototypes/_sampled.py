@@ -74,7 +74,7 @@ def stochastic_fields(
                  what=f"the {len(res.runs)} runs' {K} x {K} Grams (each entry's interval)",
                  hint="use fewer classes")
     batch, ident, minority = held_out_report(
-        n, spec, full_gram, res.gram, [Z @ Z.T for Z in res.runs], res.batch,
+        n, spec, full_gram, res.gram, [Z @ Z.T for Z in res.runs] or [res.gram], res.batch,
         res.identifiability, drawn=res.batch.batches, seed=res.batch.seed,
         simplex=res.comparisons[0] if simplex else None, left_out=res.runs_left_out)
     G, b = res.gram, res.batch

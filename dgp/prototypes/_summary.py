@@ -197,17 +197,26 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
     if p.identifiability is not None:
         pairs += p.identifiability.summary_pairs()
     closed = p.batch is not None and p.batch.replicates == 0 and not p.batch.runs_left_out
-    if p.batch is not None and p.batch.gram_interval is not None and not closed:
+    unmeasured = (p.batch is not None and p.batch.gram_interval is not None
+                  and bool(np.isnan(p.batch.gram_interval[0]).any()))
+    if unmeasured:
+        pairs.append(("moved", f"max |G_batch - G_full| = {p.batch.shift:.3g} (each entry's "
+                      "interval not measured: fewer than two runs ended within the loss "
+                      f"resolution of these prototypes, {p.batch.runs_left_out} left out)"))
+    elif p.batch is not None and p.batch.gram_interval is not None and not closed:
         lo, hi = p.batch.gram_interval
         G_full = p.batch.full_batch_gram
         iu = np.triu_indices(p.K, 1)
         beyond = int(np.sum((G_full[iu] < lo[iu]) | (G_full[iu] > hi[iu])))
         half = float(np.max((hi - lo)[iu]) / 2)
+        left = p.batch.runs_left_out
         pairs.append(("moved", f"{beyond} of {iu[0].size} cosines moved from the full "
                       f"batch beyond their 95% interval over independent runs (widest "
                       f"half-width {half:.2g}; max |G_batch - G_full| = "
-                      f"{p.batch.shift:.3g}" + (", within the intervals)" if beyond == 0
-                                                  else ")")))
+                      f"{p.batch.shift:.3g}" + (", within the intervals" if beyond == 0
+                                                  else "")
+                      + (f"; {left} run{'s' if left > 1 else ''} that ended beyond the loss "
+                         "resolution above these prototypes left out)" if left else ")")))
     elif p.batch is not None:
         pairs.append(("moved", f"max |G_batch - G_full| = {p.batch.shift:.3g}" + (
             f" (sampling error {p.batch.gram_se:.2g})" if p.batch.gram_se else

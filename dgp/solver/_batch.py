@@ -527,7 +527,8 @@ class BatchPrediction(Record):
         yield from (("compositions", self.compositions), ("drawn", self.drawn),
                     ("seed", self.seed), ("loss_se", self.loss_se), ("gram_se", self.gram_se),
                     ("excess_se", self.excess_se),
-                    ("replicates", self.replicates), ("shift_from_full_batch", self.shift),
+                    ("replicates", self.replicates), ("runs_left_out", self.runs_left_out),
+                    ("shift_from_full_batch", self.shift),
                     ("positive_pair_probability", self.positive_pair_probability),
                     ("gram_error", self.gram_error),
                     ("moved_beyond_interval", self.moved_beyond_interval))

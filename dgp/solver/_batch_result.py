@@ -210,7 +210,7 @@ class BatchOptimum(Record):
     runs_left_out : int
         Runs that ended beyond the resolution above it (another arrangement: an optimisation's
         miss, not sampling noise), left out of that spread and said in :attr:`gram_error`
-        (where at least two runs remain; else every run counts, misses included).
+        (with fewer than two runs left, the entries' spread is not measured: ``nan``).
     labels : ndarray of int or None
         The row of :attr:`embedding` of each sample when the rows are twin classes
         (samples with identical weights, collapsed); ``None``: one row per sample.
@@ -349,14 +349,17 @@ class BatchOptimum(Record):
                  f"per-batch convex relaxation), gap {b.gap:.2g}" + bound_note(b)),
             ]
         if b.full_batch_excess is not None:
-            hw = Z95 * (b.full_batch_excess_se or 0.0)
-            verdict = paired_loss_verdict(b.full_batch_excess * b.spec.per_anchor,
-                                          hw * b.spec.per_anchor)
-            if b.full_batch_excess < -hw:  # the kept solution lies above the full-batch one
-                short, pa = -b.full_batch_excess, b.spec.per_anchor
-                verdict += (f": this optimum is short by {short * pa:.2g}"
-                            f"{'' if hw == 0 else f' ± {hw * pa:.2g}'} nats per anchor")
+            # one difference, in nats per anchor, said once (under reduction="sum" the batch's
+            # loss is summed over its anchors)
+            pa = b.spec.per_anchor
+            hw = Z95 * (b.full_batch_excess_se or 0.0) * pa
+            excess = b.full_batch_excess * pa
+            verdict = paired_loss_verdict(excess, hw)
             pm = "" if b.expectation == "exact" else f" ± {hw:.2g}"
+            if excess < -hw:  # the kept solution lies above the full-batch one: short by it
+                verdict += ", so this optimum is short by that much"
+            side = (f"{-excess:.2g}{pm} nats per anchor below" if excess < -hw else
+                    f"{excess:+.2g}{pm} nats per anchor above")
             what = ("" if self.full_batch_point is None else
                     f"; the full-batch prediction is {self.full_batch_point}")
             if b.steps == 0 and b.expectation == "stochastic" and b.full_batch_excess == 0.0:
@@ -364,8 +367,8 @@ class BatchOptimum(Record):
                         "the selection batches, so no change from batching was detected here "
                         "(a longer run may still beat it by less than that noise)")
             else:
-                line = (f"its prediction's expected batch loss is {b.full_batch_excess:+.2g}{pm} "
-                        f"above this one (paired, same batches): {verdict}")
+                line = (f"its prediction's expected batch loss is {side} this one (paired, "
+                        f"same batches): {verdict}")
             pairs.append(("full batch", line + what))
         elif self.full_batch_point is not None:
             pairs.append(("full batch", self.full_batch_point))

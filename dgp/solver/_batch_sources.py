@@ -88,27 +88,34 @@ def batch_function(weights: BatchWeights, idx: np.ndarray, counts: np.ndarray, *
     return RowBatch.of_log_weights(weights.log_block(idx), counts, tau=tau, spec=spec)
 
 
-def gaussian_log_kernel(a: np.ndarray, b: np.ndarray, width2: float) -> np.ndarray:
+def gaussian_log_kernel(a: np.ndarray, b: np.ndarray, width2: float, *,
+                        centred: bool = False,
+                        b_squares: np.ndarray | None = None) -> np.ndarray:
     r"""The Gaussian kernel's log-weights :math:`-\|a_i - b_j\|^2 / (2w)` between the rows of
     ``a`` and those of ``b`` (``w = width2``, :math:`\sigma^2` for y-Aware): the one formula of
     the kernel read a batch or a block of rows at a time (log space: a narrow kernel does not
-    underflow). The squared distances come from the inner products, clipped at 0, so the memory
-    is ``O(|a| |b|)``; both sides are first centred at the mean of ``b`` (the kernel depends on
-    differences only, and inner products far from the origin lose every digit: labels
-    translated by 1e7 moved log-weights by 0.055). ``b`` the same array as ``a`` (a batch's
-    block): exactly symmetric, float64; else (rows against many points) one buffer."""
+    underflow), in float64. The squared distances come from inner products, clipped at 0, so
+    the memory is ``O(|a| |b|)``; inner products far from the origin lose every digit (labels
+    translated by 1e7 moved log-weights by 0.055), so both sides are first centred at the mean
+    of ``b``, unless ``centred`` (the caller centred them once, and ``b_squares`` holds the
+    squared norms of ``b``'s rows). ``b`` the same array as ``a`` (a batch's block): exactly
+    symmetric."""
     same = b is a
-    centre = np.mean(b, axis=0, dtype=float)
-    a = np.ascontiguousarray(a - centre, dtype=float)
-    b = a if same else np.asarray(b - centre, dtype=float)
-    sq_a = np.sum(a * a, axis=1)
+    a = np.asarray(a, dtype=float)
+    if not centred:
+        centre = np.mean(a if same else b, axis=0)
+        b = None if same else np.asarray(b, dtype=float) - centre
+        a, b_squares = a - centre, None
     if same:
+        a = b = np.ascontiguousarray(a)
+        sq_a = np.sum(a * a, axis=1)
         out = np.add.outer(sq_a, sq_a) - 2.0 * (a @ a.T)
     else:
+        b = np.asarray(b, dtype=float)
         out = a @ b.T
         out *= -2.0
-        out += sq_a[:, None]
-        out += np.sum(b * b, axis=1)[None, :]
+        out += np.sum(a * a, axis=1)[:, None]
+        out += (np.sum(b * b, axis=1) if b_squares is None else b_squares)[None, :]
     np.maximum(out, 0.0, out=out)
     out /= -(2.0 * width2)
     return out
@@ -185,12 +192,15 @@ class GaussianKernelWeights(LogBlockWeights):
         return int(self.labels.shape[0])
 
     @cached_property
-    def _points(self) -> np.ndarray:
-        """The labels as floats, kept for reading rows."""
-        return np.asarray(self.labels, dtype=float)
+    def _points(self) -> tuple[np.ndarray, np.ndarray]:
+        """The labels as floats, centred once at their mean, and their squared norms, kept
+        for reading rows (:func:`gaussian_log_kernel` with ``centred``)."""
+        y = np.asarray(self.labels, dtype=float)
+        y = y - y.mean(axis=0)
+        return y, np.sum(y * y, axis=1)
 
     def log_block(self, idx: np.ndarray) -> np.ndarray:
-        y = self._points[idx]
+        y = self.labels[idx]  # centred at the batch's mean by the kernel
         out = gaussian_log_kernel(y, y, self.sigma**2)
         np.fill_diagonal(out, -np.inf)
         return out
@@ -198,8 +208,9 @@ class GaussianKernelWeights(LogBlockWeights):
     def log_rows(self, rows: np.ndarray) -> np.ndarray:
         """``log w`` between the points ``rows`` and every point (``rows.size x n``, the own
         entry ``-inf``)."""
-        y = self._points
-        return _own_entries(gaussian_log_kernel(y[rows], y, self.sigma**2), rows)
+        y, sq = self._points
+        return _own_entries(gaussian_log_kernel(y[rows], y, self.sigma**2, centred=True,
+                                                b_squares=sq), rows)
 
 
 @dataclass(frozen=True, eq=False)

@@ -161,24 +161,22 @@ def batch_optimum(
 
 def near_optimal(est: list[Estimate], best: int, per_anchor: float
                  ) -> tuple[list[int], float]:
-    """The candidates within the loss resolution of the best ``est[best]`` (itself included)
-    and that resolution (nats per anchor): what training resolves
-    (:data:`~dgp.constants.LOSS_RESOLUTION`, the one resolution of every identifiability
-    report), or, for a candidate whose paired comparison with the best on the same batches is
-    coarser, that comparison's 95% half-width, where the candidate lies within it (a candidate
-    far above the best, however noisy, widens nothing; the loss interval's half-width is a
+    """The candidates not shown to lie beyond the loss resolution above the best ``est[best]``
+    (itself included), and that resolution (nats per anchor): what training resolves,
+    :data:`~dgp.constants.LOSS_RESOLUTION`, the one resolution of every identifiability
+    report. Each candidate is decided on its own paired comparison with the best on the same
+    batches: within the resolution, or within its own 95% half-width where that is wider (a
+    noisy candidate widens nothing for the others; the loss interval's half-width is a
     different quantity: it is not paired). ``per_anchor``: the factor from a batch's loss to
     nats per anchor (:attr:`~dgp.solver.BatchSpec.per_anchor`)."""
     e = est[best].values
-    excess, resolution = [], LOSS_RESOLUTION
-    for o in est:
+    near = []
+    for k, o in enumerate(est):
         d = (o.values - e) * per_anchor
         half = (Z95 * float(np.std(d, ddof=1)) / math.sqrt(d.size)) if d.size > 1 else 0.0
-        excess.append(float(d.mean()))
-        if excess[-1] <= max(LOSS_RESOLUTION, half):
-            resolution = max(resolution, half)
-    # within the resolution stated, as the identifiability report counts them
-    return [k for k, x in enumerate(excess) if x <= resolution], resolution
+        if float(d.mean()) <= max(LOSS_RESOLUTION, half):
+            near.append(k)
+    return near, LOSS_RESOLUTION
 
 
 def _batch_optimum(
@@ -268,13 +266,11 @@ def _batch_optimum(
     # each entry's spread over the runs that reached the best to the resolution: a run that
     # ended in another arrangement far above it is an optimisation's miss, not sampling noise
     # (one such run made every interval [-1, 1] beside a report of pinned cosines); with
-    # fewer than two such runs the spread is over all of them, misses included (the report
-    # then says no other solution came near)
+    # fewer than two such runs the spread is not measured, and the summary says why
     kept_runs = tuple(runs[k] for k in near if k < len(runs))
-    if len(kept_runs) < 2:
-        kept_runs = tuple(runs)
     ident = (identifiability_report(cands, [e.mean * spec.per_anchor for e in est], best,
-                                    seed=seed, resolution=resolution, row_weights=sizes,
+                                    seed=seed, resolution=resolution, near=near,
+                                    row_weights=sizes,
                                     not_probed="the expected loss is estimated from sampled "
                                     "batches") if replicates else None)
     status = (kept.status if kept else "the full-batch optimum: no stochastic run did better "

@@ -138,8 +138,8 @@ def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0) 
            "resolution above the kept solution (another arrangement: a miss, not sampling "
            "noise) and " + ("are" if left_out > 1 else "is") + " left out; ") if left_out else ""
     if runs < 2:
-        return out + ("no interval: one run, so the spread of the Gram entries over runs is "
-                      "not measured")
+        return out + (f"no interval: {'one run' if runs == 1 else 'no run'} near the kept "
+                      "solution, so the spread of the Gram entries over runs is not measured")
     return out + (f"each entry is the reported solution's (one candidate, not the runs' "
                   f"mean); its standard error is the standard deviation over {runs} "
                   f"independent runs (starts and batch streams) and its 95% interval the t "

@@ -173,7 +173,17 @@ def _pushes(Z0: np.ndarray, w: np.ndarray, top: int, invariant: str):
         def phi(Z):
             m = w @ Z
             return float(m @ m), 2.0 * np.outer(w, m)
-        return [(phi, 1.0, False), (phi, -1.0, False)]
+        if np.linalg.norm(w @ Z0) > 1e-8:
+            return [(phi, 1.0, False), (phi, -1.0, False)]
+        # at a zero mean (a balanced simplex) that push's gradient vanishes and whether it
+        # moved was decided by the roundoff of the rows' rotation: the mean is pushed toward
+        # the first point instead, a direction of the configuration itself (so that a rotated
+        # or differently factored copy of the same Gram is pushed alike)
+        u = Z0[0] / max(float(np.linalg.norm(Z0[0])), np.finfo(float).tiny)
+
+        def along(Z):
+            return float(w @ Z @ u), np.outer(w, u)
+        return [(along, 1.0, False)]
     G0 = Z0 @ Z0.T
 
     def toward(Z):
