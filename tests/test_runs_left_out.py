@@ -52,3 +52,20 @@ def test_a_closed_form_on_sampled_compositions_claims_no_runs():
     assert r.method == "closed-form" and r.batch.replicates == 0 and not r.batch.exact
     moved = dict(r._summary_pairs())["moved"]
     assert "a closed form: no sampling error" in moved and "independent runs" not in moved
+
+
+@pytest.mark.slow  # a ReLU stochastic solve: about 4 s
+def test_too_few_near_runs_measure_no_interval_and_say_so():
+    """ReLU prototypes where the random non-negative runs end far above the kept prototypes (in
+    other arrangements): the entries' intervals are not measured, said in the summary, and the
+    table prints no ±nan (the misses had made every interval [-1, 1])."""
+    p = dgp.Problem(objective="supcon", sizes=[4, 3, 2], tau=0.5)
+    r = dgp.supcon_prototypes(p, nonnegative=True, batch_size=6, dim=2, exact_max=3,
+                              samples=60, progress=False)
+    b = r.batch
+    assert b.replicates + b.runs_left_out == 2
+    text = str(r)
+    assert "nan" not in text
+    if b.replicates == 0:  # fewer than two runs near the kept prototypes
+        assert "left out" in b.gram_error and "not measured" in " ".join(text.split())
+        assert "±" not in text.split("prototype Gram", 1)[1]

@@ -184,7 +184,8 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
                 lo, hi = p.batch.gram_interval
                 for key in pm:  # each cosine from sampled batches with its interval
                     i, j = gs[f"{key}_pair"]
-                    pm[key] = f" in [{lo[i, j]:+.3f}, {hi[i, j]:+.3f}]"
+                    pm[key] = (f" in [{lo[i, j]:+.3f}, {hi[i, j]:+.3f}]"
+                               if np.isfinite(lo[i, j]) else " (interval not measured)")
             pairs.append((
                 "cosines",
                 f"min {gs['min_cosine']:+.6f}{pm['min']} (classes {gs['min_pair'][0]},"
