@@ -231,6 +231,8 @@ def run(args: argparse.Namespace) -> int:
         if res.batch is not None and res.batch.gram_interval is not None and (
                 res.batch.gram_interval[1] > res.batch.gram_interval[0]).any():
             label += "; each entry ± the half-width of its 95% interval over independent runs"
+        else:
+            label += res.unmeasured_note()
         print(f"\n{label}:")
         print(_gram_table(res))
     else:

@@ -162,7 +162,7 @@ def _undecided(statement: str, K: int, h: int) -> MinorityCollapse:
 def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | None = None,
                       interval: tuple[np.ndarray, np.ndarray] | None = None,
                       pinned: bool | None = None, exact: str = "exact",
-                      df: int | None = None) -> MinorityCollapse:
+                      df: int | None = None, unmeasured: str | None = None) -> MinorityCollapse:
     """The minority-collapse verdict of a prototype Gram (module docstring).
 
     ``runs``: the Grams of independent runs (``R x K x K``, ``R >= 2``), whose spread gives
@@ -171,7 +171,8 @@ def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | Non
     ``interval`` (each entry's 95% ``(lo, hi)`` over ``df + 1`` runs), summed conservatively;
     else none (``exact`` says why). ``pinned=False``: the loss does not pin the pairwise cosines,
     the verdict is ``None`` unless independent ``runs`` all put the tail above the head beyond
-    their spread (a finding they agree on).
+    their spread (a finding they agree on). ``unmeasured``: why the entries' noise was not
+    measured (sampled, but too few runs): undecided, whatever the Gram shows.
 
     >>> G = np.full((4, 4), -1 / 3); np.fill_diagonal(G, 1.0)
     >>> minority_collapse(G, [10, 8, 3, 2]).collapsed
@@ -188,6 +189,8 @@ def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | Non
     if K < 4:
         return _undecided("needs at least four classes (a head and a tail of two each)", K,
                           min(K, 2))
+    if unmeasured is not None:
+        return _undecided(f"undecided: {unmeasured}", K, min(K, 2))
     head, tail = _groups(n)
     hi_, hj = np.triu_indices(head.size, 1)
     ti, tj = np.triu_indices(tail.size, 1)

@@ -430,9 +430,20 @@ class Prototypes(Record):
             ]
             sampled = any("±" in v for row in cells for v in row)
             text += ("\n  prototype Gram" + (" (each entry ± the half-width of its 95% interval "
-                                             "over independent runs)" if sampled else "")
+                                             "over independent runs)" if sampled else
+                                             self.unmeasured_note())
                      + ":\n" + "\n".join(rows))
         return text
+
+    def unmeasured_note(self) -> str:
+        """Where the Gram comes from sampled batches but its entries' noise was not measured
+        (fewer than two runs ended near it), a caption's note saying so."""
+        b = self.batch
+        if b is None or b.gram_interval is None or not np.isnan(b.gram_interval[0]).any():
+            return ""
+        return (f" (found on sampled batches; each entry's interval not measured: "
+                f"{b.runs_left_out} of the runs ended beyond the loss resolution above these "
+                "prototypes, fewer than two near them)")
 
     def _title(self) -> str:
         name = "SupCon" if self.eps is None else f"Soft SupCon (eps = {self.eps:g})"
@@ -452,7 +463,8 @@ class Prototypes(Record):
             # each sampled entry with its interval's half-width
             cells=gram_cells(self) if small else None, labels=labels,
             caption="prototype Gram (cosines; each entry ± the half-width of its 95% interval "
-            "over independent runs)" if sampled else "prototype Gram (cosines)",
+            "over independent runs)" if sampled else
+            "prototype Gram (cosines)" + self.unmeasured_note(),
         )
 
     @property
