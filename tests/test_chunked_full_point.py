@@ -50,3 +50,27 @@ def test_the_fine_point_is_converged_and_no_worse_than_its_spectral_start():
     assert f <= _loss(A, alone.embedding, tau)[0] + 1e-9
     _, g_start = _loss(A, sparse_spectral_start(W, dim), tau)
     assert np.linalg.norm(rg) <= 1e-2 * np.linalg.norm(g_start)
+
+
+def test_a_refused_point_builds_no_start(monkeypatch):
+    """Over the time budget the point is refused from the timed evaluation alone: the starts
+    (a sparse eigensolve for the spectral one) are counted, not built, before the refusal."""
+    import dgp.optima._batch_paths as paths
+
+    def no_start(*a, **k):
+        raise AssertionError("the spectral start was built for a refused point")
+
+    monkeypatch.setattr(paths, "sparse_spectral_start", no_start)
+    monkeypatch.setenv("DGP_TIME_BUDGET_S", "1e-9")
+    W = _knn(200, 5, 0)
+    point, why = chunked_full_point(weight_rows(SparseBatchWeights(W)), 200, tau=0.5, dim=3,
+                                    seed=0, sparse=W, progress=False)
+    assert point is None and why.startswith("not compared: a full-batch point of n = 200")
+    # within the budget the same call builds it, once
+    calls = []
+    monkeypatch.setattr(paths, "sparse_spectral_start",
+                        lambda *a, **k: calls.append(1) or sparse_spectral_start(*a, **k))
+    monkeypatch.delenv("DGP_TIME_BUDGET_S")
+    point, _ = chunked_full_point(weight_rows(SparseBatchWeights(W)), 200, tau=0.5, dim=3,
+                                  seed=0, sparse=W, progress=False)
+    assert point is not None and calls == [1]
