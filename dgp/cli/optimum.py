@@ -172,8 +172,8 @@ def _gram_caption(res) -> str:
     ident = getattr(res, "identifiability", None)
     spread = None if ident is None else ident.spread.get("cosine_max")
     moved = ("no other solution was compared" if spread is None or ident.solutions < 2
-             else f"among {ident.solutions} near-optimal solutions (this one, other seeds' "
-             f"runs, the full-batch optimum) its entries move by up to {spread:.2g}")
+             else f"among {ident.solutions} near-optimal solutions (this one included) its "
+             f"entries move by up to {spread:.2g}")
     error = (f"each entry ± the half-width of its 95% interval over {len(res.runs)} "
              "independent runs" if len(res.runs) > 1 else
              "no interval: fewer than two runs ended near it (see 'Gram entries')")

@@ -385,8 +385,10 @@ def supcon_prototypes(
     replicates : int
         Beyond ``exact_max``: further independent runs (at least 1; default
         :data:`dgp.constants.BATCH_REPLICATES`, 2: three runs in all), whose spread gives each
-        Gram entry its 95% interval (``batch.gram_interval``; a Student quantile with
-        ``replicates`` degrees of freedom: 12.7 standard errors at 1, 4.3 at 2). The runs and
+        Gram entry its 95% interval (``batch.gram_interval``; a Student quantile with one degree
+        of freedom fewer than the runs that ended near the kept prototypes: 12.7 standard errors
+        with two, 4.3 with three; runs that ended beyond the loss resolution above them are left
+        out and said, ``batch.runs_left_out``). The runs and
         the Gram are :func:`dgp.optimum`'s for the same class problem at any value; the
         reported loss can differ within its interval (the simplex, evaluated here on the same
         reporting batches, can draw more of them). Where a closed form applies on sampled

@@ -143,4 +143,4 @@ def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0) 
     return out + (f"each entry is the reported solution's (one candidate, not the runs' "
                   f"mean); its standard error is the standard deviation over {runs} "
                   f"independent runs (starts and batch streams) and its 95% interval the t "
-                  f"quantile ({runs - 1} degrees of freedom) times it")
+                  f"quantile ({runs - 1} degree{'s' if runs > 2 else ''} of freedom) times it")
