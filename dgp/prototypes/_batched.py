@@ -57,7 +57,6 @@ from dgp.solver import (
     row_certificate,
     solve_rows,
 )
-from dgp.solver._gram_spread import gram_spread
 from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["BatchTolerance", "attains_every_batch_bound", "batch_prototypes",
@@ -192,20 +191,14 @@ def batch_prototypes(
         prob.set_scale(G)
         lower = prob.loss(G)[0] - cert.gap_bound
     loss, excess, log_excess = prob.loss(G)
-    loss_se = gram_se = excess_se = entry_se = interval = None
-    reps = 0
+    loss_se = gram_se = excess_se = None
     if not comps.exact:
+        # the rows are solved numerically only where every composition is enumerated
+        # (exact_rows_fit): what is sampled here is a closed form, which no sample moves
+        assert meth == "closed-form"
         loss_se = _sample_se(_composition_losses(prob, G, ci, comps.prob), comps)
         excess_se = _sample_se(_composition_losses(prob, G, ci, comps.prob, excess=True), comps)
-        if meth == "numeric" and replicates > 0 and rcert is None:
-            grams = [G]
-            for r in range(1, replicates + 1):
-                _, prob_r, _ = build(seed + r)
-                grams.append(solve_rows(prob_r, starts=[G], tol=tol).gram)
-            entry_se, interval = gram_spread(G, grams, runs=len(grams))
-            gram_se, reps = float(entry_se.max()), replicates
-        elif meth == "closed-form":
-            gram_se = 0.0
+        gram_se = 0.0
     # the lift certifies the collapse of a free-dimension optimum; a rank-d point has none
     lift = lift_certificate(prob, G, n, cert) if rcert is None else None
     ident = _batch_identifiability(prob, comps, ci, simplex, G_full, G)
@@ -217,10 +210,10 @@ def batch_prototypes(
                                        found.candidate_losses, prob.alpha_total, seed, n)
     batch = BatchPrediction(
         spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
-        drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=reps,
+        drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=0,
         full_batch_gram=G_full, shift=float(np.abs(G - G_full).max()),
         positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
-        excess_se=excess_se, gram_entry_se=entry_se, gram_interval=interval,
+        excess_se=excess_se,
     )
     return Prototypes(
         objective="supcon" if eps is None else "soft-supcon",
