@@ -159,16 +159,15 @@ def batch_optimum(
             labels=labels)
 
 
-def near_optimal(est: list[Estimate], best: int, per_anchor: float
-                 ) -> tuple[list[int], float]:
+def near_optimal(est: list[Estimate], best: int, per_anchor: float) -> list[int]:
     """The candidates not shown to lie beyond the loss resolution above the best ``est[best]``
-    (itself included), and that resolution (nats per anchor): what training resolves,
-    :data:`~dgp.constants.LOSS_RESOLUTION`, the one resolution of every identifiability
-    report. Each candidate is decided on its own paired comparison with the best on the same
-    batches: within the resolution, or within its own 95% half-width where that is wider (a
-    noisy candidate widens nothing for the others; the loss interval's half-width is a
-    different quantity: it is not paired). ``per_anchor``: the factor from a batch's loss to
-    nats per anchor (:attr:`~dgp.solver.BatchSpec.per_anchor`)."""
+    (itself included): what training resolves, :data:`~dgp.constants.LOSS_RESOLUTION` nats per
+    anchor, the one resolution of every identifiability report. Each candidate is decided on
+    its own paired comparison with the best on the same batches: within the resolution, or
+    within its own 95% half-width where that is wider (a noisy candidate widens nothing for
+    the others; the loss interval's half-width is a different quantity: it is not paired).
+    ``per_anchor``: the factor from a batch's loss to nats per anchor
+    (:attr:`~dgp.solver.BatchSpec.per_anchor`)."""
     e = est[best].values
     near = []
     for k, o in enumerate(est):
@@ -176,7 +175,7 @@ def near_optimal(est: list[Estimate], best: int, per_anchor: float
         half = (Z95 * float(np.std(d, ddof=1)) / math.sqrt(d.size)) if d.size > 1 else 0.0
         if float(d.mean()) <= max(LOSS_RESOLUTION, half):
             near.append(k)
-    return near, LOSS_RESOLUTION
+    return near
 
 
 def _batch_optimum(
@@ -262,14 +261,14 @@ def _batch_optimum(
                            progress=say)
     # near the kept candidate (the full-batch optimum included), on the reporting batches; the
     # mean norm that of the samples' mean embedding (collapsed classes weighted by their sizes)
-    near, resolution = near_optimal(est, best, spec.per_anchor)
+    near = near_optimal(est, best, spec.per_anchor)
     # each entry's spread over the runs that reached the best to the resolution: a run that
     # ended in another arrangement far above it is an optimisation's miss, not sampling noise
     # (one such run made every interval [-1, 1] beside a report of pinned cosines); with
     # fewer than two such runs the spread is not measured, and the summary says why
     kept_runs = tuple(runs[k] for k in near if k < len(runs))
     ident = (identifiability_report(cands, [e.mean * spec.per_anchor for e in est], best,
-                                    seed=seed, resolution=resolution, near=near,
+                                    seed=seed, resolution=LOSS_RESOLUTION, near=near,
                                     row_weights=sizes,
                                     not_probed="the expected loss is estimated from sampled "
                                     "batches") if replicates else None)

@@ -199,20 +199,18 @@ def identifiability_report(runs: list[np.ndarray], losses: list[float], best: in
     w = w / w.sum()
     top = min(d, n, 16)
     ref = _invariants(runs[best], pairs, top, w)
+    if near is None:
+        near = [k for k in range(len(runs)) if losses[k] - losses[best] <= resolution]
     # another solution within the resolution, each counted once: a run that never left its
     # start (a warm ReLU run at a corner) is the same point as that start, not a second one
-    within = (range(len(runs)) if near is None else near)
-    close: list[int] = []
-    for k in within:
-        if (k != best and (near is not None or losses[k] - losses[best] <= resolution)
-                and not any(np.array_equal(runs[k], runs[j]) for j in (best, *close))):
-            close.append(k)
-    near = close
-    spread = {"cosine_max": 0.0, "cosine_rms": 0.0, "spectrum": 0.0, "mean_norm": 0.0,
-              "loss": max((losses[k] - losses[best] for k in near), default=0.0)}
-    # the kept solution is chosen on batches of its own: on these another may lie lower
-    spread["loss"] = max(spread["loss"], 0.0)
+    others: list[int] = []
     for k in near:
+        if k != best and not any(np.array_equal(runs[k], runs[j]) for j in (best, *others)):
+            others.append(k)
+    # the kept solution is chosen on batches of its own: on these another may lie lower
+    spread = {"cosine_max": 0.0, "cosine_rms": 0.0, "spectrum": 0.0, "mean_norm": 0.0,
+              "loss": max([0.0, *(losses[k] - losses[best] for k in others)])}
+    for k in others:
         inv = _invariants(runs[k], pairs, top, w)
         dc = inv["cos"] - ref["cos"]
         spread["cosine_max"] = max(spread["cosine_max"], float(np.abs(dc).max()))
@@ -222,7 +220,7 @@ def identifiability_report(runs: list[np.ndarray], losses: list[float], best: in
         spread["spectrum"] = max(spread["spectrum"], float(rel.max()))
         spread["mean_norm"] = max(spread["mean_norm"],
                                   abs(inv["mean_norm"] - ref["mean_norm"]))
-    return report_from_spread(spread, len(near) + 1, runs[best], resolution=resolution,
+    return report_from_spread(spread, len(others) + 1, runs[best], resolution=resolution,
                               seed=seed, probe=probe, row_weights=w, not_probed=not_probed)
 
 
