@@ -102,16 +102,16 @@ def gaussian_log_kernel(a: np.ndarray, b: np.ndarray, width2: float, *,
     symmetric."""
     same = b is a
     a = np.asarray(a, dtype=float)
+    b = a if same else np.asarray(b, dtype=float)
     if not centred:
-        centre = np.mean(a if same else b, axis=0)
-        b = None if same else np.asarray(b, dtype=float) - centre
+        centre = b.mean(axis=0)
         a, b_squares = a - centre, None
+        b = a if same else b - centre
     if same:
-        a = b = np.ascontiguousarray(a)
+        a = np.ascontiguousarray(a)
         sq_a = np.sum(a * a, axis=1)
         out = np.add.outer(sq_a, sq_a) - 2.0 * (a @ a.T)
     else:
-        b = np.asarray(b, dtype=float)
         out = a @ b.T
         out *= -2.0
         out += np.sum(a * a, axis=1)[:, None]
