@@ -228,12 +228,7 @@ def run(args: argparse.Namespace) -> int:
     if K <= MAX_TABLE or args.gram:
         label = "first-order Gram (as derived)" if res.method == "first-order" else (
             "prototype Gram (cosines between class prototypes)")
-        if res.batch is not None and res.batch.gram_interval is not None and (
-                res.batch.gram_interval[1] > res.batch.gram_interval[0]).any():
-            label += "; each entry ± the half-width of its 95% interval over independent runs"
-        else:
-            label += res.unmeasured_note()
-        print(f"\n{label}:")
+        print(f"\n{label}{res.gram_note()}:")
         print(_gram_table(res))
     else:
         print("\nuse --gram to print the whole Gram, or --save-gram FILE to write it")

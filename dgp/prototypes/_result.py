@@ -428,22 +428,21 @@ class Prototypes(Record):
                 f"  {f'c{c}':<6}" + "".join(f"{v:>{width}}" for v in cells[c])
                 for c in range(self.K)
             ]
-            sampled = any("±" in v for row in cells for v in row)
-            text += ("\n  prototype Gram" + (" (each entry ± the half-width of its 95% interval "
-                                             "over independent runs)" if sampled else
-                                             self.unmeasured_note())
-                     + ":\n" + "\n".join(rows))
+            text += "\n  prototype Gram" + self.gram_note() + ":\n" + "\n".join(rows)
         return text
 
-    def unmeasured_note(self) -> str:
-        """Where the Gram comes from sampled batches but its entries' noise was not measured
-        (fewer than two runs ended near it), a caption's note saying so."""
+    def gram_note(self) -> str:
+        """What a printed Gram's caption says of its entries' errors (text, HTML and ``dgp
+        supcon``): where they come from runs on sampled batches, that each carries the
+        half-width of its 95% interval, or why none was measured; nothing where the entries
+        are exact or a closed form's."""
         b = self.batch
-        if b is None or b.gram_interval is None or not np.isnan(b.gram_interval[0]).any():
-            return ""
-        return (f" (found on sampled batches; each entry's interval not measured: "
-                f"{b.runs_left_out} of the runs ended beyond the loss resolution above these "
-                "prototypes, fewer than two near them)")
+        if b is not None and b.unmeasured:
+            return f" (found on sampled batches; {b.unmeasured})"
+        if (b is not None and b.gram_interval is not None
+                and bool(np.any(b.gram_interval[1] > b.gram_interval[0]))):
+            return " (each entry ± the half-width of its 95% interval over independent runs)"
+        return ""
 
     def _title(self) -> str:
         name = "SupCon" if self.eps is None else f"Soft SupCon (eps = {self.eps:g})"
@@ -454,17 +453,13 @@ class Prototypes(Record):
 
     def _repr_html_(self) -> str:
         small = self.K <= SUMMARY_TABLE_MAX
-        sampled = self.batch is not None and self.batch.gram_interval is not None and bool(
-            np.any(self.batch.gram_interval[1] > self.batch.gram_interval[0]))
         labels = [f"c{c} (n={n})" for c, n in enumerate(self.sizes)] if small else None
         return html_summary(
             self._title(),
             lead_pairs(self) + self._summary_pairs() + classes_pairs(self),
             # each sampled entry with its interval's half-width
             cells=gram_cells(self) if small else None, labels=labels,
-            caption="prototype Gram (cosines; each entry ± the half-width of its 95% interval "
-            "over independent runs)" if sampled else
-            "prototype Gram (cosines)" + self.unmeasured_note(),
+            caption="prototype Gram (cosines)" + self.gram_note(),
         )
 
     @property

@@ -136,9 +136,6 @@ def held_out_report(
     # spread is the noise, what the loss leaves free among them included. Where the report
     # finds the cosines free, only a collapse every run agrees on is a finding
     pinned = rep.pinned.get("pairwise cosines") if rep is not None and rep.pinned else None
-    unmeasured = (f"the noise of the Gram's entries was not measured ({left_out} of the runs "
-                  "ended beyond the loss resolution above these prototypes, fewer than two "
-                  "near them)" if left_out and len(grams) < 2 else None)
     minority = minority_collapse(G, n, runs=grams, pinned=None if pinned is None else bool(pinned),
-                                 unmeasured=unmeasured)
+                                 unmeasured=batch.unmeasured)
     return batch, ident, minority

@@ -184,8 +184,8 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
                 lo, hi = p.batch.gram_interval
                 for key in pm:  # each cosine from sampled batches with its interval
                     i, j = gs[f"{key}_pair"]
-                    pm[key] = (f" in [{lo[i, j]:+.3f}, {hi[i, j]:+.3f}]"
-                               if np.isfinite(lo[i, j]) else " (interval not measured)")
+                    pm[key] = (" (interval not measured)" if p.batch.unmeasured else
+                               f" in [{lo[i, j]:+.3f}, {hi[i, j]:+.3f}]")
             pairs.append((
                 "cosines",
                 f"min {gs['min_cosine']:+.6f}{pm['min']} (classes {gs['min_pair'][0]},"
@@ -197,14 +197,11 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
         pairs.append(("cosine", f"{float(p.gram[0, 1]):+.6f}"))
     if p.identifiability is not None:
         pairs += p.identifiability.summary_pairs()
-    closed = p.batch is not None and p.batch.replicates == 0 and not p.batch.runs_left_out
-    unmeasured = (p.batch is not None and p.batch.gram_interval is not None
-                  and bool(np.isnan(p.batch.gram_interval[0]).any()))
-    if unmeasured:
-        pairs.append(("moved", f"max |G_batch - G_full| = {p.batch.shift:.3g} (each entry's "
-                      "interval not measured: fewer than two runs ended within the loss "
-                      f"resolution of these prototypes, {p.batch.runs_left_out} left out)"))
-    elif p.batch is not None and p.batch.gram_interval is not None and not closed:
+    if p.batch is not None and p.batch.unmeasured:
+        pairs.append(("moved", f"max |G_batch - G_full| = {p.batch.shift:.3g} "
+                      f"({p.batch.unmeasured})"))
+    elif (p.batch is not None and p.batch.gram_interval is not None
+          and not p.batch.closed_form):
         lo, hi = p.batch.gram_interval
         G_full = p.batch.full_batch_gram
         iu = np.triu_indices(p.K, 1)

@@ -487,6 +487,22 @@ class BatchPrediction(Record):
     runs_left_out: int = 0
 
     @property
+    def closed_form(self) -> bool:
+        """Beyond enumeration, a closed form decided on sampled compositions: no runs were
+        made, and no sample moves its entries."""
+        return not self.exact and self.replicates == 0 and not self.runs_left_out
+
+    @property
+    def unmeasured(self) -> str | None:
+        """Why the entries' intervals were not measured, in words, where they come from runs on
+        sampled batches but fewer than two ended within the loss resolution of the kept
+        prototypes; ``None`` otherwise."""
+        if self.exact or self.replicates > 0 or not self.runs_left_out:
+            return None
+        return (f"each entry's interval not measured: {self.runs_left_out} of the runs ended "
+                "beyond the loss resolution above these prototypes, fewer than two near them")
+
+    @property
     def gram_error(self) -> str:
         """How the Gram's entries carry their error, in words: exact (every composition
         enumerated), a closed form (no sample moves it), or each entry's interval over the
@@ -494,7 +510,7 @@ class BatchPrediction(Record):
         if self.exact:
             return ("exact: every composition enumerated, so the entries carry no sampling "
                     "error (standard error 0)")
-        if self.replicates == 0 and not self.runs_left_out:  # a closed form: no runs
+        if self.closed_form:
             return ("a closed form: no sample moves its entries (standard error 0, intervals "
                     "of width 0)")
         return spread_statement(self.replicates + 1, left_out=self.runs_left_out)
