@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from dgp.constants import BATCH_REPLICATES, EXACT_MAX_DEFAULT, LOSS_RESOLUTION
+from dgp.constants import BATCH_REPLICATES, EXACT_MAX_DEFAULT
 from dgp.display import format_duration, stderr_progress
 from dgp.errors import (
     check_dim,
@@ -101,7 +101,7 @@ from dgp.solver import (
     single_threaded,
 )
 from dgp.solver._batch_result import BatchCertificate
-from dgp.solver._identifiability import INVARIANTS
+from dgp.solver._identifiability import uniqueness_report
 from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["DNN_MAX_K", "NonnegativeCertificate", "NonnegativePrototypes",
@@ -214,17 +214,11 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
     closed = _closed_form(prob, n, tau, eps, dim)
     if closed is not None:
         if dim is not None:  # what the loss pins: the closed form's own uniqueness proof
-            unique = bool(closed["unique"])
+            rep = _closed_form_report(bool(closed["unique"]), "not probed in a closed form")
             closed["search_identifiability"] = Identifiability(
-                math.nan, None, None, None, prob.alpha_total, math.nan,
-                pinned=dict.fromkeys(INVARIANTS, True) if unique else {}, spread={},
-                resolution=LOSS_RESOLUTION, identifiable=unique, probed=(), solutions=1,
-                statement=("identifiable: pinned at the optimum: its cosines, spectrum and mean "
-                           "(a closed form, unique by its proof); not probed within the loss "
-                           "resolution" if unique else
-                           "undecided: a closed form whose uniqueness is not shown (the "
-                           "gradient at I is zero somewhere off the diagonal), and no other "
-                           "solution compared"))
+                math.nan, None, None, None, prob.alpha_total, math.nan, pinned=rep.pinned,
+                spread=rep.spread, resolution=rep.resolution, identifiable=rep.identifiable,
+                probed=(), solutions=1, statement=rep.statement)
         return closed
     K, entropy = n.size, prob.entropy
     Z, hits, candidates = _fit(prob, K, dim, starts, seed, progress)
@@ -422,14 +416,8 @@ def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | No
     Z = closed["factor"]
     est, _ = held_out_estimate([Z], ClassBlockWeights(K, eps), ClassBatches(n, spec), spec,
                                tau=tau, seed=seed, full_batch=full.factor, min_batches=samples)
-    keys = ("pairwise cosines", "spectrum", "mean_norm")
-    rep = BatchIdentifiability(
-        pinned=dict.fromkeys(keys, True if unique else None), spread={},
-        resolution=LOSS_RESOLUTION, identifiable=bool(unique), solutions=1,
-        statement=("identifiable: the orthogonal frame is the unique optimum (the gradient "
-                   "at I is positive off the diagonal), so the loss pins its cosines" if unique
-                   else "undecided: the gradient at I is zero somewhere off the diagonal, so "
-                   "other Grams may be as good"))
+    rep = _closed_form_report(bool(unique), "the expected loss is estimated from sampled "
+                              "batches")
     G = Z @ Z.T
     batch, ident, minority = held_out_report(n, spec, full.gram, G, [G], est, rep,
                                              drawn=comps.drawn, seed=comps.seed)
@@ -442,6 +430,18 @@ def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | No
         lower_bound=est.lower_bound, certified=False, batch=batch, search_identifiability=ident,
         minority=minority,
     )
+
+
+def _closed_form_report(unique: bool, not_probed: str) -> BatchIdentifiability:
+    """What the loss pins at the ReLU closed form (the orthogonal frame), in the one wording of
+    a certified solution (:func:`dgp.solver._identifiability.uniqueness_report`): pinned where
+    its proof shows it unique, undecided where that proof fails."""
+    return uniqueness_report(
+        True if unique else None,
+        "the orthogonal frame is the unique optimum: the gradient at I is positive off the "
+        "diagonal" if unique else "a closed form whose uniqueness is not shown (the gradient "
+        "at I is zero somewhere off the diagonal), so other Grams may be as good",
+        not_probed=not_probed)
 
 
 def _result(common: dict[str, Any], entropy: float, fields: dict[str, Any],
