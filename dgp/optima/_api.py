@@ -92,7 +92,7 @@ from dgp.solver import (
     validated_tau,
 )
 from dgp.solver._identifiability import DeferredProbe, uniqueness_report
-from dgp.solver._sublevel_probe import PROBE_MAX_SIZE, factor_loss
+from dgp.solver._sublevel_probe import BATCH_NOT_PROBED, factor_loss, probe_refusal
 from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["FREE_MAX_K", "NoCollapse", "collapsed_optimum", "optimum"]
@@ -174,7 +174,7 @@ def _fixed_dim(
         # no search, one solution: what the loss pins within the resolution is probed around
         # it where small enough (as supcon_prototypes does), else the certificate's uniqueness
         probe = None
-        if probed and len(sizes) * dim <= PROBE_MAX_SIZE:
+        if probed and not probe_refusal(len(sizes), dim):
             rows = embedding_from_gram(free.gram, rank=min(dim, len(sizes)))
             rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
             probe = DeferredProbe(rows, factor_loss(prob.on_factor(), rows), w, seed)
@@ -572,9 +572,8 @@ def _wrap(q: Quotient, out: dict, *, tau: float, dim: int | None, structure: str
         free_rank=None if out["free"] is None else out["free"].certificate.rank,
         search_identifiability=(out["identifiability"] if out["identifiability"] is not None
                                 else uniqueness_report(unique, why, not_probed=(
-                                    "a batch loss (probed at full batch only)"
-                                    if out["batch"] is not None else
-                                    f"{q.K} x {dim} coordinates, above {PROBE_MAX_SIZE}"))
+                                    BATCH_NOT_PROBED if out["batch"] is not None else
+                                    probe_refusal(q.K, dim)))
                                 if dim is not None or out["batch"] is not None else None),
         rank_d=out["rank_d"], probe=out["probe"],
     )

@@ -16,7 +16,7 @@ from dgp.display import format_nats, format_summary, html_summary
 from dgp.records import Record
 from dgp.solver import Z95, BlockFactor
 from dgp.solver._identifiability import report_from_spread, uniqueness_report
-from dgp.solver._sublevel_probe import PROBE_MAX_SIZE, factor_loss
+from dgp.solver._sublevel_probe import BATCH_NOT_PROBED, factor_loss, probe_refusal
 
 __all__ = ["Identifiability", "pm95", "settled_identifiability"]
 
@@ -152,9 +152,9 @@ def _probe_loss(p: Any) -> tuple[Any, np.ndarray | None, str]:
         return None, None, "no fixed dimension"
     if p.batch is not None:
         return None, None, ("the expected batch loss is a sample average"
-                            if not p.batch.exact else "a batch loss (probed at full batch only)")
-    if K * p.dim > PROBE_MAX_SIZE:
-        return None, None, f"{K} x {p.dim} coordinates, above {PROBE_MAX_SIZE}"
+                            if not p.batch.exact else BATCH_NOT_PROBED)
+    if probe_refusal(K, p.dim):
+        return None, None, probe_refusal(K, p.dim)
     if min(p.sizes) < 2:
         return None, None, "a class of one sample"
     Z = _best_rows(p)

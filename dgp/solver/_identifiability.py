@@ -22,7 +22,11 @@ import numpy as np
 
 from dgp.constants import LOSS_RESOLUTION
 from dgp.records import Record
-from dgp.solver._sublevel_probe import PROBE_MAX_SIZE, PROBE_SECONDS, sublevel_probe
+from dgp.solver._sublevel_probe import (
+    PROBE_SECONDS,
+    probe_refusal,
+    sublevel_probe,
+)
 
 __all__ = ["INVARIANTS", "NOT_PROBED", "PAIRS", "PINNED_BAND", "PINNED_SPREAD",
            "BatchIdentifiability", "DeferredProbe", "identifiability_report",
@@ -243,8 +247,9 @@ def report_from_spread(spread: dict, solutions: int, best: np.ndarray, *,
     # unpinned however small the RMS (a K = 100 report said "pinned: pairwise cosines" there)
     pinned = {k: pinned_verdict(spread[v]) for k, v in key.items()}
     probed: tuple = ()
-    if probe is not None and n * d > PROBE_MAX_SIZE:
-        not_probed = f"{n} x {d} coordinates, above {PROBE_MAX_SIZE}"
+    too_large = probe_refusal(n, d)
+    if probe is not None and too_large:
+        not_probed = too_large
     elif probe is not None:
         todo = tuple(k for k in INVARIANTS if pinned[k] is not False)
         found = sublevel_probe(probe, best, resolution=resolution, invariants=todo,

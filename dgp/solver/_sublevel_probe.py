@@ -41,6 +41,7 @@ import numpy as np
 from dgp.solver._sphere_lbfgs import sphere_lbfgs
 
 __all__ = [
+    "BATCH_NOT_PROBED",
     "PROBE_BISECTIONS",
     "PROBE_FTOL",
     "PROBE_GTOL",
@@ -54,12 +55,23 @@ __all__ = [
     "ProbeResult",
     "factor_loss",
     "invariant_moves",
+    "probe_refusal",
     "sublevel_probe",
 ]
 
 #: the probe runs where the solution has at most this many coordinates (``n * d``; SLSQP-free,
 #: L-BFGS on the product of spheres: about 1-3 s of CPU at K = 8, d = 4 for all pushes)
 PROBE_MAX_SIZE = 400
+#: why a batch loss is not probed (its neighbourhood is probed at full batch only)
+BATCH_NOT_PROBED = "a batch loss (probed at full batch only)"
+
+
+def probe_refusal(n: int, d: int) -> str | None:
+    """Why the probe does not run on a solution of ``n x d`` coordinates (more than
+    :data:`PROBE_MAX_SIZE`), in words; ``None`` where it runs. The one size rule of every
+    caller."""
+    return f"{n} x {d} coordinates, above {PROBE_MAX_SIZE}" if n * d > PROBE_MAX_SIZE else None
+
 #: wall-clock budget of one probe (seconds); pushes not reached are reported as not probed
 PROBE_SECONDS = 20.0
 #: L-BFGS iterations of each continuation step
