@@ -585,14 +585,15 @@ BATCH_REPLICATES = 2
 # ----------------------------------------------------------------------------------------------
 
 #: partner terms each point gets in one round of the stochastic optimiser (its unit of budget,
-#: step schedule, plateau test and annealing; dgp.solver._stochastic.round_steps): a batch of B
-#: gives each of its points B - 1, so a round is one epoch at B = 256 (N = 2000 and 10 000
-#: unchanged, step for step) and for class-collapsed problems, and 160 steps (8.9 epochs) at
-#: N = 300, B = 16. Measured there (d = 8, tau = 0.2, seeds 1-3, one core): a budget of 200
-#: epochs stopped 0.0027 nats per anchor above a long plain Adam (its half-width 0.0026); 128
-#: terms stopped 0.00016-0.00024 above it in 5-7 s a run, 255 terms 0.00012 in 11 s, 1024
-#: terms level with it (-0.00002 +- 0.00001) in 36 s
+#: schedule, plateau test and annealing; dgp.solver._stochastic.round_steps): an epoch at B = 256
+#: and for collapsed classes, 160 steps (8.9 epochs) at N = 300, B = 16, where (d = 8, tau 0.2)
+#: 200 epochs stopped 0.0027 nats per anchor above a long Adam, 128 terms 0.0002 (5-7 s a run)
 ROUND_PARTNER_TERMS = 128
+#: ... and at least this many terms with *positive* partners (a sparse weighting meets few: a
+#: 10-NN graph of N = 2000 gives 1.3 an epoch at B = 256). There (d = 128, tau 0.1, one core)
+#: epochs stopped 0.047 nats per anchor above 16 terms (0.943 against 0.896, 36 s), 8 terms
+#: 0.004 above; 2-D soft labels meet 50+ an epoch: unchanged (dgp.solver.positive_partners)
+ROUND_POSITIVE_TERMS = 16
 
 #: closed forms with up to this many distinct class sizes m carry their structured KKT
 #: certificate (dgp.prototypes._equiangular_kkt: O(K + m^3), 0.2 s at m = 1000), at any K

@@ -40,6 +40,7 @@ from dgp.solver._batch_sources import (
     DenseBatchWeights,
     SampleBatches,
 )
+from dgp.solver._full_batch_chunks import positive_partners
 from dgp.solver._identifiability import (
     BatchIdentifiability,
     identifiability_report,
@@ -190,6 +191,8 @@ def _batch_optimum(
     n = weights.n
     sampler = (SampleBatches(n, spec.batch_size) if sizes is None
                else ClassBatches(np.asarray(sizes, dtype=np.int64), spec))
+    # a sparse weighting's samples meet few positives an epoch: longer rounds (round_steps)
+    positives = positive_partners(weights, seed=seed) if sizes is None else math.inf
     say = stderr_progress() if progress is None or progress else None
     runs_n = 1 + replicates
     candidates = runs_n + (full_batch is not None) + len(compare)
@@ -199,11 +202,14 @@ def _batch_optimum(
         plan = _estimate(weights, sampler, spec, tau=tau, dim=dim, seed=seed, runs=runs_n,
                          warm=full_batch is not None, min_batches=min_batches,
                          bound_batches=bound_batches, candidates=candidates,
-                         half_width=half_width, at=full_batch, monitor=monitor)
-        per_round, per_epoch = round_steps(sampler, spec), sampler.steps_per_epoch
+                         half_width=half_width, at=full_batch, monitor=monitor,
+                         positives=positives)
+        per_round = round_steps(sampler, spec, positives=positives)
+        per_epoch = sampler.steps_per_epoch
         rounds = (f"{TYPICAL_ROUNDS} epochs" if per_round == per_epoch else
                   f"{TYPICAL_ROUNDS} rounds of {per_round} steps ({per_round / per_epoch:.2g} "
-                  "epochs each: short epochs give each sample few partners)")
+                  "epochs each: short epochs give each sample few partners, or few "
+                  "positive ones)")
         say(f"expected-batch optimum of n = {n} in d = {dim}, B = {spec.batch_size}: about "
             f"{format_duration(plan.total)} before the work (from timed batches: {runs_n} runs, "
             f"those from a random start of about {rounds}, held-out evaluation, bound; said "
@@ -219,7 +225,8 @@ def _batch_optimum(
         run = stochastic_optimum(weights, sampler, spec, tau=tau, dim=dim, seed=seed + r,
                                  start=full_batch if warm else None,
                                  lr=WARM_LR if warm else COLD_LR, progress=say,
-                                 monitor_batches=monitor, nonnegative=nonnegative)
+                                 monitor_batches=monitor, nonnegative=nonnegative,
+                                 positives=positives)
         runs.append(run.embedding)
         infos.append(run)
         if plan is not None and not calibrated and (not warm or r == runs_n - 1):
@@ -356,7 +363,8 @@ def _run_seconds(t: StepTimes, steps: int, readings: int, monitor_batches: int) 
 def _estimate(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, dim: int,
               seed: int, runs: int, warm: bool, min_batches: int, bound_batches: int,
               candidates: int, half_width: float, at: np.ndarray | None = None,
-              bound_iters: int = BOUND_ITERS, monitor: int = MONITOR_BATCHES) -> _Plan:
+              bound_iters: int = BOUND_ITERS, monitor: int = MONITOR_BATCHES,
+              positives: float = math.inf) -> _Plan:
     """The time estimate before the work, from the pieces timed on a few batches
     (:func:`dgp.solver.step_timings`, at the start ``at`` when given): ``runs`` runs, the
     first of :data:`WARM_ROUNDS` rounds when ``warm`` and the others of
@@ -372,7 +380,7 @@ def _estimate(weights: BatchWeights, sampler, spec: BatchSpec, *, tau: float, di
          else 1)
     shared = (shared_seconds(weights, sampler, spec, tau=tau, dim=dim, seed=seed, m=m)
               if m > 1 else 0.0)
-    per_round = round_steps(sampler, spec)
+    per_round = round_steps(sampler, spec, positives=positives)
     rounds = [WARM_ROUNDS if warm and r == 0 else TYPICAL_ROUNDS for r in range(runs)]
     optimise = sum(_run_seconds(t, k * per_round, k + 2, monitor) for k in rounds)
     evaluation = _evaluation_seconds(t, t.spread, candidates=candidates,

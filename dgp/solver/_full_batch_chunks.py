@@ -65,6 +65,7 @@ __all__ = [
     "chunked_seconds",
     "dense_weight_rows",
     "pairwise_weights",
+    "positive_partners",
     "random_start",
     "sparse_spectral_start",
     "weight_rows",
@@ -147,6 +148,34 @@ def weight_rows(weights: BatchWeights, *, chunk: int = 0) -> RowReader | None:
         out[np.arange(u), rows] = -np.inf
         return out
     return blocks
+
+#: rows read by :func:`positive_partners` (seeded; all of them up to this many samples)
+PARTNER_ROWS = 64
+
+
+def positive_partners(weights: BatchWeights, *, seed: int, rows: int = PARTNER_ROWS) -> float:
+    r"""The typical number of positive partners of a sample: the median, over up to ``rows``
+    seeded samples that have any, of the participation ratio
+    :math:`(\sum_j w_{ij})^2 / \sum_j w_{ij}^2` of its weights to the others (``k`` for ``k``
+    equal weights; read in log space by :func:`weight_rows`, ``O(rows * n)``). ``inf`` where
+    the weighting has no rows (weights normalised over each batch) or no sampled sample has a
+    positive: nothing to count. It sets the length of a stochastic run's rounds
+    (:func:`dgp.solver.round_steps`): a batch of ``B`` among ``n`` meets about
+    ``positives * (B - 1) / (n - 1)`` of them."""
+    read = weight_rows(weights)
+    n = weights.n
+    if read is None or n < 2:
+        return math.inf
+    pick = np.sort(np.random.default_rng([seed, 7]).choice(n, size=min(rows, n),
+                                                          replace=False))
+    L = read(pick)
+    top = L.max(axis=1)
+    has = np.isfinite(top)
+    if not has.any():
+        return math.inf
+    e = np.exp(L[has] - top[has, None])
+    return float(np.median(e.sum(axis=1) ** 2 / (e * e).sum(axis=1)))
+
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
