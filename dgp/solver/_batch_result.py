@@ -208,9 +208,10 @@ class BatchOptimum(Record):
         within the loss resolution of the kept solution (its identifiability report's), for the
         spread of the prediction's entries.
     runs_left_out : int
-        Runs that ended beyond the resolution above it (another arrangement: an optimisation's
-        miss, not sampling noise), left out of that spread and said in :attr:`gram_error`
-        (with fewer than two runs left, the entries' spread is not measured: ``nan``).
+        Runs that ended beyond the resolution above it (another arrangement, or a run stopped
+        before it converged: an optimisation's miss, not sampling noise), left out of that
+        spread and said in :attr:`gram_error` (with fewer than two runs left, the entries'
+        spread is not measured: ``nan``).
     labels : ndarray of int or None
         The row of :attr:`embedding` of each sample when the rows are twin classes
         (samples with identical weights, collapsed); ``None``: one row per sample.

@@ -274,6 +274,11 @@ def _batch_optimum(
     # (one such run made every interval [-1, 1] beside a report of pinned cosines); with
     # fewer than two such runs the spread is not measured, and the summary says why
     kept_runs = tuple(runs[k] for k in near if k < len(runs))
+    # a run started from the full-batch candidate descends from it: the two are one solution,
+    # not two (counted as two, they made a verdict "pinned" beside cold runs that disagreed)
+    if full_batch is not None and {0, len(runs)} <= set(near):
+        near.remove(len(runs) if best == 0 or (best != len(runs) and est[0].mean
+                                                <= est[len(runs)].mean) else 0)
     ident = (identifiability_report(cands, [e.mean * spec.per_anchor for e in est], best,
                                     seed=seed, resolution=LOSS_RESOLUTION, near=near,
                                     row_weights=sizes,

@@ -135,8 +135,9 @@ def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0) 
     if exact is not None:
         return exact
     out = (f"{left_out} further run{'s' if left_out > 1 else ''} ended beyond the loss "
-           "resolution above the kept solution (another arrangement: a miss, not sampling "
-           "noise) and " + ("are" if left_out > 1 else "is") + " left out; ") if left_out else ""
+           "resolution above the kept solution (a miss, not sampling noise: another "
+           "arrangement, or a run stopped before it converged) and "
+           + ("are" if left_out > 1 else "is") + " left out; ") if left_out else ""
     if runs < 2:
         return out + (f"no interval: {'one run' if runs == 1 else 'no run'} near the kept "
                       "solution, so the spread of the Gram entries over runs is not measured")
