@@ -358,8 +358,14 @@ class Prototypes(Record):
     def _full_batch_loss(self) -> str:
         """The full-batch prediction against this one by the loss (pinned), not by cosines."""
         ident = self.identifiability
-        shift = (f"its Gram differs by up to {self.batch.shift:.2g}, within what the loss "
-                 "leaves free")
+        free = (ident.spread or {}).get("cosine_max") if ident is not None else None
+        shift = f"its Gram differs by up to {self.batch.shift:.2g}"
+        if free is None:  # said only where near-optimal solutions were compared
+            shift += (", and whether the loss leaves that free is not known (no other "
+                      "near-optimal solution compared)")
+        else:
+            shift += (f", {'within' if self.batch.shift <= free else 'beyond'} what "
+                      f"near-optimal solutions differ by ({free:.2g})")
         if ident is None or ident.full_batch_gap is None:
             return shift
         gap, se = ident.full_batch_gap, ident.full_batch_gap_se
