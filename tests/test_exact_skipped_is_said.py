@@ -45,3 +45,22 @@ def test_nothing_is_said_where_the_exact_path_runs_or_cannot(capsys):
     say_exact_skipped(q, _SPEC, None, 100_000, 9)  # free dimension: no rank-d search
     say_exact_skipped(q, _SPEC, 3, 1_000, 9)  # beyond enumeration: nothing was skipped
     assert capsys.readouterr().err == ""
+
+
+def test_few_subsets_too_large_for_their_rows_are_said(capsys):
+    """A referee's N = 300, B = 299 (300 subsets) and B = 298 (44 850): their rows exceed the
+    row budget and the finite sum its time or entries, so fresh batches answer, and this is
+    said with the reason (it went stochastic in silence, claiming 'other fresh batches' where
+    only 300 distinct ones exist)."""
+    q = _q(np.ones(300))
+    for B, count, reason in ((299, 300, "estimated at about"), (298, 44_850, "entries")):
+        spec = BatchSpec(batch_size=B, sampler="uniform", samples_per_class=None,
+                         reduction="mean", anchors_without_positives="drop")
+        assert not enumerable(q.sizes, spec, 100_000)
+        assert batch_route(q.sizes, spec, 8, 100_000, 4) == "stochastic"
+        say_exact_skipped(q, spec, 8, 100_000, 4)
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"all {count} compositions" in err and "exceed" in err and reason in err
+        assert f"independent draws of those {count}" in err
+        say_exact_skipped(q, spec, 8, count - 1, 4)  # beyond exact_max: nothing was skipped
+        assert capsys.readouterr().err == ""

@@ -49,6 +49,7 @@ from dgp.solver import (
     FINITE_MAX_ENTRIES,
     NO_POSITIVE,
     REDUCTIONS,
+    ROW_BUDGET,
     BatchOptimum,
     BatchSpec,
     BatchWeights,
@@ -482,20 +483,35 @@ def say_rows_estimate(q: Quotient, spec: BatchSpec, dim: int | None, starts: int
 
 def say_exact_skipped(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: int,
                       starts: int) -> None:
-    """On stderr, why a problem whose compositions could all be enumerated (at most
-    ``exact_max``) takes fresh batches: its rank-``dim`` search over every composition's rows
-    is estimated beyond :data:`~dgp.solver.EXACT_RANK_D_MAX_S` (a referee found the exact path
-    skipped in silence: 58 905 compositions of 5 classes in d = 3, estimated 783 s)."""
-    if not enumerable(q.sizes, spec, exact_max):
+    """On stderr, why a problem whose compositions number at most ``exact_max`` takes fresh
+    batches: its rank-``dim`` search over every composition's rows is estimated beyond
+    :data:`~dgp.solver.EXACT_RANK_D_MAX_S` (a referee found the exact path skipped in silence:
+    58 905 compositions of 5 classes in d = 3, estimated 783 s), or their rows exceed
+    :data:`~dgp.solver.ROW_BUDGET` entries and the finite sum over every subset does not fit
+    either (another referee: N = 300, B = 299, 300 subsets, skipped without a word)."""
+    count = composition_count(q.sizes, spec)
+    if count > exact_max:
         return
-    seconds = rows_rank_d_seconds(q.sizes, spec, dim, starts)
-    if seconds > EXACT_RANK_D_MAX_S:
-        stderr_progress()(
-            f"all {composition_count(q.sizes, spec)} compositions of {q.K} points could be "
-            f"enumerated, but the rank-{dim} search over them is estimated at about "
-            f"{format_duration(seconds)} (more than {format_duration(EXACT_RANK_D_MAX_S)}): "
-            "the expected-batch optimum is found on fresh batches instead, and reported with "
-            "its interval and bound")
+    if enumerable(q.sizes, spec, exact_max):
+        seconds = rows_rank_d_seconds(q.sizes, spec, dim, starts)
+        if seconds <= EXACT_RANK_D_MAX_S:
+            return
+        why = (f"the rank-{dim} search over them is estimated at about "
+               f"{format_duration(seconds)} (more than {format_duration(EXACT_RANK_D_MAX_S)})")
+    else:
+        why = (f"their rows ({count} compositions of up to {min(q.K, spec.batch_size)} anchors "
+               f"among {q.K} points) exceed {ROW_BUDGET:,} entries")
+        if dim is not None and spec.sampler == "uniform" and (q.sizes == 1).all():
+            n, B = q.K, spec.batch_size
+            seconds = finite_cost(n, B, dim, _finite_starts(starts))[0]
+            why += (f" and the finite sum over every subset is estimated at about "
+                    f"{format_duration(seconds)}" if count * B**2 <= FINITE_MAX_ENTRIES else
+                    f" and the finite sum over every subset exceeds its {FINITE_MAX_ENTRIES:,} "
+                    "entries (subsets times B squared)")
+    stderr_progress()(
+        f"all {count} compositions of {q.K} points could be enumerated, but {why}: the "
+        "expected-batch optimum is found on fresh batches instead (independent draws of those "
+        f"{count}), and reported with its interval and bound")
 
 
 def sparse_pairs_above(W: object, n_min: int) -> Pairs | None:
