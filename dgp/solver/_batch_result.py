@@ -483,9 +483,10 @@ def bound_note(b: BatchEstimate) -> str:
     if b.gap * b.spec.per_anchor <= BOUND_LOOSE_GAP:
         return ""
     return ("; the bound is loose here: it relaxes each batch alone (or, where the points are "
-            "few, a few dozen batches together), and where the weights are sparse or sharply "
-            "peaked such batches fit far better than one embedding fits them all (the loss may "
-            "be closer to optimal than the gap says)")
+            "few, a few dozen batches together) in any dimension, and such batches can fit far "
+            "better than one embedding in this dimension fits them all (sparse or sharply "
+            "peaked weights, or more points than the dimension holds apart); the loss may be "
+            "closer to optimal than the gap says")
 
 
 def interval_note(b: BatchEstimate) -> str:
