@@ -164,7 +164,7 @@ def check_full_batch(**options: object) -> None:
     for name, value in options.items():
         if value != BATCH_OPTION_DEFAULTS[name]:
             raise ParameterError(name, f"applies to mini-batch predictions only; give "
-                                       f"batch_size as well (got {name}={value!r})")
+                                       f"batch_size=B as well (got {name}={value!r})")
 
 
 def check_batch(
