@@ -592,7 +592,7 @@ ROUND_PARTNER_TERMS = 128
 #: ... and at least this many terms with *positive* partners (a sparse weighting meets few: a
 #: 10-NN graph of N = 2000 gives 1.3 an epoch at B = 256). There (d = 128, tau 0.1, one core)
 #: epochs stopped 0.047 nats per anchor above 16 terms (0.943 against 0.896, 36 s), 8 terms
-#: 0.004 above; 2-D soft labels meet 50+ an epoch: unchanged (dgp.solver.positive_partners)
+#: 0.004 above; 2-D soft labels meet about 90 an epoch: unchanged (solver.positive_partners)
 ROUND_POSITIVE_TERMS = 16
 
 #: closed forms with up to this many distinct class sizes m carry their structured KKT

@@ -149,6 +149,7 @@ def weight_rows(weights: BatchWeights, *, chunk: int = 0) -> RowReader | None:
         return out
     return blocks
 
+
 #: rows read by :func:`positive_partners` (seeded; all of them up to this many samples)
 PARTNER_ROWS = 64
 
@@ -175,7 +176,6 @@ def positive_partners(weights: BatchWeights, *, seed: int, rows: int = PARTNER_R
         return math.inf
     e = np.exp(L[has] - top[has, None])
     return float(np.median(e.sum(axis=1) ** 2 / (e * e).sum(axis=1)))
-
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:

@@ -192,9 +192,9 @@ def round_steps(sampler: SampleBatches | ClassBatches, spec: BatchSpec, *,
     ``N = 300``, ``B = 16``; ``partner_terms = 0``: always one epoch. ``positives``: the typical
     number of positive partners of a point among the ``n - 1`` others
     (:func:`dgp.solver.positive_partners`; ``inf``: not counted); a round also gives each point
-    :data:`~dgp.constants.ROUND_POSITIVE_TERMS` terms with them on average, :math:`\lceil
-    16\, n(n-1) / (\text{positives}\, B(B-1)) \rceil` steps (12 epochs on a 10-NN graph of
-    2000 points at ``B = 256``, where an epoch meets 1.3)."""
+    :data:`~dgp.constants.ROUND_POSITIVE_TERMS` (:math:`T_+`) terms with them on average,
+    :math:`\lceil T_+\, n(n-1) / (\text{positives}\, B(B-1)) \rceil` steps (11 epochs on
+    a 10-NN graph of 2000 points at ``B = 256``, where an epoch meets 1.3)."""
     if not (isinstance(partner_terms, (int, float)) and 0 <= partner_terms < math.inf):
         raise ParameterError("partner_terms", f"must be a finite number >= 0, got "
                              f"{partner_terms!r}")
