@@ -34,6 +34,7 @@ __all__ = [
     "check_positive",
     "check_sizes",
     "check_square",
+    "check_temperature",
     "check_unit_interval",
     "class_codes",
     "describe",
@@ -156,6 +157,23 @@ def check_positive(value: object, name: str) -> float:
     """Return ``value`` as a finite float ``> 0`` (:func:`check_open_interval` on
     ``(0, inf)``)."""
     return check_open_interval(value, name, 0.0)
+
+
+def check_temperature(value: object, name: str = "tau") -> float:
+    """Return ``value`` as a finite float ``> 0`` whose inverse is finite too (similarities are
+    divided by a temperature; below about 5.57e-309 its inverse overflows).
+
+    >>> check_temperature(1e-310)
+    Traceback (most recent call last):
+    ...
+    dgp.errors.InvalidParameterError: tau = 1e-310 is too small: 1/tau is beyond the float \
+range (about 1.8e308); use tau >= 5.57e-309
+    """
+    t = check_positive(value, name)
+    if not math.isfinite(1.0 / t):
+        raise ParameterError(name, f"= {t:g} is too small: 1/{name} is beyond the float range "
+                             f"(about 1.8e308); use {name} >= 5.57e-309")
+    return t
 
 
 def check_unit_interval(value: object, name: str) -> float:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from dgp.errors import ParameterError, check_choice, check_positive
+from dgp.errors import ParameterError, check_choice, check_positive, check_temperature
 
 __all__ = ["SIMILARITIES", "entropic_bound", "similarity_matrix", "winfonce_loss"]
 
@@ -88,7 +88,7 @@ def winfonce_loss(
     from dgp.engine.target import log_weights as canonical
     from dgp.engine.target import row_log_distribution
 
-    tau = _check_tau(tau)
+    tau = check_temperature(tau, "tau")
     check_choice(similarity, SIMILARITIES, "similarity")
     lw = canonical(W, log_weights=log_weights)
     Zf = _embeddings(Z, lw.n, similarity)
@@ -110,12 +110,3 @@ def winfonce_loss(
                              "range (about 1.8e308) at this temperature (a positive pair below "
                              "its row's largest similarity costs its gap / tau); use a larger tau")
     return loss
-
-
-def _check_tau(tau: object) -> float:
-    """``tau`` as a float > 0 whose inverse is a float (the similarities are scaled by it)."""
-    t = check_positive(tau, "tau")
-    if not np.isfinite(1.0 / t):
-        raise ParameterError("tau", f"= {t:g} is too small: 1/tau is beyond the float range "
-                             "(about 1.8e308); use tau >= 5.57e-309")
-    return t

@@ -47,6 +47,7 @@ from dgp.errors import (
     check_int,
     check_positive,
     check_sizes,
+    check_temperature,
     check_unit_interval,
     describe,
 )
@@ -123,6 +124,10 @@ def _positive(value: object, name: str, rec: Objective | None) -> float:
     return check_positive(value, name)
 
 
+def _temperature(value: object, name: str, rec: Objective | None) -> float:
+    return check_temperature(value, name)
+
+
 def _unit(value: object, name: str, rec: Objective | None) -> float:
     return check_unit_interval(value, name)
 
@@ -170,11 +175,12 @@ PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
     "sigma": Constraint("a finite number > 0", _positive, 1.0, (0.0, -1.0, "1"),
                         {"objective": "y-aware", "labels": [[0.0], [1.0], [2.0]]}),
     "eps": Constraint("a number in (0, 1)", _unit, 0.1, (0.0, 1.0, 1.5), _SOFT),
-    "label_tau": Constraint("a finite number > 0", _positive, 0.5, (0.0, float("inf")),
+    "label_tau": Constraint("a finite number > 0 whose inverse is finite", _temperature, 0.5,
+                            (0.0, float("inf"), 1e-320),
                             {"objective": "x-clr",
                              "labels": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]}),
-    "tau": Constraint("a finite number > 0", _positive, 0.1,
-                      (0.0, -0.5, float("inf"), "0.5", True), _SIZES),
+    "tau": Constraint("a finite number > 0 whose inverse is finite", _temperature, 0.1,
+                      (0.0, -0.5, float("inf"), "0.5", True, 1e-320), _SIZES),
     "similarity": Constraint(f"one of {', '.join(SIMILARITIES)}", _choice(SIMILARITIES),
                              "euclidean", ("dot", 1), _SIZES),
     "batch_size": Constraint("an integer >= 3, at most N for uniform batches", _integer(3), 4,
