@@ -292,6 +292,8 @@ def test_dgp_supcon_prints_each_sampled_entry_with_its_interval(cli):
         assert f"{G[a, b]:+.6f}±{half[a, b]:.6f}" in text
         assert f"{G[a, b]:.6f} \\pm {half[a, b]:.6f}" in latex
     assert "± the half-width of its 95% interval" in " ".join(text.split())
+    # the LaTeX caption is the same note (Prototypes.gram_note), in LaTeX's words
+    assert "\\pm the half-width of its 95% interval" in latex
 
 
 @pytest.mark.parametrize("bad", [1.5, True, "a", [0.0, 1.0]])

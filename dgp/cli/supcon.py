@@ -219,9 +219,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"% {title}\n{text}\n")
         if K <= MAX_TABLE or args.gram:
             interval = None if res.batch is None else res.batch.gram_interval
-            note = ("" if interval is None or not (interval[1] > interval[0]).any() else
-                    "; each entry \\pm the half-width of its 95% interval over independent runs")
-            print(f"% computed prototype Gram ({res.method}{note})\n"
+            # the caption note of every printed Gram (Prototypes.gram_note), in LaTeX's words
+            note = res.gram_note().strip()[1:-1].replace("±", "\\pm")
+            print(f"% computed prototype Gram ({res.method}{'; ' + note if note else ''})\n"
                   f"{_latex_matrix(res.gram, interval)}")
         return 0
     print(res.summary(gram=False))
