@@ -574,10 +574,9 @@ BATCH_ATTAIN_EXCESS = 1e-9
 
 #: further independent runs beyond exact enumeration, the one default of dgp.optimum and
 #: dgp.supcon_prototypes (``replicates=``): a stochastic expected-batch solve runs 1 + this many
-#: seeded runs and keeps the best (their spread is the identifiability report and each Gram
-#: entry's 95% interval, which needs two further runs); a sample average of compositions solves
-#: this many more samples for the Gram's standard error. One default, so both entry points give
-#: the same numbers for the same class problem (they gave 0 and 2: two runs against three)
+#: seeded runs and keeps the best (their spread: the identifiability report and each Gram
+#: entry's 95% interval); a sample average of compositions solves this many more samples for
+#: the Gram's standard error. One default for both entry points (they gave 0 and 2)
 BATCH_REPLICATES = 2
 
 # ----------------------------------------------------------------------------------------------
@@ -589,11 +588,12 @@ BATCH_REPLICATES = 2
 #: and for collapsed classes, 160 steps (8.9 epochs) at N = 300, B = 16, where (d = 8, tau 0.2)
 #: 200 epochs stopped 0.0027 nats per anchor above a long Adam, 128 terms 0.0002 (5-7 s a run)
 ROUND_PARTNER_TERMS = 128
-#: ... and at least this many terms with *positive* partners (a sparse weighting meets few: a
-#: 10-NN graph of N = 2000 gives 1.3 an epoch at B = 256). There (d = 128, tau 0.1, one core)
-#: epochs stopped 0.047 nats per anchor above 16 terms (0.943 against 0.896, 36 s), 8 terms
-#: 0.004 above; 2-D soft labels meet about 90 an epoch: unchanged (solver.positive_partners)
+#: ... and at least this many terms with *positive* partners (a 10-NN graph of N = 2000 meets
+#: 1.3 an epoch at B = 256, where, d = 128, tau 0.1, epochs stopped 0.047 nats per anchor above
+#: 16 terms, 8 terms 0.004; soft labels meet about 90: unchanged; solver.positive_partners)
 ROUND_POSITIVE_TERMS = 16
+#: ... but a round is at most this many epochs (a perfect matching asked 140 at N = 2000)
+ROUND_POSITIVE_MAX_EPOCHS = 16
 
 #: closed forms with up to this many distinct class sizes m carry their structured KKT
 #: certificate (dgp.prototypes._equiangular_kkt: O(K + m^3), 0.2 s at m = 1000), at any K

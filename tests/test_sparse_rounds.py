@@ -19,10 +19,11 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgp.constants import ROUND_POSITIVE_TERMS
+from dgp.constants import ROUND_POSITIVE_MAX_EPOCHS, ROUND_POSITIVE_TERMS
 from dgp.errors import ParameterError
 from dgp.solver import (
     BatchSpec,
+    ClassBatches,
     DenseBatchWeights,
     GaussianKernelWeights,
     SampleBatches,
@@ -91,6 +92,36 @@ def test_a_kernel_reads_its_rows_as_the_dense_weights_do():
     assert 1 < a < 199
 
 
+def test_twins_count_each_sample_and_a_dense_diagonal_is_no_partner():
+    """100 classes of two twin samples on a ring, each sample tied (weight 1) to its twin and to
+    both samples of its k neighbouring classes on each side: a sample has 4k + 1 partners, and
+    the merged point of two samples gathers 2 (4k + 1). The quotient's diagonal is the weight
+    between copies (counted once per other copy); without twins a dense diagonal is none."""
+    K, k = 100, 2
+    C = _ring(K, k).toarray() + np.eye(K)  # class-level weights, the twins' own on the diagonal
+    W = np.kron(C, np.ones((2, 2)))
+    np.fill_diagonal(W, 0.0)
+    assert positive_partners(SparseBatchWeights(sp.csr_matrix(W)), seed=0) == pytest.approx(
+        4 * k + 1, rel=1e-12)
+    with np.errstate(divide="ignore"):
+        Lq = np.log(C)
+    got = positive_partners(DenseBatchWeights(Lq), seed=0, sizes=np.full(K, 2))
+    assert got == pytest.approx(2 * (4 * k + 1), rel=1e-12)
+    # one sample a point: the same diagonal is the weight between copies that do not exist
+    assert positive_partners(DenseBatchWeights(Lq), seed=0) == pytest.approx(2 * k, rel=1e-12)
+
+
+def test_a_sampler_of_twin_classes_counts_its_samples():
+    """A round of a collapsed problem is measured in its samples' epochs: N = sizes' sum."""
+    sizes = np.array([2] * 10 + [1] * 980)
+    spec = _spec(128)
+    sampler = ClassBatches(sizes, spec)
+    assert sampler.samples == 1000 and sampler.steps_per_epoch == 1000 // 128
+    r = round_steps(sampler, spec, positives=12.0)
+    assert r == min(math.ceil(ROUND_POSITIVE_TERMS * 1000 * 999 / (12.0 * 128 * 127)),
+                    ROUND_POSITIVE_MAX_EPOCHS * sampler.steps_per_epoch)
+
+
 def test_no_positives_at_all_counts_nothing():
     assert positive_partners(SparseBatchWeights(sp.csr_matrix((50, 50))), seed=0) == math.inf
 
@@ -101,15 +132,17 @@ def test_no_positives_at_all_counts_nothing():
 def test_a_round_gives_each_point_its_positive_terms_and_no_step_more(n, B, pos):
     """Each step gives a point B (B - 1) / (n (n - 1)) * positives terms with positive partners
     on average; the round is the fewest steps that give ROUND_POSITIVE_TERMS of them, unless
-    the epoch or the partner rule asks for more."""
+    the epoch or the partner rule asks for more, and at most ROUND_POSITIVE_MAX_EPOCHS epochs
+    (a perfect matching asked 140 at N = 2000)."""
     B = min(B, n)
     pos = min(pos, max(n - 1, 1))
     sampler = SampleBatches(n, B)
     plain = round_steps(sampler, _spec(B))
     r = round_steps(sampler, _spec(B), positives=pos)
     per_step = B * max(B - 1, 1) / (n * max(n - 1, 1)) * pos
-    assert r >= plain
-    assert r * per_step >= ROUND_POSITIVE_TERMS * (1 - 1e-12)
+    cap = ROUND_POSITIVE_MAX_EPOCHS * sampler.steps_per_epoch
+    assert plain <= r <= max(plain, cap)
+    assert r >= cap or r * per_step >= ROUND_POSITIVE_TERMS * (1 - 1e-12)
     assert r == plain or (r - 1) * per_step < ROUND_POSITIVE_TERMS * (1 + 1e-12)
     assert round_steps(sampler, _spec(B), positives=math.inf) == plain
 

@@ -248,6 +248,11 @@ class SampleBatches:
     batch_size: int
 
     @property
+    def samples(self) -> int:
+        """The samples the batches are drawn from (each point is one)."""
+        return self.n
+
+    @property
     def steps_per_epoch(self) -> int:
         """Batches of one pass over the samples."""
         return max(1, self.n // self.batch_size)
@@ -295,9 +300,14 @@ class ClassBatches:
         return idx, counts[idx].astype(float)
 
     @property
+    def samples(self) -> int:
+        """The samples the batches are drawn from (``N``, the sizes' sum)."""
+        return int(self.sizes.sum())
+
+    @property
     def steps_per_epoch(self) -> int:
         """Batches of one pass over the samples (``N / B``)."""
-        return max(1, int(self.sizes.sum()) // self.spec.batch_size)
+        return max(1, self.samples // self.spec.batch_size)
 
     def epoch(self, rng: np.random.Generator):
         for _ in range(self.steps_per_epoch):

@@ -191,8 +191,12 @@ def _batch_optimum(
     n = weights.n
     sampler = (SampleBatches(n, spec.batch_size) if sizes is None
                else ClassBatches(np.asarray(sizes, dtype=np.int64), spec))
-    # a sparse weighting's samples meet few positives an epoch: longer rounds (round_steps)
-    positives = positive_partners(weights, seed=seed) if sizes is None else math.inf
+    # a sparse weighting's samples meet few positives an epoch: longer rounds (round_steps);
+    # counted at sample level, also where a few twins are merged (most points one sample),
+    # not for classes, whose points gather the terms of their many samples
+    sample_level = sizes is None or (spec.sampler == "uniform" and np.median(sizes) == 1)
+    positives = (positive_partners(weights, seed=seed, sizes=sizes) if sample_level
+                 else math.inf)
     say = stderr_progress() if progress is None or progress else None
     runs_n = 1 + replicates
     candidates = runs_n + (full_batch is not None) + len(compare)
@@ -273,9 +277,12 @@ def _batch_optimum(
     # ended in another arrangement far above it is an optimisation's miss, not sampling noise
     # (one such run made every interval [-1, 1] beside a report of pinned cosines); with
     # fewer than two such runs the spread is not measured, and the summary says why
-    kept_runs = tuple(runs[k] for k in near if k < len(runs))
     # a run started from the full-batch candidate descends from it: the two are one solution,
-    # not two (counted as two, they made a verdict "pinned" beside cold runs that disagreed)
+    # not two (counted as two, they made a verdict "pinned" beside cold runs that disagreed),
+    # and where that candidate is kept, the run from it is no independent run of its entries
+    kept_runs = tuple(runs[k] for k in near
+                      if k < len(runs) and not (k == 0 and best == len(runs)))
+    left_out = sum(k not in near for k in range(len(runs)))
     if full_batch is not None and {0, len(runs)} <= set(near):
         near.remove(len(runs) if best == 0 or (best != len(runs) and est[0].mean
                                                 <= est[len(runs)].mean) else 0)
@@ -289,7 +296,7 @@ def _batch_optimum(
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,
                         status=status, monitor=kept.monitor if kept else (),
                         seconds=time.monotonic() - t0, runs=kept_runs,
-                        runs_left_out=len(runs) - len(kept_runs),
+                        runs_left_out=left_out,
                         comparisons=comparisons, full_batch_point=full_batch_point,
                         labels=labels)
 

@@ -154,28 +154,37 @@ def weight_rows(weights: BatchWeights, *, chunk: int = 0) -> RowReader | None:
 PARTNER_ROWS = 64
 
 
-def positive_partners(weights: BatchWeights, *, seed: int, rows: int = PARTNER_ROWS) -> float:
-    r"""The typical number of positive partners of a sample: the median, over up to ``rows``
-    seeded samples that have any, of the participation ratio
-    :math:`(\sum_j w_{ij})^2 / \sum_j w_{ij}^2` of its weights to the others (``k`` for ``k``
-    equal weights; read in log space by :func:`weight_rows`, ``O(rows * n)``). ``inf`` where
-    the weighting has no rows (weights normalised over each batch) or no sampled sample has a
-    positive: nothing to count. It sets the length of a stochastic run's rounds
-    (:func:`dgp.solver.round_steps`): a batch of ``B`` among ``n`` meets about
-    ``positives * (B - 1) / (n - 1)`` of them."""
+def positive_partners(weights: BatchWeights, *, seed: int, sizes: np.ndarray | None = None,
+                      rows: int = PARTNER_ROWS) -> float:
+    r"""The typical number of positive partners of a point: the median, over up to ``rows``
+    seeded points that have any, of :math:`m_c\,(\sum_j w_{cj})^2 / \sum_j w_{cj}^2`, the
+    participation ratio of a sample's weights to the other samples (``k`` for ``k`` equal
+    weights) times the point's ``m_c`` samples. ``sizes``: the samples of each point (twin
+    classes; ``None``: one each), each weight counted once per other sample of its point (the
+    own entry, the weight between copies, ``m_c - 1`` times). Read in log space by
+    :func:`weight_rows`, ``O(rows * n)``; ``inf`` where the weighting has no rows (weights
+    normalised over each batch) or no sampled point has a positive: nothing to count. It sets
+    the length of a stochastic run's rounds (:func:`dgp.solver.round_steps`): an epoch of
+    batches of ``B`` among ``N`` samples meets about ``positives * (B - 1) / (N - 1)`` of
+    them."""
     read = weight_rows(weights)
     n = weights.n
     if read is None or n < 2:
         return math.inf
     pick = np.sort(np.random.default_rng([seed, 7]).choice(n, size=min(rows, n),
                                                           replace=False))
-    L = read(pick)
+    m = np.ones(n) if sizes is None else np.asarray(sizes, dtype=float)
+    mult = np.tile(m, (pick.size, 1))
+    mult[np.arange(pick.size), pick] -= 1.0  # the other copies of the point itself
+    L = np.where(mult > 0, read(pick), -np.inf)
     top = L.max(axis=1)
     has = np.isfinite(top)
     if not has.any():
         return math.inf
     e = np.exp(L[has] - top[has, None])
-    return float(np.median(e.sum(axis=1) ** 2 / (e * e).sum(axis=1)))
+    w = mult[has]
+    ratio = (w * e).sum(axis=1) ** 2 / (w * e * e).sum(axis=1)
+    return float(np.median(m[pick[has]] * ratio))
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:

@@ -44,7 +44,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import ndtri, stdtrit
 
-from dgp.constants import ROUND_PARTNER_TERMS, ROUND_POSITIVE_TERMS
+from dgp.constants import (
+    ROUND_PARTNER_TERMS,
+    ROUND_POSITIVE_MAX_EPOCHS,
+    ROUND_POSITIVE_TERMS,
+)
 from dgp.errors import ParameterError
 from dgp.solver._batch import BatchSpec
 from dgp.solver._batch_sources import (
@@ -190,22 +194,25 @@ def round_steps(sampler: SampleBatches | ClassBatches, spec: BatchSpec, *,
     :math:`\max(\text{epoch}, \lceil \text{partner\_terms}\, n / (B(B-1)) \rceil)`: one
     epoch at ``B = 256`` and for class-collapsed problems, 160 steps (8.9 epochs) at
     ``N = 300``, ``B = 16``; ``partner_terms = 0``: always one epoch. ``positives``: the typical
-    number of positive partners of a point among the ``n - 1`` others
+    number of positive partners of a point among the ``N - 1`` other samples
     (:func:`dgp.solver.positive_partners`; ``inf``: not counted); a round also gives each point
     :data:`~dgp.constants.ROUND_POSITIVE_TERMS` (:math:`T_+`) terms with them on average,
-    :math:`\lceil T_+\, n(n-1) / (\text{positives}\, B(B-1)) \rceil` steps (11 epochs on
-    a 10-NN graph of 2000 points at ``B = 256``, where an epoch meets 1.3)."""
+    :math:`\lceil T_+\, N(N-1) / (\text{positives}\, B(B-1)) \rceil` steps (11 epochs on
+    a 10-NN graph of 2000 points at ``B = 256``, where an epoch meets 1.3), at most
+    :data:`~dgp.constants.ROUND_POSITIVE_MAX_EPOCHS` epochs."""
     if not (isinstance(partner_terms, (int, float)) and 0 <= partner_terms < math.inf):
         raise ParameterError("partner_terms", f"must be a finite number >= 0, got "
                              f"{partner_terms!r}")
     if not (isinstance(positives, (int, float)) and positives > 0):
         raise ParameterError("positives", f"must be a number > 0 (inf: not counted), got "
                              f"{positives!r}")
-    B, n = spec.batch_size, sampler.n
+    B, n, N = spec.batch_size, sampler.n, sampler.samples
     pairs = B * max(B - 1, 1)
+    epoch = sampler.steps_per_epoch
     sparse = (0 if positives == math.inf else
-              math.ceil(ROUND_POSITIVE_TERMS * n * max(n - 1, 1) / (positives * pairs)))
-    return max(sampler.steps_per_epoch, math.ceil(partner_terms * n / pairs), sparse)
+              min(math.ceil(ROUND_POSITIVE_TERMS * N * max(N - 1, 1) / (positives * pairs)),
+                  ROUND_POSITIVE_MAX_EPOCHS * epoch))
+    return max(epoch, math.ceil(partner_terms * n / pairs), sparse)
 
 
 def _batch_stream(sampler: SampleBatches | ClassBatches,
