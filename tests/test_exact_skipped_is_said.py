@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from dgp.optima._batch_paths import batch_route, say_exact_skipped
+from dgp.optima._batch_notices import say_exact_skipped
+from dgp.optima._batch_paths import batch_route
 from dgp.solver import (
     EXACT_RANK_D_MAX_S,
     BatchSpec,
@@ -53,7 +54,7 @@ def test_few_subsets_too_large_for_their_rows_are_said(capsys):
     said with the reason (it went stochastic in silence, claiming 'other fresh batches' where
     only 300 distinct ones exist)."""
     q = _q(np.ones(300))
-    for B, count, reason in ((299, 300, "estimated at about"), (298, 44_850, "entries")):
+    for B, count, reason in ((299, 300, "is used from 501 subsets on"), (298, 44_850, "entries")):
         spec = BatchSpec(batch_size=B, sampler="uniform", samples_per_class=None,
                          reduction="mean", anchors_without_positives="drop")
         assert not enumerable(q.sizes, spec, 100_000)
@@ -64,3 +65,20 @@ def test_few_subsets_too_large_for_their_rows_are_said(capsys):
         assert f"independent draws of those {count}" in err
         say_exact_skipped(q, spec, 8, count - 1, 4)  # beyond exact_max: nothing was skipped
         assert capsys.readouterr().err == ""
+
+
+def test_a_finite_sum_over_the_memory_budget_is_said(capsys, monkeypatch):
+    """A referee's n = 16, B = 8 (12 870 subsets) under DGP_MEMORY_LIMIT=60M: the finite sum
+    needs about 158 MB, the rows are not taken for samples past FINITE_FROM subsets, so fresh
+    batches answer; the budget that refused it is named."""
+    monkeypatch.setenv("DGP_MEMORY_LIMIT", "60M")
+    q = _q(np.ones(16))
+    spec = BatchSpec(batch_size=8, sampler="uniform", samples_per_class=None,
+                     reduction="mean", anchors_without_positives="drop")
+    assert batch_route(q.sizes, spec, 2, 100_000, 4) == "stochastic"
+    say_exact_skipped(q, spec, 2, 100_000, 4)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "all 12870 compositions" in err and "beyond the memory budget" in err
+    assert "DGP_MEMORY_LIMIT" in err
+    monkeypatch.delenv("DGP_MEMORY_LIMIT")
+    assert batch_route(q.sizes, spec, 2, 100_000, 4) == "finite"

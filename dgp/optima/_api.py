@@ -46,6 +46,7 @@ from dgp.errors import (
 )
 from dgp.geometry import embedding_from_gram
 from dgp.optima._batch import batch_prediction
+from dgp.optima._batch_notices import say_exact_skipped, say_rows_estimate
 from dgp.optima._batch_paths import (
     BATCH_PATHS,
     batch_route,
@@ -53,8 +54,6 @@ from dgp.optima._batch_paths import (
     check_starts,
     finite_seconds,
     label_quotient,
-    say_exact_skipped,
-    say_rows_estimate,
     start_budget,
     streamed_path,
 )

@@ -10,7 +10,7 @@ r"""The mini-batch paths of :func:`dgp.optimum` beyond the row problem of exact 
   the exact mean over every subset (:func:`finite_fits`, :func:`finite_path`), as long as its
   estimated time and memory fit (:func:`finite_cost`);
 * which of these a batched problem takes (:func:`batch_route`, :data:`BATCH_PATHS`), and the
-  time estimate of the row problem when it is taken (:func:`say_rows_estimate`);
+  time estimates and skips it says (:mod:`dgp.optima._batch_notices`);
 * the one place that decides when a structured weighting (sparse, a graph, pairs, or built
   from labels) is read without an ``N x N`` array (:func:`streamed_path`): with
   ``batch_size``, at every ``N``, unless its samples are few enough for an exact path; its
@@ -45,11 +45,9 @@ from dgp.solver import (
     CHUNKED_FTOL,
     CHUNKED_MAX_EVALS,
     CHUNKED_TYPICAL_EVALS,
-    EXACT_RANK_D_MAX_S,
     FINITE_MAX_ENTRIES,
     NO_POSITIVE,
     REDUCTIONS,
-    ROW_BUDGET,
     BatchOptimum,
     BatchSpec,
     BatchWeights,
@@ -62,13 +60,11 @@ from dgp.solver import (
     chunked_seconds,
     composition_count,
     dense_weight_rows,
-    enumerable,
     exact_rows_fit,
     finite_batch_optimum,
     quotient_batch_optimum,
     random_start,
     rank_d_starts,
-    rows_rank_d_seconds,
     sparse_spectral_start,
     weight_rows,
 )
@@ -86,7 +82,6 @@ __all__ = [
     "FINITE_SECONDS_PER_ENTRY",
     "FINITE_TYPICAL_ITERS",
     "OPTIMUM_SAMPLERS",
-    "ROWS_ESTIMATE_FROM_S",
     "STOCHASTIC_FULL_BATCH_MAX_K",
     "STOCHASTIC_FULL_BATCH_MAX_KD",
     "batch_route",
@@ -98,10 +93,9 @@ __all__ = [
     "finite_fits",
     "finite_path",
     "finite_seconds",
+    "finite_starts",
     "label_quotient",
     "labels_path",
-    "say_exact_skipped",
-    "say_rows_estimate",
     "sparse_pairs_above",
     "start_budget",
     "stochastic_path",
@@ -365,7 +359,7 @@ def finite_cost(n: int, B: int, dim: int, starts: int) -> tuple[float, float]:
     return seconds, peak
 
 
-def _finite_starts(starts: int) -> int:
+def finite_starts(starts: int) -> int:
     """Descents of the finite sum in ``dim``: the full-batch optimum's and the random ones."""
     return 1 + min(starts, FINITE_RANDOM_STARTS)
 
@@ -373,7 +367,7 @@ def _finite_starts(starts: int) -> int:
 def finite_seconds(n: int, spec: BatchSpec, dim: int | None, starts: int) -> float:
     """The finite sum's estimated seconds over every subset of ``n`` samples, with the descents
     :func:`finite_path` runs for ``starts`` (:func:`finite_cost`)."""
-    return finite_cost(n, spec.batch_size, dim, _finite_starts(starts))[0]
+    return finite_cost(n, spec.batch_size, dim, finite_starts(starts))[0]
 
 
 def _finite_ok(sizes: np.ndarray, spec: BatchSpec, dim: int | None, exact_max: int,
@@ -384,7 +378,7 @@ def _finite_ok(sizes: np.ndarray, spec: BatchSpec, dim: int | None, exact_max: i
     C = math.comb(n, B)
     if not (FINITE_FROM < C <= exact_max and C * B**2 <= FINITE_MAX_ENTRIES):
         return False
-    seconds, peak = finite_cost(n, B, dim, _finite_starts(starts))
+    seconds, peak = finite_cost(n, B, dim, finite_starts(starts))
     budget = memory_budget()
     return seconds <= time_budget() and (budget is None or peak <= budget)
 
@@ -424,11 +418,11 @@ def finite_path(q: Quotient, spec: BatchSpec, kwargs: dict, full_batch: FullBatc
     starts = min(kwargs["starts"], FINITE_RANDOM_STARTS)
     if progress is None or progress:
         B = spec.batch_size
-        seconds, _ = finite_cost(q.K, B, kwargs["dim"], _finite_starts(starts))
+        seconds, _ = finite_cost(q.K, B, kwargs["dim"], finite_starts(starts))
         stderr_progress()(
             f"exact expected-batch optimum over all {math.comb(q.K, B)} batches of {B} of "
             f"n = {q.K} in d = {kwargs['dim']}: about {format_duration(seconds)} or less "
-            f"({_finite_starts(starts)} descents and a free one)")
+            f"({finite_starts(starts)} descents and a free one)")
     return finite_batch_optimum(q.weights, spec, tau=kwargs["tau"], dim=kwargs["dim"],
                                 seed=kwargs["seed"], full_batch=_full(q, kwargs, full_batch),
                                 starts=starts)
@@ -466,52 +460,7 @@ def labels_path(source: BatchWeights, spec: BatchSpec, *, tau: float, dim: objec
 
 #: the batch paths that answer with a BatchOptimum, by route
 BATCH_PATHS = {"stochastic": stochastic_path, "finite": finite_path}
-#: seconds from which a row problem over every composition says its time estimate first
-ROWS_ESTIMATE_FROM_S = 5.0
 
-
-def say_rows_estimate(q: Quotient, spec: BatchSpec, dim: int | None, starts: int) -> None:
-    """The time estimate of the row problem over every composition on stderr, when it is
-    :data:`ROWS_ESTIMATE_FROM_S` or more (:func:`dgp.solver.rows_rank_d_seconds`)."""
-    seconds = rows_rank_d_seconds(q.sizes, spec, dim, starts)
-    if seconds >= ROWS_ESTIMATE_FROM_S:
-        stderr_progress()(
-            f"exact expected-batch optimum over all {composition_count(q.sizes, spec)} "
-            f"compositions of {q.K} points in d = {dim}: about {format_duration(seconds)} "
-            "(the rank-d search over every composition's rows)")
-
-
-def say_exact_skipped(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: int,
-                      starts: int) -> None:
-    """On stderr, why a problem whose compositions number at most ``exact_max`` takes fresh
-    batches: its rank-``dim`` search over every composition's rows is estimated beyond
-    :data:`~dgp.solver.EXACT_RANK_D_MAX_S` (a referee found the exact path skipped in silence:
-    58 905 compositions of 5 classes in d = 3, estimated 783 s), or their rows exceed
-    :data:`~dgp.solver.ROW_BUDGET` entries and the finite sum over every subset does not fit
-    either (another referee: N = 300, B = 299, 300 subsets, skipped without a word)."""
-    count = composition_count(q.sizes, spec)
-    if count > exact_max:
-        return
-    if enumerable(q.sizes, spec, exact_max):
-        seconds = rows_rank_d_seconds(q.sizes, spec, dim, starts)
-        if seconds <= EXACT_RANK_D_MAX_S:
-            return
-        why = (f"the rank-{dim} search over them is estimated at about "
-               f"{format_duration(seconds)} (more than {format_duration(EXACT_RANK_D_MAX_S)})")
-    else:
-        why = (f"their rows ({count} compositions of up to {min(q.K, spec.batch_size)} anchors "
-               f"among {q.K} points) exceed {ROW_BUDGET:,} entries")
-        if dim is not None and spec.sampler == "uniform" and (q.sizes == 1).all():
-            n, B = q.K, spec.batch_size
-            seconds = finite_cost(n, B, dim, _finite_starts(starts))[0]
-            why += (f" and the finite sum over every subset is estimated at about "
-                    f"{format_duration(seconds)}" if count * B**2 <= FINITE_MAX_ENTRIES else
-                    f" and the finite sum over every subset exceeds its {FINITE_MAX_ENTRIES:,} "
-                    "entries (subsets times B squared)")
-    stderr_progress()(
-        f"all {count} compositions of {q.K} points could be enumerated, but {why}: the "
-        "expected-batch optimum is found on fresh batches instead (independent draws of those "
-        f"{count}), and reported with its interval and bound")
 
 
 def sparse_pairs_above(W: object, n_min: int) -> Pairs | None:
