@@ -166,13 +166,13 @@ def check_temperature(value: object, name: str = "tau") -> float:
     >>> check_temperature(1e-310)
     Traceback (most recent call last):
     ...
-    dgp.errors.InvalidParameterError: tau = 1e-310 is too small: 1/tau is beyond the float \
-range (about 1.8e308); use tau >= 5.57e-309
+    dgp.errors.InvalidParameterError: tau = 1e-310 is too small: its inverse is beyond the \
+float range (about 1.8e308); use a value >= 5.57e-309
     """
     t = check_positive(value, name)
     if not math.isfinite(1.0 / t):
-        raise ParameterError(name, f"= {t:g} is too small: 1/{name} is beyond the float range "
-                             f"(about 1.8e308); use {name} >= 5.57e-309")
+        raise ParameterError(name, f"= {t:g} is too small: its inverse is beyond the float "
+                             "range (about 1.8e308); use a value >= 5.57e-309")
     return t
 
 

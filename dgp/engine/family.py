@@ -48,7 +48,7 @@ from dgp.engine._spectra import (
     psd_box,
     repeat_smallest,
 )
-from dgp.errors import ParameterError
+from dgp.errors import ParameterError, check_temperature
 from dgp.tolerance import Margin, Tolerance
 
 __all__ = [
@@ -218,10 +218,7 @@ def check_tau_inverse(tau: float) -> None:
     ParameterError
         Naming ``tau``, with the smallest ``tau`` taken.
     """
-    if not math.isfinite(1.0 / tau):
-        raise ParameterError("tau", f"= {tau:g} is too small: 1/tau is beyond the float range "
-                             "(about 1.8e308), so the target's constants cannot be formed; "
-                             "use tau >= 5.57e-309")
+    check_temperature(tau, "tau")  # the one check of a temperature (dgp.errors)
 
 
 def check_cosine_scale(tau: float, spread: float) -> None:

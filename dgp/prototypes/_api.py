@@ -42,9 +42,9 @@ from dgp.errors import (
     check_dim,
     check_flag,
     check_int,
-    check_positive,
     check_sizes,
     check_square,
+    check_temperature,
     check_unit_interval,
 )
 
@@ -126,7 +126,7 @@ def prototype_loss(gram: object, sizes: object, *, tau: float, eps: float | None
 def _gram_problem(gram: object, sizes: object, tau: float, eps: float | None):
     """The validated block problem of ``sizes`` and the validated ``gram``, scaled at it."""
     n = check_sizes(sizes)
-    tau = check_positive(tau, "tau")
+    tau = check_temperature(tau, "tau")
     if eps is not None:
         eps = check_unit_interval(eps, "eps")
     G = check_square(gram, "gram", size=n.size)
@@ -482,7 +482,7 @@ def supcon_prototypes(
         samples_per_class=samples_per_class, reduction=reduction,
         anchors_without_positives=anchors_without_positives)
     n = check_sizes(sizes)
-    tau = check_positive(tau, "tau")
+    tau = check_temperature(tau, "tau")
     if eps is not None:
         eps = check_unit_interval(eps, "eps")
     check_choice(method, METHODS, "method")
