@@ -5,12 +5,10 @@ batches (:func:`say_exact_skipped`)."""
 from __future__ import annotations
 
 from dgp.display import format_duration, stderr_progress
-from dgp.optima._batch_paths import FINITE_FROM, finite_cost, finite_starts
+from dgp.optima._batch_paths import FINITE_FROM, finite_refusal
 from dgp.optima._structure import Quotient
-from dgp.resources import format_bytes, memory_budget, time_budget
 from dgp.solver import (
     EXACT_RANK_D_MAX_S,
-    FINITE_MAX_ENTRIES,
     ROW_BUDGET,
     BatchSpec,
     composition_count,
@@ -40,7 +38,7 @@ def say_exact_skipped(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: 
     """On stderr, why a problem of at most ``exact_max`` compositions takes fresh batches: the
     rows' rank-``dim`` search beyond :data:`~dgp.solver.EXACT_RANK_D_MAX_S` or the rows beyond
     :data:`~dgp.solver.ROW_BUDGET`, and for samples in a fixed dimension why the finite sum does
-    not answer (:func:`_finite_refusal`; each was skipped in silence once)."""
+    not answer (:func:`finite_refusal`; each was skipped in silence once)."""
     count = composition_count(q.sizes, spec)
     if count > exact_max:
         return
@@ -56,27 +54,9 @@ def say_exact_skipped(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: 
     else:
         return
     if samples:
-        why.append(_finite_refusal(q.K, spec.batch_size, dim, starts, count))
+        why.append(finite_refusal(q.K, spec.batch_size, dim, starts, count))
     stderr_progress()(
         f"all {count} compositions of {q.K} points could be enumerated, but "
         f"{' and '.join(w for w in why if w)}: the expected-batch optimum is found on fresh "
         f"batches instead (independent draws of those {count}), and reported with its interval "
         "and bound")
-
-
-def _finite_refusal(n: int, B: int, dim: int, starts: int, count: int) -> str:
-    """Why the finite sum over every ``B``-subset of ``n`` samples does not answer, in words."""
-    what = "the finite sum over every subset"
-    if count <= FINITE_FROM:
-        return f"{what} is used from {FINITE_FROM + 1} subsets on"
-    if count * B**2 > FINITE_MAX_ENTRIES:
-        return f"{what} exceeds its {FINITE_MAX_ENTRIES:,} entries (subsets times B squared)"
-    seconds, peak = finite_cost(n, B, dim, finite_starts(starts))
-    budget = memory_budget()
-    if seconds > time_budget():
-        return (f"{what} is estimated at about {format_duration(seconds)}, beyond the time "
-                f"budget of {format_duration(time_budget())} (DGP_TIME_BUDGET_S)")
-    if budget is not None and peak > budget:
-        return (f"{what} needs about {format_bytes(peak)}, beyond the memory budget of "
-                f"{format_bytes(budget)} (DGP_MEMORY_LIMIT)")
-    return ""

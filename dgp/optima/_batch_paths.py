@@ -40,7 +40,7 @@ from dgp.display import format_duration, stderr_progress
 from dgp.engine.target import LogWeights, Pairs, is_graph, log_weights
 from dgp.errors import ParameterError, check_choice, check_dim, check_int
 from dgp.optima._structure import Quotient, sparse_quotient, sparse_twins
-from dgp.resources import memory_budget, time_budget
+from dgp.resources import format_bytes, memory_budget, time_budget
 from dgp.solver import (
     CHUNKED_FTOL,
     CHUNKED_MAX_EVALS,
@@ -92,6 +92,7 @@ __all__ = [
     "finite_cost",
     "finite_fits",
     "finite_path",
+    "finite_refusal",
     "finite_seconds",
     "finite_starts",
     "label_quotient",
@@ -376,11 +377,26 @@ def _finite_ok(sizes: np.ndarray, spec: BatchSpec, dim: int | None, exact_max: i
         return False
     n, B = int(sizes.size), spec.batch_size
     C = math.comb(n, B)
-    if not (FINITE_FROM < C <= exact_max and C * B**2 <= FINITE_MAX_ENTRIES):
-        return False
+    return C <= exact_max and not finite_refusal(n, B, dim, starts, C)
+
+
+def finite_refusal(n: int, B: int, dim: int, starts: int, count: int) -> str:
+    """Why the finite sum over the ``count`` ``B``-subsets of ``n`` samples does not answer, in
+    words (``""``: it does): the one decision of :func:`finite_fits` beside its reason."""
+    what = "the finite sum over every subset"
+    if count <= FINITE_FROM:
+        return f"{what} is used from {FINITE_FROM + 1} subsets on"
+    if count * B**2 > FINITE_MAX_ENTRIES:
+        return f"{what} exceeds its {FINITE_MAX_ENTRIES:,} entries (subsets times B squared)"
     seconds, peak = finite_cost(n, B, dim, finite_starts(starts))
     budget = memory_budget()
-    return seconds <= time_budget() and (budget is None or peak <= budget)
+    if seconds > time_budget():
+        return (f"{what} is estimated at about {format_duration(seconds)}, beyond the time "
+                f"budget of {format_duration(time_budget())} (DGP_TIME_BUDGET_S)")
+    if budget is not None and peak > budget:
+        return (f"{what} needs about {format_bytes(peak)}, beyond the memory budget of "
+                f"{format_bytes(budget)} (DGP_MEMORY_LIMIT)")
+    return ""
 
 
 def finite_fits(q: Quotient, spec: BatchSpec, dim: int | None, exact_max: int,
