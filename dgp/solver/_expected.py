@@ -280,12 +280,12 @@ def _batch_optimum(
     # a run started from the full-batch candidate descends from it: the two are one solution,
     # not two (counted as two, they made a verdict "pinned" beside cold runs that disagreed),
     # and where that candidate is kept, the run from it is no independent run of its entries
-    kept_runs = tuple(runs[k] for k in near
-                      if k < len(runs) and not (k == 0 and best == len(runs)))
-    left_out = sum(k not in near for k in range(len(runs)))
-    if full_batch is not None and {0, len(runs)} <= set(near):
-        near.remove(len(runs) if best == 0 or (best != len(runs) and est[0].mean
-                                                <= est[len(runs)].mean) else 0)
+    fb = len(runs)  # the full-batch candidate's place among cands
+    kept_runs = tuple(runs[k] for k in near if k < fb and not (k == 0 and best == fb))
+    left_out = sum(k not in near for k in range(fb))
+    if full_batch is not None and 0 in near and fb in near:  # keep the kept one, or the lower
+        keep = best if best in (0, fb) else min((0, fb), key=lambda k: est[k].mean)
+        near.remove(fb if keep == 0 else 0)
     ident = (identifiability_report(cands, [e.mean * spec.per_anchor for e in est], best,
                                     seed=seed, resolution=LOSS_RESOLUTION, near=near,
                                     row_weights=sizes,
