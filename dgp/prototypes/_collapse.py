@@ -165,7 +165,8 @@ def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | Non
                       df: int | None = None, unmeasured: str | None = None) -> MinorityCollapse:
     """The minority-collapse verdict of a prototype Gram (module docstring).
 
-    ``runs``: the Grams of independent runs (``R x K x K``, ``R >= 2``), whose spread gives
+    ``runs``: the Grams of runs (``R x K x K``, ``R >= 2``; only independent ones where
+    ``pinned=False``: restarts in one arrangement say nothing there), whose spread gives
     paired intervals around ``gram``, simultaneous at 95% over the tail pairs and the tail's
     mean (Bonferroni: a pair chosen among many is not judged by its own 95% interval); else
     ``interval`` (each entry's 95% ``(lo, hi)`` over ``df + 1`` runs), summed conservatively;
@@ -213,7 +214,7 @@ def minority_collapse(gram: np.ndarray, sizes: object, *, runs: np.ndarray | Non
         half_head = q_mean * float(run_head.std(ddof=1))
         half_tail = q_mean * float(run_pairs.mean(axis=1).std(ddof=1))
         noise = (f"simultaneous 95% intervals over the {pairs} tail pairs and the tail's mean, "
-                 f"paired over {R.shape[0]} independent runs")
+                 f"paired over {R.shape[0]} runs")
     elif interval is not None:
         lo, hi = (np.asarray(v, dtype=float) for v in interval)
         scale_pair = scale_mean = 1.0

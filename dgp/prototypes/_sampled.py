@@ -76,7 +76,8 @@ def stochastic_fields(
     batch, ident, minority = held_out_report(
         n, spec, full_gram, res.gram, [Z @ Z.T for Z in res.runs] or [res.gram], res.batch,
         res.identifiability, drawn=res.batch.batches, seed=res.batch.seed,
-        simplex=res.comparisons[0] if simplex else None, left_out=res.runs_left_out)
+        simplex=res.comparisons[0] if simplex else None, left_out=res.runs_left_out,
+        restarts=res.restarts)
     G, b = res.gram, res.batch
     entropy = math.nan  # the expected batch entropic bound is not estimated on this path
     fields = dict(
@@ -94,7 +95,7 @@ def stochastic_fields(
 def held_out_report(
     n: np.ndarray, spec: BatchSpec, full_gram: np.ndarray, G: np.ndarray, grams: list,
     b: BatchEstimate, rep: BatchIdentifiability | None, *, drawn: int, seed: int | None,
-    simplex: tuple[float, float] | None = None, left_out: int = 0,
+    simplex: tuple[float, float] | None = None, left_out: int = 0, restarts: int = 0,
 ) -> tuple[BatchPrediction, Identifiability, MinorityCollapse]:
     """What a class-level prediction reported on held-out batches says: the batch record
     (``b``, the prediction's :class:`~dgp.solver.BatchEstimate`; each Gram entry's 95%
@@ -103,7 +104,8 @@ def held_out_report(
     :func:`dgp.solver._gram_spread.gram_spread`), the identifiability (the full-batch gap, and
     the simplex's paired gap ``simplex`` where one was evaluated) and the minority verdict.
     ``drawn``: the batches or compositions the prediction was fitted on; ``left_out``: the
-    runs that ended beyond the loss resolution above ``G`` (not among ``grams``). One Gram
+    runs that ended beyond the loss resolution above ``G`` (not among ``grams``);
+    ``restarts``: the last of ``grams`` that are restarts of ``G`` on other batch streams. One Gram
     alone is a closed form, which no sample moves (intervals of width 0), unless runs were
     left out (one sampled run: not measured)."""
     # each entry's standard error: one run's spread over the runs (the prediction is one run)
@@ -115,6 +117,7 @@ def held_out_report(
         full_batch_gram=full_gram, shift=float(np.abs(G - full_gram).max()),
         positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
         estimate=b, gram_interval=interval, gram_entry_se=se, runs_left_out=left_out,
+        restarts=restarts,
     )
     # gaps per anchor: a summed batch loss is over the batch's B anchors
     per_anchor = spec.per_anchor
@@ -136,6 +139,15 @@ def held_out_report(
     # spread is the noise, what the loss leaves free among them included. Where the report
     # finds the cosines free, only a collapse every run agrees on is a finding
     pinned = rep.pinned.get("pairwise cosines") if rep is not None and rep.pinned else None
-    minority = minority_collapse(G, n, runs=grams, pinned=None if pinned is None else bool(pinned),
-                                 unmeasured=batch.unmeasured)
+    # restarts share the kept arrangement: their spread speaks for the cosines only where the
+    # loss pins them; elsewhere only independent runs do, and fewer than two decide nothing
+    runs, unmeasured = grams, batch.unmeasured
+    if restarts and pinned is not True:
+        runs = grams[:len(grams) - restarts]
+        if len(runs) < 2 and unmeasured is None:
+            unmeasured = ("the entries' spread comes from restarts of these prototypes in their "
+                          "own arrangement, and whether other near-optimal arrangements agree "
+                          "is not known")
+    minority = minority_collapse(G, n, runs=runs, pinned=None if pinned is None else bool(pinned),
+                                 unmeasured=unmeasured)
     return batch, ident, minority

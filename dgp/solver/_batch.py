@@ -467,6 +467,10 @@ class BatchPrediction(Record):
     runs_left_out : int
         Runs that ended beyond the loss resolution above the kept prototypes (another
         arrangement), left out of the entries' spread (``replicates`` counts the others).
+    restarts : int
+        Of the ``1 + replicates`` runs of the spread, restarts of the kept prototypes on other
+        batch streams (made where fewer independent runs came near them: their batches' noise
+        in their own arrangement, not other arrangements).
     """
 
     spec: BatchSpec
@@ -485,6 +489,7 @@ class BatchPrediction(Record):
     excess_se: float | None = None
     gram_entry_se: np.ndarray | None = None
     runs_left_out: int = 0
+    restarts: int = 0
 
     @property
     def closed_form(self) -> bool:
@@ -513,7 +518,8 @@ class BatchPrediction(Record):
         if self.closed_form:
             return ("a closed form: no sample moves its entries (standard error 0, intervals "
                     "of width 0)")
-        return spread_statement(self.replicates + 1, left_out=self.runs_left_out)
+        return spread_statement(self.replicates + 1, left_out=self.runs_left_out,
+                                restarts=self.restarts)
 
     @property
     def moved_beyond_interval(self) -> int | None:
@@ -544,6 +550,7 @@ class BatchPrediction(Record):
                     ("seed", self.seed), ("loss_se", self.loss_se), ("gram_se", self.gram_se),
                     ("excess_se", self.excess_se),
                     ("replicates", self.replicates), ("runs_left_out", self.runs_left_out),
+                    ("restarts", self.restarts),
                     ("shift_from_full_batch", self.shift),
                     ("positive_pair_probability", self.positive_pair_probability),
                     ("gram_error", self.gram_error),

@@ -212,6 +212,11 @@ class BatchOptimum(Record):
         before it converged: an optimisation's miss, not sampling noise), left out of that
         spread and said in :attr:`gram_error` (with fewer than two runs left, the entries'
         spread is not measured: ``nan``).
+    restarts : int
+        The last ``restarts`` of :attr:`runs` are restarts of the kept solution on other batch
+        streams (made where fewer independent runs than asked came near it): they measure its
+        batches' noise in its own arrangement, not other arrangements (the identifiability
+        report, which leaves them out).
     labels : ndarray of int or None
         The row of :attr:`embedding` of each sample when the rows are twin classes
         (samples with identical weights, collapsed); ``None``: one row per sample.
@@ -242,6 +247,7 @@ class BatchOptimum(Record):
     comparisons: tuple[tuple[float, float], ...] = field(default=(), repr=False)
     full_batch_point: str | None = None
     runs_left_out: int = 0
+    restarts: int = 0
 
     @property
     def sample_embedding(self) -> np.ndarray:
@@ -294,7 +300,8 @@ class BatchOptimum(Record):
         if self.batch.expectation == "exact":
             return spread_statement(0, exact="exact: the mean over every batch, so the entries "
                                     "carry no sampling error (standard error 0)")
-        return spread_statement(len(self.runs), left_out=self.runs_left_out) + (
+        return spread_statement(len(self.runs), left_out=self.runs_left_out,
+                                restarts=self.restarts) + (
             "; per entry on request (gram_interval(i, j)), for all of them with "
             "to_dict(gram=True)")
 
@@ -452,6 +459,7 @@ class BatchOptimum(Record):
         yield "gram_error", self.gram_error
         yield "gram_runs", len(self.runs)
         yield "gram_runs_left_out", self.runs_left_out
+        yield "gram_restarts", self.restarts
         if options["gram"]:
             yield "gram", self.gram
             se, (lo, hi) = self.gram_spread()

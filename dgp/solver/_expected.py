@@ -78,12 +78,22 @@ __all__ = [
 #: near: a large first step would throw it away)
 COLD_LR = 0.5
 WARM_LR = 0.01
+#: the step of a restart of the kept solution on another batch stream, where fewer independent
+#: runs than asked came near it (for its Gram entries' spread): five times the warm step, so that
+#: a restart leaves its start, not so large that it leaves its arrangement (sizes
+#: [200, 120, 80, 50, 30, 20, 12, 8, 5, 3], tau = 0.2, d = 4, B = 64: three restarts at 0.01 and
+#: 0.05 moved entries by at most 0.09 and 0.14 and ended 1e-4 to 2e-4 nats per anchor below it;
+#: at 0.2 and 0.5 they moved entries by 0.8, into other arrangements)
+RESTART_LR = 0.05
 #: batches (of their own stream) on which the kept run is chosen: the candidates are compared
 #: paired, on the same batches, and their differences vary far less than the loss (at N = 2000,
 #: B = 256, d = 128, tau = 0.1 a paired difference of 5.9e-4 had a standard error of 1.8e-7 on
 #: 2000 batches: about 5e-7 on 300 by the square root), so a few hundred batches choose as well
 #: as the 1000 used before
 SELECT_BATCHES = 300
+#: batches on which the calibrated estimate decides whether restarts lie ahead
+#: (:func:`_restarts_ahead`)
+PROBE_BATCHES = 32
 #: rounds of a typical run from a random start (:func:`dgp.solver._stochastic.round_steps`: one
 #: epoch where epochs are long), annealing included, for the estimate before the work
 #: (measured: 36 to 48 at K = 100 classes, B = 256; 80 to 100 at N = 300 to 10 000 samples; 94
@@ -240,23 +250,46 @@ def _batch_optimum(
             rest, load = _calibrated_rest(plan, run, cold_left=runs_n - 1 - r,
                                           min_batches=min_batches, half_width=half_width,
                                           shared=shared)
+            ahead = (_restarts_ahead(runs, weights, sampler, spec, tau=tau, seed=seed)
+                     * replicates if r > 0 and replicates else 0)
+            rest += ahead * infos[0].seconds  # a restart: about as long as the warm run
             elapsed = time.monotonic() - t0
             say(f"calibrated on run {r + 1} ({run.seconds:.1f} s, {len(run.monitor) - 2} "
                 f"rounds; {load:.2g} times its timed batches' seconds): about "
-                f"{_seconds(rest)} left, {_seconds(elapsed + rest)} in all")
+                f"{_seconds(rest)} left, {_seconds(elapsed + rest)} in all" + (
+                    f" ({ahead} restart{'s' if ahead > 1 else ''} of the kept solution "
+                    "included: this run ended beyond "
+                    "the loss resolution above the one from the full-batch optimum)"
+                    if ahead else ""))
     # the full-batch optimum is a candidate too (the answer is never worse than it); the kept
     # candidate is chosen on batches of a stream of its own, then reported on others
     cands = runs + ([full_batch] if full_batch is not None else [])
     select = evaluate(cands, weights, sampler, spec, tau=tau, seed=seed, half_width=half_width,
                       min_batches=SELECT_BATCHES, max_batches=SELECT_BATCHES, stream=5)
     best = _kept(select, full=full_batch is not None)
+    fb = len(runs)  # the full-batch candidate's place among cands
+    # where fewer independent runs than asked came near the kept solution (on the selection
+    # batches; decided again on the reporting ones), restarts of it on other batch streams
+    # fill the Gram entries' spread (its batches' noise in its own arrangement)
+    short = (runs_n - len(_spread_runs(near_optimal(select, best, spec.per_anchor), best, fb))
+             if replicates else 0)
+    restarts = []
+    for j in range(short):
+        if say is not None:
+            say(f"restart {j + 1} of {short} from the kept solution on another batch stream "
+                "(for the Gram entries' spread: fewer independent runs came near it)")
+        restarts.append(stochastic_optimum(
+            weights, sampler, spec, tau=tau, dim=dim, seed=seed + runs_n + j, start=cands[best],
+            lr=RESTART_LR, progress=say, monitor_batches=monitor, nonnegative=nonnegative,
+            positives=positives).embedding)
     if say is not None:
-        say(f"held-out evaluation of {len(cands) + len(compare)} embeddings on at least "
-            f"{min_batches} fresh batches")
-    est = evaluate(cands + [np.asarray(c, dtype=float) for c in compare], weights, sampler,
-                   spec, tau=tau, seed=seed, half_width=half_width, min_batches=min_batches,
-                   max_batches=MAX_EVALUATION_BATCHES, progress=say)
-    est, others = est[:len(cands)], est[len(cands):]
+        say(f"held-out evaluation of {len(cands) + len(restarts) + len(compare)} embeddings on "
+            f"at least {min_batches} fresh batches")
+    est = evaluate(cands + restarts + [np.asarray(c, dtype=float) for c in compare], weights,
+                   sampler, spec, tau=tau, seed=seed, half_width=half_width,
+                   min_batches=min_batches, max_batches=MAX_EVALUATION_BATCHES, progress=say)
+    n_c, n_r = len(cands), len(cands) + len(restarts)
+    est, restart_est, others = est[:n_c], est[n_c:n_r], est[n_r:]
     Z, e = cands[best], est[best]
     comparisons = tuple(
         (float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)))
@@ -272,17 +305,17 @@ def _batch_optimum(
                            progress=say)
     # near the kept candidate (the full-batch optimum included), on the reporting batches; the
     # mean norm that of the samples' mean embedding (collapsed classes weighted by their sizes)
-    near = near_optimal(est, best, spec.per_anchor)
-    # each entry's spread over the runs that reached the best to the resolution: a run that
-    # ended in another arrangement far above it is an optimisation's miss, not sampling noise
-    # (one such run made every interval [-1, 1] beside a report of pinned cosines); with
-    # fewer than two such runs the spread is not measured, and the summary says why
-    # a run started from the full-batch candidate descends from it: the two are one solution,
-    # not two (counted as two, they made a verdict "pinned" beside cold runs that disagreed),
-    # and where that candidate is kept, the run from it is no independent run of its entries
-    fb = len(runs)  # the full-batch candidate's place among cands
-    kept_runs = tuple(runs[k] for k in near if k < fb and not (k == 0 and best == fb))
-    left_out = sum(k not in near for k in range(fb))
+    near = near_optimal(est + restart_est, best, spec.per_anchor)
+    # each entry's spread over the runs that reached the best to the resolution (a run that
+    # ended in another arrangement far above it is an optimisation's miss, not sampling noise:
+    # one such run made every interval [-1, 1] beside a report of pinned cosines), then the
+    # restarts that did; with fewer than two the spread is not measured, and the summary says
+    # why. The restarts are no independent solutions: the identifiability report leaves them out
+    independent = tuple(runs[k] for k in _spread_runs(near, best, fb))
+    restarted = tuple(restarts[k - n_c] for k in near if k >= n_c
+                      )[:max(0, runs_n - len(independent))]  # only as many as are short
+    left_out = sum(k not in near for k in range(fb))  # a restart that misses is not used
+    near = [k for k in near if k < n_c]
     if full_batch is not None and 0 in near and fb in near:  # keep the kept one, or the lower
         keep = best if best in (0, fb) else min((0, fb), key=lambda k: est[k].mean)
         near.remove(fb if keep == 0 else 0)
@@ -295,8 +328,8 @@ def _batch_optimum(
               "on the selection batches")
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,
                         status=status, monitor=kept.monitor if kept else (),
-                        seconds=time.monotonic() - t0, runs=kept_runs,
-                        runs_left_out=left_out,
+                        seconds=time.monotonic() - t0, runs=independent + restarted,
+                        runs_left_out=left_out, restarts=len(restarted),
                         comparisons=comparisons, full_batch_point=full_batch_point,
                         labels=labels)
 
@@ -437,6 +470,28 @@ def _calibrated_rest(plan: _Plan, run: StochasticRun, *, cold_left: int, min_bat
 def _seconds(seconds: float) -> str:
     """A duration for the estimate's line: tenths of a second below ten seconds."""
     return f"{seconds:.1f} s" if seconds < 10 else format_duration(seconds)
+
+
+def _restarts_ahead(runs: list[np.ndarray], weights: BatchWeights, sampler, spec: BatchSpec,
+                    *, tau: float, seed: int) -> bool:
+    """Whether restarts of the kept solution will likely fill the Gram entries' spread, for the
+    calibrated estimate: the last of ``runs`` (the first from a random start) ended beyond the
+    loss resolution above the first (from the full-batch optimum), paired on
+    :data:`PROBE_BATCHES` batches of a stream of their own (a paired difference's noise is far
+    below the resolution: see :data:`SELECT_BATCHES`), so the other random starts likely miss
+    too."""
+    probe = evaluate([runs[0], runs[-1]], weights, sampler, spec, tau=tau, seed=seed,
+                     min_batches=PROBE_BATCHES, max_batches=PROBE_BATCHES, stream=6)
+    return 1 not in near_optimal(probe, 0, spec.per_anchor)
+
+
+def _spread_runs(near: list[int], best: int, fb: int) -> list[int]:
+    """The runs (places among the candidates, the full-batch one at ``fb``) whose entries
+    measure the kept solution's spread: those ``near`` it, but not run 0 where the full-batch
+    candidate is kept (a run started from the full-batch candidate descends from it: the two
+    are one solution, not two, and counted as two they made a verdict "pinned" beside cold runs
+    that disagreed; where that candidate is kept, the run from it is no independent run)."""
+    return [k for k in near if k < fb and not (k == 0 and best == fb)]
 
 
 def _kept(select: list, *, full: bool) -> int:

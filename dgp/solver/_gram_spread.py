@@ -127,11 +127,12 @@ def entry_spread(embedding: np.ndarray, runs: Sequence[np.ndarray], i: object, j
     return (value, se, *_intervals(value, se, len(runs)))
 
 
-def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0) -> str:
+def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0,
+                     restarts: int = 0) -> str:
     """How the reported Gram's entries carry their error, in words: ``exact`` (why there is
-    no sampling error), else the ``t`` intervals of ``runs`` independent runs, and the
-    ``left_out`` runs that ended beyond the loss resolution above the best (not in the
-    spread)."""
+    no sampling error), else the ``t`` intervals of ``runs`` runs, the last ``restarts`` of
+    them restarts of the kept solution on other batch streams, and the ``left_out`` runs that
+    ended beyond the loss resolution above the best (not in the spread)."""
     if exact is not None:
         return exact
     out = (f"{left_out} further run{'s' if left_out > 1 else ''} ended beyond the loss "
@@ -141,7 +142,17 @@ def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0) 
     if runs < 2:
         return out + (f"no interval: {'one run' if runs == 1 else 'no run'} near the kept "
                       "solution, so the spread of the Gram entries over runs is not measured")
+    free = runs - restarts
+    over = f"{runs} independent runs (starts and batch streams)"
+    if restarts:
+        over = (f"{runs} runs: " + (f"{free} independent (starts and batch streams) and "
+                                    if free else "")
+                + f"{restarts} restart{'s' if restarts > 1 else ''} of the kept solution on "
+                "other batch streams, made because " + ("fewer independent runs" if free else
+                                                         "no independent run")
+                + " came near it (they measure its batches' noise in its own arrangement, "
+                "not other arrangements: see identifiability)")
     return out + (f"each entry is the reported solution's (one candidate, not the runs' "
-                  f"mean); its standard error is the standard deviation over {runs} "
-                  f"independent runs (starts and batch streams) and its 95% interval the t "
-                  f"quantile ({runs - 1} degree{'s' if runs > 2 else ''} of freedom) times it")
+                  f"mean); its standard error is the standard deviation over {over} and its "
+                  f"95% interval the t quantile ({runs - 1} degree{'s' if runs > 2 else ''} "
+                  "of freedom) times it")
