@@ -1,8 +1,9 @@
 """Where fewer independent runs than asked end within the loss resolution of the kept solution,
 restarts of it on other batch streams fill the Gram entries' spread (REF3: in 6 of 9 stochastic
 solves no entry had an interval). They measure its batches' noise in its own arrangement, not
-other arrangements: they are said as such, never counted as solutions by the identifiability
-report, and no minority verdict rests on them where the loss does not pin the cosines."""
+other arrangements: they are said as such; the identifiability report counts their moves (they
+can show an invariant free) but never as solutions (they cannot show it pinned); and no
+minority verdict rests on them where the loss does not pin the cosines."""
 
 from __future__ import annotations
 
@@ -39,8 +40,10 @@ def test_restarts_fill_the_spread_in_the_kept_arrangement(seed):
         # (the run left out differs from it by more than 0.5 in some entry at these seeds)
         assert 0.0 < moved < 0.05
     # the report's solutions are the independent candidates only: the restarts start at the
-    # kept solution and say nothing of other arrangements
+    # kept solution and say nothing of other arrangements (their moves are in its spread)
     assert res.identifiability.solutions <= 1 + independent
+    assert res.identifiability.restarts == res.restarts  # in its spread, never pinning
+    assert True not in res.identifiability.pinned.values() or res.identifiability.solutions > 1
     se, (lo, hi) = res.gram_spread()
     off = ~np.eye(G.shape[0], dtype=bool)
     assert np.isfinite(se[off]).all() and (lo <= G + 1e-12).all() and (G <= hi + 1e-12).all()
@@ -83,3 +86,44 @@ def test_no_minority_finding_rests_on_restarts_where_nothing_is_pinned(restarts)
     else:
         assert minority.collapsed is True and minority.pair == (4, 5)
         assert "beyond noise" in minority.statement
+
+
+def _rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    Z = rng.standard_normal((n, d))
+    return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
+
+def _nudged(Z: np.ndarray, rng: np.random.Generator, size: float) -> np.ndarray:
+    Y = Z + size * rng.standard_normal(Z.shape)
+    return Y / np.linalg.norm(Y, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("size", [1e-4, 0.3])
+def test_restarts_can_show_an_invariant_free_never_pinned(size):
+    """A restart of the best on other batch streams stays in its arrangement: one that moves
+    the cosines a lot is a near-optimal solution that differs (free), one that barely moves
+    pins nothing (REF3: a run from the full-batch candidate beside it made "pinned"). The same
+    second embedding as an independent solution does pin (the rule, not the spread, decides)."""
+    from dgp.solver import identifiability_report
+
+    rng = np.random.default_rng(11)
+    best = _rows(rng, 30, 4)
+    other = _nudged(best, rng, size)
+    as_restart = identifiability_report([best], [1.0], 0, seed=0, resolution=5e-4,
+                                        restarts=(other,))
+    as_solution = identifiability_report([best, other], [1.0, 1.0], 0, seed=0,
+                                         resolution=5e-4)
+    assert as_restart.restarts == 1 and as_restart.solutions == 1
+    assert as_restart.spread == as_solution.spread  # the same moves, counted alike
+    assert not as_restart.identifiable
+    assert True not in as_restart.pinned.values()
+    if size > 0.1:  # moved far within the resolution: free either way
+        assert as_restart.pinned["pairwise cosines"] is False
+        assert as_restart.statement.startswith("not identifiable: pairwise cosines")
+    else:  # barely moved: pinned only as an independent solution
+        assert as_solution.identifiable and as_solution.pinned["pairwise cosines"] is True
+        assert as_restart.statement.startswith("undecided: pairwise cosines, spectrum, "
+                                               "mean_norm not shown pinned")
+    assert "1 restart of the best on other batch streams" in as_restart.statement
+    d = json.loads(json.dumps(as_restart.to_dict()))
+    assert d["restarts"] == 1

@@ -323,7 +323,7 @@ def _batch_optimum(
                                     seed=seed, resolution=LOSS_RESOLUTION, near=near,
                                     row_weights=sizes,
                                     not_probed="the expected loss is estimated from sampled "
-                                    "batches") if replicates else None)
+                                    "batches", restarts=restarted) if replicates else None)
     status = (kept.status if kept else "the full-batch optimum: no stochastic run did better "
               "on the selection batches")
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,

@@ -88,6 +88,11 @@ class BatchIdentifiability(Record):
     probed : tuple
         The invariants pushed by the sublevel probe (:mod:`dgp.solver._sublevel_probe`);
         empty where it did not run (a loss from sampled batches, or too large).
+    restarts : int
+        Restarts of the best solution on other batch streams that ended within the resolution
+        (:func:`dgp.solver.batch_optimum`), their moves counted in :attr:`spread`: they can
+        show an invariant free, never pinned (they stay in the best's arrangement), so with no
+        other solution nothing is ``True``. Not counted in :attr:`solutions`.
     """
 
     pinned: dict
@@ -97,6 +102,7 @@ class BatchIdentifiability(Record):
     solutions: int
     statement: str
     probed: tuple = ()
+    restarts: int = 0
 
 
 @dataclass(frozen=True)
@@ -147,13 +153,20 @@ def _invariants(Z: np.ndarray, pairs: np.ndarray, top: int, w: np.ndarray) -> di
 
 
 def _statement(pinned: dict, spread: dict, resolution: float, solutions: int,
-               probed: tuple, not_probed: str) -> str:
-    """The verdict in words, one wording for every caller (text, JSON and ``str``)."""
+               probed: tuple, not_probed: str, restarts: int = 0,
+               unshown: tuple = ()) -> str:
+    """The verdict in words, one wording for every caller (text, JSON and ``str``).
+    ``unshown``: the invariants that moved too little to be free among ``restarts`` restarts
+    alone, which cannot show them pinned."""
     fixed = [k for k, v in pinned.items() if v is True]
     free = [k for k, v in pinned.items() if v is False]
-    near = [k for k, v in pinned.items() if v is None]
+    near = [k for k, v in pinned.items() if v is None and k not in unshown]
     band = (f"{PINNED_SPREAD / PINNED_BAND:.2g} to {PINNED_SPREAD * PINNED_BAND:.2g}")
-    found = f"{solutions} solution{'s' if solutions > 1 else ''} found"
+    found = f"{solutions} solution{'s' if solutions > 1 else ''} found" + (
+        f" and {restarts} restart{'s' if restarts > 1 else ''} of the best on other batch "
+        "streams" if restarts else "")
+    alone = (f"{', '.join(unshown)} not shown pinned (restarts stay in the best's arrangement: "
+             "they can show an invariant free, never pinned)")
     how = (f"among {found} within {resolution:.2g} nats/anchor of the best and the sublevel "
            f"probe's witnesses ({', '.join(probed)} pushed)" if probed else
            f"among {found} within {resolution:.2g} nats/anchor of the best; not probed "
@@ -163,11 +176,15 @@ def _statement(pinned: dict, spread: dict, resolution: float, solutions: int,
         head = f"not identifiable: {', '.join(free)} free"
     elif near:
         head = f"undecided: {', '.join(near)} near the threshold (spread {band})"
+    elif unshown:
+        head = f"undecided: {alone}"
     else:
         head = "identifiable: pinned: " + ", ".join(fixed)
     parts = [head, how, cos]
     if free and near:
         parts.append(f"near the threshold: {', '.join(near)}")
+    if unshown and (free or near):
+        parts.append(alone)
     if free or near:
         parts.append(f"pinned: {', '.join(fixed) or 'none of those compared'}")
     return "; ".join(parts)
@@ -177,7 +194,8 @@ def identifiability_report(runs: list[np.ndarray], losses: list[float], best: in
                            seed: int, resolution: float, near: list[int] | None = None,
                            probe: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
                            row_weights: np.ndarray | None = None,
-                           not_probed: str = NOT_PROBED) -> BatchIdentifiability:
+                           not_probed: str = NOT_PROBED,
+                           restarts: tuple[np.ndarray, ...] = ()) -> BatchIdentifiability:
     """What the loss pins among the solutions ``runs`` (unit rows, one per point) whose loss
     (nats per anchor, ``losses``) is within ``resolution`` of the best one's: pairwise cosines
     (every pair up to :data:`PAIRS`, else that many seeded pairs), the top eigenvalues of
@@ -191,7 +209,11 @@ def identifiability_report(runs: list[np.ndarray], losses: list[float], best: in
     given and the best solution has at most :data:`~dgp.solver._sublevel_probe.PROBE_MAX_SIZE`
     coordinates, every invariant not already free is pushed both ways within the resolution
     (:func:`~dgp.solver._sublevel_probe.sublevel_probe`) and the witnesses' moves count in the
-    spread. ``not_probed``: why it was not run, for the statement."""
+    spread. ``not_probed``: why it was not run, for the statement. ``restarts``: restarts of the
+    best on other batch streams, decided within the resolution by the caller: their moves count
+    in the spread (they can show an invariant free), but they are no independent solutions
+    (they stay in the best's arrangement) and pin nothing
+    (:attr:`BatchIdentifiability.restarts`)."""
     n, d = runs[best].shape
     if n * (n - 1) // 2 <= PAIRS:
         pairs = np.argwhere(np.triu(np.ones((n, n), dtype=bool), 1))
@@ -214,8 +236,8 @@ def identifiability_report(runs: list[np.ndarray], losses: list[float], best: in
     # the kept solution is chosen on batches of its own: on these another may lie lower
     spread = {"cosine_max": 0.0, "cosine_rms": 0.0, "spectrum": 0.0, "mean_norm": 0.0,
               "loss": max([0.0, *(losses[k] - losses[best] for k in others)])}
-    for k in others:
-        inv = _invariants(runs[k], pairs, top, w)
+    for Z in (*(runs[k] for k in others), *restarts):
+        inv = _invariants(Z, pairs, top, w)
         dc = inv["cos"] - ref["cos"]
         spread["cosine_max"] = max(spread["cosine_max"], float(np.abs(dc).max()))
         spread["cosine_rms"] = max(spread["cosine_rms"], float(np.sqrt(np.mean(dc**2))))
@@ -225,7 +247,8 @@ def identifiability_report(runs: list[np.ndarray], losses: list[float], best: in
         spread["mean_norm"] = max(spread["mean_norm"],
                                   abs(inv["mean_norm"] - ref["mean_norm"]))
     return report_from_spread(spread, len(others) + 1, runs[best], resolution=resolution,
-                              seed=seed, probe=probe, row_weights=w, not_probed=not_probed)
+                              seed=seed, probe=probe, row_weights=w, not_probed=not_probed,
+                              restarts=len(restarts))
 
 
 def report_from_spread(spread: dict, solutions: int, best: np.ndarray, *,
@@ -233,11 +256,13 @@ def report_from_spread(spread: dict, solutions: int, best: np.ndarray, *,
                        seed: int,
                        probe: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
                        row_weights: np.ndarray | None = None,
-                       not_probed: str = NOT_PROBED) -> BatchIdentifiability:
+                       not_probed: str = NOT_PROBED,
+                       restarts: int = 0) -> BatchIdentifiability:
     """The report from the spread among ``solutions`` near-optimal solutions already compared
-    (the keys of :attr:`BatchIdentifiability.spread`; ``solutions = 1``: the best alone) and
-    the best solution ``best`` (unit rows), with the sublevel probe where ``probe`` is given
-    (as :func:`identifiability_report`); the one place verdicts and statements are made."""
+    (the keys of :attr:`BatchIdentifiability.spread`; ``solutions = 1``: the best alone), and
+    ``restarts`` restarts of the best (in the spread, never pinning), and the best solution
+    ``best`` (unit rows), with the sublevel probe where ``probe`` is given (as
+    :func:`identifiability_report`); the one place verdicts and statements are made."""
     spread = dict(spread)
     for k in ("cosine_max", "cosine_rms", "spectrum", "mean_norm", "loss"):
         spread.setdefault(k, 0.0)
@@ -264,18 +289,23 @@ def report_from_spread(spread: dict, solutions: int, best: np.ndarray, *,
         not_probed = (f"the probe's {PROBE_SECONDS:g} s ran out"
                       if found is not None and len(probed) < len(todo) else
                       "every invariant already free among the solutions found")
-    if solutions <= 1 and not probed:
+    if solutions <= 1 and not probed and not restarts:
         statement = (f"undecided: no other solution came within the loss resolution "
                      f"({resolution:.2g} nats/anchor) of the best and the loss was not probed "
                      f"({not_probed}), so nothing is known about other near-optimal solutions")
         # nothing compared, nothing measured: no spread (zeros read as "pinned exactly")
         return BatchIdentifiability(pinned={}, spread={}, resolution=resolution,
                                     identifiable=False, solutions=1, statement=statement)
+    unshown: tuple = ()
+    if solutions <= 1 and not probed:  # restarts alone: they can show freedom, never pinning
+        unshown = tuple(k for k, v in pinned.items() if v is True)
+        pinned = {k: None if v is True else v for k, v in pinned.items()}
     ident = all(v is True for v in pinned.values())
-    statement = _statement(pinned, spread, resolution, solutions, probed, not_probed)
+    statement = _statement(pinned, spread, resolution, solutions, probed, not_probed,
+                           restarts, unshown)
     return BatchIdentifiability(pinned=pinned, spread=spread, resolution=resolution,
                                 identifiable=ident, solutions=solutions,
-                                statement=statement, probed=probed)
+                                statement=statement, probed=probed, restarts=restarts)
 
 
 def uniqueness_report(unique: bool | None, why: str,
