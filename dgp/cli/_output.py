@@ -71,7 +71,8 @@ def add_gram_outputs(o: argparse._ActionsContainer, *, gram: str, embedding: str
                    help=f"write {gram} (.npy, .csv or .txt)")
     o.add_argument("--save-gram-interval", metavar="FILE", type=FileArg("output", "archive"),
                    help="beyond exact enumeration (batches sampled): write a .npz of the Gram "
-                   "(gram) and each entry's 95%% interval over independent runs (lower, upper)")
+                   "(gram) and each entry's 95%% interval over the runs (lower, upper; gram_error "
+                   "in --json says how)")
     o.add_argument("--save-embedding", metavar="FILE", type=FileArg("output", "array"),
                    help=f"write {embedding} (.npy, .csv or .txt)")
 

@@ -447,7 +447,10 @@ class Prototypes(Record):
             return f" (found on sampled batches; {b.unmeasured})"
         if (b is not None and b.gram_interval is not None
                 and bool(np.any(b.gram_interval[1] > b.gram_interval[0]))):
-            return " (each entry ± the half-width of its 95% interval over independent runs)"
+            return (" (each entry ± the half-width of its 95% interval over independent runs)"
+                    if not b.restarts else
+                    " (each entry ± the half-width of its 95% interval over runs, "
+                    f"{b.restarts} of them restarts of these prototypes on other batch streams)")
         return ""
 
     def _title(self) -> str:

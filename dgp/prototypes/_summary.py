@@ -208,8 +208,12 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
         beyond = int(np.sum((G_full[iu] < lo[iu]) | (G_full[iu] > hi[iu])))
         half = float(np.max((hi - lo)[iu]) / 2)
         left = p.batch.runs_left_out
+        runs = p.batch.replicates + 1
+        over = (f"{runs} independent runs" if not p.batch.restarts else
+                f"{runs} runs, {p.batch.restarts} of them restarts of these prototypes (their "
+                "batches' noise, not other arrangements)")
         pairs.append(("moved", f"{beyond} of {iu[0].size} cosines moved from the full "
-                      f"batch beyond their 95% interval over independent runs (widest "
+                      f"batch beyond their 95% interval over {over} (widest "
                       f"half-width {half:.2g}; max |G_batch - G_full| = "
                       f"{p.batch.shift:.3g}" + (", within the intervals" if beyond == 0
                                                   else "")
