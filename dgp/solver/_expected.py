@@ -273,15 +273,23 @@ def _batch_optimum(
     # fill the Gram entries' spread (its batches' noise in its own arrangement)
     short = (runs_n - len(_spread_runs(near_optimal(select, best, spec.per_anchor), best, fb))
              if replicates else 0)
-    restarts = []
-    for j in range(short):
-        if say is not None:
-            say(f"restart {j + 1} of {short} from the kept solution on another batch stream "
-                "(for the Gram entries' spread: fewer independent runs came near it)")
-        restarts.append(stochastic_optimum(
-            weights, sampler, spec, tau=tau, dim=dim, seed=seed + runs_n + j, start=cands[best],
-            lr=RESTART_LR, progress=say, monitor_batches=monitor, nonnegative=nonnegative,
-            positives=positives).embedding)
+    rinfo = [stochastic_optimum(weights, sampler, spec, tau=tau, dim=dim, seed=seed + runs_n + j,
+                                start=cands[best], lr=RESTART_LR,
+                                progress=_said(say, f"restart {j + 1} of {short} from the kept "
+                                               "solution on another batch stream (for the Gram "
+                                               "entries' spread: fewer independent runs came "
+                                               "near it)"),
+                                monitor_batches=monitor, nonnegative=nonnegative,
+                                positives=positives) for j in range(short)]
+    restarts = [R.embedding for R in rinfo]
+    # a restart continues the kept solution's descent on other batches: it replaces it where
+    # lower beyond the paired noise on selection batches of their own
+    top = None
+    if restarts:
+        pick = _kept(evaluate([*restarts, cands[best]], weights, sampler, spec, tau=tau,
+                              seed=seed, min_batches=SELECT_BATCHES, max_batches=SELECT_BATCHES,
+                              stream=7), full=True)
+        top = pick if pick < len(restarts) else None
     if say is not None:
         say(f"held-out evaluation of {len(cands) + len(restarts) + len(compare)} embeddings on "
             f"at least {min_batches} fresh batches")
@@ -290,46 +298,60 @@ def _batch_optimum(
                    min_batches=min_batches, max_batches=MAX_EVALUATION_BATCHES, progress=say)
     n_c, n_r = len(cands), len(cands) + len(restarts)
     est, restart_est, others = est[:n_c], est[n_c:n_r], est[n_r:]
-    Z, e = cands[best], est[best]
+    ref = best if top is None else n_c + top  # the reported solution's place
+    Z, e = (cands + restarts)[ref], (est + restart_est)[ref]
     comparisons = tuple(
         (float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)))
         for d in (o.values - e.values for o in others))
     if say is not None:
         say(f"relaxation bound on {min(bound_batches, BOUND_MIN_BATCHES)} to {bound_batches} "
             "fresh batches")
-    kept = infos[best] if best < len(infos) else None
+    kept = [*infos, None, *rinfo][best if top is None else n_c + top]
+    # a kept restart was optimised on the batches of the run it started from too
+    line = [r for r in (kept, infos[best] if top is not None and best < fb else None) if r]
     batch = batch_estimate(Z, e, est[-1] if full_batch is not None else None, weights, sampler,
                            spec, tau=tau, seed=seed, bound_batches=bound_batches,
-                           steps=kept.steps if kept else 0,
-                           epochs=kept.epochs if kept else 0.0, kept_seed=seed + best,
+                           steps=sum(r.steps for r in line),
+                           epochs=sum(r.epochs for r in line),
+                           kept_seed=seed + (best if top is None else runs_n + top),
                            progress=say)
     # near the kept candidate (the full-batch optimum included), on the reporting batches; the
     # mean norm that of the samples' mean embedding (collapsed classes weighted by their sizes)
-    near = near_optimal(est + restart_est, best, spec.per_anchor)
-    # each entry's spread over the runs that reached the best to the resolution (a run that
-    # ended in another arrangement far above it is an optimisation's miss, not sampling noise:
-    # one such run made every interval [-1, 1] beside a report of pinned cosines), then the
-    # restarts that did; with fewer than two the spread is not measured, and the summary says
-    # why. The restarts are no independent solutions: the identifiability report leaves them out
-    independent = tuple(runs[k] for k in _spread_runs(near, best, fb))
-    restarted = tuple(restarts[k - n_c] for k in near if k >= n_c
-                      )[:max(0, runs_n - len(independent))]  # only as many as are short
+    near = near_optimal(est + restart_est, ref, spec.per_anchor)
+    # each entry's spread over the runs that reached the reported solution to the resolution (a
+    # run that ended in another arrangement far above it is an optimisation's miss, not
+    # sampling noise: one such run made every interval [-1, 1] beside a report of pinned
+    # cosines), then its lineage's that did (the restarts, and the run they started from);
+    # with fewer than two the spread is not measured, and the summary says why
+    spread = [k for k in _spread_runs(near, best, fb) if not (restarts and k == best)]
+    family = (*(k for k in (ref, best) if k < fb or k >= n_c), *range(n_c, n_r))  # runs only
+    lineage = list(dict.fromkeys(k for k in family if k in near))[  # the reported one first
+        :max(0, runs_n - len(spread))] if restarts else []  # only as many as are short
     left_out = sum(k not in near for k in range(fb))  # a restart that misses is not used
-    near = [k for k in near if k < n_c]
-    if full_batch is not None and 0 in near and fb in near:  # keep the kept one, or the lower
+    # the identifiability report: the reported solution in its lineage's place; the rest of
+    # its lineage near it counts in the spread, never as independent solutions
+    cands_i, est_i = list(cands), list(est)
+    cands_i[best], est_i[best] = Z, e
+    near_i = [best, *(k for k in near if k < n_c and k != best)]
+    witnesses = tuple((cands + restarts)[k] for k in near if k != ref and (
+        k >= n_c or (restarts and k == best)))
+    if full_batch is not None and 0 in near_i and fb in near_i:  # keep the kept one, or lower
         keep = best if best in (0, fb) else min((0, fb), key=lambda k: est[k].mean)
-        near.remove(fb if keep == 0 else 0)
-    ident = (identifiability_report(cands, [e.mean * spec.per_anchor for e in est], best,
-                                    seed=seed, resolution=LOSS_RESOLUTION, near=near,
+        near_i.remove(fb if keep == 0 else 0)
+    ident = (identifiability_report(cands_i, [x.mean * spec.per_anchor for x in est_i], best,
+                                    seed=seed, resolution=LOSS_RESOLUTION, near=near_i,
                                     row_weights=sizes,
                                     not_probed="the expected loss is estimated from sampled "
-                                    "batches", restarts=restarted) if replicates else None)
-    status = (kept.status if kept else "the full-batch optimum: no stochastic run did better "
-              "on the selection batches")
+                                    "batches", restarts=witnesses) if replicates else None)
+    status = ("the full-batch optimum: no stochastic run did better on the selection batches"
+              if kept is None else kept.status if top is None else
+              "a restart of the kept solution on another batch stream, lower on selection "
+              f"batches of their own beyond their noise: {kept.status}")
+    runs_out = tuple((cands + restarts)[k] for k in (*spread, *lineage))
     return BatchOptimum(n=n, tau=tau, dim=dim, embedding=Z, batch=batch, identifiability=ident,
                         status=status, monitor=kept.monitor if kept else (),
-                        seconds=time.monotonic() - t0, runs=independent + restarted,
-                        runs_left_out=left_out, restarts=len(restarted),
+                        seconds=time.monotonic() - t0, runs=runs_out,
+                        runs_left_out=left_out, restarts=len(lineage),
                         comparisons=comparisons, full_batch_point=full_batch_point,
                         labels=labels)
 
@@ -470,6 +492,13 @@ def _calibrated_rest(plan: _Plan, run: StochasticRun, *, cold_left: int, min_bat
 def _seconds(seconds: float) -> str:
     """A duration for the estimate's line: tenths of a second below ten seconds."""
     return f"{seconds:.1f} s" if seconds < 10 else format_duration(seconds)
+
+
+def _said(say: Callable[[str], None] | None, line: str) -> Callable[[str], None] | None:
+    """``say``, having said ``line`` first (a run's progress, announced)."""
+    if say is not None:
+        say(line)
+    return say
 
 
 def _restarts_ahead(runs: list[np.ndarray], weights: BatchWeights, sampler, spec: BatchSpec,

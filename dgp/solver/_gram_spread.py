@@ -131,7 +131,8 @@ def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0,
                      restarts: int = 0) -> str:
     """How the reported Gram's entries carry their error, in words: ``exact`` (why there is
     no sampling error), else the ``t`` intervals of ``runs`` runs, the last ``restarts`` of
-    them restarts of the kept solution on other batch streams, and the ``left_out`` runs that
+    them the kept solution's lineage (its run and restarts on other batch streams), and the
+    ``left_out`` runs that
     ended beyond the loss resolution above the best (not in the spread)."""
     if exact is not None:
         return exact
@@ -147,11 +148,11 @@ def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0,
     if restarts:
         over = (f"{runs} runs: " + (f"{free} independent (starts and batch streams) and "
                                     if free else "")
-                + f"{restarts} restart{'s' if restarts > 1 else ''} of the kept solution on "
+                + f"{restarts} of the kept solution's lineage (its run and restarts of it on "
                 "other batch streams, made because " + ("fewer independent runs" if free else
                                                          "no independent run")
-                + " came near it (they measure its batches' noise in its own arrangement, "
-                "not other arrangements: see identifiability)")
+                + " came near it: they measure its batches' noise in its own arrangement, "
+                "not other arrangements; see identifiability)")
     return out + (f"each entry is the reported solution's (one candidate, not the runs' "
                   f"mean); its standard error is the standard deviation over {over} and its "
                   f"95% interval the t quantile ({runs - 1} degree{'s' if runs > 2 else ''} "
