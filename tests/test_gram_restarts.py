@@ -24,11 +24,10 @@ for a in range(0, 6, 2):
 np.fill_diagonal(W, 0.0)
 
 
-@pytest.mark.slow  # two stochastic solves of six samples: about 16 s
-@pytest.mark.parametrize("seed", [0, 1])
-def test_restarts_fill_the_spread_in_the_kept_arrangement(seed):
+@pytest.mark.slow  # a stochastic solve of six samples: about 8 s
+def test_restarts_fill_the_spread_in_the_kept_arrangement():
     res = dgp.optimum(W, tau=0.5, dim=2, batch_size=3, exact_max=2, samples=100,
-                      progress=False, seed=seed)
+                      progress=False, seed=0)
     assert res.batch.expectation == "stochastic" and res.runs_left_out >= 1
     independent = len(res.runs) - res.restarts
     # filled to the 1 + replicates = 3 runs asked for, only where independent runs fell short
@@ -51,6 +50,21 @@ def test_restarts_fill_the_spread_in_the_kept_arrangement(seed):
     assert "restart" in res.gram_error and "own arrangement" in res.gram_error
     d = json.loads(json.dumps(res.to_dict()))
     assert (d["gram_runs"], d["gram_restarts"]) == (3, res.restarts)
+
+
+@pytest.mark.slow  # a stochastic solve of six samples: about 8 s
+def test_no_restarts_about_a_kept_full_batch_point():
+    """Where the full-batch candidate is kept (a deterministic point), restarts would leave it
+    towards the batch optimum, and their spread about it is a bias, not its noise (a referee:
+    the exact optimum outside 7 of 28 such intervals, which held none of the restarts either):
+    none are made, and one run near it measures no interval, said as such."""
+    res = dgp.optimum(W, tau=0.5, dim=2, batch_size=3, exact_max=2, samples=100,
+                      progress=False, seed=1)
+    assert res.status.startswith("the full-batch optimum") and res.restarts == 0
+    assert len(res.runs) == 1 and res.runs_left_out == 1
+    se, _ = res.gram_spread()
+    assert np.isnan(se[~np.eye(3, dtype=bool)]).all()
+    assert "no interval: one run near the kept solution" in res.gram_error
 
 
 def _estimate() -> BatchEstimate:

@@ -420,7 +420,8 @@ def _held_out(common: dict[str, Any], n: np.ndarray, tau: float, eps: float | No
                               "batches")
     G = Z @ Z.T
     batch, ident, minority = held_out_report(n, spec, full.gram, G, [G], est, rep,
-                                             drawn=comps.drawn, seed=comps.seed)
+                                             drawn=comps.drawn, seed=comps.seed,
+                                             from_runs=False)
     return NonnegativePrototypes(
         **common, method="closed-form", kkt_residual=None, loss=est.expected_loss,
         entropic_bound=math.nan, excess_loss=math.nan, log_excess_loss=math.nan,

@@ -96,6 +96,7 @@ def held_out_report(
     n: np.ndarray, spec: BatchSpec, full_gram: np.ndarray, G: np.ndarray, grams: list,
     b: BatchEstimate, rep: BatchIdentifiability | None, *, drawn: int, seed: int | None,
     simplex: tuple[float, float] | None = None, left_out: int = 0, restarts: int = 0,
+    from_runs: bool = True,
 ) -> tuple[BatchPrediction, Identifiability, MinorityCollapse]:
     """What a class-level prediction reported on held-out batches says: the batch record
     (``b``, the prediction's :class:`~dgp.solver.BatchEstimate`; each Gram entry's 95%
@@ -106,11 +107,12 @@ def held_out_report(
     ``drawn``: the batches or compositions the prediction was fitted on; ``left_out``: the
     runs that ended beyond the loss resolution above ``G`` (not among ``grams``);
     ``restarts``: the last of ``grams`` that are ``G``'s lineage (its run and restarts of it on
-    other batch streams), not independent runs. One Gram
+    other batch streams), not independent runs; ``from_runs=False``: ``G`` is a closed form
+    decided on sampled compositions, not optimised by runs. One Gram
     alone is a closed form, which no sample moves (intervals of width 0), unless runs were
     left out (one sampled run: not measured)."""
     # each entry's standard error: one run's spread over the runs (the prediction is one run)
-    se, interval = gram_spread(G, grams, runs=len(grams), sampled=bool(left_out))
+    se, interval = gram_spread(G, grams, runs=len(grams), sampled=from_runs)
     batch = BatchPrediction(
         spec=spec, exact=False, compositions=composition_count(n, spec), drawn=drawn,
         seed=seed, loss_se=(b.interval[1] - b.expected_loss) / Z95,
@@ -118,7 +120,7 @@ def held_out_report(
         full_batch_gram=full_gram, shift=float(np.abs(G - full_gram).max()),
         positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
         estimate=b, gram_interval=interval, gram_entry_se=se, runs_left_out=left_out,
-        restarts=restarts,
+        restarts=restarts, from_runs=from_runs,
     )
     # gaps per anchor: a summed batch loss is over the batch's B anchors
     per_anchor = spec.per_anchor

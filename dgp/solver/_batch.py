@@ -438,8 +438,8 @@ class BatchPrediction(Record):
         Standard error of the expected loss (sample average only).
     gram_se : float or None
         Largest standard error of a Gram entry (the largest of :attr:`gram_entry_se`: the
-        standard deviation of an entry over the ``1 + replicates`` independent runs or samples
-        of compositions); ``0`` for a closed form, ``None`` where nothing is sampled (exact)
+        standard deviation of an entry over the ``1 + replicates`` runs, or samples of
+        compositions); ``0`` for a closed form, ``None`` where nothing is sampled (exact)
         or nothing was replicated.
     replicates : int
     full_batch_gram : ndarray
@@ -452,25 +452,24 @@ class BatchPrediction(Record):
         Beyond exact enumeration: the expected loss and its bound from fresh batches
         (:class:`dgp.solver.BatchEstimate`).
     gram_interval : (ndarray, ndarray) or None
-        Beyond exact enumeration: each Gram entry's 95% interval over independent runs
-        (starts and batch streams): the reported entry plus or minus the ``t`` quantile
-        (``replicates`` degrees of freedom) times :attr:`gram_entry_se`
-        (:mod:`dgp.solver._gram_spread`).
+        Beyond exact enumeration: each Gram entry's 95% interval over the runs, the entry plus
+        or minus the ``t`` quantile (``replicates`` degrees of freedom) times
+        :attr:`gram_entry_se`.
     excess_se : float or None
         Sample average only: the standard error of the excess over the entropic bound (both
         averaged over the same sampled compositions).
     gram_entry_se : ndarray or None
         ``K x K``: each Gram entry's standard error, the standard deviation of that entry over
-        the ``1 + replicates`` independent runs (the reported Gram is one run, not their mean,
+        the ``1 + replicates`` runs (the reported Gram is one run, not their mean,
         so its error is one run's spread); zeros for a closed form, ``None`` where the entries
         are exact (:attr:`gram_error` says why).
     runs_left_out : int
         Runs that ended beyond the loss resolution above the kept prototypes (another
         arrangement), left out of the entries' spread (``replicates`` counts the others).
     restarts : int
-        Of the ``1 + replicates`` runs of the spread, the kept prototypes' lineage: restarts on
-        other batch streams (made where fewer independent runs came near them) and the run they
-        started from: their batches' noise in their own arrangement, not other arrangements.
+        Of those runs, the kept prototypes' lineage (their run and its restarts).
+    from_runs : bool
+        Optimised by runs on sampled batches.
     """
 
     spec: BatchSpec
@@ -490,28 +489,30 @@ class BatchPrediction(Record):
     gram_entry_se: np.ndarray | None = None
     runs_left_out: int = 0
     restarts: int = 0
+    from_runs: bool = False
 
     @property
     def closed_form(self) -> bool:
         """Beyond enumeration, a closed form decided on sampled compositions: no runs were
         made, and no sample moves its entries."""
-        return not self.exact and self.replicates == 0 and not self.runs_left_out
+        return not self.exact and not self.from_runs and self.replicates == 0
 
     @property
     def unmeasured(self) -> str | None:
         """Why the entries' intervals were not measured, in words, where they come from runs on
         sampled batches but fewer than two ended within the loss resolution of the kept
         prototypes; ``None`` otherwise."""
-        if self.exact or self.replicates > 0 or not self.runs_left_out:
+        if self.exact or self.replicates > 0 or not (self.runs_left_out or self.from_runs):
             return None
-        return (f"each entry's interval not measured: {self.runs_left_out} of the runs ended "
-                "beyond the loss resolution above these prototypes, fewer than two near them")
+        return ("each entry's interval not measured: fewer than two runs near these prototypes"
+                + (f" ({self.runs_left_out} ended beyond the loss resolution above them)"
+                   if self.runs_left_out else ""))
 
     @property
     def gram_error(self) -> str:
         """How the Gram's entries carry their error, in words: exact (every composition
         enumerated), a closed form (no sample moves it), or each entry's interval over the
-        independent runs (:func:`dgp.solver._gram_spread.spread_statement`)."""
+        runs (:func:`dgp.solver._gram_spread.spread_statement`)."""
         if self.exact:
             return ("exact: every composition enumerated, so the entries carry no sampling "
                     "error (standard error 0)")

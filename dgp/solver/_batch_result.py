@@ -213,12 +213,8 @@ class BatchOptimum(Record):
         spread and said in :attr:`gram_error` (with fewer than two runs left, the entries'
         spread is not measured: ``nan``).
     restarts : int
-        The last ``restarts`` of :attr:`runs` are the kept solution's lineage: restarts of the
-        kept run on other batch streams (made where fewer independent runs than asked came near
-        it; a restart lower beyond noise on selection batches of their own is then the one
-        kept) and that run. They measure its batches' noise in its own arrangement, not other
-        arrangements (the identifiability report counts their moves, never them as
-        solutions).
+        The last ``restarts`` of :attr:`runs`: the kept solution's lineage (its run and restarts
+        of it on other batch streams), its batches' noise in its own arrangement.
     labels : ndarray of int or None
         The row of :attr:`embedding` of each sample when the rows are twin classes
         (samples with identical weights, collapsed); ``None``: one row per sample.

@@ -89,10 +89,8 @@ class BatchIdentifiability(Record):
         The invariants pushed by the sublevel probe (:mod:`dgp.solver._sublevel_probe`);
         empty where it did not run (a loss from sampled batches, or too large).
     restarts : int
-        Restarts of the best solution on other batch streams that ended within the resolution
-        (:func:`dgp.solver.batch_optimum`), their moves counted in :attr:`spread`: they can
-        show an invariant free, never pinned (they stay in the best's arrangement), so with no
-        other solution nothing is ``True``. Not counted in :attr:`solutions`.
+        Restarts of the best on other batch streams in :attr:`spread`, not in :attr:`solutions`:
+        they can show an invariant free, never pinned.
     """
 
     pinned: dict
