@@ -258,6 +258,21 @@ class Cli:
 
 
 @pytest.fixture(scope="session")
+def twin_pairs() -> Any:
+    """Three pairs of twin samples, strongly tied within (1) and weakly across (0.1): 6 samples,
+    3 points, whose random starts on the batch path sometimes end in another arrangement (a read
+    only array: the tests share it)."""
+    import numpy as np
+
+    W = np.full((6, 6), 0.1)
+    for a in range(0, 6, 2):
+        W[a, a + 1] = W[a + 1, a] = 1.0
+    np.fill_diagonal(W, 0.0)
+    W.flags.writeable = False
+    return W
+
+
+@pytest.fixture(scope="session")
 def cli() -> Cli:
     """Run the ``dgp`` command line: ``cli(*argv)`` here, ``cli.process(*argv)`` in a child."""
     return Cli()

@@ -16,17 +16,11 @@ import dgp
 from dgp.prototypes._sampled import held_out_report
 from dgp.solver import BatchEstimate, BatchSpec
 
-#: three pairs of twin samples, strongly tied within and weakly across (6 samples, 3 points):
-#: one of its random starts ends in another arrangement at seeds 0 and 1
-W = np.full((6, 6), 0.1)
-for a in range(0, 6, 2):
-    W[a, a + 1] = W[a + 1, a] = 1.0
-np.fill_diagonal(W, 0.0)
-
 
 @pytest.mark.slow  # a stochastic solve of six samples: about 8 s
-def test_restarts_fill_the_spread_in_the_kept_arrangement():
-    res = dgp.optimum(W, tau=0.5, dim=2, batch_size=3, exact_max=2, samples=100,
+def test_restarts_fill_the_spread_in_the_kept_arrangement(twin_pairs):
+    # the twin pairs: one random start ends in another arrangement at seeds 0 and 1
+    res = dgp.optimum(twin_pairs, tau=0.5, dim=2, batch_size=3, exact_max=2, samples=100,
                       progress=False, seed=0)
     assert res.batch.expectation == "stochastic" and res.runs_left_out >= 1
     independent = len(res.runs) - res.restarts
@@ -53,12 +47,12 @@ def test_restarts_fill_the_spread_in_the_kept_arrangement():
 
 
 @pytest.mark.slow  # a stochastic solve of six samples: about 8 s
-def test_no_restarts_about_a_kept_full_batch_point():
+def test_no_restarts_about_a_kept_full_batch_point(twin_pairs):
     """Where the full-batch candidate is kept (a deterministic point), restarts would leave it
     towards the batch optimum, and their spread about it is a bias, not its noise (a referee:
     the exact optimum outside 7 of 28 such intervals, which held none of the restarts either):
     none are made, and one run near it measures no interval, said as such."""
-    res = dgp.optimum(W, tau=0.5, dim=2, batch_size=3, exact_max=2, samples=100,
+    res = dgp.optimum(twin_pairs, tau=0.5, dim=2, batch_size=3, exact_max=2, samples=100,
                       progress=False, seed=1)
     assert res.status.startswith("the full-batch optimum") and res.restarts == 0
     assert len(res.runs) == 1 and res.runs_left_out == 1

@@ -12,16 +12,10 @@ import pytest
 
 import dgp
 
-#: three pairs of twin samples, strongly tied within and weakly across (6 samples, 3 points)
-W = np.full((6, 6), 0.1)
-for a in range(0, 6, 2):
-    W[a, a + 1] = W[a + 1, a] = 1.0
-np.fill_diagonal(W, 0.0)
-
 
 @pytest.mark.slow  # a stochastic solve of three runs: about 5 s
-def test_a_run_in_another_arrangement_is_left_out_of_the_spread_and_said():
-    res = dgp.optimum(W, tau=0.5, dim=2, batch_size=3, exact_max=2, samples=100,
+def test_a_run_in_another_arrangement_is_left_out_of_the_spread_and_said(twin_pairs):
+    res = dgp.optimum(twin_pairs, tau=0.5, dim=2, batch_size=3, exact_max=2, samples=100,
                       progress=False)
     assert res.batch.expectation == "stochastic"
     # 1 + replicates runs, each accounted for (the one from the full-batch candidate is that
