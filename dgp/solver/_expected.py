@@ -273,24 +273,28 @@ def _batch_optimum(
     fb = len(runs)  # the full-batch candidate's place among cands
     # where fewer independent runs than asked came near the kept solution (on the selection
     # batches; decided again on the reporting ones), restarts of it on other batch streams
-    # fill the Gram entries' spread (its batches' noise in its own arrangement)
-    # (not where the full-batch candidate is kept: a deterministic point, which restarts leave
-    # towards the batch optimum, so their spread about it is a bias, not its noise (REF5: the
-    # exact optimum outside 7 of 28 intervals that held none of the restarts either)
+    # fill the Gram entries' spread (its batches' noise in its own arrangement); not where the
+    # full-batch candidate is kept: a deterministic point, which restarts leave towards the
+    # batch optimum, so their spread about it is a bias, not its noise (REF5: the exact optimum
+    # outside 7 of 28 intervals that held none of the restarts either). So a restarted kept
+    # solution is always a run (best < fb)
     short = (runs_n - len(_spread_runs(near_optimal(select, best, spec.per_anchor), best, fb))
              if replicates and best != fb else 0)
-    rinfo = [stochastic_optimum(weights, sampler, spec, tau=tau, dim=dim,
-                                seed=seed + runs_n + 1 + j,  # the full-batch one's is runs_n
-                                start=cands[best], lr=RESTART_LR,
-                                progress=_said(say, f"restart {j + 1} of {short} from the kept "
-                                               "solution on another batch stream (for the Gram "
-                                               "entries' spread: fewer independent runs came "
-                                               "near it" + ("" if ahead else "; not in the "
-                                                            "estimate said") + ")"),
-                                monitor_batches=monitor, nonnegative=nonnegative,
-                                positives=positives) for j in range(short)]
-    # a restart that never left its start (a ReLU corner) measured nothing: not used
-    rinfo = [R for R in rinfo if float(np.abs(R.embedding - cands[best]).max()) > MOVED_TOL]
+    rinfo, rseeds = [], []
+    for j in range(short):
+        if say is not None:
+            say(f"restart {j + 1} of {short} from the kept solution on another batch stream "
+                "(for the Gram entries' spread: fewer independent runs came near it"
+                + ("" if ahead else "; not in the estimate said") + ")")
+        rseed = seed + runs_n + 1 + j  # the full-batch candidate's is seed + runs_n
+        run = stochastic_optimum(weights, sampler, spec, tau=tau, dim=dim, seed=rseed,
+                                 start=cands[best], lr=RESTART_LR, progress=say,
+                                 monitor_batches=monitor, nonnegative=nonnegative,
+                                 positives=positives)
+        # a restart that never left its start (a ReLU corner) measured nothing: not used
+        if float(np.abs(run.embedding - cands[best]).max()) > MOVED_TOL:
+            rinfo.append(run)
+            rseeds.append(rseed)
     restarts = [R.embedding for R in rinfo]
     # a restart continues the kept solution's descent on other batches: it replaces it where
     # lower beyond the paired noise on selection batches of their own
@@ -318,12 +322,12 @@ def _batch_optimum(
             "fresh batches")
     kept = [*infos, None, *rinfo][best if top is None else n_c + top]
     # a kept restart was optimised on the batches of the run it started from too
-    line = [r for r in (kept, infos[best] if top is not None and best < fb else None) if r]
+    line = [r for r in (kept, infos[best] if top is not None else None) if r]
     batch = batch_estimate(Z, e, est[-1] if full_batch is not None else None, weights, sampler,
                            spec, tau=tau, seed=seed, bound_batches=bound_batches,
                            steps=sum(r.steps for r in line),
                            epochs=sum(r.epochs for r in line),
-                           kept_seed=seed + (best if top is None else runs_n + 1 + top),
+                           kept_seed=seed + best if top is None else rseeds[top],
                            progress=say)
     # near the kept candidate (the full-batch optimum included), on the reporting batches; the
     # mean norm that of the samples' mean embedding (collapsed classes weighted by their sizes)
@@ -334,8 +338,8 @@ def _batch_optimum(
     # cosines), then its lineage's that did (the restarts, and the run they started from);
     # with fewer than two the spread is not measured, and the summary says why
     spread = [k for k in _spread_runs(near, best, fb) if not (restarts and k == best)]
-    family = (*(k for k in (ref, best) if k < fb or k >= n_c), *range(n_c, n_r))  # runs only
-    lineage = list(dict.fromkeys(k for k in family if k in near))[  # the reported one first
+    lineage = list(dict.fromkeys(k for k in (ref, best, *range(n_c, n_r)) if k in near))[
+        # the reported one first
         :max(0, runs_n - len(spread))] if restarts else []  # only as many as are short
     left_out = sum(k not in near for k in range(fb))  # a restart that misses is not used
     # the identifiability report: the reported solution in its lineage's place; the rest of
@@ -502,13 +506,6 @@ def _calibrated_rest(plan: _Plan, run: StochasticRun, *, cold_left: int, min_bat
 def _seconds(seconds: float) -> str:
     """A duration for the estimate's line: tenths of a second below ten seconds."""
     return f"{seconds:.1f} s" if seconds < 10 else format_duration(seconds)
-
-
-def _said(say: Callable[[str], None] | None, line: str) -> Callable[[str], None] | None:
-    """``say``, having said ``line`` first (a run's progress, announced)."""
-    if say is not None:
-        say(line)
-    return say
 
 
 def _restarts_ahead(runs: list[np.ndarray], weights: BatchWeights, sampler, spec: BatchSpec,

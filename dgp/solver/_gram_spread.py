@@ -138,8 +138,8 @@ def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0,
     """How the reported Gram's entries carry their error, in words: ``exact`` (why there is
     no sampling error), else the ``t`` intervals of ``runs`` runs, the last ``restarts`` of
     them the kept solution's lineage (its run and restarts on other batch streams), and the
-    ``left_out`` runs that
-    ended beyond the loss resolution above the best (not in the spread)."""
+    ``left_out`` runs that ended beyond the loss resolution above the best (not in the
+    spread)."""
     if exact is not None:
         return exact
     out = (f"{left_out} further run{'s' if left_out > 1 else ''} ended beyond the loss "
