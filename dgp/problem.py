@@ -101,11 +101,14 @@ class Constraint:
     context: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _weights(value: object, name: str, rec: Objective | None) -> LogWeights:
-    # sparse matrices and graphs with zero weights stay as their positive pairs (no N x N array)
+def _weights(value: object, name: str, rec: Objective | None, *,
+             empty_rows: bool = False) -> LogWeights:
+    # sparse matrices and graphs with zero weights stay as their positive pairs (no N x N
+    # array); empty_rows: a batch problem's samples without positives (anchors without
+    # positives in every batch)
     if name == "log_weights":
-        return validated_log_weights(log_weights=value, sparse_above=1)
-    return validated_log_weights(value, name=name, sparse_above=1)
+        return validated_log_weights(log_weights=value, sparse_above=1, empty_rows=empty_rows)
+    return validated_log_weights(value, name=name, sparse_above=1, empty_rows=empty_rows)
 
 
 def _labels(value: object, name: str, rec: Objective | None) -> Labels:
@@ -155,7 +158,7 @@ _BATCH = {**_SIZES, "batch_size": 4}
 PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
     "W": Constraint(
         "a weight matrix: array, scipy.sparse matrix or networkx graph, N x N, non-negative off "
-        "the diagonal, every row with positive mass", _weights, _W,
+        "the diagonal, every row with positive mass (with batch_size: some row)", _weights, _W,
         ([[0.0, -1.0], [1.0, 0.0]], [[0.0, 0.0], [1.0, 0.0]], [[1.0, 2.0, 3.0]],
          [[0.0, np.nan], [1.0, 0.0]])),
     "weights": Constraint("as W (another name for it)", _weights, _W,
@@ -195,6 +198,7 @@ PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
                                             _choice(NO_POSITIVE), "zero", ("skip",), _BATCH),
 }
 
+_WEIGHTINGS = ("W", "weights", "log_weights")
 _OBJECTIVE_PARAMS = ("sigma", "eps", "label_tau")
 _SAMPLING = SAMPLING_FIELDS
 
@@ -213,7 +217,9 @@ class Problem(ProblemSpec):
     ----------
     W, weights : array_like, scipy.sparse matrix or networkx graph, shape (N, N), optional
         The weights (``weights`` is another name for ``W``); the diagonal is ignored. A sparse
-        matrix or graph with zero weights is kept as its positive pairs.
+        matrix or graph with zero weights is kept as its positive pairs. Every row needs a
+        positive weight, except in a batch problem (``batch_size``): a sample without one is an
+        anchor without positives in every batch.
     log_weights : array_like, shape (N, N), optional
         :math:`\log w_{ij}` instead (``-inf`` for a zero weight).
     objective : {"supcon", "soft-supcon", "y-aware", "euclid-euclid", "x-clr", "y-aware-colnorm"}
@@ -319,8 +325,15 @@ class Problem(ProblemSpec):
                  "samples_per_class": samples_per_class, "reduction": reduction,
                  "anchors_without_positives": anchors_without_positives}
         rec = self._check_form(given)
-        out = {name: PARAMETER_CONSTRAINTS[name].check(value, name, rec)
-               for name, value in given.items() if value is not None}
+
+        def check(name: str, value: object) -> object:
+            if name in _WEIGHTINGS and given["batch_size"] is not None:
+                # a batch problem: a sample without positives is an anchor without positives
+                # in every batch (dropped or counted as zero, as anchors_without_positives says)
+                return _weights(value, name, rec, empty_rows=True)
+            return PARAMETER_CONSTRAINTS[name].check(value, name, rec)
+
+        out = {name: check(name, value) for name, value in given.items() if value is not None}
         if out.get("batch_size") is None:
             _refuse_with("no batch_size", {k: given[k] for k in _SAMPLING[1:]},
                          "the sampling spec applies to mini-batch predictions; give batch_size "

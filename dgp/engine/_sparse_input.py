@@ -89,7 +89,22 @@ def first_zero_pair(key: np.ndarray, cols: np.ndarray, n: int) -> tuple[int, int
     return 0, 0
 
 
-def sparse_log_weights(W: object, name: str = "W") -> LogWeights | None:
+def empty_row_error(name: str, i: int, hint: str = "", *, allowed: bool = False
+                    ) -> ParameterError:
+    """The one refusal of a row without a positive weight off the diagonal (row ``i``, the
+    first), for the dense and the sparse validator; where such rows are ``allowed`` (the batch
+    paths: anchors without positives), the refusal of a weighting whose every row is empty."""
+    if allowed:
+        return ParameterError(name, "has no positive weight off the diagonal: no anchor has a "
+                              f"positive{hint}")
+    return ParameterError(name, f"row {i} has no positive weight off the diagonal; every anchor "
+                          f"needs at least one positive weight{hint} (a mini-batch prediction, "
+                          "with batch_size, takes such a sample as an anchor without positives "
+                          "in every batch)")
+
+
+def sparse_log_weights(W: object, name: str = "W", *, empty_rows: bool = False
+                       ) -> LogWeights | None:
     r"""The sparse branch of :func:`log_weights`: a ``scipy.sparse`` matrix or networkx graph,
     validated and canonicalised without an ``N x N`` array.
 
@@ -104,7 +119,8 @@ def sparse_log_weights(W: object, name: str = "W") -> LogWeights | None:
     ------
     ParameterError
         If the matrix is not square with at least 2 rows, an entry off the diagonal is not
-        finite or is negative, or a row has no positive weight off the diagonal.
+        finite or is negative, or a row has no positive weight off the diagonal (unless
+        ``empty_rows``: then only if every row has none).
     """
     import scipy.sparse as sp
 
@@ -146,10 +162,8 @@ def sparse_log_weights(W: object, name: str = "W") -> LogWeights | None:
         coo2 = csr.tocoo()
         r, c, v = coo2.row.astype(np.int64), coo2.col.astype(np.int64), coo2.data
     counts = np.bincount(r, minlength=n)
-    if (counts == 0).any():
-        i = int(np.flatnonzero(counts == 0)[0])
-        raise ParameterError(name, f"row {i} has no positive weight off the diagonal; every "
-                             "anchor needs at least one positive weight")
+    if (counts == 0).any() and (not empty_rows or r.size == 0):
+        raise empty_row_error(name, int(np.flatnonzero(counts == 0)[0]), allowed=empty_rows)
     notes: list[str] = []
     u = float(np.finfo(float).eps)
     if coo.dtype.kind == "f" and coo.dtype.itemsize < 8:

@@ -43,7 +43,13 @@ from dgp.engine._canonical import (
     row_blocks,
 )
 from dgp.engine._dense_input import as_matrix, log_ratios_entropies
-from dgp.engine._sparse_input import graph_weights, is_graph, sparse_log_weights, sparse_size
+from dgp.engine._sparse_input import (
+    empty_row_error,
+    graph_weights,
+    is_graph,
+    sparse_log_weights,
+    sparse_size,
+)
 from dgp.errors import DgpWarning, InputError, ParameterError
 from dgp.resources import check_memory, dense_weighting_bytes
 from dgp.tolerance import Margin, Tolerance
@@ -71,10 +77,12 @@ __all__ = [
 ]
 
 _LN2 = math.log(2.0)
+_UNDERFLOW_HINT = (" (if W holds kernel values, they may have underflowed to zero: pass their "
+                   "logarithms instead, log_weights=...)")
 
 
 def log_weights(W: object = None, *, log_weights: object = None, name: str = "W",
-                sparse_above: int | None = None) -> LogWeights:
+                sparse_above: int | None = None, empty_rows: bool = False) -> LogWeights:
     r"""Validate a weighting (weights, or log-weights) and canonicalise it: the one validator.
 
     Exactly one of ``W`` (weights :math:`w_{ij} \ge 0`) and ``log_weights``
@@ -86,7 +94,9 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     :class:`LogWeights` already made here (returned as a :meth:`~LogWeights.copy`, not
     validated again). A sparse matrix or graph with zero weights and more than ``sparse_above``
     samples is kept as its positive pairs (:func:`sparse_log_weights`, no ``N x N`` array); by
-    default (``None``) every weighting is dense.
+    default (``None``) every weighting is dense. ``empty_rows=True`` (the batch paths of
+    :func:`dgp.optimum`) accepts rows without a positive weight, anchors without positives in
+    every batch, as long as one row has one.
     Warns (:class:`dgp.errors.DgpWarning`) when zeros sit beside weights near the smallest
     positive float (underflowed kernel values, pass log-weights instead) and for float32 input
     (its tolerances are those of float32).
@@ -113,7 +123,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     if isinstance(given, LogWeights):
         return given.copy()
     if not is_log and sparse_above is not None and sparse_size(W) > sparse_above:
-        kept = sparse_log_weights(W, name)
+        kept = sparse_log_weights(W, name, empty_rows=empty_rows)
         if kept is not None:
             return kept
     label = "log_weights" if is_log else name
@@ -176,22 +186,15 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
                 zero[diag] = False
                 low = np.inf
         empty = row_top == (-np.inf if is_log else 0.0)
-        if empty.any():
-            i = int(sl.start + np.flatnonzero(empty)[0])
-            hint = "" if is_log else (
-                " (if W holds kernel values, they may have underflowed to zero: pass their "
-                "logarithms instead, log_weights=...)"
-            )
-            raise ParameterError(
-                label, f"row {i} has no positive weight off the diagonal; every anchor needs at "
-                f"least one positive weight{hint}"
-            )
+        if empty.any() and not empty_rows:
+            raise empty_row_error(label, int(sl.start + np.flatnonzero(empty)[0]),
+                                  "" if is_log else _UNDERFLOW_HINT)
         nz = 0 if zero is None else int(zero.sum())
         first, smallest = None, np.inf
         if nz:
             first = first_bad(zero, sl.start)
             if not is_log:
-                smallest = float(blk[blk > 0].min())
+                smallest = float(np.min(blk, where=blk > 0, initial=np.inf))  # inf if none
         return low, nz, first, smallest, float(row_top.max())
 
     # the blocks run on every core (dgp._linalg.map_blocks): each result is its block's alone,
@@ -199,6 +202,8 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     # depends on the number of threads; a bad entry is the first of the first bad block
     stats = map_blocks(check, blocks)
     top = max(s[4] for s in stats)  # the largest weight (log-weight) off the diagonal
+    if top == (-np.inf if is_log else 0.0):  # every row empty (empty_rows=True)
+        raise empty_row_error(label, 0, "" if is_log else _UNDERFLOW_HINT, allowed=True)
     n_zero = sum(s[1] for s in stats)
     first_zero = next((s[2] for s in stats if s[2] is not None), None)
     smallest_positive = min(s[3] for s in stats)
@@ -264,7 +269,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
                       entropies=entropies, magnitude=float(magnitude))
 
 
-def check_weights(W: object, name: str = "W") -> np.ndarray:
+def check_weights(W: object, name: str = "W", *, empty_rows: bool = False) -> np.ndarray:
     r"""Return ``W`` as a validated dense float ``N x N`` weight matrix (a new array, zero
     diagonal), for the callers that need the weights themselves rather than their
     :class:`LogWeights`.
@@ -279,7 +284,7 @@ def check_weights(W: object, name: str = "W") -> np.ndarray:
     Raises
     ------
     ParameterError
-        As :func:`log_weights` and :meth:`LogWeights.weights`.
+        As :func:`log_weights` (``empty_rows`` as there) and :meth:`LogWeights.weights`.
 
     Examples
     --------
@@ -288,7 +293,7 @@ def check_weights(W: object, name: str = "W") -> np.ndarray:
     array([[0. , 1. ],
            [0.5, 0. ]])
     """
-    return log_weights(W, name=name).weights(name)
+    return log_weights(W, name=name, empty_rows=empty_rows).weights(name)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -325,7 +325,9 @@ def optimum(
         except with ``batch_size`` beyond the exact paths of its samples, where its batches are
         read from its pairs and its twins found from them (an exact path of its twin classes
         solves their ``K x K`` quotient), never as an ``N x N`` array
-        (:func:`~dgp.optima._batch_paths.streamed_path`).
+        (:func:`~dgp.optima._batch_paths.streamed_path`). Every row needs a positive weight,
+        except with ``batch_size``: a sample without one (an isolated node of a graph) is an
+        anchor without positives in every batch, and a negative of the anchors it meets.
     tau : float
         Temperature ``> 0``.
     dim : int, optional
@@ -430,7 +432,10 @@ def optimum(
                                      starts=starts, progress=progress))
     if streamed is not None:
         return streamed
-    A = check_weights(W if problem is None else problem.solver_weights())
+    # with batch_size, a sample without positive weight is an anchor without positives in
+    # every batch (dropped or counted as zero, as the spec says): accepted there
+    A = check_weights(W if problem is None else problem.solver_weights(),
+                      empty_rows=batch_size is not None)
     check_memory(4 * 8.0 * A.shape[0] ** 2, what=f"an N = {A.shape[0]} weighting",
                  hint="use a smaller N")
     return _quotient_optimum(None, A, batch, kwargs, starts, progress)

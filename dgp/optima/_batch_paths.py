@@ -482,12 +482,13 @@ BATCH_PATHS = {"stochastic": stochastic_path, "finite": finite_path}
 def sparse_pairs_above(W: object, n_min: int) -> Pairs | None:
     """The positive pairs of a sparse weighting (a ``scipy.sparse`` matrix, a networkx graph,
     or validated log-weights kept as pairs) of more than ``n_min`` samples, validated without
-    an ``N x N`` array; ``None`` for any other input."""
+    an ``N x N`` array; ``None`` for any other input. (Read for the batch paths only: a row
+    without a positive weight is an anchor without positives in every batch.)"""
     if isinstance(W, LogWeights):
         return W.pairs if W.pairs is not None and W.n > n_min else None
     if not (sp.issparse(W) or is_graph(W)):
         return None
-    return log_weights(W, sparse_above=n_min).pairs
+    return log_weights(W, sparse_above=n_min, empty_rows=True).pairs
 
 
 def check_starts(starts: object) -> int | None:

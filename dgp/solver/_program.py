@@ -360,17 +360,16 @@ def block_problem(
     mu = np.tile(n, (K, 1)) - np.eye(K)
     mass = mu * weights
     tot = mass.sum(axis=1)
-    if (tot <= 0).any():
-        c = int(np.flatnonzero(tot <= 0)[0])
-        raise ValueError(f"class {c} has no positive weight: its anchors have no positives")
-    P = mass / tot[:, None]
+    rows = np.flatnonzero(tot > 0)
+    P = mass[rows] / tot[rows, None]
     with np.errstate(divide="ignore"):
         log_mu = np.log(mu)
     block = None
-    if (n >= 2).all():
+    log_mu = log_mu[rows]
+    if (n >= 2).all() and rows.size == K:
         cross = P.copy()
         np.fill_diagonal(cross, 0.0)
         block = BlockForm(sizes=n.astype(np.int64), cross=cross)
     return RowProblem(
-        tau=tau, anchor=np.arange(K), alpha=n, log_mu=log_mu, target=P, block=block
+        tau=tau, anchor=rows, alpha=n[rows], log_mu=log_mu, target=P, block=block
     )
