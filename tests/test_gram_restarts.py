@@ -136,3 +136,32 @@ def test_restarts_can_show_an_invariant_free_never_pinned(size):
     assert "1 restart of the best on other batch streams" in as_restart.statement
     d = json.loads(json.dumps(as_restart.to_dict()))
     assert d["restarts"] == 1
+
+
+@pytest.mark.slow  # two stochastic solves of six samples: about 12 s
+def test_restarts_made_and_not_used_are_counted_and_said(twin_pairs, capsys, monkeypatch):
+    """Every restart made (announced on stderr) is in the spread or counted as not used
+    (REF5: restarts that ended beyond the resolution, or never moved, appeared in no field)."""
+    import re
+
+    import dgp.solver._expected as expected
+
+    def solve():
+        res = dgp.optimum(twin_pairs, tau=0.5, dim=2, batch_size=3, exact_max=2, samples=100,
+                          progress=True, seed=0)
+        made = len(re.findall(r"restart \d+ of \d+ from the kept solution",
+                              capsys.readouterr().err))
+        return res, made
+
+    res, made = solve()
+    # the kept solution is a run (not a restart) here: its lineage is that run and the restarts
+    assert not res.status.startswith("a restart") and made >= 1
+    assert res.restarts_left_out == made - (res.restarts - 1) == 0
+    assert "not used" not in res.gram_error
+    # a restart that never left its start measures nothing: counted, said, and not in the runs
+    monkeypatch.setattr(expected, "MOVED_TOL", 10.0)
+    res2, made2 = solve()
+    assert made2 == made and res2.restarts == 0 and res2.restarts_left_out == made2
+    assert f"{made2} restart" in res2.gram_error and "not used" in res2.gram_error
+    d = json.loads(json.dumps(res2.to_dict()))
+    assert d["gram_restarts_left_out"] == made2 and d["gram_restarts"] == 0

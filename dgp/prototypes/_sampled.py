@@ -77,7 +77,7 @@ def stochastic_fields(
         n, spec, full_gram, res.gram, [Z @ Z.T for Z in res.runs] or [res.gram], res.batch,
         res.identifiability, drawn=res.batch.batches, seed=res.batch.seed,
         simplex=res.comparisons[0] if simplex else None, left_out=res.runs_left_out,
-        restarts=res.restarts)
+        restarts=res.restarts, restarts_left_out=res.restarts_left_out)
     G, b = res.gram, res.batch
     entropy = math.nan  # the expected batch entropic bound is not estimated on this path
     fields = dict(
@@ -96,7 +96,7 @@ def held_out_report(
     n: np.ndarray, spec: BatchSpec, full_gram: np.ndarray, G: np.ndarray, grams: list,
     b: BatchEstimate, rep: BatchIdentifiability | None, *, drawn: int, seed: int | None,
     simplex: tuple[float, float] | None = None, left_out: int = 0, restarts: int = 0,
-    from_runs: bool = True,
+    from_runs: bool = True, restarts_left_out: int = 0,
 ) -> tuple[BatchPrediction, Identifiability, MinorityCollapse]:
     """What a class-level prediction reported on held-out batches says: the batch record
     (``b``, the prediction's :class:`~dgp.solver.BatchEstimate`; each Gram entry's 95%
@@ -107,7 +107,8 @@ def held_out_report(
     ``drawn``: the batches or compositions the prediction was fitted on; ``left_out``: the
     runs that ended beyond the loss resolution above ``G`` (not among ``grams``);
     ``restarts``: the last of ``grams`` that are ``G``'s lineage (its run and restarts of it on
-    other batch streams), not independent runs; ``from_runs=False``: ``G`` is a closed form
+    other batch streams), not independent runs (``restarts_left_out``: those made but not
+    among them); ``from_runs=False``: ``G`` is a closed form
     decided on sampled compositions, not optimised by runs. One Gram
     alone is a closed form, which no sample moves (intervals of width 0), unless runs were
     left out (one sampled run: not measured)."""
@@ -120,7 +121,7 @@ def held_out_report(
         full_batch_gram=full_gram, shift=float(np.abs(G - full_gram).max()),
         positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
         estimate=b, gram_interval=interval, gram_entry_se=se, runs_left_out=left_out,
-        restarts=restarts, from_runs=from_runs,
+        restarts=restarts, from_runs=from_runs, restarts_left_out=restarts_left_out,
     )
     # gaps per anchor: a summed batch loss is over the batch's B anchors
     per_anchor = spec.per_anchor

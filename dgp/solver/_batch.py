@@ -468,6 +468,9 @@ class BatchPrediction(Record):
         arrangement), left out of the entries' spread (``replicates`` counts the others).
     restarts : int
         Of those runs, the kept prototypes' lineage (their run and its restarts).
+    restarts_left_out : int
+        Restarts of the kept prototypes made but not among those runs (as
+        :attr:`dgp.solver.BatchOptimum.restarts_left_out`).
     from_runs : bool
         Optimised by runs on sampled batches.
     """
@@ -490,6 +493,7 @@ class BatchPrediction(Record):
     runs_left_out: int = 0
     restarts: int = 0
     from_runs: bool = False
+    restarts_left_out: int = 0
 
     @property
     def closed_form(self) -> bool:
@@ -520,7 +524,8 @@ class BatchPrediction(Record):
             return ("a closed form: no sample moves its entries (standard error 0, intervals "
                     "of width 0)")
         return spread_statement(self.replicates + 1, left_out=self.runs_left_out,
-                                restarts=self.restarts)
+                                restarts=self.restarts,
+                                restarts_left_out=self.restarts_left_out)
 
     @property
     def moved_beyond_interval(self) -> int | None:
@@ -552,6 +557,7 @@ class BatchPrediction(Record):
                     ("excess_se", self.excess_se),
                     ("replicates", self.replicates), ("runs_left_out", self.runs_left_out),
                     ("restarts", self.restarts),
+                    ("restarts_left_out", self.restarts_left_out),
                     ("shift_from_full_batch", self.shift),
                     ("positive_pair_probability", self.positive_pair_probability),
                     ("gram_error", self.gram_error),

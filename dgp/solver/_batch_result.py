@@ -215,6 +215,10 @@ class BatchOptimum(Record):
     restarts : int
         The last ``restarts`` of :attr:`runs`: the kept solution's lineage (its run and restarts
         of it on other batch streams), its batches' noise in its own arrangement.
+    restarts_left_out : int
+        Restarts of the kept solution made but not in :attr:`runs` (ended beyond the loss
+        resolution above it, never left their start, or more than the runs short), said in
+        :attr:`gram_error`.
     labels : ndarray of int or None
         The row of :attr:`embedding` of each sample when the rows are twin classes
         (samples with identical weights, collapsed); ``None``: one row per sample.
@@ -246,6 +250,7 @@ class BatchOptimum(Record):
     full_batch_point: str | None = None
     runs_left_out: int = 0
     restarts: int = 0
+    restarts_left_out: int = 0
 
     @property
     def sample_embedding(self) -> np.ndarray:
@@ -299,7 +304,8 @@ class BatchOptimum(Record):
             return spread_statement(0, exact="exact: the mean over every batch, so the entries "
                                     "carry no sampling error (standard error 0)")
         return spread_statement(len(self.runs), left_out=self.runs_left_out,
-                                restarts=self.restarts) + (
+                                restarts=self.restarts,
+                                restarts_left_out=self.restarts_left_out) + (
             "; per entry on request (gram_interval(i, j)), for all of them with "
             "to_dict(gram=True)")
 
@@ -458,6 +464,7 @@ class BatchOptimum(Record):
         yield "gram_runs", len(self.runs)
         yield "gram_runs_left_out", self.runs_left_out
         yield "gram_restarts", self.restarts
+        yield "gram_restarts_left_out", self.restarts_left_out
         if options["gram"]:
             yield "gram", self.gram
             se, (lo, hi) = self.gram_spread()

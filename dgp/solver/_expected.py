@@ -342,6 +342,9 @@ def _batch_optimum(
         # the reported one first
         :max(0, runs_n - len(spread))] if restarts else []  # only as many as are short
     left_out = sum(k not in near for k in range(fb))  # a restart that misses is not used
+    # the restarts made and not in the spread (beyond the resolution, unmoved, or beyond the
+    # number short): said, not silently dropped
+    unused = short - sum(k >= n_c for k in lineage)
     # the identifiability report: the reported solution in its lineage's place; the rest of
     # its lineage near it counts in the spread, never as independent solutions
     cands_i, est_i = list(cands), list(est)
@@ -366,6 +369,7 @@ def _batch_optimum(
                         status=status, monitor=kept.monitor if kept else (),
                         seconds=time.monotonic() - t0, runs=runs_out,
                         runs_left_out=left_out, restarts=len(lineage),
+                        restarts_left_out=unused,
                         comparisons=comparisons, full_batch_point=full_batch_point,
                         labels=labels)
 

@@ -134,18 +134,23 @@ def entry_spread(embedding: np.ndarray, runs: Sequence[np.ndarray], i: object, j
 
 
 def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0,
-                     restarts: int = 0) -> str:
+                     restarts: int = 0, restarts_left_out: int = 0) -> str:
     """How the reported Gram's entries carry their error, in words: ``exact`` (why there is
     no sampling error), else the ``t`` intervals of ``runs`` runs, the last ``restarts`` of
     them the kept solution's lineage (its run and restarts on other batch streams), and the
     ``left_out`` runs that ended beyond the loss resolution above the best (not in the
-    spread)."""
+    spread), and the ``restarts_left_out`` restarts made but not used (ended beyond it, never
+    left their start, or beyond the number short)."""
     if exact is not None:
         return exact
     out = (f"{left_out} further run{'s' if left_out > 1 else ''} ended beyond the loss "
            "resolution above the kept solution (a miss, not sampling noise: another "
            "arrangement, or a run stopped before it converged) and "
            + ("are" if left_out > 1 else "is") + " left out; ") if left_out else ""
+    if restarts_left_out:
+        out += (f"{restarts_left_out} restart{'s' if restarts_left_out > 1 else ''} of the kept "
+                "solution (beyond the resolution above it, never moved from it, or beyond the "
+                "number short) " + ("are" if restarts_left_out > 1 else "is") + " not used; ")
     if runs < 2:
         return out + (f"no interval: {'one run' if runs == 1 else 'no run'} near the kept "
                       "solution, so the spread of the Gram entries over runs is not measured")
