@@ -165,3 +165,32 @@ def test_restarts_made_and_not_used_are_counted_and_said(twin_pairs, capsys, mon
     assert f"{made2} restart" in res2.gram_error and "not used" in res2.gram_error
     d = json.loads(json.dumps(res2.to_dict()))
     assert d["gram_restarts_left_out"] == made2 and d["gram_restarts"] == 0
+
+
+@pytest.mark.slow  # a full-batch optimum of 40 samples and three probes: about 4 s
+def test_the_estimate_counts_no_restarts_where_the_full_batch_point_will_be_kept():
+    """The calibrated estimate counts restarts where the first random run ends beyond the
+    resolution above the warm one, but none where the full-batch candidate is the one kept (no
+    restart follows it): it over-counted them there. And the control: the same missed run
+    beside a full-batch candidate that loses counts them."""
+    import dgp.solver._expected as expected
+    from dgp.solver import DenseBatchWeights, SampleBatches
+
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal((40, 2))
+    W = np.exp(-((y[:, None] - y[None]) ** 2).sum(-1))
+    np.fill_diagonal(W, 0.0)
+    full = dgp.optimum(W, tau=0.5, dim=3, starts=2).embedding
+    cold = rng.standard_normal((40, 3))
+    cold /= np.linalg.norm(cold, axis=1, keepdims=True)  # far above: a missed run
+    spec = BatchSpec(8, "uniform", None, "mean", "drop")
+    with np.errstate(divide="ignore"):
+        weights = DenseBatchWeights(np.log(W))
+
+    def ahead(fb):
+        return expected._restarts_ahead([full, cold], weights, SampleBatches(40, 8), spec,
+                                        tau=0.5, seed=0, full_batch=fb)
+
+    assert ahead(None)  # the run missed, and no full-batch candidate to keep
+    assert not ahead(full)  # the full-batch candidate (the warm run's start) is kept
+    assert ahead(cold.copy())  # a full-batch candidate that loses is not kept: restarts follow

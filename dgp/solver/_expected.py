@@ -253,8 +253,9 @@ def _batch_optimum(
             rest, load = _calibrated_rest(plan, run, cold_left=runs_n - 1 - r,
                                           min_batches=min_batches, half_width=half_width,
                                           shared=shared)
-            ahead = (_restarts_ahead(runs, weights, sampler, spec, tau=tau, seed=seed)
-                     * replicates if r > 0 and replicates else 0)
+            ahead = (_restarts_ahead(runs, weights, sampler, spec, tau=tau, seed=seed,
+                                     full_batch=full_batch) * replicates
+                     if r > 0 and replicates else 0)
             rest += ahead * infos[0].seconds  # a restart: about as long as the warm run
             elapsed = time.monotonic() - t0
             say(f"calibrated on run {r + 1} ({run.seconds:.1f} s, {len(run.monitor) - 2} "
@@ -513,16 +514,20 @@ def _seconds(seconds: float) -> str:
 
 
 def _restarts_ahead(runs: list[np.ndarray], weights: BatchWeights, sampler, spec: BatchSpec,
-                    *, tau: float, seed: int) -> bool:
+                    *, tau: float, seed: int, full_batch: np.ndarray | None) -> bool:
     """Whether restarts of the kept solution will likely fill the Gram entries' spread, for the
     calibrated estimate: the last of ``runs`` (the first from a random start) ended beyond the
     loss resolution above the first (from the full-batch optimum), paired on
     :data:`PROBE_BATCHES` batches of a stream of their own (a paired difference's noise is far
     below the resolution: see :data:`SELECT_BATCHES`), so the other random starts likely miss
-    too."""
-    probe = evaluate([runs[0], runs[-1]], weights, sampler, spec, tau=tau, seed=seed,
+    too; and the full-batch candidate (``full_batch``), which no restart follows, is not the
+    one those batches would keep (:func:`_kept`)."""
+    cands = [runs[0], runs[-1]] + ([] if full_batch is None else [full_batch])
+    probe = evaluate(cands, weights, sampler, spec, tau=tau, seed=seed,
                      min_batches=PROBE_BATCHES, max_batches=PROBE_BATCHES, stream=8)
-    return 1 not in near_optimal(probe, 0, spec.per_anchor)
+    if full_batch is not None and _kept(probe, full=True) == 2:
+        return False
+    return 1 not in near_optimal(probe[:2], 0, spec.per_anchor)
 
 
 def _spread_runs(near: list[int], best: int, fb: int) -> list[int]:
