@@ -166,3 +166,17 @@ def test_fresh_batches_with_isolated_samples_of_a_sparse_graph():
     half = (hi - lo) / 2
     assert abs(mean - res.loss) <= math.hypot(half, 1.96 * se), (mean, se, res.loss, half)
     assert res.batch.lower_bound <= res.loss
+
+
+def test_a_batch_problems_weighting_is_refused_by_the_full_batch_analyses():
+    """The validated weighting of a batch problem keeps its first empty row: handed on to a
+    full-batch analysis it is refused again, naming that row (not read as a distribution)."""
+    W = _graph()
+    for form in (W, sp.csr_matrix(W)):
+        lw = dgp.Problem(W=form, batch_size=4, tau=0.5).weighting
+        assert lw.first_empty_row == 6
+        with pytest.raises(dgp.InvalidParameterError, match="row 6 has no positive weight"):
+            dgp.classify(lw, tau=0.5, dim=2)
+        with pytest.raises(dgp.InvalidParameterError, match="row 6 has no positive weight"):
+            dgp.optimum(lw, tau=0.5, dim=2)
+    assert dgp.Problem(W=np.ones((5, 5)), batch_size=3).weighting.first_empty_row is None

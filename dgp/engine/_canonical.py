@@ -121,6 +121,11 @@ class LogWeights(CanonicalShift):
         weights without zeros whose ratios to the largest are normal floats: it then reads
         every weight once for both); ``None`` otherwise (:func:`entropic_bound` computes them
         from ``L``).
+    first_empty_row : int or None
+        The first row without a positive weight off the diagonal, where the validator accepted
+        such rows (``log_weights(..., empty_rows=True)``, the batch paths: anchors without
+        positives); ``None`` when every row has one. :func:`log_weights` refuses it again
+        wherever empty rows are not accepted.
     magnitude : float
         The absolute precision of the log-weights as given, in unit roundoffs: for log-weights,
         their largest :math:`|\log w_{ij}|` (numbers of that size carry an error of one unit
@@ -143,6 +148,7 @@ class LogWeights(CanonicalShift):
     pairs: Pairs | None = None
     entropies: np.ndarray | None = None
     magnitude: float = 0.0
+    first_empty_row: int | None = None
 
     @property
     def n(self) -> int:

@@ -162,8 +162,9 @@ def sparse_log_weights(W: object, name: str = "W", *, empty_rows: bool = False
         coo2 = csr.tocoo()
         r, c, v = coo2.row.astype(np.int64), coo2.col.astype(np.int64), coo2.data
     counts = np.bincount(r, minlength=n)
-    if (counts == 0).any() and (not empty_rows or r.size == 0):
-        raise empty_row_error(name, int(np.flatnonzero(counts == 0)[0]), allowed=empty_rows)
+    first_empty = int(np.flatnonzero(counts == 0)[0]) if (counts == 0).any() else None
+    if first_empty is not None and (not empty_rows or r.size == 0):
+        raise empty_row_error(name, first_empty, allowed=empty_rows)
     notes: list[str] = []
     u = float(np.finfo(float).eps)
     if coo.dtype.kind == "f" and coo.dtype.itemsize < 8:
@@ -188,4 +189,4 @@ def sparse_log_weights(W: object, name: str = "W", *, empty_rows: bool = False
     for note in notes:
         warnings.warn(note, DgpWarning, stacklevel=3)
     return LogWeights(None, float(shift), symmetric, n_zero, first_zero, u, tuple(notes),
-                      Pairs(n, r, c, logw))
+                      Pairs(n, r, c, logw), first_empty_row=first_empty)

@@ -121,6 +121,8 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     is_log = log_weights is not None
     given = log_weights if is_log else W
     if isinstance(given, LogWeights):
+        if given.first_empty_row is not None and not empty_rows:  # made for a batch path
+            raise empty_row_error(name, given.first_empty_row)
         return given.copy()
     if not is_log and sparse_above is not None and sparse_size(W) > sparse_above:
         kept = sparse_log_weights(W, name, empty_rows=empty_rows)
@@ -140,10 +142,10 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     L = np.empty((n, n), dtype=np.float64)
     blocks = list(row_blocks(n))
 
-    def check(sl: slice) -> tuple[float, int, tuple[int, int] | None, float, float]:
+    def check(sl: slice) -> tuple[float, int, tuple[int, int] | None, float, float, int | None]:
         # pass 1, one block of rows: copy it once into L, validate it there, find its largest
         # entry; returns (smallest weight if the block has no zero else inf, zeros, first zero,
-        # smallest positive weight of a block with zeros, largest entry)
+        # smallest positive weight of a block with zeros, largest entry, first empty row or None)
         blk = L[sl]
         blk[...] = src[sl]
         k = np.arange(sl.stop - sl.start)
@@ -186,16 +188,16 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
                 zero[diag] = False
                 low = np.inf
         empty = row_top == (-np.inf if is_log else 0.0)
-        if empty.any() and not empty_rows:
-            raise empty_row_error(label, int(sl.start + np.flatnonzero(empty)[0]),
-                                  "" if is_log else _UNDERFLOW_HINT)
+        first_empty = int(sl.start + np.flatnonzero(empty)[0]) if empty.any() else None
+        if first_empty is not None and not empty_rows:
+            raise empty_row_error(label, first_empty, "" if is_log else _UNDERFLOW_HINT)
         nz = 0 if zero is None else int(zero.sum())
         first, smallest = None, np.inf
         if nz:
             first = first_bad(zero, sl.start)
             if not is_log:
                 smallest = float(np.min(blk, where=blk > 0, initial=np.inf))  # inf if none
-        return low, nz, first, smallest, float(row_top.max())
+        return low, nz, first, smallest, float(row_top.max()), first_empty
 
     # the blocks run on every core (dgp._linalg.map_blocks): each result is its block's alone,
     # combined below in block order by exact operations (min, max, integer sums), so nothing
@@ -206,6 +208,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
         raise empty_row_error(label, 0, "" if is_log else _UNDERFLOW_HINT, allowed=True)
     n_zero = sum(s[1] for s in stats)
     first_zero = next((s[2] for s in stats if s[2] is not None), None)
+    first_empty_row = next((s[5] for s in stats if s[5] is not None), None)
     smallest_positive = min(s[3] for s in stats)
     # the smallest weight of the blocks without zeros (log-weights: the smallest finite one)
     positive_low = min(s[0] for s in stats)
@@ -266,7 +269,8 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     for note in notes:
         warnings.warn(note, DgpWarning, stacklevel=3)
     return LogWeights(L, float(shift), symmetric, n_zero, first_zero, u, tuple(notes),
-                      entropies=entropies, magnitude=float(magnitude))
+                      entropies=entropies, magnitude=float(magnitude),
+                      first_empty_row=first_empty_row)
 
 
 def check_weights(W: object, name: str = "W", *, empty_rows: bool = False) -> np.ndarray:
