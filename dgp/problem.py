@@ -521,7 +521,9 @@ class Problem(ProblemSpec):
             # a copy (the engine consumes it), dense where dgp.classify(W, floor=True) would
             # densify a small sparse W for the cosine loss floor
             small = floor and self.weighting.n <= FLOOR_MAX_N and self.similarity == "cosine"
-            w = self.weighting.dense() if small else self.weighting.copy()
+            # read again by the validator: a batch problem's empty row is refused here too
+            w = validated_log_weights(self.weighting)
+            w = w.dense() if small else w
             return weights_verdict(w, similarity=self.similarity, tau=tau, dim=dim, rtol=rtol,
                                    method=method, floor=floor, search=search)
         assert self.record is not None

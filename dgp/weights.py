@@ -154,6 +154,7 @@ def knn_weights(
     symmetrize: str = "mean",
     kernel: str = "connectivity",
     sigma: float | None = None,
+    empty_rows: bool = False,
 ):
     r"""The k-nearest-neighbour weighting of neighbour-embedding objectives, as a sparse matrix.
 
@@ -183,6 +184,11 @@ def knn_weights(
     kernel : {"connectivity", "gaussian"}
     sigma : float, optional
         Fixed kernel width ``> 0`` (gaussian only).
+    empty_rows : bool
+        Keep the samples that ``"mutual"`` leaves without a positive weight (for a mini-batch
+        prediction, ``dgp.optimum(..., batch_size=B)``, which takes them as anchors without
+        positives in every batch); by default they are refused, as a full-batch analysis
+        refuses them.
 
     Returns
     -------
@@ -195,7 +201,7 @@ def knn_weights(
         If ``X`` is not a finite N x p array with ``N >= 2``, ``k`` is outside ``[1, N - 1]``,
         ``symmetrize`` or ``kernel`` is unknown, ``sigma`` is given without the gaussian kernel
         or is not positive, a fixed ``sigma`` makes a kept weight underflow to zero, or
-        ``"mutual"`` leaves a row without a positive weight.
+        ``"mutual"`` leaves a row without a positive weight (unless ``empty_rows``).
     TypeError
         If ``k`` is not an integer.
 
@@ -211,7 +217,7 @@ def knn_weights(
     import scipy.sparse as sp
     from scipy.spatial import cKDTree
 
-    from dgp.errors import ParameterError, check_choice, check_int, check_positive
+    from dgp.errors import ParameterError, check_choice, check_flag, check_int, check_positive
 
     arr = np.asarray(X)
     if arr.dtype.kind not in "biuf":
@@ -227,6 +233,7 @@ def knn_weights(
     k = check_int(k, "k", minimum=1, maximum=n - 1)
     check_choice(symmetrize, KNN_SYMMETRIZE, "symmetrize")
     check_choice(kernel, KNN_KERNELS, "kernel")
+    empty_rows = check_flag(empty_rows, "empty_rows")
     if sigma is not None:
         if kernel != "gaussian":
             raise ParameterError("sigma", "is the width of the gaussian kernel; give "
@@ -261,10 +268,11 @@ def knn_weights(
     else:
         W = V.minimum(V.T)
         empty = np.flatnonzero(np.diff(W.tocsr().indptr) == 0)
-        if empty.size:
+        if empty.size and not empty_rows:
             raise ParameterError("symmetrize", f"= 'mutual' leaves sample {int(empty[0])} "
                                  "without a mutual neighbour (no positive weight); use a larger "
-                                 "k or symmetrize='mean'")
+                                 "k or symmetrize='mean', or keep it for a mini-batch "
+                                 "prediction with empty_rows=True")
     W = sp.csr_matrix(W)
     W.sort_indices()
     return W

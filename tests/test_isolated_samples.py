@@ -180,3 +180,26 @@ def test_a_batch_problems_weighting_is_refused_by_the_full_batch_analyses():
         with pytest.raises(dgp.InvalidParameterError, match="row 6 has no positive weight"):
             dgp.optimum(lw, tau=0.5, dim=2)
     assert dgp.Problem(W=np.ones((5, 5)), batch_size=3).weighting.first_empty_row is None
+
+
+def test_a_batch_problems_own_classification_refuses_the_empty_row():
+    p = dgp.Problem(W=_graph(), batch_size=4, tau=0.5)
+    with pytest.raises(dgp.InvalidParameterError, match="row 6 has no positive weight"):
+        p.classification(tau=0.5, dim=2, rtol=1e-8)
+
+
+def test_a_mutual_knn_graph_keeps_its_isolated_samples_for_a_batch_prediction():
+    """dgp's own builder makes the graph this is for: mutual neighbours leave samples alone,
+    kept with empty_rows=True (refused by default, as a full-batch analysis refuses them)."""
+    X = np.random.default_rng(0).standard_normal((30, 2))
+    with pytest.raises(dgp.InvalidParameterError, match="empty_rows=True"):
+        dgp.weights.knn_weights(X, 1, symmetrize="mutual")
+    W = dgp.weights.knn_weights(X, 1, symmetrize="mutual", empty_rows=True)
+    alone = np.flatnonzero(np.diff(W.indptr) == 0)
+    assert alone.size > 0
+    # the same graph as the "mean" one restricted to pairs that are neighbours both ways
+    V = dgp.weights.knn_weights(X, 1, symmetrize="none")
+    assert (W != V.minimum(V.T)).nnz == 0
+    assert dgp.Problem(W=W, batch_size=8).weighting.first_empty_row == alone[0]
+    with pytest.raises(dgp.InvalidParameterError, match="empty_rows"):
+        dgp.weights.knn_weights(X, 1, symmetrize="mutual", empty_rows="yes")

@@ -27,8 +27,8 @@ def graph_weights(G: object, name: str = "W"):
     :class:`networkx.Graph` gives :math:`w_{uv} = w_{vu}` = its ``weight`` attribute (1 when
     absent), an edge ``u -> v`` of a :class:`networkx.DiGraph` gives :math:`w_{uv}` only (an
     asymmetric weighting); missing edges are zero weights; self-loops are ignored (the diagonal
-    is). Every other check (finite, non-negative weights, a positive weight in every row) is
-    that of :func:`log_weights`.
+    is). Every other check (finite, non-negative weights, a positive weight in every row, or
+    in some row where empty rows are accepted) is that of :func:`log_weights`.
 
     Raises
     ------
@@ -97,10 +97,10 @@ def empty_row_error(name: str, i: int, hint: str = "", *, allowed: bool = False
     if allowed:
         return ParameterError(name, "has no positive weight off the diagonal: no anchor has a "
                               f"positive{hint}")
-    return ParameterError(name, f"row {i} has no positive weight off the diagonal; every anchor "
-                          f"needs at least one positive weight{hint} (a mini-batch prediction, "
-                          "with batch_size, takes such a sample as an anchor without positives "
-                          "in every batch)")
+    return ParameterError(name, f"row {i} has no positive weight off the diagonal, and every "
+                          f"anchor of a full-batch analysis needs one{hint}; the optimum's "
+                          "mini-batch prediction (given a batch size) takes such a sample as an "
+                          "anchor without positives in every batch")
 
 
 def sparse_log_weights(W: object, name: str = "W", *, empty_rows: bool = False

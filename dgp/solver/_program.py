@@ -348,24 +348,27 @@ def block_problem(
     ``weights[c, d]`` is the weight an anchor of class ``c`` gives each sample of class ``d``
     (``weights[c, c]``: each other sample of its own class). Row ``c`` has weight
     :math:`\alpha_c = n_c`, candidates :math:`\mu_{cd} = n_d - [c = d]` and target
-    :math:`P_{cd} \propto \mu_{cd} w_{cd}`.
+    :math:`P_{cd} \propto \mu_{cd} w_{cd}`. A class whose anchors have no positive weight
+    (isolated samples of a batch problem) has no row: its point is only a negative, as the
+    full-batch loss drops anchors without positives.
 
     Raises
     ------
     ValueError
-        If a row has no positive weight (an anchor without positives).
+        If no class has a positive weight.
     """
     n = np.asarray(sizes, dtype=float)
     K = n.size
     mu = np.tile(n, (K, 1)) - np.eye(K)
     mass = mu * weights
     tot = mass.sum(axis=1)
-    rows = np.flatnonzero(tot > 0)
+    rows = np.flatnonzero(tot > 0)  # the classes whose anchors have positives
+    if rows.size == 0:
+        raise ValueError("no class has a positive weight: no anchor has a positive")
     P = mass[rows] / tot[rows, None]
     with np.errstate(divide="ignore"):
-        log_mu = np.log(mu)
+        log_mu = np.log(mu[rows])
     block = None
-    log_mu = log_mu[rows]
     if (n >= 2).all() and rows.size == K:
         cross = P.copy()
         np.fill_diagonal(cross, 0.0)
