@@ -89,14 +89,17 @@ def first_zero_pair(key: np.ndarray, cols: np.ndarray, n: int) -> tuple[int, int
     return 0, 0
 
 
-def empty_row_error(name: str, i: int, hint: str = "", *, allowed: bool = False
-                    ) -> ParameterError:
+def no_positive_weight_error(name: str, hint: str = "") -> ParameterError:
+    """The refusal of a weighting whose every row is empty, where empty rows are accepted (the
+    batch paths: anchors without positives), for the dense and the sparse validator."""
+    return ParameterError(name, "has no positive weight off the diagonal: no anchor has a "
+                          f"positive{hint}")
+
+
+def empty_row_error(name: str, i: int, hint: str = "") -> ParameterError:
     """The one refusal of a row without a positive weight off the diagonal (row ``i``, the
-    first), for the dense and the sparse validator; where such rows are ``allowed`` (the batch
-    paths: anchors without positives), the refusal of a weighting whose every row is empty."""
-    if allowed:
-        return ParameterError(name, "has no positive weight off the diagonal: no anchor has a "
-                              f"positive{hint}")
+    first), for the dense and the sparse validator and for validated log-weights made for a
+    batch path (:attr:`LogWeights.first_empty_row`)."""
     return ParameterError(name, f"row {i} has no positive weight off the diagonal, and every "
                           f"anchor of a full-batch analysis needs one{hint}; the optimum's "
                           "mini-batch prediction (given a batch size) takes such a sample as an "
@@ -163,8 +166,10 @@ def sparse_log_weights(W: object, name: str = "W", *, empty_rows: bool = False
         r, c, v = coo2.row.astype(np.int64), coo2.col.astype(np.int64), coo2.data
     counts = np.bincount(r, minlength=n)
     first_empty = int(np.flatnonzero(counts == 0)[0]) if (counts == 0).any() else None
-    if first_empty is not None and (not empty_rows or r.size == 0):
-        raise empty_row_error(name, first_empty, allowed=empty_rows)
+    if first_empty is not None and not empty_rows:
+        raise empty_row_error(name, first_empty)
+    if r.size == 0:  # every row empty (empty_rows=True)
+        raise no_positive_weight_error(name)
     notes: list[str] = []
     u = float(np.finfo(float).eps)
     if coo.dtype.kind == "f" and coo.dtype.itemsize < 8:

@@ -47,6 +47,7 @@ from dgp.engine._sparse_input import (
     empty_row_error,
     graph_weights,
     is_graph,
+    no_positive_weight_error,
     sparse_log_weights,
     sparse_size,
 )
@@ -205,7 +206,7 @@ def log_weights(W: object = None, *, log_weights: object = None, name: str = "W"
     stats = map_blocks(check, blocks)
     top = max(s[4] for s in stats)  # the largest weight (log-weight) off the diagonal
     if top == (-np.inf if is_log else 0.0):  # every row empty (empty_rows=True)
-        raise empty_row_error(label, 0, "" if is_log else _UNDERFLOW_HINT, allowed=True)
+        raise no_positive_weight_error(label, "" if is_log else _UNDERFLOW_HINT)
     n_zero = sum(s[1] for s in stats)
     first_zero = next((s[2] for s in stats if s[2] is not None), None)
     first_empty_row = next((s[5] for s in stats if s[5] is not None), None)
