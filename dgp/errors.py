@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "SINGLETON_HINT",
     "DgpError",
     "DgpWarning",
     "InputError",
@@ -25,6 +26,7 @@ __all__ = [
     "SolverError",
     "as_array",
     "check_choice",
+    "check_class_sizes",
     "check_dim",
     "check_flag",
     "check_int",
@@ -33,6 +35,7 @@ __all__ = [
     "check_open_interval",
     "check_positive",
     "check_sizes",
+    "check_some_pair",
     "check_square",
     "check_temperature",
     "check_unit_interval",
@@ -40,6 +43,7 @@ __all__ = [
     "describe",
     "install_hint",
     "join_param",
+    "least_class_size",
 ]
 
 
@@ -290,11 +294,12 @@ def _real_array(labels: object, name: str) -> np.ndarray:
 
 
 def class_codes(
-    labels: object, name: str = "labels", *, min_count: int = 2
+    labels: object, name: str = "labels", *, min_count: int = 2, hint: str = ""
 ) -> tuple[np.ndarray, np.ndarray]:
     """Class labels as integer codes ``0..K-1`` (sorted label order) and the sorted classes.
 
-    Labels may be integers, integral floats, booleans or strings (class names).
+    Labels may be integers, integral floats, booleans or strings (class names). ``hint`` ends
+    the refusal of a class below ``min_count``.
 
     Raises
     ------
@@ -330,7 +335,7 @@ def class_codes(
         c = classes[np.flatnonzero(counts < min_count)[0]]
         raise ParameterError(
             name, f"has class {c.item()!r} with {int(counts.min())} sample(s); every class needs "
-            f"at least {min_count} (an anchor needs a positive)"
+            f"at least {min_count} (an anchor needs a positive){hint}"
         )
     return codes.astype(np.int64), classes
 
@@ -379,9 +384,54 @@ def check_labels_continuous(labels: object, name: str = "labels") -> np.ndarray:
     return arr
 
 
-def check_sizes(sizes: object, name: str = "sizes", *, min_size: int = 2) -> np.ndarray:
+#: the end of a full-batch refusal of a SupCon singleton class: what takes one
+SINGLETON_HINT = ("; the mini-batch prediction (given a batch size) takes a singleton class, "
+                  "whose anchor has no positive in any batch")
+
+
+def least_class_size(*, positives_across: bool, batch: bool) -> int:
+    """The smallest class of a class objective: 2 where a class's own samples are its only
+    positives (SupCon) at full batch; 1 in a batch problem (``batch``: a singleton's anchor has
+    no positive in any batch and is dropped or counted as zero, as ``anchors_without_positives``
+    says, and its sample stays a negative) or where anchors have positives across classes
+    (``positives_across``: Soft SupCon)."""
+    return 1 if batch or positives_across else 2
+
+
+def check_some_pair(counts: np.ndarray, name: str, *, positives_across: bool) -> None:
+    """Refuse class sizes (or label counts) where no anchor has a positive: no class of two
+    samples, unless anchors have positives across classes.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``name``.
+    """
+    if not positives_across and counts.max() < 2:
+        raise ParameterError(name, "has no class of 2 or more samples: no anchor has a positive")
+
+
+def check_class_sizes(sizes: object, name: str = "sizes", *, positives_across: bool,
+                      batch: bool) -> np.ndarray:
+    """:func:`check_sizes` with the smallest class of :func:`least_class_size` (a full-batch
+    refusal of a singleton says what takes it), and some anchor with a positive
+    (:func:`check_some_pair`).
+
+    Raises
+    ------
+    ParameterError, ParameterTypeError
+        As :func:`check_sizes` and :func:`check_some_pair`.
+    """
+    least = least_class_size(positives_across=positives_across, batch=batch)
+    n = check_sizes(sizes, name, min_size=least, hint=SINGLETON_HINT if least == 2 else "")
+    check_some_pair(n, name, positives_across=positives_across)
+    return n
+
+
+def check_sizes(sizes: object, name: str = "sizes", *, min_size: int = 2,
+                hint: str = "") -> np.ndarray:
     """Return class sizes as a 1-D ``int64`` array; at least 2 classes, each of size
-    ``>= min_size``.
+    ``>= min_size`` (``hint`` ends the refusal of a smaller one).
 
     Raises
     ------
@@ -419,6 +469,6 @@ def check_sizes(sizes: object, name: str = "sizes", *, min_size: int = 2) -> np.
             )
         raise ParameterError(
             name, f"[{k}] = {int(arr[k])}; every class needs at least {min_size} samples"
-            + (" (a singleton has no positive pair)" if min_size == 2 else "")
+            + (" (a singleton has no positive pair)" if min_size == 2 else "") + hint
         )
     return arr

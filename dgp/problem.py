@@ -46,7 +46,6 @@ from dgp.errors import (
     check_choice,
     check_int,
     check_positive,
-    check_sizes,
     check_temperature,
     check_unit_interval,
     describe,
@@ -81,9 +80,11 @@ class Constraint:
     what : str
         What a valid value is, in words.
     check : callable
-        ``check(value, name, record)`` returns the validated value or raises
+        ``check(value, name, record, batch=False)`` returns the validated value or raises
         :class:`~dgp.errors.InvalidParameterError` naming ``name``; ``record`` is the
-        objective's registry record (``None`` for a weighting).
+        objective's registry record (``None`` for a weighting); ``batch``: the problem has a
+        batch size (a weighting may then have samples without positives, and class labels or
+        sizes singleton classes: anchors without positives in every batch).
     valid : object
         A value the constraint accepts (an example).
     invalid : tuple
@@ -95,55 +96,57 @@ class Constraint:
     """
 
     what: str
-    check: Callable[[object, str, Objective | None], Any]
+    check: Callable[..., Any]
     valid: Any
     invalid: tuple[Any, ...]
     context: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _weights(value: object, name: str, rec: Objective | None, *,
-             empty_rows: bool = False) -> LogWeights:
+def _weights(value: object, name: str, rec: Objective | None, batch: bool = False
+             ) -> LogWeights:
     # sparse matrices and graphs with zero weights stay as their positive pairs (no N x N
-    # array); empty_rows: a batch problem's samples without positives (anchors without
-    # positives in every batch)
+    # array); a batch problem's samples without positives are anchors without positives in
+    # every batch
     if name == "log_weights":
-        return validated_log_weights(log_weights=value, sparse_above=1, empty_rows=empty_rows)
-    return validated_log_weights(value, name=name, sparse_above=1, empty_rows=empty_rows)
+        return validated_log_weights(log_weights=value, sparse_above=1, empty_rows=batch)
+    return validated_log_weights(value, name=name, sparse_above=1, empty_rows=batch)
 
 
-def _labels(value: object, name: str, rec: Objective | None) -> Labels:
+def _labels(value: object, name: str, rec: Objective | None, batch: bool = False) -> Labels:
     assert rec is not None
-    return rec.check_labels(value, name)
+    return rec.check_labels(value, name, batch=batch)
 
 
-def _sizes(value: object, name: str, rec: Objective | None) -> np.ndarray:
+def _sizes(value: object, name: str, rec: Objective | None, batch: bool = False
+           ) -> np.ndarray:
     assert rec is not None
-    n = check_sizes(value, name, min_size=rec.min_class_size)
+    n = rec.check_sizes(value, name, batch=batch)
     n.setflags(write=False)
     return n
 
 
-def _positive(value: object, name: str, rec: Objective | None) -> float:
+def _positive(value: object, name: str, rec: Objective | None, batch: bool = False) -> float:
     return check_positive(value, name)
 
 
-def _temperature(value: object, name: str, rec: Objective | None) -> float:
+def _temperature(value: object, name: str, rec: Objective | None, batch: bool = False
+                 ) -> float:
     return check_temperature(value, name)
 
 
-def _unit(value: object, name: str, rec: Objective | None) -> float:
+def _unit(value: object, name: str, rec: Objective | None, batch: bool = False) -> float:
     return check_unit_interval(value, name)
 
 
-def _choice(choices: tuple[str, ...]) -> Callable[[object, str, Objective | None], str]:
-    def check(value: object, name: str, rec: Objective | None) -> str:
+def _choice(choices: tuple[str, ...]) -> Callable[..., str]:
+    def check(value: object, name: str, rec: Objective | None, batch: bool = False) -> str:
         return check_choice(value, choices, name)
 
     return check
 
 
-def _integer(minimum: int) -> Callable[[object, str, Objective | None], int]:
-    def check(value: object, name: str, rec: Objective | None) -> int:
+def _integer(minimum: int) -> Callable[..., int]:
+    def check(value: object, name: str, rec: Objective | None, batch: bool = False) -> int:
         return check_int(value, name, minimum=minimum)
 
     return check
@@ -172,7 +175,8 @@ PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
                          [0, 0, 1, 1], ([0, 0, 1], [[0.5, np.nan], [1.0, 2.0]], [0.5, 1.5],
                                         [0, 0, 0], [[0], [0, 1]]),
                          {"objective": "supcon"}),
-    "sizes": Constraint("class sizes n_1..n_K, at least 2 classes", _sizes, [3, 2],
+    "sizes": Constraint("class sizes n_1..n_K, at least 2 classes, each of at least 2 samples "
+                        "(SupCon; 1 with batch_size where some class has 2)", _sizes, [3, 2],
                         ([3], [3, 1], [3.5, 2], [[3, 3]], [[3], [3, 3]]),
                         {"objective": "supcon"}),
     "sigma": Constraint("a finite number > 0", _positive, 1.0, (0.0, -1.0, "1"),
@@ -198,7 +202,6 @@ PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
                                             _choice(NO_POSITIVE), "zero", ("skip",), _BATCH),
 }
 
-_WEIGHTINGS = ("W", "weights", "log_weights")
 _OBJECTIVE_PARAMS = ("sigma", "eps", "label_tau")
 _SAMPLING = SAMPLING_FIELDS
 
@@ -227,7 +230,9 @@ class Problem(ProblemSpec):
     labels : array_like, optional
         Class labels for the class objectives; ``N x p`` label values otherwise.
     sizes : sequence of int, optional
-        Class sizes of SupCon / Soft SupCon (never read from ``labels``, nor the reverse).
+        Class sizes of SupCon / Soft SupCon (never read from ``labels``, nor the reverse). A
+        SupCon class of one sample (in sizes or labels) only in a batch problem, where its
+        anchor has no positive in any batch; some class needs two.
     sigma, eps, label_tau : float, optional
         The objective's parameter; one it does not take is refused. A missing one may be given
         later (a keyword of the entry point, or a phase map's grid).
@@ -326,14 +331,9 @@ class Problem(ProblemSpec):
                  "anchors_without_positives": anchors_without_positives}
         rec = self._check_form(given)
 
-        def check(name: str, value: object) -> object:
-            if name in _WEIGHTINGS and given["batch_size"] is not None:
-                # a batch problem: a sample without positives is an anchor without positives
-                # in every batch (dropped or counted as zero, as anchors_without_positives says)
-                return _weights(value, name, rec, empty_rows=True)
-            return PARAMETER_CONSTRAINTS[name].check(value, name, rec)
-
-        out = {name: check(name, value) for name, value in given.items() if value is not None}
+        batch = given["batch_size"] is not None
+        out = {name: PARAMETER_CONSTRAINTS[name].check(value, name, rec, batch=batch)
+               for name, value in given.items() if value is not None}
         if out.get("batch_size") is None:
             _refuse_with("no batch_size", {k: given[k] for k in _SAMPLING[1:]},
                          "the sampling spec applies to mini-batch predictions; give batch_size "

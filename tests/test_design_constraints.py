@@ -79,8 +79,8 @@ def test_the_design_tools_read_the_declaration_itself(monkeypatch):
 
     c = PARAMETER_CONSTRAINTS["eps"]
 
-    def at_most_half(value, name, rec):
-        v = c.check(value, name, rec)
+    def at_most_half(value, name, rec, batch=False):
+        v = c.check(value, name, rec, batch=batch)
         if v > 0.5:
             raise InvalidParameterError(name, f"must be at most 0.5 here, got {v}")
         return v

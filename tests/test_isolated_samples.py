@@ -4,57 +4,21 @@ from the mean or counted as zero (``anchors_without_positives``), and a negative
 anchors that meet it. The full-batch analyses, whose targets are the rows' distributions,
 still refuse it, naming the row.
 
-The reference is written here from the definitions (every B-subset, each anchor's target row
-normalised within the batch, log-softmax over the other members), independently of dgp's
-batch losses, and minimised by brute force over free unit embeddings."""
+The reference (:mod:`_batch_reference`) is written from the definitions (every B-subset, each
+anchor's target row normalised within the batch, log-softmax over the other members),
+independently of dgp's batch losses, and minimised by brute force over free unit
+embeddings."""
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import minimize
+from _batch_reference import batch_losses, brute_force, expected
 
 import dgp
-
-
-def _batch_losses(Z, W, sub, tau, no_positive="drop"):
-    """The loss of each batch (rows of ``sub``): the mean over the anchors with a positive in
-    the batch, or over all B with 0 for the others; a batch with no such anchor counts 0."""
-    B = sub.shape[1]
-    G = np.einsum("cid,cjd->cij", Z[sub], Z[sub]) / tau
-    eye = np.eye(B, dtype=bool)
-    Wb = np.where(eye, 0.0, W[sub[:, :, None], sub[:, None, :]])
-    mass = Wb.sum(axis=2)
-    S = np.where(eye, -np.inf, G)
-    top = S.max(axis=2, keepdims=True)
-    lse = top[..., 0] + np.log(np.exp(S - top).sum(axis=2))
-    has = mass > 0
-    per_anchor = np.where(has, lse - (Wb * G).sum(axis=2) / np.where(has, mass, 1.0), 0.0)
-    count = has.sum(axis=1) if no_positive == "drop" else np.full(len(sub), B)
-    return np.where(count > 0, per_anchor.sum(axis=1) / np.maximum(count, 1), 0.0)
-
-
-def _expected(Z, W, B, tau, no_positive="drop"):
-    """Mean over every B-subset of the batch loss."""
-    sub = np.array(list(itertools.combinations(range(len(W)), B)))
-    return float(_batch_losses(Z, W, sub, tau, no_positive).mean())
-
-
-def _brute_force(W, B, tau, d, no_positive, starts=12, seed=0):
-    """The least expected loss that random-start L-BFGS descents over free embeddings reach."""
-    N = W.shape[0]
-    rng = np.random.default_rng(seed)
-
-    def f(x):
-        X = x.reshape(N, d)
-        return _expected(X / np.linalg.norm(X, axis=1, keepdims=True), W, B, tau, no_positive)
-
-    return min(minimize(f, rng.standard_normal(N * d), method="L-BFGS-B").fun
-               for _ in range(starts))
 
 
 def _graph():
@@ -75,9 +39,9 @@ def test_an_isolated_sample_is_an_anchor_without_positives_in_every_batch(no_pos
                       progress=False)
     assert res.batch.exact and res.batch.compositions == math.comb(7, B)
     # the reported loss is the exact expectation of the returned embedding, from the definitions
-    assert res.loss == pytest.approx(_expected(res.embedding, W, B, tau, no_positive), rel=1e-9)
+    assert res.loss == pytest.approx(expected(res.embedding, W, B, tau, no_positive), rel=1e-9)
     # and no descent over free embeddings goes below it
-    assert _brute_force(W, B, tau, d, no_positive) >= res.loss - 1e-6 * abs(res.loss)
+    assert brute_force(W, B, tau, d, no_positive) >= res.loss - 1e-6 * abs(res.loss)
     # the sparse form of the same weighting is the same problem
     res_sp = dgp.optimum(sp.csr_matrix(W), tau=tau, dim=d, batch_size=B,
                          anchors_without_positives=no_positive, progress=False)
@@ -90,7 +54,7 @@ def test_a_sample_that_is_only_ever_a_positive():
     W = _graph()
     W[0, 6] = W[5, 6] = 1.0
     res = dgp.optimum(W, tau=0.5, dim=2, batch_size=4, progress=False)
-    assert res.loss == pytest.approx(_expected(res.embedding, W, 4, 0.5), rel=1e-9)
+    assert res.loss == pytest.approx(expected(res.embedding, W, 4, 0.5), rel=1e-9)
     # relabelling the samples relabels the answer: the same loss
     perm = np.random.default_rng(3).permutation(7)
     res_p = dgp.optimum(W[np.ix_(perm, perm)], tau=0.5, dim=2, batch_size=4, progress=False)
@@ -131,7 +95,7 @@ def _fresh_batches_mean(Z, W, B, tau, batches, seed):
     error (the reference's batch loss: anchors without positives dropped)."""
     rng = np.random.default_rng(seed)
     sub = np.array([rng.choice(len(W), B, replace=False) for _ in range(batches)])
-    vals = _batch_losses(Z, W, sub, tau)
+    vals = batch_losses(Z, W, sub, tau)
     return float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(batches))
 
 

@@ -16,10 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 
-import numpy as np
-
 from dgp.cli._output import FileArg
-from dgp.cli._text import printable
 from dgp.errors import InputError
 from dgp.infonce import SIMILARITIES
 from dgp.io import LABEL_FORMATS, WEIGHT_FORMATS, load_edge_list, load_labels, load_weights
@@ -207,33 +204,23 @@ def parse_sizes(text: str) -> list[int]:
     return out
 
 
-def class_sizes(args: argparse.Namespace) -> tuple[list[int], list[str] | None]:
-    """The class sizes of ``--sizes`` or counted from ``--labels`` (then with the class names,
-    in the order of the labels file's classes), for ``dgp supcon``.
+def class_sizes(args: argparse.Namespace) -> list[int]:
+    """The class sizes of ``--sizes``, for ``dgp supcon`` (which reads ``--labels`` as a
+    :class:`dgp.Problem` of them).
 
     Raises
     ------
     InputError
-        If neither or both are given, ``--label-column`` without ``--labels``, or a class of
-        the labels file has fewer than 2 samples.
+        If neither or both of ``--sizes`` and ``--labels`` are given, or ``--label-column``
+        without ``--labels``.
     """
     if (args.sizes is None) == (args.labels is None):
         raise InputError("give the class sizes either as --sizes n1,n2,... or as --labels FILE "
                          "(one label per sample), not both" if args.sizes is not None else
                          "give the class sizes: --sizes n1,n2,... or --labels FILE")
-    if args.labels is None:
-        if args.label_column is not None:
-            raise InputError("--label-column chooses a column of --labels FILE; add --labels")
-        return parse_sizes(args.sizes), None
-    lab = load_labels(args.labels, name="--labels", column=args.label_column, kind="class")
-    codes, counts = np.unique(lab.values, return_counts=True)
-    names = [lab.class_name(int(c)) for c in codes]
-    if (counts < 2).any():  # said of the file's classes, not as sizes given by hand
-        k = int(np.flatnonzero(counts < 2)[0])
-        raise InputError(f"--labels: class {printable(names[k])!r} has {int(counts[k])} "
-                         "sample; every class needs at least 2 (a singleton has no positive "
-                         "pair): drop it or merge it into another class")
-    return [int(v) for v in counts], names
+    if args.label_column is not None:
+        raise InputError("--label-column chooses a column of --labels FILE; add --labels")
+    return parse_sizes(args.sizes)
 
 
 def add_input_arguments(p: argparse.ArgumentParser) -> None:

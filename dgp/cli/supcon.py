@@ -140,9 +140,11 @@ def _problem(args: argparse.Namespace):
     neither), or the :class:`dgp.Problem` of ``--labels``, whose class labels the result keeps
     (``classes``): what ``dgp.supcon_prototypes`` is given from Python for the same call."""
     if args.labels is None or args.sizes is not None:
-        return class_sizes(args)[0]
+        return class_sizes(args)
     objective = "supcon" if args.eps is None else "soft-supcon"
+    # with --batch-size a batch problem, which takes a singleton class
     return Problem(objective=objective, labels=read_labels(args, "class"),
+                   batch_size=args.batch_size,
                    **({} if args.eps is None else {"eps": args.eps}))
 
 

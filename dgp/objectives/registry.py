@@ -38,13 +38,17 @@ from typing import Any
 import numpy as np
 
 from dgp.errors import (
+    SINGLETON_HINT,
     InvalidParameterError,
     ParameterError,
     check_choice,
+    check_class_sizes,
     check_labels_continuous,
     check_positive,
+    check_some_pair,
     check_unit_interval,
     class_codes,
+    least_class_size,
 )
 from dgp.objectives._weightings import (
     ClassWeighting,
@@ -108,7 +112,9 @@ class Objective:
         How its weights are built: dense log-weights for the engine, and the weights of a
         batch (NumPy or torch, one implementation) for the losses.
     min_class_size : int
-        Class objectives: the smallest class it accepts.
+        Class objectives: the smallest class a full-batch analysis accepts (2 where only a
+        class's own samples are positives); a batch problem takes singletons
+        (:func:`dgp.errors.least_class_size`).
     boundary : {"simplex", "sphere", None}
         Its closed-form boundary in the cosine latent: ``"simplex"``, Soft SupCon's
         :math:`\tau^*` (the target is the centred regular simplex there); ``"sphere"``,
@@ -164,18 +170,36 @@ class Objective:
         """
         return self.check_params(**{p: given.get(p) for p in self.params})
 
-    def check_labels(self, labels: object, name: str = "labels") -> Labels:
-        """Validate labels for this objective (class codes, or ``N x p`` floats).
+    def check_sizes(self, sizes: object, name: str = "sizes", *, batch: bool = False
+                    ) -> np.ndarray:
+        """Validate class sizes for this objective; ``batch``: of a batch problem, which takes
+        singleton classes (:func:`dgp.errors.least_class_size`).
+
+        Raises
+        ------
+        ParameterError, ParameterTypeError
+            As :func:`dgp.errors.check_class_sizes`.
+        """
+        return check_class_sizes(sizes, name, positives_across=self.min_class_size < 2,
+                                 batch=batch)
+
+    def check_labels(self, labels: object, name: str = "labels", *, batch: bool = False
+                     ) -> Labels:
+        """Validate labels for this objective (class codes, or ``N x p`` floats); ``batch``:
+        of a batch problem, which takes singleton classes (:func:`dgp.errors.least_class_size`).
 
         Raises
         ------
         ParameterError, ParameterTypeError
             As :func:`dgp.errors.class_codes` / :func:`dgp.errors.check_labels_continuous`;
-            a zero X-CLR label embedding.
+            a zero X-CLR label embedding; class labels without a class large enough to give an
+            anchor a positive.
         """
         if self.labels == "class":
             try:
-                codes, classes = class_codes(labels, name, min_count=self.min_class_size)
+                least = least_class_size(positives_across=self.min_class_size < 2, batch=batch)
+                codes, classes = class_codes(labels, name, min_count=least,
+                                             hint=SINGLETON_HINT if least == 2 else "")
             except InvalidParameterError as exc:
                 hint = self.sizes_hint(labels)
                 if hint is None:
@@ -187,7 +211,9 @@ class Objective:
                     name, f"holds one class ({classes[0].item()!r}); {self.name} needs labels of "
                     f"at least 2 classes (with one, every pair is positive and nothing is "
                     f"contrasted){hint}")
-            return Labels("class", codes, classes, np.bincount(codes, minlength=classes.size))
+            counts = np.bincount(codes, minlength=classes.size)
+            check_some_pair(counts, name, positives_across=self.min_class_size < 2)
+            return Labels("class", codes, classes, counts)
         y = check_labels_continuous(labels, name)
         self.weighting.check_labels(y, name)
         return Labels("continuous", y)

@@ -39,6 +39,7 @@ from dgp.errors import (
     ParameterError,
     SolverError,
     check_choice,
+    check_class_sizes,
     check_dim,
     check_flag,
     check_int,
@@ -62,7 +63,7 @@ from dgp.prototypes._closed_forms import (
     METHODS,
     balanced_soft_supcon_simplex_loss,
     balanced_supcon_loss,
-    entropic_bound_prototypes,
+    class_entropic_bound,
     equiangular_gram,
     first_order_gram,
 )
@@ -229,8 +230,10 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         "eps": eps,
         "classes": classes,
     }
-    bound = entropic_bound_prototypes(n, eps=eps)
+    bound = class_entropic_bound(n, eps)
     simplex = -1.0 / (K - 1)
+    if (n < 2).any():  # singletons (of a batch problem's reference): no closed form takes them
+        method = "numeric"
     if method == "auto" and eps is None and (n == n[0]).all():
         loss, excess, log_excess = balanced_supcon_loss(int(n[0]), K, tau)
         return Prototypes(
@@ -301,7 +304,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     _guard_numeric(K)
     prob = block_problem(n, block_weights(K, eps), tau=tau)
     starts = [equiangular_gram(K, simplex)]
-    if eps is None:
+    if eps is None and (n >= 2).all():  # the small-tau formula's start (no singleton)
         F = factor(first_order_gram(n, tau=tau), K)
         starts.append(F.T @ F)
     res = _solve_block(prob, starts, tol)
@@ -481,7 +484,8 @@ def supcon_prototypes(
         problem, "dgp.supcon_prototypes", tau=tau, batch_size=batch_size, sampler=sampler,
         samples_per_class=samples_per_class, reduction=reduction,
         anchors_without_positives=anchors_without_positives)
-    n = check_sizes(sizes)
+    # a batch problem takes singleton classes: anchors without positives in every batch
+    n = check_class_sizes(sizes, positives_across=eps is not None, batch=batch_size is not None)
     tau = check_temperature(tau, "tau")
     if eps is not None:
         eps = check_unit_interval(eps, "eps")

@@ -34,7 +34,13 @@ from dgp.constants import BATCH_ATTAIN_ATOL as ATTAIN_ATOL
 from dgp.constants import BATCH_ATTAIN_EXCESS as ATTAIN_EXCESS
 from dgp.constants import BATCH_GRAM_TOL
 from dgp.display import stderr_progress
-from dgp.errors import ParameterError, SolverError, check_dim, check_positive, check_sizes
+from dgp.errors import (
+    ParameterError,
+    SolverError,
+    check_class_sizes,
+    check_dim,
+    check_positive,
+)
 from dgp.prototypes._blocks import block_weights, excess_gap, fits
 from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._dim import guard_dim, pinned_identifiability, rank_d_point
@@ -312,7 +318,8 @@ def batch_size_for_tolerance(
     """
     from dgp.prototypes._api import supcon_prototypes  # the entry point (it imports this module)
 
-    n = check_sizes(sizes)
+    # every size tried is a batch problem, which takes singleton classes
+    n = check_class_sizes(sizes, positives_across=eps is not None, batch=True)
     tol = check_positive(tol, "tol")
     N, K = int(n.sum()), n.size
     m = samples_per_class if sampler == "m-per-class" else None

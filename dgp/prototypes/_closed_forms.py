@@ -153,11 +153,17 @@ def entropic_bound_prototypes(sizes: object, *, eps: float | None = None) -> flo
     >>> round(entropic_bound_prototypes([3, 3]), 12) == round(6 * math.log(2), 12)
     True
     """
-    n = check_sizes(sizes).astype(float)
+    n = check_sizes(sizes)
+    return class_entropic_bound(n, None if eps is None else check_unit_interval(eps, "eps"))
+
+
+def class_entropic_bound(sizes: np.ndarray, eps: float | None) -> float:
+    """:func:`entropic_bound_prototypes` of validated sizes and ``eps``, singletons of a batch
+    problem included: a SupCon singleton's anchor has no positive, no row and no term."""
+    n = np.asarray(sizes, dtype=float)
     m = n - 1.0
     if eps is None:
-        return float(np.sum(n * np.log(m)))
-    eps = check_unit_interval(eps, "eps")
+        return float(np.sum(n[m > 0] * np.log(m[m > 0])))
     N = n.sum()
     Z = m + eps * (N - n)
     return float(np.sum(n * (np.log(Z) - eps * (N - n) * math.log(eps) / Z)))

@@ -59,10 +59,10 @@ import numpy as np
 from dgp.constants import BATCH_REPLICATES, EXACT_MAX_DEFAULT
 from dgp.display import format_duration, stderr_progress
 from dgp.errors import (
+    check_class_sizes,
     check_dim,
     check_int,
     check_positive,
-    check_sizes,
     check_unit_interval,
 )
 from dgp.prototypes._blocks import block_weights
@@ -251,6 +251,25 @@ def _solve(prob: RowProblem, n: np.ndarray, tau: float, eps: float | None, dim: 
                     seed, n))
 
 
+def _common_fields(n: np.ndarray, tau: float, eps: float | None, dim: int | None,
+                   classes: tuple[Any, ...] | None) -> dict[str, Any]:
+    return dict(objective="supcon" if eps is None else "soft-supcon",
+                sizes=tuple(int(v) for v in n), tau=tau, eps=eps, collapse=None, dim=dim,
+                classes=classes)
+
+
+def _full_batch(n: np.ndarray, tau: float, eps: float | None, dim: int | None, starts: int,
+                seed: int, progress: bool | None, classes: tuple[Any, ...] | None
+                ) -> NonnegativePrototypes:
+    """The full-batch non-negative prototypes of validated arguments (a batch problem's
+    reference: its singleton classes have no row, as :func:`dgp.solver.block_problem` says)."""
+    with single_threaded():
+        prob = block_problem(n, block_weights(n.size, eps), tau=tau)
+        fields = _solve(prob, n, tau, eps, dim, starts, seed,
+                        progress=progress is None or bool(progress))
+    return _result(_common_fields(n, tau, eps, dim, classes), prob.entropy, fields, batch=None)
+
+
 def nonnegative_prototypes(
     sizes: object,
     tau: float,
@@ -324,7 +343,8 @@ def nonnegative_prototypes(
     >>> q.method, bool(q.embedding.min() >= 0), bool(q.lower_bound <= q.loss)
     ('numeric', True, True)
     """
-    n = check_sizes(sizes)
+    # a batch problem takes singleton classes: anchors without positives in every batch
+    n = check_class_sizes(sizes, positives_across=eps is not None, batch=batch_size is not None)
     tau = check_positive(tau, "tau")
     if eps is not None:
         eps = check_unit_interval(eps, "eps")
@@ -336,18 +356,12 @@ def nonnegative_prototypes(
     check_memory(8.0 * K * K * 24, what=f"non-negative prototypes for K = {K} classes",
                  hint="use fewer classes")
     weights = block_weights(K, eps)
-    common = dict(objective="supcon" if eps is None else "soft-supcon",
-                  sizes=tuple(int(v) for v in n), tau=tau, eps=eps, collapse=None, dim=dim,
-                  classes=classes)
+    common = _common_fields(n, tau, eps, dim, classes)
     if batch_size is None:
         check_full_batch(sampler=sampler, samples_per_class=samples_per_class,
                          reduction=reduction,
                          anchors_without_positives=anchors_without_positives)
-        with single_threaded():
-            prob = block_problem(n, weights, tau=tau)
-            fields = _solve(prob, n, tau, eps, dim, starts, seed,
-                            progress=progress is None or bool(progress))
-        return _result(common, prob.entropy, fields, batch=None)
+        return _full_batch(n, tau, eps, dim, starts, seed, progress, classes)
     spec = check_batch(
         n, batch_size=batch_size, sampler=sampler, samples_per_class=samples_per_class,
         reduction=reduction, anchors_without_positives=anchors_without_positives,
@@ -355,8 +369,7 @@ def nonnegative_prototypes(
     samples = check_int(samples, "samples", minimum=2)
     replicates = check_int(replicates, "replicates", minimum=1)
     exact_max = check_int(exact_max, "exact_max", minimum=1)
-    full = nonnegative_prototypes(n, tau, eps=eps, dim=dim, seed=seed, starts=starts,
-                                  progress=progress, classes=classes)
+    full = _full_batch(n, tau, eps, dim, starts, seed, progress, classes)
     if dim is not None and dim < K and not exact_rows_fit(n, spec, dim, exact_max, starts):
         # no closed form fits in R^dim: beyond enumeration, or where the search over every
         # composition would take longer than fresh batches, the stochastic path (no sampled

@@ -173,7 +173,7 @@ class PositivePairRates(Record):
 
 
 def _pct(p: float) -> str:
-    p = 100.0 * float(p)
+    p = 100.0 * float(p) + 0.0  # + 0.0: a singleton's rate -expm1(0) is -0.0, said as 0%
     return f"{p:.3g}%" if p < 99.95 else "100%"
 
 
