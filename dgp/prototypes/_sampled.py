@@ -77,7 +77,8 @@ def stochastic_fields(
         n, spec, full_gram, res.gram, [Z @ Z.T for Z in res.runs] or [res.gram], res.batch,
         res.identifiability, drawn=res.batch.batches, seed=res.batch.seed,
         simplex=res.comparisons[0] if simplex else None, left_out=res.runs_left_out,
-        restarts=res.restarts, restarts_left_out=res.restarts_left_out)
+        restarts=res.restarts, restarts_left_out=res.restarts_left_out,
+        kept_full_batch=res.kept_full_batch)
     G, b = res.gram, res.batch
     entropy = math.nan  # the expected batch entropic bound is not estimated on this path
     fields = dict(
@@ -96,7 +97,7 @@ def held_out_report(
     n: np.ndarray, spec: BatchSpec, full_gram: np.ndarray, G: np.ndarray, grams: list,
     b: BatchEstimate, rep: BatchIdentifiability | None, *, drawn: int, seed: int | None,
     simplex: tuple[float, float] | None = None, left_out: int = 0, restarts: int = 0,
-    from_runs: bool = True, restarts_left_out: int = 0,
+    from_runs: bool = True, restarts_left_out: int = 0, kept_full_batch: bool = False,
 ) -> tuple[BatchPrediction, Identifiability, MinorityCollapse]:
     """What a class-level prediction reported on held-out batches says: the batch record
     (``b``, the prediction's :class:`~dgp.solver.BatchEstimate`; each Gram entry's 95%
@@ -108,12 +109,18 @@ def held_out_report(
     runs that ended beyond the loss resolution above ``G`` (not among ``grams``);
     ``restarts``: the last of ``grams`` that are ``G``'s lineage (its run and restarts of it on
     other batch streams), not independent runs (``restarts_left_out``: those made but not
-    among them); ``from_runs=False``: ``G`` is a closed form
+    among them); ``kept_full_batch``: ``G`` is the full-batch optimum, none of the ``grams``
+    (each interval the runs' own, widened to hold it); ``from_runs=False``: ``G`` is a closed form
     decided on sampled compositions, not optimised by runs. One Gram
     alone is a closed form, which no sample moves (intervals of width 0), unless runs were
     left out (one sampled run: not measured)."""
     # each entry's standard error: one run's spread over the runs (the prediction is one run)
-    se, interval = gram_spread(G, grams, runs=len(grams), sampled=from_runs)
+    se, interval = gram_spread(G, grams, runs=len(grams), sampled=from_runs,
+                               kept_full_batch=kept_full_batch)
+    # where the full-batch optimum is kept, the runs' own intervals say whether batching moves
+    # its entries beyond noise (the widened ones hold it by construction)
+    runs_interval = (gram_spread(np.mean(grams, axis=0), grams, runs=len(grams))[1]
+                     if kept_full_batch and len(grams) > 1 else None)
     batch = BatchPrediction(
         spec=spec, exact=False, compositions=composition_count(n, spec), drawn=drawn,
         seed=seed, loss_se=(b.interval[1] - b.expected_loss) / Z95,
@@ -122,6 +129,7 @@ def held_out_report(
         positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
         estimate=b, gram_interval=interval, gram_entry_se=se, runs_left_out=left_out,
         restarts=restarts, from_runs=from_runs, restarts_left_out=restarts_left_out,
+        kept_full_batch=kept_full_batch and len(grams) > 1, runs_interval=runs_interval,
     )
     # gaps per anchor: a summed batch loss is over the batch's B anchors
     per_anchor = spec.per_anchor

@@ -473,6 +473,13 @@ class BatchPrediction(Record):
         :attr:`dgp.solver.BatchOptimum.restarts_left_out`).
     from_runs : bool
         Optimised by runs on sampled batches.
+    kept_full_batch : bool
+        The reported Gram is the full-batch optimum, kept as no run was lower beyond the noise:
+        :attr:`gram_interval` is then the runs' own about their mean, widened to hold it
+        (:func:`dgp.solver._gram_spread.gram_spread`).
+    runs_interval : (ndarray, ndarray) or None
+        Where the full-batch optimum is kept, the runs' own 95% intervals (about their mean),
+        which :attr:`moved_beyond_interval` compares it with; ``None`` otherwise.
     """
 
     spec: BatchSpec
@@ -494,6 +501,8 @@ class BatchPrediction(Record):
     restarts: int = 0
     from_runs: bool = False
     restarts_left_out: int = 0
+    kept_full_batch: bool = False
+    runs_interval: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def closed_form(self) -> bool:
@@ -525,16 +534,18 @@ class BatchPrediction(Record):
                     "of width 0)")
         return spread_statement(self.replicates + 1, left_out=self.runs_left_out,
                                 restarts=self.restarts,
-                                restarts_left_out=self.restarts_left_out)
+                                restarts_left_out=self.restarts_left_out,
+                                kept_full_batch=self.kept_full_batch)
 
     @property
     def moved_beyond_interval(self) -> int | None:
         """Off-diagonal entries (each pair once) where the full-batch Gram lies outside this
-        prediction's 95% interval: the cosines batching moves beyond noise (``None`` without
-        intervals; with exact entries, :attr:`shift` says it all)."""
+        prediction's 95% interval (where the full-batch optimum is kept, outside the runs' own
+        intervals, :attr:`runs_interval`): the cosines batching moves beyond noise (``None``
+        without intervals; with exact entries, :attr:`shift` says it all)."""
         if self.gram_interval is None:
             return None
-        lo, hi = self.gram_interval
+        lo, hi = self.gram_interval if self.runs_interval is None else self.runs_interval
         iu = np.triu_indices(lo.shape[0], 1)
         G = self.full_batch_gram[iu]
         return int(np.sum((G < lo[iu]) | (G > hi[iu])))
@@ -558,6 +569,7 @@ class BatchPrediction(Record):
                     ("replicates", self.replicates), ("runs_left_out", self.runs_left_out),
                     ("restarts", self.restarts),
                     ("restarts_left_out", self.restarts_left_out),
+                    ("kept_full_batch", self.kept_full_batch),
                     ("shift_from_full_batch", self.shift),
                     ("positive_pair_probability", self.positive_pair_probability),
                     ("gram_error", self.gram_error),
@@ -566,5 +578,7 @@ class BatchPrediction(Record):
             yield "full_batch_gram", self.full_batch_gram
             if self.gram_interval is not None:
                 yield "gram_interval", [self.gram_interval[0], self.gram_interval[1]]
+            if self.runs_interval is not None:
+                yield "runs_interval", [self.runs_interval[0], self.runs_interval[1]]
             if self.gram_entry_se is not None:
                 yield "gram_entry_se", self.gram_entry_se

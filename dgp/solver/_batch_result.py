@@ -231,6 +231,11 @@ class BatchOptimum(Record):
         full-batch optimum: above a few thousand points, a critical point of the full-batch loss
         found on row chunks (:func:`dgp.solver.chunked_full_batch`), or why none was compared
         (``"not compared: ..."``); ``None``: the certified optimum, or none given.
+    kept_full_batch : bool
+        :attr:`embedding` is the full-batch prediction given, kept as no run was lower beyond
+        the paired noise on the selection batches: none of :attr:`runs`, so each entry's
+        interval is the runs' own about their mean, widened to hold it
+        (:func:`dgp.solver._gram_spread.gram_spread`).
     """
 
     n: int
@@ -251,6 +256,7 @@ class BatchOptimum(Record):
     runs_left_out: int = 0
     restarts: int = 0
     restarts_left_out: int = 0
+    kept_full_batch: bool = False
 
     @property
     def sample_embedding(self) -> np.ndarray:
@@ -285,7 +291,8 @@ class BatchOptimum(Record):
             value, _, _, _ = entry_spread(self.embedding, (), i, j)
             zero = np.zeros(value.shape)
             return value, zero, value, value
-        return entry_spread(self.embedding, self.runs, i, j)
+        return entry_spread(self.embedding, self.runs, i, j,
+                            kept_full_batch=self.kept_full_batch)
 
     def gram_entry_se(self, i: object, j: object) -> np.ndarray:
         """The standard errors of the entries ``(i, j)`` of :attr:`gram`
@@ -305,7 +312,8 @@ class BatchOptimum(Record):
                                     "carry no sampling error (standard error 0)")
         return spread_statement(len(self.runs), left_out=self.runs_left_out,
                                 restarts=self.restarts,
-                                restarts_left_out=self.restarts_left_out) + (
+                                restarts_left_out=self.restarts_left_out,
+                                kept_full_batch=self.kept_full_batch) + (
             "; per entry on request (gram_interval(i, j)), for all of them with "
             "to_dict(gram=True)")
 
@@ -320,7 +328,8 @@ class BatchOptimum(Record):
         G = self.gram
         if self.batch.expectation == "exact":
             return np.zeros_like(G), (G, G)
-        return gram_spread(G, (Z @ Z.T for Z in self.runs), runs=len(self.runs), sampled=True)
+        return gram_spread(G, (Z @ Z.T for Z in self.runs), runs=len(self.runs), sampled=True,
+                           kept_full_batch=self.kept_full_batch)
 
     @property
     def certificate(self) -> BatchCertificate:
@@ -465,6 +474,7 @@ class BatchOptimum(Record):
         yield "gram_runs_left_out", self.runs_left_out
         yield "gram_restarts", self.restarts
         yield "gram_restarts_left_out", self.restarts_left_out
+        yield "gram_kept_full_batch", self.kept_full_batch
         if options["gram"]:
             yield "gram", self.gram
             se, (lo, hi) = self.gram_spread()

@@ -321,7 +321,10 @@ def _batch_optimum(
     if say is not None:
         say(f"relaxation bound on {min(bound_batches, BOUND_MIN_BATCHES)} to {bound_batches} "
             "fresh batches")
-    kept = [*infos, None, *rinfo][best if top is None else n_c + top]
+    # the run (or restart) reported, aligned with cands + restarts; None: the full-batch
+    # candidate (a slot only where one was given: without it, a kept restart was read one
+    # place off, and the first as the full-batch optimum)
+    kept = [*infos, *([None] if full_batch is not None else []), *rinfo][ref]
     # a kept restart was optimised on the batches of the run it started from too
     line = [r for r in (kept, infos[best] if top is not None else None) if r]
     batch = batch_estimate(Z, e, est[-1] if full_batch is not None else None, weights, sampler,
@@ -372,7 +375,7 @@ def _batch_optimum(
                         runs_left_out=left_out, restarts=len(lineage),
                         restarts_left_out=unused,
                         comparisons=comparisons, full_batch_point=full_batch_point,
-                        labels=labels)
+                        labels=labels, kept_full_batch=kept is None)
 
 
 def batch_estimate(
