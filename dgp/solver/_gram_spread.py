@@ -190,7 +190,8 @@ def spread_statement(runs: int, *, exact: str | None = None, left_out: int = 0,
                 "times it")
     if kept_full_batch:
         return out + (f"each entry is the full-batch optimum's, kept as no run was lower beyond "
-                      f"the noise; its standard error is the standard deviation over {over}, "
+                      "the noise (the run started from it is that solution, not another, and "
+                      f"is not counted); its standard error is the standard deviation over {over}, "
                       f"and its 95% interval is theirs, about their mean ({quantile}), widened "
                       "to hold the full-batch entry: batching may move the entry to where the "
                       "runs are")
