@@ -165,9 +165,9 @@ def _statement(pinned: dict, spread: dict, resolution: float, solutions: int,
         "streams" if restarts else "")
     alone = (f"{', '.join(unshown)} not shown pinned (restarts stay in the best's arrangement: "
              "they can show an invariant free, never pinned)")
-    how = (f"among {found} within {resolution:.2g} nats/anchor of the best and the sublevel "
-           f"probe's witnesses ({', '.join(probed)} pushed)" if probed else
-           f"among {found} within {resolution:.2g} nats/anchor of the best; not probed "
+    how = (f"among {found} within {resolution:.2g} nats/anchor of the best found and the "
+           f"sublevel probe's witnesses ({', '.join(probed)} pushed)" if probed else
+           f"among {found} within {resolution:.2g} nats/anchor of the best found; not probed "
            f"({not_probed})")
     cos = f"cosines move up to {spread['cosine_max']:.2g} (RMS {spread['cosine_rms']:.2g})"
     if free:
@@ -289,8 +289,9 @@ def report_from_spread(spread: dict, solutions: int, best: np.ndarray, *,
                       "every invariant already free among the solutions found")
     if solutions <= 1 and not probed and not restarts:
         statement = (f"undecided: no other solution came within the loss resolution "
-                     f"({resolution:.2g} nats/anchor) of the best and the loss was not probed "
-                     f"({not_probed}), so nothing is known about other near-optimal solutions")
+                     f"({resolution:.2g} nats/anchor) of the best found and the loss was not "
+                     f"probed ({not_probed}), so nothing is known about other near-optimal "
+                     "solutions")
         # nothing compared, nothing measured: no spread (zeros read as "pinned exactly")
         return BatchIdentifiability(pinned={}, spread={}, resolution=resolution,
                                     identifiable=False, solutions=1, statement=statement)
