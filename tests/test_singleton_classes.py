@@ -152,3 +152,16 @@ def test_cli_supcon_with_a_singleton(cli):
     bad = cli("supcon", "--sizes", "1,3,3", "--tau", "0.5")
     assert bad.code == 2 and bad.out == ""
     assert bad.err.count("\n") == 1 and bad.err.startswith("error: --sizes[0] = 1")
+
+
+def test_cli_optimum_with_labels_holding_a_singleton(tmp_path, cli):
+    path = tmp_path / "y.csv"
+    path.write_text("0\n1\n1\n1\n2\n2\n2\n")
+    out = cli("optimum", "--objective", "supcon", "--labels", path, "--tau", "0.5",
+              "--batch-size", "4", "--json")
+    assert out.code == 0, out.err
+    W, _ = _class_weighting([1, 3, 3])
+    assert out.json["loss"] == pytest.approx(dgp.optimum(W, tau=0.5, batch_size=4).loss,
+                                             rel=1e-9)
+    bad = cli("optimum", "--objective", "supcon", "--labels", path, "--tau", "0.5")
+    assert bad.code == 2 and bad.err.startswith("error: --labels has class 0 with 1 sample")

@@ -105,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
         labels = load_objective_labels(args)
         params = {k: getattr(args, k) for k in ("sigma", "eps", "label_tau")
                   if getattr(args, k) is not None}
-        W = Problem(objective=args.objective, labels=labels, **params)
+        # with --batch-size a batch problem, which takes a class of one sample (SupCon)
+        W = Problem(objective=args.objective, labels=labels, batch_size=args.batch_size,
+                    **params)
     batch = {} if args.sampler is None else {"sampler": args.sampler}
     reduce = reduction_kwargs(args, batched=args.batch_size is not None)
     if args.batch_size is not None:
