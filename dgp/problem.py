@@ -93,6 +93,9 @@ class Constraint:
         The other parameters of a valid problem in which this one applies: with them and
         ``valid`` :class:`Problem` accepts the problem, with them and an ``invalid`` value it
         refuses this parameter.
+    batch_only : tuple
+        Values refused in that context but accepted with a batch size (``check(...,
+        batch=True)``): a weighting's sample without positives, a SupCon singleton class.
     """
 
     what: str
@@ -100,6 +103,7 @@ class Constraint:
     valid: Any
     invalid: tuple[Any, ...]
     context: Mapping[str, Any] = field(default_factory=dict)
+    batch_only: tuple[Any, ...] = ()
 
 
 def _weights(value: object, name: str, rec: Objective | None, batch: bool = False
@@ -153,6 +157,7 @@ def _integer(minimum: int) -> Callable[..., int]:
 
 
 _W = [[0.0, 1.0], [1.0, 0.0]]
+_EMPTY_ROW = [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]  # sample 2: no positive
 _SIZES = {"objective": "supcon", "sizes": [3, 3]}
 _SOFT = {"objective": "soft-supcon", "sizes": [3, 3]}
 _BATCH = {**_SIZES, "batch_size": 4}
@@ -163,9 +168,9 @@ PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
         "a weight matrix: array, scipy.sparse matrix or networkx graph, N x N, non-negative off "
         "the diagonal, every row with positive mass (with batch_size: some row)", _weights, _W,
         ([[0.0, -1.0], [1.0, 0.0]], [[0.0, 0.0], [1.0, 0.0]], [[1.0, 2.0, 3.0]],
-         [[0.0, np.nan], [1.0, 0.0]])),
+         [[0.0, np.nan], [1.0, 0.0]]), batch_only=(_EMPTY_ROW,)),
     "weights": Constraint("as W (another name for it)", _weights, _W,
-                          ([[0.0, -1.0], [1.0, 0.0]], [1.0, 2.0])),
+                          ([[0.0, -1.0], [1.0, 0.0]], [1.0, 2.0]), batch_only=(_EMPTY_ROW,)),
     "log_weights": Constraint("log w_ij, N x N, -inf for a zero weight, no +inf or NaN",
                               _weights, [[0.0, -1.0], [-1.0, 0.0]],
                               ([[0.0, np.inf], [0.0, 0.0]], [[0.0, -np.inf], [-np.inf, 0.0]])),
@@ -174,11 +179,11 @@ PARAMETER_CONSTRAINTS: dict[str, Constraint] = {
     "labels": Constraint("class labels (class objectives) or N x p label values", _labels,
                          [0, 0, 1, 1], ([0, 0, 1], [[0.5, np.nan], [1.0, 2.0]], [0.5, 1.5],
                                         [0, 0, 0], [[0], [0, 1]]),
-                         {"objective": "supcon"}),
+                         {"objective": "supcon"}, batch_only=([0, 1, 1, 2, 2],)),
     "sizes": Constraint("class sizes n_1..n_K, at least 2 classes, each of at least 2 samples "
                         "(SupCon; 1 with batch_size where some class has 2)", _sizes, [3, 2],
                         ([3], [3, 1], [3.5, 2], [[3, 3]], [[3], [3, 3]]),
-                        {"objective": "supcon"}),
+                        {"objective": "supcon"}, batch_only=([3, 1], [1, 2, 4])),
     "sigma": Constraint("a finite number > 0", _positive, 1.0, (0.0, -1.0, "1"),
                         {"objective": "y-aware", "labels": [[0.0], [1.0], [2.0]]}),
     "eps": Constraint("a number in (0, 1)", _unit, 0.1, (0.0, 1.0, 1.5), _SOFT),

@@ -79,6 +79,20 @@ def test_every_constraint_refuses_its_invalid_values(name, bad):
     _raises(name, dgp.Problem, **{**c.context, name: bad})
 
 
+BATCH_ONLY = [(name, v) for name, c in PARAMETER_CONSTRAINTS.items() for v in c.batch_only]
+
+
+@pytest.mark.parametrize(("name", "value"), BATCH_ONLY,
+                         ids=[f"{n}={v!r}"[:40] for n, v in BATCH_ONLY])
+def test_batch_only_values_are_refused_at_full_batch_and_taken_with_a_batch_size(name, value):
+    """A weighting's sample without positives, a SupCon singleton: an anchor without positives
+    in every batch, which a batch problem takes and a full-batch one refuses."""
+    c = PARAMETER_CONSTRAINTS[name]
+    _raises(name, dgp.Problem, **{**c.context, name: value})
+    p = dgp.Problem(**{**c.context, name: value, "batch_size": 3})
+    assert p.batch_size == 3
+
+
 def test_positional_arguments_are_refused_never_guessed():
     err = _raises("Problem", dgp.Problem, [2, 2, 2])
     assert "sizes" in str(err) and "labels" in str(err)
