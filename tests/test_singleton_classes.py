@@ -165,3 +165,21 @@ def test_cli_optimum_with_labels_holding_a_singleton(tmp_path, cli):
                                              rel=1e-9)
     bad = cli("optimum", "--objective", "supcon", "--labels", path, "--tau", "0.5")
     assert bad.code == 2 and bad.err.startswith("error: --labels has class 0 with 1 sample")
+
+
+def test_a_singleton_rates_zero_in_uniform_batches_and_not_with_replacement():
+    from itertools import combinations
+
+    sizes, B = [1, 2, 3], 3
+    r = dgp.prototypes.positive_pair_rates(sizes, batch_size=B)
+    assert r.anchor_rate[0] == 0.0 and r.batch_rate[0] == 0.0
+    # the other classes' rates, counted over every batch of samples
+    lab = np.repeat(np.arange(3), sizes)
+    subsets = list(combinations(range(6), B))
+    pair = [np.mean([np.sum(lab[list(s)] == k) >= 2 for s in subsets]) for k in range(3)]
+    assert np.allclose(r.batch_rate, pair, atol=1e-12)
+    # with replacement (class-balanced) a singleton can meet itself
+    cb = dgp.prototypes.positive_pair_rates(sizes, batch_size=B, sampler="class-balanced")
+    assert cb.anchor_rate[0] == pytest.approx(1 - (2 / 3) ** (B - 1))
+    with pytest.raises(dgp.InvalidParameterError, match="no anchor has a positive"):
+        dgp.prototypes.positive_pair_rates([1, 1, 1], batch_size=2)

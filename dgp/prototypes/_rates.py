@@ -38,7 +38,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from dgp.display import format_summary, html_summary
-from dgp.errors import check_sizes
+from dgp.errors import check_class_sizes
 from dgp.records import CertificateProtocol, Record
 from dgp.solver import BatchSpec, check_batch, positive_pair_probability
 
@@ -221,6 +221,9 @@ def _uniform_rates(n: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray, bool]
     log_p0[empty] = _log_ratio(N, n[empty], B, summed=summed)
     p1 = B * n / float(N) * (1.0 - anchor)
     batch = -np.expm1(log_p0) - p1
+    # a class of one sample never has two in a batch drawn without replacement: exactly 0
+    # (the difference above leaves rounding, 7e-18 for a singleton among 7743 samples)
+    anchor[n < 2] = batch[n < 2] = 0.0
     return np.clip(anchor, 0.0, 1.0), np.clip(batch, 0.0, 1.0), summed
 
 
@@ -276,6 +279,9 @@ def positive_pair_rates(sizes: object, *, batch_size: int, sampler: str = "unifo
                         samples_per_class: int | None = None) -> PositivePairRates:
     """Per-class positive-pair rates of a sampler at a batch size, exact (module docstring).
 
+    A class of one sample has rate 0 in uniform batches (drawn without replacement); some class
+    needs two samples.
+
     Raises
     ------
     ValueError, TypeError
@@ -288,7 +294,7 @@ def positive_pair_rates(sizes: object, *, batch_size: int, sampler: str = "unifo
     >>> round(float(b.anchor_rate[2]), 4), round(float(b.uniform.anchor_rate[2]), 4)
     (1.0, 0.3839)
     """
-    n = check_sizes(sizes)
+    n = check_class_sizes(sizes, positives_across=False, batch=True)  # singletons: rate 0
     spec = check_batch(n, batch_size=batch_size, sampler=sampler,
                        samples_per_class=samples_per_class, reduction="mean",
                        anchors_without_positives="drop")
