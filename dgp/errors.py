@@ -385,8 +385,9 @@ def check_labels_continuous(labels: object, name: str = "labels") -> np.ndarray:
 
 
 #: the end of a full-batch refusal of a SupCon singleton class: what takes one
-SINGLETON_HINT = ("; the mini-batch prediction (given a batch size) takes a singleton class, "
-                  "whose anchor has no positive in any batch")
+SINGLETON_HINT = ("; the mini-batch predictions (dgp.supcon_prototypes and dgp.optimum given a "
+                  "batch size; dgp supcon and dgp optimum with --batch-size) take a singleton "
+                  "class, whose anchor has no positive in any batch")
 
 
 def least_class_size(*, positives_across: bool, batch: bool) -> int:

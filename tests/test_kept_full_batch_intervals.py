@@ -7,6 +7,7 @@ entry beyond noise is decided on the runs' own intervals (it was 0 by constructi
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -124,3 +125,16 @@ def test_class_level_moved_entries_are_decided_on_the_runs_own_intervals():
     assert b.moved_beyond_interval == int(((G < rlo[iu]) | (G > rhi[iu])).sum())
     assert (rlo >= lo - 1e-12).all() and (rhi <= hi + 1e-12).all()
     assert "widened to hold the full-batch entry" in b.gram_error
+    # the text says the same: the prediction is the full-batch one (its paired gap to itself,
+    # 0 +- 0, is no finding), and the moved line counts what the JSON counts
+    text = p.summary(gram=False)
+    assert "its prediction is this one" in text and "no difference beyond noise" not in text
+    assert "0 ± 0" not in text  # no paired gap of the point against itself
+    flat = " ".join(text.split())
+    said = re.findall(r"\b(\d+) of (?:its|6) cosines (?:lie|moved from the full batch) beyond "
+                      r"the runs' own 95% intervals", flat)
+    assert said and {int(k) for k in said} == {b.moved_beyond_interval}, flat
+    assert p.identifiability.full_batch_gap is None
+    d = json.loads(json.dumps(p.to_dict()))
+    assert d["batch"]["moved_beyond_interval"] == b.moved_beyond_interval
+    assert d["batch"]["kept_full_batch"] is True

@@ -126,8 +126,9 @@ def test_full_batch_supcon_refuses_a_singleton_and_says_what_takes_it():
                  lambda: dgp.Problem(objective="supcon", sizes=[1, 3, 3]),
                  lambda: dgp.Problem(objective="supcon", labels=[0, 1, 1, 2, 2])):
         with pytest.raises(dgp.InvalidParameterError,
-                           match=r"needs at least 2.*mini-batch prediction \(given a batch size\)"
-                           r" takes a singleton class"):
+                           match=r"needs at least 2.*mini-batch predictions \(dgp.supcon_prototypes"
+                           r" and dgp.optimum given a batch size; dgp supcon and dgp optimum "
+                           r"with --batch-size\) take a singleton class"):
             call()
     # some class must still give an anchor a positive
     for call in (lambda: dgp.Problem(objective="supcon", sizes=[1, 1, 1], batch_size=2),
@@ -183,3 +184,22 @@ def test_a_singleton_rates_zero_in_uniform_batches_and_not_with_replacement():
     assert cb.anchor_rate[0] == pytest.approx(1 - (2 / 3) ** (B - 1))
     with pytest.raises(dgp.InvalidParameterError, match="no anchor has a positive"):
         dgp.prototypes.positive_pair_rates([1, 1, 1], batch_size=2)
+
+
+def test_soft_supcon_singletons_everywhere_they_apply():
+    # the entropic bound takes one where the prototypes do, and SupCon's full batch refuses it
+    b = dgp.prototypes.entropic_bound_prototypes([1, 3, 3], eps=0.1)
+    assert b == pytest.approx(dgp.supcon_prototypes([1, 3, 3], tau=0.5, eps=0.1).entropic_bound,
+                              rel=1e-12)
+    with pytest.raises(dgp.InvalidParameterError, match=r"^sizes\[0\] = 1"):
+        dgp.prototypes.entropic_bound_prototypes([1, 3, 3])
+    # an option refused without a singleton is refused with one
+    with pytest.raises(dgp.InvalidParameterError, match="first-order is the small-tau formula"):
+        dgp.supcon_prototypes([1, 3, 3], tau=0.5, eps=0.1, method="first-order")
+    # the rates count a class's own samples, and say so for Soft SupCon
+    p = dgp.supcon_prototypes([1, 3, 3], tau=0.5, eps=0.1, batch_size=4)
+    assert "anchors with a same-class positive" in p.summary(gram=False)
+    # one probability, one number: the batch record's and the rates'
+    q = dgp.supcon_prototypes([1, 9, 30, 4], tau=0.5, batch_size=30)
+    assert q.batch.positive_pair_probability == tuple(q.positive_pairs.batch_rate.tolist())
+    assert q.batch.positive_pair_probability[0] == 0.0

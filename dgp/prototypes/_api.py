@@ -232,7 +232,9 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     }
     bound = class_entropic_bound(n, eps)
     simplex = -1.0 / (K - 1)
-    if (n < 2).any():  # singletons (of a batch problem's reference): no closed form takes them
+    if method == "auto" and (n < 2).any():
+        # singletons (a batch problem's reference, or Soft SupCon): the closed forms'
+        # certificates (equiangular_certificate) assume classes of two or more
         method = "numeric"
     if method == "auto" and eps is None and (n == n[0]).all():
         loss, excess, log_excess = balanced_supcon_loss(int(n[0]), K, tau)

@@ -37,6 +37,7 @@ import numpy as np
 from dgp.constants import LOG1P_SERIES_BELOW, NEAREST_ELLIPTOPE_TOL, SCALE_FLOOR
 from dgp.errors import (
     ParameterError,
+    check_class_sizes,
     check_positive,
     check_sizes,
     check_square,
@@ -153,8 +154,10 @@ def entropic_bound_prototypes(sizes: object, *, eps: float | None = None) -> flo
     >>> round(entropic_bound_prototypes([3, 3]), 12) == round(6 * math.log(2), 12)
     True
     """
-    n = check_sizes(sizes)
-    return class_entropic_bound(n, None if eps is None else check_unit_interval(eps, "eps"))
+    eps = None if eps is None else check_unit_interval(eps, "eps")
+    # Soft SupCon takes a singleton (its anchor has positives across classes)
+    n = check_class_sizes(sizes, positives_across=eps is not None, batch=False)
+    return class_entropic_bound(n, eps)
 
 
 def class_entropic_bound(sizes: np.ndarray, eps: float | None) -> float:

@@ -74,6 +74,7 @@ from dgp.prototypes._nonnegative_result import (
     NonnegativePrototypes,
     nonnegative_certificate,
 )
+from dgp.prototypes._rates import rates_for_spec
 from dgp.prototypes._sampled import held_out_report, stochastic_fields
 from dgp.resources import check_memory
 from dgp.solver import (
@@ -96,7 +97,6 @@ from dgp.solver import (
     nonnegative_cost,
     nonnegative_factor,
     nonnegative_stationarity,
-    positive_pair_probability,
     row_budget_samples,
     single_threaded,
 )
@@ -394,7 +394,8 @@ def nonnegative_prototypes(
         spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
         drawn=comps.drawn, seed=comps.seed, loss_se=None, gram_se=None, replicates=0,
         full_batch_gram=full.gram, shift=float(np.abs(shift_gram - full.gram).max()),
-        positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
+        positive_pair_probability=tuple(
+            float(p) for p in rates_for_spec(n, spec, compare=False).batch_rate),
     )
     return _result(common, prob.entropy, fields, batch=batch)
 

@@ -142,12 +142,13 @@ class PositivePairRates(Record):
     uniform: PositivePairRates | None = None
     certificate: RatesCertificate | None = None
 
-    def summary(self, order: np.ndarray | None = None) -> str:
+    def summary(self, order: np.ndarray | None = None, *, positive: str = "positive") -> str:
         """One line (80 columns): the anchor rates of the largest and smallest classes (``order``:
-        class indices by decreasing size), and uniform's beside them for another sampler."""
+        class indices by decreasing size), and uniform's beside them for another sampler;
+        ``positive``: what the rates count, in words (another sample of the anchor's class)."""
         order = np.argsort(-self.anchors_per_batch, kind="stable") if order is None else order
         big, small = int(order[0]), int(order[-1])
-        text = (f"anchors with a positive: {_pct(self.anchor_rate[big])} (class {big}) to "
+        text = (f"anchors with a {positive}: {_pct(self.anchor_rate[big])} (class {big}) to "
                 f"{_pct(self.anchor_rate[small])} (class {small})")
         if self.uniform is not None:
             u = self.uniform.anchor_rate

@@ -13,6 +13,7 @@ import numpy as np
 from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._collapse import MinorityCollapse, minority_collapse
 from dgp.prototypes._ident import Identifiability
+from dgp.prototypes._rates import rates_for_spec
 from dgp.prototypes._result import Prototypes
 from dgp.resources import check_memory
 from dgp.solver import (
@@ -25,7 +26,6 @@ from dgp.solver import (
     batch_optimum,
     composition_count,
     factor,
-    positive_pair_probability,
 )
 from dgp.solver._gram_spread import gram_spread
 from dgp.tolerance import DEFAULT_POLICY
@@ -126,10 +126,11 @@ def held_out_report(
         seed=seed, loss_se=(b.interval[1] - b.expected_loss) / Z95,
         gram_se=float(se.max()), replicates=len(grams) - 1,
         full_batch_gram=full_gram, shift=float(np.abs(G - full_gram).max()),
-        positive_pair_probability=tuple(float(p) for p in positive_pair_probability(n, spec)),
+        positive_pair_probability=tuple(
+            float(p) for p in rates_for_spec(n, spec, compare=False).batch_rate),
         estimate=b, gram_interval=interval, gram_entry_se=se, runs_left_out=left_out,
         restarts=restarts, from_runs=from_runs, restarts_left_out=restarts_left_out,
-        kept_full_batch=kept_full_batch and len(grams) > 1, runs_interval=runs_interval,
+        kept_full_batch=kept_full_batch, runs_interval=runs_interval,
     )
     # gaps per anchor: a summed batch loss is over the batch's B anchors
     per_anchor = spec.per_anchor
@@ -137,8 +138,12 @@ def held_out_report(
     if simplex is not None:
         simplex_gap, simplex_se = (v * per_anchor for v in simplex)
     log_gap = math.log(simplex_gap) if simplex_gap > 0 else -math.inf
-    fb_gap = None if b.full_batch_excess is None else b.full_batch_excess * per_anchor
-    fb_se = None if b.full_batch_excess_se is None else b.full_batch_excess_se * per_anchor
+    # where the full-batch prototypes are kept, the paired gap is theirs against themselves
+    # (0 +- 0 by construction): not a measurement, so none is reported
+    fb_gap = (None if b.full_batch_excess is None or kept_full_batch else
+              b.full_batch_excess * per_anchor)
+    fb_se = (None if b.full_batch_excess_se is None or kept_full_batch else
+             b.full_batch_excess_se * per_anchor)
     rep_fields = ({} if rep is None else
                   dict(pinned=rep.pinned, spread=rep.spread, resolution=rep.resolution,
                        identifiable=rep.identifiable, statement=rep.statement,

@@ -108,6 +108,10 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
             else f"{p.batch.compositions:.3g} compositions: fitted on a sample of "
             f"{p.batch.drawn} (seed {p.batch.seed}), reported on {est.batches} fresh batches"
             if est is not None and est.expectation == "sample-average"
+            else f"{p.batch.compositions:.3g} compositions: the full-batch prototypes, kept "
+            "(no run optimised on fresh batches was lower beyond noise on the selection "
+            f"batches), reported on {est.batches} fresh batches"
+            if est is not None and p.batch.kept_full_batch
             else f"{p.batch.compositions:.3g} compositions: optimised on {est.steps} fresh "
             f"batches, reported on {est.batches} others"
             if est is not None
@@ -202,10 +206,10 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
                       f"({p.batch.unmeasured})"))
     elif (p.batch is not None and p.batch.gram_interval is not None
           and not p.batch.closed_form):
-        lo, hi = p.batch.gram_interval
-        G_full = p.batch.full_batch_gram
+        kept = p.batch.runs_interval is not None  # the full-batch prototypes kept
+        lo, hi = p.batch.runs_interval if kept else p.batch.gram_interval
         iu = np.triu_indices(p.K, 1)
-        beyond = int(np.sum((G_full[iu] < lo[iu]) | (G_full[iu] > hi[iu])))
+        beyond = p.batch.moved_beyond_interval  # the one count (JSON too)
         half = float(np.max((hi - lo)[iu]) / 2)
         left = p.batch.runs_left_out
         runs = p.batch.replicates + 1
@@ -213,8 +217,11 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
                 f"{runs} runs, {p.batch.restarts} of them these prototypes' lineage (their run "
                 "and its restarts on other batch streams: their batches' noise, not other "
                 "arrangements)")
+        where = (f"the runs' own 95% intervals (about their mean; these prototypes are the "
+                 f"full-batch ones, kept) over {over}" if kept else
+                 f"their 95% interval over {over}")
         pairs.append(("moved", f"{beyond} of {iu[0].size} cosines moved from the full "
-                      f"batch beyond their 95% interval over {over} (widest "
+                      f"batch beyond {where} (widest "
                       f"half-width {half:.2g}; max |G_batch - G_full| = "
                       f"{p.batch.shift:.3g}" + (", within the intervals" if beyond == 0
                                                   else "")
@@ -241,17 +248,20 @@ def lead_pairs(p: Any) -> list[tuple[str, str]]:
     if rates is None:
         return pairs
     order = np.argsort(-np.asarray(p.sizes), kind="stable")
-    pairs.append(("positives", rates.summary(order)))
+    # the rates count a class's own samples: Soft SupCon's anchors have positives (eps) across
+    # classes in every batch besides
+    own = "positive" if p.eps is None else "same-class positive"
+    pairs.append(("positives", rates.summary(order, positive=own)))
     small = int(order[-1])
-    pairs.append(("", f"batches with a positive pair of class {small}: "
-                      f"{100 * float(rates.batch_rate[small]):.3g}%"))
+    pairs.append(("", f"batches with a {own} pair of class {small}: "
+                      f"{100 * float(rates.batch_rate[small]) + 0.0:.3g}%"))
     if rates.uniform is not None:
         full = p.full_batch_minority_collapse
         was = "" if full is None or full.collapsed is None else (
             "; full batch: minority collapse " + full.word)
         now = "" if mc is None or mc.collapsed is None else "minority collapse " + mc.word
         pairs.append(("sampler", f"{rates.sampler} against uniform batches: tail anchors meet a "
-                      f"positive {100 * float(rates.anchor_rate[small]):.3g}% against "
+                      f"{own} {100 * float(rates.anchor_rate[small]):.3g}% against "
                       f"{100 * float(rates.uniform.anchor_rate[small]):.3g}%; geometry: "
                       + _geometry_moved(p) + (f", {now}{was}" if now else "")))
     return pairs

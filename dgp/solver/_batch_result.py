@@ -383,7 +383,7 @@ class BatchOptimum(Record):
                     f"{excess:+.2g}{pm} nats per anchor above")
             what = ("" if self.full_batch_point is None else
                     f"; the full-batch prediction is {self.full_batch_point}")
-            if b.steps == 0 and b.expectation == "stochastic" and b.full_batch_excess == 0.0:
+            if self.kept_full_batch:
                 line = ("its prediction is this one: no stochastic run beat it beyond noise on "
                         "the selection batches, so no change from batching was detected here "
                         "(a longer run may still beat it by less than that noise)")
