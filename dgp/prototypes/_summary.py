@@ -103,7 +103,8 @@ def body_pairs(p: Any) -> list[tuple[str, str]]:
         )
         est = p.batch.estimate
         exp = (
-            f"exact over {p.batch.compositions} compositions"
+            f"exact over {p.batch.compositions} composition"
+            + ("s" if p.batch.compositions != 1 else "")
             if p.batch.exact
             else f"{p.batch.compositions:.3g} compositions: fitted on a sample of "
             f"{p.batch.drawn} (seed {p.batch.seed}), reported on {est.batches} fresh batches"
