@@ -79,6 +79,11 @@ def test_two_singletons_are_one_negative_in_free_dimension():
     assert p.unique and p.gram[0, 1] == pytest.approx(1.0, abs=1e-6)
     W, _ = _class_weighting([1, 1, 4, 5])
     assert dgp.optimum(W, tau=0.5, batch_size=5).loss == pytest.approx(p.loss, rel=1e-9)
+    # a tail that merges because its classes are twin singletons is said to be no effect of
+    # imbalance
+    q = dgp.supcon_prototypes([1, 1, 6, 6], tau=0.5, batch_size=14)
+    assert q.minority_collapse.pair == (0, 1)
+    assert "not an effect of imbalance" in " ".join(q.summary(gram=False).split())
 
 
 def test_soft_supcon_takes_a_singleton_at_full_batch_too():

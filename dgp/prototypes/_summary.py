@@ -245,6 +245,12 @@ def lead_pairs(p: Any) -> list[tuple[str, str]]:
     mc = p.minority_collapse
     if mc is not None and mc.pair is not None:
         pairs += mc.summary_pairs()
+        if (p.eps is None and mc.pair_sizes == (1, 1) and p.batch is not None
+                and p.batch.spec.sampler == "uniform"):  # SupCon singletons: twin negatives
+            pairs.append(("", f"classes {mc.pair[0]},{mc.pair[1]} have one sample each: never "
+                              "anchors with a positive, only negatives with the same weights to "
+                              "every sample, so nothing in the loss tells them apart (not an "
+                              "effect of imbalance)"))
     rates = p.positive_pairs
     if rates is None:
         return pairs
