@@ -437,10 +437,8 @@ class BatchPrediction(Record):
     loss_se : float or None
         Standard error of the expected loss (sample average only).
     gram_se : float or None
-        Largest standard error of a Gram entry (the largest of :attr:`gram_entry_se`: the
-        standard deviation of an entry over the ``1 + replicates`` runs, or samples of
-        compositions); ``0`` for a closed form, ``None`` where nothing is sampled (exact)
-        or nothing was replicated.
+        The largest of :attr:`gram_entry_se`; ``0`` for a closed form, ``None`` where nothing
+        is sampled (exact) or nothing was replicated.
     replicates : int
     full_batch_gram : ndarray
         The full-batch prediction.
@@ -452,17 +450,14 @@ class BatchPrediction(Record):
         Beyond exact enumeration: the expected loss and its bound from fresh batches
         (:class:`dgp.solver.BatchEstimate`).
     gram_interval : (ndarray, ndarray) or None
-        Beyond exact enumeration: each Gram entry's 95% interval over the runs, the entry plus
-        or minus the ``t`` quantile (``replicates`` degrees of freedom) times
-        :attr:`gram_entry_se`.
+        Beyond exact enumeration: each Gram entry's 95% interval over the runs (``t`` quantile
+        times :attr:`gram_entry_se`).
     excess_se : float or None
         Sample average only: the standard error of the excess over the entropic bound (both
         averaged over the same sampled compositions).
     gram_entry_se : ndarray or None
-        ``K x K``: each Gram entry's standard error, the standard deviation of that entry over
-        the ``1 + replicates`` runs (the reported Gram is one run, not their mean,
-        so its error is one run's spread); zeros for a closed form, ``None`` where the entries
-        are exact (:attr:`gram_error` says why).
+        ``K x K``: each entry's standard deviation over the ``1 + replicates`` runs (one run's
+        spread); zeros for a closed form, ``None`` where exact (:attr:`gram_error` says why).
     runs_left_out : int
         Runs that ended beyond the loss resolution above the kept prototypes (another
         arrangement), left out of the entries' spread (``replicates`` counts the others).
@@ -474,12 +469,9 @@ class BatchPrediction(Record):
     from_runs : bool
         Optimised by runs on sampled batches.
     kept_full_batch : bool
-        The reported Gram is the full-batch optimum, kept as no run was lower beyond the noise:
-        :attr:`gram_interval` is then the runs' own about their mean, widened to hold it
-        (:func:`dgp.solver._gram_spread.gram_spread`).
+        The Gram is the full-batch optimum, kept (no run lower beyond the noise).
     runs_interval : (ndarray, ndarray) or None
-        Where the full-batch optimum is kept, the runs' own 95% intervals (about their mean),
-        which :attr:`moved_beyond_interval` compares it with; ``None`` otherwise.
+        Then the runs' own 95% intervals, about their mean, which :attr:`gram_interval` widens.
     """
 
     spec: BatchSpec
@@ -539,10 +531,9 @@ class BatchPrediction(Record):
 
     @property
     def moved_beyond_interval(self) -> int | None:
-        """Off-diagonal entries (each pair once) where the full-batch Gram lies outside this
-        prediction's 95% interval (where the full-batch optimum is kept, outside the runs' own
-        intervals, :attr:`runs_interval`): the cosines batching moves beyond noise (``None``
-        without intervals; with exact entries, :attr:`shift` says it all)."""
+        """Off-diagonal entries (each pair once) where the full-batch Gram lies outside the 95%
+        intervals (:attr:`runs_interval` if kept): the cosines batching moves beyond noise
+        (``None`` without intervals; with exact entries, :attr:`shift` says it all)."""
         if self.gram_interval is None:
             return None
         lo, hi = self.gram_interval if self.runs_interval is None else self.runs_interval

@@ -208,17 +208,14 @@ class BatchOptimum(Record):
         within the loss resolution of the kept solution (its identifiability report's), for the
         spread of the prediction's entries.
     runs_left_out : int
-        Runs that ended beyond the resolution above it (another arrangement, or a run stopped
-        before it converged: an optimisation's miss, not sampling noise), left out of that
-        spread and said in :attr:`gram_error` (with fewer than two runs left, the entries'
-        spread is not measured: ``nan``).
+        Runs that ended beyond the resolution above it (an optimisation's miss, not sampling
+        noise), left out of that spread and said in :attr:`gram_error`.
     restarts : int
         The last ``restarts`` of :attr:`runs`: the kept solution's lineage (its run and restarts
         of it on other batch streams), its batches' noise in its own arrangement.
     restarts_left_out : int
-        Restarts of the kept solution made but not in :attr:`runs` (ended beyond the loss
-        resolution above it, never left their start, or more than the runs short), said in
-        :attr:`gram_error`.
+        Restarts of the kept solution made but not in :attr:`runs` (beyond the resolution,
+        unmoved, or more than needed), said in :attr:`gram_error`.
     labels : ndarray of int or None
         The row of :attr:`embedding` of each sample when the rows are twin classes
         (samples with identical weights, collapsed); ``None``: one row per sample.
@@ -232,10 +229,7 @@ class BatchOptimum(Record):
         found on row chunks (:func:`dgp.solver.chunked_full_batch`), or why none was compared
         (``"not compared: ..."``); ``None``: the certified optimum, or none given.
     kept_full_batch : bool
-        :attr:`embedding` is the full-batch prediction given, kept as no run was lower beyond
-        the paired noise on the selection batches: none of :attr:`runs`, so each entry's
-        interval is the runs' own about their mean, widened to hold it
-        (:func:`dgp.solver._gram_spread.gram_spread`).
+        :attr:`embedding` is the full-batch prediction, kept (as in :class:`BatchPrediction`).
     """
 
     n: int
