@@ -93,7 +93,7 @@ def test_soft_supcon_takes_a_singleton_at_full_batch_too():
     p = dgp.supcon_prototypes(dgp.Problem(objective="soft-supcon", sizes=[1, 3, 3], eps=0.1),
                               tau=0.5)
     o = dgp.optimum(W, tau=0.5)
-    assert p.certificate is not None and p.kkt_residual < 1e-8
+    assert p.certificate is not None and p.certificate.kkt_residual < 1e-8
     assert p.loss == pytest.approx(o.loss, rel=1e-8)
     Z = _sample_embedding(p.gram, [1, 3, 3])
     assert np.abs(Z @ Z.T - o.gram).max() < 1e-5
@@ -208,3 +208,27 @@ def test_soft_supcon_singletons_everywhere_they_apply():
     q = dgp.supcon_prototypes([1, 9, 30, 4], tau=0.5, batch_size=30)
     assert q.batch.positive_pair_probability == tuple(q.positive_pairs.batch_rate.tolist())
     assert q.batch.positive_pair_probability[0] == 0.0
+
+
+def test_soft_supcon_singletons_take_the_equiangular_closed_form_certified():
+    """Where rho = 1 + tau log eps lies above the simplex, the equiangular Gram attains the
+    entropic bound with singletons too (a singleton's row: every other sample at eps, every
+    one at cosine rho); it is certified on the K x K rows (the certified solver did not converge
+    on 18 long-tailed classes with three singletons at tau 0.1)."""
+    sizes = [400, 300, 200, 150, 100, 80, 60, 50, 40, 30, 20, 10, 5, 3, 2, 1, 1, 1]
+    p = dgp.supcon_prototypes(sizes, tau=0.1, eps=0.1)
+    assert p.method == "closed-form" and p.certificate.kkt_residual < 1e-12
+    assert p.loss == pytest.approx(p.entropic_bound, rel=1e-12)
+    assert p.gram[0, -1] == pytest.approx(1 + 0.1 * np.log(0.1), rel=1e-12)
+    # the same on the weighting of a small case, and the prototype loss of the Gram agrees
+    small = [4, 2, 1, 1]
+    W, _ = _class_weighting(small, eps=0.1)
+    q = dgp.supcon_prototypes(small, tau=0.1, eps=0.1)
+    assert q.method == "closed-form"
+    assert q.loss == pytest.approx(dgp.optimum(W, tau=0.1).loss, rel=1e-9)
+    assert dgp.prototypes.prototype_loss(q.gram, small, tau=0.1, eps=0.1) == pytest.approx(
+        q.loss, rel=1e-12)
+    # the public certificate takes a Soft SupCon singleton, and refuses a SupCon one
+    assert dgp.prototypes.kkt_certificate(q.gram, small, tau=0.1, eps=0.1).kkt_residual < 1e-12
+    with pytest.raises(dgp.InvalidParameterError, match=r"^sizes\[2\] = 1"):
+        dgp.prototypes.kkt_certificate(np.eye(4), small, tau=0.1)

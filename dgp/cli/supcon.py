@@ -56,7 +56,8 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sizes", help="class sizes n1,n2,...,nK (each >= 2)")
+    p.add_argument("--sizes", help="class sizes n1,n2,...,nK (each >= 2; with --batch-size or "
+                   "--eps a class may have 1)")
     p.add_argument("--labels", metavar="LABELS", type=FileArg("input"),
                    help="count the class sizes from a labels file instead (.npy, .csv, .txt: "
                    "integers or class names, one per sample); the result names its classes "

@@ -43,7 +43,6 @@ from dgp.errors import (
     check_dim,
     check_flag,
     check_int,
-    check_sizes,
     check_square,
     check_temperature,
     check_unit_interval,
@@ -125,8 +124,9 @@ def prototype_loss(gram: object, sizes: object, *, tau: float, eps: float | None
 
 
 def _gram_problem(gram: object, sizes: object, tau: float, eps: float | None):
-    """The validated block problem of ``sizes`` and the validated ``gram``, scaled at it."""
-    n = check_sizes(sizes)
+    """The validated block problem of ``sizes`` (a Soft SupCon singleton included) and the
+    validated ``gram``, scaled at it."""
+    n = check_class_sizes(sizes, positives_across=eps is not None, batch=False)
     tau = check_temperature(tau, "tau")
     if eps is not None:
         eps = check_unit_interval(eps, "eps")
@@ -232,11 +232,10 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     }
     bound = class_entropic_bound(n, eps)
     simplex = -1.0 / (K - 1)
-    if method == "auto" and (n < 2).any():
-        # singletons (a batch problem's reference, or Soft SupCon): the closed forms'
-        # certificates (equiangular_certificate) assume classes of two or more
-        method = "numeric"
-    if method == "auto" and eps is None and (n == n[0]).all():
+    # singletons: of the closed forms only the equiangular Gram that attains the entropic
+    # bound is taken (certified by kkt_certificate; equiangular_certificate assumes n >= 2)
+    single = bool((n < 2).any())
+    if method == "auto" and eps is None and not single and (n == n[0]).all():
         loss, excess, log_excess = balanced_supcon_loss(int(n[0]), K, tau)
         return Prototypes(
             **common, method="closed-form", loss=loss, entropic_bound=bound,
@@ -246,7 +245,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             stop_reason="regular simplex (balanced SupCon)", equiangular=simplex,
             search_identifiability=_full_identifiability(n, tau, eps, None, gap),
         )
-    if method == "auto" and eps is None and K == 2:
+    if method == "auto" and eps is None and not single and K == 2:
         # one free cosine, and the loss increases with it: antipodal at every tau and any sizes
         G = equiangular_gram(2, -1.0)
         prob = block_problem(n, block_weights(2, None), tau=tau)
@@ -262,7 +261,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
         )
     if method == "auto" and eps is not None:
         rho = 1.0 + tau * math.log(eps)
-        if rho < simplex - EQUIANGULAR_ATOL and (n == n[0]).all():
+        if rho < simplex - EQUIANGULAR_ATOL and not single and (n == n[0]).all():
             loss = balanced_soft_supcon_simplex_loss(int(n[0]), K, tau, eps)
             excess = max(0.0, loss - bound)
             return Prototypes(
@@ -285,7 +284,9 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
             return Prototypes(
                 **common, method="closed-form", loss=bound, entropic_bound=bound,
                 excess_loss=0.0, log_excess_loss=-math.inf, kkt_residual=None,
-                certificate=equiangular_certificate(n, tau, eps, max(rho, simplex)),
+                certificate=(equiangular_certificate(n, tau, eps, max(rho, simplex))
+                             if not single else None if K > NUMERIC_MAX_K else kkt_certificate(
+                                 equiangular_gram(K, max(rho, simplex)), n, tau=tau, eps=eps)),
                 collapse=None, rank=K - 1 if at_star else K, unique=unique,
                 stop_reason="equiangular rho = 1 + tau log eps, attains the entropic bound",
                 equiangular=max(rho, simplex),
