@@ -332,10 +332,12 @@ def class_codes(
         raise ParameterTypeError(name, f"must be class labels, got dtype {arr.dtype}")
     classes, codes, counts = np.unique(arr, return_inverse=True, return_counts=True)
     if (counts < min_count).any():
-        c = classes[np.flatnonzero(counts < min_count)[0]]
+        small = np.flatnonzero(counts < min_count)
+        more = f" (and {small.size - 1} more such classes)" if small.size > 1 else ""
         raise ParameterError(
-            name, f"has class {c.item()!r} with {int(counts.min())} sample(s); every class needs "
-            f"at least {min_count} (an anchor needs a positive){hint}"
+            name, f"has class {classes[small[0]].item()!r} with {int(counts[small[0]])} "
+            f"sample(s){more}; every class needs at least {min_count} (an anchor needs a "
+            f"positive){hint}"
         )
     return codes.astype(np.int64), classes
 

@@ -359,13 +359,13 @@ class Prototypes(Record):
         """The full-batch prediction against this one by the loss (pinned), not by cosines."""
         ident = self.identifiability
         free = (ident.spread or {}).get("cosine_max") if ident is not None else None
-        shift = f"its Gram differs by up to {self.batch.shift:.2g}"
+        shift = f"its Gram differs by up to {self.batch.shift:.3g}"
         if free is None:  # said only where near-optimal solutions were compared
             shift += (", and whether the loss leaves that free is not known (no other "
                       "near-optimal solution compared)")
         else:
             shift += (f", {'within' if self.batch.shift <= free else 'beyond'} what "
-                      f"near-optimal solutions differ by ({free:.2g})")
+                      f"near-optimal solutions differ by ({free:.3g})")
         if self.batch.kept_full_batch:  # no paired gap: this point against itself
             return ("its prediction is this one: no stochastic run was lower beyond noise on "
                     "the selection batches, so no change of the loss from batching was "
