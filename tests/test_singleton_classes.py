@@ -232,3 +232,20 @@ def test_soft_supcon_singletons_take_the_equiangular_closed_form_certified():
     assert dgp.prototypes.kkt_certificate(q.gram, small, tau=0.1, eps=0.1).kkt_residual < 1e-12
     with pytest.raises(dgp.InvalidParameterError, match=r"^sizes\[2\] = 1"):
         dgp.prototypes.kkt_certificate(np.eye(4), small, tau=0.1)
+
+
+def test_positive_pair_rates_read_a_problem():
+    lab = [0, 1, 1, 1, 2, 2, 2]
+    p = dgp.Problem(objective="supcon", labels=lab, batch_size=4)
+    by_problem = dgp.prototypes.positive_pair_rates(p)
+    by_sizes = dgp.prototypes.positive_pair_rates([1, 3, 3], batch_size=4)
+    assert np.array_equal(by_problem.anchor_rate, by_sizes.anchor_rate)
+    assert np.array_equal(by_problem.batch_rate, by_sizes.batch_rate)
+    cb = dgp.prototypes.positive_pair_rates(p, sampler="class-balanced")
+    assert cb.sampler == "class-balanced"
+    with pytest.raises(dgp.InvalidParameterError, match=r"^batch_size = 5 disagrees"):
+        dgp.prototypes.positive_pair_rates(p, batch_size=5)
+    with pytest.raises(dgp.InvalidParameterError, match=r"^batch_size is missing"):
+        dgp.prototypes.positive_pair_rates([1, 3, 3])
+    with pytest.raises(dgp.InvalidParameterError, match=r"^problem is a weight matrix"):
+        dgp.prototypes.positive_pair_rates(dgp.Problem(W=np.ones((3, 3)), batch_size=3))

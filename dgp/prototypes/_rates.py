@@ -38,7 +38,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from dgp.display import format_summary, html_summary
-from dgp.errors import check_class_sizes
+from dgp.errors import InvalidParameterError, check_class_sizes
 from dgp.records import CertificateProtocol, Record
 from dgp.solver import BatchSpec, check_batch, positive_pair_probability
 
@@ -276,12 +276,14 @@ def rates_certificate(spec: BatchSpec, anchor_rate: np.ndarray, batch_rate: np.n
         range_error=float(max(0.0, -rates.min(), rates.max() - 1.0)), atol=atol, summed=summed)
 
 
-def positive_pair_rates(sizes: object, *, batch_size: int, sampler: str = "uniform",
+def positive_pair_rates(sizes: object, *, batch_size: int | None = None,
+                        sampler: str | None = None,
                         samples_per_class: int | None = None) -> PositivePairRates:
     """Per-class positive-pair rates of a sampler at a batch size, exact (module docstring).
 
-    A class of one sample has rate 0 in uniform batches (drawn without replacement); some class
-    needs two samples.
+    ``sizes``: class sizes, or a class :class:`dgp.Problem` (sizes or labels), whose batch
+    size and sampler are used where not given here. A class of one sample has rate 0 in uniform
+    batches (drawn without replacement); some class needs two samples.
 
     Raises
     ------
@@ -295,6 +297,17 @@ def positive_pair_rates(sizes: object, *, batch_size: int, sampler: str = "unifo
     >>> round(float(b.anchor_rate[2]), 4), round(float(b.uniform.anchor_rate[2]), 4)
     (1.0, 0.3839)
     """
+    from dgp.spec import ProblemSpec, problem_fields  # a dgp.Problem, read by its protocol
+
+    problem = sizes if isinstance(sizes, ProblemSpec) else None
+    if problem is not None:
+        sizes = problem.class_sizes("dgp.prototypes.positive_pair_rates")
+    batch_size, sampler, samples_per_class = problem_fields(
+        problem, "dgp.prototypes.positive_pair_rates", batch_size=batch_size, sampler=sampler,
+        samples_per_class=samples_per_class)
+    if batch_size is None:
+        raise InvalidParameterError("batch_size", "is missing: give it as a keyword or a field "
+                                    "of the Problem")
     n = check_class_sizes(sizes, positives_across=False, batch=True)  # singletons: rate 0
     spec = check_batch(n, batch_size=batch_size, sampler=sampler,
                        samples_per_class=samples_per_class, reduction="mean",
