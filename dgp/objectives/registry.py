@@ -135,6 +135,12 @@ class Objective:
     boundary: str | None = None
     intended: str | None = None
 
+    @property
+    def positives_across(self) -> bool:
+        """Whether anchors have positives across classes (``min_class_size`` 1: Soft SupCon),
+        so that a class of one sample has positives at full batch too."""
+        return self.min_class_size < 2
+
     # -- validation (once, at the public boundary) ------------------------------------------
     def check_params(self, **given: Any) -> dict[str, float]:
         """Validate the objective's parameters; refuse the ones it does not take.
@@ -180,7 +186,7 @@ class Objective:
         ParameterError, ParameterTypeError
             As :func:`dgp.errors.check_class_sizes`.
         """
-        return check_class_sizes(sizes, name, positives_across=self.min_class_size < 2,
+        return check_class_sizes(sizes, name, positives_across=self.positives_across,
                                  batch=batch)
 
     def check_labels(self, labels: object, name: str = "labels", *, batch: bool = False
@@ -197,7 +203,7 @@ class Objective:
         """
         if self.labels == "class":
             try:
-                least = least_class_size(positives_across=self.min_class_size < 2, batch=batch)
+                least = least_class_size(positives_across=self.positives_across, batch=batch)
                 codes, classes = class_codes(labels, name, min_count=least,
                                              hint=SINGLETON_HINT if least == 2 else "")
             except InvalidParameterError as exc:
@@ -212,7 +218,7 @@ class Objective:
                     f"at least 2 classes (with one, every pair is positive and nothing is "
                     f"contrasted){hint}")
             counts = np.bincount(codes, minlength=classes.size)
-            check_some_pair(counts, name, positives_across=self.min_class_size < 2)
+            check_some_pair(counts, name, positives_across=self.positives_across)
             return Labels("class", codes, classes, counts)
         y = check_labels_continuous(labels, name)
         self.weighting.check_labels(y, name)

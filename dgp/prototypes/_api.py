@@ -307,7 +307,7 @@ def _full_batch(n: np.ndarray, tau: float, eps: float | None, method: str, tol: 
     _guard_numeric(K)
     prob = block_problem(n, block_weights(K, eps), tau=tau)
     starts = [equiangular_gram(K, simplex)]
-    if eps is None and (n >= 2).all():  # the small-tau formula's start (no singleton)
+    if eps is None and not single:  # the small-tau formula's start (no singleton)
         F = factor(first_order_gram(n, tau=tau), K)
         starts.append(F.T @ F)
     res = _solve_block(prob, starts, tol)

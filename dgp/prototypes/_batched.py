@@ -45,7 +45,7 @@ from dgp.prototypes._blocks import block_weights, excess_gap, fits
 from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._dim import guard_dim, pinned_identifiability, rank_d_point
 from dgp.prototypes._ident import Identifiability
-from dgp.prototypes._rates import rates_for_spec
+from dgp.prototypes._rates import pair_probability
 from dgp.prototypes._result import Prototypes
 from dgp.prototypes._sampled import stochastic_prototypes
 from dgp.records import Record
@@ -218,8 +218,7 @@ def batch_prototypes(
         spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
         drawn=comps.drawn, seed=comps.seed, loss_se=loss_se, gram_se=gram_se, replicates=0,
         full_batch_gram=G_full, shift=float(np.abs(G - G_full).max()),
-        positive_pair_probability=tuple(
-            float(p) for p in rates_for_spec(n, spec, compare=False).batch_rate),
+        positive_pair_probability=pair_probability(n, spec),
         excess_se=excess_se,
     )
     return Prototypes(

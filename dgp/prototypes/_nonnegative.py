@@ -74,7 +74,7 @@ from dgp.prototypes._nonnegative_result import (
     NonnegativePrototypes,
     nonnegative_certificate,
 )
-from dgp.prototypes._rates import rates_for_spec
+from dgp.prototypes._rates import pair_probability
 from dgp.prototypes._sampled import held_out_report, stochastic_fields
 from dgp.resources import check_memory
 from dgp.solver import (
@@ -394,8 +394,7 @@ def nonnegative_prototypes(
         spec=spec, exact=comps.exact, compositions=int(comps.counts.shape[0]),
         drawn=comps.drawn, seed=comps.seed, loss_se=None, gram_se=None, replicates=0,
         full_batch_gram=full.gram, shift=float(np.abs(shift_gram - full.gram).max()),
-        positive_pair_probability=tuple(
-            float(p) for p in rates_for_spec(n, spec, compare=False).batch_rate),
+        positive_pair_probability=pair_probability(n, spec),
     )
     return _result(common, prob.entropy, fields, batch=batch)
 

@@ -258,6 +258,13 @@ def rates_for_spec(sizes: np.ndarray, spec: BatchSpec, *,
     )
 
 
+def pair_probability(sizes: np.ndarray, spec: BatchSpec) -> tuple[float, ...]:
+    """The probability that a batch of ``spec`` holds two samples of each class (validated
+    ``sizes``): the rates' :attr:`PositivePairRates.batch_rate`, as the batch records report
+    it (:attr:`dgp.solver.BatchPrediction.positive_pair_probability`)."""
+    return tuple(float(p) for p in rates_for_spec(sizes, spec, compare=False).batch_rate)
+
+
 def rates_certificate(spec: BatchSpec, anchor_rate: np.ndarray, batch_rate: np.ndarray,
                       anchors_per_batch: np.ndarray, *, summed: bool = True) -> RatesCertificate:
     """The :class:`RatesCertificate` of rates of ``spec``, with ``atol`` 64 units of float64

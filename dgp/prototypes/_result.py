@@ -357,6 +357,13 @@ class Prototypes(Record):
 
     def _full_batch_loss(self) -> str:
         """The full-batch prediction against this one by the loss (pinned), not by cosines."""
+        if self.batch.kept_full_batch:  # no paired gap: this point against itself
+            return ("its prediction is this one: no stochastic run was lower beyond noise on "
+                    "the selection batches, so no change of the loss from batching was "
+                    "detected here (a longer run may still beat it by less than that noise)"
+                    + ("" if self.batch.runs_interval is None else
+                       f"; {self.batch.moved_beyond_interval} of its cosines lie beyond the "
+                       "runs' own 95% intervals (about their mean)"))
         ident = self.identifiability
         free = (ident.spread or {}).get("cosine_max") if ident is not None else None
         shift = f"its Gram differs by up to {self.batch.shift:.3g}"
@@ -366,13 +373,6 @@ class Prototypes(Record):
         else:
             shift += (f", {'within' if self.batch.shift <= free else 'beyond'} what "
                       f"near-optimal solutions differ by ({free:.3g})")
-        if self.batch.kept_full_batch:  # no paired gap: this point against itself
-            return ("its prediction is this one: no stochastic run was lower beyond noise on "
-                    "the selection batches, so no change of the loss from batching was "
-                    "detected here (a longer run may still beat it by less than that noise)"
-                    + ("" if self.batch.runs_interval is None else
-                       f"; {self.batch.moved_beyond_interval} of its cosines lie beyond the "
-                       "runs' own 95% intervals (about their mean)"))
         if ident is None or ident.full_batch_gap is None:
             return shift
         gap, se = ident.full_batch_gap, ident.full_batch_gap_se

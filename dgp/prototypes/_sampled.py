@@ -13,7 +13,7 @@ import numpy as np
 from dgp.prototypes._closed_forms import equiangular_gram
 from dgp.prototypes._collapse import MinorityCollapse, minority_collapse
 from dgp.prototypes._ident import Identifiability
-from dgp.prototypes._rates import rates_for_spec
+from dgp.prototypes._rates import pair_probability
 from dgp.prototypes._result import Prototypes
 from dgp.resources import check_memory
 from dgp.solver import (
@@ -126,8 +126,7 @@ def held_out_report(
         seed=seed, loss_se=(b.interval[1] - b.expected_loss) / Z95,
         gram_se=float(se.max()), replicates=len(grams) - 1,
         full_batch_gram=full_gram, shift=float(np.abs(G - full_gram).max()),
-        positive_pair_probability=tuple(
-            float(p) for p in rates_for_spec(n, spec, compare=False).batch_rate),
+        positive_pair_probability=pair_probability(n, spec),
         estimate=b, gram_interval=interval, gram_entry_se=se, runs_left_out=left_out,
         restarts=restarts, from_runs=from_runs, restarts_left_out=restarts_left_out,
         kept_full_batch=kept_full_batch, runs_interval=runs_interval,
