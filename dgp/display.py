@@ -78,7 +78,7 @@ def format_nats(value: float, log_value: float | None = None) -> str:
 
 #: columns of a result's text summary: a value longer than that continues on the next lines,
 #: under its first word
-SUMMARY_WIDTH = 100
+SUMMARY_WIDTH = 80
 
 
 def format_summary(title: str, pairs: list[tuple[str, str]]) -> str:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dgp.display import format_rows, html_rows
+from dgp.display import SUMMARY_WIDTH, format_rows, html_rows
 from dgp.records import CertificateProtocol, Record, skip
 
 __all__ = ["VERDICTS", "Classification", "format_c"]
@@ -157,7 +157,7 @@ class Classification(Record):
         return rows
 
     def __str__(self) -> str:
-        return format_rows(self._rows(), width=100)
+        return format_rows(self._rows(), width=SUMMARY_WIDTH)
 
     def _repr_html_(self) -> str:
         return html_rows(self._rows())

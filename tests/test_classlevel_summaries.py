@@ -150,6 +150,6 @@ def test_identifiability_has_text_and_html_of_its_summary():
     ident = dgp.supcon_prototypes([20, 12, 8, 5, 3, 2], tau=0.2, batch_size=8).identifiability
     text = str(ident)
     assert text.startswith("Identifiability\n") and "pinned" in text
-    assert all(len(line) <= 100 for line in text.splitlines())
+    assert all(len(line) <= 80 for line in text.splitlines())
     html = ident._repr_html_()
     assert html.startswith("<div><strong>Identifiability</strong>") and "pinned" in html

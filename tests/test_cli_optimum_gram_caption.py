@@ -38,4 +38,4 @@ def test_sampled_batches_caption_the_gram(cli, labels):
     assert "optimal Gram:" not in run.out
     caption = run.out.split("Gram of the returned embedding")[1].split("):")[0]
     assert "found on sampled batches" in caption and "near-optimal solutions" in caption
-    assert all(len(line) <= 100 for line in run.out.splitlines())
+    assert all(len(line) <= 80 for line in run.out.splitlines())

@@ -470,3 +470,30 @@ def test_nonnegative_search_reports_progress_without_changing_its_answer(monkeyp
     assert [line.split(",")[0] for line in lines] == ["1 of 3 candidates done",
                                                       "2 of 3 candidates done"]
     assert np.array_equal(Z0, Z1) and h0 == h1
+
+
+def test_the_search_over_every_composition_says_its_estimate_and_progress(monkeypatch, capsys):
+    """U14: a ReLU head with a batch size searched the rows of every batch composition
+    without a word (about 2 minutes at K = 6, d = 4, B = 16). The estimate counts those rows
+    (a row problem of R rows costs more than the K rows of the full batch), is said before the
+    work, and progress follows; the answer is the same with and without the lines."""
+    import importlib
+
+    from dgp.solver import nonnegative_cost
+
+    # the cost model grows with the rows and is the full batch's at R = K
+    assert nonnegative_cost(6, 4, starts=8, rows=6) == nonnegative_cost(6, 4, starts=8)
+    assert nonnegative_cost(6, 4, starts=8, rows=15411) > 10 * nonnegative_cost(6, 4, starts=8)
+    dim_mod = importlib.import_module("dgp.prototypes._nonnegative")
+    solver_mod = importlib.import_module("dgp.solver._nonnegative")
+    monkeypatch.setattr(dim_mod, "ANNOUNCE_AFTER_S", 0.0)
+    monkeypatch.setattr(solver_mod, "NONNEG_PROGRESS_EVERY_S", 0.0)
+    args = dict(tau=0.3, dim=2, batch_size=6, starts=2, seed=0)
+    said = nonnegative_prototypes([5, 4, 3, 2], progress=True, **args)
+    err = capsys.readouterr().err
+    quiet = nonnegative_prototypes([5, 4, 3, 2], progress=False, **args)
+    assert capsys.readouterr().err == ""
+    assert said.batch is not None and said.batch.exact
+    rows = [line for line in err.splitlines() if "rows (every batch composition's)" in line]
+    assert rows and "about" in rows[0] and "1 of 2 candidates done" in rows[1], err
+    assert said.loss == quiet.loss and np.array_equal(said.gram, quiet.gram)

@@ -404,7 +404,7 @@ def test_to_dict_contract_fields_and_display():
     np.testing.assert_allclose(emb @ emb.T, res.gram, atol=1e-12)
     text = str(res)
     assert "K = 3" in text and "certified" in text and "prototype Gram" in text
-    assert all(len(line) <= 100 for line in text.splitlines())
+    assert all(len(line) <= 80 for line in text.splitlines())
     html = res._repr_html_()
     assert html.startswith("<div>") and "<table>" in html and "c2 (n=4)" in html
     big = supcon_prototypes([3] * (GRAM_JSON_MAX_K + 1), tau=0.5)

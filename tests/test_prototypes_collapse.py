@@ -58,6 +58,26 @@ def test_balanced_and_class_balanced_simplex_do_not_collapse():
     assert "full batch: minority collapse partial: the tail leans together, not merged" in text
 
 
+def test_the_json_verdict_tells_partial_from_merged():
+    """``collapsed`` is true for a lean and for a merge; the JSON's ``verdict`` tells them
+    apart (U14 read ``collapsed: true`` as merged prototypes)."""
+    partial = supcon_prototypes(LT, tau=0.1).minority_collapse  # leans, cosine < 1
+    K = 9
+    merged_gram = _simplex(K)
+    merged_gram[7, 8] = merged_gram[8, 7] = 1.0  # two tail prototypes at one point
+    merged = minority_collapse(merged_gram, [20] * 5 + [3] * 4)
+    no = minority_collapse(_simplex(K), [20] * 5 + [3] * 4)
+    undecided = minority_collapse(_simplex(3), [5, 4, 3])
+    for mc, verdict in ((partial, "partial"), (merged, "merged"), (no, "no"),
+                        (undecided, "undecided")):
+        d = json.loads(json.dumps(mc.to_dict()))
+        assert d["verdict"] == mc.verdict == verdict
+        assert d["collapsed"] == {"partial": True, "merged": True, "no": False,
+                                  "undecided": None}[verdict]
+        assert list(d)[list(d).index("collapsed") + 1] == "verdict"
+        assert mc.word.startswith({"merged": "yes: merged"}.get(verdict, verdict))
+
+
 def test_verdict_is_invariant_under_relabelling_the_classes():
     G = supcon_prototypes(LT, tau=0.1).gram
     perm = np.random.default_rng(3).permutation(len(LT))

@@ -191,7 +191,7 @@ def _verdict(res: Classification) -> str:
 
 
 def _width() -> int:
-    return max(60, min(120, shutil.get_terminal_size((100, 24)).columns))
+    return max(60, min(120, shutil.get_terminal_size((80, 24)).columns))
 
 
 def _wrap(text: str, width: int, indent: str) -> str:

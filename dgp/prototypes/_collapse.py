@@ -25,7 +25,9 @@ collapse that every independent run shows beyond their spread is still reported.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -105,18 +107,32 @@ class MinorityCollapse(Record):
     statement: str
 
     @property
-    def word(self) -> str:
-        """The verdict in one phrase: ``"yes: merged"`` (a tail pair at cosine
-        :data:`MINORITY_MERGED_COSINE` or more, beyond noise), ``"partial: the tail leans
-        together, not merged"`` (beyond noise above the head, short of merging), ``"no"`` or
-        ``"undecided"``."""
+    def verdict(self) -> str:
+        """The verdict in one word, as ``to_dict`` writes it beside ``collapsed`` (true for
+        both ``"merged"`` and ``"partial"``): ``"merged"`` (a tail pair at cosine
+        :data:`MINORITY_MERGED_COSINE` or more, beyond noise), ``"partial"`` (beyond noise
+        above the head, short of merging), ``"no"`` or ``"undecided"``."""
         if self.collapsed is None:
             return "undecided"
         if not self.collapsed:
             return "no"
-        if self.cosine_interval[0] >= MINORITY_MERGED_COSINE:
-            return "yes: merged"
-        return "partial: the tail leans together, not merged"
+        return "merged" if self.cosine_interval[0] >= MINORITY_MERGED_COSINE else "partial"
+
+    @property
+    def word(self) -> str:
+        """The verdict in one phrase: ``"yes: merged"``, ``"partial: the tail leans
+        together, not merged"``, ``"no"`` or ``"undecided"`` (:attr:`verdict`)."""
+        return {"merged": "yes: merged",
+                "partial": "partial: the tail leans together, not merged"}.get(self.verdict,
+                                                                             self.verdict)
+
+    def json_items(self, options: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+        """The fields, with :attr:`verdict` after ``collapsed`` (so that a reader of the JSON
+        does not take ``collapsed: true`` for merged prototypes)."""
+        for key, value in super().json_items(options):
+            yield key, value
+            if key == "collapsed":
+                yield "verdict", self.verdict
 
     def __str__(self) -> str:
         return format_summary("Minority collapse", self.summary_pairs())

@@ -152,8 +152,9 @@ def _fit(prob: RowProblem, K: int, dim: int | None, starts: int,
     estimate on stderr first where it is :data:`~dgp.prototypes._dim.ANNOUNCE_AFTER_S` or
     more."""
     width = K + 1 if dim is None else dim
-    what = f"{starts} non-negative factor descents for K = {K} classes in d = {width}"
-    cost = nonnegative_cost(K, width, starts=starts)
+    what = f"{starts} non-negative factor descents for K = {K} classes in d = {width}" + (
+        f" over {prob.R} rows (every batch composition's)" if prob.R > K else "")
+    cost = nonnegative_cost(K, width, starts=starts, rows=prob.R)
     check_time(cost, what=what, instead="use fewer starts or classes", param="starts")
     seconds = cost / 1e9  # check_time's unit: operations at 1e9 per second
     say = stderr_progress(what) if progress else None
@@ -370,7 +371,8 @@ def nonnegative_prototypes(
     replicates = check_int(replicates, "replicates", minimum=1)
     exact_max = check_int(exact_max, "exact_max", minimum=1)
     full = _full_batch(n, tau, eps, dim, starts, seed, progress, classes)
-    if dim is not None and dim < K and not exact_rows_fit(n, spec, dim, exact_max, starts):
+    if dim is not None and dim < K and not exact_rows_fit(n, spec, dim, exact_max, starts,
+                                                          nonnegative=True):
         # no closed form fits in R^dim: beyond enumeration, or where the search over every
         # composition would take longer than fresh batches, the stochastic path (no sampled
         # compositions needed)
@@ -387,7 +389,8 @@ def nonnegative_prototypes(
                                    replicates=replicates, progress=progress)
             return _held_out(common, n, tau, eps, spec, prob, comps, closed, full, seed=seed,
                              samples=samples)
-        fields = _solve(prob, n, tau, eps, dim, starts, seed)
+        fields = _solve(prob, n, tau, eps, dim, starts, seed,
+                        progress=progress is None or bool(progress))
     G = fields["matrix"] if fields["matrix"] is not None else None
     shift_gram = G if G is not None else equiangular_gram(K, float(fields["equiangular"]))
     batch = BatchPrediction(

@@ -263,21 +263,29 @@ def _chain(prob: RowProblem, Z: np.ndarray, rng: np.random.Generator, hops: int,
     return key, Z
 
 
-def nonnegative_cost(K: int, r: int, *, starts: int) -> float:
+def nonnegative_cost(K: int, r: int, *, starts: int, rows: int | None = None) -> float:
     """The guard's estimate (operations at 1e9 per second, the unit of
-    :func:`~dgp.solver.check_time`) of :func:`nonnegative_factor`: every candidate's first
-    descents (squared parametrisation, then the support polish) and its chains' moves, each
-    descent stopping early (a quarter of its iteration budget on average, as
-    :func:`~dgp.solver.rank_d_cost` assumes of moves), at the cost of one row-problem evaluation
-    that :func:`~dgp.solver.rank_d_cost` uses (``3 K^2 + 0.4 r K^2``, measured 55 ms at
-    K = 1000, r = 128). Measured against it: K = 1000, r = 128, 8 candidates (no moves) 267 s
-    on a loaded core for an estimate of about 7 minutes; the estimate it replaced (every
-    descent to its iteration cap, at 1e9 operations per second) said 4.6 hours and refused."""
-    hops = RANK_D_HOPS if K * r <= RANK_D_HOP_MAX_SIZE else 0
+    :func:`~dgp.solver.check_time`) of :func:`nonnegative_factor` on a row problem of ``rows``
+    rows (``None``: ``K``, one a class, the full batch).
+
+    One evaluation (value and gradient) costs ``250 rows + 3 rows K + 0.4 r K^2`` and at least
+    :data:`~dgp.constants.RANK_D_EVAL_OVERHEAD`: the per-row work of a short row (measured
+    220-265 ns a row at K = 6 and 7 over 13 537-15 411 rows of every batch composition, where
+    ``3 rows K`` alone said 0.28 ms of the 3.4 ms taken), and at large ``K`` the entries and
+    factor products (measured 55 ms at K = 1000, r = 128). A candidate's first descents stop
+    early (a quarter of their iteration budget), and its chains' moves end after about
+    :data:`~dgp.constants.RANK_D_HOP_STALL` failures with each descent at an eighth of its
+    budget: measured 3 800-9 000 evaluations a candidate at K = 5-7, d = 3-4, full batch and
+    over every composition, for 4 750-7 600 here (every move to the end of a chain of
+    ``RANK_D_HOPS``, as this model said before, counted 31 000-47 000). Measured against it:
+    K = 6, d = 4, B = 16 (15 411 rows, 8 candidates) about 125 s for 157 s estimated; K = 1000,
+    r = 128, 8 candidates (no moves) 267 s on a loaded core for about 7 minutes."""
+    hops = K * r <= RANK_D_HOP_MAX_SIZE
     chains = max(1, NONNEG_CHEAP_SIZE // max(K * r, 1))
-    per_eval = max(3.0 * K * K + 0.4 * r * K * K, RANK_D_EVAL_OVERHEAD)
+    R = K if rows is None else rows
+    per_eval = max(250.0 * R + 3.0 * R * K + 0.4 * r * K * K, RANK_D_EVAL_OVERHEAD)
     first = chains * 2 * NONNEG_RUN_ITERS / 4
-    moves = (1 + chains) * hops * 2 * NONNEG_MOVE_ITERS / 4 if hops else 0.0
+    moves = (1 + chains) * RANK_D_HOP_STALL * 2 * NONNEG_MOVE_ITERS / 8 if hops else 0.0
     return per_eval * max(starts, 1) * (first + moves)
 
 
