@@ -36,6 +36,6 @@ def test_sampled_batches_caption_the_gram(cli, labels):
               "--quiet")
     assert run.code == 0, run.err
     assert "optimal Gram:" not in run.out
-    caption = run.out.split("Gram of the returned embedding")[1].split("):")[0]
+    caption = " ".join(run.out.split("Gram of the returned embedding")[1].split("):")[0].split())
     assert "found on sampled batches" in caption and "near-optimal solutions" in caption
     assert all(len(line) <= 80 for line in run.out.splitlines())

@@ -28,7 +28,7 @@ from dgp.cli._output import (
     table,
 )
 from dgp.constants import EXACT_MAX_DEFAULT
-from dgp.display import entry_cells
+from dgp.display import SUMMARY_WIDTH, entry_cells
 from dgp.errors import InputError
 from dgp.objectives import OBJECTIVE_NAMES, OBJECTIVES
 
@@ -150,7 +150,8 @@ def _embedding_table(Z: np.ndarray) -> str:
     rows = [[str(i), *(f"{round(float(v), 4) + 0.0:+.4f}" for v in Z[i])] for i in range(n)]
     caption = textwrap.fill(f"embedding ({n} x {r}: one unit row per row of the Gram; any "
                             "rotation or reflection of it has the same loss; --save-embedding "
-                            "writes one row per sample):", width=88)
+                            "writes one row per sample):", width=SUMMARY_WIDTH,
+                            break_on_hyphens=False)
     return caption + "\n" + table(rows, ["", *(f"z{k}" for k in range(r))])
 
 
@@ -180,5 +181,6 @@ def _gram_caption(res) -> str:
              "independent runs" if len(res.runs) > 1 else
              "no interval: fewer than two runs ended near it (see 'Gram entries')")
     return textwrap.fill(f"Gram of the returned embedding (found on sampled batches; {error}; "
-                         f"{moved}; see 'identifiable'):", width=88)
+                         f"{moved}; see 'identifiable'):", width=SUMMARY_WIDTH,
+                         break_on_hyphens=False)
 

@@ -4,6 +4,7 @@ mini-batches."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from dgp.cli._output import (
     table,
 )
 from dgp.constants import EXACT_MAX_DEFAULT
-from dgp.display import entry_cells
+from dgp.display import SUMMARY_WIDTH, entry_cells
 from dgp.errors import InputError
 from dgp.problem import Problem
 from dgp.prototypes import (
@@ -231,7 +232,8 @@ def run(args: argparse.Namespace) -> int:
     if K <= MAX_TABLE or args.gram:
         label = "first-order Gram (as derived)" if res.method == "first-order" else (
             "prototype Gram (cosines between class prototypes)")
-        print(f"\n{label}{res.gram_note()}:")
+        print("\n" + textwrap.fill(f"{label}{res.gram_note()}:", width=SUMMARY_WIDTH,
+                                   break_on_hyphens=False))
         print(_gram_table(res))
     else:
         print("\nuse --gram to print the whole Gram, or --save-gram FILE to write it")

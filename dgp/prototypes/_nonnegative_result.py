@@ -132,7 +132,7 @@ class NonnegativePrototypes(Prototypes):
 
     def _title(self) -> str:
         where = "free dimension" if self.dim is None else f"d = {self.dim}"
-        return "ReLU (non-negative) " + super()._title() + f", {where}"
+        return "ReLU " + super()._title() + f", {where}"
 
     def _summary_pairs(self) -> list[tuple[str, str]]:
         pairs = super()._summary_pairs()

@@ -266,20 +266,18 @@ def _chain(prob: RowProblem, Z: np.ndarray, rng: np.random.Generator, hops: int,
 def nonnegative_cost(K: int, r: int, *, starts: int, rows: int | None = None) -> float:
     """The guard's estimate (operations at 1e9 per second, the unit of
     :func:`~dgp.solver.check_time`) of :func:`nonnegative_factor` on a row problem of ``rows``
-    rows (``None``: ``K``, one a class, the full batch).
-
-    One evaluation (value and gradient) costs ``250 rows + 3 rows K + 0.4 r K^2`` and at least
-    :data:`~dgp.constants.RANK_D_EVAL_OVERHEAD`: the per-row work of a short row (measured
-    220-265 ns a row at K = 6 and 7 over 13 537-15 411 rows of every batch composition, where
-    ``3 rows K`` alone said 0.28 ms of the 3.4 ms taken), and at large ``K`` the entries and
-    factor products (measured 55 ms at K = 1000, r = 128). A candidate's first descents stop
-    early (a quarter of their iteration budget), and its chains' moves end after about
-    :data:`~dgp.constants.RANK_D_HOP_STALL` failures with each descent at an eighth of its
-    budget: measured 3 800-9 000 evaluations a candidate at K = 5-7, d = 3-4, full batch and
-    over every composition, for 4 750-7 600 here (every move to the end of a chain of
-    ``RANK_D_HOPS``, as this model said before, counted 31 000-47 000). Measured against it:
-    K = 6, d = 4, B = 16 (15 411 rows, 8 candidates) about 125 s for 157 s estimated; K = 1000,
-    r = 128, 8 candidates (no moves) 267 s on a loaded core for about 7 minutes."""
+    rows (``None``: ``K``, the full batch): an evaluation costs ``250 rows + 3 rows K +
+    0.4 r K^2`` (at least :data:`~dgp.constants.RANK_D_EVAL_OVERHEAD`), a candidate's first
+    descents a quarter of their budget and each chain about
+    :data:`~dgp.constants.RANK_D_HOP_STALL` moves at an eighth of theirs."""
+    # measured: 220-265 ns a row at K = 6-7 over the 13 537-15 411 rows of every batch
+    # composition (3 rows K alone said 0.28 of the 3.4 ms taken); 55 ms an evaluation at
+    # K = 1000, r = 128; 3 800-9 000 evaluations a candidate at K = 5-7, d = 3-4 (full batch and
+    # every composition), for 4 750-7 600 here, where every move to the end of a chain of
+    # RANK_D_HOPS counted 31 000-47 000. Against it: K = 6, d = 4, B = 16 (15 411 rows, 8
+    # candidates) about 125 s for 157 s estimated (the old model: 69 s); full batch there about
+    # 7 s for 7.6 s (old: 50 s); K = 1000, r = 128, 8 candidates, no moves, 267 s on a loaded
+    # core for about 7 minutes
     hops = K * r <= RANK_D_HOP_MAX_SIZE
     chains = max(1, NONNEG_CHEAP_SIZE // max(K * r, 1))
     R = K if rows is None else rows
