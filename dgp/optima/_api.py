@@ -25,6 +25,7 @@ width. In a fixed dimension the problem is solved by Burer–Monteiro at rank ``
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -57,6 +58,7 @@ from dgp.optima._batch_paths import (
     start_budget,
     streamed_path,
 )
+from dgp.optima._budget import check_solve_budget
 from dgp.optima._reductions import (
     Chain,
     PointSolution,
@@ -75,13 +77,11 @@ from dgp.solver import (
     RowProblem,
     batch_rows,
     block_problem,
-    check_time,
     compositions,
     factor,
     frank_wolfe_bound,
     identifiability_report,
     lift_certificate,
-    rank_d_cost,
     row_budget_samples,
     row_certificate,
     rows_rank_d_seconds,
@@ -112,37 +112,6 @@ class _Solved:
     identifiability: BatchIdentifiability | None = None
     rank_d: RankDCertificate | None = None
     probe: DeferredProbe | None = None
-
-
-def _guard(K: int, N: int, dim: int | None, rows: int, starts: int) -> None:
-    if dim is None:
-        if K > FREE_MAX_K:
-            raise ParameterError(
-                "W",
-                f"has {K} distinct samples (twin classes), above the {FREE_MAX_K} whose "
-                "free-dimension optimum dgp computes (its cost grows as K^3 per iteration); ask "
-                "for the optimum in a fixed dimension instead (dim=D: O(K^2 D) per "
-                "iteration), or use a weighting with class structure",
-            )
-        # measured with tracemalloc: about 43 K x K float64 arrays at the peak of a dense solve
-        check_memory(40 * 8.0 * K * K + 6 * 8.0 * rows * K,
-                     what=f"the free-dimension optimum of {K} classes",
-                     hint="give dim=D or a smaller N")
-        check_time(1500 * 4.0 * K**3, what=f"the free-dimension optimum of {K} classes",
-                   instead="give dim=D or a smaller N", param="W")
-    else:
-        # the free optimum is solved first (its bound and starts): its peak, about 43 K x K
-        # float64 arrays measured with tracemalloc, is the peak of the rank-d solve too
-        check_memory(40 * 8.0 * K * K + 8 * 8.0 * rows * K,
-                     what=f"the rank-{dim} optimum of {K} classes",
-                     hint="use a smaller N or a weighting with class structure")
-        # the time: every candidate of the one rank-d search (dgp.solver.solve_rank_d): its
-        # descent, moves, polish and rounds, by the solver's own cost model (one model: a
-        # second, cruder one here refused N = 2000 in d = 16 as "1.8 hours", about 100 times
-        # what the solve takes)
-        check_time(rank_d_cost(K, dim, starts=starts, given=2, rows=rows),
-                   what=f"{starts} Burer-Monteiro starts of the rank-{dim} optimum of {K} classes",
-                   instead="ask for fewer starts", param="starts")
 
 
 def _free(prob: RowProblem, starts: list[np.ndarray], tol: float) -> _Solved:
@@ -193,7 +162,12 @@ def _fixed_dim(
 
 
 class NoCollapse(Exception):
-    """The collapsed quotient is not optimal for the N x N problem (some class spreads)."""
+    """The collapsed quotient is not optimal for the N x N problem: ``classes`` spread (their
+    within-class eigenvalue of the lifted dual is negative)."""
+
+    def __init__(self, classes: tuple[int, ...] = ()) -> None:
+        super().__init__(classes)
+        self.classes = classes
 
 
 def _no_collapse_refusal() -> ParameterError:
@@ -223,7 +197,7 @@ def _solve(
         n_samp = row_budget_samples(K, samples)
         comps = compositions(n, spec, exact_max=exact_max, samples=n_samp, seed=seed)
         rows = int(min(comps.counts.shape[0], n_samp) * min(K, spec.batch_size))
-    _guard(K, N, dim, rows, starts)
+    check_solve_budget(K, dim, rows, starts, free_max_k=FREE_MAX_K)
     equi = [simplex_gram(K), np.eye(K)]
     # the free optimum: the answer in free dimension; in a fixed dimension a start, a lower
     # bound, and (with twins) the proof that the collapsed quotient is the right problem
@@ -232,8 +206,10 @@ def _solve(
     def certified_free(prob, starts_):
         sol = _free(prob, starts_, tol)
         prob.set_scale(sol.gram)
-        if K < N and not lift_certificate(prob, sol.gram, n, sol.certificate).collapsed:
-            raise NoCollapse
+        lifted = lift_certificate(prob, sol.gram, n, sol.certificate) if K < N else None
+        if lifted is not None and not lifted.collapsed:
+            raise NoCollapse(tuple(c for c, v in enumerate(lifted.within_margins)
+                                   if v < -lifted.collapse_tol))
         return sol
 
     free_full = certified_free(full, equi) if need_free else None
@@ -478,16 +454,36 @@ def _quotient_optimum(q: Quotient | None, A: np.ndarray | None, batch: dict, kwa
         say_exact_skipped(q, spec, dim, kwargs["exact_max"], kwargs["starts"])
     try:
         return _routed(q, A, chain, inverse, route, kwargs, progress)
-    except NoCollapse:
+    except NoCollapse as exc:
         if A is None and spread is not None:  # twin classes of a sparse weighting
             return spread()
         if A is None:  # class-balanced: the classes are the labels'
             raise _no_collapse_refusal() from None
-    # a twin class that does not collapse at the full-batch optimum: the N x N problem itself,
-    # on the path of its samples (whose subsets need not enumerate where the classes' did)
-    chain, q, inverse = without_twins(A, chain)
+        spreading = exc.classes
+    # twin classes that do not collapse at the full-batch optimum: their samples as their own
+    # points, the other classes merged (their collapse proved again); failing that, the N x N
+    # problem itself, on the path of its samples (whose subsets need not enumerate where the
+    # classes' did)
+    if 0 < len(spreading) < q.K:
+        with contextlib.suppress(NoCollapse):
+            return _unmerged(A, chain, spreading, q.K, spec, kwargs, progress)
+    return _unmerged(A, chain, (), q.K, spec, kwargs, progress)
+
+
+def _unmerged(A: np.ndarray, chain: Chain | None, split: tuple[int, ...], K: int,
+              spec: BatchSpec | None, kwargs: dict, progress: bool | None
+              ) -> Optimum | BatchOptimum:
+    """:func:`_routed` with the samples of the twin classes ``split`` (all: ``()``) as their
+    own points, saying so on stderr unless ``progress`` is false (``K``: twin classes)."""
+    chain, q, inverse = without_twins(A, chain, split)
     route = (None if spec is None else
-             batch_route(q.sizes, spec, dim, kwargs["exact_max"], kwargs["starts"]))
+             batch_route(q.sizes, spec, kwargs["dim"], kwargs["exact_max"], kwargs["starts"]))
+    if progress is not False:
+        stderr_progress()(
+            f"{len(split)} of {K} twin classes {'does' if len(split) == 1 else 'do'} not "
+            "collapse at the full-batch optimum: their samples are solved as their own points "
+            f"({q.K} points)" if split else "twin classes do not collapse at the full-batch "
+            f"optimum: solving the {q.K} samples")
     return _routed(q, A, chain, inverse, route, kwargs, progress)
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dgp.engine.target import Shift
-from dgp.optima._structure import Quotient, quotient
+from dgp.optima._structure import Quotient, quotient, split_classes
 from dgp.records import Chain, Reduction
 
 __all__ = [
@@ -167,10 +167,15 @@ class TwinQuotient:
         When every sample is a twin of every other (one class), keep two points (one sample
         and the rest): a coarser-than-orbit partition the solver needs (a single point has no
         loss to minimise). Its lifted certificate decides collapse, as for any quotient.
+    split : tuple of int
+        Twin classes (indices of the quotient this reduction makes without it) whose samples
+        stay their own points: those that do not collapse at the optimum (the solve proves
+        the others' collapse again).
     name : str
     """
 
     split_single: bool = True
+    split: tuple[int, ...] = ()
     name: str = "twin quotient"
 
     def applies(self, problem: Quotient) -> bool:
@@ -187,6 +192,9 @@ class TwinQuotient:
             w = float(q.weights[0, 0])
             q = Quotient(point, np.array([1, N - 1]), np.array([[0.0, w], [w, w]]),
                          np.array([0, 1]), q.complete)
+        if self.split:
+            q = split_classes(q, self.split)
+            point = q.labels
         reduced = Quotient(point[problem.labels], q.sizes, q.weights,
                            problem.representatives[q.representatives], q.complete)
         return reduced, TwinData(point=point, complete=q.complete)
@@ -211,10 +219,16 @@ def choose_reductions(problem: Quotient, *, batched: bool = False,
     return Chain(tuple(r for r in reductions if r.applies(problem)))
 
 
-def without_twins(A: np.ndarray, chain: Chain | None) -> tuple[Chain, Quotient, list]:
+def without_twins(A: np.ndarray, chain: Chain | None,
+                  split: tuple[int, ...] = ()) -> tuple[Chain, Quotient, list]:
     """The reductions ``chain`` of weighting ``A`` without the twin quotient, the problem they
     make and their inverse data: every sample its own point (where a twin class does not
-    collapse, or the samples fit an exact path that the classes do not)."""
-    chain = (chain or Chain()).without(TwinQuotient)
+    collapse, or the samples fit an exact path that the classes do not); with ``split``, only
+    the samples of those twin classes (the rest stay merged)."""
+    chain = chain or Chain()
+    twins = [r for r in chain.reductions if isinstance(r, TwinQuotient)]
+    chain = chain.without(TwinQuotient)
+    if split and twins:
+        chain = Chain((*chain.reductions, replace(twins[0], split=tuple(split))))
     q, inverse = chain.apply(samples_problem(A))
     return chain, q, inverse

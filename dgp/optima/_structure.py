@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "Quotient", "quotient", "sparse_quotient", "sparse_twins", "trivial_quotient",
+    "Quotient", "quotient", "sparse_quotient", "sparse_twins", "split_classes",
+    "trivial_quotient",
 ]
 
 #: largest pairwise-verification work (entries compared) spent on one group of rows with equal
@@ -67,6 +68,34 @@ def trivial_quotient(A: np.ndarray) -> Quotient:
     """Every sample its own class."""
     N = A.shape[0]
     return Quotient(np.arange(N), np.ones(N, dtype=np.int64), A.copy(), np.arange(N), True)
+
+
+def split_classes(q: Quotient, classes: tuple[int, ...]) -> Quotient:
+    """``q`` with every sample of the twin ``classes`` its own class, the other classes kept
+    (numbered by first appearance): each sample's weights are its former class's (twins have
+    their class's row), 0 on the diagonal of a class of one sample.
+
+    >>> from dgp.weights import supcon_weights
+    >>> s = split_classes(quotient(supcon_weights([0, 1, 0, 1, 1])), (1,))
+    >>> s.labels.tolist(), s.sizes.tolist(), s.weights.tolist()
+    ([0, 1, 0, 2, 3], [2, 1, 1, 1], [[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0], \
+[0.0, 1.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]])
+    """
+    split = np.zeros(q.K, dtype=bool)
+    split[list(classes)] = True
+    N = q.labels.size
+    key = np.where(split[q.labels], q.K + np.arange(N), q.labels)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    labels = rank[inv.reshape(-1)]
+    reps = first[order]
+    sizes = np.bincount(labels)
+    old = q.labels[reps]
+    W = q.weights[np.ix_(old, old)].copy()
+    W[np.diag_indices_from(W)] = np.where(sizes >= 2, np.diag(W), 0.0)
+    return Quotient(labels, sizes, W, reps, q.complete)
 
 
 def _multiset_keys(A: np.ndarray) -> list[bytes]:
