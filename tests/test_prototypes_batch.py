@@ -125,9 +125,38 @@ def test_uniform_batches_converge_to_the_full_batch():
     assert shifts[-1] <= 1e-10  # B = N: the only batch is the whole set
     assert shifts[0] > shifts[1] > shifts[2] > shifts[3]
     r = batch_size_for_tolerance(sizes, tau=tau, tol=0.02)
-    table = dict((b, s) for b, s, _ in r.table)
+    table = {b: s for b, s, _, _ in r.table}
     assert r.batch_size is not None and table[r.batch_size] <= 0.02
     assert all(s > 0.02 for b, s in table.items() if b < r.batch_size)
+    # exact here: every verdict is the shift against the tolerance, none undecided
+    assert all(v == ("within" if s <= 0.02 else "beyond") for _, s, _, v in r.table)
+    assert r.statement.startswith(f"from B = {r.batch_size}") and "undecided" not in r.statement
+
+
+def test_a_tolerance_is_decided_beyond_the_noise_of_the_batched_gram():
+    """U14: at K = 60 the answer B = 966 was read off shifts whose sampling errors (0.9) were
+    20 times the tolerance. A sampled Gram counts as within the tolerance only where every
+    entry's 95% interval is; a shift inside the noise is undecided, and so is any Gram where
+    the loss does not pin the cosines."""
+    from types import SimpleNamespace
+
+    from dgp.prototypes._batched import tolerance_verdict
+
+    G0 = np.eye(3)
+
+    def fake(shift, half, pinned=True):
+        G = G0 + shift * (1 - np.eye(3))
+        interval = None if half is None else (G - half, G + half)
+        batch = SimpleNamespace(shift=shift, gram_interval=interval, full_batch_gram=G0)
+        return SimpleNamespace(batch=batch, cosines_pinned=pinned)
+
+    assert tolerance_verdict(fake(0.01, None), 0.05) == "within"  # exact
+    assert tolerance_verdict(fake(0.06, None), 0.05) == "beyond"
+    assert tolerance_verdict(fake(0.01, 0.02), 0.05) == "within"
+    assert tolerance_verdict(fake(0.01, 0.9), 0.05) == "undecided"  # U14's case
+    assert tolerance_verdict(fake(0.5, 0.1), 0.05) == "beyond"
+    assert tolerance_verdict(fake(0.01, 0.02, pinned=False), 0.05) == "undecided"
+    assert tolerance_verdict(fake(0.01, None, pinned=None), 0.05) == "within"
 
 
 def test_soft_supcon_below_tau_star_is_unchanged_by_batching():

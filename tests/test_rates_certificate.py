@@ -131,7 +131,7 @@ def test_certificate_reports_the_log_gamma_fallback_losing_digits(monkeypatch):
     digits at N = 10^7 (5e-5 of a class of 2's anchor rate) that both rates share, so the
     two-sided check need not see them: the certificate is then not certified (``summed``
     false), not widened; within the budget the same rates certify."""
-    import dgp.prototypes._rates as rates
+    import dgp.solver._pair_rates as rates
 
     sizes = [10**7, 3, 2]
     assert positive_pair_rates(sizes, batch_size=4096).certificate.check() == ()

@@ -242,9 +242,11 @@ def run(args: argparse.Namespace) -> int:
                  else f"B = {within.batch_size}")
         print(f"\nbatch size from which the full-batch prediction is within {within.tol:g}: "
               f"{found} ({args.sampler} batches)")
-        rows = [[str(b), f"{sh:.3g}", "-" if se is None else f"{se:.2g}"]
-                for b, sh, se in within.table]
-        print(table(rows, ["B", "max |G_B - G_full|", "sampling error"]))
+        if "undecided" in within.statement:
+            print(textwrap.fill(within.statement, width=SUMMARY_WIDTH))
+        rows = [[str(b), f"{sh:.3g}", "-" if se is None else f"{se:.2g}", v]
+                for b, sh, se, v in within.table]
+        print(table(rows, ["B", "max |G_B - G_full|", "sampling error", "verdict"]))
     for name, path in (*saved, ("figure", args.plot)):
         if path is not None:
             print(f"wrote {name} to {path}")

@@ -66,7 +66,7 @@ from dgp.solver import (
 from dgp.tolerance import DEFAULT_POLICY
 
 __all__ = ["BatchTolerance", "attains_every_batch_bound", "batch_prototypes",
-           "batch_size_for_tolerance"]
+           "batch_size_for_tolerance", "tolerance_verdict"]
 
 
 def _composition_losses(prob: RowProblem, G: np.ndarray, comp_index: np.ndarray,
@@ -265,24 +265,49 @@ class BatchTolerance(Record):
     Attributes
     ----------
     batch_size : int or None
-        Smallest batch size ``B`` found with ``max |G_B - G_full| <= tol`` at ``B`` and at every
-        larger size tried; ``None`` if even the largest size tried is off.
+        Smallest batch size ``B`` found within ``tol`` (``max |G_B - G_full| <= tol``, decided
+        beyond the noise of ``G_B``) at ``B`` and at every larger size tried; ``None`` if even
+        the largest size tried is not.
     tol : float
-    table : tuple of (int, float, float or None)
-        ``(B, shift, gram_se)`` for every size evaluated, increasing.
+    table : tuple of (int, float, float or None, str)
+        ``(B, shift, gram_se, verdict)`` for every size evaluated, increasing: ``"within"``
+        (every entry's 95% interval within ``tol`` of the full-batch Gram), ``"beyond"`` (some
+        entry's interval wholly farther) or ``"undecided"`` (between, or where the loss does
+        not pin the pairwise cosines, so no Gram is a prediction).
     note : str
         How the sizes were searched.
+    statement : str
+        The answer in words, saying where sizes were undecided (a smaller size may then do).
     """
 
     batch_size: int | None
     tol: float
-    table: tuple[tuple[int, float, float | None], ...]
+    table: tuple[tuple[int, float, float | None, str], ...]
     note: str
+    statement: str = ""
 
     def json_items(self, options):
         yield from (("batch_size", self.batch_size), ("tol", self.tol))
-        yield "table", [{"batch_size": b, "shift": s, "gram_se": e} for b, s, e in self.table]
-        yield "note", self.note
+        yield "table", [{"batch_size": b, "shift": s, "gram_se": e, "verdict": v}
+                        for b, s, e, v in self.table]
+        yield from (("note", self.note), ("statement", self.statement))
+
+
+def tolerance_verdict(p: Any, tol: float) -> str:
+    """Whether the prototypes ``p`` of a batch size are within ``tol`` of the full-batch Gram
+    beyond the noise of their Gram (``BatchTolerance.table``'s verdicts)."""
+    b = p.batch
+    if p.cosines_pinned is False:
+        return "undecided"
+    if b.gram_interval is None:  # exact: every composition, or a closed form
+        return "within" if b.shift <= tol else "beyond"
+    lo, hi = b.gram_interval
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return "undecided"
+    G0 = b.full_batch_gram
+    far = float(np.maximum(np.abs(lo - G0), np.abs(hi - G0)).max())
+    near = float(np.maximum(np.maximum(lo - G0, G0 - hi), 0.0).max())
+    return "within" if far <= tol else "beyond" if near > tol else "undecided"
 
 
 def batch_size_for_tolerance(
@@ -330,9 +355,9 @@ def batch_size_for_tolerance(
     if high < low:
         raise ParameterError("max_batch_size", f"must be at least {low}, got {high}")
     step = int(m) if m else 1
-    cache: dict[int, tuple[float, float | None]] = {}
+    cache: dict[int, tuple[float, float | None, str]] = {}
 
-    def shift(B: int) -> float:
+    def within(B: int) -> bool:
         if B not in cache:
             p = supcon_prototypes(
                 n, tau=tau, eps=eps, batch_size=B, sampler=sampler,
@@ -340,8 +365,8 @@ def batch_size_for_tolerance(
                 anchors_without_positives=anchors_without_positives, samples=samples,
                 replicates=1, seed=seed,
             )
-            cache[B] = (p.batch.shift, p.batch.gram_se)
-        return cache[B][0]
+            cache[B] = (p.batch.shift, p.batch.gram_se, tolerance_verdict(p, tol))
+        return cache[B][2] == "within"
 
     grid = []
     B = low
@@ -349,8 +374,7 @@ def batch_size_for_tolerance(
         grid.append(B)
         B = max(B * 2 // step * step, B + step)
     grid.append(high)
-    shifts = [shift(B) for B in grid]
-    ok = [s <= tol for s in shifts]
+    ok = [within(B) for B in grid]
     if not ok[-1]:
         found = None
     else:
@@ -364,14 +388,25 @@ def batch_size_for_tolerance(
                 mid = (lo + hi) // 2 // step * step
                 if mid <= lo:
                     break
-                if shift(mid) <= tol:
+                if within(mid):
                     hi = mid
                 else:
                     lo = mid
             found = hi
-    table = tuple((b, cache[b][0], cache[b][1]) for b in sorted(cache))
+    table = tuple((b, *cache[b]) for b in sorted(cache))
+    undecided = [b for b, *_, v in table if v == "undecided" and (found is None or b < found)]
+    why = (f"; undecided at {len(undecided)} size{'s' if len(undecided) > 1 else ''} "
+           f"{'below it' if found is not None else 'tried'} (B = {undecided[0]}"
+           f"{f' to {undecided[-1]}' if len(undecided) > 1 else ''}): the Gram's 95% intervals "
+           "reach across the tolerance, or the loss does not pin the cosines there, so "
+           + ("a smaller size may do" if found is not None else "none is decided")
+           if undecided else "")
+    statement = ((f"from B = {found}, the full-batch prediction is within {tol:g} beyond the "
+                  "noise of the batched Gram" if found is not None else
+                  f"no batch size tried is decided within {tol:g} of the full-batch "
+                  "prediction") + why)
     return BatchTolerance(
         batch_size=found, tol=tol, table=table,
         note="doubling grid then bisection (assumes the shift decreases between grid points); "
-        f"sampler {sampler}, reduction {reduction}",
+        f"sampler {sampler}, reduction {reduction}", statement=statement,
     )

@@ -290,10 +290,14 @@ class Prototypes(Record):
                  "exact: every batch composition, no sampling error" if self.batch.exact else
                  "exact: a closed form, no sampling error")
         return minority_collapse(self.gram, self.sizes, interval=interval,
-                                 pinned=self._cosines_pinned(), exact=exact,
+                                 pinned=self.cosines_pinned, exact=exact,
                                  df=None if self.batch is None else self.batch.replicates)
 
-    def _cosines_pinned(self) -> bool | None:
+    @property
+    def cosines_pinned(self) -> bool | None:
+        """Whether the loss pins the pairwise cosines (:attr:`identifiability`): ``None``
+        where undecided; ``False`` in a dimension with ``K > dim + 1`` where nothing was
+        compared."""
         ident = self.identifiability
         if ident is not None and ident.pinned and "pairwise cosines" in ident.pinned:
             return bool(ident.pinned["pairwise cosines"])
@@ -326,9 +330,9 @@ class Prototypes(Record):
         pairs = body_pairs(self)
         out = []
         for key, text in pairs:
-            if key == "cosines" and self._cosines_pinned() is False:
+            if key == "cosines" and self.cosines_pinned is False:
                 text = self._free_cosines()
-            elif key == "moved" and self._cosines_pinned() is False:
+            elif key == "moved" and self.cosines_pinned is False:
                 key, text = "full batch", self._full_batch_loss()
             elif key == "excess" and self._sampled_compositions():
                 text = self._sampled_excess()

@@ -52,6 +52,7 @@ from dgp.errors import ParameterError, check_choice, check_dim, check_int
 from dgp.records import Record
 from dgp.solver._gram_spread import spread_statement
 from dgp.solver._nonnegative import nonnegative_cost
+from dgp.solver._pair_rates import uniform_pair_rates
 from dgp.solver._program import RowProblem
 from dgp.solver._rank_d_budget import rank_d_cost
 
@@ -408,13 +409,12 @@ def positive_pair_probability(sizes: np.ndarray, spec: BatchSpec) -> np.ndarray:
     >>> p.tolist()
     [1.0, 1.0]
     """
-    from scipy.stats import binom, hypergeom  # imported on use: scipy.stats is slow to import
+    from scipy.stats import binom  # imported on use: scipy.stats is slow to import
 
     n = sizes.astype(np.int64)
     K, B = n.size, spec.batch_size
-    if spec.sampler == "uniform":
-        rv = hypergeom(int(n.sum()), n, B)
-        return np.clip(1.0 - rv.pmf(0) - rv.pmf(1), 0.0, 1.0)
+    if spec.sampler == "uniform":  # the positive-pair rates' products, exact to rounding
+        return uniform_pair_rates(n, B)[1]
     if spec.sampler == "class-balanced":
         return np.full(K, float(binom(B, 1.0 / K).sf(1)))
     return np.full(K, (B // int(spec.samples_per_class)) / K)
