@@ -44,6 +44,7 @@ __all__ = [
     "install_hint",
     "join_param",
     "least_class_size",
+    "least_class_size_hint",
 ]
 
 
@@ -401,6 +402,13 @@ def least_class_size(*, positives_across: bool, batch: bool) -> int:
     return 1 if batch or positives_across else 2
 
 
+def least_class_size_hint(least: int) -> str:
+    """How a refusal of a class below ``least`` (:func:`least_class_size`) ends: where a
+    singleton is refused only at full batch, :data:`SINGLETON_HINT` (the entry points that
+    take it); else nothing."""
+    return SINGLETON_HINT if least == 2 else ""
+
+
 def check_some_pair(counts: np.ndarray, name: str, *, positives_across: bool) -> None:
     """Refuse class sizes (or label counts) where no anchor has a positive: no class of two
     samples, unless anchors have positives across classes.
@@ -426,7 +434,7 @@ def check_class_sizes(sizes: object, name: str = "sizes", *, positives_across: b
         As :func:`check_sizes` and :func:`check_some_pair`.
     """
     least = least_class_size(positives_across=positives_across, batch=batch)
-    n = check_sizes(sizes, name, min_size=least, hint=SINGLETON_HINT if least == 2 else "")
+    n = check_sizes(sizes, name, min_size=least, hint=least_class_size_hint(least))
     check_some_pair(n, name, positives_across=positives_across)
     return n
 

@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 
 from dgp.errors import (
-    SINGLETON_HINT,
     InvalidParameterError,
     ParameterError,
     check_choice,
@@ -49,6 +48,7 @@ from dgp.errors import (
     check_unit_interval,
     class_codes,
     least_class_size,
+    least_class_size_hint,
 )
 from dgp.objectives._weightings import (
     ClassWeighting,
@@ -205,7 +205,7 @@ class Objective:
             try:
                 least = least_class_size(positives_across=self.positives_across, batch=batch)
                 codes, classes = class_codes(labels, name, min_count=least,
-                                             hint=SINGLETON_HINT if least == 2 else "")
+                                             hint=least_class_size_hint(least))
             except InvalidParameterError as exc:
                 hint = self.sizes_hint(labels)
                 if hint is None:
