@@ -89,7 +89,7 @@ def test_every_registered_objective_has_a_loss_equal_to_numpy(batch, name):
 def test_repr_shows_every_parameter():
     assert repr(L.YAwareLoss(tau=0.1, sigma=1.0)) == (
         "YAwareLoss(tau=0.1, sigma=1, similarity='cosine', reduction='sum', "
-        "empty_rows='error')")
+        "empty_rows='skip')")
     text = repr(L.make_loss("soft-supcon", tau=0.2, eps=0.05, reduction="mean",
                             empty_rows="skip"))
     for part in ("tau=0.2", "eps=0.05", "reduction='mean'", "empty_rows='skip'"):
@@ -255,7 +255,7 @@ def test_strict_option_and_make_loss_default():
     y = torch.tensor([0, 0, 1, 1, 2])
     assert L.SupConLoss(tau=0.5).empty_rows == "skip"
     assert L.make_loss("supcon", tau=0.5).empty_rows == "skip"
-    assert L.make_loss("y-aware", tau=0.5, sigma=1.0).empty_rows == "error"  # unchanged
+    assert L.make_loss("y-aware", tau=0.5, sigma=1.0).empty_rows == "skip"  # every module
     assert L.make_loss("supcon", tau=0.5, empty_rows="error").empty_rows == "error"
     with pytest.raises(ValueError, match="row 4"):
         L.make_loss("supcon", tau=0.5, empty_rows="error")(Z, y)
@@ -272,3 +272,31 @@ def test_a_batch_of_singletons_is_zero_with_a_zero_gradient_as_pml():
         assert ours.item() == 0.0 == pml.SupConLoss(temperature=0.1)(Z, y).item()
         (grad,) = torch.autograd.grad(ours, Z)
         assert torch.equal(grad, torch.zeros_like(Z))
+
+
+def test_every_loss_module_drops_anchors_without_positives_by_default():
+    """A fixed k-NN weighting leaves some anchors of a batch without a neighbour in it: every
+    loss module drops them by default (``empty_rows="skip"``), as the mini-batch predictions
+    (``anchors_without_positives="drop"``) and pytorch-metric-learning do; ``"error"`` still
+    raises on request."""
+    from dgp.weights import knn_weights
+
+    X = np.random.default_rng(5).standard_normal((12, 2))
+    A = torch.as_tensor(knn_weights(X, 2, symmetrize="mutual", empty_rows=True).toarray())
+    idx = torch.tensor([0, 3, 5, 7, 9, 11])
+    sub = A[idx][:, idx]
+    assert bool((sub.sum(dim=1) == 0).any()), "the batch should hold an anchor without positives"
+    Z = torch.as_tensor(np.random.default_rng(6).standard_normal((6, 3)))
+    for reduction in ("sum", "mean"):
+        got = L.WInfoNCELoss(tau=0.4, weights=A, reduction=reduction)(Z, idx)
+        ref = L.winfonce(Z, sub, tau=0.4, reduction=reduction, empty_rows="skip")
+        assert got.item() == pytest.approx(ref.item(), rel=1e-12)
+    # the anchors kept are those with a positive: the sum of their own terms
+    keep = (sub.sum(dim=1) > 0).numpy()
+    per = L.winfonce(Z, sub, tau=0.4, reduction="none", empty_rows="skip").numpy()
+    assert per[~keep].tolist() == [0.0] * int((~keep).sum())
+    with pytest.raises(ValueError, match="no positive weight"):
+        L.WInfoNCELoss(tau=0.4, weights=A, empty_rows="error")(Z, idx)
+    for name, kw in (("soft-supcon", {"eps": 0.1}), ("y-aware", {"sigma": 1.0}),
+                     ("x-clr", {"label_tau": 0.2})):
+        assert L.make_loss(name, tau=0.3, **kw).empty_rows == "skip"

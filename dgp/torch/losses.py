@@ -115,7 +115,10 @@ class WInfoNCELoss(BatchLoss):
         :func:`dgp.infonce.winfonce_loss`: it grows with the batch size. ``"mean"`` averages
         over the anchors kept (pytorch-metric-learning's convention); ``"none"``: per anchor.
     empty_rows : {"error", "skip"}
-        See :func:`winfonce`.
+        See :func:`winfonce`; ``"skip"`` by default in every loss module (an anchor without
+        positives in its batch is dropped, as the mini-batch predictions' default
+        ``anchors_without_positives="drop"`` and pytorch-metric-learning do; a fixed sparse
+        weighting such as a k-NN graph leaves some anchors of a batch without positives).
 
     Raises
     ------
@@ -127,7 +130,7 @@ class WInfoNCELoss(BatchLoss):
     >>> import torch
     >>> from dgp.torch.losses import WInfoNCELoss
     >>> WInfoNCELoss(temperature=0.5, weights=torch.ones(3, 3))
-    WInfoNCELoss(tau=0.5, similarity='cosine', reduction='sum', empty_rows='error', weights=3 x 3)
+    WInfoNCELoss(tau=0.5, similarity='cosine', reduction='sum', empty_rows='skip', weights=3 x 3)
     """
 
     objective: ClassVar[str] = "generic"
@@ -141,7 +144,7 @@ class WInfoNCELoss(BatchLoss):
         weight_fn: Callable[[Tensor], Tensor] | None = None,
         weights: Tensor | None = None,
         reduction: str = "sum",
-        empty_rows: str = "error",
+        empty_rows: str = "skip",
     ) -> None:
         super().__init__(tau=tau, temperature=temperature, reduction=reduction,
                          empty_rows=empty_rows)
@@ -259,7 +262,7 @@ class ObjectiveLoss(WInfoNCELoss):
         tau: float | None = None,
         temperature: float | None = None,
         reduction: str = "sum",
-        empty_rows: str = "error",
+        empty_rows: str = "skip",
         **params: float | None,
     ) -> None:
         name = type(self).__dict__.get("objective") if objective is None else objective
@@ -318,13 +321,13 @@ class SoftSupConLoss(ObjectiveLoss):
     """Soft SupCon: cosine latent, ``w_ij = 1`` within a class and ``eps`` across classes.
 
     >>> SoftSupConLoss(tau=0.1, eps=0.05)
-    SoftSupConLoss(tau=0.1, eps=0.05, similarity='cosine', reduction='sum', empty_rows='error')
+    SoftSupConLoss(tau=0.1, eps=0.05, similarity='cosine', reduction='sum', empty_rows='skip')
     """
 
     objective = "soft-supcon"
 
     def __init__(self, *, eps: float, tau: float | None = None, temperature: float | None = None,
-                 reduction: str = "sum", empty_rows: str = "error") -> None:
+                 reduction: str = "sum", empty_rows: str = "skip") -> None:
         super().__init__(tau=tau, temperature=temperature, reduction=reduction,
                          empty_rows=empty_rows, eps=eps)
 
@@ -335,7 +338,7 @@ class _BandwidthLoss(ObjectiveLoss):
 
     def __init__(self, *, sigma: float, tau: float | None = None,
                  temperature: float | None = None, reduction: str = "sum",
-                 empty_rows: str = "error") -> None:
+                 empty_rows: str = "skip") -> None:
         super().__init__(tau=tau, temperature=temperature, reduction=reduction,
                          empty_rows=empty_rows, sigma=sigma)
 
@@ -346,7 +349,7 @@ class YAwareLoss(_BandwidthLoss):
     is :class:`YAwareColnormLoss`).
 
     >>> YAwareLoss(tau=0.1, sigma=1.0)
-    YAwareLoss(tau=0.1, sigma=1, similarity='cosine', reduction='sum', empty_rows='error')
+    YAwareLoss(tau=0.1, sigma=1, similarity='cosine', reduction='sum', empty_rows='skip')
     """
 
     objective = "y-aware"
@@ -357,7 +360,7 @@ class EuclidEuclidLoss(_BandwidthLoss):
     ``z = (sqrt(tau) / sigma) y`` up to a rigid motion.
 
     >>> EuclidEuclidLoss(tau=0.5, sigma=2.0)
-    EuclidEuclidLoss(tau=0.5, sigma=2, similarity='euclidean', reduction='sum', empty_rows='error')
+    EuclidEuclidLoss(tau=0.5, sigma=2, similarity='euclidean', reduction='sum', empty_rows='skip')
     """
 
     objective = "euclid-euclid"
@@ -368,14 +371,14 @@ class XCLRLoss(ObjectiveLoss):
     temperature ``label_tau`` (label embeddings are L2-normalised).
 
     >>> XCLRLoss(tau=0.1, label_tau=0.2)
-    XCLRLoss(tau=0.1, label_tau=0.2, similarity='cosine', reduction='sum', empty_rows='error')
+    XCLRLoss(tau=0.1, label_tau=0.2, similarity='cosine', reduction='sum', empty_rows='skip')
     """
 
     objective = "x-clr"
 
     def __init__(self, *, label_tau: float, tau: float | None = None,
                  temperature: float | None = None, reduction: str = "sum",
-                 empty_rows: str = "error") -> None:
+                 empty_rows: str = "skip") -> None:
         super().__init__(tau=tau, temperature=temperature, reduction=reduction,
                          empty_rows=empty_rows, label_tau=label_tau)
 
@@ -387,7 +390,7 @@ class YAwareColnormLoss(_BandwidthLoss):
     For training with the slip on purpose (to see what it does); audit it with ``dgp audit``.
 
     >>> YAwareColnormLoss(tau=0.1, sigma=0.5)
-    YAwareColnormLoss(tau=0.1, sigma=0.5, similarity='cosine', reduction='sum', empty_rows='error')
+    YAwareColnormLoss(tau=0.1, sigma=0.5, similarity='cosine', reduction='sum', empty_rows='skip')
     """
 
     objective = "y-aware-colnorm"
@@ -431,7 +434,7 @@ def make_loss(
         ``"sum"`` by default (grows with the batch size); ``"mean"`` as pytorch-metric-learning.
     empty_rows : {"error", "skip"}, optional
         What to do with an anchor without positives (see :func:`winfonce`); by default the
-        loss class's own default (``"skip"`` for :class:`SupConLoss`, ``"error"`` otherwise).
+        loss class's own, ``"skip"``.
 
     Returns
     -------
@@ -447,7 +450,7 @@ def make_loss(
     Examples
     --------
     >>> make_loss("y-aware", temperature=0.1, sigma=1.0, reduction="mean")
-    YAwareLoss(tau=0.1, sigma=1, similarity='cosine', reduction='mean', empty_rows='error')
+    YAwareLoss(tau=0.1, sigma=1, similarity='cosine', reduction='mean', empty_rows='skip')
     """
     rec = registry.get(objective)
     given = {"sigma": sigma, "eps": eps, "label_tau": label_tau}
