@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from dgp.display import SUMMARY_WIDTH
 from dgp.errors import InputError
 from dgp.records import plain
 from dgp.resources import atomic_output
@@ -95,14 +96,38 @@ def print_result(args: argparse.Namespace, result: Any, *, words: Any = None,
     return False
 
 
-def table(rows: list[list[str]], header: list[str]) -> str:
-    """A plain aligned text table."""
+def table(rows: list[list[str]], header: list[str], *, width: int = SUMMARY_WIDTH) -> str:
+    """A plain aligned text table; wider than ``width`` columns, it is printed in blocks of
+    columns that fit, one under the other, each with the first column (the row names) again.
+
+    >>> print(table([["a", "1.5", "2.25"]], ["", "x", "y"], width=8))
+       x
+    -  ---
+    a  1.5
+    <BLANKLINE>
+       y
+    -  ----
+    a  2.25
+    """
     cols = [header, *rows]
     widths = [max(len(r[k]) for r in cols) for k in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*r) for r in rows]
-    return "\n".join(line.rstrip() for line in lines)
+    blocks: list[list[int]] = [[]]
+    used = widths[0]
+    for k in range(1, len(header)):
+        if blocks[-1] and used + 2 + widths[k] > width:
+            blocks.append([])
+            used = widths[0]
+        blocks[-1].append(k)
+        used += 2 + widths[k]
+    out = []
+    for block in blocks:
+        keep = [0, *block]
+        fmt = "  ".join(f"{{:<{widths[k]}}}" for k in keep)
+        lines = [fmt.format(*(header[k] for k in keep)),
+                 fmt.format(*("-" * widths[k] for k in keep))]
+        lines += [fmt.format(*(r[k] for k in keep)) for r in rows]
+        out.append("\n".join(line.rstrip() for line in lines))
+    return "\n\n".join(out)
 
 
 _FIGURE_FORMATS = (".png", ".pdf", ".svg")
