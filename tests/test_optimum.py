@@ -360,7 +360,7 @@ def test_display_and_to_dict():
     assert d["unique"] is True and d["rank"] == 1 and np.array(d["gram"]).shape == (5, 5)
     assert "embedding" not in d and len(opt.to_dict(embedding=True)["embedding"]) == 5
     text = str(opt)
-    assert "5 samples, 2 distinct (twins" in text and "optimal Gram" in text
+    assert "5 samples on 2 points (twins" in text and "optimal Gram" in text
     assert "unique" in text
     assert "<table>" in opt._repr_html_()
 

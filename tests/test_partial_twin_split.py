@@ -108,3 +108,36 @@ def test_classes_that_collapse_are_never_split(capsys):
     """SupCon's classes collapse: nothing is split and nothing is said."""
     got = dgp.optimum(supcon_weights([0, 0, 0, 1, 1, 2, 2]), tau=0.3)
     assert got.sizes == (3, 2, 2) and "do not collapse" not in capsys.readouterr().err
+
+
+# REF8: samples 1-3 are twins that spread; the collapse was decided on the solver's
+# certificate read beside a gradient at another scale, which called the class collapsed and
+# returned its collapsed point with a "lower bound" above the true optimum
+SPREAD_W = np.array([[0.0, 0.655, 0.655, 0.655, 0.47], [0.655, 0.0, 0.576, 0.576, 0.875],
+                     [0.655, 0.576, 0.0, 0.576, 0.875], [0.655, 0.576, 0.576, 0.0, 0.875],
+                     [0.47, 0.875, 0.875, 0.875, 0.0]])
+
+
+@pytest.mark.parametrize("dim", [None, 2])
+def test_a_spreading_twin_class_is_never_reported_collapsed(dim, monkeypatch):
+    got = dgp.optimum(SPREAD_W, tau=0.1, dim=dim, progress=False)
+    floor = _descent_floor(SPREAD_W, 0.1, dim=dim or 5, starts=2)
+    # the lower bound is a bound: no embedding goes below it
+    assert got.lower_bound <= floor + 1e-7
+    assert got.loss <= floor + 1e-6  # and the answer is as good as free descent finds
+    _without_twin_quotient(monkeypatch)
+    ref = dgp.optimum(SPREAD_W, tau=0.1, dim=dim, progress=False)
+    assert got.loss == pytest.approx(ref.loss, rel=1e-8)
+    if dim is None:
+        assert got.certified_global and got.loss == pytest.approx(floor, abs=1e-6)
+
+
+@pytest.mark.slow  # a stochastic expected-batch optimum of 40 labels: about 6 s
+def test_the_labels_path_splits_what_does_not_collapse_instead_of_an_internal_error():
+    """REF8: the full-batch optimum of a labels problem (the batch path's comparison) raised
+    NoCollapse out of dgp.optimum ("internal error ... please report it")."""
+    y = np.repeat(np.arange(20), 2).astype(float)
+    P = dgp.Problem(objective="y-aware-colnorm", labels=y, sigma=100.0, tau=0.5, batch_size=8)
+    r = dgp.optimum(P, dim=3, samples=100, replicates=1, progress=False)
+    assert isinstance(r, dgp.BatchOptimum) and np.isfinite(r.loss)
+    assert r.batch.lower_bound <= r.loss

@@ -150,13 +150,15 @@ def test_a_tolerance_is_decided_beyond_the_noise_of_the_batched_gram():
         batch = SimpleNamespace(shift=shift, gram_interval=interval, full_batch_gram=G0)
         return SimpleNamespace(batch=batch, cosines_pinned=pinned)
 
-    assert tolerance_verdict(fake(0.01, None), 0.05) == "within"  # exact
-    assert tolerance_verdict(fake(0.06, None), 0.05) == "beyond"
-    assert tolerance_verdict(fake(0.01, 0.02), 0.05) == "within"
-    assert tolerance_verdict(fake(0.01, 0.9), 0.05) == "undecided"  # U14's case
-    assert tolerance_verdict(fake(0.5, 0.1), 0.05) == "beyond"
-    assert tolerance_verdict(fake(0.01, 0.02, pinned=False), 0.05) == "undecided"
-    assert tolerance_verdict(fake(0.01, None, pinned=None), 0.05) == "within"
+    assert tolerance_verdict(fake(0.01, None), 0.05) == ("within", "")  # exact
+    assert tolerance_verdict(fake(0.06, None), 0.05) == ("beyond", "")
+    assert tolerance_verdict(fake(0.01, 0.02), 0.05) == ("within", "")
+    assert tolerance_verdict(fake(0.01, 0.9), 0.05) == ("undecided", "noise")  # U14's case
+    assert tolerance_verdict(fake(0.5, 0.1), 0.05) == ("beyond", "")
+    assert tolerance_verdict(fake(0.01, 0.02, pinned=False), 0.05) == ("undecided",
+                                                                        "not pinned")
+    assert tolerance_verdict(fake(0.01, np.nan), 0.05) == ("undecided", "no interval")
+    assert tolerance_verdict(fake(0.01, None, pinned=None), 0.05) == ("within", "")
 
 
 def test_soft_supcon_below_tau_star_is_unchanged_by_batching():

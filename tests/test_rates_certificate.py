@@ -139,4 +139,6 @@ def test_certificate_reports_the_log_gamma_fallback_losing_digits(monkeypatch):
     r = positive_pair_rates(sizes, batch_size=4096)
     assert not r.certificate.summed and r.to_dict()["certificate"]["certified"] is False
     exact = _exact_anchor_rate(sum(sizes), 2, 4096)
-    assert abs(r.anchor_rate[2] / exact - 1) > 1e-6  # the digits it lost
+    # beyond the sums: scipy's hypergeometric tails (not our products, so not certified), to
+    # within 1e-6 of the exact rate where differences of log-gammas lost 5e-5 of it
+    assert abs(r.anchor_rate[2] / exact - 1) < 1e-6

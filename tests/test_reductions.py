@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from dgp.engine.target import check_weights
 from dgp.infonce import winfonce_loss
 from dgp.optima import optimum, quotient, trivial_quotient
-from dgp.optima._api import _solve, _split_single_class
+from dgp.optima._api import _solve
 from dgp.optima._batch_paths import batch_spec, start_budget
 from dgp.optima._reductions import (
     Chain,
@@ -22,6 +22,7 @@ from dgp.optima._reductions import (
     choose_reductions,
     samples_problem,
 )
+from dgp.optima._structure import split_single_class
 from dgp.solver import block_problem, single_threaded
 from dgp.weights import supcon_weights
 
@@ -177,7 +178,7 @@ def _old_path(A, tau, **kw):
     class, the solve on the unshifted weights."""
     q = quotient(check_weights(A))
     if q.K == 1:
-        q = _split_single_class(q)
+        q = split_single_class(q)
     with single_threaded():
         out = _solve(q, tau=tau, spec=None, samples=2, replicates=0, exact_max=1, tol=1e-10,
                      **kw)
@@ -245,7 +246,7 @@ def test_batched_single_class_through_the_chain_equals_the_split():
     quotient (loss, Gram, labels)."""
     A = np.ones((5, 5)) - np.eye(5)
     opt = optimum(A, tau=0.5, batch_size=3, tol=1e-10)
-    q = _split_single_class(quotient(check_weights(A)))
+    q = split_single_class(quotient(check_weights(A)))
     spec = batch_spec(np.array([5]), 3, "uniform", "mean", "drop")
     with single_threaded():
         out = _solve(q, tau=0.5, dim=None, spec=spec, samples=2000, replicates=0, seed=0,

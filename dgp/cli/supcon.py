@@ -238,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\nuse --gram to print the whole Gram, or --save-gram FILE to write it")
     if within is not None:
-        found = ("none up to the largest size tried" if within.batch_size is None
+        found = ("none decided up to the largest size tried" if within.batch_size is None
                  else f"B = {within.batch_size}")
         print(f"\nbatch size from which the full-batch prediction is within {within.tol:g}: "
               f"{found} ({args.sampler} batches)")

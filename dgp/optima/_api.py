@@ -67,7 +67,7 @@ from dgp.optima._reductions import (
     without_twins,
 )
 from dgp.optima._result import Optimum
-from dgp.optima._structure import Quotient
+from dgp.optima._structure import Quotient, split_single_class
 from dgp.resources import check_memory
 from dgp.solver import (
     BatchIdentifiability,
@@ -206,7 +206,10 @@ def _solve(
     def certified_free(prob, starts_):
         sol = _free(prob, starts_, tol)
         prob.set_scale(sol.gram)
-        lifted = lift_certificate(prob, sol.gram, n, sol.certificate) if K < N else None
+        # the collapse is decided on a certificate at this scale: the solver's multipliers,
+        # read beside a gradient at another scale, called a spreading class collapsed (REF8)
+        lifted = (lift_certificate(prob, sol.gram, n, row_certificate(prob, sol.gram, target=tol))
+                  if K < N else None)
         if lifted is not None and not lifted.collapsed:
             raise NoCollapse(tuple(c for c, v in enumerate(lifted.within_margins)
                                    if v < -lifted.collapse_tol))
@@ -257,17 +260,6 @@ def _solve(
         stop_reason=sol.stop_reason, starts=sol.starts, free=free_prob, batch=batch,
         identifiability=sol.identifiability, rank_d=sol.rank_d, probe=sol.probe,
     )
-
-
-def _split_single_class(q: Quotient) -> Quotient:
-    """All samples twins (K = 1): split off one sample, a valid coarser-than-orbit partition,
-    so that the quotient has two points."""
-    N = int(q.sizes[0])
-    w = float(q.weights[0, 0])
-    labels = np.ones(N, dtype=np.int64)
-    labels[0] = 0
-    W = np.array([[0.0, w], [w, w]])
-    return Quotient(labels, np.array([1, N - 1]), W, np.array([0, 1]), q.complete)
 
 
 def optimum(
@@ -501,7 +493,7 @@ def _routed(q: Quotient, A: np.ndarray | None, chain: Chain | None, inverse: lis
         chain = choose_reductions(samples_problem(A), batched=True, split_single=True)
         q, inverse = chain.apply(samples_problem(A))
     elif q.K == 1:  # class-balanced: label_quotient refuses fewer than two classes
-        q, chain = _split_single_class(q), None
+        q, chain = split_single_class(q), None
     structure = "quotient" if q.K < int(q.sizes.sum()) else "dense"
     if route == "rows" and progress is not False:
         say_rows_estimate(q, spec, dim, kwargs["starts"])
@@ -520,7 +512,8 @@ def _labels_full_batch(problem, dim: int, checked: dict, starts: int | None,
     ``checked``: :func:`optimum`'s checked settings), saying on stderr that it is being solved,
     and how it goes, unless ``progress`` is false."""
     A = check_weights(problem.solver_weights())
-    q, _ = choose_reductions(samples_problem(A)).apply(samples_problem(A))
+    chain = choose_reductions(samples_problem(A))
+    q, _ = chain.apply(samples_problem(A))
     kwargs = dict(tau=checked["tau"], dim=dim, spec=None, samples=2, replicates=0,
                   seed=checked["seed"], exact_max=1, starts=start_budget(starts, q.K, dim),
                   tol=checked["tol"])
@@ -528,7 +521,16 @@ def _labels_full_batch(problem, dim: int, checked: dict, starts: int | None,
     if progress is None or progress:
         report = stderr_progress(f"the full-batch optimum of n = {q.K} in d = {dim}")
         report("solving it first (a candidate and the start of one expected-batch run)")
-    return _full_batch_embedding(q, kwargs, report)[q.labels]
+    try:
+        return _full_batch_embedding(q, kwargs, report)[q.labels]
+    except NoCollapse as exc:  # as _quotient_optimum: the spreading classes, then every sample
+        splits = ((exc.classes,) if 0 < len(exc.classes) < q.K else ()) + ((),)
+    for split in splits:
+        with contextlib.suppress(NoCollapse):
+            q = without_twins(A, chain, split)[1]
+            return _full_batch_embedding(q, kwargs, report)[q.labels]
+    raise SolverError("the full-batch optimum of every sample raised NoCollapse; please "
+                      "report it")
 
 
 def _full_batch_embedding(q: Quotient, kwargs: dict,
@@ -536,7 +538,7 @@ def _full_batch_embedding(q: Quotient, kwargs: dict,
     """Unit rows (one per class of ``q``) of the full-batch optimum in ``kwargs["dim"]`` (the
     one rank-d solver, its default budget; ``progress``: its lines)."""
     with single_threaded(), validated_tau(kwargs["tau"]):
-        out = _solve(q if q.K > 1 else _split_single_class(q),
+        out = _solve(q if q.K > 1 else split_single_class(q),
                      **{**kwargs, "spec": None}, progress=progress)
     X = factor(out["gram"], kwargs["dim"])
     return X.T / np.linalg.norm(X.T, axis=1, keepdims=True)

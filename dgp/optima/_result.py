@@ -196,9 +196,10 @@ class Optimum(Record):
         unit = (self.batch.spec.loss_unit if self.batch is not None else
                 "nats (summed over anchors)")
         pairs = [
-            ("structure", f"{self.n} samples, {self.K} distinct (twins, samples with the same "
-             "weights to every other sample, share one embedding)" if self.structure ==
-             "quotient" else f"dense ({self.n} samples, no two with the same weights)"),
+            ("structure", f"{self.n} samples on {self.K} points (twins, samples with the same "
+             "weights to every other sample, share one point where their class collapses)"
+             if self.structure == "quotient" else f"dense ({self.n} samples, each its own "
+             "point)"),
             ("dimension", "free" if self.dim is None else f"d = {self.dim} ({self.starts} starts)"),
             ("loss", f"{self.loss:.10g} {unit}"),
             ("excess", f"{format_nats(self.excess_loss, self.log_excess_loss)} nats above the "

@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = [
     "Quotient", "quotient", "sparse_quotient", "sparse_twins", "split_classes",
-    "trivial_quotient",
+    "split_single_class", "trivial_quotient",
 ]
 
 #: largest pairwise-verification work (entries compared) spent on one group of rows with equal
@@ -96,6 +96,17 @@ def split_classes(q: Quotient, classes: tuple[int, ...]) -> Quotient:
     W = q.weights[np.ix_(old, old)].copy()
     W[np.diag_indices_from(W)] = np.where(sizes >= 2, np.diag(W), 0.0)
     return Quotient(labels, sizes, W, reps, q.complete)
+
+
+def split_single_class(q: Quotient) -> Quotient:
+    """All samples twins (K = 1): split off one sample, a valid coarser-than-orbit partition,
+    so that the quotient has two points."""
+    N = int(q.sizes[0])
+    w = float(q.weights[0, 0])
+    labels = np.ones(N, dtype=np.int64)
+    labels[0] = 0
+    W = np.array([[0.0, w], [w, w]])
+    return Quotient(labels, np.array([1, N - 1]), W, np.array([0, 1]), q.complete)
 
 
 def _multiset_keys(A: np.ndarray) -> list[bytes]:

@@ -32,7 +32,7 @@ import numpy as np
 
 from dgp.constants import BATCH_ATTAIN_ATOL as ATTAIN_ATOL
 from dgp.constants import BATCH_ATTAIN_EXCESS as ATTAIN_EXCESS
-from dgp.constants import BATCH_GRAM_TOL
+from dgp.constants import BATCH_GRAM_TOL, BATCH_REPLICATES
 from dgp.display import stderr_progress
 from dgp.errors import (
     ParameterError,
@@ -293,21 +293,33 @@ class BatchTolerance(Record):
         yield from (("note", self.note), ("statement", self.statement))
 
 
-def tolerance_verdict(p: Any, tol: float) -> str:
+#: why a batch size is undecided (:func:`tolerance_verdict`), as the statement says it
+_UNDECIDED_WHY = {
+    "not pinned": "the loss does not pin the pairwise cosines (no Gram is a prediction)",
+    "no interval": "no interval was measured (no independent run ended near the reported "
+                   "solution)",
+    "noise": "the Gram's 95% intervals reach across the tolerance",
+}
+
+
+def tolerance_verdict(p: Any, tol: float) -> tuple[str, str]:
     """Whether the prototypes ``p`` of a batch size are within ``tol`` of the full-batch Gram
-    beyond the noise of their Gram (``BatchTolerance.table``'s verdicts)."""
+    beyond the noise of their Gram (``BatchTolerance.table``'s verdicts), and why undecided
+    (``"not pinned"``, ``"no interval"``, ``"noise"``; ``""`` where decided)."""
     b = p.batch
     if p.cosines_pinned is False:
-        return "undecided"
+        return "undecided", "not pinned"
     if b.gram_interval is None:  # exact: every composition, or a closed form
-        return "within" if b.shift <= tol else "beyond"
+        return ("within" if b.shift <= tol else "beyond"), ""
     lo, hi = b.gram_interval
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
-        return "undecided"
+        return "undecided", "no interval"
     G0 = b.full_batch_gram
     far = float(np.maximum(np.abs(lo - G0), np.abs(hi - G0)).max())
     near = float(np.maximum(np.maximum(lo - G0, G0 - hi), 0.0).max())
-    return "within" if far <= tol else "beyond" if near > tol else "undecided"
+    if far <= tol:
+        return "within", ""
+    return ("beyond", "") if near > tol else ("undecided", "noise")
 
 
 def batch_size_for_tolerance(
@@ -323,6 +335,7 @@ def batch_size_for_tolerance(
     samples: int = 1000,
     seed: int = 0,
     max_batch_size: int | None = None,
+    replicates: int = BATCH_REPLICATES,
 ) -> BatchTolerance:
     """The smallest batch size from which the full-batch prediction is within ``tol`` (max
     absolute difference of the prototype Grams).
@@ -330,7 +343,9 @@ def batch_size_for_tolerance(
     Batch sizes are tried on a doubling grid from the smallest valid one up to ``N`` (or
     ``max_batch_size``), then bisected between the last size off and the first within
     ``tol`` — which assumes the shift decreases with ``B`` between grid points (stated in
-    ``note``; the table shows every size tried).
+    ``note``; the table shows every size tried). A size counts as within ``tol`` only
+    beyond the noise of its Gram (:func:`tolerance_verdict`): ``replicates`` further
+    independent runs of each sampled size give its entries' 95% intervals.
 
     Raises
     ------
@@ -356,6 +371,7 @@ def batch_size_for_tolerance(
         raise ParameterError("max_batch_size", f"must be at least {low}, got {high}")
     step = int(m) if m else 1
     cache: dict[int, tuple[float, float | None, str]] = {}
+    why: dict[int, str] = {}
 
     def within(B: int) -> bool:
         if B not in cache:
@@ -363,9 +379,10 @@ def batch_size_for_tolerance(
                 n, tau=tau, eps=eps, batch_size=B, sampler=sampler,
                 samples_per_class=samples_per_class, reduction=reduction,
                 anchors_without_positives=anchors_without_positives, samples=samples,
-                replicates=1, seed=seed,
+                replicates=replicates, seed=seed,
             )
-            cache[B] = (p.batch.shift, p.batch.gram_se, tolerance_verdict(p, tol))
+            verdict, why[B] = tolerance_verdict(p, tol)
+            cache[B] = (p.batch.shift, p.batch.gram_se, verdict)
         return cache[B][2] == "within"
 
     grid = []
@@ -395,16 +412,21 @@ def batch_size_for_tolerance(
             found = hi
     table = tuple((b, *cache[b]) for b in sorted(cache))
     undecided = [b for b, *_, v in table if v == "undecided" and (found is None or b < found)]
-    why = (f"; undecided at {len(undecided)} size{'s' if len(undecided) > 1 else ''} "
-           f"{'below it' if found is not None else 'tried'} (B = {undecided[0]}"
-           f"{f' to {undecided[-1]}' if len(undecided) > 1 else ''}): the Gram's 95% intervals "
-           "reach across the tolerance, or the loss does not pin the cosines there, so "
-           + ("a smaller size may do" if found is not None else "none is decided")
-           if undecided else "")
+    def sizes_of(r: str) -> str:
+        bs = [b for b in undecided if why[b] == r]
+        return (", ".join(map(str, bs)) if len(bs) <= 3 else
+                f"{bs[0]}, {bs[1]}, ..., {bs[-1]} ({len(bs)} sizes)")
+
+    reasons = "; ".join(f"{_UNDECIDED_WHY[r]} at B = {sizes_of(r)}"
+                        for r in _UNDECIDED_WHY if any(why[b] == r for b in undecided))
+    said = (f"; undecided at {len(undecided)} size{'s' if len(undecided) > 1 else ''} "
+            f"{'below it' if found is not None else 'tried'}: {reasons}; so "
+            + ("a smaller size may do" if found is not None else "none is decided")
+            if undecided else "")
     statement = ((f"from B = {found}, the full-batch prediction is within {tol:g} beyond the "
                   "noise of the batched Gram" if found is not None else
                   f"no batch size tried is decided within {tol:g} of the full-batch "
-                  "prediction") + why)
+                  "prediction") + said)
     return BatchTolerance(
         batch_size=found, tol=tol, table=table,
         note="doubling grid then bisection (assumes the shift decreases between grid points); "

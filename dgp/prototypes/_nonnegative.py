@@ -78,6 +78,7 @@ from dgp.prototypes._rates import pair_probability
 from dgp.prototypes._sampled import held_out_report, stochastic_fields
 from dgp.resources import check_memory
 from dgp.solver import (
+    EXACT_RANK_D_MAX_S,
     BatchIdentifiability,
     BatchPrediction,
     BatchSpec,
@@ -91,7 +92,7 @@ from dgp.solver import (
     check_time,
     compositions,
     dnn_lower_bound,
-    exact_rows_fit,
+    enumerable,
     frank_wolfe_bound,
     held_out_estimate,
     nonnegative_cost,
@@ -371,17 +372,21 @@ def nonnegative_prototypes(
     replicates = check_int(replicates, "replicates", minimum=1)
     exact_max = check_int(exact_max, "exact_max", minimum=1)
     full = _full_batch(n, tau, eps, dim, starts, seed, progress, classes)
-    if dim is not None and dim < K and not exact_rows_fit(n, spec, dim, exact_max, starts,
-                                                          nonnegative=True):
-        # no closed form fits in R^dim: beyond enumeration, or where the search over every
-        # composition would take longer than fresh batches, the stochastic path (no sampled
-        # compositions needed)
+    searched = dim is not None and dim < K  # no closed form fits in R^dim
+    if searched and not enumerable(n, spec, exact_max):
+        # beyond enumeration: the stochastic path (no sampled compositions needed)
         return _stochastic(n, tau, eps, dim, spec, full, seed=seed, samples=samples,
                            replicates=replicates, progress=progress)
     with single_threaded():
         comps = compositions(n, spec, exact_max=exact_max,
                              samples=row_budget_samples(K, samples), seed=seed)
         prob, _ = batch_rows(comps, weights, spec, tau=tau)
+        if searched and (nonnegative_cost(K, dim, starts=starts, rows=prob.R) / 1e9
+                         > EXACT_RANK_D_MAX_S):
+            # the search over every composition's rows (counted as built) would take longer
+            # than fresh batches
+            return _stochastic(n, tau, eps, dim, spec, full, seed=seed, samples=samples,
+                               replicates=replicates, progress=progress)
         if not comps.exact:
             closed = _closed_form(prob, n, tau, eps, dim)
             if closed is None:

@@ -75,8 +75,8 @@ class RatesCertificate(CertificateProtocol):
         float64 at the batch's scale (:func:`rates_certificate`).
     summed : bool
         The uniform rates' products were summed term by term (accurate to rounding); false
-        beyond :data:`DIRECT_SUM_MAX_TERMS`, where differences of log-gammas lose digits that
-        the two-sided check, sharing them, need not see: then not certified.
+        beyond :data:`DIRECT_SUM_MAX_TERMS`, where the rates are scipy's hypergeometric tails
+        (close, but not these products, whose rounding the checks bound): then not certified.
     """
 
     formula: str
@@ -103,7 +103,7 @@ class RatesCertificate(CertificateProtocol):
         yield "anchors_per_batch * anchor_rate <= B batch_rate", self.upper_slack >= -self.atol
         yield "the expected anchors sum to the batch's", self.anchors_error <= self.atol
         yield "every rate in [0, 1]", self.range_error <= self.atol
-        yield "the products summed term by term (not log-gamma differences)", self.summed
+        yield "the products summed term by term (not scipy's hypergeometric tails)", self.summed
 
 
 @dataclass(frozen=True, eq=False)

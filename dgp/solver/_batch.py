@@ -51,7 +51,6 @@ from dgp.constants import EXACT_MAX_DEFAULT
 from dgp.errors import ParameterError, check_choice, check_dim, check_int
 from dgp.records import Record
 from dgp.solver._gram_spread import spread_statement
-from dgp.solver._nonnegative import nonnegative_cost
 from dgp.solver._pair_rates import uniform_pair_rates
 from dgp.solver._program import RowProblem
 from dgp.solver._rank_d_budget import rank_d_cost
@@ -127,29 +126,24 @@ EXACT_RANK_D_MAX_S = 600.0
 
 
 def rows_rank_d_seconds(sizes: np.ndarray, spec: BatchSpec, dim: int | None,
-                        starts: int, *, nonnegative: bool = False) -> float:
+                        starts: int) -> float:
     """The rank-``dim`` search's estimated seconds over the row problem of every composition
-    (:func:`dgp.solver.rank_d_cost`, or :func:`dgp.solver.nonnegative_cost` for a ReLU head,
-    at their 1e9 operations per second); 0 where none runs (free dimension, or ``dim`` at least
-    the number of points)."""
+    (:func:`dgp.solver.rank_d_cost` at its 1e9 operations per second); 0 where none runs (free
+    dimension, or ``dim`` at least the number of points)."""
     K = int(sizes.size)
     if dim is None or dim >= K:
         return 0.0
     rows = composition_count(sizes, spec) * min(K, spec.batch_size)
-    if nonnegative:
-        return nonnegative_cost(K, dim, starts=starts, rows=rows) / 1e9
     return rank_d_cost(K, dim, starts=starts, given=2, rows=rows) / 1e9
 
 
 def exact_rows_fit(sizes: np.ndarray, spec: BatchSpec, dim: int | None, exact_max: int,
-                   starts: int, *, nonnegative: bool = False) -> bool:
+                   starts: int) -> bool:
     """Whether the row problem of every composition answers: at most ``exact_max`` of them
-    (:func:`enumerable`) and, in a dimension that needs the rank-``dim`` search (non-negative
-    rows with ``nonnegative``), that search estimated within :data:`EXACT_RANK_D_MAX_S`
-    (beyond, fresh batches answer faster)."""
+    (:func:`enumerable`) and, in a dimension that needs the rank-``dim`` search, that search
+    estimated within :data:`EXACT_RANK_D_MAX_S` (beyond, fresh batches answer faster)."""
     return (enumerable(sizes, spec, exact_max)
-            and rows_rank_d_seconds(sizes, spec, dim, starts, nonnegative=nonnegative)
-            <= EXACT_RANK_D_MAX_S)
+            and rows_rank_d_seconds(sizes, spec, dim, starts) <= EXACT_RANK_D_MAX_S)
 
 
 #: the mini-batch options and their defaults, which a full-batch call must leave as they are

@@ -5,28 +5,23 @@ products of falling factorials that :func:`dgp.solver.positive_pair_probability`
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln
 
 __all__ = ["DIRECT_SUM_MAX_TERMS", "log_falling_ratio", "uniform_pair_rates"]
 
 #: terms of each of the uniform rates' products (distinct class sizes times about ``B``) up to
 #: which they are summed term by term, accurate to rounding (both sums: 0.4 s of CPU at 4e7
-#: terms, 10^4 distinct sizes and B = 4096; so about 4 s here); beyond, a difference of
-#: ``gammaln``, whose absolute error grows as eps N log N (for a class of 2 in batches of 4096:
-#: 3e-7 of its anchor rate at N = 10^6, 5e-5 at 10^7, 1.4e-3 at 10^8; the sums: 2e-11), which
-#: the rates' certificate then reports as not certified (``summed`` false)
+#: terms, 10^4 distinct sizes and B = 4096; so about 4 s here); beyond, scipy's hypergeometric
+#: tails (``sf``: 4e-8 relative for a class of 2 at N = 5e7, B = 65536, where a difference of
+#: ``gammaln``, whose error grows as eps N log N, was 2.4% off), which the rates' certificate
+#: reports as not certified (``summed`` false)
 DIRECT_SUM_MAX_TERMS = 400_000_000
 
 
-def log_falling_ratio(top: int, a: np.ndarray, count: int, *, summed: bool) -> np.ndarray:
+def log_falling_ratio(top: int, a: np.ndarray, count: int) -> np.ndarray:
     """``log[(top - a)_count / (top)_count]`` of falling factorials, for each ``a`` (with
     ``top - a >= count``): the sum of ``log1p(-a / (top - j))`` over ``j < count`` (no
-    cancellation, no overflow at ``top = 10^8``), or (``summed`` false) a difference of
-    ``gammaln`` (its error grows as eps top log top)."""
+    cancellation, no overflow at ``top = 10^8``)."""
     values, inverse = np.unique(np.asarray(a, dtype=float), return_inverse=True)
-    if not summed:
-        return (gammaln(top - a + 1.0) - gammaln(top - a - count + 1.0)
-                - gammaln(top + 1.0) + gammaln(top - count + 1.0))
     out = np.zeros(values.size)
     step = max(1, 1_000_000 // max(1, values.size))  # at most a million terms at once
     for start in range(0, count, step):
@@ -41,16 +36,25 @@ def uniform_pair_rates(n: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray, b
     ``P(X_k = 0) = C(N - n_k, B) / C(N, B)`` and ``P(X_k = 1) = (n_k B / N)(1 - anchor rate)``
     (:func:`log_falling_ratio`; 1 - P(X_k = 0) as ``-expm1``, so a class of 2 in 10^8 samples keeps
     its ``B^2 / N^2``, where ``1 - pmf(0) - pmf(1)`` of scipy's hypergeometric was 6x off);
-    and whether the products were summed (up to :data:`DIRECT_SUM_MAX_TERMS` terms)."""
+    and whether the products were summed (up to :data:`DIRECT_SUM_MAX_TERMS` terms; beyond,
+    scipy's hypergeometric tails ``sf``, whose digits at N = 5e7 beat the differences of
+    log-gammas: 4e-8 relative for a class of 2, where the log-gammas were 2.4% off)."""
     N = int(n.sum())
     summed = np.unique(n).size * B <= DIRECT_SUM_MAX_TERMS
+    if not summed:
+        from scipy.stats import hypergeom  # imported on use: scipy.stats is slow to import
+
+        anchor = hypergeom(N - 1, np.maximum(n - 1, 0), B - 1).sf(0)
+        batch = hypergeom(N, n, B).sf(1)
+        anchor[n < 2] = batch[n < 2] = 0.0
+        return np.clip(anchor, 0.0, 1.0), np.clip(batch, 0.0, 1.0), summed
     anchor, none = np.ones(n.size), np.ones(n.size)
     ok = N - n >= B - 1  # else every batch with the anchor holds another of its class
-    none[ok] = -np.expm1(log_falling_ratio(N - 1, n[ok] - 1, B - 1, summed=summed))
+    none[ok] = -np.expm1(log_falling_ratio(N - 1, n[ok] - 1, B - 1))
     anchor[ok] = none[ok]
     empty = N - n >= B  # else every batch holds one of the class
     log_p0 = np.full(n.size, -np.inf)
-    log_p0[empty] = log_falling_ratio(N, n[empty], B, summed=summed)
+    log_p0[empty] = log_falling_ratio(N, n[empty], B)
     p1 = B * n / float(N) * (1.0 - anchor)
     batch = -np.expm1(log_p0) - p1
     # a class of one sample never has two in a batch drawn without replacement: exactly 0
