@@ -25,7 +25,6 @@ width. In a fixed dimension the problem is solved by Burer–Monteiro at rank ``
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -456,27 +455,33 @@ def _quotient_optimum(q: Quotient | None, A: np.ndarray | None, batch: dict, kwa
     # points, the other classes merged (their collapse proved again); failing that, the N x N
     # problem itself, on the path of its samples (whose subsets need not enumerate where the
     # classes' did)
-    if 0 < len(spreading) < q.K:
-        with contextlib.suppress(NoCollapse):
-            return _unmerged(A, chain, spreading, q.K, spec, kwargs, progress)
-    return _unmerged(A, chain, (), q.K, spec, kwargs, progress)
+    def routed(chain: Chain, q: Quotient, inverse: list) -> Optimum | BatchOptimum:
+        route = (None if spec is None else
+                 batch_route(q.sizes, spec, dim, kwargs["exact_max"], kwargs["starts"]))
+        return _routed(q, A, chain, inverse, route, kwargs, progress)
+
+    return _unmerged(A, chain, spreading, q.K, routed, progress)
 
 
-def _unmerged(A: np.ndarray, chain: Chain | None, split: tuple[int, ...], K: int,
-              spec: BatchSpec | None, kwargs: dict, progress: bool | None
-              ) -> Optimum | BatchOptimum:
-    """:func:`_routed` with the samples of the twin classes ``split`` (all: ``()``) as their
-    own points, saying so on stderr unless ``progress`` is false (``K``: twin classes)."""
-    chain, q, inverse = without_twins(A, chain, split)
-    route = (None if spec is None else
-             batch_route(q.sizes, spec, kwargs["dim"], kwargs["exact_max"], kwargs["starts"]))
-    if progress is not False:
-        stderr_progress()(
-            f"{len(split)} of {K} twin classes {'does' if len(split) == 1 else 'do'} not "
-            "collapse at the full-batch optimum: their samples are solved as their own points "
-            f"({q.K} points)" if split else "twin classes do not collapse at the full-batch "
-            f"optimum: solving the {q.K} samples")
-    return _routed(q, A, chain, inverse, route, kwargs, progress)
+def _unmerged(A: np.ndarray, chain: Chain | None, spreading: tuple[int, ...], K: int,
+              solve: Callable, progress: bool | None):
+    """``solve(chain, q, inverse)`` where twin classes do not collapse (``spreading``, of the
+    ``K``): with the samples of those classes as their own points, the others merged (their
+    collapse proved again), and failing that every sample its own point; each saying so on
+    stderr unless ``progress`` is false."""
+    for split in ((spreading,) if 0 < len(spreading) < K else ()) + ((),):
+        chain_, q, inverse = without_twins(A, chain, split)
+        if progress is not False:
+            stderr_progress()(
+                f"{len(split)} of {K} twin classes {'does' if len(split) == 1 else 'do'} not "
+                "collapse at the full-batch optimum: their samples are solved as their own "
+                f"points ({q.K} points)" if split else "twin classes do not collapse at the "
+                f"full-batch optimum: solving the {q.K} samples")
+        try:
+            return solve(chain_, q, inverse)
+        except NoCollapse:  # the last split, every sample its own point, never raises it
+            if not split:
+                raise
 
 
 def _routed(q: Quotient, A: np.ndarray | None, chain: Chain | None, inverse: list,
@@ -524,13 +529,9 @@ def _labels_full_batch(problem, dim: int, checked: dict, starts: int | None,
     try:
         return _full_batch_embedding(q, kwargs, report)[q.labels]
     except NoCollapse as exc:  # as _quotient_optimum: the spreading classes, then every sample
-        splits = ((exc.classes,) if 0 < len(exc.classes) < q.K else ()) + ((),)
-    for split in splits:
-        with contextlib.suppress(NoCollapse):
-            q = without_twins(A, chain, split)[1]
-            return _full_batch_embedding(q, kwargs, report)[q.labels]
-    raise SolverError("the full-batch optimum of every sample raised NoCollapse; please "
-                      "report it")
+        spreading = exc.classes
+    return _unmerged(A, chain, spreading, q.K,
+                     lambda _, q, __: _full_batch_embedding(q, kwargs, report)[q.labels], False)
 
 
 def _full_batch_embedding(q: Quotient, kwargs: dict,

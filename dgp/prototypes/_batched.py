@@ -370,8 +370,7 @@ def batch_size_for_tolerance(
     if high < low:
         raise ParameterError("max_batch_size", f"must be at least {low}, got {high}")
     step = int(m) if m else 1
-    cache: dict[int, tuple[float, float | None, str]] = {}
-    why: dict[int, str] = {}
+    cache: dict[int, tuple[float, float | None, str, str]] = {}  # shift, se, verdict, why
 
     def within(B: int) -> bool:
         if B not in cache:
@@ -381,8 +380,7 @@ def batch_size_for_tolerance(
                 anchors_without_positives=anchors_without_positives, samples=samples,
                 replicates=replicates, seed=seed,
             )
-            verdict, why[B] = tolerance_verdict(p, tol)
-            cache[B] = (p.batch.shift, p.batch.gram_se, verdict)
+            cache[B] = (p.batch.shift, p.batch.gram_se, *tolerance_verdict(p, tol))
         return cache[B][2] == "within"
 
     grid = []
@@ -410,8 +408,10 @@ def batch_size_for_tolerance(
                 else:
                     lo = mid
             found = hi
-    table = tuple((b, *cache[b]) for b in sorted(cache))
+    table = tuple((b, *cache[b][:3]) for b in sorted(cache))
     undecided = [b for b, *_, v in table if v == "undecided" and (found is None or b < found)]
+    why = {b: cache[b][3] for b in undecided}
+
     def sizes_of(r: str) -> str:
         bs = [b for b in undecided if why[b] == r]
         return (", ".join(map(str, bs)) if len(bs) <= 3 else

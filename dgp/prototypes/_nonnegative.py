@@ -52,6 +52,7 @@ that path is certified; exact enumeration stays certified as above.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -373,10 +374,10 @@ def nonnegative_prototypes(
     exact_max = check_int(exact_max, "exact_max", minimum=1)
     full = _full_batch(n, tau, eps, dim, starts, seed, progress, classes)
     searched = dim is not None and dim < K  # no closed form fits in R^dim
+    stochastic = partial(_stochastic, n, tau, eps, dim, spec, full, seed=seed, samples=samples,
+                         replicates=replicates, progress=progress)
     if searched and not enumerable(n, spec, exact_max):
-        # beyond enumeration: the stochastic path (no sampled compositions needed)
-        return _stochastic(n, tau, eps, dim, spec, full, seed=seed, samples=samples,
-                           replicates=replicates, progress=progress)
+        return stochastic()  # beyond enumeration (no sampled compositions needed)
     with single_threaded():
         comps = compositions(n, spec, exact_max=exact_max,
                              samples=row_budget_samples(K, samples), seed=seed)
@@ -385,13 +386,11 @@ def nonnegative_prototypes(
                          > EXACT_RANK_D_MAX_S):
             # the search over every composition's rows (counted as built) would take longer
             # than fresh batches
-            return _stochastic(n, tau, eps, dim, spec, full, seed=seed, samples=samples,
-                               replicates=replicates, progress=progress)
+            return stochastic()
         if not comps.exact:
             closed = _closed_form(prob, n, tau, eps, dim)
             if closed is None:
-                return _stochastic(n, tau, eps, dim, spec, full, seed=seed, samples=samples,
-                                   replicates=replicates, progress=progress)
+                return stochastic()
             return _held_out(common, n, tau, eps, spec, prob, comps, closed, full, seed=seed,
                              samples=samples)
         fields = _solve(prob, n, tau, eps, dim, starts, seed,

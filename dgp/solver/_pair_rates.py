@@ -41,22 +41,19 @@ def uniform_pair_rates(n: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray, b
     log-gammas: 4e-8 relative for a class of 2, where the log-gammas were 2.4% off)."""
     N = int(n.sum())
     summed = np.unique(n).size * B <= DIRECT_SUM_MAX_TERMS
-    if not summed:
+    if summed:
+        anchor = np.ones(n.size)
+        ok = N - n >= B - 1  # else every batch with the anchor holds another of its class
+        anchor[ok] = -np.expm1(log_falling_ratio(N - 1, n[ok] - 1, B - 1))
+        empty = N - n >= B  # else every batch holds one of the class
+        log_p0 = np.full(n.size, -np.inf)
+        log_p0[empty] = log_falling_ratio(N, n[empty], B)
+        batch = -np.expm1(log_p0) - B * n / float(N) * (1.0 - anchor)
+    else:
         from scipy.stats import hypergeom  # imported on use: scipy.stats is slow to import
 
         anchor = hypergeom(N - 1, np.maximum(n - 1, 0), B - 1).sf(0)
         batch = hypergeom(N, n, B).sf(1)
-        anchor[n < 2] = batch[n < 2] = 0.0
-        return np.clip(anchor, 0.0, 1.0), np.clip(batch, 0.0, 1.0), summed
-    anchor, none = np.ones(n.size), np.ones(n.size)
-    ok = N - n >= B - 1  # else every batch with the anchor holds another of its class
-    none[ok] = -np.expm1(log_falling_ratio(N - 1, n[ok] - 1, B - 1))
-    anchor[ok] = none[ok]
-    empty = N - n >= B  # else every batch holds one of the class
-    log_p0 = np.full(n.size, -np.inf)
-    log_p0[empty] = log_falling_ratio(N, n[empty], B)
-    p1 = B * n / float(N) * (1.0 - anchor)
-    batch = -np.expm1(log_p0) - p1
     # a class of one sample never has two in a batch drawn without replacement: exactly 0
     # (the difference above leaves rounding, 7e-18 for a singleton among 7743 samples)
     anchor[n < 2] = batch[n < 2] = 0.0
